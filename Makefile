@@ -1,0 +1,57 @@
+# flowlab: one make for everything.
+#   make             the library (build/libflowlab.a) and the labs
+#   make test        the TAP suite under prove
+#   make test SANITIZE=1   the same suite under AddressSanitizer + UBSan
+#   make clean
+
+CC      ?= cc
+SANITIZE ?= 0
+BUILD   := build
+ifeq ($(SANITIZE),1)
+BUILD   := build-sanitize
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT     := -O1 -g
+else
+SANFLAGS :=
+OPT     := -O2 -g
+endif
+
+CFLAGS  := -std=c11 -Wall -Wextra -Werror $(OPT) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+           -pthread -Isrc $(SANFLAGS) $(EXTRA_CFLAGS)
+LDLIBS  := -lz -lm -pthread
+LDFLAGS := $(SANFLAGS)
+
+LIB_SRC := $(wildcard src/*.c)
+LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
+LIB     := $(BUILD)/libflowlab.a
+
+TEST_SRC  := $(wildcard tests/test_*.c)
+TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+.PHONY: all lib tests test clean
+all: lib
+
+lib: $(LIB)
+
+$(BUILD)/obj/%.o: src/%.c src/flowlab.h src/runtime.h | $(BUILD)/obj
+	$(CC) $(CFLAGS) -MMD -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/%.c tests/tap.h $(LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+tests: $(TEST_BIN)
+
+test: tests
+	prove -j2 $(TEST_BIN)
+
+$(BUILD)/obj $(BUILD)/tests:
+	mkdir -p $@
+
+clean:
+	rm -rf build build-sanitize
+
+-include $(wildcard $(BUILD)/obj/*.d)

@@ -1,0 +1,318 @@
+/* flowlab.h: the one public header a lab includes.
+ * Graphs, sessions, automatic differentiation, optimizers, devices, data and
+ * checkpoints, named after TensorFlow 1.x where users already know the names. */
+#ifndef FLOWLAB_H
+#define FLOWLAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Errors.
+ * Graph building records the first error in the graph (fl_graph_error) and
+ * every later builder given a NULL input returns NULL quietly, so a lab can
+ * build a whole model and check once. Everything else returns -1 or NULL and
+ * leaves a message for fl_last_error() (per thread) or fl_session_error().
+ * ------------------------------------------------------------------------ */
+const char *fl_last_error(void);
+
+/* ------------------------------------------------------------------------
+ * Tensors: float32 or int32, rank 0 to 4, row-major; images are NHWC.
+ * ------------------------------------------------------------------------ */
+#define FL_MAX_RANK 4
+
+typedef enum { FL_FLOAT32 = 0, FL_INT32 = 1 } fl_dtype;
+
+/* A dimension of -1 means "not known until run time" (TensorFlow's None). */
+typedef struct {
+    int rank;
+    int dims[FL_MAX_RANK];
+} fl_shape;
+
+typedef struct fl_tensor {
+    fl_dtype dtype;
+    fl_shape shape;
+    void *data; /* host memory, shape_size(shape) elements */
+} fl_tensor;
+
+fl_shape fl_shape_make(int rank, ...); /* fl_shape_make(2, 128, 784) */
+int64_t fl_shape_size(fl_shape shape); /* number of elements; -1 if unknown */
+bool fl_shape_equal(fl_shape a, fl_shape b);
+/* "[128,3136]", "[?,784]", "[]" for a scalar; returns buf. */
+const char *fl_shape_format(fl_shape shape, char *buf, size_t len);
+const char *fl_dtype_name(fl_dtype dtype); /* "float32", "int32" */
+
+fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape); /* zero-filled */
+fl_tensor *fl_tensor_from_floats(fl_shape shape, const float *values);
+fl_tensor *fl_tensor_from_ints(fl_shape shape, const int32_t *values);
+fl_tensor *fl_tensor_copy(const fl_tensor *t);
+void fl_tensor_free(fl_tensor *t);
+float *fl_tensor_floats(const fl_tensor *t);   /* NULL unless float32 */
+int32_t *fl_tensor_ints(const fl_tensor *t);   /* NULL unless int32 */
+float fl_tensor_scalar(const fl_tensor *t);    /* element 0 as a float */
+
+/* ------------------------------------------------------------------------
+ * Graphs and nodes.  A node is one operation with one output tensor.
+ * ------------------------------------------------------------------------ */
+typedef struct fl_graph fl_graph;
+typedef struct fl_node fl_node;
+
+fl_graph *fl_graph_new(void);
+void fl_graph_free(fl_graph *g);
+const char *fl_graph_error(const fl_graph *g); /* NULL while all is well */
+void fl_graph_clear_error(fl_graph *g);
+void fl_graph_set_random_seed(fl_graph *g, uint64_t seed);
+int fl_graph_node_count(const fl_graph *g);
+fl_node *fl_graph_node(const fl_graph *g, int index); /* creation order */
+fl_node *fl_graph_find(const fl_graph *g, const char *name);
+
+const char *fl_node_name(const fl_node *n);      /* "tower_0/dense/MatMul" */
+const char *fl_node_op_type(const fl_node *n);   /* "MatMul" */
+fl_dtype fl_node_dtype(const fl_node *n);
+fl_shape fl_node_shape(const fl_node *n);        /* as inferred at build time */
+const char *fl_node_device(const fl_node *n);    /* requested device, "" if none */
+int fl_node_input_count(const fl_node *n);
+fl_node *fl_node_input(const fl_node *n, int index);
+
+/* Name scopes prefix node names: "tower_0/" + "MatMul". Unique names get a
+ * suffix: a second "MatMul" in the same scope becomes "MatMul_1". */
+int fl_name_scope_push(fl_graph *g, const char *name);
+void fl_name_scope_pop(fl_graph *g);
+
+/* Variable scopes prefix variable names and decide what get_variable does
+ * when the variable exists. Reuse is inherited by inner scopes. */
+typedef enum {
+    FL_REUSE_INHERIT = 0, /* whatever the enclosing scope says (top: no reuse) */
+    FL_REUSE = 1,         /* get_variable returns the existing variable */
+    FL_AUTO_REUSE = 2,    /* create if missing, return if present */
+} fl_reuse;
+int fl_variable_scope_push(fl_graph *g, const char *name, fl_reuse reuse);
+void fl_variable_scope_pop(fl_graph *g);
+
+/* Device scopes and device functions share one stack; the innermost wins.
+ * Device strings: "/cpu:0", "/gpu:1", "/device:GPU:1",
+ * "/job:worker/task:0/gpu:0"; "" places nothing. A device function returns
+ * the device for a node about to be added (it may read its op type, inputs
+ * and name) or NULL to leave the choice to outer scopes. */
+typedef const char *(*fl_device_fn)(const fl_node *node, void *user);
+int fl_device_scope_push(fl_graph *g, const char *device);
+int fl_device_function_push(fl_graph *g, fl_device_fn fn, void *user);
+void fl_device_pop(fl_graph *g);
+
+/* Nodes built while a control scope is open run after the given nodes. */
+int fl_control_dependencies_push(fl_graph *g, fl_node *const *nodes, int n);
+void fl_control_dependencies_pop(fl_graph *g);
+int fl_add_control_input(fl_graph *g, fl_node *node, fl_node *before);
+
+/* ------------------------------------------------------------------------
+ * Sources: placeholders, constants, variables.
+ * Every builder takes an optional name (NULL: the op's own name).
+ * ------------------------------------------------------------------------ */
+fl_node *fl_placeholder(fl_graph *g, fl_dtype dtype, fl_shape shape, const char *name);
+fl_node *fl_constant(fl_graph *g, const fl_tensor *value, const char *name);
+fl_node *fl_scalar(fl_graph *g, float value, const char *name);
+
+typedef enum {
+    FL_INIT_ZEROS,
+    FL_INIT_CONSTANT,
+    FL_INIT_RANDOM_UNIFORM,
+    FL_INIT_TRUNCATED_NORMAL,
+    FL_INIT_GLOROT_UNIFORM,
+} fl_init_kind;
+
+typedef struct {
+    fl_init_kind kind;
+    float value;          /* constant */
+    float minval, maxval; /* random uniform */
+    float mean, stddev;   /* truncated normal (redrawn beyond 2 stddev) */
+    uint64_t seed;        /* op seed; 0 picks one from the graph's counter */
+} fl_initializer;
+
+fl_initializer fl_zeros_initializer(void);
+fl_initializer fl_constant_initializer(float value);
+fl_initializer fl_random_uniform_initializer(float minval, float maxval, uint64_t seed);
+fl_initializer fl_truncated_normal_initializer(float mean, float stddev, uint64_t seed);
+fl_initializer fl_glorot_uniform_initializer(uint64_t seed);
+
+/* A trainable float32 variable named by the variable scope: "dense/kernel". */
+fl_node *fl_get_variable(fl_graph *g, const char *name, fl_shape shape, fl_initializer init);
+fl_node *fl_get_variable_typed(fl_graph *g, const char *name, fl_dtype dtype, fl_shape shape,
+                               fl_initializer init, bool trainable);
+/* The int32 scalar "global_step", not trainable; created once. */
+fl_node *fl_get_or_create_global_step(fl_graph *g);
+int fl_trainable_variables(const fl_graph *g, fl_node **out, int max); /* returns count */
+int fl_global_variables(const fl_graph *g, fl_node **out, int max);    /* slots too */
+fl_node *fl_global_variables_initializer(fl_graph *g);
+
+/* ------------------------------------------------------------------------
+ * Operations. Shapes are checked when a node is built and again at run time.
+ * Binary element-wise ops broadcast a scalar, or a tensor whose shape is a
+ * suffix of the other's (a bias [C] against [N,C] or [N,H,W,C]).
+ * ------------------------------------------------------------------------ */
+fl_node *fl_matmul(fl_graph *g, fl_node *a, fl_node *b, bool transpose_a, bool transpose_b,
+                   const char *name);
+fl_node *fl_add(fl_graph *g, fl_node *a, fl_node *b, const char *name);
+fl_node *fl_sub(fl_graph *g, fl_node *a, fl_node *b, const char *name);
+fl_node *fl_mul(fl_graph *g, fl_node *a, fl_node *b, const char *name);
+fl_node *fl_div(fl_graph *g, fl_node *a, fl_node *b, const char *name);
+fl_node *fl_add_n(fl_graph *g, fl_node *const *inputs, int n, const char *name);
+fl_node *fl_relu(fl_graph *g, fl_node *x, const char *name);
+fl_node *fl_sigmoid(fl_graph *g, fl_node *x, const char *name);
+fl_node *fl_tanh(fl_graph *g, fl_node *x, const char *name);
+fl_node *fl_softmax(fl_graph *g, fl_node *logits, const char *name); /* last axis */
+/* labels int32 [N], logits float32 [N,C] -> per-example loss [N]. */
+fl_node *fl_sparse_softmax_cross_entropy_with_logits(fl_graph *g, fl_node *labels,
+                                                     fl_node *logits, const char *name);
+/* axes NULL or naxes 0: reduce over every axis. */
+fl_node *fl_reduce_sum(fl_graph *g, fl_node *x, const int *axes, int naxes, bool keep_dims,
+                       const char *name);
+fl_node *fl_reduce_mean(fl_graph *g, fl_node *x, const int *axes, int naxes, bool keep_dims,
+                        const char *name);
+fl_node *fl_reshape(fl_graph *g, fl_node *x, fl_shape shape, const char *name); /* one -1 allowed */
+fl_node *fl_concat(fl_graph *g, fl_node *const *inputs, int n, int axis, const char *name);
+/* Splits x into num equal parts along axis; writes num nodes to out. */
+int fl_split(fl_graph *g, fl_node *x, int num, int axis, fl_node **out, const char *name);
+fl_node *fl_slice(fl_graph *g, fl_node *x, int axis, int begin, int size, const char *name);
+
+typedef enum { FL_SAME = 0, FL_VALID = 1 } fl_padding;
+/* input [N,H,W,Cin], filter [KH,KW,Cin,Cout] -> [N,OH,OW,Cout]. */
+fl_node *fl_conv2d(fl_graph *g, fl_node *input, fl_node *filter, int stride_h, int stride_w,
+                   fl_padding padding, const char *name);
+fl_node *fl_max_pool2d(fl_graph *g, fl_node *input, int ksize_h, int ksize_w, int stride_h,
+                       int stride_w, fl_padding padding, const char *name);
+
+fl_node *fl_argmax(fl_graph *g, fl_node *x, int axis, const char *name); /* int32 */
+fl_node *fl_equal(fl_graph *g, fl_node *a, fl_node *b, const char *name); /* int32 0/1 */
+fl_node *fl_cast(fl_graph *g, fl_node *x, fl_dtype dtype, const char *name);
+fl_node *fl_identity(fl_graph *g, fl_node *x, const char *name);
+fl_node *fl_stop_gradient(fl_graph *g, fl_node *x, const char *name);
+fl_node *fl_assign(fl_graph *g, fl_node *variable, fl_node *value, const char *name);
+fl_node *fl_assign_add(fl_graph *g, fl_node *variable, fl_node *value, const char *name);
+/* A node with no output that runs after all of nodes: a train op, an init op. */
+fl_node *fl_group(fl_graph *g, fl_node *const *nodes, int n, const char *name);
+
+/* ------------------------------------------------------------------------
+ * Gradients and optimizers.
+ * compute_gradients and apply_gradients are separate steps so that towers
+ * can compute on their devices and one controller can average and apply.
+ * ------------------------------------------------------------------------ */
+typedef struct {
+    fl_node *grad; /* NULL when the loss does not depend on var */
+    fl_node *var;
+} fl_grad_var;
+
+/* d(ys)/d(xs) summed over ys' elements; grads[i] NULL where xs[i] is unused. */
+int fl_gradients(fl_graph *g, fl_node *ys, fl_node *const *xs, int n, fl_node **grads);
+/* vars NULL: every trainable variable. Writes nvars pairs; returns count or -1. */
+int fl_compute_gradients(fl_graph *g, fl_node *loss, fl_node *const *vars, int nvars,
+                         fl_grad_var *out);
+
+typedef struct fl_optimizer fl_optimizer;
+fl_optimizer *fl_gradient_descent_optimizer(float learning_rate);
+fl_optimizer *fl_momentum_optimizer(float learning_rate, float momentum, bool use_nesterov);
+fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, float epsilon);
+void fl_optimizer_free(fl_optimizer *opt);
+/* Builds the update ops (slot variables sit beside their variable) and, when
+ * global_step is given, increments it after every update. Pairs with a NULL
+ * grad are skipped. Returns the train op. */
+fl_node *fl_apply_gradients(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                            fl_node *global_step, const char *name);
+fl_node *fl_minimize(fl_optimizer *opt, fl_graph *g, fl_node *loss, fl_node *global_step,
+                     const char *name);
+
+/* ------------------------------------------------------------------------
+ * Devices.
+ * ------------------------------------------------------------------------ */
+typedef struct {
+    char name[32];         /* "/cpu:0", "/gpu:1" */
+    char description[128]; /* the driver's name for it */
+    char backend[16];      /* "host", "opencl", "cuda" */
+    uint64_t memory_bytes;
+    int compute_units;
+} fl_device_info;
+
+/* Lists every device of the active backends; returns the count (<= max). */
+int fl_list_devices(fl_device_info *out, int max);
+
+/* ------------------------------------------------------------------------
+ * Sessions.
+ * ------------------------------------------------------------------------ */
+typedef struct {
+    bool log_device_placement; /* print each node's device on first use */
+    bool allow_soft_placement; /* fall back to /cpu:0 when a device is missing */
+    uint64_t seed;             /* nonzero: overrides the graph's random seed */
+} fl_session_options;
+
+typedef struct fl_session fl_session;
+
+typedef struct {
+    fl_node *node;
+    const fl_tensor *value;
+} fl_feed;
+
+fl_session *fl_session_new(fl_graph *g, const fl_session_options *options); /* NULL: defaults */
+void fl_session_free(fl_session *s);
+const char *fl_session_error(const fl_session *s);
+/* Runs what the fetches and targets need, feeding feeds. outputs[i] receives
+ * a new host tensor for fetches[i] (free it with fl_tensor_free). */
+int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
+                   int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
+
+/* ------------------------------------------------------------------------
+ * Checkpoints: named tensors with shapes and a CRC-32 each, written to a
+ * temporary file, flushed and renamed, so no crash leaves half a file.
+ * ------------------------------------------------------------------------ */
+typedef struct {
+    char *name;
+    fl_tensor *tensor;
+} fl_named_tensor;
+
+int fl_checkpoint_write(const char *path, const fl_named_tensor *tensors, int n);
+/* Allocates *out (free with fl_checkpoint_free); refuses a file whose CRC fails. */
+int fl_checkpoint_read(const char *path, fl_named_tensor **out, int *n);
+void fl_checkpoint_free(fl_named_tensor *tensors, int n);
+
+/* Saves every global variable to DIR/model.ckpt-STEP and records it in
+ * DIR/checkpoint; restore_latest returns 1 when it restored, 0 when DIR has
+ * no checkpoint yet, -1 on error. */
+int fl_session_save(fl_session *s, const char *dir, int64_t step);
+int fl_session_restore_latest(fl_session *s, const char *dir);
+
+/* ------------------------------------------------------------------------
+ * Data: MNIST-format (IDX) files, plain or gzip-compressed, and a pipeline
+ * that shuffles with a seed, batches, repeats and prefetches on a thread.
+ * ------------------------------------------------------------------------ */
+#define FL_DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
+
+/* Reads an IDX file of unsigned bytes: rank-1 (labels) or rank-3 (images). */
+int fl_idx_read(const char *path, fl_shape *shape, uint8_t **bytes);
+/* split: "train" or "t10k". images float32 [N,28,28,1] in [0,1]; labels int32 [N]. */
+int fl_mnist_load(const char *data_dir, const char *split, fl_tensor **images,
+                  fl_tensor **labels);
+
+typedef struct fl_dataset fl_dataset;
+typedef struct {
+    int batch_size;
+    int epochs;          /* passes over the data; 0 or less: repeat forever */
+    bool shuffle;        /* reshuffled every epoch */
+    uint64_t seed;
+    bool drop_remainder; /* drop a last partial batch */
+    int prefetch;        /* batches made ahead on a thread; 0: none */
+} fl_dataset_options;
+
+/* Borrows images and labels (first axis is the example); they must outlive it. */
+fl_dataset *fl_dataset_new(const fl_tensor *images, const fl_tensor *labels,
+                           const fl_dataset_options *options);
+/* 1: a batch (owned by the dataset, valid until the next call); 0: done; -1: error. */
+int fl_dataset_next(fl_dataset *ds, const fl_tensor **images, const fl_tensor **labels);
+void fl_dataset_free(fl_dataset *ds);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

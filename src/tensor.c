@@ -1,0 +1,169 @@
+/* tensor.c: shapes, dtypes and host tensors.
+ * A tensor is a dtype, a shape and a row-major host buffer; nothing more. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+void *fl_xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "flowlab: out of memory allocating %zu bytes\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+void *fl_xcalloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) {
+        fprintf(stderr, "flowlab: out of memory allocating %zu x %zu bytes\n", count, size);
+        exit(1);
+    }
+    return p;
+}
+
+void *fl_xrealloc(void *p, size_t bytes)
+{
+    void *q = realloc(p, bytes ? bytes : 1);
+    if (!q) {
+        fprintf(stderr, "flowlab: out of memory allocating %zu bytes\n", bytes);
+        exit(1);
+    }
+    return q;
+}
+
+char *fl_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(fl_xmalloc(n), s, n);
+}
+
+fl_shape fl_shape_make(int rank, ...)
+{
+    fl_shape shape = {0};
+    if (rank < 0 || rank > FL_MAX_RANK) {
+        shape.rank = -1; /* rejected by every builder with a message */
+        return shape;
+    }
+    shape.rank = rank;
+    va_list args;
+    va_start(args, rank);
+    for (int i = 0; i < rank; i++)
+        shape.dims[i] = va_arg(args, int);
+    va_end(args);
+    return shape;
+}
+
+int64_t fl_shape_size(fl_shape shape)
+{
+    int64_t size = 1;
+    for (int i = 0; i < shape.rank; i++) {
+        if (shape.dims[i] < 0)
+            return -1;
+        size *= shape.dims[i];
+    }
+    return size;
+}
+
+bool fl_shape_known(fl_shape shape) { return shape.rank >= 0 && fl_shape_size(shape) >= 0; }
+
+bool fl_shape_equal(fl_shape a, fl_shape b)
+{
+    if (a.rank != b.rank)
+        return false;
+    for (int i = 0; i < a.rank; i++)
+        if (a.dims[i] != b.dims[i])
+            return false;
+    return true;
+}
+
+const char *fl_shape_format(fl_shape shape, char *buf, size_t len)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf + used, len - used, "[");
+    for (int i = 0; i < shape.rank && used < len; i++) {
+        const char *sep = i ? "," : "";
+        if (shape.dims[i] < 0)
+            used += (size_t)snprintf(buf + used, len - used, "%s?", sep);
+        else
+            used += (size_t)snprintf(buf + used, len - used, "%s%d", sep, shape.dims[i]);
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+    return buf;
+}
+
+const char *fl_dtype_name(fl_dtype dtype) { return dtype == FL_INT32 ? "int32" : "float32"; }
+
+size_t fl_dtype_size(fl_dtype dtype)
+{
+    (void)dtype; /* both float32 and int32 are four bytes */
+    return 4;
+}
+
+size_t fl_tensor_bytes(const fl_tensor *t)
+{
+    return (size_t)fl_shape_size(t->shape) * fl_dtype_size(t->dtype);
+}
+
+fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape)
+{
+    if (!fl_shape_known(shape)) {
+        char buf[64];
+        fl_set_error("fl_tensor_new: shape %s must be fully known", fl_shape_format(shape, buf, sizeof buf));
+        return NULL;
+    }
+    fl_tensor *t = fl_xmalloc(sizeof *t);
+    t->dtype = dtype;
+    t->shape = shape;
+    t->data = fl_xcalloc((size_t)fl_shape_size(shape), fl_dtype_size(dtype));
+    return t;
+}
+
+fl_tensor *fl_tensor_from_floats(fl_shape shape, const float *values)
+{
+    fl_tensor *t = fl_tensor_new(FL_FLOAT32, shape);
+    if (t)
+        memcpy(t->data, values, fl_tensor_bytes(t));
+    return t;
+}
+
+fl_tensor *fl_tensor_from_ints(fl_shape shape, const int32_t *values)
+{
+    fl_tensor *t = fl_tensor_new(FL_INT32, shape);
+    if (t)
+        memcpy(t->data, values, fl_tensor_bytes(t));
+    return t;
+}
+
+fl_tensor *fl_tensor_copy(const fl_tensor *src)
+{
+    fl_tensor *t = fl_tensor_new(src->dtype, src->shape);
+    if (t)
+        memcpy(t->data, src->data, fl_tensor_bytes(t));
+    return t;
+}
+
+void fl_tensor_free(fl_tensor *t)
+{
+    if (!t)
+        return;
+    free(t->data);
+    free(t);
+}
+
+float *fl_tensor_floats(const fl_tensor *t) { return t && t->dtype == FL_FLOAT32 ? t->data : NULL; }
+
+int32_t *fl_tensor_ints(const fl_tensor *t) { return t && t->dtype == FL_INT32 ? t->data : NULL; }
+
+float fl_tensor_scalar(const fl_tensor *t)
+{
+    if (!t || fl_shape_size(t->shape) < 1)
+        return 0.0f;
+    return t->dtype == FL_INT32 ? (float)((int32_t *)t->data)[0] : ((float *)t->data)[0];
+}
