@@ -1,25 +1,178 @@
 /* runtime.h: what the runtime's files share and labs never see.
- * The graph's node structure, the op table, the device seam, and small
- * helpers for errors and memory. */
+ * The node structure, the op table (one entry per op: shape inference and a
+ * gradient rule), the device seam every backend fills, and small helpers. */
 #ifndef FLOWLAB_RUNTIME_H
 #define FLOWLAB_RUNTIME_H
 
 #include "flowlab.h"
 
 #define FL_ERROR_LEN 512
+#define FL_DEVICE_LEN 64
 
-/* errors.c */
+/* ---- errors.c ---- */
 void fl_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fl_clear_error(void);
 
-/* tensor.c */
+/* ---- tensor.c ---- */
 size_t fl_dtype_size(fl_dtype dtype);
 size_t fl_tensor_bytes(const fl_tensor *t);
 bool fl_shape_known(fl_shape shape);
-/* Exits with a message: only for running out of memory, never for user input. */
+/* Exit with a message: only for running out of memory, never for user input. */
 void *fl_xmalloc(size_t bytes);
 void *fl_xcalloc(size_t count, size_t size);
 void *fl_xrealloc(void *p, size_t bytes);
 char *fl_xstrdup(const char *s);
+
+/* ---- the ops ---- */
+typedef enum {
+    /* sources and state */
+    FL_OP_PLACEHOLDER, FL_OP_CONST, FL_OP_VARIABLE, FL_OP_FILL, FL_OP_RANDOM_UNIFORM,
+    FL_OP_TRUNCATED_NORMAL, FL_OP_ASSIGN, FL_OP_ASSIGN_ADD, FL_OP_NO_OP,
+    /* math */
+    FL_OP_MATMUL, FL_OP_ADD, FL_OP_SUB, FL_OP_MUL, FL_OP_DIV, FL_OP_NEG, FL_OP_ADD_N,
+    FL_OP_SUM_TO_SHAPE, FL_OP_DIV_GRAD_B,
+    /* activations and losses */
+    FL_OP_RELU, FL_OP_RELU_GRAD, FL_OP_SIGMOID, FL_OP_SIGMOID_GRAD, FL_OP_TANH,
+    FL_OP_TANH_GRAD, FL_OP_SOFTMAX, FL_OP_SOFTMAX_GRAD, FL_OP_SPARSE_XENT,
+    FL_OP_SPARSE_XENT_GRAD,
+    /* reductions */
+    FL_OP_REDUCE_SUM, FL_OP_REDUCE_MEAN, FL_OP_REDUCE_GRAD,
+    /* arrays */
+    FL_OP_RESHAPE, FL_OP_CONCAT, FL_OP_SLICE, FL_OP_SLICE_GRAD, FL_OP_IDENTITY,
+    FL_OP_STOP_GRADIENT, FL_OP_CAST, FL_OP_ARGMAX, FL_OP_EQUAL,
+    /* convolution and pooling */
+    FL_OP_CONV2D, FL_OP_CONV2D_BACKPROP_INPUT, FL_OP_CONV2D_BACKPROP_FILTER, FL_OP_MAX_POOL,
+    FL_OP_MAX_POOL_GRAD,
+    /* optimizer updates */
+    FL_OP_APPLY_GRADIENT_DESCENT, FL_OP_APPLY_MOMENTUM, FL_OP_APPLY_ADAM,
+    /* a transfer between devices, inserted by the session */
+    FL_OP_COPY,
+    FL_OP_COUNT
+} fl_op_kind;
+
+/* Every op's settings in one plain struct; each op reads the fields it needs. */
+typedef struct {
+    bool transpose_a, transpose_b;        /* MatMul */
+    int axis;                             /* Concat, Slice, ArgMax */
+    int begin, size;                      /* Slice: a fixed window ... */
+    int part, num_parts;                  /* ... or part i of num_parts (Split) */
+    bool reduce_axis[FL_MAX_RANK];        /* Reduce*: which axes go */
+    bool keep_dims;
+    bool mean;                            /* ReduceGrad: of a mean, not a sum */
+    fl_shape shape;                       /* Reshape target; Fill / Random shape */
+    int stride_h, stride_w, ksize_h, ksize_w;
+    fl_padding padding;
+    float value;                          /* Fill */
+    float minval, maxval;                 /* RandomUniform */
+    float mean_value, stddev;             /* TruncatedNormal */
+    uint64_t seed;                        /* Random*: the op's seed */
+    fl_dtype dtype;                       /* Cast */
+    float learning_rate, momentum, beta1, beta2, epsilon;
+    bool use_nesterov;
+} fl_attrs;
+
+struct fl_node {
+    fl_graph *graph;
+    int id;               /* index in creation order, which is a topological order */
+    char *name;
+    fl_op_kind op;
+    fl_dtype dtype;
+    fl_shape shape;       /* build-time shape; -1 where unknown */
+    bool has_output;      /* false for NoOp and optimizer updates */
+    fl_node **inputs;
+    int ninputs;
+    fl_node **controls;   /* run after these */
+    int ncontrols;
+    char device[FL_DEVICE_LEN]; /* requested device, canonical form, "" if none */
+    fl_attrs attrs;
+    fl_tensor *value;     /* Const */
+    /* Variables only. */
+    bool trainable;
+    fl_node *initializer; /* the Assign that gives it its first value */
+};
+
+typedef struct {
+    const char *type; /* TensorFlow's name for it: "MatMul" */
+    /* Output shape from input shapes. Called when a node is built (dims may be
+     * -1) and again at run time with real shapes. On a mismatch it writes what
+     * is wrong, without the node name, to err (FL_ERROR_LEN) and returns -1. */
+    int (*infer)(const fl_node *n, const fl_shape *in, fl_shape *out, char *err);
+    /* Builds the gradient of each input from dy (the gradient of the output);
+     * leaves dx[i] NULL where input i gets none. NULL: not differentiable. */
+    int (*gradient)(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx);
+    /* The output is input 0's buffer, updated in place or reinterpreted. */
+    bool aliases_input0;
+} fl_op_def;
+
+const fl_op_def *fl_op_def_of(fl_op_kind op);
+
+/* ---- graph.c: adding nodes ---- */
+typedef struct {
+    fl_op_kind op;
+    const char *name;         /* the user's name, or NULL */
+    const char *default_name; /* used when name is NULL */
+    fl_node *const *inputs;
+    int ninputs;
+    fl_dtype dtype;
+    fl_attrs attrs;
+    bool has_output;
+    bool exact_name; /* use name as given, outside any name scope (variables) */
+} fl_node_spec;
+
+/* Checks inputs (NULL -> quietly NULL), picks the name and device, infers the
+ * shape; on failure records "name: what is wrong" as the graph's error. */
+fl_node *fl_add_node(fl_graph *g, const fl_node_spec *spec);
+/* Records "node_name: message" as the graph's first error; returns NULL. */
+fl_node *fl_graph_fail(fl_graph *g, const char *node_name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+bool fl_graph_failed(const fl_graph *g);
+uint64_t fl_graph_seed(const fl_graph *g);
+uint64_t fl_graph_next_op_seed(fl_graph *g);
+/* The current variable scope prefix joined with name: "model/dense/kernel". */
+void fl_variable_scope_name(const fl_graph *g, const char *name, char *out, size_t len);
+fl_reuse fl_variable_scope_reuse(const fl_graph *g);
+/* Variables are also registered by name for get_variable. */
+void fl_graph_register_variable(fl_graph *g, fl_node *var);
+fl_node *fl_graph_find_variable(const fl_graph *g, const char *name);
+int fl_graph_variable_count(const fl_graph *g);
+fl_node *fl_graph_variable(const fl_graph *g, int index);
+/* Open device scope on name while building nodes colocated with another. */
+int fl_device_scope_push_colocated(fl_graph *g, const fl_node *with);
+
+/* ---- device_string.c ---- */
+typedef struct {
+    char job[32];   /* "" when no job is named */
+    int task;       /* -1 when no task is named */
+    bool is_gpu;    /* accelerator, else host */
+    int index;
+} fl_device_name;
+/* Parses and writes the canonical form ("/job:ps/task:0/cpu:0", "/gpu:1"). */
+int fl_parse_device(const char *text, fl_device_name *out, char *canonical, size_t len);
+
+/* ---- shared shape helpers (ops.c) ---- */
+int fl_infer_same_as_input0(const fl_node *n, const fl_shape *in, fl_shape *out, char *err);
+/* Broadcast of a scalar or of a suffix: out is the larger of a and b. */
+int fl_broadcast_shape(fl_shape a, fl_shape b, fl_shape *out, char *err);
+fl_node *fl_build_unary(fl_graph *g, fl_op_kind op, fl_node *x, const char *name,
+                        const char *default_name);
+fl_node *fl_build_binary(fl_graph *g, fl_op_kind op, fl_node *a, fl_node *b, const char *name,
+                         const char *default_name);
+/* Internal builders shared by gradients. */
+fl_node *fl_neg(fl_graph *g, fl_node *x, const char *name);
+fl_node *fl_sum_to_shape(fl_graph *g, fl_node *x, fl_node *like, const char *name);
+fl_node *fl_reshape_like(fl_graph *g, fl_node *x, fl_node *like, const char *name);
+fl_node *fl_split_part(fl_graph *g, fl_node *x, int axis, int part, int num_parts,
+                       const char *name);
+/* A tensor of ones shaped like x at run time: the seed of a gradient. */
+fl_node *fl_ones_like(fl_graph *g, fl_node *x, const char *name);
+fl_node *fl_int_scalar(fl_graph *g, int32_t value, const char *name);
+/* Builds a variable named exactly full_name (scopes already applied). */
+fl_node *fl_create_variable(fl_graph *g, const char *full_name, fl_dtype dtype, fl_shape shape,
+                            fl_initializer init, bool trainable);
+
+/* ---- random.c: a counter-based generator, the same numbers everywhere ---- */
+uint64_t fl_mix_seed(uint64_t a, uint64_t b);
+void fl_fill_random_uniform(float *out, int64_t n, float minval, float maxval, uint64_t seed);
+void fl_fill_truncated_normal(float *out, int64_t n, float mean, float stddev, uint64_t seed);
 
 #endif

@@ -1,0 +1,51 @@
+/* device.h: the backend seam. One table of small functions per backend
+ * (host, OpenCL, CUDA) and a registry that maps device names to devices.
+ * The session talks to devices only through this table. */
+#ifndef FLOWLAB_DEVICE_H
+#define FLOWLAB_DEVICE_H
+
+#include "host_kernels.h"
+
+typedef struct fl_device fl_device;
+
+typedef struct fl_backend {
+    const char *name; /* "host", "opencl", "cuda" */
+    int (*device_count)(void);
+    int (*describe)(int index, fl_device_info *info);
+    void *(*open)(int index); /* the backend's own state for one device */
+    void (*close)(void *impl);
+    void *(*alloc)(void *impl, size_t bytes);
+    void (*release)(void *impl, void *buffer);
+    /* Copies are enqueued on the device's queue; host memory must stay valid
+     * until the next wait. */
+    int (*copy_in)(void *impl, void *dst, const void *host_src, size_t bytes);
+    int (*copy_out)(void *impl, void *host_dst, const void *src, size_t bytes);
+    bool (*has_kernel)(fl_op_kind op);
+    /* Enqueues the node's kernel; in and out hold this backend's buffers. */
+    int (*run)(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
+               const fl_kernel_ctx *ctx);
+    int (*wait)(void *impl); /* until everything enqueued has finished */
+} fl_backend;
+
+struct fl_device {
+    const fl_backend *backend;
+    void *impl;
+    int index;           /* within its backend */
+    char name[32];       /* "/cpu:0", "/gpu:1" */
+    bool is_host;
+    uint64_t allocations; /* buffers allocated so far: a warm step adds none */
+};
+
+extern const fl_backend fl_host_backend;
+
+/* The host device, always present. */
+fl_device *fl_host_device(void);
+/* "/gpu:N" of the active accelerator backend, or NULL (fl_last_error says
+ * which devices exist). */
+fl_device *fl_accelerator(int index);
+int fl_accelerator_count(void);
+/* Lists the devices that exist, as "/cpu:0, /gpu:0" into buf. */
+const char *fl_device_list(char *buf, size_t len);
+void *fl_device_alloc(fl_device *d, size_t bytes);
+
+#endif

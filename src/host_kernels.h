@@ -1,0 +1,75 @@
+/* host_kernels.h: the reference kernels of the host device "/cpu:0".
+ * Plain, readable C: every accelerator backend is tested against these.
+ * A kernel gets the node (for its attrs), its inputs and an output already
+ * sized to the run-time shape; it returns 0, or -1 after fl_set_error. */
+#ifndef FLOWLAB_HOST_KERNELS_H
+#define FLOWLAB_HOST_KERNELS_H
+
+#include "runtime.h"
+
+typedef struct {
+    uint64_t seed; /* the session's seed, mixed into random ops' own seeds */
+} fl_kernel_ctx;
+
+typedef int (*fl_host_kernel)(const fl_node *n, fl_tensor *const *in, fl_tensor *out,
+                              const fl_kernel_ctx *ctx);
+
+#define FL_HOST_KERNEL(name) \
+    int name(const fl_node *n, fl_tensor *const *in, fl_tensor *out, const fl_kernel_ctx *ctx)
+
+/* host_state.c */
+FL_HOST_KERNEL(fl_host_fill);
+FL_HOST_KERNEL(fl_host_random_uniform);
+FL_HOST_KERNEL(fl_host_truncated_normal);
+FL_HOST_KERNEL(fl_host_assign);
+FL_HOST_KERNEL(fl_host_assign_add);
+/* host_optimizers.c */
+FL_HOST_KERNEL(fl_host_apply_gradient_descent);
+FL_HOST_KERNEL(fl_host_apply_momentum);
+FL_HOST_KERNEL(fl_host_apply_adam);
+/* host_math.c */
+FL_HOST_KERNEL(fl_host_matmul);
+FL_HOST_KERNEL(fl_host_add);
+FL_HOST_KERNEL(fl_host_sub);
+FL_HOST_KERNEL(fl_host_mul);
+FL_HOST_KERNEL(fl_host_div);
+FL_HOST_KERNEL(fl_host_neg);
+FL_HOST_KERNEL(fl_host_add_n);
+FL_HOST_KERNEL(fl_host_sum_to_shape);
+FL_HOST_KERNEL(fl_host_div_grad_b);
+/* host_nn.c */
+FL_HOST_KERNEL(fl_host_relu);
+FL_HOST_KERNEL(fl_host_relu_grad);
+FL_HOST_KERNEL(fl_host_sigmoid);
+FL_HOST_KERNEL(fl_host_sigmoid_grad);
+FL_HOST_KERNEL(fl_host_tanh);
+FL_HOST_KERNEL(fl_host_tanh_grad);
+FL_HOST_KERNEL(fl_host_softmax);
+FL_HOST_KERNEL(fl_host_softmax_grad);
+FL_HOST_KERNEL(fl_host_sparse_xent);
+FL_HOST_KERNEL(fl_host_sparse_xent_grad);
+/* host_reduce.c */
+FL_HOST_KERNEL(fl_host_reduce_sum);
+FL_HOST_KERNEL(fl_host_reduce_mean);
+FL_HOST_KERNEL(fl_host_reduce_grad);
+/* host_array.c */
+FL_HOST_KERNEL(fl_host_copy_input0); /* Identity, StopGradient, Reshape, Copy */
+FL_HOST_KERNEL(fl_host_concat);
+FL_HOST_KERNEL(fl_host_slice);
+FL_HOST_KERNEL(fl_host_slice_grad);
+FL_HOST_KERNEL(fl_host_cast);
+FL_HOST_KERNEL(fl_host_argmax);
+FL_HOST_KERNEL(fl_host_equal);
+/* host_conv.c */
+FL_HOST_KERNEL(fl_host_conv2d);
+FL_HOST_KERNEL(fl_host_conv2d_backprop_input);
+FL_HOST_KERNEL(fl_host_conv2d_backprop_filter);
+FL_HOST_KERNEL(fl_host_max_pool);
+FL_HOST_KERNEL(fl_host_max_pool_grad);
+
+/* Output size of a convolution or pooling window along one axis, and the
+ * padding before the first element (TensorFlow's SAME / VALID rules). */
+int fl_conv_output_size(int in, int k, int stride, fl_padding padding);
+int fl_conv_pad_before(int in, int k, int stride, fl_padding padding);
+
+#endif

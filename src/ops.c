@@ -1,0 +1,137 @@
+/* ops.c: the op table, and the shape rules several ops share.
+ * Each op family file (ops_math.c, ops_nn.c, ...) defines its ops' builders,
+ * shape inference and gradients; this table is where they all meet. */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime.h"
+
+extern const fl_op_def fl_def_placeholder, fl_def_const, fl_def_variable, fl_def_fill,
+    fl_def_random_uniform, fl_def_truncated_normal, fl_def_assign, fl_def_assign_add, fl_def_no_op;
+extern const fl_op_def fl_def_matmul, fl_def_add, fl_def_sub, fl_def_mul, fl_def_div, fl_def_neg,
+    fl_def_add_n, fl_def_sum_to_shape, fl_def_div_grad_b;
+extern const fl_op_def fl_def_relu, fl_def_relu_grad, fl_def_sigmoid, fl_def_sigmoid_grad,
+    fl_def_tanh, fl_def_tanh_grad, fl_def_softmax, fl_def_softmax_grad, fl_def_sparse_xent,
+    fl_def_sparse_xent_grad;
+extern const fl_op_def fl_def_reduce_sum, fl_def_reduce_mean, fl_def_reduce_grad;
+extern const fl_op_def fl_def_reshape, fl_def_concat, fl_def_slice, fl_def_slice_grad,
+    fl_def_identity, fl_def_stop_gradient, fl_def_cast, fl_def_argmax, fl_def_equal;
+extern const fl_op_def fl_def_conv2d, fl_def_conv2d_backprop_input, fl_def_conv2d_backprop_filter,
+    fl_def_max_pool, fl_def_max_pool_grad;
+extern const fl_op_def fl_def_apply_gradient_descent, fl_def_apply_momentum, fl_def_apply_adam;
+extern const fl_op_def fl_def_copy;
+
+static const fl_op_def *const op_table[FL_OP_COUNT] = {
+    [FL_OP_PLACEHOLDER] = &fl_def_placeholder,
+    [FL_OP_CONST] = &fl_def_const,
+    [FL_OP_VARIABLE] = &fl_def_variable,
+    [FL_OP_FILL] = &fl_def_fill,
+    [FL_OP_RANDOM_UNIFORM] = &fl_def_random_uniform,
+    [FL_OP_TRUNCATED_NORMAL] = &fl_def_truncated_normal,
+    [FL_OP_ASSIGN] = &fl_def_assign,
+    [FL_OP_ASSIGN_ADD] = &fl_def_assign_add,
+    [FL_OP_NO_OP] = &fl_def_no_op,
+    [FL_OP_MATMUL] = &fl_def_matmul,
+    [FL_OP_ADD] = &fl_def_add,
+    [FL_OP_SUB] = &fl_def_sub,
+    [FL_OP_MUL] = &fl_def_mul,
+    [FL_OP_DIV] = &fl_def_div,
+    [FL_OP_NEG] = &fl_def_neg,
+    [FL_OP_ADD_N] = &fl_def_add_n,
+    [FL_OP_SUM_TO_SHAPE] = &fl_def_sum_to_shape,
+    [FL_OP_DIV_GRAD_B] = &fl_def_div_grad_b,
+    [FL_OP_RELU] = &fl_def_relu,
+    [FL_OP_RELU_GRAD] = &fl_def_relu_grad,
+    [FL_OP_SIGMOID] = &fl_def_sigmoid,
+    [FL_OP_SIGMOID_GRAD] = &fl_def_sigmoid_grad,
+    [FL_OP_TANH] = &fl_def_tanh,
+    [FL_OP_TANH_GRAD] = &fl_def_tanh_grad,
+    [FL_OP_SOFTMAX] = &fl_def_softmax,
+    [FL_OP_SOFTMAX_GRAD] = &fl_def_softmax_grad,
+    [FL_OP_SPARSE_XENT] = &fl_def_sparse_xent,
+    [FL_OP_SPARSE_XENT_GRAD] = &fl_def_sparse_xent_grad,
+    [FL_OP_REDUCE_SUM] = &fl_def_reduce_sum,
+    [FL_OP_REDUCE_MEAN] = &fl_def_reduce_mean,
+    [FL_OP_REDUCE_GRAD] = &fl_def_reduce_grad,
+    [FL_OP_RESHAPE] = &fl_def_reshape,
+    [FL_OP_CONCAT] = &fl_def_concat,
+    [FL_OP_SLICE] = &fl_def_slice,
+    [FL_OP_SLICE_GRAD] = &fl_def_slice_grad,
+    [FL_OP_IDENTITY] = &fl_def_identity,
+    [FL_OP_STOP_GRADIENT] = &fl_def_stop_gradient,
+    [FL_OP_CAST] = &fl_def_cast,
+    [FL_OP_ARGMAX] = &fl_def_argmax,
+    [FL_OP_EQUAL] = &fl_def_equal,
+    [FL_OP_CONV2D] = &fl_def_conv2d,
+    [FL_OP_CONV2D_BACKPROP_INPUT] = &fl_def_conv2d_backprop_input,
+    [FL_OP_CONV2D_BACKPROP_FILTER] = &fl_def_conv2d_backprop_filter,
+    [FL_OP_MAX_POOL] = &fl_def_max_pool,
+    [FL_OP_MAX_POOL_GRAD] = &fl_def_max_pool_grad,
+    [FL_OP_APPLY_GRADIENT_DESCENT] = &fl_def_apply_gradient_descent,
+    [FL_OP_APPLY_MOMENTUM] = &fl_def_apply_momentum,
+    [FL_OP_APPLY_ADAM] = &fl_def_apply_adam,
+    [FL_OP_COPY] = &fl_def_copy,
+};
+
+const fl_op_def *fl_op_def_of(fl_op_kind op) { return op_table[op]; }
+
+int fl_infer_same_as_input0(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    (void)n;
+    (void)err;
+    *out = in[0];
+    return 0;
+}
+
+static bool dim_compatible(int a, int b) { return a < 0 || b < 0 || a == b; }
+
+/* b broadcasts against a when b is a scalar or a's trailing dims are b's. */
+static bool is_suffix(fl_shape big, fl_shape small)
+{
+    if (small.rank > big.rank)
+        return false;
+    int offset = big.rank - small.rank;
+    for (int i = 0; i < small.rank; i++)
+        if (!dim_compatible(big.dims[offset + i], small.dims[i]))
+            return false;
+    return true;
+}
+
+int fl_broadcast_shape(fl_shape a, fl_shape b, fl_shape *out, char *err)
+{
+    if (a.rank >= b.rank && is_suffix(a, b)) {
+        *out = a;
+        if (a.rank == b.rank) /* keep whichever dims are known */
+            for (int i = 0; i < a.rank; i++)
+                if (out->dims[i] < 0)
+                    out->dims[i] = b.dims[i];
+        return 0;
+    }
+    if (b.rank > a.rank && is_suffix(b, a)) {
+        *out = b;
+        return 0;
+    }
+    char sa[64], sb[64];
+    snprintf(err, FL_ERROR_LEN,
+             "shapes %s and %s do not broadcast (one must be a scalar or match the other's last dimensions)",
+             fl_shape_format(a, sa, sizeof sa), fl_shape_format(b, sb, sizeof sb));
+    return -1;
+}
+
+fl_node *fl_build_unary(fl_graph *g, fl_op_kind op, fl_node *x, const char *name,
+                        const char *default_name)
+{
+    fl_node *inputs[1] = {x};
+    fl_node_spec spec = {.op = op, .name = name, .default_name = default_name, .inputs = inputs,
+                         .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32, .has_output = true};
+    return fl_add_node(g, &spec);
+}
+
+fl_node *fl_build_binary(fl_graph *g, fl_op_kind op, fl_node *a, fl_node *b, const char *name,
+                         const char *default_name)
+{
+    fl_node *inputs[2] = {a, b};
+    fl_node_spec spec = {.op = op, .name = name, .default_name = default_name, .inputs = inputs,
+                         .ninputs = 2, .dtype = a ? a->dtype : FL_FLOAT32, .has_output = true};
+    return fl_add_node(g, &spec);
+}

@@ -1,0 +1,155 @@
+/* ops_nn.c: activations (relu, sigmoid, tanh), softmax and the sparse
+ * softmax cross-entropy loss. Each gradient is one fused op that takes dy
+ * first, then what the rule needs (the input x or the output y). */
+#include <stdio.h>
+
+#include "runtime.h"
+
+static fl_node *build_fused_grad(fl_graph *g, fl_op_kind op, const char *type, fl_node *const *inputs,
+                                 int n)
+{
+    fl_node_spec spec = {.op = op, .default_name = type, .inputs = inputs, .ninputs = n,
+                         .dtype = FL_FLOAT32, .has_output = true};
+    return fl_add_node(g, &spec);
+}
+
+static int infer_float_unary(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    if (n->inputs[0]->dtype != FL_FLOAT32) {
+        snprintf(err, FL_ERROR_LEN, "needs float32 input, got %s (%s); use fl_cast", n->inputs[0]->name,
+                 fl_dtype_name(n->inputs[0]->dtype));
+        return -1;
+    }
+    *out = in[0];
+    return 0;
+}
+
+/* ---- ReLU: dy where x > 0 ---- */
+
+static int grad_relu(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    fl_node *inputs[2] = {dy, n->inputs[0]};
+    dx[0] = build_fused_grad(g, FL_OP_RELU_GRAD, "ReluGrad", inputs, 2);
+    return 0;
+}
+
+const fl_op_def fl_def_relu = {"Relu", infer_float_unary, grad_relu, false};
+const fl_op_def fl_def_relu_grad = {"ReluGrad", fl_infer_same_as_input0, NULL, false};
+
+fl_node *fl_relu(fl_graph *g, fl_node *x, const char *name)
+{
+    return fl_build_unary(g, FL_OP_RELU, x, name, "Relu");
+}
+
+/* ---- Sigmoid: dy * y * (1 - y) ---- */
+
+static int grad_sigmoid(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    fl_node *inputs[2] = {dy, n};
+    dx[0] = build_fused_grad(g, FL_OP_SIGMOID_GRAD, "SigmoidGrad", inputs, 2);
+    return 0;
+}
+
+const fl_op_def fl_def_sigmoid = {"Sigmoid", infer_float_unary, grad_sigmoid, false};
+const fl_op_def fl_def_sigmoid_grad = {"SigmoidGrad", fl_infer_same_as_input0, NULL, false};
+
+fl_node *fl_sigmoid(fl_graph *g, fl_node *x, const char *name)
+{
+    return fl_build_unary(g, FL_OP_SIGMOID, x, name, "Sigmoid");
+}
+
+/* ---- Tanh: dy * (1 - y^2) ---- */
+
+static int grad_tanh(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    fl_node *inputs[2] = {dy, n};
+    dx[0] = build_fused_grad(g, FL_OP_TANH_GRAD, "TanhGrad", inputs, 2);
+    return 0;
+}
+
+const fl_op_def fl_def_tanh = {"Tanh", infer_float_unary, grad_tanh, false};
+const fl_op_def fl_def_tanh_grad = {"TanhGrad", fl_infer_same_as_input0, NULL, false};
+
+fl_node *fl_tanh(fl_graph *g, fl_node *x, const char *name)
+{
+    return fl_build_unary(g, FL_OP_TANH, x, name, "Tanh");
+}
+
+/* ---- Softmax over the last axis: dx = y * (dy - sum(dy * y)) ---- */
+
+static int infer_softmax(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    if (in[0].rank < 1) {
+        snprintf(err, FL_ERROR_LEN, "softmax needs at least one axis, got a scalar");
+        return -1;
+    }
+    return infer_float_unary(n, in, out, err);
+}
+
+static int grad_softmax(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    fl_node *inputs[2] = {dy, n};
+    dx[0] = build_fused_grad(g, FL_OP_SOFTMAX_GRAD, "SoftmaxGrad", inputs, 2);
+    return 0;
+}
+
+const fl_op_def fl_def_softmax = {"Softmax", infer_softmax, grad_softmax, false};
+const fl_op_def fl_def_softmax_grad = {"SoftmaxGrad", fl_infer_same_as_input0, NULL, false};
+
+fl_node *fl_softmax(fl_graph *g, fl_node *logits, const char *name)
+{
+    return fl_build_unary(g, FL_OP_SOFTMAX, logits, name, "Softmax");
+}
+
+/* ---- SparseSoftmaxCrossEntropyWithLogits(labels [N], logits [N,C]) -> [N] ----
+ * Gradient for the logits: (softmax(logits) - onehot(labels)) * dy. */
+
+static int infer_sparse_xent(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    char sl[64], sg[64];
+    fl_shape labels = in[0], logits = in[1];
+    if (n->inputs[0]->dtype != FL_INT32 || n->inputs[1]->dtype != FL_FLOAT32) {
+        snprintf(err, FL_ERROR_LEN, "needs int32 labels and float32 logits, got %s and %s",
+                 fl_dtype_name(n->inputs[0]->dtype), fl_dtype_name(n->inputs[1]->dtype));
+        return -1;
+    }
+    bool batch_ok = labels.rank == 1 && logits.rank == 2 &&
+                    (labels.dims[0] < 0 || logits.dims[0] < 0 || labels.dims[0] == logits.dims[0]);
+    if (!batch_ok) {
+        snprintf(err, FL_ERROR_LEN, "labels %s and logits %s do not match; expected labels [N] and logits [N,classes]",
+                 fl_shape_format(labels, sl, sizeof sl), fl_shape_format(logits, sg, sizeof sg));
+        return -1;
+    }
+    *out = fl_shape_make(1, logits.dims[0] >= 0 ? logits.dims[0] : labels.dims[0]);
+    return 0;
+}
+
+static int infer_sparse_xent_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    (void)n;
+    (void)err;
+    *out = in[2];
+    return 0;
+}
+
+static int grad_sparse_xent(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    fl_node *inputs[3] = {dy, n->inputs[0], n->inputs[1]};
+    dx[1] = build_fused_grad(g, FL_OP_SPARSE_XENT_GRAD, "SparseSoftmaxXentGrad", inputs, 3);
+    return 0;
+}
+
+const fl_op_def fl_def_sparse_xent = {"SparseSoftmaxCrossEntropyWithLogits", infer_sparse_xent,
+                                      grad_sparse_xent, false};
+const fl_op_def fl_def_sparse_xent_grad = {"SparseSoftmaxXentGrad", infer_sparse_xent_grad, NULL,
+                                           false};
+
+fl_node *fl_sparse_softmax_cross_entropy_with_logits(fl_graph *g, fl_node *labels, fl_node *logits,
+                                                     const char *name)
+{
+    fl_node *inputs[2] = {labels, logits};
+    fl_node_spec spec = {.op = FL_OP_SPARSE_XENT, .name = name,
+                         .default_name = "SparseSoftmaxCrossEntropyWithLogits", .inputs = inputs,
+                         .ninputs = 2, .dtype = FL_FLOAT32, .has_output = true};
+    return fl_add_node(g, &spec);
+}

@@ -1,0 +1,177 @@
+/* ops_state.c: where values come from and where they are kept.
+ * Placeholders (fed at run time), constants, variables (state that lives in
+ * the session across steps), fills and random initial values, assignments,
+ * and NoOp/group for "run these first". */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime.h"
+
+static int infer_from_attrs(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    (void)in;
+    (void)err;
+    *out = n->attrs.shape;
+    return 0;
+}
+
+static int check_shape(fl_graph *g, const char *name, fl_shape shape, bool must_be_known)
+{
+    char s[64];
+    bool ok = shape.rank >= 0 && shape.rank <= FL_MAX_RANK;
+    for (int i = 0; ok && i < shape.rank; i++)
+        ok = shape.dims[i] >= (must_be_known ? 0 : -1);
+    if (!ok) {
+        fl_graph_fail(g, name, "shape %s is not valid here (rank 0 to %d%s)",
+                      shape.rank >= 0 && shape.rank <= FL_MAX_RANK ? fl_shape_format(shape, s, sizeof s) : "?",
+                      FL_MAX_RANK, must_be_known ? ", every dimension known" : ", dimensions >= 0 or -1");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- Placeholder ---- */
+
+const fl_op_def fl_def_placeholder = {"Placeholder", infer_from_attrs, NULL, false};
+
+fl_node *fl_placeholder(fl_graph *g, fl_dtype dtype, fl_shape shape, const char *name)
+{
+    if (check_shape(g, name ? name : "Placeholder", shape, false) != 0)
+        return NULL;
+    fl_node_spec spec = {.op = FL_OP_PLACEHOLDER, .name = name, .default_name = "Placeholder",
+                         .dtype = dtype, .has_output = true};
+    spec.attrs.shape = shape;
+    return fl_add_node(g, &spec);
+}
+
+/* ---- Const ---- */
+
+const fl_op_def fl_def_const = {"Const", infer_from_attrs, NULL, false};
+
+fl_node *fl_constant(fl_graph *g, const fl_tensor *value, const char *name)
+{
+    if (!value)
+        return fl_graph_fail(g, name ? name : "Const", "the constant's value is NULL");
+    if (check_shape(g, name ? name : "Const", value->shape, true) != 0)
+        return NULL;
+    fl_node_spec spec = {.op = FL_OP_CONST, .name = name, .default_name = "Const",
+                         .dtype = value->dtype, .has_output = true};
+    spec.attrs.shape = value->shape;
+    fl_node *n = fl_add_node(g, &spec);
+    if (n)
+        n->value = fl_tensor_copy(value);
+    return n;
+}
+
+fl_node *fl_scalar(fl_graph *g, float value, const char *name)
+{
+    fl_tensor t = {FL_FLOAT32, {0, {0}}, &value};
+    return fl_constant(g, &t, name);
+}
+
+fl_node *fl_int_scalar(fl_graph *g, int32_t value, const char *name)
+{
+    fl_tensor t = {FL_INT32, {0, {0}}, &value};
+    return fl_constant(g, &t, name);
+}
+
+/* ---- Variable: its value is the session's storage for it ---- */
+
+const fl_op_def fl_def_variable = {"VariableV2", infer_from_attrs, NULL, false};
+
+/* ---- Fill, RandomUniform, TruncatedNormal: initial values ----
+ * Fill with one input takes that input's run-time shape (ones_like). */
+
+static int infer_fill(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    (void)err;
+    *out = n->ninputs ? in[0] : n->attrs.shape;
+    return 0;
+}
+
+const fl_op_def fl_def_fill = {"Fill", infer_fill, NULL, false};
+const fl_op_def fl_def_random_uniform = {"RandomUniform", infer_from_attrs, NULL, false};
+const fl_op_def fl_def_truncated_normal = {"TruncatedNormal", infer_from_attrs, NULL, false};
+
+fl_node *fl_ones_like(fl_graph *g, fl_node *x, const char *name)
+{
+    fl_node *inputs[1] = {x};
+    fl_node_spec spec = {.op = FL_OP_FILL, .name = name, .default_name = "OnesLike",
+                         .inputs = inputs, .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32,
+                         .has_output = true};
+    spec.attrs.value = 1.0f;
+    return fl_add_node(g, &spec);
+}
+
+/* ---- Assign, AssignAdd: write into a variable; the output is the variable ---- */
+
+static int infer_assign(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    fl_shape merged;
+    char sv[64], sx[64];
+    if (n->inputs[0]->dtype != n->inputs[1]->dtype) {
+        snprintf(err, FL_ERROR_LEN, "variable %s is %s but the value is %s", n->inputs[0]->name,
+                 fl_dtype_name(n->inputs[0]->dtype), fl_dtype_name(n->inputs[1]->dtype));
+        return -1;
+    }
+    if (in[0].rank != in[1].rank || fl_broadcast_shape(in[0], in[1], &merged, err) != 0 ||
+        !fl_shape_equal(merged, in[0])) {
+        snprintf(err, FL_ERROR_LEN, "variable %s is %s but the value is %s", n->inputs[0]->name,
+                 fl_shape_format(in[0], sv, sizeof sv), fl_shape_format(in[1], sx, sizeof sx));
+        return -1;
+    }
+    *out = in[0];
+    return 0;
+}
+
+const fl_op_def fl_def_assign = {"Assign", infer_assign, NULL, true};
+const fl_op_def fl_def_assign_add = {"AssignAdd", infer_assign, NULL, true};
+
+static fl_node *build_assign(fl_graph *g, fl_op_kind op, fl_node *var, fl_node *value,
+                             const char *name, const char *default_name)
+{
+    if (var && var->op != FL_OP_VARIABLE)
+        return fl_graph_fail(g, name ? name : default_name, "%s is a %s, not a variable", var->name,
+                             fl_node_op_type(var));
+    fl_node *inputs[2] = {var, value};
+    fl_node_spec spec = {.op = op, .name = name, .default_name = default_name, .inputs = inputs,
+                         .ninputs = 2, .dtype = var ? var->dtype : FL_FLOAT32, .has_output = true};
+    return fl_add_node(g, &spec);
+}
+
+fl_node *fl_assign(fl_graph *g, fl_node *variable, fl_node *value, const char *name)
+{
+    return build_assign(g, FL_OP_ASSIGN, variable, value, name, "Assign");
+}
+
+fl_node *fl_assign_add(fl_graph *g, fl_node *variable, fl_node *value, const char *name)
+{
+    return build_assign(g, FL_OP_ASSIGN_ADD, variable, value, name, "AssignAdd");
+}
+
+/* ---- NoOp and group ---- */
+
+static int infer_no_output(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    (void)n;
+    (void)in;
+    (void)err;
+    *out = fl_shape_make(0);
+    return 0;
+}
+
+const fl_op_def fl_def_no_op = {"NoOp", infer_no_output, NULL, false};
+
+fl_node *fl_group(fl_graph *g, fl_node *const *nodes, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!nodes[i])
+            return fl_graph_failed(g) ? NULL : fl_graph_fail(g, name ? name : "group", "node %d is NULL", i);
+    fl_node_spec spec = {.op = FL_OP_NO_OP, .name = name, .default_name = "group_deps",
+                         .dtype = FL_FLOAT32, .has_output = false};
+    fl_node *group = fl_add_node(g, &spec);
+    for (int i = 0; group && i < n; i++)
+        if (fl_add_control_input(g, group, nodes[i]) != 0)
+            return NULL;
+    return group;
+}

@@ -1,0 +1,237 @@
+/* optimizers.c: SGD, Momentum and Adam as graph ops.
+ * apply_gradients builds one update op per variable; slot variables (the
+ * momentum accumulator, Adam's m and v) sit on the variable's device, and
+ * the global step is incremented only after every update has run. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime.h"
+
+#define FL_NAME_LEN 256
+
+typedef enum { SGD, MOMENTUM, ADAM } optimizer_kind;
+
+struct fl_optimizer {
+    optimizer_kind kind;
+    float learning_rate, momentum, beta1, beta2, epsilon;
+    bool use_nesterov;
+};
+
+static fl_optimizer *new_optimizer(optimizer_kind kind, float learning_rate)
+{
+    fl_optimizer *opt = fl_xcalloc(1, sizeof *opt);
+    opt->kind = kind;
+    opt->learning_rate = learning_rate;
+    return opt;
+}
+
+fl_optimizer *fl_gradient_descent_optimizer(float learning_rate)
+{
+    return new_optimizer(SGD, learning_rate);
+}
+
+fl_optimizer *fl_momentum_optimizer(float learning_rate, float momentum, bool use_nesterov)
+{
+    fl_optimizer *opt = new_optimizer(MOMENTUM, learning_rate);
+    opt->momentum = momentum;
+    opt->use_nesterov = use_nesterov;
+    return opt;
+}
+
+fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, float epsilon)
+{
+    fl_optimizer *opt = new_optimizer(ADAM, learning_rate);
+    opt->beta1 = beta1;
+    opt->beta2 = beta2;
+    opt->epsilon = epsilon;
+    return opt;
+}
+
+void fl_optimizer_free(fl_optimizer *opt) { free(opt); }
+
+static const char *optimizer_name(const fl_optimizer *opt)
+{
+    static const char *names[] = {"GradientDescent", "Momentum", "Adam"};
+    return names[opt->kind];
+}
+
+/* ---- the update ops ---- */
+
+static int infer_update(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    const fl_shape grad = in[n->ninputs - 1];
+    char sv[64], sg[64];
+    if (!fl_shape_equal(grad, in[0])) {
+        snprintf(err, FL_ERROR_LEN, "gradient %s has shape %s but variable %s is %s",
+                 n->inputs[n->ninputs - 1]->name, fl_shape_format(grad, sg, sizeof sg),
+                 n->inputs[0]->name, fl_shape_format(in[0], sv, sizeof sv));
+        return -1;
+    }
+    *out = fl_shape_make(0);
+    return 0;
+}
+
+const fl_op_def fl_def_apply_gradient_descent = {"ApplyGradientDescent", infer_update, NULL, false};
+const fl_op_def fl_def_apply_momentum = {"ApplyMomentum", infer_update, NULL, false};
+const fl_op_def fl_def_apply_adam = {"ApplyAdam", infer_update, NULL, false};
+
+/* A zero-initialized slot named "<var>/<suffix>", reused if it exists. */
+static fl_node *slot_variable(fl_graph *g, fl_node *var, const char *suffix, fl_shape shape)
+{
+    char name[FL_NAME_LEN + 32];
+    snprintf(name, sizeof name, "%s/%s", var->name, suffix);
+    fl_node *existing = fl_graph_find_variable(g, name);
+    if (existing)
+        return existing;
+    return fl_create_variable(g, name, FL_FLOAT32, shape, fl_zeros_initializer(), false);
+}
+
+static fl_node *update_op(fl_optimizer *opt, fl_graph *g, fl_node *var, fl_node *grad,
+                          fl_node *beta_powers[2])
+{
+    fl_node_spec spec = {.dtype = FL_FLOAT32, .has_output = false};
+    spec.attrs.learning_rate = opt->learning_rate;
+    fl_node *inputs[6] = {var};
+    if (opt->kind == SGD) {
+        inputs[1] = grad;
+        spec.op = FL_OP_APPLY_GRADIENT_DESCENT;
+        spec.ninputs = 2;
+    } else if (opt->kind == MOMENTUM) {
+        inputs[1] = slot_variable(g, var, "Momentum", var->shape);
+        inputs[2] = grad;
+        spec.op = FL_OP_APPLY_MOMENTUM;
+        spec.ninputs = 3;
+        spec.attrs.momentum = opt->momentum;
+        spec.attrs.use_nesterov = opt->use_nesterov;
+    } else {
+        inputs[1] = slot_variable(g, var, "Adam", var->shape);
+        inputs[2] = slot_variable(g, var, "Adam_1", var->shape);
+        inputs[3] = beta_powers[0];
+        inputs[4] = beta_powers[1];
+        inputs[5] = grad;
+        spec.op = FL_OP_APPLY_ADAM;
+        spec.ninputs = 6;
+        spec.attrs.beta1 = opt->beta1;
+        spec.attrs.beta2 = opt->beta2;
+        spec.attrs.epsilon = opt->epsilon;
+    }
+    spec.inputs = inputs;
+    spec.default_name = fl_op_def_of(spec.op)->type;
+    return fl_add_node(g, &spec);
+}
+
+/* Adam's beta1^t and beta2^t, kept as variables beside the first variable. */
+static int create_beta_powers(fl_optimizer *opt, fl_graph *g, const char *scope, fl_node *first,
+                              fl_node *powers[2])
+{
+    const float initial[2] = {opt->beta1, opt->beta2};
+    const char *suffix[2] = {"beta1_power", "beta2_power"};
+    for (int i = 0; i < 2; i++) {
+        char name[FL_NAME_LEN + 32];
+        snprintf(name, sizeof name, "%s/%s", scope, suffix[i]);
+        powers[i] = fl_graph_find_variable(g, name);
+        if (!powers[i])
+            powers[i] = fl_create_variable(g, name, FL_FLOAT32, fl_shape_make(0),
+                                           fl_constant_initializer(initial[i]), false);
+        (void)first;
+        if (!powers[i])
+            return -1;
+    }
+    return 0;
+}
+
+/* After every update: beta_power *= beta, on the powers' device. */
+static int finish_adam(fl_optimizer *opt, fl_graph *g, fl_node *powers[2], fl_node **updates,
+                       int nupdates, fl_node **finish)
+{
+    const float betas[2] = {opt->beta1, opt->beta2};
+    if (fl_control_dependencies_push(g, updates, nupdates) != 0)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        fl_device_scope_push_colocated(g, powers[i]);
+        fl_node *next = fl_mul(g, powers[i], fl_scalar(g, betas[i], NULL), NULL);
+        finish[i] = fl_assign(g, powers[i], next, NULL);
+        fl_device_pop(g);
+    }
+    fl_control_dependencies_pop(g);
+    return finish[0] && finish[1] ? 0 : -1;
+}
+
+static fl_node *increment_step(fl_graph *g, fl_node *global_step, fl_node **after, int nafter)
+{
+    if (global_step->op != FL_OP_VARIABLE || global_step->dtype != FL_INT32 || global_step->shape.rank != 0)
+        return fl_graph_fail(g, global_step->name, "the global step must be an int32 scalar variable "
+                                                   "(fl_get_or_create_global_step makes one)");
+    if (fl_control_dependencies_push(g, after, nafter) != 0)
+        return NULL;
+    fl_device_scope_push_colocated(g, global_step);
+    fl_node *inc = fl_assign_add(g, global_step, fl_int_scalar(g, 1, NULL), NULL);
+    fl_device_pop(g);
+    fl_control_dependencies_pop(g);
+    return inc;
+}
+
+static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                              fl_node *global_step, const char *scope, fl_node **ops)
+{
+    fl_node *powers[2] = {NULL, NULL};
+    int nops = 0;
+    for (int i = 0; i < n; i++) {
+        if (!pairs[i].grad)
+            continue;
+        if (!pairs[i].var || pairs[i].var->op != FL_OP_VARIABLE)
+            return fl_graph_fail(g, scope, "pair %d: the second element is not a variable", i);
+        if (opt->kind == ADAM && !powers[0] && create_beta_powers(opt, g, scope, pairs[i].var, powers) != 0)
+            return NULL;
+        fl_device_scope_push_colocated(g, pairs[i].var);
+        ops[nops] = update_op(opt, g, pairs[i].var, pairs[i].grad, powers);
+        fl_device_pop(g);
+        if (!ops[nops++])
+            return NULL;
+    }
+    if (nops == 0)
+        return fl_graph_fail(g, scope, "no variable has a gradient; does the loss depend on them?");
+    int nupdates = nops;
+    if (opt->kind == ADAM) {
+        if (finish_adam(opt, g, powers, ops, nupdates, ops + nops) != 0)
+            return NULL;
+        nops += 2;
+    }
+    if (global_step) {
+        ops[nops] = increment_step(g, global_step, ops, nops);
+        if (!ops[nops++])
+            return NULL;
+    }
+    return fl_group(g, ops, nops, "update");
+}
+
+fl_node *fl_apply_gradients(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                            fl_node *global_step, const char *name)
+{
+    if (!g || fl_graph_failed(g))
+        return NULL;
+    if (!opt || !pairs)
+        return fl_graph_fail(g, name ? name : "apply_gradients", "the optimizer or the pairs are NULL");
+    const char *scope = name ? name : optimizer_name(opt);
+    if (fl_name_scope_push(g, scope) != 0)
+        return NULL;
+    fl_node **ops = fl_xmalloc((size_t)(n + 3) * sizeof *ops);
+    fl_node *train = build_updates(opt, g, pairs, n, global_step, scope, ops);
+    free(ops);
+    fl_name_scope_pop(g);
+    return train;
+}
+
+fl_node *fl_minimize(fl_optimizer *opt, fl_graph *g, fl_node *loss, fl_node *global_step,
+                     const char *name)
+{
+    if (!g || fl_graph_failed(g))
+        return NULL;
+    int n = fl_trainable_variables(g, NULL, 0);
+    fl_grad_var *pairs = fl_xmalloc((size_t)(n ? n : 1) * sizeof *pairs);
+    fl_node *train = NULL;
+    if (fl_compute_gradients(g, loss, NULL, 0, pairs) == n)
+        train = fl_apply_gradients(opt, g, pairs, n, global_step, name);
+    free(pairs);
+    return train;
+}

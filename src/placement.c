@@ -1,0 +1,49 @@
+/* placement.c: choosing the device each node runs on, for one session.
+ * The node's requested device names it; a node with none runs on /cpu:0.
+ * With allow_soft_placement, a missing device or kernel falls back to the
+ * host; with log_device_placement, each decision is printed once. */
+#include <stdio.h>
+#include <string.h>
+
+#include "device.h"
+#include "placement.h"
+
+static fl_device *requested_device(const fl_node *n, const fl_device_name *d)
+{
+    (void)n;
+    if (!d->is_gpu)
+        return fl_host_device();
+    return fl_accelerator(d->index);
+}
+
+fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *err, size_t len)
+{
+    fl_device_name d = {.task = -1};
+    if (n->device[0] && fl_parse_device(n->device, &d, NULL, 0) != 0) {
+        snprintf(err, len, "%s: %s", n->name, fl_last_error());
+        return NULL;
+    }
+    fl_device *dev = requested_device(n, &d);
+    if (!dev) {
+        if (opt->allow_soft_placement)
+            return fl_host_device();
+        snprintf(err, len, "%s: cannot place on %s: %s (allow_soft_placement falls back to /cpu:0)",
+                 n->name, n->device, fl_last_error());
+        return NULL;
+    }
+    if (dev->backend->has_kernel(n->op) || !n->has_output || n->op == FL_OP_PLACEHOLDER ||
+        n->op == FL_OP_CONST || n->op == FL_OP_VARIABLE)
+        return dev;
+    if (opt->allow_soft_placement)
+        return fl_host_device();
+    snprintf(err, len, "%s: %s has no %s kernel for %s (allow_soft_placement falls back to /cpu:0)",
+             n->name, dev->name, dev->backend->name, fl_node_op_type(n));
+    return NULL;
+}
+
+void fl_log_placement(const fl_node *n, const fl_device *d)
+{
+    bool moved = n->device[0] && strcmp(n->device, d->name) != 0;
+    fprintf(stderr, "%s: (%s): %s%s%s%s\n", n->name, fl_node_op_type(n), d->name,
+            moved ? " (asked for " : "", moved ? n->device : "", moved ? ")" : "");
+}

@@ -1,0 +1,11 @@
+/* placement.h: picking a device for each node of a session. */
+#ifndef FLOWLAB_PLACEMENT_H
+#define FLOWLAB_PLACEMENT_H
+
+#include "device.h"
+
+/* The device n runs on, or NULL with "node: why" in err. */
+fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *err, size_t len);
+void fl_log_placement(const fl_node *n, const fl_device *d);
+
+#endif

@@ -1,0 +1,310 @@
+/* session.c: running a graph.
+ * A run prunes the graph to what the fetches and targets need, places each
+ * node on a device, then walks the nodes in creation order (a topological
+ * order) and runs each kernel. Every node keeps its output buffer between
+ * runs, so a warm step allocates nothing; variables keep their values. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "placement.h"
+#include "session_internal.h"
+
+fl_session *fl_session_new(fl_graph *g, const fl_session_options *options)
+{
+    fl_session *s = fl_xcalloc(1, sizeof *s);
+    s->graph = g;
+    if (options)
+        s->options = *options;
+    return s;
+}
+
+static void release_slot(fl_slot *slot)
+{
+    if (slot->buffer)
+        slot->device->backend->release(slot->device->impl, slot->buffer);
+    slot->buffer = NULL;
+    slot->capacity = 0;
+}
+
+void fl_session_free(fl_session *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nslots; i++)
+        release_slot(&s->slots[i]);
+    free(s->slots);
+    free(s->needed);
+    free(s->feeds);
+    free(s);
+}
+
+const char *fl_session_error(const fl_session *s) { return s->error; }
+
+int fl_session_fail(fl_session *s, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(s->error, sizeof s->error, fmt, args);
+    va_end(args);
+    fl_set_error("%s", s->error);
+    return -1;
+}
+
+/* The graph may grow after the session is made (TensorFlow allows it). */
+static void grow_to_graph(fl_session *s)
+{
+    int n = fl_graph_node_count(s->graph);
+    if (n <= s->nslots)
+        return;
+    s->slots = fl_xrealloc(s->slots, (size_t)n * sizeof *s->slots);
+    memset(s->slots + s->nslots, 0, (size_t)(n - s->nslots) * sizeof *s->slots);
+    s->needed = fl_xrealloc(s->needed, (size_t)n * sizeof *s->needed);
+    s->feeds = fl_xrealloc(s->feeds, (size_t)n * sizeof *s->feeds);
+    s->nslots = n;
+}
+
+/* ---- feeds ---- */
+
+static int check_feed(fl_session *s, const fl_feed *f)
+{
+    char want[64], got[64];
+    if (!f->node || !f->value || f->node->graph != s->graph)
+        return fl_session_fail(s, "a feed has a NULL node or value, or a node from another graph");
+    const fl_node *n = f->node;
+    if (f->value->dtype != n->dtype)
+        return fl_session_fail(s, "%s: fed %s but it is %s", n->name, fl_dtype_name(f->value->dtype),
+                               fl_dtype_name(n->dtype));
+    bool fits = f->value->shape.rank == n->shape.rank;
+    for (int i = 0; fits && i < n->shape.rank; i++)
+        fits = n->shape.dims[i] < 0 || n->shape.dims[i] == f->value->shape.dims[i];
+    if (!fits)
+        return fl_session_fail(s, "%s: fed a tensor of shape %s but it takes %s", n->name,
+                               fl_shape_format(f->value->shape, got, sizeof got),
+                               fl_shape_format(n->shape, want, sizeof want));
+    return 0;
+}
+
+static int record_feeds(fl_session *s, const fl_feed *feeds, int nfeeds)
+{
+    memset(s->feeds, 0, (size_t)s->nslots * sizeof *s->feeds);
+    for (int i = 0; i < nfeeds; i++) {
+        if (check_feed(s, &feeds[i]) != 0)
+            return -1;
+        s->feeds[feeds[i].node->id] = feeds[i].value;
+    }
+    return 0;
+}
+
+/* ---- pruning: mark what the fetches and targets need ---- */
+
+static void mark_needed(fl_session *s, fl_node *const *roots, int nroots)
+{
+    fl_node **stack = fl_xmalloc((size_t)s->nslots * 2 * sizeof *stack + sizeof *stack);
+    int top = 0;
+    for (int i = 0; i < nroots; i++)
+        stack[top++] = roots[i];
+    while (top > 0) {
+        fl_node *n = stack[--top];
+        if (s->needed[n->id])
+            continue;
+        s->needed[n->id] = true;
+        if (s->feeds[n->id]) /* a fed node's inputs are not needed */
+            continue;
+        for (int i = 0; i < n->ninputs; i++)
+            if (!s->needed[n->inputs[i]->id])
+                stack[top++] = n->inputs[i];
+        for (int i = 0; i < n->ncontrols; i++)
+            if (!s->needed[n->controls[i]->id])
+                stack[top++] = n->controls[i];
+        if (top + 64 >= s->nslots * 2) /* one node pushes at most its inputs */
+            stack = fl_xrealloc(stack, (size_t)(top + 64 + s->nslots * 2) * sizeof *stack);
+    }
+    free(stack);
+}
+
+static int check_roots(fl_session *s, fl_node *const *nodes, int n, const char *what)
+{
+    for (int i = 0; i < n; i++)
+        if (!nodes[i] || nodes[i]->graph != s->graph)
+            return fl_session_fail(s, "%s %d is NULL or from another graph (did building it fail? "
+                                      "see fl_graph_error)", what, i);
+    return 0;
+}
+
+/* ---- running one node ---- */
+
+static int place(fl_session *s, fl_node *n)
+{
+    fl_slot *slot = &s->slots[n->id];
+    if (slot->device)
+        return 0;
+    char err[FL_ERROR_LEN];
+    slot->device = fl_place_node(n, &s->options, err, sizeof err);
+    if (!slot->device)
+        return fl_session_fail(s, "%s", err);
+    if (s->options.log_device_placement)
+        fl_log_placement(n, slot->device);
+    return 0;
+}
+
+static int ensure_buffer(fl_session *s, fl_slot *slot, size_t bytes)
+{
+    (void)s;
+    if (bytes <= slot->capacity)
+        return 0;
+    release_slot(slot);
+    slot->buffer = fl_device_alloc(slot->device, bytes);
+    slot->capacity = bytes;
+    return 0;
+}
+
+static int run_source(fl_session *s, fl_node *n)
+{
+    fl_slot *slot = &s->slots[n->id];
+    const fl_tensor *fed = s->feeds[n->id];
+    if (fed) {
+        if (ensure_buffer(s, slot, fl_tensor_bytes(fed)) != 0)
+            return -1;
+        slot->value = (fl_tensor){fed->dtype, fed->shape, slot->buffer};
+        return slot->device->backend->copy_in(slot->device->impl, slot->buffer, fed->data,
+                                              fl_tensor_bytes(fed));
+    }
+    if (n->op == FL_OP_PLACEHOLDER) {
+        char shape[64];
+        return fl_session_fail(s, "%s: placeholder %s %s was not fed; pass a value for it in the "
+                                  "feeds of fl_session_run", n->name, fl_dtype_name(n->dtype),
+                               fl_shape_format(n->shape, shape, sizeof shape));
+    }
+    /* Variables and constants: one buffer for the session's lifetime. */
+    if (slot->buffer)
+        return 0;
+    fl_tensor t = {n->dtype, n->attrs.shape, NULL};
+    ensure_buffer(s, slot, fl_tensor_bytes(&t));
+    slot->value = (fl_tensor){n->dtype, n->attrs.shape, slot->buffer};
+    if (n->op == FL_OP_CONST)
+        return slot->device->backend->copy_in(slot->device->impl, slot->buffer, n->value->data,
+                                              fl_tensor_bytes(n->value));
+    return 0;
+}
+
+static bool writes_variable(const fl_node *n)
+{
+    return fl_op_def_of(n->op)->aliases_input0 && n->ninputs > 0 && n->inputs[0]->op == FL_OP_VARIABLE;
+}
+
+static int check_initialized(fl_session *s, fl_node *n)
+{
+    for (int i = 0; i < n->ninputs; i++) {
+        fl_node *in = n->inputs[i];
+        bool assigning = i == 0 && n->op == FL_OP_ASSIGN;
+        if (in->op == FL_OP_VARIABLE && !s->slots[in->id].initialized && !assigning &&
+            !s->feeds[in->id])
+            return fl_session_fail(s, "%s: reads variable %s before it is initialized; run "
+                                      "fl_global_variables_initializer() first (or restore a checkpoint)",
+                                   n->name, in->name);
+    }
+    return 0;
+}
+
+static int run_op(fl_session *s, fl_node *n)
+{
+    fl_slot *slot = &s->slots[n->id];
+    if (check_initialized(s, n) != 0)
+        return -1;
+    fl_tensor *in[n->ninputs ? n->ninputs : 1];
+    fl_shape in_shapes[n->ninputs ? n->ninputs : 1];
+    for (int i = 0; i < n->ninputs; i++) {
+        in[i] = &s->slots[n->inputs[i]->id].value;
+        in_shapes[i] = in[i]->shape;
+        if (s->slots[n->inputs[i]->id].device != slot->device)
+            return fl_session_fail(s, "%s: input %s is on %s but the node is on %s", n->name,
+                                   n->inputs[i]->name, s->slots[n->inputs[i]->id].device->name,
+                                   slot->device->name);
+    }
+    char err[FL_ERROR_LEN] = "";
+    fl_shape shape;
+    if (fl_op_def_of(n->op)->infer(n, in_shapes, &shape, err) != 0)
+        return fl_session_fail(s, "%s: %s", n->name, err);
+    if (fl_op_def_of(n->op)->aliases_input0) {
+        slot->value = (fl_tensor){n->dtype, shape, in[0]->data};
+    } else if (n->has_output) {
+        fl_tensor t = {n->dtype, shape, NULL};
+        ensure_buffer(s, slot, fl_tensor_bytes(&t));
+        slot->value = (fl_tensor){n->dtype, shape, slot->buffer};
+    }
+    if (n->op == FL_OP_NO_OP)
+        return 0;
+    fl_kernel_ctx ctx = {.seed = s->options.seed ? s->options.seed : fl_graph_seed(s->graph)};
+    fl_clear_error();
+    if (slot->device->backend->run(slot->device->impl, n, in, &slot->value, &ctx) != 0)
+        return fl_session_fail(s, "%s: %s", n->name, fl_last_error());
+    if (writes_variable(n))
+        s->slots[n->inputs[0]->id].initialized = true;
+    return 0;
+}
+
+static bool is_source(const fl_node *n)
+{
+    return n->op == FL_OP_PLACEHOLDER || n->op == FL_OP_VARIABLE || n->op == FL_OP_CONST;
+}
+
+static int execute(fl_session *s)
+{
+    for (int id = 0; id < s->nslots; id++) {
+        if (!s->needed[id])
+            continue;
+        fl_node *n = fl_graph_node(s->graph, id);
+        if (place(s, n) != 0)
+            return -1;
+        int rc = is_source(n) || s->feeds[id] ? run_source(s, n) : run_op(s, n);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- fetching ---- */
+
+static int fetch_outputs(fl_session *s, fl_node *const *fetches, int nfetches, fl_tensor **outputs)
+{
+    for (int i = 0; i < nfetches; i++) {
+        const fl_slot *slot = &s->slots[fetches[i]->id];
+        outputs[i] = fl_tensor_new(slot->value.dtype, slot->value.shape);
+        slot->device->backend->copy_out(slot->device->impl, outputs[i]->data, slot->value.data,
+                                        fl_tensor_bytes(outputs[i]));
+    }
+    for (int i = 0; i < nfetches; i++) {
+        fl_device *d = s->slots[fetches[i]->id].device;
+        if (d->backend->wait(d->impl) != 0)
+            return fl_session_fail(s, "%s: %s", fetches[i]->name, fl_last_error());
+    }
+    return 0;
+}
+
+int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
+                   int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets)
+{
+    s->error[0] = '\0';
+    for (int i = 0; i < nfetches; i++)
+        outputs[i] = NULL;
+    if (fl_graph_failed(s->graph))
+        return fl_session_fail(s, "the graph has an error: %s", fl_graph_error(s->graph));
+    grow_to_graph(s);
+    if (check_roots(s, fetches, nfetches, "fetch") || check_roots(s, targets, ntargets, "target"))
+        return -1;
+    for (int i = 0; i < nfetches; i++)
+        if (!fetches[i]->has_output)
+            return fl_session_fail(s, "%s: a %s has no value to fetch; pass it as a target instead",
+                                   fetches[i]->name, fl_node_op_type(fetches[i]));
+    if (record_feeds(s, feeds, nfeeds) != 0)
+        return -1;
+    memset(s->needed, 0, (size_t)s->nslots * sizeof *s->needed);
+    mark_needed(s, fetches, nfetches);
+    mark_needed(s, targets, ntargets);
+    if (execute(s) != 0)
+        return -1;
+    return fetch_outputs(s, fetches, nfetches, outputs);
+}
