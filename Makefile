@@ -29,8 +29,12 @@ LIB     := $(BUILD)/libflowlab.a
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all lib tests test clean
-all: lib
+.PHONY: all lib labs lab tests test deps clean
+all: lib labs
+
+# Installs the Debian packages that are missing (see labs/install-deps.sh).
+deps:
+	@sh labs/install-deps.sh
 
 lib: $(LIB)
 
@@ -41,13 +45,29 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/tests/%: tests/%.c tests/tap.h $(LIB) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/%.c tests/tap.h tests/gradcheck.h $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
 tests: $(TEST_BIN)
 
-test: tests
+test: deps
+	$(MAKE) tests
 	prove -j2 $(TEST_BIN)
+
+# ---- labs: each folder labs/NN-name/ holds one program, NN-name/name.c ----
+LAB_SRC := $(wildcard labs/*/*.c)
+LAB_BIN := $(patsubst labs/%.c,$(BUILD)/labs/%,$(LAB_SRC))
+
+$(BUILD)/labs/%: labs/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+labs: $(LAB_BIN)
+
+# The main lab, as the README's quick start runs it.
+lab: deps
+	$(MAKE) labs
+	$(BUILD)/labs/00-xor/xor
 
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@

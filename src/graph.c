@@ -349,7 +349,8 @@ int fl_control_dependencies_push(fl_graph *g, fl_node *const *nodes, int n)
     control_entry *e = &g->controls[g->control_depth++];
     e->n = n;
     e->nodes = fl_xmalloc((size_t)(n ? n : 1) * sizeof *e->nodes);
-    memcpy(e->nodes, nodes, (size_t)n * sizeof *nodes);
+    if (n)
+        memcpy(e->nodes, nodes, (size_t)n * sizeof *nodes);
     return 0;
 }
 
@@ -439,7 +440,8 @@ fl_node *fl_add_node(fl_graph *g, const fl_node_spec *spec)
     n->attrs = spec->attrs;
     n->ninputs = spec->ninputs;
     n->inputs = fl_xmalloc((size_t)(spec->ninputs ? spec->ninputs : 1) * sizeof *n->inputs);
-    memcpy(n->inputs, spec->inputs, (size_t)spec->ninputs * sizeof *spec->inputs);
+    if (spec->ninputs)
+        memcpy(n->inputs, spec->inputs, (size_t)spec->ninputs * sizeof *spec->inputs);
     if (check_same_graph(g, spec, n->name) != 0 || pick_device(g, n) != 0) {
         node_free(n);
         return NULL;

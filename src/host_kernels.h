@@ -67,9 +67,4 @@ FL_HOST_KERNEL(fl_host_conv2d_backprop_filter);
 FL_HOST_KERNEL(fl_host_max_pool);
 FL_HOST_KERNEL(fl_host_max_pool_grad);
 
-/* Output size of a convolution or pooling window along one axis, and the
- * padding before the first element (TensorFlow's SAME / VALID rules). */
-int fl_conv_output_size(int in, int k, int stride, fl_padding padding);
-int fl_conv_pad_before(int in, int k, int stride, fl_padding padding);
-
 #endif

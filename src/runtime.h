@@ -170,6 +170,10 @@ fl_node *fl_int_scalar(fl_graph *g, int32_t value, const char *name);
 fl_node *fl_create_variable(fl_graph *g, const char *full_name, fl_dtype dtype, fl_shape shape,
                             fl_initializer init, bool trainable);
 
+/* ---- host_conv.c: TensorFlow's SAME / VALID rules, along one axis ---- */
+int fl_conv_output_size(int in, int k, int stride, fl_padding padding);
+int fl_conv_pad_before(int in, int k, int stride, fl_padding padding);
+
 /* ---- random.c: a counter-based generator, the same numbers everywhere ---- */
 uint64_t fl_mix_seed(uint64_t a, uint64_t b);
 void fl_fill_random_uniform(float *out, int64_t n, float minval, float maxval, uint64_t seed);

@@ -1,0 +1,114 @@
+/* xor.c: the smallest complete flowlab program. A two-layer network learns
+ * XOR on /cpu:0: placeholders, variables in variable scopes, a loss,
+ * fl_minimize with Adam, and a session that runs the train op. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flowlab.h"
+
+typedef struct {
+    int steps;
+    float learning_rate;
+    unsigned long seed;
+} options;
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: xor [--steps N] [--learning_rate LR] [--seed S]\n"
+                 "Trains a 2-8-2 tanh network on the four XOR cases and prints its loss.\n"
+                 "  --steps N           training steps (default 400)\n"
+                 "  --learning_rate LR  Adam's learning rate (default 0.05)\n"
+                 "  --seed S            random seed for the initial weights (default 1)\n");
+}
+
+static int parse_flags(int argc, char **argv, options *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        bool known = strcmp(flag, "--steps") == 0 || strcmp(flag, "--learning_rate") == 0 ||
+                     strcmp(flag, "--seed") == 0;
+        if (!known) {
+            fprintf(stderr, "xor: unknown flag %s (see --help)\n", flag);
+            return -1;
+        }
+        if (!value) {
+            fprintf(stderr, "xor: %s needs a value (see --help)\n", flag);
+            return -1;
+        }
+        if (strcmp(flag, "--steps") == 0)
+            o->steps = (int)strtol(value, &end, 10);
+        else if (strcmp(flag, "--learning_rate") == 0)
+            o->learning_rate = strtof(value, &end);
+        else
+            o->seed = strtoul(value, &end, 10);
+        if (!end || *end || o->steps < 1 || o->learning_rate <= 0) {
+            fprintf(stderr, "xor: %s %s is not a valid value (see --help)\n", flag, value);
+            return -1;
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* dense(x) = x W + b, with W and b in their own variable scope */
+static fl_node *dense(fl_graph *g, fl_node *x, int in, int out, const char *scope)
+{
+    fl_variable_scope_push(g, scope, FL_REUSE_INHERIT);
+    fl_node *w = fl_get_variable(g, "kernel", fl_shape_make(2, in, out), fl_glorot_uniform_initializer(0));
+    fl_node *b = fl_get_variable(g, "bias", fl_shape_make(1, out), fl_zeros_initializer());
+    fl_node *y = fl_add(g, fl_matmul(g, x, w, false, false, NULL), b, NULL);
+    fl_variable_scope_pop(g);
+    return y;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {.steps = 400, .learning_rate = 0.05f, .seed = 1};
+    if (parse_flags(argc, argv, &o) != 0)
+        return 2;
+    fl_graph *g = fl_graph_new();
+    fl_graph_set_random_seed(g, o.seed);
+    fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(2, -1, 2), "x");
+    fl_node *y = fl_placeholder(g, FL_INT32, fl_shape_make(1, -1), "y");
+    fl_node *hidden = fl_tanh(g, dense(g, x, 2, 8, "hidden"), NULL);
+    fl_node *logits = dense(g, hidden, 8, 2, "logits");
+    fl_node *loss = fl_reduce_mean(g, fl_sparse_softmax_cross_entropy_with_logits(g, y, logits, NULL),
+                                   NULL, 0, false, "loss");
+    fl_optimizer *adam = fl_adam_optimizer(o.learning_rate, 0.9f, 0.999f, 1e-8f);
+    fl_node *train = fl_minimize(adam, g, loss, fl_get_or_create_global_step(g), "Adam");
+    fl_node *init = fl_global_variables_initializer(g);
+    if (fl_graph_error(g)) {
+        fprintf(stderr, "xor: %s\n", fl_graph_error(g));
+        return 1;
+    }
+
+    const float inputs[8] = {0, 0, 0, 1, 1, 0, 1, 1};
+    const int32_t targets[4] = {0, 1, 1, 0};
+    fl_tensor *xt = fl_tensor_from_floats(fl_shape_make(2, 4, 2), inputs);
+    fl_tensor *yt = fl_tensor_from_ints(fl_shape_make(1, 4), targets);
+    fl_feed feeds[2] = {{x, xt}, {y, yt}};
+    fl_session *s = fl_session_new(g, NULL);
+    int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
+    for (int step = 1; rc == 0 && step <= o.steps; step++) {
+        fl_tensor *value = NULL;
+        rc = fl_session_run(s, feeds, 2, &loss, 1, &value, &train, 1);
+        if (rc == 0 && (step % 50 == 0 || step == 1))
+            printf("Step %d with loss %.6f\n", step, fl_tensor_scalar(value));
+        fl_tensor_free(value);
+    }
+    if (rc != 0)
+        fprintf(stderr, "xor: %s\n", fl_session_error(s));
+    fl_tensor_free(xt);
+    fl_tensor_free(yt);
+    fl_session_free(s);
+    fl_optimizer_free(adam);
+    fl_graph_free(g);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,23 @@
+#!/bin/sh
+# install-deps.sh: installs the Debian packages flowlab needs, only those missing.
+# Called by `make lab` and `make test`; safe to run again at any time.
+set -e
+packages="gcc make perl zlib1g-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+libclblast-dev libopenblas-dev libevent-dev dataset-fashion-mnist graphviz"
+
+missing=""
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+echo "flowlab: installing missing Debian packages:$missing"
+if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "flowlab: apt-get not found; install these packages by hand:$missing" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q >/dev/null || true
+# shellcheck disable=SC2086
+$sudo apt-get install -y -q --no-install-recommends $missing

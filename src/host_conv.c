@@ -1,0 +1,302 @@
+/* host_conv.c: reference convolution and max-pooling kernels for /cpu:0.
+ * Direct loops over NHWC float32. The innermost loop always walks a
+ * contiguous channel axis, which keeps a batch-128 CNN trainable here. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_kernels.h"
+
+int fl_conv_output_size(int in, int k, int stride, fl_padding padding)
+{
+    if (in < 0 || stride < 1)
+        return -1;
+    if (padding == FL_SAME) /* ceil(in / stride), whatever the window */
+        return (in + stride - 1) / stride;
+    if (k < 0)
+        return -1;
+    if (k > in) /* shape inference rejects this; never compute a negative size */
+        return 0;
+    return (in - k) / stride + 1;
+}
+
+/* SAME pads just enough for the last window; an odd total puts the extra
+ * row or column after the image, as TensorFlow does. */
+int fl_conv_pad_before(int in, int k, int stride, fl_padding padding)
+{
+    if (padding != FL_SAME || in < 0 || k < 0 || stride < 1)
+        return 0;
+    int out = fl_conv_output_size(in, k, stride, padding);
+    int total = (out - 1) * stride + k - in;
+    return total > 0 ? total / 2 : 0;
+}
+
+/* Everything a window loop needs, from run-time shapes and the node's attrs. */
+typedef struct {
+    int batch, h, w, c; /* the image */
+    int kh, kw;         /* the window */
+    int oh, ow, oc;     /* the output; oc is Cout for a convolution, c for pooling */
+    int sh, sw;
+    int pad_top, pad_left;
+} window_geom;
+
+static window_geom make_geom(const fl_node *n, fl_shape image, int kh, int kw, int oc)
+{
+    const fl_attrs *a = &n->attrs;
+    window_geom g = {.batch = image.dims[0], .h = image.dims[1], .w = image.dims[2],
+                     .c = image.dims[3], .kh = kh, .kw = kw, .oc = oc,
+                     .sh = a->stride_h, .sw = a->stride_w};
+    g.oh = fl_conv_output_size(g.h, kh, g.sh, a->padding);
+    g.ow = fl_conv_output_size(g.w, kw, g.sw, a->padding);
+    g.pad_top = fl_conv_pad_before(g.h, kh, g.sh, a->padding);
+    g.pad_left = fl_conv_pad_before(g.w, kw, g.sw, a->padding);
+    return g;
+}
+
+static window_geom conv_geom(const fl_node *n, fl_shape image, fl_shape filter)
+{
+    return make_geom(n, image, filter.dims[0], filter.dims[1], filter.dims[3]);
+}
+
+static window_geom pool_geom(const fl_node *n, fl_shape image)
+{
+    return make_geom(n, image, n->attrs.ksize_h, n->attrs.ksize_w, image.dims[3]);
+}
+
+/* Offset of pixel (b, y, x) in an NHWC tensor of height h, width w, c channels. */
+static int64_t pixel_at(int b, int y, int x, int h, int w, int c)
+{
+    return (((int64_t)b * h + y) * w + x) * c;
+}
+
+/* Where window tap (ky, kx) of output (oy, ox) lands in the image; false in padding. */
+static bool tap(const window_geom *g, int oy, int ox, int ky, int kx, int *iy, int *ix)
+{
+    *iy = oy * g->sh - g->pad_top + ky;
+    *ix = ox * g->sw - g->pad_left + kx;
+    return *iy >= 0 && *iy < g->h && *ix >= 0 && *ix < g->w;
+}
+
+/* Offset of filter row [ky, kx, ci, :]. */
+static int64_t filter_at(const window_geom *g, int ky, int kx, int ci)
+{
+    return (((int64_t)ky * g->kw + kx) * g->c + ci) * g->oc;
+}
+
+/* Gradient kernels accumulate, and the session hands out unzeroed memory. */
+static void zero_output(fl_tensor *out)
+{
+    size_t bytes = fl_tensor_bytes(out);
+    if (bytes > 0) /* an empty tensor may have no buffer at all */
+        memset(out->data, 0, bytes);
+}
+
+/* ---- Conv2D: y[b,oy,ox,co] = sum over ky,kx,ci of x[b,iy,ix,ci] * f[ky,kx,ci,co] ---- */
+
+static void conv_pixel(const window_geom *g, const float *x, const float *f, int b, int oy,
+                       int ox, float *y)
+{
+    for (int co = 0; co < g->oc; co++)
+        y[co] = 0.0f;
+    for (int ky = 0; ky < g->kh; ky++)
+        for (int kx = 0; kx < g->kw; kx++) {
+            int iy, ix;
+            if (!tap(g, oy, ox, ky, kx, &iy, &ix))
+                continue; /* zero padding adds nothing */
+            const float *xp = x + pixel_at(b, iy, ix, g->h, g->w, g->c);
+            for (int ci = 0; ci < g->c; ci++) {
+                const float *fp = f + filter_at(g, ky, kx, ci);
+                float xv = xp[ci];
+                for (int co = 0; co < g->oc; co++)
+                    y[co] += xv * fp[co];
+            }
+        }
+}
+
+FL_HOST_KERNEL(fl_host_conv2d)
+{
+    (void)ctx;
+    window_geom g = conv_geom(n, in[0]->shape, in[1]->shape);
+    const float *x = in[0]->data, *f = in[1]->data;
+    float *y = out->data;
+    for (int b = 0; b < g.batch; b++)
+        for (int oy = 0; oy < g.oh; oy++)
+            for (int ox = 0; ox < g.ow; ox++)
+                conv_pixel(&g, x, f, b, oy, ox, y + pixel_at(b, oy, ox, g.oh, g.ow, g.oc));
+    return 0;
+}
+
+/* ---- Conv2DBackpropInput(dy, filter, input): each output pixel's dy flows
+ * back through the filter to the input pixels its window read. ---- */
+
+/* The filter with its channel axes swapped, [KH,KW,Cout,Cin], so the inner
+ * loop below runs along Cin contiguously instead of summing along Cout. */
+static float *swap_filter_channels(const window_geom *g, const float *f)
+{
+    int64_t taps = (int64_t)g->kh * g->kw;
+    float *t = fl_xmalloc((size_t)(taps * g->c * g->oc) * sizeof *t);
+    for (int64_t k = 0; k < taps; k++)
+        for (int ci = 0; ci < g->c; ci++)
+            for (int co = 0; co < g->oc; co++)
+                t[(k * g->oc + co) * g->c + ci] = f[(k * g->c + ci) * g->oc + co];
+    return t;
+}
+
+static void backprop_input_pixel(const window_geom *g, const float *dyp, const float *ft, int b,
+                                 int oy, int ox, float *dx)
+{
+    for (int ky = 0; ky < g->kh; ky++)
+        for (int kx = 0; kx < g->kw; kx++) {
+            int iy, ix;
+            if (!tap(g, oy, ox, ky, kx, &iy, &ix))
+                continue;
+            float *dxp = dx + pixel_at(b, iy, ix, g->h, g->w, g->c);
+            const float *fp = ft + ((int64_t)ky * g->kw + kx) * g->oc * g->c;
+            for (int co = 0; co < g->oc; co++) {
+                float d = dyp[co];
+                for (int ci = 0; ci < g->c; ci++)
+                    dxp[ci] += d * fp[co * g->c + ci];
+            }
+        }
+}
+
+FL_HOST_KERNEL(fl_host_conv2d_backprop_input)
+{
+    (void)ctx;
+    window_geom g = conv_geom(n, in[2]->shape, in[1]->shape);
+    const float *dy = in[0]->data;
+    float *ft = swap_filter_channels(&g, in[1]->data);
+    float *dx = out->data;
+    zero_output(out); /* windows overlap, so accumulate */
+    for (int b = 0; b < g.batch; b++)
+        for (int oy = 0; oy < g.oh; oy++)
+            for (int ox = 0; ox < g.ow; ox++)
+                backprop_input_pixel(&g, dy + pixel_at(b, oy, ox, g.oh, g.ow, g.oc), ft, b, oy, ox,
+                                     dx);
+    free(ft);
+    return 0;
+}
+
+/* ---- Conv2DBackpropFilter(dy, input, filter): df[ky,kx,ci,co] sums
+ * x[b,iy,ix,ci] * dy[b,oy,ox,co] over the batch and every output pixel.
+ * float accumulation, as TensorFlow's CPU kernel; plenty for training. ---- */
+
+static void backprop_filter_pixel(const window_geom *g, const float *x, const float *dyp, int b,
+                                  int oy, int ox, float *df)
+{
+    for (int ky = 0; ky < g->kh; ky++)
+        for (int kx = 0; kx < g->kw; kx++) {
+            int iy, ix;
+            if (!tap(g, oy, ox, ky, kx, &iy, &ix))
+                continue;
+            const float *xp = x + pixel_at(b, iy, ix, g->h, g->w, g->c);
+            for (int ci = 0; ci < g->c; ci++) {
+                float *dfp = df + filter_at(g, ky, kx, ci);
+                float xv = xp[ci];
+                for (int co = 0; co < g->oc; co++)
+                    dfp[co] += xv * dyp[co];
+            }
+        }
+}
+
+FL_HOST_KERNEL(fl_host_conv2d_backprop_filter)
+{
+    (void)ctx;
+    window_geom g = conv_geom(n, in[1]->shape, in[2]->shape);
+    const float *dy = in[0]->data, *x = in[1]->data;
+    float *df = out->data;
+    zero_output(out);
+    for (int b = 0; b < g.batch; b++)
+        for (int oy = 0; oy < g.oh; oy++)
+            for (int ox = 0; ox < g.ow; ox++)
+                backprop_filter_pixel(&g, x, dy + pixel_at(b, oy, ox, g.oh, g.ow, g.oc), b, oy,
+                                      ox, df);
+    return 0;
+}
+
+/* ---- MaxPool and MaxPoolGrad ----
+ * Both scan a window tap by tap in row-major order with a strict '>', so
+ * the first maximum wins: the forward value and the pixel the gradient
+ * goes to always agree. Padding is never a candidate. */
+
+/* For one output pixel: best[c] and the offset in x where it was found. */
+static void window_max(const window_geom *g, const float *x, int b, int oy, int ox, float *best,
+                       int64_t *best_at)
+{
+    for (int c = 0; c < g->c; c++)
+        best_at[c] = -1;
+    for (int ky = 0; ky < g->kh; ky++)
+        for (int kx = 0; kx < g->kw; kx++) {
+            int iy, ix;
+            if (!tap(g, oy, ox, ky, kx, &iy, &ix))
+                continue;
+            int64_t at = pixel_at(b, iy, ix, g->h, g->w, g->c);
+            for (int c = 0; c < g->c; c++)
+                if (best_at[c] < 0 || x[at + c] > best[c]) {
+                    best[c] = x[at + c];
+                    best_at[c] = at + c;
+                }
+        }
+}
+
+/* Scratch of one float and one offset per channel. */
+typedef struct {
+    float *best;
+    int64_t *best_at;
+} pool_scratch;
+
+static pool_scratch scratch_new(int channels)
+{
+    size_t n = channels > 0 ? (size_t)channels : 1;
+    pool_scratch s = {fl_xmalloc(n * sizeof(float)), fl_xmalloc(n * sizeof(int64_t))};
+    return s;
+}
+
+static void scratch_free(pool_scratch s)
+{
+    free(s.best);
+    free(s.best_at);
+}
+
+FL_HOST_KERNEL(fl_host_max_pool)
+{
+    (void)ctx;
+    window_geom g = pool_geom(n, in[0]->shape);
+    const float *x = in[0]->data;
+    float *y = out->data;
+    pool_scratch s = scratch_new(g.c);
+    for (int b = 0; b < g.batch; b++)
+        for (int oy = 0; oy < g.oh; oy++)
+            for (int ox = 0; ox < g.ow; ox++) {
+                window_max(&g, x, b, oy, ox, s.best, s.best_at);
+                float *yp = y + pixel_at(b, oy, ox, g.oh, g.ow, g.c);
+                for (int c = 0; c < g.c; c++) /* SAME windows always hold a real pixel */
+                    yp[c] = s.best_at[c] >= 0 ? s.best[c] : -INFINITY;
+            }
+    scratch_free(s);
+    return 0;
+}
+
+/* MaxPoolGrad(dy, x, y): y is read only for its shape; the maxima are found
+ * again in x so that ties go to the first, as in TensorFlow. */
+FL_HOST_KERNEL(fl_host_max_pool_grad)
+{
+    (void)ctx;
+    window_geom g = pool_geom(n, in[1]->shape);
+    const float *dy = in[0]->data, *x = in[1]->data;
+    float *dx = out->data;
+    zero_output(out);
+    pool_scratch s = scratch_new(g.c);
+    for (int b = 0; b < g.batch; b++)
+        for (int oy = 0; oy < g.oh; oy++)
+            for (int ox = 0; ox < g.ow; ox++) {
+                window_max(&g, x, b, oy, ox, s.best, s.best_at);
+                const float *dyp = dy + pixel_at(b, oy, ox, g.oh, g.ow, g.c);
+                for (int c = 0; c < g.c; c++)
+                    if (s.best_at[c] >= 0)
+                        dx[s.best_at[c]] += dyp[c];
+            }
+    scratch_free(s);
+    return 0;
+}

@@ -1,0 +1,424 @@
+/* ops_array.c: ops that move, relabel or compare elements rather than do
+ * arithmetic: reshape, concat, slice and split, identity, stop_gradient,
+ * cast, and the Copy the session puts between devices. (ArgMax and Equal,
+ * which score predictions, live with the reductions.)
+ * Sizes unknown at build time (a batch of ?) are settled at run time, when
+ * each shape rule runs again on the real shapes. */
+#include <stdio.h>
+
+#include "runtime.h"
+
+/* The axis counted from the front (-1 is the last axis), or -1 after
+ * recording why it does not exist. */
+static int normalize_axis(fl_graph *g, const char *name, int axis, int rank)
+{
+    if (rank == 0) {
+        fl_graph_fail(g, name, "a scalar has no axis %d", axis);
+        return -1;
+    }
+    int a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank) {
+        fl_graph_fail(g, name, "axis %d is out of range for a rank-%d input (use %d to %d)", axis,
+                      rank, -rank, rank - 1);
+        return -1;
+    }
+    return a;
+}
+
+/* Passes dy through unchanged: Identity, Copy, Cast float32 -> float32. */
+static int grad_pass(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    (void)g;
+    (void)n;
+    dx[0] = dy;
+    return 0;
+}
+
+/* Lets nothing through, quietly: the loss simply does not depend on the
+ * input (StopGradient). A NULL gradient rule would instead mean "cannot
+ * differentiate this", an error when the loss depends on it. */
+static int grad_none(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    (void)g;
+    (void)n;
+    (void)dy;
+    (void)dx;
+    return 0;
+}
+
+/* ---- Reshape(x) to attrs.shape, or Reshape(x, like) to like's run-time shape ---- */
+
+/* Like fl_shape_format, but a target's -1 prints as -1, not as unknown. */
+static const char *format_target(fl_shape s, char *buf, size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < s.rank && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? "," : "", s.dims[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+    return buf;
+}
+
+/* target with its -1 (if any) worked out for count elements. */
+static int resolve_target(fl_shape target, int64_t count, fl_shape *out)
+{
+    int64_t known = 1;
+    int inferred = -1;
+    for (int i = 0; i < target.rank; i++) {
+        if (target.dims[i] == -1)
+            inferred = i;
+        else
+            known *= target.dims[i];
+    }
+    *out = target;
+    if (inferred < 0)
+        return known == count ? 0 : -1;
+    if (known == 0 || count % known != 0)
+        return -1;
+    out->dims[inferred] = (int)(count / known);
+    return 0;
+}
+
+static int infer_reshape(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    bool like = n->ninputs == 2;
+    fl_shape target = like ? in[1] : n->attrs.shape;
+    int64_t count = fl_shape_size(in[0]);
+    /* Not checkable until run time: -1 stays unknown in the build-time shape. */
+    if (count < 0 || (like && fl_shape_size(target) < 0)) {
+        *out = target;
+        return 0;
+    }
+    if (resolve_target(target, count, out) == 0)
+        return 0;
+    char sx[64], st[64];
+    snprintf(err, FL_ERROR_LEN, "cannot reshape %s (%lld elements) into %s",
+             fl_shape_format(in[0], sx, sizeof sx), (long long)count,
+             format_target(target, st, sizeof st));
+    return -1;
+}
+
+static int grad_reshape(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    dx[0] = fl_reshape_like(g, dy, n->inputs[0], NULL);
+    return 0;
+}
+
+const fl_op_def fl_def_reshape = {"Reshape", infer_reshape, grad_reshape, true};
+
+static int check_target(fl_graph *g, const char *name, fl_shape shape)
+{
+    if (shape.rank < 0 || shape.rank > FL_MAX_RANK) {
+        fl_graph_fail(g, name, "the target shape's rank must be 0 to %d", FL_MAX_RANK);
+        return -1;
+    }
+    int inferred = 0;
+    for (int i = 0; i < shape.rank; i++) {
+        if (shape.dims[i] < -1) {
+            fl_graph_fail(g, name, "dimension %d of the target is %d; only -1 (inferred) may be negative",
+                          i, shape.dims[i]);
+            return -1;
+        }
+        inferred += shape.dims[i] == -1;
+    }
+    if (inferred > 1) {
+        char st[64];
+        fl_graph_fail(g, name, "only one dimension may be -1, got %s",
+                      format_target(shape, st, sizeof st));
+        return -1;
+    }
+    return 0;
+}
+
+fl_node *fl_reshape(fl_graph *g, fl_node *x, fl_shape shape, const char *name)
+{
+    if (!g || check_target(g, name ? name : "Reshape", shape) != 0)
+        return NULL;
+    fl_node *inputs[1] = {x};
+    fl_node_spec spec = {.op = FL_OP_RESHAPE, .name = name, .default_name = "Reshape",
+                         .inputs = inputs, .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32,
+                         .has_output = true};
+    spec.attrs.shape = shape;
+    return fl_add_node(g, &spec);
+}
+
+fl_node *fl_reshape_like(fl_graph *g, fl_node *x, fl_node *like, const char *name)
+{
+    fl_node *inputs[2] = {x, like};
+    fl_node_spec spec = {.op = FL_OP_RESHAPE, .name = name, .default_name = "Reshape",
+                         .inputs = inputs, .ninputs = 2, .dtype = x ? x->dtype : FL_FLOAT32,
+                         .has_output = true};
+    return fl_add_node(g, &spec);
+}
+
+/* ---- Concat along attrs.axis ---- */
+
+static int infer_concat(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    int axis = n->attrs.axis;
+    *out = in[0];
+    for (int i = 1; i < n->ninputs; i++) {
+        bool match = in[i].rank == in[0].rank;
+        for (int d = 0; match && d < in[0].rank; d++) {
+            int a = out->dims[d], b = in[i].dims[d];
+            if (d != axis && a >= 0 && b >= 0 && a != b)
+                match = false;
+            else if (d != axis && a < 0)
+                out->dims[d] = b; /* keep whichever size is known */
+        }
+        if (!match) {
+            char s0[64], si[64];
+            snprintf(err, FL_ERROR_LEN, "input %d has shape %s, input 0 has %s; all dimensions but axis %d must match",
+                     i, fl_shape_format(in[i], si, sizeof si), fl_shape_format(in[0], s0, sizeof s0), axis);
+            return -1;
+        }
+    }
+    out->dims[axis] = 0;
+    for (int i = 0; i < n->ninputs && out->dims[axis] >= 0; i++)
+        out->dims[axis] = in[i].dims[axis] < 0 ? -1 : out->dims[axis] + in[i].dims[axis];
+    return 0;
+}
+
+/* Part i of num_parts of dy, as Slice(dy, like): like is the input the part
+ * stands for, there only so that the run-time shape rule can check that the
+ * parts really were equal (else the gradient would be silently wrong). */
+static fl_node *equal_part_like(fl_graph *g, fl_node *dy, int axis, int part, int num_parts,
+                                fl_node *like)
+{
+    fl_node *inputs[2] = {dy, like};
+    fl_node_spec spec = {.op = FL_OP_SLICE, .default_name = "Slice", .inputs = inputs,
+                         .ninputs = 2, .dtype = dy->dtype, .has_output = true};
+    spec.attrs.axis = axis;
+    spec.attrs.part = part;
+    spec.attrs.num_parts = num_parts;
+    return fl_add_node(g, &spec);
+}
+
+/* Each input's gradient is its window of dy. Windows need sizes: known ones
+ * give fixed slices; unknown ones work only when all inputs are alike (the
+ * usual case: towers' outputs), so that part i of n is input i's window. */
+static int grad_concat(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    int axis = n->attrs.axis;
+    bool all_known = true, all_alike = true;
+    for (int i = 0; i < n->ninputs; i++) {
+        int size = n->inputs[i]->shape.dims[axis];
+        all_known = all_known && size >= 0;
+        all_alike = all_alike && size == n->inputs[0]->shape.dims[axis];
+    }
+    if (!all_known && !all_alike) {
+        fl_graph_fail(g, n->name, "cannot split the gradient of Concat: the inputs' sizes on axis %d differ and some are unknown at build time; give them known sizes",
+                      axis);
+        return -1;
+    }
+    int begin = 0;
+    for (int i = 0; i < n->ninputs; i++) {
+        int size = n->inputs[i]->shape.dims[axis];
+        if (all_known)
+            dx[i] = fl_slice(g, dy, axis, begin, size, NULL);
+        else
+            dx[i] = equal_part_like(g, dy, axis, i, n->ninputs, n->inputs[i]);
+        begin += all_known ? size : 0;
+    }
+    return 0;
+}
+
+const fl_op_def fl_def_concat = {"Concat", infer_concat, grad_concat, false};
+
+fl_node *fl_concat(fl_graph *g, fl_node *const *inputs, int n, int axis, const char *name)
+{
+    const char *what = name ? name : "Concat";
+    if (!g)
+        return NULL;
+    if (n < 1 || !inputs)
+        return fl_graph_fail(g, what, "concat needs at least one input");
+    fl_node_spec spec = {.op = FL_OP_CONCAT, .name = name, .default_name = "Concat",
+                         .inputs = inputs, .ninputs = n, .has_output = true};
+    for (int i = 0; i < n; i++)
+        if (!inputs[i]) /* fl_add_node says so, or stays quiet after an earlier error */
+            return fl_add_node(g, &spec);
+    for (int i = 1; i < n; i++)
+        if (inputs[i]->dtype != inputs[0]->dtype)
+            return fl_graph_fail(g, what, "inputs mix %s and %s", fl_dtype_name(inputs[0]->dtype),
+                                 fl_dtype_name(inputs[i]->dtype));
+    spec.dtype = inputs[0]->dtype;
+    spec.attrs.axis = normalize_axis(g, what, axis, inputs[0]->shape.rank);
+    return spec.attrs.axis < 0 ? NULL : fl_add_node(g, &spec);
+}
+
+/* ---- Slice: a fixed window [begin, begin + size) of one axis, or part i of
+ * num_parts equal parts (num_parts > 0), which can wait for run time ---- */
+
+/* The window on an axis of size dim (-1: unknown, and so is the window). */
+static int slice_window(const fl_attrs *a, int dim, int *begin, int *size, char *err)
+{
+    if (a->num_parts > 0) {
+        if (dim >= 0 && dim % a->num_parts != 0) {
+            snprintf(err, FL_ERROR_LEN, "cannot split axis %d of size %d into %d equal parts",
+                     a->axis, dim, a->num_parts);
+            return -1;
+        }
+        *size = dim < 0 ? -1 : dim / a->num_parts;
+        *begin = dim < 0 ? -1 : a->part * *size;
+        return 0;
+    }
+    if (dim >= 0 && a->begin + a->size > dim) {
+        snprintf(err, FL_ERROR_LEN, "the window [%d, %d) does not fit axis %d of size %d", a->begin,
+                 a->begin + a->size, a->axis, dim);
+        return -1;
+    }
+    *begin = a->begin;
+    *size = a->size;
+    return 0;
+}
+
+static int slice_shape(const fl_attrs *a, fl_shape x, fl_shape *out, char *err)
+{
+    int begin, size;
+    if (slice_window(a, x.dims[a->axis], &begin, &size, err) != 0)
+        return -1;
+    *out = x;
+    out->dims[a->axis] = size;
+    return 0;
+}
+
+/* Slice(x), or Slice(x, like) from Concat's gradient: the part must be as
+ * long as like, the input it belongs to. */
+static int infer_slice(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    if (slice_shape(&n->attrs, in[0], out, err) != 0)
+        return -1;
+    int axis = n->attrs.axis, got = out->dims[axis];
+    if (n->ninputs == 2 && got >= 0 && in[1].dims[axis] >= 0 && got != in[1].dims[axis]) {
+        snprintf(err, FL_ERROR_LEN, "part %d of %d is %d long on axis %d but %s is %d: Concat's gradient needs equal sizes where they are unknown at build time",
+                 n->attrs.part, n->attrs.num_parts, got, axis, n->inputs[1]->name, in[1].dims[axis]);
+        return -1;
+    }
+    return 0;
+}
+
+/* SliceGrad(dy, x): x's shape, zero outside the window, dy inside it. */
+static int infer_slice_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    fl_shape window;
+    if (slice_shape(&n->attrs, in[1], &window, err) != 0)
+        return -1;
+    bool match = in[0].rank == window.rank;
+    for (int d = 0; match && d < window.rank; d++)
+        match = in[0].dims[d] < 0 || window.dims[d] < 0 || in[0].dims[d] == window.dims[d];
+    if (!match) {
+        char sd[64], sw[64];
+        snprintf(err, FL_ERROR_LEN, "dy has shape %s, but the slice has %s",
+                 fl_shape_format(in[0], sd, sizeof sd), fl_shape_format(window, sw, sizeof sw));
+        return -1;
+    }
+    *out = in[1];
+    return 0;
+}
+
+static int grad_slice(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    fl_node *inputs[2] = {dy, n->inputs[0]};
+    fl_node_spec spec = {.op = FL_OP_SLICE_GRAD, .default_name = "SliceGrad", .inputs = inputs,
+                         .ninputs = 2, .dtype = dy->dtype, .has_output = true, .attrs = n->attrs};
+    dx[0] = fl_add_node(g, &spec);
+    return 0;
+}
+
+const fl_op_def fl_def_slice = {"Slice", infer_slice, grad_slice, false};
+const fl_op_def fl_def_slice_grad = {"SliceGrad", infer_slice_grad, NULL, false};
+
+static fl_node *build_slice(fl_graph *g, fl_node *x, const fl_attrs *attrs, int axis,
+                            const char *name, const char *default_name)
+{
+    fl_node *inputs[1] = {x};
+    fl_node_spec spec = {.op = FL_OP_SLICE, .name = name, .default_name = default_name,
+                         .inputs = inputs, .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32,
+                         .has_output = true, .attrs = *attrs};
+    if (x) {
+        spec.attrs.axis = normalize_axis(g, name ? name : default_name, axis, x->shape.rank);
+        if (spec.attrs.axis < 0)
+            return NULL;
+    }
+    return fl_add_node(g, &spec);
+}
+
+fl_node *fl_slice(fl_graph *g, fl_node *x, int axis, int begin, int size, const char *name)
+{
+    if (!g)
+        return NULL;
+    if (begin < 0 || size < 0)
+        return fl_graph_fail(g, name ? name : "Slice", "begin %d and size %d must not be negative",
+                             begin, size);
+    fl_attrs attrs = {.begin = begin, .size = size};
+    return build_slice(g, x, &attrs, axis, name, "Slice");
+}
+
+fl_node *fl_split_part(fl_graph *g, fl_node *x, int axis, int part, int num_parts,
+                       const char *name)
+{
+    if (!g)
+        return NULL;
+    if (num_parts < 1 || part < 0 || part >= num_parts)
+        return fl_graph_fail(g, name ? name : "Slice", "part %d of %d does not exist", part,
+                             num_parts);
+    fl_attrs attrs = {.part = part, .num_parts = num_parts};
+    return build_slice(g, x, &attrs, axis, name, "Slice");
+}
+
+int fl_split(fl_graph *g, fl_node *x, int num, int axis, fl_node **out, const char *name)
+{
+    if (!g)
+        return -1;
+    if (num < 1 || !out) {
+        fl_graph_fail(g, name ? name : "split", "split needs num >= 1 and an output array");
+        return -1;
+    }
+    int failed = 0;
+    for (int i = 0; i < num; i++) {
+        out[i] = failed ? NULL : fl_split_part(g, x, axis, i, num, name ? name : "split");
+        failed = failed || !out[i];
+    }
+    return failed ? -1 : 0;
+}
+
+/* ---- Identity, StopGradient, Copy: the same tensor under a new name ---- */
+
+const fl_op_def fl_def_identity = {"Identity", fl_infer_same_as_input0, grad_pass, true};
+const fl_op_def fl_def_stop_gradient = {"StopGradient", fl_infer_same_as_input0, grad_none, true};
+const fl_op_def fl_def_copy = {"Copy", fl_infer_same_as_input0, grad_pass, false};
+
+fl_node *fl_identity(fl_graph *g, fl_node *x, const char *name)
+{
+    return fl_build_unary(g, FL_OP_IDENTITY, x, name, "Identity");
+}
+
+fl_node *fl_stop_gradient(fl_graph *g, fl_node *x, const char *name)
+{
+    return fl_build_unary(g, FL_OP_STOP_GRADIENT, x, name, "StopGradient");
+}
+
+/* ---- Cast between float32 and int32 (toward zero, like TensorFlow) ---- */
+
+/* Only a float-to-float cast is differentiable; integers carry no gradient. */
+static int grad_cast(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    if (n->dtype == FL_FLOAT32 && n->inputs[0]->dtype == FL_FLOAT32)
+        return grad_pass(g, n, dy, dx);
+    return 0;
+}
+
+const fl_op_def fl_def_cast = {"Cast", fl_infer_same_as_input0, grad_cast, false};
+
+fl_node *fl_cast(fl_graph *g, fl_node *x, fl_dtype dtype, const char *name)
+{
+    if (!g)
+        return NULL;
+    if (dtype != FL_FLOAT32 && dtype != FL_INT32)
+        return fl_graph_fail(g, name ? name : "Cast", "unknown dtype %d", (int)dtype);
+    fl_node *inputs[1] = {x};
+    fl_node_spec spec = {.op = FL_OP_CAST, .name = name, .default_name = "Cast", .inputs = inputs,
+                         .ninputs = 1, .dtype = dtype, .has_output = true};
+    spec.attrs.dtype = dtype;
+    return fl_add_node(g, &spec);
+}
