@@ -264,6 +264,18 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
                    int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
 
 /* ------------------------------------------------------------------------
+ * Pictures: the graph as Graphviz DOT and a run's timeline as a Chrome trace.
+ * ------------------------------------------------------------------------ */
+/* Nodes coloured by requested device, variables drawn as boxes. */
+int fl_graph_write_dot(const fl_graph *g, const char *path);
+/* The same, coloured by the device each node actually ran on in s. */
+int fl_session_write_dot(const fl_session *s, const char *path);
+/* While tracing is on, every run records each op's start and duration. */
+void fl_session_set_tracing(fl_session *s, bool on);
+/* Chrome trace JSON (chrome://tracing, Perfetto): one lane per device. */
+int fl_session_write_trace(const fl_session *s, const char *path);
+
+/* ------------------------------------------------------------------------
  * Checkpoints: named tensors with shapes and a CRC-32 each, written to a
  * temporary file, flushed and renamed, so no crash leaves half a file.
  * ------------------------------------------------------------------------ */

@@ -249,8 +249,9 @@ fl_node *fl_concat(fl_graph *g, fl_node *const *inputs, int n, int axis, const c
 /* ---- Slice: a fixed window [begin, begin + size) of one axis, or part i of
  * num_parts equal parts (num_parts > 0), which can wait for run time ---- */
 
-/* The window on an axis of size dim (-1: unknown, and so is the window). */
-static int slice_window(const fl_attrs *a, int dim, int *begin, int *size, char *err)
+/* The window's length on an axis of size dim (-1: unknown, and so is a
+ * part's length); the kernels place it from attrs. */
+static int slice_size(const fl_attrs *a, int dim, int *size, char *err)
 {
     if (a->num_parts > 0) {
         if (dim >= 0 && dim % a->num_parts != 0) {
@@ -259,7 +260,6 @@ static int slice_window(const fl_attrs *a, int dim, int *begin, int *size, char 
             return -1;
         }
         *size = dim < 0 ? -1 : dim / a->num_parts;
-        *begin = dim < 0 ? -1 : a->part * *size;
         return 0;
     }
     if (dim >= 0 && a->begin + a->size > dim) {
@@ -267,19 +267,14 @@ static int slice_window(const fl_attrs *a, int dim, int *begin, int *size, char 
                  a->begin + a->size, a->axis, dim);
         return -1;
     }
-    *begin = a->begin;
     *size = a->size;
     return 0;
 }
 
 static int slice_shape(const fl_attrs *a, fl_shape x, fl_shape *out, char *err)
 {
-    int begin, size;
-    if (slice_window(a, x.dims[a->axis], &begin, &size, err) != 0)
-        return -1;
     *out = x;
-    out->dims[a->axis] = size;
-    return 0;
+    return slice_size(a, x.dims[a->axis], &out->dims[a->axis], err);
 }
 
 /* Slice(x), or Slice(x, like) from Concat's gradient: the part must be as

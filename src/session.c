@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "device.h"
 #include "placement.h"
@@ -38,10 +39,30 @@ void fl_session_free(fl_session *s)
     free(s->slots);
     free(s->needed);
     free(s->feeds);
+    free(s->events);
     free(s);
 }
 
 const char *fl_session_error(const fl_session *s) { return s->error; }
+
+double fl_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void record_event(fl_session *s, const fl_node *n, const fl_device *d, double start)
+{
+    double end = fl_now_us();
+    if (s->trace_origin_us == 0)
+        s->trace_origin_us = start;
+    if (s->nevents == s->events_cap) {
+        s->events_cap = s->events_cap ? s->events_cap * 2 : 1024;
+        s->events = fl_xrealloc(s->events, (size_t)s->events_cap * sizeof *s->events);
+    }
+    s->events[s->nevents++] = (fl_trace_event){n->id, d, start - s->trace_origin_us, end - start};
+}
 
 int fl_session_fail(fl_session *s, const char *fmt, ...)
 {
@@ -239,8 +260,11 @@ static int run_op(fl_session *s, fl_node *n)
         return 0;
     fl_kernel_ctx ctx = {.seed = s->options.seed ? s->options.seed : fl_graph_seed(s->graph)};
     fl_clear_error();
+    double start = s->tracing ? fl_now_us() : 0;
     if (slot->device->backend->run(slot->device->impl, n, in, &slot->value, &ctx) != 0)
         return fl_session_fail(s, "%s: %s", n->name, fl_last_error());
+    if (s->tracing)
+        record_event(s, n, slot->device, start);
     if (writes_variable(n))
         s->slots[n->inputs[0]->id].initialized = true;
     return 0;
@@ -304,6 +328,7 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
     memset(s->needed, 0, (size_t)s->nslots * sizeof *s->needed);
     mark_needed(s, fetches, nfetches);
     mark_needed(s, targets, ntargets);
+    s->run_count++;
     if (execute(s) != 0)
         return -1;
     return fetch_outputs(s, fetches, nfetches, outputs);

@@ -14,6 +14,13 @@ typedef struct {
     bool initialized;  /* variables: assigned at least once */
 } fl_slot;
 
+/* One op's run, for the timeline (fl_session_write_trace). */
+typedef struct {
+    int node;                /* node id */
+    const fl_device *device;
+    double start_us, duration_us; /* since the session's first traced run */
+} fl_trace_event;
+
 struct fl_session {
     fl_graph *graph;
     fl_session_options options;
@@ -22,7 +29,14 @@ struct fl_session {
     int nslots;
     bool *needed;
     const fl_tensor **feeds;
+    bool tracing;
+    fl_trace_event *events;
+    int nevents, events_cap;
+    double trace_origin_us; /* 0 until the first traced op */
+    int64_t run_count;
 };
+
+double fl_now_us(void); /* a monotonic clock, in microseconds */
 
 int fl_session_fail(fl_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
