@@ -26,6 +26,13 @@ LIB_SRC := $(wildcard src/*.c)
 LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB     := $(BUILD)/libflowlab.a
 
+# Each accelerator backend adds its objects to BACKEND_OBJ, its defines to
+# CFLAGS (FL_HAVE_OPENCL, FL_HAVE_CUDA) and its libraries to LDLIBS.
+BACKEND_OBJ :=
+-include cl/backend.mk
+-include cuda/backend.mk
+LIB_OBJ += $(BACKEND_OBJ)
+
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 

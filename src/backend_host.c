@@ -100,6 +100,8 @@ static int host_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tenso
 
 static int host_wait(void *impl) { (void)impl; return 0; }
 
+static const char *host_why_unavailable(void) { return "the host is always available"; }
+
 const fl_backend fl_host_backend = {
     .name = "host",
     .device_count = host_device_count,
@@ -113,4 +115,5 @@ const fl_backend fl_host_backend = {
     .has_kernel = host_has_kernel,
     .run = host_run,
     .wait = host_wait,
+    .why_unavailable = host_why_unavailable,
 };

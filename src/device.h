@@ -25,6 +25,8 @@ typedef struct fl_backend {
     int (*run)(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
                const fl_kernel_ctx *ctx);
     int (*wait)(void *impl); /* until everything enqueued has finished */
+    /* Why device_count() is 0, with a hint: "no OpenCL platform found; ..." */
+    const char *(*why_unavailable)(void);
 } fl_backend;
 
 struct fl_device {
@@ -37,7 +39,11 @@ struct fl_device {
 };
 
 extern const fl_backend fl_host_backend;
+extern const fl_backend fl_opencl_backend; /* cl/backend_opencl.c, with FL_HAVE_OPENCL */
+extern const fl_backend fl_cuda_backend;   /* cuda/backend_cuda.c, with FL_HAVE_CUDA */
 
+/* The backend behind /gpu:N, or NULL when there are no accelerators. */
+const fl_backend *fl_active_backend(void);
 /* The host device, always present. */
 fl_device *fl_host_device(void);
 /* "/gpu:N" of the active accelerator backend, or NULL (fl_last_error says

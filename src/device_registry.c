@@ -1,37 +1,128 @@
 /* device_registry.c: which devices exist and what they are called.
  * "/cpu:0" is the host; "/gpu:N" is the N-th device of the active
- * accelerator backend. Devices are opened on first use and kept open. */
+ * accelerator backend, chosen by FLOWLAB_BACKEND=opencl|cuda|host or else
+ * automatically (CUDA when it has a device, else OpenCL). Devices are opened
+ * on first use and stay open for the life of the process. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device.h"
 
-static fl_device host_device;
-static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+#define FL_MAX_ACCELERATORS 16
 
-static void open_host(void)
+static const fl_backend *const accelerator_backends[] = {
+#ifdef FL_HAVE_CUDA
+    &fl_cuda_backend,
+#endif
+#ifdef FL_HAVE_OPENCL
+    &fl_opencl_backend,
+#endif
+    NULL,
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static bool chosen;
+static const fl_backend *active;     /* NULL: no accelerators */
+static char why_none[FL_ERROR_LEN]; /* said when /gpu:N is asked for and none exist */
+static fl_device host_device;
+static fl_device accelerators[FL_MAX_ACCELERATORS];
+
+static const fl_backend *backend_named(const char *name)
 {
-    host_device.backend = &fl_host_backend;
-    host_device.impl = fl_host_backend.open(0);
-    host_device.index = 0;
-    host_device.is_host = true;
-    strcpy(host_device.name, "/cpu:0");
+    for (int i = 0; accelerator_backends[i]; i++)
+        if (strcmp(accelerator_backends[i]->name, name) == 0)
+            return accelerator_backends[i];
+    return NULL;
+}
+
+static void choose_backend(void)
+{
+    const char *wanted = getenv("FLOWLAB_BACKEND");
+    if (wanted && wanted[0] && strcmp(wanted, "host") != 0) {
+        active = backend_named(wanted);
+        if (!active)
+            snprintf(why_none, sizeof why_none, "FLOWLAB_BACKEND=%s is not a backend built into this "
+                     "flowlab (use opencl or cuda, or unset it)", wanted);
+        else if (active->device_count() == 0)
+            snprintf(why_none, sizeof why_none, "%s", active->why_unavailable());
+        return;
+    }
+    if (wanted && strcmp(wanted, "host") == 0) {
+        snprintf(why_none, sizeof why_none, "FLOWLAB_BACKEND=host turns accelerators off");
+        return;
+    }
+    for (int i = 0; accelerator_backends[i]; i++)
+        if (accelerator_backends[i]->device_count() > 0) {
+            active = accelerator_backends[i];
+            return;
+        }
+    snprintf(why_none, sizeof why_none, "%s",
+             accelerator_backends[0] ? accelerator_backends[0]->why_unavailable()
+                                     : "this flowlab was built without an accelerator backend");
+}
+
+static void ensure_chosen(void)
+{
+    pthread_mutex_lock(&lock);
+    if (!chosen) {
+        host_device.backend = &fl_host_backend;
+        host_device.impl = fl_host_backend.open(0);
+        host_device.is_host = true;
+        strcpy(host_device.name, "/cpu:0");
+        choose_backend();
+        chosen = true;
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 fl_device *fl_host_device(void)
 {
-    pthread_once(&host_once, open_host);
+    ensure_chosen();
     return &host_device;
 }
 
-int fl_accelerator_count(void) { return 0; }
+const fl_backend *fl_active_backend(void)
+{
+    ensure_chosen();
+    return active;
+}
+
+int fl_accelerator_count(void)
+{
+    ensure_chosen();
+    if (!active)
+        return 0;
+    int n = active->device_count();
+    return n < FL_MAX_ACCELERATORS ? n : FL_MAX_ACCELERATORS;
+}
 
 fl_device *fl_accelerator(int index)
 {
     char list[256];
-    fl_set_error("there is no /gpu:%d; the devices are %s", index, fl_device_list(list, sizeof list));
-    return NULL;
+    int count = fl_accelerator_count();
+    if (index < 0 || index >= count) {
+        char why[FL_ERROR_LEN + 4] = "";
+        if (why_none[0])
+            snprintf(why, sizeof why, " (%s)", why_none);
+        fl_set_error("there is no /gpu:%d; the devices are %s%s", index, fl_device_list(list, sizeof list), why);
+        return NULL;
+    }
+    pthread_mutex_lock(&lock);
+    fl_device *d = &accelerators[index];
+    if (!d->impl) {
+        d->backend = active;
+        d->index = index;
+        snprintf(d->name, sizeof d->name, "/gpu:%d", index);
+        d->impl = active->open(index);
+    }
+    pthread_mutex_unlock(&lock);
+    if (!d->impl) {
+        fl_set_error("/gpu:%d (%s) could not be opened: %s", index, active->name, active->why_unavailable());
+        return NULL;
+    }
+    return d;
 }
 
 const char *fl_device_list(char *buf, size_t len)
@@ -54,7 +145,11 @@ int fl_list_devices(fl_device_info *out, int max)
 {
     int count = 0;
     if (count < max)
-        fl_host_backend.describe(0, &out[count]);
-    count++;
-    return count < max ? count : max;
+        fl_host_backend.describe(0, &out[count++]);
+    for (int i = 0; i < fl_accelerator_count() && count < max; i++) {
+        active->describe(i, &out[count]);
+        snprintf(out[count].name, sizeof out[count].name, "/gpu:%d", i);
+        count++;
+    }
+    return count;
 }

@@ -30,12 +30,26 @@ static void release_slot(fl_slot *slot)
     slot->capacity = 0;
 }
 
+static void release_copies(fl_slot *slot, int ninputs)
+{
+    for (int i = 0; slot->copies && i < ninputs; i++) {
+        fl_edge_copy *c = &slot->copies[i];
+        if (c->buffer)
+            slot->device->backend->release(slot->device->impl, c->buffer);
+        free(c->host);
+    }
+    free(slot->copies);
+    slot->copies = NULL;
+}
+
 void fl_session_free(fl_session *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < s->nslots; i++)
+    for (int i = 0; i < s->nslots; i++) {
+        release_copies(&s->slots[i], fl_graph_node(s->graph, i)->ninputs);
         release_slot(&s->slots[i]);
+    }
     free(s->slots);
     free(s->needed);
     free(s->feeds);
@@ -211,9 +225,44 @@ static int run_source(fl_session *s, fl_node *n)
     return 0;
 }
 
-static bool writes_variable(const fl_node *n)
+/* Copies input i of n from the device it was made on to n's device, through
+ * host memory. The source device is waited for first: its queue may still be
+ * computing the value. */
+static int copy_across(fl_session *s, fl_node *n, int i, fl_tensor **out)
 {
-    return fl_op_def_of(n->op)->aliases_input0 && n->ninputs > 0 && n->inputs[0]->op == FL_OP_VARIABLE;
+    fl_slot *slot = &s->slots[n->id], *from = &s->slots[n->inputs[i]->id];
+    fl_device *src = from->device, *dst = slot->device;
+    if (!slot->copies)
+        slot->copies = fl_xcalloc((size_t)n->ninputs, sizeof *slot->copies);
+    fl_edge_copy *c = &slot->copies[i];
+    size_t bytes = fl_tensor_bytes(&from->value);
+    if (bytes > c->capacity) {
+        if (c->buffer)
+            dst->backend->release(dst->impl, c->buffer);
+        c->buffer = fl_device_alloc(dst, bytes);
+        c->capacity = bytes;
+    }
+    c->value = (fl_tensor){from->value.dtype, from->value.shape, c->buffer};
+    *out = &c->value;
+    int rc;
+    if (src->is_host) {
+        rc = dst->backend->copy_in(dst->impl, c->buffer, from->value.data, bytes);
+    } else if (dst->is_host) {
+        rc = src->backend->copy_out(src->impl, c->buffer, from->value.data, bytes);
+        rc = rc ? rc : src->backend->wait(src->impl);
+    } else {
+        if (bytes > c->host_capacity) {
+            c->host = fl_xrealloc(c->host, bytes);
+            c->host_capacity = bytes;
+        }
+        rc = src->backend->copy_out(src->impl, c->host, from->value.data, bytes);
+        rc = rc ? rc : src->backend->wait(src->impl);
+        rc = rc ? rc : dst->backend->copy_in(dst->impl, c->buffer, c->host, bytes);
+    }
+    if (rc != 0)
+        return fl_session_fail(s, "%s: copying input %s from %s to %s failed: %s", n->name,
+                               n->inputs[i]->name, src->name, dst->name, fl_last_error());
+    return 0;
 }
 
 static int check_initialized(fl_session *s, fl_node *n)
@@ -238,12 +287,16 @@ static int run_op(fl_session *s, fl_node *n)
     fl_tensor *in[n->ninputs ? n->ninputs : 1];
     fl_shape in_shapes[n->ninputs ? n->ninputs : 1];
     for (int i = 0; i < n->ninputs; i++) {
+        const fl_slot *from = &s->slots[n->inputs[i]->id];
+        bool writes = i == 0 && fl_op_def_of(n->op)->aliases_input0;
+        if (from->device != slot->device && writes)
+            return fl_session_fail(s, "%s: writes %s, which lives on %s, but runs on %s; place the "
+                                      "update beside its variable", n->name, n->inputs[i]->name,
+                                   from->device->name, slot->device->name);
         in[i] = &s->slots[n->inputs[i]->id].value;
+        if (from->device != slot->device && copy_across(s, n, i, &in[i]) != 0)
+            return -1;
         in_shapes[i] = in[i]->shape;
-        if (s->slots[n->inputs[i]->id].device != slot->device)
-            return fl_session_fail(s, "%s: input %s is on %s but the node is on %s", n->name,
-                                   n->inputs[i]->name, s->slots[n->inputs[i]->id].device->name,
-                                   slot->device->name);
     }
     char err[FL_ERROR_LEN] = "";
     fl_shape shape;
@@ -265,7 +318,7 @@ static int run_op(fl_session *s, fl_node *n)
         return fl_session_fail(s, "%s: %s", n->name, fl_last_error());
     if (s->tracing)
         record_event(s, n, slot->device, start);
-    if (writes_variable(n))
+    if (n->op == FL_OP_ASSIGN) /* only a full assignment gives a variable its first value */
         s->slots[n->inputs[0]->id].initialized = true;
     return 0;
 }
@@ -292,6 +345,28 @@ static int execute(fl_session *s)
 
 /* ---- fetching ---- */
 
+/* A run ends when every device it used is idle: host staging buffers and
+ * fed values may be reused by the next run. */
+static int wait_for_devices(fl_session *s)
+{
+    const fl_device *waited[32];
+    int nwaited = 0;
+    for (int id = 0; id < s->nslots; id++) {
+        fl_device *d = s->slots[id].device;
+        if (!s->needed[id] || !d || d->is_host)
+            continue;
+        bool seen = false;
+        for (int i = 0; i < nwaited && !seen; i++)
+            seen = waited[i] == d;
+        if (seen || nwaited == 32)
+            continue;
+        waited[nwaited++] = d;
+        if (d->backend->wait(d->impl) != 0)
+            return fl_session_fail(s, "%s: %s", d->name, fl_last_error());
+    }
+    return 0;
+}
+
 static int fetch_outputs(fl_session *s, fl_node *const *fetches, int nfetches, fl_tensor **outputs)
 {
     for (int i = 0; i < nfetches; i++) {
@@ -300,12 +375,7 @@ static int fetch_outputs(fl_session *s, fl_node *const *fetches, int nfetches, f
         slot->device->backend->copy_out(slot->device->impl, outputs[i]->data, slot->value.data,
                                         fl_tensor_bytes(outputs[i]));
     }
-    for (int i = 0; i < nfetches; i++) {
-        fl_device *d = s->slots[fetches[i]->id].device;
-        if (d->backend->wait(d->impl) != 0)
-            return fl_session_fail(s, "%s: %s", fetches[i]->name, fl_last_error());
-    }
-    return 0;
+    return wait_for_devices(s);
 }
 
 int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,

@@ -5,6 +5,16 @@
 
 #include "device.h"
 
+/* An input that comes from another device: a copy of it on this node's
+ * device, staged through host memory. Kept between runs like outputs. */
+typedef struct {
+    fl_tensor value;   /* on the consumer's device */
+    void *buffer;      /* the consumer device's buffer */
+    size_t capacity;
+    void *host;        /* host staging buffer (NULL when one side is the host) */
+    size_t host_capacity;
+} fl_edge_copy;
+
 /* One node's output in this session: its buffer stays between runs. */
 typedef struct {
     fl_device *device; /* where the node runs; NULL until placed */
@@ -12,6 +22,7 @@ typedef struct {
     void *buffer;      /* owned by this slot (aliases point elsewhere) */
     size_t capacity;
     bool initialized;  /* variables: assigned at least once */
+    fl_edge_copy *copies; /* one per input, made when an input crosses devices */
 } fl_slot;
 
 /* One op's run, for the timeline (fl_session_write_trace). */
