@@ -29,6 +29,11 @@ LIB     := $(BUILD)/libflowlab.a
 # Each accelerator backend adds its objects to BACKEND_OBJ, its defines to
 # CFLAGS (FL_HAVE_OPENCL, FL_HAVE_CUDA) and its libraries to LDLIBS.
 BACKEND_OBJ :=
+# /cpu:0 runs matmul and conv2d through OpenBLAS's CBLAS when it is installed.
+ifeq ($(shell pkg-config --exists openblas 2>/dev/null && echo yes),yes)
+CFLAGS  += -DFL_HAVE_CBLAS $(shell pkg-config --cflags openblas)
+LDLIBS  += $(shell pkg-config --libs openblas)
+endif
 -include cl/backend.mk
 -include cuda/backend.mk
 LIB_OBJ += $(BACKEND_OBJ)

@@ -55,6 +55,29 @@ static const fl_host_kernel kernels[FL_OP_COUNT] = {
     [FL_OP_COPY] = fl_host_copy_input0,
 };
 
+#ifdef FL_HAVE_CBLAS
+static const fl_host_kernel blas_kernels[FL_OP_COUNT] = {
+    [FL_OP_MATMUL] = fl_host_matmul_blas,
+    [FL_OP_CONV2D] = fl_host_conv2d_blas,
+    [FL_OP_CONV2D_BACKPROP_INPUT] = fl_host_conv2d_backprop_input_blas,
+    [FL_OP_CONV2D_BACKPROP_FILTER] = fl_host_conv2d_backprop_filter_blas,
+};
+#endif
+
+fl_host_kernel fl_host_kernel_for(fl_op_kind op)
+{
+#ifdef FL_HAVE_CBLAS
+    static int use_reference = -1; /* read once: the choice holds for the process */
+    if (use_reference < 0) {
+        const char *env = getenv("FLOWLAB_HOST_REFERENCE");
+        use_reference = env && strcmp(env, "1") == 0;
+    }
+    if (!use_reference && blas_kernels[op])
+        return blas_kernels[op];
+#endif
+    return kernels[op];
+}
+
 static int host_device_count(void) { return 1; }
 
 static int host_describe(int index, fl_device_info *info)
@@ -62,7 +85,11 @@ static int host_describe(int index, fl_device_info *info)
     (void)index;
     memset(info, 0, sizeof *info);
     strcpy(info->name, "/cpu:0");
+    #ifdef FL_HAVE_CBLAS
+    strcpy(info->description, "host CPU (C kernels; matmul and conv2d through OpenBLAS)");
+#else
     strcpy(info->description, "host CPU (plain C reference kernels)");
+#endif
     strcpy(info->backend, "host");
     long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
     info->memory_bytes = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
@@ -95,7 +122,7 @@ static int host_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tenso
                     const fl_kernel_ctx *ctx)
 {
     (void)impl;
-    return kernels[n->op](n, in, out, ctx);
+    return fl_host_kernel_for(n->op)(n, in, out, ctx);
 }
 
 static int host_wait(void *impl) { (void)impl; return 0; }

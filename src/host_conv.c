@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_window.h"
 #include "host_kernels.h"
 
 int fl_conv_output_size(int in, int k, int stride, fl_padding padding)
@@ -32,15 +33,6 @@ int fl_conv_pad_before(int in, int k, int stride, fl_padding padding)
     return total > 0 ? total / 2 : 0;
 }
 
-/* Everything a window loop needs, from run-time shapes and the node's attrs. */
-typedef struct {
-    int batch, h, w, c; /* the image */
-    int kh, kw;         /* the window */
-    int oh, ow, oc;     /* the output; oc is Cout for a convolution, c for pooling */
-    int sh, sw;
-    int pad_top, pad_left;
-} window_geom;
-
 static window_geom make_geom(const fl_node *n, fl_shape image, int kh, int kw, int oc)
 {
     const fl_attrs *a = &n->attrs;
@@ -54,7 +46,7 @@ static window_geom make_geom(const fl_node *n, fl_shape image, int kh, int kw, i
     return g;
 }
 
-static window_geom conv_geom(const fl_node *n, fl_shape image, fl_shape filter)
+window_geom fl_conv_window(const fl_node *n, fl_shape image, fl_shape filter)
 {
     return make_geom(n, image, filter.dims[0], filter.dims[1], filter.dims[3]);
 }
@@ -117,7 +109,7 @@ static void conv_pixel(const window_geom *g, const float *x, const float *f, int
 FL_HOST_KERNEL(fl_host_conv2d)
 {
     (void)ctx;
-    window_geom g = conv_geom(n, in[0]->shape, in[1]->shape);
+    window_geom g = fl_conv_window(n, in[0]->shape, in[1]->shape);
     const float *x = in[0]->data, *f = in[1]->data;
     float *y = out->data;
     for (int b = 0; b < g.batch; b++)
@@ -164,7 +156,7 @@ static void backprop_input_pixel(const window_geom *g, const float *dyp, const f
 FL_HOST_KERNEL(fl_host_conv2d_backprop_input)
 {
     (void)ctx;
-    window_geom g = conv_geom(n, in[2]->shape, in[1]->shape);
+    window_geom g = fl_conv_window(n, in[2]->shape, in[1]->shape);
     const float *dy = in[0]->data;
     float *ft = swap_filter_channels(&g, in[1]->data);
     float *dx = out->data;
@@ -203,7 +195,7 @@ static void backprop_filter_pixel(const window_geom *g, const float *x, const fl
 FL_HOST_KERNEL(fl_host_conv2d_backprop_filter)
 {
     (void)ctx;
-    window_geom g = conv_geom(n, in[1]->shape, in[2]->shape);
+    window_geom g = fl_conv_window(n, in[1]->shape, in[2]->shape);
     const float *dy = in[0]->data, *x = in[1]->data;
     float *df = out->data;
     zero_output(out);

@@ -67,4 +67,14 @@ FL_HOST_KERNEL(fl_host_conv2d_backprop_filter);
 FL_HOST_KERNEL(fl_host_max_pool);
 FL_HOST_KERNEL(fl_host_max_pool_grad);
 
+/* host_blas.c, when built with CBLAS (FL_HAVE_CBLAS): the same ops as GEMMs. */
+FL_HOST_KERNEL(fl_host_matmul_blas);
+FL_HOST_KERNEL(fl_host_conv2d_blas);
+FL_HOST_KERNEL(fl_host_conv2d_backprop_input_blas);
+FL_HOST_KERNEL(fl_host_conv2d_backprop_filter_blas);
+
+/* The kernel /cpu:0 runs for op: the CBLAS one where it exists, unless
+ * FLOWLAB_HOST_REFERENCE=1 asks for the plain loops (tests compare both). */
+fl_host_kernel fl_host_kernel_for(fl_op_kind op);
+
 #endif

@@ -1,0 +1,151 @@
+/* host_blas.c: the host device's fast paths through CBLAS (OpenBLAS).
+ * MatMul is one sgemm; a convolution becomes GEMMs over "im2col" patch
+ * matrices, a few images at a time. The plain loops in host_math.c and
+ * host_conv.c stay as the reference these are tested against. */
+#ifdef FL_HAVE_CBLAS
+#include <cblas.h>
+#include <string.h>
+
+#include "conv_window.h"
+#include "host_kernels.h"
+
+FL_HOST_KERNEL(fl_host_matmul_blas)
+{
+    (void)ctx;
+    bool ta = n->attrs.transpose_a, tb = n->attrs.transpose_b;
+    int M = out->shape.dims[0], N = out->shape.dims[1];
+    int K = ta ? in[0]->shape.dims[0] : in[0]->shape.dims[1];
+    if (M == 0 || N == 0)
+        return 0;
+    if (K == 0) {
+        memset(out->data, 0, fl_tensor_bytes(out));
+        return 0;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
+                1.0f, in[0]->data, ta ? M : K, in[1]->data, tb ? K : N, 0.0f, out->data, N);
+    return 0;
+}
+
+/* One growing scratch buffer per thread: a warm step allocates nothing. */
+static float *scratch(size_t floats)
+{
+    static _Thread_local float *buffer;
+    static _Thread_local size_t capacity;
+    if (floats > capacity) {
+        buffer = fl_xrealloc(buffer, floats * sizeof *buffer);
+        capacity = floats;
+    }
+    return buffer;
+}
+
+/* Images per GEMM: enough rows to keep sgemm busy, few enough that the
+ * patch matrix stays near 32 MiB. */
+static int images_per_chunk(const window_geom *g)
+{
+    int64_t per_image = (int64_t)g->oh * g->ow * g->kh * g->kw * g->c;
+    int64_t chunk = per_image > 0 ? (8 << 20) / per_image : g->batch;
+    if (chunk < 1)
+        chunk = 1;
+    return chunk < g->batch ? (int)chunk : g->batch;
+}
+
+/* cols[(b*OH + oy)*OW + ox][(ky*KW + kx)*C + c] = x[b0 + b, iy, ix, c], or 0 in the padding. */
+static void im2col(const window_geom *g, const float *x, int b0, int nb, float *cols)
+{
+    int64_t k = (int64_t)g->kh * g->kw * g->c;
+    for (int b = 0; b < nb; b++)
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox++) {
+                float *row = cols + (((int64_t)b * g->oh + oy) * g->ow + ox) * k;
+                for (int ky = 0; ky < g->kh; ky++) {
+                    int iy = oy * g->sh + ky - g->pad_top;
+                    for (int kx = 0; kx < g->kw; kx++, row += g->c) {
+                        int ix = ox * g->sw + kx - g->pad_left;
+                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+                            memset(row, 0, (size_t)g->c * sizeof *row);
+                        else
+                            memcpy(row, x + (((int64_t)(b0 + b) * g->h + iy) * g->w + ix) * g->c,
+                                   (size_t)g->c * sizeof *row);
+                    }
+                }
+            }
+}
+
+/* The reverse of im2col: every patch entry is added back to its pixel. */
+static void col2im_add(const window_geom *g, const float *cols, int b0, int nb, float *dx)
+{
+    int64_t k = (int64_t)g->kh * g->kw * g->c;
+    for (int b = 0; b < nb; b++)
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox++) {
+                const float *row = cols + (((int64_t)b * g->oh + oy) * g->ow + ox) * k;
+                for (int ky = 0; ky < g->kh; ky++) {
+                    int iy = oy * g->sh + ky - g->pad_top;
+                    for (int kx = 0; kx < g->kw; kx++, row += g->c) {
+                        int ix = ox * g->sw + kx - g->pad_left;
+                        if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+                            continue;
+                        float *px = dx + (((int64_t)(b0 + b) * g->h + iy) * g->w + ix) * g->c;
+                        for (int c = 0; c < g->c; c++)
+                            px[c] += row[c];
+                    }
+                }
+            }
+}
+
+/* out[b] = cols(x[b]) [OH*OW, K] x filter [K, Cout] */
+FL_HOST_KERNEL(fl_host_conv2d_blas)
+{
+    (void)ctx;
+    window_geom g = fl_conv_window(n, in[0]->shape, in[1]->shape);
+    int k = g.kh * g.kw * g.c, pixels = g.oh * g.ow, chunk = images_per_chunk(&g);
+    float *cols = scratch((size_t)chunk * pixels * k);
+    for (int b0 = 0; b0 < g.batch; b0 += chunk) {
+        int nb = g.batch - b0 < chunk ? g.batch - b0 : chunk;
+        im2col(&g, in[0]->data, b0, nb, cols);
+        float *y = (float *)out->data + (int64_t)b0 * pixels * g.oc;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb * pixels, g.oc, k, 1.0f, cols, k,
+                    in[1]->data, g.oc, 0.0f, y, g.oc);
+    }
+    return 0;
+}
+
+/* Inputs (dy, filter, input): dcols = dy [OH*OW, Cout] x filter^T, then col2im. */
+FL_HOST_KERNEL(fl_host_conv2d_backprop_input_blas)
+{
+    (void)ctx;
+    window_geom g = fl_conv_window(n, in[2]->shape, in[1]->shape);
+    int k = g.kh * g.kw * g.c, pixels = g.oh * g.ow, chunk = images_per_chunk(&g);
+    float *cols = scratch((size_t)chunk * pixels * k);
+    memset(out->data, 0, fl_tensor_bytes(out));
+    for (int b0 = 0; b0 < g.batch; b0 += chunk) {
+        int nb = g.batch - b0 < chunk ? g.batch - b0 : chunk;
+        const float *dy = (const float *)in[0]->data + (int64_t)b0 * pixels * g.oc;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb * pixels, k, g.oc, 1.0f, dy, g.oc,
+                    in[1]->data, g.oc, 0.0f, cols, k);
+        col2im_add(&g, cols, b0, nb, out->data);
+    }
+    return 0;
+}
+
+/* Inputs (dy, input, filter): dfilter = sum over images of cols^T x dy. */
+FL_HOST_KERNEL(fl_host_conv2d_backprop_filter_blas)
+{
+    (void)ctx;
+    window_geom g = fl_conv_window(n, in[1]->shape, in[2]->shape);
+    int k = g.kh * g.kw * g.c, pixels = g.oh * g.ow, chunk = images_per_chunk(&g);
+    float *cols = scratch((size_t)chunk * pixels * k);
+    memset(out->data, 0, fl_tensor_bytes(out));
+    for (int b0 = 0; b0 < g.batch; b0 += chunk) {
+        int nb = g.batch - b0 < chunk ? g.batch - b0 : chunk;
+        im2col(&g, in[1]->data, b0, nb, cols);
+        const float *dy = (const float *)in[0]->data + (int64_t)b0 * pixels * g.oc;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, g.oc, nb * pixels, 1.0f, cols, k, dy,
+                    g.oc, 1.0f, out->data, g.oc);
+    }
+    return 0;
+}
+#else
+/* Built without CBLAS: the host uses the reference loops only. */
+typedef int fl_host_blas_unused;
+#endif
