@@ -151,5 +151,7 @@ int fl_list_devices(fl_device_info *out, int max)
         snprintf(out[count].name, sizeof out[count].name, "/gpu:%d", i);
         count++;
     }
+    if (fl_accelerator_count() == 0)
+        fl_set_error("%s", why_none);
     return count;
 }

@@ -236,7 +236,8 @@ typedef struct {
     int compute_units;
 } fl_device_info;
 
-/* Lists every device of the active backends; returns the count (<= max). */
+/* Lists /cpu:0 and each /gpu:N of the active backend; returns the count
+ * (<= max). When there is no accelerator, fl_last_error() says why. */
 int fl_list_devices(fl_device_info *out, int max);
 
 /* ------------------------------------------------------------------------
