@@ -88,3 +88,52 @@ clean:
 	rm -rf build build-sanitize
 
 -include $(wildcard $(BUILD)/obj/*.d)
+
+# ==== chapter 1 (labs/01-single-device): exercises, book-check, figures ====
+#   make exercises            builds the exercise checks against your files and runs them
+#   make exercises-solutions  the same against the reference solutions; fails unless all pass
+#   make book-check           the book's code quotes must equal the labs' marked regions
+#   make book-sync            rewrites the book's code quotes from the labs
+#   make figures              book/figures/ch1-model.svg from a 1-step run of the lab
+LAB01       := $(BUILD)/labs/01-single-device/single_device
+EX01_DIR    := labs/01-single-device/exercises
+EX01_NAMES  := dense_layer momentum accuracy
+EX01_OUT    := $(BUILD)/exercises/01-single-device
+EX01_CHECKS := $(patsubst %,$(EX01_OUT)/check_%,$(EX01_NAMES))
+EX01_SOLVED := $(patsubst %,$(EX01_OUT)/solutions/check_%,$(EX01_NAMES))
+BOOK_CHECK  := $(BUILD)/labs/tools/book_check
+BOOK_MD      = $(wildcard book/*.md)
+
+.PHONY: exercises exercises-solutions book-check book-sync figures
+
+$(EX01_OUT)/check_%: $(EX01_DIR)/check_%.c $(EX01_DIR)/%.c $(EX01_DIR)/exercises.h $(EX01_DIR)/check.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX01_DIR) $(EX01_DIR)/check_$*.c $(EX01_DIR)/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+$(EX01_OUT)/solutions/check_%: $(EX01_DIR)/check_%.c $(EX01_DIR)/solutions/%.c $(EX01_DIR)/exercises.h $(EX01_DIR)/check.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX01_DIR) $(EX01_DIR)/check_$*.c $(EX01_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+# Your exercises: failing checks are expected until you solve them.
+exercises: $(EX01_CHECKS)
+	@pass=0; for t in $(EX01_CHECKS); do ./$$t && pass=$$((pass + 1)); done; \
+	 echo "$$pass of $(words $(EX01_CHECKS)) exercises pass"
+
+exercises-solutions: $(EX01_SOLVED)
+	@fail=0; for t in $(EX01_SOLVED); do ./$$t || fail=1; done; exit $$fail
+
+# tests/test_lab01 runs the lab and the checks, so they are built first.
+$(BUILD)/tests/test_lab01: $(LAB01) $(EX01_CHECKS) $(EX01_SOLVED)
+
+book-check: $(BOOK_CHECK)
+	./$(BOOK_CHECK) $(BOOK_MD)
+
+book-sync: $(BOOK_CHECK)
+	./$(BOOK_CHECK) --write $(BOOK_MD)
+
+figures: $(LAB01)
+	@mkdir -p book/figures
+	./$(LAB01) --device /cpu:0 --train_steps 1 --max_examples 64 --batch_size 32 \
+	    --graph book/figures/ch1-model.dot
+	dot -Tsvg book/figures/ch1-model.dot -o book/figures/ch1-model.svg
+# ==== end of chapter 1 ====

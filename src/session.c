@@ -89,7 +89,7 @@ int fl_session_fail(fl_session *s, const char *fmt, ...)
 }
 
 /* The graph may grow after the session is made (TensorFlow allows it). */
-static void grow_to_graph(fl_session *s)
+void fl_session_grow(fl_session *s)
 {
     int n = fl_graph_node_count(s->graph);
     if (n <= s->nslots)
@@ -97,7 +97,9 @@ static void grow_to_graph(fl_session *s)
     s->slots = fl_xrealloc(s->slots, (size_t)n * sizeof *s->slots);
     memset(s->slots + s->nslots, 0, (size_t)(n - s->nslots) * sizeof *s->slots);
     s->needed = fl_xrealloc(s->needed, (size_t)n * sizeof *s->needed);
+    memset(s->needed, 0, (size_t)n * sizeof *s->needed);
     s->feeds = fl_xrealloc(s->feeds, (size_t)n * sizeof *s->feeds);
+    memset(s->feeds, 0, (size_t)n * sizeof *s->feeds);
     s->nslots = n;
 }
 
@@ -171,7 +173,7 @@ static int check_roots(fl_session *s, fl_node *const *nodes, int n, const char *
 
 /* ---- running one node ---- */
 
-static int place(fl_session *s, fl_node *n)
+int fl_session_place(fl_session *s, fl_node *n)
 {
     fl_slot *slot = &s->slots[n->id];
     if (slot->device)
@@ -185,15 +187,13 @@ static int place(fl_session *s, fl_node *n)
     return 0;
 }
 
-static int ensure_buffer(fl_session *s, fl_slot *slot, size_t bytes)
+void fl_session_ensure_buffer(fl_slot *slot, size_t bytes)
 {
-    (void)s;
     if (bytes <= slot->capacity)
-        return 0;
+        return;
     release_slot(slot);
     slot->buffer = fl_device_alloc(slot->device, bytes);
     slot->capacity = bytes;
-    return 0;
 }
 
 static int run_source(fl_session *s, fl_node *n)
@@ -201,8 +201,7 @@ static int run_source(fl_session *s, fl_node *n)
     fl_slot *slot = &s->slots[n->id];
     const fl_tensor *fed = s->feeds[n->id];
     if (fed) {
-        if (ensure_buffer(s, slot, fl_tensor_bytes(fed)) != 0)
-            return -1;
+        fl_session_ensure_buffer(slot, fl_tensor_bytes(fed));
         slot->value = (fl_tensor){fed->dtype, fed->shape, slot->buffer};
         return slot->device->backend->copy_in(slot->device->impl, slot->buffer, fed->data,
                                               fl_tensor_bytes(fed));
@@ -217,7 +216,7 @@ static int run_source(fl_session *s, fl_node *n)
     if (slot->buffer)
         return 0;
     fl_tensor t = {n->dtype, n->attrs.shape, NULL};
-    ensure_buffer(s, slot, fl_tensor_bytes(&t));
+    fl_session_ensure_buffer(slot, fl_tensor_bytes(&t));
     slot->value = (fl_tensor){n->dtype, n->attrs.shape, slot->buffer};
     if (n->op == FL_OP_CONST)
         return slot->device->backend->copy_in(slot->device->impl, slot->buffer, n->value->data,
@@ -306,7 +305,7 @@ static int run_op(fl_session *s, fl_node *n)
         slot->value = (fl_tensor){n->dtype, shape, in[0]->data};
     } else if (n->has_output) {
         fl_tensor t = {n->dtype, shape, NULL};
-        ensure_buffer(s, slot, fl_tensor_bytes(&t));
+        fl_session_ensure_buffer(slot, fl_tensor_bytes(&t));
         slot->value = (fl_tensor){n->dtype, shape, slot->buffer};
     }
     if (n->op == FL_OP_NO_OP)
@@ -334,7 +333,7 @@ static int execute(fl_session *s)
         if (!s->needed[id])
             continue;
         fl_node *n = fl_graph_node(s->graph, id);
-        if (place(s, n) != 0)
+        if (fl_session_place(s, n) != 0)
             return -1;
         int rc = is_source(n) || s->feeds[id] ? run_source(s, n) : run_op(s, n);
         if (rc != 0)
@@ -386,7 +385,7 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
         outputs[i] = NULL;
     if (fl_graph_failed(s->graph))
         return fl_session_fail(s, "the graph has an error: %s", fl_graph_error(s->graph));
-    grow_to_graph(s);
+    fl_session_grow(s);
     if (check_roots(s, fetches, nfetches, "fetch") || check_roots(s, targets, ntargets, "target"))
         return -1;
     for (int i = 0; i < nfetches; i++)

@@ -50,5 +50,11 @@ struct fl_session {
 double fl_now_us(void); /* a monotonic clock, in microseconds */
 
 int fl_session_fail(fl_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Gives every node of the graph (it may have grown) a slot. */
+void fl_session_grow(fl_session *s);
+/* Chooses n's device once (logging it when asked); -1 with the error set. */
+int fl_session_place(fl_session *s, fl_node *n);
+/* Makes slot->buffer hold at least bytes on the slot's device. */
+void fl_session_ensure_buffer(fl_slot *slot, size_t bytes);
 
 #endif

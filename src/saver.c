@@ -1,0 +1,338 @@
+/* saver.c: tf.train.Saver for a session. fl_session_save copies every
+ * initialized global variable off its device into DIR/model.ckpt-STEP and
+ * names it in DIR/checkpoint; fl_session_restore_latest loads it back. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "placement.h"
+#include "session_internal.h"
+
+#define KEEP_CHECKPOINTS 5 /* TensorFlow's max_to_keep default */
+#define STATE_FILE "checkpoint"
+#define CKPT_PREFIX "model.ckpt-"
+#define NAME_LEN 64         /* "model.ckpt-" and a 64-bit step fit easily */
+#define MAX_LISTED 64       /* names kept from an old DIR/checkpoint */
+
+static char *join_path(const char *dir, const char *name)
+{
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *path = fl_xmalloc(len);
+    snprintf(path, len, "%s/%s", dir, name);
+    return path;
+}
+
+/* ---- saving ---- */
+
+static bool is_saved(const fl_session *s, const fl_node *var)
+{
+    return var->id < s->nslots && s->slots[var->id].initialized && s->slots[var->id].device;
+}
+
+/* Copies one variable's value from its device into a new host tensor. */
+static fl_tensor *copy_out_variable(fl_session *s, const fl_node *var)
+{
+    const fl_slot *slot = &s->slots[var->id];
+    fl_device *d = slot->device;
+    fl_tensor *t = fl_tensor_new(slot->value.dtype, slot->value.shape);
+    fl_clear_error();
+    if (d->backend->copy_out(d->impl, t->data, slot->value.data, fl_tensor_bytes(t)) != 0 ||
+        d->backend->wait(d->impl) != 0) {
+        fl_session_fail(s, "saving %s: copying it from %s failed: %s", var->name, d->name,
+                        fl_last_error());
+        fl_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* Fills out with every initialized global variable; returns the count or -1. */
+static int collect_variables(fl_session *s, fl_named_tensor **out)
+{
+    int nvars = fl_global_variables(s->graph, NULL, 0);
+    fl_node **vars = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *vars);
+    fl_global_variables(s->graph, vars, nvars);
+    fl_named_tensor *list = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *list);
+    int n = 0;
+    for (int i = 0; i < nvars; i++) {
+        if (!is_saved(s, vars[i]))
+            continue;
+        list[n].tensor = copy_out_variable(s, vars[i]);
+        if (!list[n].tensor) {
+            fl_checkpoint_free(list, n);
+            free(vars);
+            return -1;
+        }
+        list[n++].name = fl_xstrdup(vars[i]->name);
+    }
+    free(vars);
+    *out = list;
+    return n;
+}
+
+static int ensure_directory(fl_session *s, const char *dir)
+{
+    struct stat st;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return fl_session_fail(s, "%s: cannot create the checkpoint directory: %s", dir,
+                               strerror(errno));
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return fl_session_fail(s, "%s: exists and is not a directory", dir);
+    return 0;
+}
+
+/* Only names this saver writes are trusted from DIR/checkpoint: an edited
+ * file must never make us delete something else. */
+static bool is_checkpoint_name(const char *name)
+{
+    size_t prefix = strlen(CKPT_PREFIX);
+    if (strncmp(name, CKPT_PREFIX, prefix) != 0 || !name[prefix] || strlen(name) >= NAME_LEN)
+        return false;
+    for (const char *c = name + prefix; *c; c++)
+        if ((*c < '0' || *c > '9') && *c != '-')
+            return false;
+    return true;
+}
+
+/* The text between the quotes of a line `key: "text"`, into out. */
+static bool quoted_value(const char *line, const char *key, char *out, size_t len)
+{
+    size_t klen = strlen(key);
+    if (strncmp(line, key, klen) != 0 || strncmp(line + klen, ": \"", 3) != 0)
+        return false;
+    const char *start = line + klen + 3;
+    const char *end = strchr(start, '"');
+    if (!end || (size_t)(end - start) >= len)
+        return false;
+    memcpy(out, start, (size_t)(end - start));
+    out[end - start] = '\0';
+    return true;
+}
+
+/* The checkpoints DIR/checkpoint lists, oldest first; the file may be absent. */
+static int read_listed(const char *dir, char names[][NAME_LEN], int max)
+{
+    char *path = join_path(dir, STATE_FILE);
+    FILE *f = fopen(path, "r");
+    free(path);
+    if (!f)
+        return 0;
+    int n = 0;
+    char line[512];
+    while (n < max && fgets(line, sizeof line, f))
+        if (quoted_value(line, "all_model_checkpoint_paths", names[n], NAME_LEN) &&
+            is_checkpoint_name(names[n]))
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* Writes the lines to f and closes it; returns 0 or the errno of the failure. */
+static int write_state(FILE *f, char names[][NAME_LEN], int n)
+{
+    fprintf(f, "model_checkpoint_path: \"%s\"\n", names[n - 1]);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "all_model_checkpoint_paths: \"%s\"\n", names[i]);
+    int err = 0;
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        err = errno;
+    if (fclose(f) != 0 && !err)
+        err = errno;
+    return err;
+}
+
+/* Writes DIR/checkpoint the way checkpoint_file.c writes checkpoints: a
+ * temporary file, flushed, synced and renamed, so it is never half written. */
+static int write_state_file(fl_session *s, const char *dir, char names[][NAME_LEN], int n)
+{
+    char *path = join_path(dir, STATE_FILE);
+    size_t len = strlen(path) + 32;
+    char *temp = fl_xmalloc(len);
+    snprintf(temp, len, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(temp, "w");
+    int err = f ? write_state(f, names, n) : errno;
+    if (!err && rename(temp, path) != 0)
+        err = errno;
+    if (err) {
+        unlink(temp);
+        fl_session_fail(s, "%s: cannot write it: %s", path, strerror(err));
+    }
+    free(temp);
+    free(path);
+    return err ? -1 : 0;
+}
+
+static void delete_checkpoint(const char *dir, const char *name)
+{
+    char *path = join_path(dir, name);
+    unlink(path);
+    free(path);
+}
+
+/* Adds name as the newest checkpoint, keeps the newest KEEP_CHECKPOINTS in
+ * DIR/checkpoint and only then deletes the rest, so the state file never
+ * names a file that is gone. */
+static int record_checkpoint(fl_session *s, const char *dir, const char *name)
+{
+    char names[MAX_LISTED + 1][NAME_LEN];
+    int listed = read_listed(dir, names, MAX_LISTED);
+    int n = 0;
+    for (int i = 0; i < listed; i++) /* saving the same step again moves it last */
+        if (strcmp(names[i], name) != 0)
+            memcpy(names[n++], names[i], NAME_LEN);
+    snprintf(names[n++], NAME_LEN, "%s", name);
+    int drop = n > KEEP_CHECKPOINTS ? n - KEEP_CHECKPOINTS : 0;
+    if (write_state_file(s, dir, names + drop, n - drop) != 0)
+        return -1;
+    for (int i = 0; i < drop; i++)
+        delete_checkpoint(dir, names[i]);
+    return 0;
+}
+
+int fl_session_save(fl_session *s, const char *dir, int64_t step)
+{
+    if (!s || !dir || !dir[0])
+        return s ? fl_session_fail(s, "fl_session_save: no directory given") : -1;
+    s->error[0] = '\0';
+    if (fl_graph_failed(s->graph))
+        return fl_session_fail(s, "the graph has an error: %s", fl_graph_error(s->graph));
+    if (ensure_directory(s, dir) != 0)
+        return -1;
+    fl_named_tensor *tensors = NULL;
+    int n = collect_variables(s, &tensors);
+    if (n < 0)
+        return -1;
+    if (n == 0) {
+        fl_checkpoint_free(tensors, 0);
+        return fl_session_fail(s, "%s: nothing to save: no variable is initialized in this session "
+                                  "(run fl_global_variables_initializer() first)", dir);
+    }
+    char name[NAME_LEN];
+    snprintf(name, sizeof name, CKPT_PREFIX "%lld", (long long)step);
+    char *path = join_path(dir, name);
+    int rc = fl_checkpoint_write(path, tensors, n);
+    fl_checkpoint_free(tensors, n);
+    free(path);
+    if (rc != 0)
+        return fl_session_fail(s, "%s", fl_last_error());
+    return record_checkpoint(s, dir, name);
+}
+
+/* ---- restoring ---- */
+
+/* The checkpoint DIR/checkpoint names, as a path; NULL with *rc 0 when there
+ * is none yet, NULL with *rc -1 on an error. */
+static char *latest_path(fl_session *s, const char *dir, int *rc)
+{
+    char *state = join_path(dir, STATE_FILE);
+    FILE *f = fopen(state, "r");
+    *rc = 0;
+    if (!f) {
+        if (errno != ENOENT && errno != ENOTDIR)
+            *rc = fl_session_fail(s, "%s: cannot open: %s", state, strerror(errno));
+        free(state);
+        return NULL;
+    }
+    char line[1024], name[1024] = "";
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = quoted_value(line, "model_checkpoint_path", name, sizeof name);
+    fclose(f);
+    if (!found) {
+        *rc = fl_session_fail(s, "%s: no model_checkpoint_path line naming the latest checkpoint",
+                              state);
+        free(state);
+        return NULL;
+    }
+    free(state);
+    return name[0] == '/' ? fl_xstrdup(name) : join_path(dir, name);
+}
+
+static const fl_tensor *find_tensor(const fl_named_tensor *tensors, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(tensors[i].name, name) == 0)
+            return tensors[i].tensor;
+    return NULL;
+}
+
+/* Checks every variable before touching any, so a refused checkpoint
+ * leaves the session as it was. Tensors no variable asks for are ignored,
+ * as TensorFlow's Saver ignores them. */
+static int check_variables(fl_session *s, const char *path, fl_node *const *vars, int nvars,
+                           const fl_named_tensor *tensors, int n)
+{
+    char want[64], got[64];
+    for (int i = 0; i < nvars; i++) {
+        const fl_node *v = vars[i];
+        const fl_tensor *t = find_tensor(tensors, n, v->name);
+        if (!t)
+            return fl_session_fail(s, "%s: variable %s is not in the checkpoint (was it saved "
+                                      "from the same model?)", path, v->name);
+        if (t->dtype != v->dtype || !fl_shape_equal(t->shape, v->attrs.shape))
+            return fl_session_fail(s, "%s: variable %s is %s %s in the graph but %s %s in the "
+                                      "checkpoint", path, v->name, fl_dtype_name(v->dtype),
+                                   fl_shape_format(v->attrs.shape, want, sizeof want),
+                                   fl_dtype_name(t->dtype), fl_shape_format(t->shape, got, sizeof got));
+    }
+    return 0;
+}
+
+static int copy_in_variable(fl_session *s, fl_node *var, const fl_tensor *t)
+{
+    size_t bytes = fl_tensor_bytes(t);
+    if (fl_session_place(s, var) != 0)
+        return -1;
+    fl_slot *slot = &s->slots[var->id];
+    fl_session_ensure_buffer(slot, bytes);
+    fl_device *d = slot->device;
+    fl_clear_error();
+    /* wait before returning: t is freed once every variable is loaded */
+    if (d->backend->copy_in(d->impl, slot->buffer, t->data, bytes) != 0 ||
+        d->backend->wait(d->impl) != 0)
+        return fl_session_fail(s, "restoring %s: copying it to %s failed: %s", var->name,
+                               d->name, fl_last_error());
+    slot->value = (fl_tensor){var->dtype, var->attrs.shape, slot->buffer};
+    slot->initialized = true;
+    return 0;
+}
+
+static int restore_from(fl_session *s, const char *path, const fl_named_tensor *tensors, int n)
+{
+    int nvars = fl_global_variables(s->graph, NULL, 0);
+    fl_node **vars = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *vars);
+    fl_global_variables(s->graph, vars, nvars);
+    int rc = check_variables(s, path, vars, nvars, tensors, n);
+    if (rc == 0)
+        fl_session_grow(s);
+    for (int i = 0; rc == 0 && i < nvars; i++)
+        rc = copy_in_variable(s, vars[i], find_tensor(tensors, n, vars[i]->name));
+    free(vars);
+    return rc;
+}
+
+int fl_session_restore_latest(fl_session *s, const char *dir)
+{
+    if (!s || !dir || !dir[0])
+        return s ? fl_session_fail(s, "fl_session_restore_latest: no directory given") : -1;
+    s->error[0] = '\0';
+    if (fl_graph_failed(s->graph))
+        return fl_session_fail(s, "the graph has an error: %s", fl_graph_error(s->graph));
+    int rc;
+    char *path = latest_path(s, dir, &rc);
+    if (!path)
+        return rc;
+    fl_named_tensor *tensors = NULL;
+    int n = 0;
+    if (fl_checkpoint_read(path, &tensors, &n) != 0) {
+        free(path);
+        return fl_session_fail(s, "%s", fl_last_error());
+    }
+    rc = restore_from(s, path, tensors, n);
+    fl_checkpoint_free(tensors, n);
+    free(path);
+    return rc == 0 ? 1 : -1;
+}

@@ -1,0 +1,125 @@
+/* trace.c: a session's timeline as Chrome trace JSON, for chrome://tracing
+ * or ui.perfetto.dev. session.c records one event per op while tracing is
+ * on; this file writes them, one lane (thread) per device. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session_internal.h"
+
+/* Turning tracing on starts a fresh timeline; turning it off keeps the
+ * events so they can still be written. */
+void fl_session_set_tracing(fl_session *s, bool on)
+{
+    if (!s)
+        return;
+    if (on && !s->tracing) {
+        s->nevents = 0;
+        s->trace_origin_us = 0;
+    }
+    s->tracing = on;
+}
+
+/* Writes text as the inside of a JSON string. */
+static void put_json_string(FILE *f, const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
+    }
+}
+
+/* Lanes: the distinct devices of the events, in order of first appearance.
+ * A lane's tid is its index + 1 (some viewers treat tid 0 specially). */
+static int lane_of(const fl_device **lanes, int *nlanes, const fl_device *d)
+{
+    for (int i = 0; i < *nlanes; i++)
+        if (lanes[i] == d)
+            return i + 1;
+    lanes[*nlanes] = d;
+    return ++*nlanes;
+}
+
+static const char *device_name(const fl_device *d) { return d ? d->name : "?"; }
+
+static void put_lane_names(FILE *f, const fl_device **lanes, int nlanes)
+{
+    fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,"
+          "\"args\":{\"name\":\"flowlab session\"}}", f);
+    for (int i = 0; i < nlanes; i++) {
+        fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                   "\"args\":{\"name\":\"", i + 1);
+        put_json_string(f, device_name(lanes[i]));
+        fputs("\"}}", f);
+        fprintf(f, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                   "\"args\":{\"sort_index\":%d}}", i + 1, i);
+    }
+}
+
+static void put_event(FILE *f, const fl_session *s, const fl_trace_event *e, int tid)
+{
+    const fl_node *n = fl_graph_node(s->graph, e->node);
+    const char *op = n ? fl_node_op_type(n) : "?";
+    fputs(",\n{\"name\":\"", f);
+    put_json_string(f, n ? fl_node_name(n) : "?");
+    fputs("\",\"cat\":\"", f);
+    put_json_string(f, op);
+    fprintf(f, "\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":\"",
+            tid, e->start_us, e->duration_us);
+    put_json_string(f, op);
+    fputs("\",\"device\":\"", f);
+    put_json_string(f, device_name(e->device));
+    fputs("\"}}", f);
+}
+
+static void put_trace(FILE *f, const fl_session *s)
+{
+    int count = s->nevents;
+    const fl_device **lanes = fl_xcalloc((size_t)(count ? count : 1), sizeof *lanes);
+    int *tids = fl_xcalloc((size_t)(count ? count : 1), sizeof *tids);
+    int nlanes = 0;
+    for (int i = 0; i < count; i++)
+        tids[i] = lane_of(lanes, &nlanes, s->events[i].device);
+    fputs("{\"traceEvents\":[\n", f);
+    put_lane_names(f, lanes, nlanes);
+    for (int i = 0; i < count; i++)
+        put_event(f, s, &s->events[i], tids[i]);
+    fputs("\n],\"displayTimeUnit\":\"ms\"}\n", f);
+    free(tids);
+    free(lanes);
+}
+
+/* Temporary file and rename, so a viewer never loads half a trace. */
+int fl_session_write_trace(const fl_session *s, const char *path)
+{
+    if (!s || !path || !path[0]) {
+        fl_set_error("fl_session_write_trace: no session or no path given");
+        return -1;
+    }
+    size_t len = strlen(path) + 32;
+    char *temp = fl_xmalloc(len);
+    snprintf(temp, len, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(temp, "w");
+    int err = f ? 0 : errno;
+    if (f) {
+        put_trace(f, s);
+        if (fflush(f) != 0 || ferror(f))
+            err = EIO;
+        if (fclose(f) != 0 && !err)
+            err = EIO;
+    }
+    if (!err && rename(temp, path) != 0)
+        err = errno;
+    if (err) {
+        unlink(temp);
+        fl_set_error("%s: cannot write the trace: %s", path, strerror(err));
+    }
+    free(temp);
+    return err ? -1 : 0;
+}

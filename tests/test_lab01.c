@@ -1,0 +1,322 @@
+/* test_lab01.c: chapter 1's lab and exercises, run as a student runs them.
+ * It execs the built programs (the Makefile builds them before this test):
+ * flags and their errors, a short training run whose loss falls, the same
+ * seed giving the same losses, a run killed with SIGKILL after a checkpoint
+ * and resumed where it stopped, and the exercises' reference solutions.
+ * Runs stay small (--max_examples, batch 32, a few steps) to keep this quick. */
+#include <signal.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "flowlab.h"
+
+static char build_dir[512] = "build";
+static char lab[600];
+static char tmp_dir[256];
+
+#define MAX_STEPS 64
+
+typedef struct {
+    int status;                /* exit status, or 128 + signal */
+    char *out;                 /* stdout and stderr together */
+    int nsteps;
+    long step[MAX_STEPS];
+    double loss[MAX_STEPS];
+    char line[MAX_STEPS][96];  /* "Step N with loss X", without the speed */
+} run_result;
+
+/* build/tests/test_lab01 -> build (build-sanitize under SANITIZE=1) */
+static void find_build_dir(const char *argv0)
+{
+    const char *tail = strstr(argv0, "/tests/test_lab01");
+    if (tail)
+        snprintf(build_dir, sizeof build_dir, "%.*s", (int)(tail - argv0), argv0);
+    snprintf(lab, sizeof lab, "%s/labs/01-single-device/single_device", build_dir);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = calloc((size_t)len + 1, 1);
+    if (text && fread(text, 1, (size_t)len, f) != (size_t)len)
+        text[0] = '\0';
+    fclose(f);
+    return text;
+}
+
+static void parse_steps(run_result *r)
+{
+    r->nsteps = 0;
+    for (const char *p = r->out; p && (p = strstr(p, "Step ")) && r->nsteps < MAX_STEPS; p++) {
+        long step;
+        double loss;
+        if ((p == r->out || p[-1] == '\n') && sscanf(p, "Step %ld with loss %lf", &step, &loss) == 2) {
+            const char *end = strstr(p, " (");
+            const char *nl = strchr(p, '\n');
+            int len = (int)((end && (!nl || end < nl) ? end : nl ? nl : p + strlen(p)) - p);
+            snprintf(r->line[r->nsteps], sizeof r->line[0], "%.*s", len, p);
+            r->step[r->nsteps] = step;
+            r->loss[r->nsteps++] = loss;
+        }
+    }
+}
+
+static int decode_status(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
+
+/* Runs "lab ARGS" through the shell, capturing both output streams. */
+static run_result run_lab(const char *args)
+{
+    run_result r = {0};
+    char cmd[2048], out_path[300];
+    snprintf(out_path, sizeof out_path, "%s/out.txt", tmp_dir);
+    snprintf(cmd, sizeof cmd, "%s %s > %s 2>&1", lab, args, out_path);
+    r.status = decode_status(system(cmd));
+    r.out = read_file(out_path);
+    parse_steps(&r);
+    return r;
+}
+
+/* Starts the lab in the background with its output in out_path. */
+static pid_t start_lab(const char *args, const char *out_path)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec %s %s > %s 2>&1", lab, args, out_path);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* True once dir holds a finished checkpoint: the saver writes model.ckpt-N
+ * first and then names it in DIR/checkpoint, so wait for that file. */
+static bool has_checkpoint(const char *dir)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/checkpoint", dir);
+    return access(path, R_OK) == 0;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static const char *line_for_step(const run_result *r, long step)
+{
+    for (int i = 0; i < r->nsteps; i++)
+        if (r->step[i] == step)
+            return r->line[i];
+    return NULL;
+}
+
+static void test_flags(void)
+{
+    run_result r = run_lab("--help");
+    ok(r.status == 0, "--help exits 0");
+    contains(r.out, "--max_examples", "--help documents --max_examples");
+    free(r.out);
+
+    static const struct { const char *args, *flag; } bad[] = {
+        {"--batch_size 0", "--batch_size"},   {"--batch_size=abc", "--batch_size"},
+        {"--learning_rate -1", "--learning_rate"}, {"--epochs 2x", "--epochs"},
+        {"--train_steps", "--train_steps"},   {"--device /tpu:0", "--device"},
+        {"--log_every 0", "--log_every"},     {"--no_such_flag 1", "--no_such_flag"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = run_lab(bad[i].args);
+        ok(r.status == 2 && r.out && strstr(r.out, bad[i].flag),
+           "'%s' exits 2 and names %s", bad[i].args, bad[i].flag);
+        if (r.status != 2)
+            diag("exit %d: %s", r.status, r.out ? r.out : "");
+        free(r.out);
+    }
+    r = run_lab("--data_dir /nonexistent/flowlab-data --train_steps 1");
+    ok(r.status != 0 && r.out && strstr(r.out, "/nonexistent/flowlab-data") &&
+           strstr(r.out, "dataset-fashion-mnist"),
+       "a missing data dir fails naming the file and the package");
+    free(r.out);
+}
+
+#define QUICK "--device /cpu:0 --max_examples 256 --batch_size 32 --log_every 1 --seed 5"
+
+static void test_training(run_result *a)
+{
+    *a = run_lab(QUICK " --train_steps 12");
+    ok(a->status == 0, "a 12-step run on /cpu:0 exits 0");
+    if (a->status != 0)
+        diag("%s", a->out ? a->out : "");
+    ok(a->nsteps == 12 && a->step[0] == 0 && a->step[11] == 11, "it logs steps 0 to 11 (%d lines)",
+       a->nsteps);
+    double first = a->nsteps ? a->loss[0] : 0, last = a->nsteps ? a->loss[a->nsteps - 1] : 0;
+    diag("loss %.4f -> %.4f", first, last);
+    ok(a->nsteps > 1 && first > 2.0 && last < 0.9 * first, "the loss falls (%.3f -> %.3f)", first,
+       last);
+    double acc = -1;
+    const char *line = a->out ? strstr(a->out, "Test accuracy: ") : NULL;
+    bool printed = line && sscanf(line, "Test accuracy: %lf", &acc) == 1;
+    ok(printed && acc > 0.2 && acc <= 1.0,
+       "it prints the test accuracy (%.4f), better than chance", acc);
+    ok(a->out && strstr(a->out, "images/sec"), "progress lines report images per second");
+
+    run_result b = run_lab(QUICK " --train_steps 12");
+    bool same = b.nsteps == a->nsteps;
+    for (int i = 0; same && i < a->nsteps; i++)
+        same = strcmp(a->line[i], b.line[i]) == 0;
+    ok(same, "the same seed on the same device gives the same loss lines");
+    free(b.out);
+
+    b = run_lab("--device /cpu:0 --max_examples 256 --batch_size 32 --log_every 1 --seed 6 "
+                "--train_steps 2");
+    ok(b.nsteps == 2 && a->nsteps && strcmp(a->line[0], b.line[0]) != 0,
+       "another seed gives other losses");
+    free(b.out);
+}
+
+static void test_checkpoint_resume(const run_result *full)
+{
+    char dir[300], out_path[300], args[1024];
+    snprintf(dir, sizeof dir, "%s/ckpt", tmp_dir);
+    snprintf(out_path, sizeof out_path, "%s/killed.txt", tmp_dir);
+    snprintf(args, sizeof args, QUICK " --train_steps 40 --save_every 2 --checkpoint_dir %s", dir);
+    mkdir(dir, 0700);
+    pid_t pid = start_lab(args, out_path);
+    bool saw = false;
+    for (int waited = 0; pid > 0 && !saw && waited < 60000; waited += 5) {
+        saw = has_checkpoint(dir);
+        if (!saw)
+            sleep_ms(5);
+    }
+    int status = 0;
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    ok(saw && WIFSIGNALED(status), "the run is killed after its first checkpoint appears");
+
+    char index_path[400];
+    long saved = -1;
+    snprintf(index_path, sizeof index_path, "%s/checkpoint", dir);
+    char *index = read_file(index_path);
+    const char *p = index ? strstr(index, "model_checkpoint_path: \"model.ckpt-") : NULL;
+    ok(p && sscanf(p, "model_checkpoint_path: \"model.ckpt-%ld", &saved) == 1 && saved > 0,
+       "DIR/checkpoint names the latest checkpoint (model.ckpt-%ld)", saved);
+    free(index);
+
+    snprintf(args, sizeof args, QUICK " --train_steps 12 --save_every 2 --checkpoint_dir %s", dir);
+    run_result r = run_lab(args);
+    char want[128];
+    snprintf(want, sizeof want, "Restored from model.ckpt-%ld, resuming at step %ld", saved, saved);
+    ok(r.status == 0, "the restarted run exits 0");
+    contains(r.out, want, "the restarted run resumes from the saved step");
+    ok(r.nsteps > 0 && r.step[0] == saved, "its first step is step %ld", saved);
+    bool same = r.nsteps > 0 && r.step[r.nsteps - 1] == 11;
+    for (int i = 0; same && i < r.nsteps; i++) {
+        const char *line = line_for_step(full, r.step[i]);
+        same = line && strcmp(line, r.line[i]) == 0;
+    }
+    ok(same, "the resumed steps have the losses of an unbroken run");
+    free(r.out);
+
+    r = run_lab(args);
+    snprintf(want, sizeof want, "resuming at step 12");
+    ok(r.status == 0 && r.nsteps == 0 && r.out && strstr(r.out, want) &&
+           strstr(r.out, "Test accuracy: "),
+       "a run that is already done only evaluates");
+    free(r.out);
+}
+
+static void test_pictures(void)
+{
+    char args[1024], dot[300], trace[300];
+    snprintf(dot, sizeof dot, "%s/model.dot", tmp_dir);
+    snprintf(trace, sizeof trace, "%s/trace.json", tmp_dir);
+    snprintf(args, sizeof args, QUICK " --train_steps 5 --graph %s --trace %s", dot, trace);
+    run_result r = run_lab(args);
+    ok(r.status == 0, "a run with --graph and --trace exits 0");
+    free(r.out);
+    char *text = read_file(dot);
+    contains(text, "digraph", "--graph writes a DOT graph");
+    contains(text, "conv_1/kernel", "the graph shows the model's variables");
+    free(text);
+    text = read_file(trace);
+    ok(text && text[0] && strstr(text, "Conv2D"), "--trace writes a trace with the conv ops");
+    free(text);
+}
+
+static void test_exercises(void)
+{
+    static const char *const names[][2] = {
+        {"dense_layer", "dense-layer"}, {"momentum", "momentum-update"}, {"accuracy", "accuracy"}};
+    for (size_t i = 0; i < 3; i++) {
+        char args[1200], out_path[300], want[64];
+        snprintf(out_path, sizeof out_path, "%s/exercise.txt", tmp_dir);
+        snprintf(want, sizeof want, "PASS %s\n", names[i][1]);
+        snprintf(args, sizeof args, "%s/exercises/01-single-device/solutions/check_%s > %s 2>&1",
+                 build_dir, names[i][0], out_path);
+        int status = decode_status(system(args));
+        char *out = read_file(out_path);
+        ok(status == 0 && out && strcmp(out, want) == 0, "the reference solution passes %s",
+           names[i][1]);
+        if (status != 0)
+            diag("%s", out ? out : "(no output)");
+        free(out);
+
+        /* The student's copy: not solved yet, or solved; either way one clear line. */
+        snprintf(args, sizeof args, "%s/exercises/01-single-device/check_%s > %s 2>&1", build_dir,
+                 names[i][0], out_path);
+        status = decode_status(system(args));
+        out = read_file(out_path);
+        snprintf(want, sizeof want, "FAIL %s: not implemented yet", names[i][1]);
+        ok(out && ((status == 0 && strncmp(out, "PASS ", 5) == 0) ||
+                   (status == 1 && strncmp(out, want, strlen(want)) == 0)),
+           "the exercise file's check says PASS or 'not implemented yet' for %s", names[i][1]);
+        free(out);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    find_build_dir(argv[0]);
+    if (access(lab, X_OK) != 0)
+        skip_all("the lab is not built; `make tests` builds it");
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/test_lab01.XXXXXX");
+    if (!mkdtemp(tmp_dir))
+        skip_all("cannot make a temporary directory");
+
+    test_flags();
+    test_exercises();
+    if (access(FL_DEFAULT_DATA_DIR, R_OK) == 0) {
+        run_result full;
+        test_training(&full);
+        test_checkpoint_resume(&full);
+        test_pictures();
+        free(full.out);
+    } else {
+        printf("ok %d # SKIP no data in %s (apt-get install dataset-fashion-mnist)\n",
+               ++tap_count, FL_DEFAULT_DATA_DIR);
+    }
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", tmp_dir);
+    return done_testing();
+}

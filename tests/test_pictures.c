@@ -1,0 +1,292 @@
+/* test_pictures.c: the graph as DOT (fl_graph_write_dot, fl_session_write_dot)
+ * and a run's timeline as Chrome trace JSON (fl_session_write_trace).
+ * Checks the text itself, then asks dot and python3 when they are installed. */
+#include <unistd.h>
+
+#include "tap.h"
+#include "flowlab.h"
+#include "session_internal.h" /* to pretend a node ran on a second device */
+
+typedef struct {
+    fl_graph *g;
+    fl_node *x, *w, *mm[2], *total, *unused;
+} towers;
+
+/* w on /cpu:0; tower_0 on /gpu:0 and tower_1 on /gpu:1 each compute
+ * sum(relu(x w)); tower_1 waits for tower_0 through a control edge. */
+static towers build_towers(void)
+{
+    towers t = {.g = fl_graph_new()};
+    t.x = fl_placeholder(t.g, FL_FLOAT32, fl_shape_make(2, -1, 3), "x");
+    fl_device_scope_push(t.g, "/cpu:0");
+    t.w = fl_get_variable(t.g, "w", fl_shape_make(2, 3, 4), fl_glorot_uniform_initializer(1));
+    fl_device_pop(t.g);
+    fl_node *sums[2];
+    for (int i = 0; i < 2; i++) {
+        char scope[16], device[16];
+        snprintf(scope, sizeof scope, "tower_%d", i);
+        snprintf(device, sizeof device, "/gpu:%d", i);
+        fl_name_scope_push(t.g, scope);
+        fl_device_scope_push(t.g, device);
+        t.mm[i] = fl_matmul(t.g, t.x, t.w, false, false, NULL);
+        sums[i] = fl_reduce_sum(t.g, fl_relu(t.g, t.mm[i], NULL), NULL, 0, false, NULL);
+        fl_device_pop(t.g);
+        fl_name_scope_pop(t.g);
+    }
+    fl_add_control_input(t.g, t.mm[1], sums[0]);
+    t.total = fl_add(t.g, sums[0], sums[1], "total");
+    t.unused = fl_identity(t.g, t.x, "unused");
+    if (fl_graph_error(t.g))
+        diag("graph error: %s", fl_graph_error(t.g));
+    return t;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *text = calloc(1, 1 << 20);
+    text[fread(text, 1, (1 << 20) - 1, f)] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* The fillcolor on the line holding key, into out ("" if none). */
+static const char *fill_of(const char *dot, const char *key, char *out, size_t len)
+{
+    out[0] = '\0';
+    const char *at = dot ? strstr(dot, key) : NULL;
+    const char *end = at ? strchr(at, '\n') : NULL;
+    const char *fill = at ? strstr(at, "fillcolor=\"") : NULL;
+    if (!fill || (end && fill > end))
+        return out;
+    fill += strlen("fillcolor=\"");
+    size_t n = strcspn(fill, "\"");
+    snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), fill);
+    return out;
+}
+
+static int count_of(const char *text, const char *part)
+{
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, part)); p += strlen(part))
+        n++;
+    return n;
+}
+
+static void skip(const char *what, const char *why)
+{
+    printf("ok %d - %s # SKIP %s\n", ++tap_count, what, why);
+}
+
+static bool have(const char *tool)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
+    return system(cmd) == 0;
+}
+
+static void check_dot_accepts(const char *path)
+{
+    if (!have("dot")) {
+        skip("dot -Tsvg accepts the file", "graphviz (dot) is not installed");
+        return;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "dot -Tsvg '%s' -o '%s.svg'", path, path);
+    ok(system(cmd) == 0, "dot -Tsvg accepts the file");
+    snprintf(cmd, sizeof cmd, "%s.svg", path);
+    unlink(cmd);
+}
+
+static void check_graph_dot(const towers *t, const char *path)
+{
+    ok(fl_graph_write_dot(t->g, path) == 0, "fl_graph_write_dot writes %s", path);
+    char *dot = read_text(path);
+    char gpu0[32], gpu1[32], cpu[32], mm0[32], mm1[32], w[32];
+    contains(dot, "digraph", "it is a digraph");
+    contains(dot, "subgraph \"cluster_tower_0\"", "tower_0 is a cluster");
+    contains(dot, "subgraph \"cluster_tower_1\"", "tower_1 is a cluster");
+    contains(dot, "label=\"w\\nVariableV2 float32 [3,4]\", shape=cylinder", "the variable shows its shape, as a cylinder");
+    contains(dot, "label=\"x\\nPlaceholder float32 [?,3]\", shape=invhouse", "the placeholder has its own shape");
+    fill_of(dot, "label=\"/gpu:0\"", gpu0, sizeof gpu0);
+    fill_of(dot, "label=\"/gpu:1\"", gpu1, sizeof gpu1);
+    fill_of(dot, "label=\"/cpu:0\"", cpu, sizeof cpu);
+    fill_of(dot, "label=\"tower_0/MatMul\\n", mm0, sizeof mm0);
+    fill_of(dot, "label=\"tower_1/MatMul\\n", mm1, sizeof mm1);
+    fill_of(dot, "label=\"w\\n", w, sizeof w);
+    ok(gpu0[0] && gpu1[0] && cpu[0] && strcmp(gpu0, gpu1) && strcmp(gpu0, cpu) && strcmp(gpu1, cpu),
+       "the legend gives /cpu:0, /gpu:0 and /gpu:1 three colours (%s %s %s)", cpu, gpu0, gpu1);
+    ok(!strcmp(mm0, gpu0) && !strcmp(mm1, gpu1) && !strcmp(w, cpu),
+       "nodes take their requested device's colour");
+    char edge[64];
+    snprintf(edge, sizeof edge, "-> n%d [style=dashed", t->mm[1]->id);
+    contains(dot, edge, "the control edge into tower_1/MatMul is dashed");
+    contains(dot, "subgraph \"cluster_w\" {\n    label=\"w\"; style=rounded; color=gray40;\n    n1 [label=\"w\\n",
+             "the variable w shares a box with w/Initializer and w/Assign");
+    ok(!strstr(dot, "copy"), "a graph picture marks no copies");
+    free(dot);
+    check_dot_accepts(path);
+}
+
+static void check_session_dot(const towers *t, fl_session *s, const char *path)
+{
+    ok(fl_session_write_dot(s, path) == 0, "fl_session_write_dot writes %s", path);
+    char *dot = read_text(path);
+    char cpu[32], mm0[32];
+    fill_of(dot, "label=\"/cpu:0\"", cpu, sizeof cpu);
+    fill_of(dot, "label=\"tower_0/MatMul\\n", mm0, sizeof mm0);
+    ok(cpu[0] && !strcmp(mm0, cpu), "tower_0/MatMul is coloured as /cpu:0, where it ran");
+    ok(!strstr(dot, "/gpu:0\""), "no /gpu:0 in the legend: nothing ran there");
+    contains(dot, "label=\"not run\"", "the legend has nodes that did not run");
+    contains(dot, "label=\"unused\\nIdentity float32 [?,3]\", shape=ellipse, fillcolor=\"white\", "
+                  "style=\"filled,dashed\"", "an unused node is drawn white and dashed");
+    ok(!strstr(dot, "copy"), "one device: no copies");
+    free(dot);
+
+    /* No second device exists here, so pretend tower_0/MatMul ran on one. */
+    fl_device fake = *s->slots[t->mm[0]->id].device;
+    fl_device *real = s->slots[t->mm[0]->id].device;
+    snprintf(fake.name, sizeof fake.name, "/gpu:7");
+    s->slots[t->mm[0]->id].device = &fake;
+    fl_session_write_dot(s, path);
+    s->slots[t->mm[0]->id].device = real;
+    dot = read_text(path);
+    char edge[96];
+    snprintf(edge, sizeof edge, "n%d -> n%d [color=red, penwidth=3, fontcolor=red, label=\"copy\"]",
+             t->x->id, t->mm[0]->id);
+    contains(dot, edge, "an edge between devices is bold red, labelled copy");
+    ok(count_of(dot, "label=\"copy\"") == 3, "x, w and the Relu edges of the moved node: 3 copies");
+    free(dot);
+    check_dot_accepts(path);
+}
+
+/* Balanced braces and brackets outside strings, escapes honoured. */
+static bool json_balanced(const char *text)
+{
+    char stack[256];
+    int depth = 0;
+    bool in_string = false;
+    for (const char *c = text; *c; c++) {
+        if (in_string) {
+            if (*c == '\\' && c[1])
+                c++;
+            else if (*c == '"')
+                in_string = false;
+        } else if (*c == '"') {
+            in_string = true;
+        } else if (*c == '{' || *c == '[') {
+            if (depth == (int)sizeof stack)
+                return false;
+            stack[depth++] = *c == '{' ? '}' : ']';
+        } else if (*c == '}' || *c == ']') {
+            if (depth == 0 || stack[--depth] != *c)
+                return false;
+        }
+    }
+    return depth == 0 && !in_string && text[0] == '{';
+}
+
+static void check_json_tool(const char *path)
+{
+    if (!have("python3")) {
+        skip("python3 -m json.tool parses the trace", "python3 is not installed");
+        return;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "python3 -m json.tool '%s' >/dev/null", path);
+    ok(system(cmd) == 0, "python3 -m json.tool parses the trace");
+}
+
+/* x [2,3] times a constant [3,2], relu, sum: three ops each run. */
+static void check_trace(const char *path)
+{
+    fl_graph *g = fl_graph_new();
+    const float ones[6] = {1, 1, 1, 1, 1, 1};
+    fl_tensor *xt = fl_tensor_from_floats(fl_shape_make(2, 2, 3), ones);
+    fl_tensor *wt = fl_tensor_from_floats(fl_shape_make(2, 3, 2), ones);
+    fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(2, -1, 3), "x");
+    fl_node *sum = fl_reduce_sum(g, fl_relu(g, fl_matmul(g, x, fl_constant(g, wt, "w"), false, false, NULL), NULL), NULL, 0, false, "sum");
+    fl_session *s = fl_session_new(g, NULL);
+    fl_feed feed = {x, xt};
+    fl_tensor *out = NULL;
+    fl_session_set_tracing(s, true);
+    for (int i = 0; i < 3; i++) {
+        fl_session_run(s, &feed, 1, &sum, 1, &out, NULL, 0);
+        fl_tensor_free(out);
+    }
+    fl_session_set_tracing(s, false);
+    fl_session_run(s, &feed, 1, &sum, 1, &out, NULL, 0); /* not traced */
+    fl_tensor_free(out);
+    ok(fl_session_write_trace(s, path) == 0, "fl_session_write_trace writes %s", path);
+    char *json = read_text(path);
+    ok(json && json_balanced(json), "the trace's braces and brackets balance outside strings");
+    check_json_tool(path);
+    contains(json, "{\"traceEvents\":[", "it is a traceEvents object");
+    ok(count_of(json, "\"ph\":\"X\"") == 9, "one X event per op run: 3 ops x 3 traced runs (got %d)",
+       count_of(json, "\"ph\":\"X\""));
+    contains(json, "{\"name\":\"MatMul\",\"cat\":\"MatMul\",\"ph\":\"X\",\"pid\":1,\"tid\":1,",
+             "an X event names the node and its op");
+    contains(json, "\"args\":{\"op\":\"Sum\",\"device\":\"/cpu:0\"}", "its args say op and device");
+    contains(json, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"/cpu:0\"}}",
+             "the lane is named after its device");
+    free(json);
+
+    fl_session_set_tracing(s, true); /* a fresh timeline */
+    fl_session_run(s, &feed, 1, &sum, 1, &out, NULL, 0);
+    fl_tensor_free(out);
+    fl_session_write_trace(s, path);
+    json = read_text(path);
+    ok(count_of(json, "\"ph\":\"X\"") == 3, "turning tracing on again starts a fresh timeline");
+    free(json);
+    fl_session_free(s);
+    fl_graph_free(g);
+    fl_tensor_free(xt);
+    fl_tensor_free(wt);
+}
+
+static void check_bad_path(const towers *t)
+{
+    ok(fl_graph_write_dot(t->g, "/nonexistent-dir/g.dot") == -1, "a DOT file that cannot be made: -1");
+    contains(fl_last_error(), "/nonexistent-dir/g.dot", "the error names the file");
+}
+
+int main(void)
+{
+    /* Accelerators off: the towers' /gpu:N fall back to /cpu:0 everywhere. */
+    setenv("FLOWLAB_BACKEND", "host", 1);
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/test_pictures.XXXXXX");
+    if (!mkdtemp(dir))
+        skip_all("cannot make a temporary directory");
+    char graph_dot[96], session_dot[96], trace[96];
+    snprintf(graph_dot, sizeof graph_dot, "%s/graph.dot", dir);
+    snprintf(session_dot, sizeof session_dot, "%s/session.dot", dir);
+    snprintf(trace, sizeof trace, "%s/trace.json", dir);
+
+    towers t = build_towers();
+    check_graph_dot(&t, graph_dot);
+    fl_session_options opt = {.allow_soft_placement = true};
+    fl_session *s = fl_session_new(t.g, &opt);
+    fl_node *init = fl_global_variables_initializer(t.g);
+    const float xs[6] = {1, 2, 3, 4, 5, 6};
+    fl_tensor *xt = fl_tensor_from_floats(fl_shape_make(2, 2, 3), xs), *out = NULL;
+    fl_feed feed = {t.x, xt};
+    if (fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1) != 0 ||
+        fl_session_run(s, &feed, 1, &t.total, 1, &out, NULL, 0) != 0)
+        diag("run failed: %s", fl_session_error(s));
+    check_session_dot(&t, s, session_dot);
+    check_trace(trace);
+    check_bad_path(&t);
+
+    fl_tensor_free(out);
+    fl_tensor_free(xt);
+    fl_session_free(s);
+    fl_graph_free(t.g);
+    unlink(graph_dot);
+    unlink(session_dot);
+    unlink(trace);
+    ok(rmdir(dir) == 0, "no temporary files were left behind");
+    return done_testing();
+}
