@@ -4,7 +4,8 @@
  *
  * Build with -DCL_TARGET_OPENCL_VERSION=120 (it uses OpenCL 1.2 calls only;
  * 300 works too).  The caller builds a cl_program from cl/matmul.cl with
- * no special options and passes it to fl_cl_gemm_new.
+ * no special options (no -cl-fast-relaxed-math needed: the kernels call
+ * fma() explicitly) and passes it to fl_cl_gemm_new.
  */
 #ifndef FL_CL_GEMM_H
 #define FL_CL_GEMM_H
@@ -32,7 +33,8 @@ fl_cl_gemm *fl_cl_gemm_new(cl_context ctx, cl_device_id dev, cl_program program)
  * Scratch space (packed panels) belongs to g; it grows when a larger problem
  * is first seen and is then reused, so a warm call allocates nothing.
  * One fl_cl_gemm must not be used from two host threads at once.
- * Returns 0, or -1 with a message for fl_cl_gemm_error(g).  Prints nothing. */
+ * Returns 0, or -1 with a message for fl_cl_gemm_error(g).  Prints nothing.
+ * (After -1 from an enqueue failure half-way, C may be partly updated.) */
 int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
                        int transpose_a, int transpose_b, int M, int N, int K,
                        cl_mem A, size_t a_offset_floats,

@@ -1,0 +1,261 @@
+/* backend_opencl.c: the OpenCL backend's fl_backend table. /gpu:N is the
+ * N-th OpenCL device found (GPUs first, then accelerators, then CPUs such as
+ * PoCL's); each device gets its own context and in-order queue. run() only
+ * enqueues; wait() is where the host blocks (and hears of kernel faults). */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend_opencl.h"
+#include "launch.h"
+
+#define MAX_DEVICES 16
+
+static const fl_cl_launcher launchers[FL_OP_COUNT] = {
+    [FL_OP_FILL] = fl_cl_fill,
+    [FL_OP_RANDOM_UNIFORM] = fl_cl_random_uniform,
+    [FL_OP_TRUNCATED_NORMAL] = fl_cl_truncated_normal,
+    [FL_OP_ASSIGN] = fl_cl_assign,
+    [FL_OP_ASSIGN_ADD] = fl_cl_assign_add,
+    [FL_OP_MATMUL] = fl_cl_matmul,
+    [FL_OP_ADD] = fl_cl_add,
+    [FL_OP_SUB] = fl_cl_sub,
+    [FL_OP_MUL] = fl_cl_mul,
+    [FL_OP_DIV] = fl_cl_div,
+    [FL_OP_NEG] = fl_cl_neg,
+    [FL_OP_ADD_N] = fl_cl_add_n,
+    [FL_OP_SUM_TO_SHAPE] = fl_cl_sum_to_shape,
+    [FL_OP_DIV_GRAD_B] = fl_cl_div_grad_b,
+    [FL_OP_RELU] = fl_cl_relu,
+    [FL_OP_RELU_GRAD] = fl_cl_relu_grad,
+    [FL_OP_SIGMOID] = fl_cl_sigmoid,
+    [FL_OP_SIGMOID_GRAD] = fl_cl_sigmoid_grad,
+    [FL_OP_TANH] = fl_cl_tanh,
+    [FL_OP_TANH_GRAD] = fl_cl_tanh_grad,
+    [FL_OP_SOFTMAX] = fl_cl_softmax,
+    [FL_OP_SOFTMAX_GRAD] = fl_cl_softmax_grad,
+    [FL_OP_SPARSE_XENT] = fl_cl_sparse_xent,
+    [FL_OP_SPARSE_XENT_GRAD] = fl_cl_sparse_xent_grad,
+    [FL_OP_REDUCE_SUM] = fl_cl_reduce_sum,
+    [FL_OP_REDUCE_MEAN] = fl_cl_reduce_mean,
+    [FL_OP_REDUCE_GRAD] = fl_cl_reduce_grad,
+    [FL_OP_RESHAPE] = fl_cl_copy_input0,
+    [FL_OP_CONCAT] = fl_cl_concat,
+    [FL_OP_SLICE] = fl_cl_slice,
+    [FL_OP_SLICE_GRAD] = fl_cl_slice_grad,
+    [FL_OP_IDENTITY] = fl_cl_copy_input0,
+    [FL_OP_STOP_GRADIENT] = fl_cl_copy_input0,
+    [FL_OP_CAST] = fl_cl_cast,
+    [FL_OP_ARGMAX] = fl_cl_argmax,
+    [FL_OP_EQUAL] = fl_cl_equal,
+    [FL_OP_CONV2D] = fl_cl_conv2d,
+    [FL_OP_CONV2D_BACKPROP_INPUT] = fl_cl_conv2d_backprop_input,
+    [FL_OP_CONV2D_BACKPROP_FILTER] = fl_cl_conv2d_backprop_filter,
+    [FL_OP_MAX_POOL] = fl_cl_max_pool,
+    [FL_OP_MAX_POOL_GRAD] = fl_cl_max_pool_grad,
+    [FL_OP_APPLY_GRADIENT_DESCENT] = fl_cl_apply_gradient_descent,
+    [FL_OP_APPLY_MOMENTUM] = fl_cl_apply_momentum,
+    [FL_OP_APPLY_ADAM] = fl_cl_apply_adam,
+    [FL_OP_COPY] = fl_cl_copy_input0,
+};
+
+/* ---- which devices exist: found once, in a fixed order ---- */
+
+static pthread_once_t found_once = PTHREAD_ONCE_INIT;
+static cl_device_id found[MAX_DEVICES];
+static int nfound;
+static char why_none[FL_ERROR_LEN];
+static fl_cl_device *opened[MAX_DEVICES];
+static pthread_mutex_t opened_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void add_devices(cl_platform_id platform, cl_device_type type)
+{
+    cl_device_id ids[MAX_DEVICES];
+    cl_uint n = 0;
+    if (clGetDeviceIDs(platform, type, MAX_DEVICES, ids, &n) != CL_SUCCESS)
+        return;
+    for (cl_uint i = 0; i < n && nfound < MAX_DEVICES; i++)
+        found[nfound++] = ids[i];
+}
+
+static void find_devices(void)
+{
+    cl_platform_id platforms[8];
+    cl_uint nplatforms = 0;
+    cl_int err = clGetPlatformIDs(8, platforms, &nplatforms);
+    if (err != CL_SUCCESS || nplatforms == 0) {
+        snprintf(why_none, sizeof why_none, "no OpenCL platform found; install PoCL: "
+                 "apt-get install pocl-opencl-icd (clGetPlatformIDs: %s)", fl_cl_error_name(err));
+        return;
+    }
+    if (nplatforms > 8)
+        nplatforms = 8;
+    const cl_device_type order[3] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ACCELERATOR,
+                                      CL_DEVICE_TYPE_CPU};
+    for (int t = 0; t < 3; t++)
+        for (cl_uint p = 0; p < nplatforms; p++)
+            add_devices(platforms[p], order[t]);
+    if (nfound == 0)
+        snprintf(why_none, sizeof why_none, "%u OpenCL platform(s) found but no device; with PoCL, "
+                 "check POCL_DEVICES (e.g. POCL_DEVICES=pthread) and clinfo", nplatforms);
+}
+
+static int cl_device_count(void)
+{
+    pthread_once(&found_once, find_devices);
+    return nfound;
+}
+
+static int cl_describe(int index, fl_device_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (index < 0 || index >= cl_device_count())
+        return -1;
+    cl_device_id id = found[index];
+    char name[96] = "", version[64] = "";
+    cl_ulong memory = 0;
+    cl_uint units = 0;
+    clGetDeviceInfo(id, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_VERSION, sizeof version - 1, version, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof memory, &memory, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+    snprintf(info->name, sizeof info->name, "/gpu:%d", index);
+    snprintf(info->description, sizeof info->description, "%s (%s)", name, version);
+    strcpy(info->backend, "opencl");
+    info->memory_bytes = memory;
+    info->compute_units = (int)units;
+    return 0;
+}
+
+static void *cl_open(int index)
+{
+    if (index < 0 || index >= cl_device_count())
+        return NULL;
+    fl_cl_device *d = fl_cl_device_open(found[index]);
+    pthread_mutex_lock(&opened_lock);
+    opened[index] = d;
+    if (!d) /* the registry asks why_unavailable() for the reason */
+        snprintf(why_none, sizeof why_none, "%s", fl_last_error());
+    pthread_mutex_unlock(&opened_lock);
+    return d;
+}
+
+static void cl_close(void *impl)
+{
+    pthread_mutex_lock(&opened_lock);
+    for (int i = 0; i < MAX_DEVICES; i++)
+        if (opened[i] == impl)
+            opened[i] = NULL;
+    pthread_mutex_unlock(&opened_lock);
+    fl_cl_device_close(impl);
+}
+
+static void *cl_alloc(void *impl, size_t bytes)
+{
+    fl_cl_device *d = impl;
+    pthread_mutex_lock(&d->lock);
+    cl_mem m = fl_cl_pool_take(&d->pool, bytes);
+    pthread_mutex_unlock(&d->lock);
+    return m;
+}
+
+static void cl_release(void *impl, void *buffer)
+{
+    fl_cl_device *d = impl;
+    pthread_mutex_lock(&d->lock);
+    fl_cl_pool_give(&d->pool, buffer);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Non-blocking, as the seam allows: the host memory stays valid until wait. */
+static int cl_copy_in(void *impl, void *dst, const void *host_src, size_t bytes)
+{
+    fl_cl_device *d = impl;
+    if (bytes == 0)
+        return 0;
+    cl_int err = clEnqueueWriteBuffer(d->queue, (cl_mem)dst, CL_FALSE, 0, bytes, host_src, 0, NULL,
+                                      NULL);
+    return err == CL_SUCCESS ? 0 : fl_cl_fail("clEnqueueWriteBuffer", err);
+}
+
+static int cl_copy_out(void *impl, void *host_dst, const void *src, size_t bytes)
+{
+    fl_cl_device *d = impl;
+    if (bytes == 0)
+        return 0;
+    cl_int err = clEnqueueReadBuffer(d->queue, (cl_mem)src, CL_FALSE, 0, bytes, host_dst, 0, NULL,
+                                     NULL);
+    return err == CL_SUCCESS ? 0 : fl_cl_fail("clEnqueueReadBuffer", err);
+}
+
+static bool cl_has_kernel(fl_op_kind op) { return launchers[op] != NULL; }
+
+static int cl_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
+                  const fl_kernel_ctx *ctx)
+{
+    fl_cl_device *d = impl;
+    if (!launchers[n->op]) {
+        fl_set_error("the OpenCL backend has no kernel for %s", fl_node_op_type(n));
+        return -1;
+    }
+    /* Aliased outputs (Identity, Reshape, ...) already are their input. */
+    bool aliased = fl_op_def_of(n->op)->aliases_input0 && out->data == in[0]->data;
+    if (aliased && launchers[n->op] == fl_cl_copy_input0)
+        return 0;
+    pthread_mutex_lock(&d->lock);
+    int rc = launchers[n->op](d, n, in, out, ctx);
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+static int cl_wait(void *impl) { return fl_cl_device_wait(impl); }
+
+static const char *cl_why_unavailable(void)
+{
+    cl_device_count();
+    return why_none[0] ? why_none : "the OpenCL devices are available";
+}
+
+fl_opencl_pool_stats fl_opencl_pool_stats_of(int index)
+{
+    fl_opencl_pool_stats s = {0, 0};
+    pthread_mutex_lock(&opened_lock);
+    fl_cl_device *d = index >= 0 && index < MAX_DEVICES ? opened[index] : NULL;
+    if (d) {
+        pthread_mutex_lock(&d->lock);
+        s = (fl_opencl_pool_stats){d->pool.created, d->pool.reused};
+        pthread_mutex_unlock(&d->lock);
+    }
+    pthread_mutex_unlock(&opened_lock);
+    return s;
+}
+
+const fl_backend fl_opencl_backend = {
+    .name = "opencl",
+    .device_count = cl_device_count,
+    .describe = cl_describe,
+    .open = cl_open,
+    .close = cl_close,
+    .alloc = cl_alloc,
+    .release = cl_release,
+    .copy_in = cl_copy_in,
+    .copy_out = cl_copy_out,
+    .has_kernel = cl_has_kernel,
+    .run = cl_run,
+    .wait = cl_wait,
+    .why_unavailable = cl_why_unavailable,
+};
+
+#if defined(__SANITIZE_ADDRESS__)
+/* Under AddressSanitizer: PoCL and the LLVM inside it keep some compiler
+ * state for the life of the process, which LeakSanitizer reports when a
+ * program is built from source. Those leaks are theirs; ours still count.
+ * This hook is LeakSanitizer's own way to take suppressions from a program;
+ * it lives here because this file is in every program that can open PoCL. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:libpocl.so\n"
+           "leak:libLLVM\n"
+           "leak:libOpenCL.so\n";
+}
+#endif

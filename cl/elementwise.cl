@@ -1,0 +1,95 @@
+/* elementwise.cl: arithmetic one element at a time. Binary ops broadcast by
+ * suffix: element i of the larger operand meets element i % size of the
+ * smaller. Also Neg, AddN's running sum, SumToShape and DivGradB.
+ * Integer ops wrap like the host's (through uint) instead of overflowing. */
+
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
+
+__kernel void binary_float(int op, __global const float *a, int na, __global const float *b,
+                           int nb, __global float *out, int n)
+{
+    int i = get_global_id(0);
+    if (i >= n)
+        return;
+    float x = a[i % na], y = b[i % nb];
+    switch (op) {
+    case OP_ADD: out[i] = x + y; break;
+    case OP_SUB: out[i] = x - y; break;
+    case OP_MUL: out[i] = x * y; break;
+    default: out[i] = x / y; break;
+    }
+}
+
+__kernel void binary_int(int op, __global const int *a, int na, __global const int *b, int nb,
+                         __global int *out, int n, __global int *fault, int slot)
+{
+    int i = get_global_id(0);
+    if (i >= n)
+        return;
+    int x = a[i % na], y = b[i % nb];
+    switch (op) {
+    case OP_ADD: out[i] = (int)((uint)x + (uint)y); break;
+    case OP_SUB: out[i] = (int)((uint)x - (uint)y); break;
+    case OP_MUL: out[i] = (int)((uint)x * (uint)y); break;
+    default:
+        if (y == 0 || (x == INT_MIN && y == -1)) {
+            record_fault(fault, FAULT_INT_DIVIDE, slot, i, 0);
+            out[i] = 0;
+        } else {
+            out[i] = x / y;
+        }
+        break;
+    }
+}
+
+__kernel void neg_float(__global const float *x, __global float *out, int n)
+{
+    int i = get_global_id(0);
+    if (i < n)
+        out[i] = -x[i];
+}
+
+__kernel void neg_int(__global const int *x, __global int *out, int n)
+{
+    int i = get_global_id(0);
+    if (i < n)
+        out[i] = (int)(0u - (uint)x[i]);
+}
+
+/* out += x: AddN adds its inputs one launch at a time, in the host's order. */
+__kernel void accumulate_float(__global float *out, __global const float *x, int n)
+{
+    int i = get_global_id(0);
+    if (i < n)
+        out[i] += x[i];
+}
+
+__kernel void accumulate_int(__global int *out, __global const int *x, int n)
+{
+    int i = get_global_id(0);
+    if (i < n)
+        out[i] = (int)((uint)out[i] + (uint)x[i]);
+}
+
+/* out[j] = sum of x[i] over i % size == j, in increasing i as on the host. */
+__kernel void sum_to_shape(__global const float *x, int count, __global float *out, int size)
+{
+    int j = get_global_id(0);
+    if (j >= size)
+        return;
+    float sum = 0.0f;
+    for (int i = j; i < count; i += size)
+        sum += x[i];
+    out[j] = sum;
+}
+
+/* d(a / b)/db times dy: -dy * a / b^2, shaped like dy. */
+__kernel void div_grad_b(__global const float *dy, __global const float *a, int na,
+                         __global const float *b, int nb, __global float *out, int n)
+{
+    int i = get_global_id(0);
+    if (i >= n)
+        return;
+    float bi = b[i % nb];
+    out[i] = -dy[i] * a[i % na] / (bi * bi);
+}

@@ -1,0 +1,68 @@
+/* launch.h: the OpenCL backend's op launchers, one per op, each enqueuing
+ * the kernels that compute exactly what the host kernel of the same op does
+ * (src/host_*.c). Same arguments as a host kernel, plus the device. */
+#ifndef FLOWLAB_OPENCL_LAUNCH_H
+#define FLOWLAB_OPENCL_LAUNCH_H
+
+#include "opencl_device.h"
+
+typedef int (*fl_cl_launcher)(fl_cl_device *d, const fl_node *n, fl_tensor *const *in,
+                              fl_tensor *out, const fl_kernel_ctx *ctx);
+
+#define FL_CL_OP(name) \
+    int name(fl_cl_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out, \
+             const fl_kernel_ctx *ctx)
+
+/* launch_math.c: element-wise arithmetic, activations, softmax, the loss */
+FL_CL_OP(fl_cl_add);
+FL_CL_OP(fl_cl_sub);
+FL_CL_OP(fl_cl_mul);
+FL_CL_OP(fl_cl_div);
+FL_CL_OP(fl_cl_neg);
+FL_CL_OP(fl_cl_add_n);
+FL_CL_OP(fl_cl_sum_to_shape);
+FL_CL_OP(fl_cl_div_grad_b);
+FL_CL_OP(fl_cl_relu);
+FL_CL_OP(fl_cl_relu_grad);
+FL_CL_OP(fl_cl_sigmoid);
+FL_CL_OP(fl_cl_sigmoid_grad);
+FL_CL_OP(fl_cl_tanh);
+FL_CL_OP(fl_cl_tanh_grad);
+FL_CL_OP(fl_cl_softmax);
+FL_CL_OP(fl_cl_softmax_grad);
+FL_CL_OP(fl_cl_sparse_xent);
+FL_CL_OP(fl_cl_sparse_xent_grad);
+/* launch_array.c: reductions, windows, casts and comparisons */
+FL_CL_OP(fl_cl_reduce_sum);
+FL_CL_OP(fl_cl_reduce_mean);
+FL_CL_OP(fl_cl_reduce_grad);
+FL_CL_OP(fl_cl_copy_input0); /* Identity, StopGradient, Reshape, Copy */
+FL_CL_OP(fl_cl_concat);
+FL_CL_OP(fl_cl_slice);
+FL_CL_OP(fl_cl_slice_grad);
+FL_CL_OP(fl_cl_cast);
+FL_CL_OP(fl_cl_argmax);
+FL_CL_OP(fl_cl_equal);
+/* launch_state.c: values, variables and optimizer updates */
+FL_CL_OP(fl_cl_fill);
+FL_CL_OP(fl_cl_random_uniform);
+FL_CL_OP(fl_cl_truncated_normal);
+FL_CL_OP(fl_cl_assign);
+FL_CL_OP(fl_cl_assign_add);
+FL_CL_OP(fl_cl_apply_gradient_descent);
+FL_CL_OP(fl_cl_apply_momentum);
+FL_CL_OP(fl_cl_apply_adam);
+/* launch_conv.c: MatMul (cl/gemm.h), convolution and pooling */
+FL_CL_OP(fl_cl_matmul);
+FL_CL_OP(fl_cl_conv2d);
+FL_CL_OP(fl_cl_conv2d_backprop_input);
+FL_CL_OP(fl_cl_conv2d_backprop_filter);
+FL_CL_OP(fl_cl_max_pool);
+FL_CL_OP(fl_cl_max_pool_grad);
+
+/* Shared by the launchers: enqueue a copy of bytes from src to dst, and
+ * fill a buffer with a 4-byte pattern. */
+int fl_cl_copy(fl_cl_device *d, const void *src, void *dst, size_t bytes);
+int fl_cl_fill_bytes(fl_cl_device *d, void *dst, uint32_t pattern, size_t bytes);
+
+#endif

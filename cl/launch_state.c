@@ -1,0 +1,130 @@
+/* launch_state.c: launchers that make values and write variables: Fill, the
+ * random initializers, Assign, AssignAdd and the optimizer updates
+ * (optimizers.cl). Random numbers are drawn on the host with src/random.c
+ * and copied in, so every device starts from the very same weights. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "launch.h"
+
+FL_CL_OP(fl_cl_fill)
+{
+    (void)in;
+    (void)ctx;
+    uint32_t pattern;
+    if (out->dtype == FL_INT32) {
+        int32_t v = (int32_t)n->attrs.value;
+        memcpy(&pattern, &v, sizeof pattern);
+    } else {
+        memcpy(&pattern, &n->attrs.value, sizeof pattern);
+    }
+    return fl_cl_fill_bytes(d, out->data, pattern, fl_tensor_bytes(out));
+}
+
+/* A blocking write: the host values are freed as soon as it returns, and
+ * initializers run once, so waiting costs nothing that matters. */
+static int write_host_values(fl_cl_device *d, fl_tensor *out, float *values)
+{
+    size_t bytes = fl_tensor_bytes(out);
+    cl_int err = bytes ? clEnqueueWriteBuffer(d->queue, fl_cl_buffer(out), CL_TRUE, 0, bytes,
+                                              values, 0, NULL, NULL)
+                       : CL_SUCCESS;
+    free(values);
+    return err == CL_SUCCESS ? 0 : fl_cl_fail("clEnqueueWriteBuffer", err);
+}
+
+FL_CL_OP(fl_cl_random_uniform)
+{
+    (void)in;
+    int64_t count = fl_shape_size(out->shape);
+    float *values = fl_xmalloc((size_t)(count ? count : 1) * sizeof *values);
+    fl_fill_random_uniform(values, count, n->attrs.minval, n->attrs.maxval,
+                           fl_mix_seed(ctx->seed, n->attrs.seed));
+    return write_host_values(d, out, values);
+}
+
+FL_CL_OP(fl_cl_truncated_normal)
+{
+    (void)in;
+    int64_t count = fl_shape_size(out->shape);
+    float *values = fl_xmalloc((size_t)(count ? count : 1) * sizeof *values);
+    fl_fill_truncated_normal(values, count, n->attrs.mean_value, n->attrs.stddev,
+                             fl_mix_seed(ctx->seed, n->attrs.seed));
+    return write_host_values(d, out, values);
+}
+
+/* The output is the variable (in[0]) itself: write it in place. */
+FL_CL_OP(fl_cl_assign)
+{
+    (void)n;
+    (void)out;
+    (void)ctx;
+    return fl_cl_copy(d, in[1]->data, in[0]->data, fl_tensor_bytes(in[0]));
+}
+
+FL_CL_OP(fl_cl_assign_add)
+{
+    (void)n;
+    (void)out;
+    (void)ctx;
+    int count = fl_cl_count(in[0]);
+    if (count < 0)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, in[0]->dtype == FL_INT32 ? K_ACCUMULATE_INT : K_ACCUMULATE_FLOAT);
+    fl_cl_mem(&c, in[0]->data);
+    fl_cl_mem(&c, in[1]->data);
+    fl_cl_int(&c, count);
+    return fl_cl_run(&c, (size_t)count);
+}
+
+FL_CL_OP(fl_cl_apply_gradient_descent)
+{
+    (void)out;
+    (void)ctx;
+    int count = fl_cl_count(in[0]);
+    if (count < 0)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, K_APPLY_GRADIENT_DESCENT);
+    fl_cl_mem(&c, in[0]->data);
+    fl_cl_mem(&c, in[1]->data);
+    fl_cl_float(&c, n->attrs.learning_rate);
+    fl_cl_int(&c, count);
+    return fl_cl_run(&c, (size_t)count);
+}
+
+/* Inputs: var, accum, grad. */
+FL_CL_OP(fl_cl_apply_momentum)
+{
+    (void)out;
+    (void)ctx;
+    int count = fl_cl_count(in[0]);
+    if (count < 0)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, K_APPLY_MOMENTUM);
+    for (int i = 0; i < 3; i++)
+        fl_cl_mem(&c, in[i]->data);
+    fl_cl_float(&c, n->attrs.learning_rate);
+    fl_cl_float(&c, n->attrs.momentum);
+    fl_cl_int(&c, n->attrs.use_nesterov);
+    fl_cl_int(&c, count);
+    return fl_cl_run(&c, (size_t)count);
+}
+
+/* Inputs: var, m, v, beta1_power, beta2_power, grad. */
+FL_CL_OP(fl_cl_apply_adam)
+{
+    (void)out;
+    (void)ctx;
+    int count = fl_cl_count(in[0]);
+    if (count < 0)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, K_APPLY_ADAM);
+    for (int i = 0; i < 6; i++)
+        fl_cl_mem(&c, in[i]->data);
+    fl_cl_float(&c, n->attrs.learning_rate);
+    fl_cl_float(&c, n->attrs.beta1);
+    fl_cl_float(&c, n->attrs.beta2);
+    fl_cl_float(&c, n->attrs.epsilon);
+    fl_cl_int(&c, count);
+    return fl_cl_run(&c, (size_t)count);
+}

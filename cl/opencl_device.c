@@ -1,0 +1,211 @@
+/* opencl_device.c: opening one OpenCL device: its own context and in-order
+ * queue, the kernels built once (through the binary cache), the GEMM of
+ * cl/gemm.c, a buffer pool, and the fault buffer kernels report bad input
+ * in. The host learns of a fault when it next waits for the device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opencl_device.h"
+#include "opencl_program.h"
+#include "opencl_sources.h"
+
+static const char *const kernel_names[FL_CL_KERNEL_COUNT] = {
+    [K_BINARY_FLOAT] = "binary_float", [K_BINARY_INT] = "binary_int",
+    [K_NEG_FLOAT] = "neg_float", [K_NEG_INT] = "neg_int",
+    [K_ACCUMULATE_FLOAT] = "accumulate_float", [K_ACCUMULATE_INT] = "accumulate_int",
+    [K_SUM_TO_SHAPE] = "sum_to_shape", [K_DIV_GRAD_B] = "div_grad_b",
+    [K_ACTIVATION] = "activation", [K_ACTIVATION_GRAD] = "activation_grad",
+    [K_SOFTMAX] = "softmax", [K_SOFTMAX_GRAD] = "softmax_grad",
+    [K_SPARSE_XENT] = "sparse_xent", [K_SPARSE_XENT_GRAD] = "sparse_xent_grad",
+    [K_REDUCE_FLOAT] = "reduce_float", [K_REDUCE_INT] = "reduce_int",
+    [K_REDUCE_GRAD] = "reduce_grad", [K_COPY_WINDOW] = "copy_window",
+    [K_CAST_TO_INT] = "cast_to_int", [K_CAST_TO_FLOAT] = "cast_to_float",
+    [K_ARGMAX_FLOAT] = "argmax_float", [K_ARGMAX_INT] = "argmax_int",
+    [K_EQUAL_FLOAT] = "equal_float", [K_EQUAL_INT] = "equal_int",
+    [K_IM2COL] = "im2col", [K_COL2IM] = "col2im", [K_MAX_POOL] = "max_pool",
+    [K_MAX_POOL_GRAD] = "max_pool_grad",
+    [K_APPLY_GRADIENT_DESCENT] = "apply_gradient_descent",
+    [K_APPLY_MOMENTUM] = "apply_momentum", [K_APPLY_ADAM] = "apply_adam",
+};
+
+const char *fl_cl_kernel_name(fl_cl_kernel_id k) { return kernel_names[k]; }
+
+/* The embedded file called name, or NULL. */
+static const fl_cl_source *source_named(const char *name)
+{
+    for (int i = 0; i < fl_cl_source_count; i++)
+        if (strcmp(fl_cl_sources[i].name, name) == 0)
+            return &fl_cl_sources[i];
+    return NULL;
+}
+
+/* common.cl first (the others use it), then every other file but the GEMM's,
+ * which cl/gemm.c wants as a program of its own. */
+static char *joined_sources(void)
+{
+    size_t total = 1;
+    for (int i = 0; i < fl_cl_source_count; i++)
+        total += fl_cl_sources[i].length + 1;
+    char *text = fl_xmalloc(total);
+    const fl_cl_source *common = source_named("common.cl");
+    strcpy(text, common ? common->text : "");
+    for (int i = 0; i < fl_cl_source_count; i++) {
+        const char *name = fl_cl_sources[i].name;
+        if (strcmp(name, "common.cl") == 0 || strcmp(name, "matmul.cl") == 0)
+            continue;
+        strcat(text, "\n");
+        strcat(text, fl_cl_sources[i].text);
+    }
+    return text;
+}
+
+static int create_queue(fl_cl_device *d)
+{
+    cl_int err;
+    d->context = clCreateContext(NULL, 1, &d->id, NULL, NULL, &err);
+    if (err != CL_SUCCESS)
+        return fl_cl_fail("clCreateContext", err);
+    d->queue = clCreateCommandQueue(d->context, d->id, 0, &err);
+    if (err != CL_SUCCESS)
+        return fl_cl_fail("clCreateCommandQueue", err);
+    int zeros[4] = {0};
+    d->fault = clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros,
+                              zeros, &err);
+    if (err != CL_SUCCESS)
+        return fl_cl_fail("clCreateBuffer(fault)", err);
+    size_t max_group = 1;
+    clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group, &max_group, NULL);
+    d->group = max_group < 64 ? max_group : 64;
+    fl_cl_pool_init(&d->pool, d->context);
+    return 0;
+}
+
+static int build_kernels(fl_cl_device *d)
+{
+    char *source = joined_sources();
+    d->program = fl_cl_program_build(d->context, d->id, "kernels", source, "");
+    free(source);
+    if (!d->program)
+        return -1;
+    for (int k = 0; k < FL_CL_KERNEL_COUNT; k++) {
+        cl_int err;
+        d->kernels[k] = clCreateKernel(d->program, kernel_names[k], &err);
+        if (err != CL_SUCCESS) {
+            fl_set_error("clCreateKernel(%s): %s", kernel_names[k], fl_cl_error_name(err));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int build_gemm(fl_cl_device *d)
+{
+    const fl_cl_source *matmul = source_named("matmul.cl");
+    if (!matmul) {
+        fl_set_error("cl/matmul.cl was not embedded into this flowlab");
+        return -1;
+    }
+    d->gemm_program = fl_cl_program_build(d->context, d->id, "gemm", matmul->text, "");
+    if (!d->gemm_program)
+        return -1;
+    d->gemm = fl_cl_gemm_new(d->context, d->id, d->gemm_program);
+    if (!d->gemm) {
+        fl_set_error("fl_cl_gemm_new: %s", fl_cl_gemm_error(NULL));
+        return -1;
+    }
+    return 0;
+}
+
+fl_cl_device *fl_cl_device_open(cl_device_id id)
+{
+    fl_cl_device *d = fl_xcalloc(1, sizeof *d);
+    d->id = id;
+    pthread_mutex_init(&d->lock, NULL);
+    if (create_queue(d) != 0 || build_kernels(d) != 0 || build_gemm(d) != 0) {
+        fl_cl_device_close(d);
+        return NULL;
+    }
+    return d;
+}
+
+void fl_cl_device_close(fl_cl_device *d)
+{
+    if (!d)
+        return;
+    if (d->queue)
+        clFinish(d->queue);
+    fl_cl_gemm_free(d->gemm);
+    for (int k = 0; k < FL_CL_KERNEL_COUNT; k++)
+        if (d->kernels[k])
+            clReleaseKernel(d->kernels[k]);
+    if (d->program)
+        clReleaseProgram(d->program);
+    if (d->gemm_program)
+        clReleaseProgram(d->gemm_program);
+    fl_cl_pool_drain(&d->pool);
+    if (d->scratch)
+        clReleaseMemObject(d->scratch);
+    if (d->fault)
+        clReleaseMemObject(d->fault);
+    if (d->queue)
+        clReleaseCommandQueue(d->queue);
+    if (d->context)
+        clReleaseContext(d->context);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+cl_mem fl_cl_scratch(fl_cl_device *d, size_t bytes)
+{
+    if (d->scratch && d->scratch_bytes >= bytes)
+        return d->scratch;
+    if (d->scratch) /* commands still using it keep it alive until they finish */
+        clReleaseMemObject(d->scratch);
+    cl_int err;
+    d->scratch = clCreateBuffer(d->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    if (err != CL_SUCCESS) {
+        d->scratch = NULL;
+        d->scratch_bytes = 0;
+        fl_cl_fail("clCreateBuffer(scratch)", err);
+        return NULL;
+    }
+    d->scratch_bytes = bytes;
+    return d->scratch;
+}
+
+/* Says what the first recorded fault was, then clears it for the next step. */
+static int report_fault(fl_cl_device *d, const int *fault)
+{
+    int slot = fault[1] >= 0 && fault[1] < d->nfault_ops ? fault[1] : 0;
+    const char *op = d->nfault_ops ? d->fault_ops[slot].op : "an op";
+    if (fault[0] == FL_CL_FAULT_LABEL)
+        fl_set_error("%s: label %d in row %d is outside [0, %d)", op, fault[3], fault[2],
+                     d->fault_ops[slot].classes);
+    else
+        fl_set_error("%s: integer division by zero at element %d", op, fault[2]);
+    int zeros[4] = {0};
+    clEnqueueWriteBuffer(d->queue, d->fault, CL_TRUE, 0, sizeof zeros, zeros, 0, NULL, NULL);
+    return -1;
+}
+
+int fl_cl_device_wait(fl_cl_device *d)
+{
+    cl_int err = clFinish(d->queue);
+    if (err != CL_SUCCESS)
+        return fl_cl_fail("clFinish", err);
+    pthread_mutex_lock(&d->lock);
+    int rc = 0;
+    if (d->nfault_ops > 0) { /* only steps that ran a checking kernel pay for the read */
+        int fault[4] = {0};
+        err = clEnqueueReadBuffer(d->queue, d->fault, CL_TRUE, 0, sizeof fault, fault, 0, NULL,
+                                  NULL);
+        if (err != CL_SUCCESS)
+            rc = fl_cl_fail("reading the fault buffer", err);
+        else if (fault[0] != FL_CL_FAULT_NONE)
+            rc = report_fault(d, fault);
+        d->nfault_ops = 0;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
