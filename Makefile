@@ -79,7 +79,7 @@ labs: $(LAB_BIN)
 # The main lab, as the README's quick start runs it.
 lab: deps
 	$(MAKE) labs
-	$(BUILD)/labs/00-xor/xor
+	$(BUILD)/labs/01-single-device/single_device
 
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@
