@@ -1,0 +1,11 @@
+/* cuda_stats.h: what tests may ask the CUDA backend, without CUDA headers.
+ * Only with FL_HAVE_CUDA; impl is the fl_device's impl of a /gpu:N. */
+#ifndef FLOWLAB_CUDA_STATS_H
+#define FLOWLAB_CUDA_STATS_H
+
+#include <stdint.h>
+
+/* How many times the device's pool has called cudaMalloc. */
+uint64_t fl_cuda_pool_mallocs(void *impl);
+
+#endif

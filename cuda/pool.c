@@ -1,0 +1,121 @@
+/* pool.c: device memory for one GPU, kept and reused.
+ * cudaMalloc and cudaFree synchronize the device and cost far more than a
+ * kernel, so freed buffers stay in the pool and a later request of the same
+ * size class takes one back: after the first step nothing is allocated.
+ * One list of blocks, searched by size class; a model has a few hundred. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_device.h"
+#include "cuda_stats.h"
+
+/* Powers of two up to 1 MiB, then whole MiBs: a tensor whose batch changes
+ * a little still finds its block, and big blocks waste at most 1 MiB. */
+static size_t size_class(size_t bytes)
+{
+    const size_t mib = (size_t)1 << 20;
+    size_t size = 256;
+    while (size < bytes && size < mib)
+        size *= 2;
+    if (size >= bytes)
+        return size;
+    return (bytes + mib - 1) / mib * mib;
+}
+
+/* A free block of exactly this size class, marked in use; NULL if none. */
+static void *take_free(fl_cuda_pool *p, size_t size)
+{
+    for (int i = 0; i < p->count; i++)
+        if (!p->blocks[i].in_use && p->blocks[i].bytes == size) {
+            p->blocks[i].in_use = true;
+            return p->blocks[i].ptr;
+        }
+    return NULL;
+}
+
+static void add_block(fl_cuda_pool *p, void *ptr, size_t size)
+{
+    if (p->count == p->capacity) {
+        p->capacity = p->capacity ? p->capacity * 2 : 64;
+        p->blocks = fl_xrealloc(p->blocks, (size_t)p->capacity * sizeof *p->blocks);
+    }
+    p->blocks[p->count++] = (fl_cuda_block){ptr, size, true};
+}
+
+/* cudaMalloc, and once more after giving the free blocks back to CUDA when
+ * the GPU is full: they may be of the wrong sizes for what is asked now. */
+static void *allocate(fl_cuda_device *d, size_t size)
+{
+    void *ptr = NULL;
+    d->pool.mallocs++;
+    cudaError_t e = cudaMalloc(&ptr, size);
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError(); /* clear it: it is not sticky, but be sure */
+        fl_cuda_pool_trim(d, false);
+        e = cudaMalloc(&ptr, size);
+    }
+    if (e != cudaSuccess) {
+        char what[96];
+        snprintf(what, sizeof what, "cudaMalloc of %zu bytes on /gpu:%d", size, d->index);
+        fl_cuda_check(e, what);
+        return NULL;
+    }
+    return ptr;
+}
+
+void *fl_cuda_pool_get(fl_cuda_device *d, size_t bytes)
+{
+    if (bytes == 0)
+        return NULL;
+    size_t size = size_class(bytes);
+    pthread_mutex_lock(&d->lock);
+    void *ptr = take_free(&d->pool, size);
+    if (!ptr) {
+        ptr = allocate(d, size);
+        if (ptr)
+            add_block(&d->pool, ptr, size);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return ptr;
+}
+
+void fl_cuda_pool_put(fl_cuda_device *d, void *ptr)
+{
+    if (!ptr)
+        return;
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < d->pool.count; i++)
+        if (d->pool.blocks[i].ptr == ptr)
+            d->pool.blocks[i].in_use = false;
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Called with the lock held (from allocate) or at close. A free block may
+ * still be read by work on the stream, so the stream finishes first. */
+void fl_cuda_pool_trim(fl_cuda_device *d, bool everything)
+{
+    cudaStreamSynchronize(d->stream);
+    fl_cuda_pool *p = &d->pool;
+    int kept = 0;
+    for (int i = 0; i < p->count; i++) {
+        if (p->blocks[i].in_use && !everything)
+            p->blocks[kept++] = p->blocks[i];
+        else
+            cudaFree(p->blocks[i].ptr);
+    }
+    p->count = kept;
+    if (everything) {
+        free(p->blocks);
+        p->blocks = NULL;
+        p->capacity = 0;
+    }
+}
+
+uint64_t fl_cuda_pool_mallocs(void *impl)
+{
+    fl_cuda_device *d = impl;
+    pthread_mutex_lock(&d->lock);
+    uint64_t mallocs = d->pool.mallocs;
+    pthread_mutex_unlock(&d->lock);
+    return mallocs;
+}
