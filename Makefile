@@ -137,3 +137,54 @@ figures: $(LAB01)
 	    --graph book/figures/ch1-model.dot
 	dot -Tsvg book/figures/ch1-model.dot -o book/figures/ch1-model.svg
 # ==== end of chapter 1 ====
+
+# ==== chapter 2 (labs/02-in-graph-towers): exercises, shared headers, figures ====
+#   make exercises / exercises-solutions / figures cover this chapter too.
+# The backends' .mk files, included above, define targets of their own; keep
+# `make` with no goal building the library and the labs.
+.DEFAULT_GOAL := all
+LAB02       := $(BUILD)/labs/02-in-graph-towers/in_graph_towers
+LAB_COMMON  := $(wildcard labs/common/*.h)
+EX02_DIR    := labs/02-in-graph-towers/exercises
+EX02_NAMES  := average_gradients assign_to_device controller
+EX02_OUT    := $(BUILD)/exercises/02-in-graph-towers
+EX02_CHECKS := $(patsubst %,$(EX02_OUT)/check_%,$(EX02_NAMES))
+EX02_SOLVED := $(patsubst %,$(EX02_OUT)/solutions/check_%,$(EX02_NAMES))
+# The controller exercise builds on the other two, so every check links all three files.
+EX02_MINE   := $(patsubst %,$(EX02_DIR)/%.c,$(EX02_NAMES))
+EX02_REFS   := $(patsubst %,$(EX02_DIR)/solutions/%.c,$(EX02_NAMES))
+
+# The labs include labs/common/*.h: rebuild them when a shared header changes.
+$(LAB01) $(LAB02): $(LAB_COMMON)
+
+$(EX02_OUT)/check_%: $(EX02_DIR)/check_%.c $(EX02_MINE) $(EX02_DIR)/exercises.h $(EX02_DIR)/check.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX02_DIR) $(EX02_DIR)/check_$*.c $(EX02_MINE) -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+$(EX02_OUT)/solutions/check_%: $(EX02_DIR)/check_%.c $(EX02_REFS) $(EX02_DIR)/exercises.h $(EX02_DIR)/check.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX02_DIR) $(EX02_DIR)/check_$*.c $(EX02_REFS) -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+exercises: exercises-02
+exercises-02: $(EX02_CHECKS)
+	@pass=0; for t in $(EX02_CHECKS); do ./$$t && pass=$$((pass + 1)); done; \
+	 echo "$$pass of $(words $(EX02_CHECKS)) chapter 2 exercises pass"
+
+exercises-solutions: exercises-02-solutions
+exercises-02-solutions: $(EX02_SOLVED)
+	@fail=0; for t in $(EX02_SOLVED); do ./$$t || fail=1; done; exit $$fail
+
+# tests/test_lab02 runs the lab and the checks, so they are built first.
+$(BUILD)/tests/test_lab02: $(LAB02) $(EX02_CHECKS) $(EX02_SOLVED)
+
+# The replicated graph beside chapter 1's: one step with two towers. Without
+# two accelerators, PoCL is asked for two single-core devices.
+figures: figures-02
+figures-02: $(LAB02)
+	@mkdir -p book/figures
+	POCL_DEVICES="pthread pthread" POCL_MAX_PTHREAD_COUNT=1 ./$(LAB02) --num_gpus 2 \
+	    --train_steps 1 --max_examples 64 --batch_size 32 --graph book/figures/ch2-towers.dot
+	dot -Tsvg book/figures/ch2-towers.dot -o book/figures/ch2-towers.svg
+
+.PHONY: exercises-02 exercises-02-solutions figures-02
+# ==== end of chapter 2 ====

@@ -1,0 +1,275 @@
+/* test_lab02.c: chapter 2's lab (in-graph towers) and exercises, run as a
+ * student runs them. It execs the built programs (the Makefile builds them
+ * before this test) with PoCL asked for two single-core devices, /gpu:0 and
+ * /gpu:1: flags and their errors, two towers whose loss falls, two towers of
+ * B/2 printing the losses of one tower of B from the same seed, a controller
+ * on /gpu:0, the no-accelerator fallback, and the exercises' solutions.
+ * Parts that need two devices are skipped, with the reason, without PoCL. */
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "flowlab.h"
+
+static char build_dir[512] = "build";
+static char lab[600];
+static char tmp_dir[256];
+
+#define MAX_STEPS 64
+/* Two towers add the same float32 numbers in another order than one tower:
+ * the printed losses (6 decimals) agreed exactly when this was written; a
+ * relative 1e-4 leaves room for other OpenCL drivers. */
+#define SAME_LOSS_TOLERANCE 1e-4
+
+typedef struct {
+    int status; /* exit status, or 128 + signal */
+    char *out;  /* stdout and stderr together */
+    int nsteps;
+    long step[MAX_STEPS];
+    double loss[MAX_STEPS];
+} run_result;
+
+/* build/tests/test_lab02 -> build (build-sanitize under SANITIZE=1) */
+static void find_build_dir(const char *argv0)
+{
+    const char *tail = strstr(argv0, "/tests/test_lab02");
+    if (tail)
+        snprintf(build_dir, sizeof build_dir, "%.*s", (int)(tail - argv0), argv0);
+    snprintf(lab, sizeof lab, "%s/labs/02-in-graph-towers/in_graph_towers", build_dir);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = calloc((size_t)len + 1, 1);
+    if (text && fread(text, 1, (size_t)len, f) != (size_t)len)
+        text[0] = '\0';
+    fclose(f);
+    return text;
+}
+
+static void parse_steps(run_result *r)
+{
+    r->nsteps = 0;
+    for (const char *p = r->out; p && (p = strstr(p, "Step ")) && r->nsteps < MAX_STEPS; p++) {
+        long step;
+        double loss;
+        if ((p == r->out || p[-1] == '\n') && sscanf(p, "Step %ld with loss %lf", &step, &loss) == 2) {
+            r->step[r->nsteps] = step;
+            r->loss[r->nsteps++] = loss;
+        }
+    }
+}
+
+static int decode_status(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
+
+/* Runs "ENV lab ARGS" through the shell, capturing both output streams. */
+static run_result run_env(const char *env, const char *args)
+{
+    run_result r = {0};
+    char cmd[2048], out_path[300];
+    snprintf(out_path, sizeof out_path, "%s/out.txt", tmp_dir);
+    snprintf(cmd, sizeof cmd, "%s %s %s > %s 2>&1", env, lab, args, out_path);
+    r.status = decode_status(system(cmd));
+    r.out = read_file(out_path);
+    parse_steps(&r);
+    return r;
+}
+
+static run_result run_lab(const char *args) { return run_env("", args); }
+
+static double accuracy_of(const run_result *r)
+{
+    double acc = -1;
+    const char *line = r->out ? strstr(r->out, "Test accuracy: ") : NULL;
+    if (!line || sscanf(line, "Test accuracy: %lf", &acc) != 1)
+        return -1;
+    return acc;
+}
+
+static void test_flags(int naccelerators)
+{
+    run_result r = run_lab("--help");
+    ok(r.status == 0, "--help exits 0");
+    contains(r.out, "--num_gpus", "--help documents --num_gpus");
+    contains(r.out, "--controller", "--help documents --controller");
+    free(r.out);
+
+    static const struct { const char *args, *flag; } bad[] = {
+        {"--num_gpus 0", "--num_gpus"},          {"--num_gpus two", "--num_gpus"},
+        {"--controller /tpu:0", "--controller"}, {"--device /gpu:0", "--device"},
+        {"--batch_size 0", "--batch_size"},      {"--learning_rate -1", "--learning_rate"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = run_lab(bad[i].args);
+        ok(r.status == 2 && r.out && strstr(r.out, bad[i].flag), "'%s' exits 2 and names %s",
+           bad[i].args, bad[i].flag);
+        if (r.status != 2)
+            diag("exit %d: %s", r.status, r.out ? r.out : "");
+        free(r.out);
+    }
+
+    if (naccelerators != 2) {
+        printf("ok %d # SKIP needs exactly two accelerators (PoCL's two pthread devices); "
+               "found %d\n", ++tap_count, naccelerators);
+        printf("ok %d # SKIP needs two accelerators for two towers\n", ++tap_count);
+        return;
+    }
+    r = run_lab("--num_gpus 3");
+    ok(r.status == 2 && r.out && strstr(r.out, "--num_gpus") && strstr(r.out, "/gpu:0") &&
+           strstr(r.out, "/gpu:1"),
+       "--num_gpus 3 with two devices exits 2 naming /gpu:0 and /gpu:1");
+    if (r.out)
+        diag("%s", strtok(r.out, "\n"));
+    free(r.out);
+    r = run_lab("--num_gpus 2 --batch_size 33");
+    ok(r.status == 2 && r.out && strstr(r.out, "--batch_size"),
+       "a global batch that does not split into 2 towers exits 2 naming --batch_size");
+    if (r.out)
+        diag("%s", strtok(r.out, "\n"));
+    free(r.out);
+}
+
+#define QUICK "--max_examples 256 --batch_size 32 --log_every 1 --seed 5 --train_steps 10"
+
+static void test_towers(void)
+{
+    run_result two = run_lab(QUICK " --num_gpus 2");
+    ok(two.status == 0, "two towers train for 10 steps and exit 0");
+    if (two.status != 0)
+        diag("%s", two.out ? two.out : "");
+    contains(two.out, "2 towers on /gpu:0 /gpu:1; variables and updates on /cpu:0",
+             "it says where the towers and the variables are");
+    double first = two.nsteps ? two.loss[0] : 0, last = two.nsteps ? two.loss[two.nsteps - 1] : 0;
+    ok(two.nsteps == 10 && first > 2.0 && last < 0.9 * first, "the loss falls (%.3f -> %.3f)",
+       first, last);
+    double acc = accuracy_of(&two);
+    ok(acc > 0.2 && acc <= 1.0, "it prints the test accuracy (%.4f), better than chance", acc);
+    ok(two.out && strstr(two.out, "images/sec"), "progress lines report images per second");
+
+    run_result one = run_lab(QUICK " --num_gpus 1");
+    double worst = 0;
+    bool same = one.status == 0 && one.nsteps == two.nsteps && one.nsteps > 0;
+    for (int i = 0; same && i < one.nsteps; i++) {
+        double d = fabs(one.loss[i] - two.loss[i]) / fabs(one.loss[i]);
+        worst = d > worst ? d : worst;
+        same = one.step[i] == two.step[i];
+    }
+    ok(same && worst <= SAME_LOSS_TOLERANCE,
+       "2 towers of batch 16 print the losses of 1 tower of batch 32 within %.0e "
+       "(worst relative difference %.2g)", SAME_LOSS_TOLERANCE, worst);
+    free(one.out);
+
+    run_result gpu = run_lab("--max_examples 256 --batch_size 32 --log_every 1 --seed 5 "
+                             "--train_steps 3 --num_gpus 2 --controller /gpu:0");
+    same = gpu.status == 0 && gpu.nsteps == 3;
+    worst = 0;
+    for (int i = 0; same && i < 3; i++) {
+        double d = fabs(gpu.loss[i] - two.loss[i]) / fabs(two.loss[i]);
+        worst = d > worst ? d : worst;
+    }
+    ok(same && worst <= SAME_LOSS_TOLERANCE && strstr(gpu.out, "variables and updates on /gpu:0"),
+       "with the controller on /gpu:0 the losses are the same (worst relative difference %.2g)",
+       worst);
+    if (gpu.status != 0)
+        diag("%s", gpu.out ? gpu.out : "");
+    free(gpu.out);
+    free(two.out);
+}
+
+static void test_no_accelerator(void)
+{
+    run_result r = run_env("FLOWLAB_BACKEND=host", "--max_examples 128 --batch_size 32 "
+                                                   "--log_every 1 --seed 5 --train_steps 2");
+    ok(r.status == 0 && r.nsteps == 2 && r.out &&
+           strstr(r.out, "no accelerator here; building 1 tower on /cpu:0"),
+       "with no accelerator it trains 1 tower on /cpu:0 and says so");
+    if (r.status != 0)
+        diag("%s", r.out ? r.out : "");
+    free(r.out);
+    r = run_env("FLOWLAB_BACKEND=host", "--num_gpus 2");
+    ok(r.status == 2 && r.out && strstr(r.out, "/cpu:0"),
+       "--num_gpus 2 with no accelerator exits 2 naming the device that exists");
+    free(r.out);
+}
+
+static void test_exercises(void)
+{
+    static const char *const names[][2] = {{"average_gradients", "average-gradients"},
+                                           {"assign_to_device", "assign-to-device"},
+                                           {"controller", "controller"}};
+    for (size_t i = 0; i < 3; i++) {
+        char cmd[1200], out_path[300], want[64];
+        snprintf(out_path, sizeof out_path, "%s/exercise.txt", tmp_dir);
+        snprintf(want, sizeof want, "PASS %s\n", names[i][1]);
+        snprintf(cmd, sizeof cmd, "%s/exercises/02-in-graph-towers/solutions/check_%s > %s 2>&1",
+                 build_dir, names[i][0], out_path);
+        int status = decode_status(system(cmd));
+        char *out = read_file(out_path);
+        ok(status == 0 && out && strcmp(out, want) == 0, "the reference solution passes %s",
+           names[i][1]);
+        if (status != 0)
+            diag("%s", out ? out : "(no output)");
+        free(out);
+
+        snprintf(cmd, sizeof cmd, "%s/exercises/02-in-graph-towers/check_%s > %s 2>&1", build_dir,
+                 names[i][0], out_path);
+        status = decode_status(system(cmd));
+        out = read_file(out_path);
+        snprintf(want, sizeof want, "FAIL %s: not implemented yet", names[i][1]);
+        ok(out && ((status == 0 && strncmp(out, "PASS ", 5) == 0) ||
+                   (status == 1 && strncmp(out, want, strlen(want)) == 0)),
+           "the exercise file's check says PASS or 'not implemented yet' for %s", names[i][1]);
+        free(out);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    find_build_dir(argv[0]);
+    if (access(lab, X_OK) != 0)
+        skip_all("the lab is not built; `make tests` builds it");
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/test_lab02.XXXXXX");
+    if (!mkdtemp(tmp_dir))
+        skip_all("cannot make a temporary directory");
+    /* Two single-core PoCL devices, for this process and the labs it runs. */
+    setenv("POCL_DEVICES", "pthread pthread", 1);
+    setenv("POCL_MAX_PTHREAD_COUNT", "1", 1);
+    fl_device_info devices[16];
+    int naccelerators = fl_list_devices(devices, 16) - 1;
+    diag("%d accelerator%s with POCL_DEVICES=\"pthread pthread\"", naccelerators,
+         naccelerators == 1 ? "" : "s");
+
+    test_flags(naccelerators);
+    test_exercises();
+    if (access(FL_DEFAULT_DATA_DIR, R_OK) != 0) {
+        printf("ok %d # SKIP no data in %s (apt-get install dataset-fashion-mnist)\n",
+               ++tap_count, FL_DEFAULT_DATA_DIR);
+    } else {
+        test_no_accelerator();
+        if (naccelerators == 2)
+            test_towers();
+        else
+            printf("ok %d # SKIP two towers need two accelerators (PoCL's pthread devices); "
+                   "found %d\n", ++tap_count, naccelerators);
+    }
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", tmp_dir);
+    return done_testing();
+}
