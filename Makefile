@@ -41,7 +41,7 @@ LIB_OBJ += $(BACKEND_OBJ)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all lib labs lab tests test deps clean
+.PHONY: all lib labs lab tests test deps clean bench
 all: lib labs
 
 # Installs the Debian packages that are missing (see labs/install-deps.sh).
@@ -83,6 +83,18 @@ lab: deps
 
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@
+
+# ---- make bench: one table of side-by-side measurements, CSV and a chart ----
+BENCH := $(BUILD)/bench/bench
+$(BENCH): tests/bench/bench.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) -lclblast $(LDLIBS)
+
+bench: deps
+	$(MAKE) labs $(BENCH)
+	./$(BENCH) $(BUILD)/bench/results.csv | tee $(BUILD)/bench/results.txt
+	gnuplot -e "csv='$(BUILD)/bench/results.csv'; out='book/figures/bench.svg'" tests/bench/chart.gp
+	@echo "table: $(BUILD)/bench/results.txt, chart: book/figures/bench.svg"
 
 clean:
 	rm -rf build build-sanitize

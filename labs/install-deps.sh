@@ -3,7 +3,7 @@
 # Called by `make lab` and `make test`; safe to run again at any time.
 set -e
 packages="gcc make perl zlib1g-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-libclblast-dev libopenblas-dev libevent-dev dataset-fashion-mnist graphviz"
+libclblast-dev libopenblas-dev libevent-dev dataset-fashion-mnist graphviz gnuplot-nox"
 
 missing=""
 for p in $packages; do

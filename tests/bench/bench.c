@@ -1,0 +1,347 @@
+/* bench.c: `make bench`, every comparison measured side by side in one run.
+ * GEMM and convolution kernels (flowlab on PoCL, CLBlast on PoCL, OpenBLAS),
+ * then whole training steps (the labs themselves, and PyTorch when it is
+ * installed), then chapter 2's scaling. Medians of several repetitions; one
+ * table on stdout and the same rows as CSV for the chart. */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <cblas.h>
+#include <clblast_c.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flowlab.h"
+
+#define REPS 7
+#define LAB01 "build/labs/01-single-device/single_device"
+#define LAB02 "build/labs/02-in-graph-towers/in_graph_towers"
+/* Training FLOPs per image of the chapter 1 model: forward (conv1 1.25M,
+ * conv2 20.07M, dense1 6.42M, dense2 0.02M) and twice that backward. */
+#define STEP_FLOPS_PER_IMAGE (3.0 * 27.77e6)
+
+static FILE *csv;
+static double openblas_gflops = 0; /* sgemm 1024^3: the machine's GEMM rate */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return n ? v[n / 2] : NAN;
+}
+
+/* One table row: what, the values, and the ratio that is the point. */
+static void row(const char *group, const char *what, const char *unit, double ours, double theirs,
+                const char *theirs_name)
+{
+    printf("%-9s %-44s %9.1f %-8s %9.1f %-10s %6.2fx\n", group, what, ours, unit, theirs, theirs_name,
+           ours / theirs);
+    fprintf(csv, "%s,%s,%s,%.3f,%s,%.3f,%.4f\n", group, what, unit, ours, theirs_name, theirs, ours / theirs);
+    fflush(stdout);
+}
+
+static void note(const char *fmt, const char *arg)
+{
+    printf("  note: ");
+    printf(fmt, arg);
+    printf("\n");
+}
+
+/* ---- GEMM ---- */
+
+typedef struct {
+    const char *name;
+    int m, n, k;
+    bool ta, tb;
+} gemm_shape;
+
+static const gemm_shape gemms[] = {
+    {"sgemm 1024^3", 1024, 1024, 1024, false, false},
+    {"dense_1 forward X W", 128, 1024, 3136, false, false},
+    {"dense_1 dX = dY W^T", 128, 3136, 1024, false, true},
+    {"dense_1 dW = X^T dY", 3136, 1024, 128, true, false},
+    {"conv_2 as GEMM (im2col)", 25088, 64, 800, false, false},
+};
+
+static double gflops(const gemm_shape *s, double seconds) { return 2.0 * s->m * s->n * s->k / seconds / 1e9; }
+
+static double time_openblas(const gemm_shape *s)
+{
+    float *a = calloc((size_t)s->m * s->k, 4), *b = calloc((size_t)s->k * s->n, 4), *c = calloc((size_t)s->m * s->n, 4);
+    double t[REPS];
+    for (int r = -2; r < REPS; r++) {
+        double t0 = now();
+        cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, s->m, s->n,
+                    s->k, 1.0f, a, s->ta ? s->m : s->k, b, s->tb ? s->k : s->n, 0.0f, c, s->n);
+        if (r >= 0)
+            t[r] = now() - t0;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return median(t, REPS);
+}
+
+/* flowlab's MatMul on /gpu:0 through a session: operands are variables that
+ * live on the device, and the product is a target, so nothing is copied. */
+static double time_flowlab_matmul(const gemm_shape *s)
+{
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, "/gpu:0");
+    fl_node *a = fl_get_variable(g, "a", s->ta ? fl_shape_make(2, s->k, s->m) : fl_shape_make(2, s->m, s->k),
+                                 fl_random_uniform_initializer(-1, 1, 1));
+    fl_node *b = fl_get_variable(g, "b", s->tb ? fl_shape_make(2, s->n, s->k) : fl_shape_make(2, s->k, s->n),
+                                 fl_random_uniform_initializer(-1, 1, 2));
+    fl_node *c = fl_matmul(g, a, b, s->ta, s->tb, NULL);
+    fl_node *init = fl_global_variables_initializer(g);
+    fl_device_pop(g);
+    fl_session *sess = fl_session_new(g, NULL);
+    double t[REPS] = {0};
+    int rc = fl_session_run(sess, NULL, 0, NULL, 0, NULL, &init, 1);
+    for (int r = -2; rc == 0 && r < REPS; r++) {
+        double t0 = now();
+        rc = fl_session_run(sess, NULL, 0, NULL, 0, NULL, &c, 1);
+        if (r >= 0)
+            t[r] = now() - t0;
+    }
+    if (rc != 0)
+        fprintf(stderr, "bench: flowlab matmul: %s\n", fl_session_error(sess));
+    fl_session_free(sess);
+    fl_graph_free(g);
+    return rc == 0 ? median(t, REPS) : NAN;
+}
+
+typedef struct {
+    cl_context context;
+    cl_command_queue queue;
+} opencl;
+
+static int open_pocl(opencl *cl)
+{
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_uint n = 0;
+    if (clGetPlatformIDs(1, &platform, &n) != CL_SUCCESS || n == 0)
+        return -1;
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, &n) != CL_SUCCESS || n == 0)
+        return -1;
+    cl_int err;
+    cl->context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    if (err != CL_SUCCESS)
+        return -1;
+    cl->queue = clCreateCommandQueue(cl->context, device, 0, &err);
+    return err == CL_SUCCESS ? 0 : -1;
+}
+
+static double time_clblast(opencl *cl, const gemm_shape *s)
+{
+    cl_int err;
+    size_t bytes[3] = {(size_t)s->m * s->k * 4, (size_t)s->k * s->n * 4, (size_t)s->m * s->n * 4};
+    cl_mem buf[3];
+    for (int i = 0; i < 3; i++)
+        buf[i] = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, bytes[i], NULL, &err);
+    double t[REPS] = {0};
+    CLBlastStatusCode status = CLBlastSuccess;
+    for (int r = -2; status == CLBlastSuccess && r < REPS; r++) {
+        double t0 = now();
+        status = CLBlastSgemm(CLBlastLayoutRowMajor, s->ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                              s->tb ? CLBlastTransposeYes : CLBlastTransposeNo, s->m, s->n, s->k, 1.0f, buf[0], 0,
+                              s->ta ? s->m : s->k, buf[1], 0, s->tb ? s->k : s->n, 0.0f, buf[2], 0, s->n,
+                              &cl->queue, NULL);
+        clFinish(cl->queue);
+        if (r >= 0)
+            t[r] = now() - t0;
+    }
+    for (int i = 0; i < 3; i++)
+        clReleaseMemObject(buf[i]);
+    return status == CLBlastSuccess ? median(t, REPS) : NAN;
+}
+
+static void bench_gemm(void)
+{
+    opencl cl = {0};
+    bool have_cl = open_pocl(&cl) == 0;
+    for (size_t i = 0; i < sizeof gemms / sizeof gemms[0]; i++) {
+        const gemm_shape *s = &gemms[i];
+        double ours = gflops(s, time_flowlab_matmul(s)), blas = gflops(s, time_openblas(s));
+        if (i == 0)
+            openblas_gflops = blas;
+        row("sgemm", s->name, "GFLOP/s", ours, blas, "OpenBLAS");
+        if (have_cl)
+            row("sgemm", s->name, "GFLOP/s", ours, gflops(s, time_clblast(&cl, s)), "CLBlast");
+    }
+    if (!have_cl)
+        note("%s", "no OpenCL device: CLBlast rows skipped");
+}
+
+/* ---- convolution: PoCL against the host's OpenBLAS im2col + sgemm ---- */
+
+typedef struct {
+    const char *name;
+    int h, c, oc;
+} conv_shape;
+
+static double time_conv(const conv_shape *cs, const char *device, int which)
+{
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, device);
+    fl_node *x = fl_get_variable(g, "x", fl_shape_make(4, 128, cs->h, cs->h, cs->c), fl_random_uniform_initializer(0, 1, 1));
+    fl_node *f = fl_get_variable(g, "f", fl_shape_make(4, 5, 5, cs->c, cs->oc), fl_random_uniform_initializer(-1, 1, 2));
+    fl_node *y = fl_conv2d(g, x, f, 1, 1, FL_SAME, NULL);
+    fl_node *grads[2];
+    fl_gradients(g, fl_reduce_sum(g, y, NULL, 0, false, NULL), (fl_node *[]){x, f}, 2, grads);
+    fl_node *init = fl_global_variables_initializer(g);
+    fl_device_pop(g);
+    /* the gradient nodes of interest: Conv2DBackpropInput and ...Filter */
+    fl_node *target = which == 0 ? y : grads[which - 1];
+    fl_session *s = fl_session_new(g, NULL);
+    double t[REPS] = {0};
+    int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
+    fl_node *warm = target;
+    rc = rc ? rc : fl_session_run(s, NULL, 0, NULL, 0, NULL, &warm, 1);
+    for (int r = 0; rc == 0 && r < REPS; r++) {
+        double t0 = now();
+        rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &target, 1);
+        t[r] = now() - t0;
+    }
+    if (rc != 0)
+        fprintf(stderr, "bench: conv on %s: %s\n", device, fl_session_error(s));
+    fl_session_free(s);
+    fl_graph_free(g);
+    return rc == 0 ? median(t, REPS) : NAN;
+}
+
+static void bench_conv(void)
+{
+    const conv_shape shapes[] = {{"conv_1 [128,28,28,1] 5x5x32", 28, 1, 32}, {"conv_2 [128,14,14,32] 5x5x64", 14, 32, 64}};
+    const char *pass[] = {"forward", "backprop input", "backprop filter"};
+    for (int i = 0; i < 2; i++)
+        for (int p = 0; p < 3; p++) {
+            /* the backprops run the forward too (the reduce_sum needs it): subtract it */
+            double fwd_gpu = p ? time_conv(&shapes[i], "/gpu:0", 0) : 0;
+            double fwd_cpu = p ? time_conv(&shapes[i], "/cpu:0", 0) : 0;
+            double gpu = time_conv(&shapes[i], "/gpu:0", p) - fwd_gpu;
+            double cpu = time_conv(&shapes[i], "/cpu:0", p) - fwd_cpu;
+            char what[96];
+            snprintf(what, sizeof what, "%s %s", shapes[i].name, pass[p]);
+            /* every pass does the forward's multiply-adds: 2 N H W (5 5 C) Cout */
+            double flops = 2.0 * 128 * shapes[i].h * shapes[i].h * 25.0 * shapes[i].c * shapes[i].oc;
+            row("conv2d", what, "GFLOP/s", flops / gpu / 1e9, flops / cpu / 1e9, "OpenBLAS");
+        }
+    note("%s", "conv2d: flowlab on PoCL (implicit GEMM kernels) against /cpu:0's OpenBLAS im2col + sgemm;"
+               " backprop rows subtract the forward pass the gradient graph also runs");
+}
+
+/* ---- whole training steps, measured by running the labs ---- */
+
+/* Median images/sec over the progress lines after the first two. */
+static double run_images_per_second(const char *command)
+{
+    FILE *p = popen(command, "r");
+    if (!p)
+        return NAN;
+    char line[512];
+    double v[256];
+    int n = 0, seen = 0;
+    while (fgets(line, sizeof line, p)) {
+        const char *at = strstr(line, "(");
+        double ips;
+        if (strncmp(line, "Step ", 5) == 0 && at && sscanf(at, "(%lf images/sec)", &ips) == 1 && seen++ >= 2 && n < 256)
+            v[n++] = ips;
+    }
+    int status = pclose(p);
+    return status == 0 && n > 0 ? median(v, n) : NAN;
+}
+
+static double pytorch_images_per_second(void)
+{
+    FILE *p = popen("/usr/bin/python3 tests/bench/pytorch_cnn.py --steps 10 2>/dev/null", "r");
+    if (!p)
+        return NAN;
+    double ips = NAN;
+    char line[256];
+    while (fgets(line, sizeof line, p))
+        sscanf(line, "images_per_second %lf", &ips);
+    pclose(p);
+    return ips;
+}
+
+static void bench_training(void)
+{
+    const char *flags = "--train_steps 12 --log_every 1 --batch_size 128 --seed 1";
+    char command[512];
+    snprintf(command, sizeof command, LAB01 " --device /gpu:0 %s", flags);
+    double pocl = run_images_per_second(command);
+    snprintf(command, sizeof command, LAB01 " --device /cpu:0 %s", flags);
+    double host = run_images_per_second(command);
+    double torch = pytorch_images_per_second();
+    row("training", "chapter 1 step, PoCL vs host", "img/s", pocl, host, "/cpu:0");
+    if (!isnan(torch)) {
+        row("training", "chapter 1 step, PoCL vs PyTorch", "img/s", pocl, torch, "PyTorch");
+        row("training", "chapter 1 step, /cpu:0 vs PyTorch", "img/s", host, torch, "PyTorch");
+    } else {
+        note("%s", "PyTorch is not installed (apt-get install python3-torch): its rows are skipped");
+    }
+    row("training", "PoCL step: share of machine GEMM rate", "GFLOP/s", pocl * STEP_FLOPS_PER_IMAGE / 1e9,
+        openblas_gflops, "sgemm1024");
+}
+
+static void bench_scaling(void)
+{
+    const char *flags = "--train_steps 8 --log_every 1 --batch_size 256 --seed 1";
+    char command[512];
+    snprintf(command, sizeof command,
+             "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " LAB02 " --num_gpus 1 %s", flags);
+    double one = run_images_per_second(command);
+    snprintf(command, sizeof command,
+             "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=1 " LAB02 " --num_gpus 2 %s", flags);
+    double two = run_images_per_second(command);
+    row("scaling", "ch2: 2 towers vs 1 (1 core each)", "img/s", two, one, "1 tower");
+}
+
+int main(int argc, char **argv)
+{
+    const char *csv_path = argc > 1 ? argv[1] : "build/bench/results.csv";
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        printf("usage: bench [RESULTS.csv]\nRun by `make bench` from the repository root: measures flowlab's\n"
+               "kernels and training steps beside OpenBLAS, CLBlast and PyTorch, prints one table\n"
+               "and writes the rows as CSV (default build/bench/results.csv).\n");
+        return 0;
+    }
+    csv = fopen(csv_path, "w");
+    if (!csv) {
+        fprintf(stderr, "bench: cannot write %s\n", csv_path);
+        return 1;
+    }
+    fprintf(csv, "group,what,unit,flowlab,baseline,baseline_value,ratio\n");
+    fl_device_info devices[8];
+    int n = fl_list_devices(devices, 8);
+    if (n < 2) {
+        fprintf(stderr, "bench: no /gpu:0 (%s); install pocl-opencl-icd\n", fl_last_error());
+        return 1;
+    }
+    printf("flowlab bench on %s (%d cores); /gpu:0 is %s\n", devices[0].description, devices[0].compute_units,
+           devices[1].description);
+    printf("%-9s %-44s %9s %-8s %9s %-10s %7s\n", "group", "measurement", "flowlab", "unit", "baseline", "", "ratio");
+    bench_gemm();
+    bench_conv();
+    bench_training();
+    bench_scaling();
+    fclose(csv);
+    printf("rows written to %s\n", csv_path);
+    return 0;
+}
