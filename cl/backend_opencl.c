@@ -1,7 +1,9 @@
 /* backend_opencl.c: the OpenCL backend's fl_backend table. /gpu:N is the
  * N-th OpenCL device found (GPUs first, then accelerators, then CPUs such as
  * PoCL's); each device gets its own context and in-order queue. run() only
- * enqueues; wait() is where the host blocks (and hears of kernel faults). */
+ * enqueues; wait() is where the host blocks (and hears of kernel faults).
+ * While tracing, each op is bracketed by markers whose profiling times say
+ * when it really ran (take_timings). */
 #include <stdio.h>
 #include <string.h>
 
@@ -189,6 +191,30 @@ static int cl_copy_out(void *impl, void *host_dst, const void *src, size_t bytes
 
 static bool cl_has_kernel(fl_op_kind op) { return launchers[op] != NULL; }
 
+/* Aliased outputs (Identity, Reshape, ...) already are their input. */
+static int launch(fl_cl_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
+                  const fl_kernel_ctx *ctx)
+{
+    bool aliased = fl_op_def_of(n->op)->aliases_input0 && out->data == in[0]->data;
+    if (aliased && launchers[n->op] == fl_cl_copy_input0)
+        return 0;
+    return launchers[n->op](d, n, in, out, ctx);
+}
+
+/* While tracing: the op's commands between two markers (opencl_device.h). */
+static int launch_timed(fl_cl_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
+                        const fl_kernel_ctx *ctx)
+{
+    cl_event before;
+    if (fl_cl_mark(d, &before) != 0)
+        return -1;
+    if (launch(d, n, in, out, ctx) != 0) {
+        clReleaseEvent(before);
+        return -1;
+    }
+    return fl_cl_keep_timing(d, n->id, before);
+}
+
 static int cl_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
                   const fl_kernel_ctx *ctx)
 {
@@ -197,17 +223,20 @@ static int cl_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor 
         fl_set_error("the OpenCL backend has no kernel for %s", fl_node_op_type(n));
         return -1;
     }
-    /* Aliased outputs (Identity, Reshape, ...) already are their input. */
-    bool aliased = fl_op_def_of(n->op)->aliases_input0 && out->data == in[0]->data;
-    if (aliased && launchers[n->op] == fl_cl_copy_input0)
-        return 0;
     pthread_mutex_lock(&d->lock);
-    int rc = launchers[n->op](d, n, in, out, ctx);
+    int rc = d->tracing ? launch_timed(d, n, in, out, ctx) : launch(d, n, in, out, ctx);
     pthread_mutex_unlock(&d->lock);
     return rc;
 }
 
 static int cl_wait(void *impl) { return fl_cl_device_wait(impl); }
+
+static int cl_set_tracing(void *impl, bool on) { return fl_cl_device_set_tracing(impl, on); }
+
+static int cl_take_timings(void *impl, fl_op_timing *out, int max)
+{
+    return fl_cl_device_take_timings(impl, out, max);
+}
 
 static const char *cl_why_unavailable(void)
 {
@@ -243,6 +272,8 @@ const fl_backend fl_opencl_backend = {
     .run = cl_run,
     .wait = cl_wait,
     .why_unavailable = cl_why_unavailable,
+    .set_tracing = cl_set_tracing,
+    .take_timings = cl_take_timings,
 };
 
 #if defined(__SANITIZE_ADDRESS__)

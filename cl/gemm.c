@@ -198,13 +198,19 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
      * in place when its rows run along k, else packed) by a packed "B side"
      * (16 columns per k step).  Instead of C = op(A) op(B) it can compute
      * C^T = op(B)^T op(A)^T, swapping the sides and writing C through
-     * transposed strides.  Pick the cheaper layout, counting floats copied:
-     * a transposed B-side pack and a scattered (transposed) C store count
-     * double.  This mainly turns dX = dY W^T into dX^T = W dY^T, which
-     * reads the big W in place and packs only the small dY. */
+     * transposed strides.  Pick the cheaper layout.  Cost in units of one
+     * float copied: a transposed B-side pack and a scattered (transposed)
+     * C store count double, and ~50 flops (incl. the padding of partial
+     * 6 x 16 tiles) cost as much as one copy.  This mainly turns
+     * dX = dY W^T into dX^T = W dY^T (reads the big W in place and packs
+     * only the small dY), and helps products with N < 16. */
     double m = M, n = N, k = K;
-    double cost_keep = (transpose_a ? m * k : 0) + (transpose_b ? 2 * n * k : n * k);
-    double cost_swap = (transpose_b ? 0 : n * k) + (transpose_a ? m * k : 2 * m * k) + 2 * m * n;
+    double mp6 = ceil(m / MR) * MR, np6 = ceil(n / MR) * MR;     /* padded */
+    double mp16 = ceil(m / NR) * NR, np16 = ceil(n / NR) * NR;
+    double cost_keep = (transpose_a ? m * k : 0) + (transpose_b ? 2 * n * k : n * k)
+                     + 2 * k * mp6 * np16 / 50;
+    double cost_swap = (transpose_b ? 0 : n * k) + (transpose_a ? m * k : 2 * m * k)
+                     + 2 * m * n + 2 * k * np6 * mp16 / 50;
     int swap = cost_swap < cost_keep;
     cl_mem xs = swap ? B : A, ys = swap ? A : B;            /* A side, B side */
     cl_ulong xo = swap ? b_offset_floats : a_offset_floats;
@@ -232,7 +238,7 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
     if (kcd < kmin) kcd = kmin;
     if (kcd < 256) kcd = 256;
     int kc = K;
-    if (kcd < K) {
+    if (1.5 * kcd < K) {                          /* else not worth it */
         int chunks = (int)ceil(K / kcd);
         kc = ((K + chunks - 1) / chunks + 15) / 16 * 16;
     }

@@ -66,7 +66,9 @@ static int create_queue(fl_cl_device *d)
     d->context = clCreateContext(NULL, 1, &d->id, NULL, NULL, &err);
     if (err != CL_SUCCESS)
         return fl_cl_fail("clCreateContext", err);
-    d->queue = clCreateCommandQueue(d->context, d->id, 0, &err);
+    /* Profiling costs a few timestamps per command; its events are asked for
+     * only while tracing, so untraced runs create none. */
+    d->queue = clCreateCommandQueue(d->context, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
     if (err != CL_SUCCESS)
         return fl_cl_fail("clCreateCommandQueue", err);
     int zeros[4] = {0};
@@ -135,6 +137,8 @@ void fl_cl_device_close(fl_cl_device *d)
         return;
     if (d->queue)
         clFinish(d->queue);
+    fl_cl_device_set_tracing(d, false);
+    free(d->marks);
     fl_cl_gemm_free(d->gemm);
     for (int k = 0; k < FL_CL_KERNEL_COUNT; k++)
         if (d->kernels[k])
@@ -208,4 +212,119 @@ int fl_cl_device_wait(fl_cl_device *d)
     }
     pthread_mutex_unlock(&d->lock);
     return rc;
+}
+
+/* ---- tracing: when each op really ran ---- */
+
+int fl_cl_mark(fl_cl_device *d, cl_event *event)
+{
+    cl_int err = clEnqueueMarkerWithWaitList(d->queue, 0, NULL, event);
+    return err == CL_SUCCESS ? 0 : fl_cl_fail("clEnqueueMarkerWithWaitList", err);
+}
+
+int fl_cl_keep_timing(fl_cl_device *d, int node, cl_event before)
+{
+    cl_event after;
+    if (fl_cl_mark(d, &after) != 0) {
+        clReleaseEvent(before);
+        return -1;
+    }
+    if (d->nmarks == d->marks_cap) {
+        d->marks_cap = d->marks_cap ? d->marks_cap * 2 : 256;
+        d->marks = fl_xrealloc(d->marks, (size_t)d->marks_cap * sizeof *d->marks);
+    }
+    d->marks[d->nmarks++] = (fl_cl_op_marks){node, before, after};
+    return 0;
+}
+
+static void drop_marks(fl_cl_device *d, int count)
+{
+    if (count == 0) /* marks may still be NULL */
+        return;
+    for (int i = 0; i < count; i++) {
+        clReleaseEvent(d->marks[i].before);
+        clReleaseEvent(d->marks[i].after);
+    }
+    d->nmarks -= count;
+    memmove(d->marks, d->marks + count, (size_t)d->nmarks * sizeof *d->marks);
+}
+
+/* One moment on both clocks, for the marks taken next. A marker ends before
+ * the host sees it end, so each try places the host clock too late by the
+ * time it took to hear; the try that heard soonest is the closest, and it
+ * errs late, never early. */
+static int sync_clocks(fl_cl_device *d)
+{
+    double best_gap = -1;
+    for (int i = 0; i < 5; i++) {
+        cl_event marker;
+        if (fl_cl_mark(d, &marker) != 0)
+            return -1;
+        double asked = fl_now_us();
+        cl_int err = clWaitForEvents(1, &marker);
+        double heard = fl_now_us();
+        cl_ulong end = 0;
+        if (err == CL_SUCCESS)
+            err = clGetEventProfilingInfo(marker, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+        clReleaseEvent(marker);
+        if (err != CL_SUCCESS)
+            return fl_cl_fail("reading a marker's profiling time", err);
+        if (best_gap < 0 || heard - asked < best_gap) {
+            best_gap = heard - asked;
+            d->sync_device_ns = end;
+            d->sync_host_us = heard;
+        }
+    }
+    return 0;
+}
+
+int fl_cl_device_set_tracing(fl_cl_device *d, bool on)
+{
+    pthread_mutex_lock(&d->lock);
+    if (!on)
+        drop_marks(d, d->nmarks);
+    d->tracing = on;
+    d->synced = false;
+    pthread_mutex_unlock(&d->lock);
+    return 0; /* the queue has profiling on: every marker will have its times */
+}
+
+/* Profiling nanoseconds as fl_now_us() microseconds; the difference is taken
+ * in integers first, as a double cannot hold nanoseconds since boot exactly. */
+static double host_us(const fl_cl_device *d, cl_ulong device_ns)
+{
+    return d->sync_host_us + (double)(int64_t)(device_ns - d->sync_device_ns) / 1e3;
+}
+
+static int timing_of(const fl_cl_device *d, const fl_cl_op_marks *m, fl_op_timing *out)
+{
+    cl_ulong start = 0, end = 0;
+    cl_int err = clWaitForEvents(1, &m->after);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(m->before, CL_PROFILING_COMMAND_END, sizeof start, &start,
+                                      NULL);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(m->after, CL_PROFILING_COMMAND_START, sizeof end, &end, NULL);
+    if (err != CL_SUCCESS)
+        return fl_cl_fail("reading an op's profiling times", err);
+    *out = (fl_op_timing){m->node, host_us(d, start), host_us(d, end < start ? start : end)};
+    return 0;
+}
+
+int fl_cl_device_take_timings(fl_cl_device *d, fl_op_timing *out, int max)
+{
+    pthread_mutex_lock(&d->lock);
+    int count = d->nmarks < max ? d->nmarks : max, rc = 0;
+    /* Synced when the ops are taken, not when tracing starts: the session
+     * takes them after its run, when the device is idle, so the sync neither
+     * delays the run's ops nor waits behind them; and the clocks cannot
+     * drift apart much within one run. */
+    if (count > 0 && !d->synced)
+        rc = sync_clocks(d);
+    d->synced = rc == 0;
+    for (int i = 0; i < count && rc == 0; i++)
+        rc = timing_of(d, &d->marks[i], &out[i]);
+    drop_marks(d, rc == 0 ? count : d->nmarks);
+    pthread_mutex_unlock(&d->lock);
+    return rc == 0 ? count : -1;
 }

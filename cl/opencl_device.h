@@ -31,10 +31,19 @@ enum { FL_CL_FAULT_NONE, FL_CL_FAULT_LABEL, FL_CL_FAULT_INT_DIVIDE };
 
 #define FL_CL_FAULT_SLOTS 32
 
+/* One op run while tracing: markers enqueued just before and just after its
+ * commands. On an in-order queue the first completes when the op can start
+ * and the second starts when the op is done, so their profiling times say
+ * when the op really ran, not when the host enqueued it. */
+typedef struct {
+    int node;
+    cl_event before, after;
+} fl_cl_op_marks;
+
 typedef struct {
     cl_context context;
     cl_device_id id;
-    cl_command_queue queue; /* in order: each command sees the ones before it */
+    cl_command_queue queue; /* in order, with profiling: each command sees the ones before it */
     cl_program program;     /* the cl/ kernel files joined, all but matmul.cl */
     cl_program gemm_program; /* cl/matmul.cl, for cl/gemm.c */
     fl_cl_gemm *gemm;
@@ -50,6 +59,14 @@ typedef struct {
     } fault_ops[FL_CL_FAULT_SLOTS];
     int nfault_ops;
     size_t group; /* work-group size of our launches */
+    /* Tracing (fl_cl_device_set_tracing): each op's markers until taken, and
+     * one moment seen on both clocks to turn profiling times into host ones. */
+    bool tracing;
+    fl_cl_op_marks *marks;
+    int nmarks, marks_cap;
+    bool synced;             /* since tracing was last turned on or off */
+    cl_ulong sync_device_ns; /* a marker's end on the profiling clock ... */
+    double sync_host_us;     /* ... and on fl_now_us()'s clock */
     pthread_mutex_t lock; /* kernel arguments are per kernel object: one caller at a time */
 } fl_cl_device;
 
@@ -60,6 +77,16 @@ void fl_cl_device_close(fl_cl_device *d);
 /* clFinish, then reports the first fault any kernel recorded since the
  * last wait, naming the op ("label 12 in row 3 is outside [0, 10)"). */
 int fl_cl_device_wait(fl_cl_device *d);
+/* Tracing, for the backend's set_tracing and take_timings (device.h).
+ * Turning it off drops untaken marks. Taking first maps the profiling clock
+ * onto the host's (once per traced run), then waits for the ops it takes.
+ * The caller holds d->lock for fl_cl_mark and fl_cl_keep_timing. */
+int fl_cl_device_set_tracing(fl_cl_device *d, bool on);
+int fl_cl_device_take_timings(fl_cl_device *d, fl_op_timing *out, int max);
+/* Enqueues a marker after everything enqueued so far; its event into *event. */
+int fl_cl_mark(fl_cl_device *d, cl_event *event);
+/* Marks the end of node's commands and keeps both marks (owns before from now). */
+int fl_cl_keep_timing(fl_cl_device *d, int node, cl_event before);
 /* A scratch buffer of at least bytes, valid until the next call. */
 cl_mem fl_cl_scratch(fl_cl_device *d, size_t bytes);
 

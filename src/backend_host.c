@@ -143,4 +143,7 @@ const fl_backend fl_host_backend = {
     .run = host_run,
     .wait = host_wait,
     .why_unavailable = host_why_unavailable,
+    /* Host kernels run inside run(): the session's own clock times them. */
+    .set_tracing = NULL,
+    .take_timings = NULL,
 };

@@ -8,6 +8,15 @@
 
 typedef struct fl_device fl_device;
 
+/* When one op really ran on a device, for the session's timeline. Times are
+ * host CLOCK_MONOTONIC microseconds, fl_now_us()'s clock. */
+typedef struct {
+    int node; /* node id */
+    double start_us, end_us;
+} fl_op_timing;
+
+double fl_now_us(void); /* CLOCK_MONOTONIC, in microseconds (session.c) */
+
 typedef struct fl_backend {
     const char *name; /* "host", "opencl", "cuda" */
     int (*device_count)(void);
@@ -27,6 +36,14 @@ typedef struct fl_backend {
     int (*wait)(void *impl); /* until everything enqueued has finished */
     /* Why device_count() is 0, with a hint: "no OpenCL platform found; ..." */
     const char *(*why_unavailable)(void);
+    /* Optional (NULL: the session times run() on the host, which for an
+     * asynchronous device is only the enqueue). set_tracing(impl, true)
+     * makes the device time each op it runs from now on; 0 when it can, -1
+     * when it cannot. set_tracing(impl, false) stops and drops what was not
+     * taken. take_timings moves up to max timings, in run order, into out
+     * and returns how many (it waits for those ops to finish); -1 on error. */
+    int (*set_tracing)(void *impl, bool on);
+    int (*take_timings)(void *impl, fl_op_timing *out, int max);
 } fl_backend;
 
 struct fl_device {

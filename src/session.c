@@ -66,16 +66,53 @@ double fl_now_us(void)
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-static void record_event(fl_session *s, const fl_node *n, const fl_device *d, double start)
+static void add_event(fl_session *s, int node, const fl_device *d, double start, double end)
 {
-    double end = fl_now_us();
-    if (s->trace_origin_us == 0)
-        s->trace_origin_us = start;
     if (s->nevents == s->events_cap) {
         s->events_cap = s->events_cap ? s->events_cap * 2 : 1024;
         s->events = fl_xrealloc(s->events, (size_t)s->events_cap * sizeof *s->events);
     }
-    s->events[s->nevents++] = (fl_trace_event){n->id, d, start - s->trace_origin_us, end - start};
+    s->events[s->nevents++] = (fl_trace_event){node, d, start - s->trace_origin_us, end - start};
+}
+
+static void record_event(fl_session *s, const fl_node *n, const fl_device *d, double start)
+{
+    add_event(s, n->id, d, start, fl_now_us());
+}
+
+/* Whether d times its own ops in this traced run: an asynchronous device
+ * does, as run() only enqueues there. Asked once per device and run. */
+static bool device_times_ops(fl_session *s, fl_device *d)
+{
+    for (int i = 0; i < s->ntraced; i++)
+        if (s->traced[i].device == d)
+            return s->traced[i].timed;
+    const fl_backend *b = d->backend;
+    if (!b->set_tracing || !b->take_timings || s->ntraced == FL_TRACED_DEVICES)
+        return false; /* the host clock around run() times it */
+    bool timed = b->set_tracing(d->impl, true) == 0;
+    s->traced[s->ntraced++] = (fl_traced_device){d, timed};
+    return timed;
+}
+
+/* After a traced run: the device-timed ops join the timeline with the times
+ * they really ran, and the devices stop timing until the next traced run.
+ * A device that fails to report has failed the run's wait already. */
+static void take_device_timings(fl_session *s)
+{
+    enum { BATCH = 64 };
+    fl_op_timing batch[BATCH];
+    for (int i = 0; i < s->ntraced; i++) {
+        fl_device *d = s->traced[i].device;
+        int got = s->traced[i].timed ? BATCH : 0;
+        while (got == BATCH) { /* a full batch: more may wait */
+            got = d->backend->take_timings(d->impl, batch, BATCH);
+            for (int k = 0; k < got; k++)
+                add_event(s, batch[k].node, d, batch[k].start_us, batch[k].end_us);
+        }
+        d->backend->set_tracing(d->impl, false);
+    }
+    s->ntraced = 0;
 }
 
 int fl_session_fail(fl_session *s, const char *fmt, ...)
@@ -311,11 +348,12 @@ static int run_op(fl_session *s, fl_node *n)
     if (n->op == FL_OP_NO_OP)
         return 0;
     fl_kernel_ctx ctx = {.seed = s->options.seed ? s->options.seed : fl_graph_seed(s->graph)};
+    bool host_timed = s->tracing && !device_times_ops(s, slot->device);
     fl_clear_error();
-    double start = s->tracing ? fl_now_us() : 0;
+    double start = host_timed ? fl_now_us() : 0;
     if (slot->device->backend->run(slot->device->impl, n, in, &slot->value, &ctx) != 0)
         return fl_session_fail(s, "%s: %s", n->name, fl_last_error());
-    if (s->tracing)
+    if (host_timed)
         record_event(s, n, slot->device, start);
     if (n->op == FL_OP_ASSIGN) /* only a full assignment gives a variable its first value */
         s->slots[n->inputs[0]->id].initialized = true;
@@ -398,7 +436,10 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
     mark_needed(s, fetches, nfetches);
     mark_needed(s, targets, ntargets);
     s->run_count++;
-    if (execute(s) != 0)
-        return -1;
-    return fetch_outputs(s, fetches, nfetches, outputs);
+    if (s->tracing && s->trace_origin_us == 0)
+        s->trace_origin_us = fl_now_us(); /* before any op: one origin for every lane */
+    int rc = execute(s) == 0 ? fetch_outputs(s, fetches, nfetches, outputs) : -1;
+    if (s->ntraced > 0)
+        take_device_timings(s);
+    return rc;
 }

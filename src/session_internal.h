@@ -32,6 +32,15 @@ typedef struct {
     double start_us, duration_us; /* since the session's first traced run */
 } fl_trace_event;
 
+/* A device a traced run has used, and whether it times its own ops (an
+ * asynchronous device: the host only sees when an op was enqueued). */
+typedef struct {
+    fl_device *device;
+    bool timed;
+} fl_traced_device;
+
+#define FL_TRACED_DEVICES 32
+
 struct fl_session {
     fl_graph *graph;
     fl_session_options options;
@@ -43,11 +52,11 @@ struct fl_session {
     bool tracing;
     fl_trace_event *events;
     int nevents, events_cap;
-    double trace_origin_us; /* 0 until the first traced op */
+    double trace_origin_us; /* 0 until the first traced run starts */
+    fl_traced_device traced[FL_TRACED_DEVICES]; /* this run's, while tracing */
+    int ntraced;
     int64_t run_count;
 };
-
-double fl_now_us(void); /* a monotonic clock, in microseconds */
 
 int fl_session_fail(fl_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Gives every node of the graph (it may have grown) a slot. */

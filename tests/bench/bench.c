@@ -242,7 +242,7 @@ static void bench_conv(void)
             double flops = 2.0 * 128 * shapes[i].h * shapes[i].h * 25.0 * shapes[i].c * shapes[i].oc;
             row("conv2d", what, "GFLOP/s", flops / gpu / 1e9, flops / cpu / 1e9, "OpenBLAS");
         }
-    note("%s", "conv2d: flowlab on PoCL (implicit GEMM kernels) against /cpu:0's OpenBLAS im2col + sgemm;"
+    note("%s", "conv2d: flowlab on PoCL (im2col + its GEMM) against /cpu:0's OpenBLAS im2col + sgemm;"
                " backprop rows subtract the forward pass the gradient graph also runs");
 }
 
