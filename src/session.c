@@ -72,7 +72,7 @@ static void add_event(fl_session *s, int node, const fl_device *d, double start,
         s->events_cap = s->events_cap ? s->events_cap * 2 : 1024;
         s->events = fl_xrealloc(s->events, (size_t)s->events_cap * sizeof *s->events);
     }
-    s->events[s->nevents++] = (fl_trace_event){node, d, start - s->trace_origin_us, end - start};
+    s->events[s->nevents++] = (fl_trace_event){node, d, start - s->trace_origin_us, end - start, -1};
 }
 
 static void record_event(fl_session *s, const fl_node *n, const fl_device *d, double start)
@@ -261,6 +261,25 @@ static int run_source(fl_session *s, fl_node *n)
     return 0;
 }
 
+/* Moves bytes from src's buffer to dst's, through host memory when neither
+ * side is the host. */
+static int transfer(fl_edge_copy *c, fl_device *src, fl_device *dst, const void *from, size_t bytes)
+{
+    if (src->is_host)
+        return dst->backend->copy_in(dst->impl, c->buffer, from, bytes);
+    if (dst->is_host) {
+        int rc = src->backend->copy_out(src->impl, c->buffer, from, bytes);
+        return rc ? rc : src->backend->wait(src->impl);
+    }
+    if (bytes > c->host_capacity) {
+        c->host = fl_xrealloc(c->host, bytes);
+        c->host_capacity = bytes;
+    }
+    int rc = src->backend->copy_out(src->impl, c->host, from, bytes);
+    rc = rc ? rc : src->backend->wait(src->impl);
+    return rc ? rc : dst->backend->copy_in(dst->impl, c->buffer, c->host, bytes);
+}
+
 /* Copies input i of n from the device it was made on to n's device, through
  * host memory. The source device is waited for first: its queue may still be
  * computing the value. */
@@ -280,20 +299,13 @@ static int copy_across(fl_session *s, fl_node *n, int i, fl_tensor **out)
     }
     c->value = (fl_tensor){from->value.dtype, from->value.shape, c->buffer};
     *out = &c->value;
-    int rc;
-    if (src->is_host) {
-        rc = dst->backend->copy_in(dst->impl, c->buffer, from->value.data, bytes);
-    } else if (dst->is_host) {
-        rc = src->backend->copy_out(src->impl, c->buffer, from->value.data, bytes);
-        rc = rc ? rc : src->backend->wait(src->impl);
-    } else {
-        if (bytes > c->host_capacity) {
-            c->host = fl_xrealloc(c->host, bytes);
-            c->host_capacity = bytes;
-        }
-        rc = src->backend->copy_out(src->impl, c->host, from->value.data, bytes);
-        rc = rc ? rc : src->backend->wait(src->impl);
-        rc = rc ? rc : dst->backend->copy_in(dst->impl, c->buffer, c->host, bytes);
+    /* The source's pending work finishes first, so a traced copy is only the copy. */
+    int rc = src->is_host ? 0 : src->backend->wait(src->impl);
+    double start = fl_now_us();
+    rc = rc ? rc : transfer(c, src, dst, from->value.data, bytes);
+    if (rc == 0 && s->tracing) {
+        add_event(s, n->id, dst, start, fl_now_us());
+        s->events[s->nevents - 1].copy_of = n->inputs[i]->id;
     }
     if (rc != 0)
         return fl_session_fail(s, "%s: copying input %s from %s to %s failed: %s", n->name,

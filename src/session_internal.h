@@ -30,6 +30,7 @@ typedef struct {
     int node;                /* node id */
     const fl_device *device;
     double start_us, duration_us; /* since the session's first traced run */
+    int copy_of; /* a cross-device copy of this node's value into `node`; -1 for an op */
 } fl_trace_event;
 
 /* A device a traced run has used, and whether it times its own ops (an

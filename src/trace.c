@@ -67,7 +67,14 @@ static void put_event(FILE *f, const fl_session *s, const fl_trace_event *e, int
     const fl_node *n = fl_graph_node(s->graph, e->node);
     const char *op = n ? fl_node_op_type(n) : "?";
     fputs(",\n{\"name\":\"", f);
-    put_json_string(f, n ? fl_node_name(n) : "?");
+    if (e->copy_of >= 0) { /* a cross-device copy: named after the value it moves */
+        const fl_node *from = fl_graph_node(s->graph, e->copy_of);
+        op = "Copy";
+        fputs("Copy ", f);
+        put_json_string(f, from ? fl_node_name(from) : "?");
+    } else {
+        put_json_string(f, n ? fl_node_name(n) : "?");
+    }
     fputs("\",\"cat\":\"", f);
     put_json_string(f, op);
     fprintf(f, "\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":\"",

@@ -92,9 +92,18 @@ static lane lane_of(const fl_session *s, int from, const char *device)
 static const fl_trace_event *event_of(const fl_session *s, int from, const fl_node *n)
 {
     for (int i = from; i < s->nevents; i++)
-        if (s->events[i].node == n->id)
+        if (s->events[i].node == n->id && s->events[i].copy_of < 0)
             return &s->events[i];
     return NULL;
+}
+
+/* The copies into n, one per input that came from another device. */
+static int copies_into(const fl_session *s, int from, const fl_node *n)
+{
+    int count = 0;
+    for (int i = from; i < s->nevents; i++)
+        count += s->events[i].node == n->id && s->events[i].copy_of >= 0 && s->events[i].duration_us >= 0;
+    return count;
 }
 
 /* Every op of the run appears once, on its own device, with a duration. */
@@ -111,8 +120,9 @@ static void check_every_op(const fl_session *s, int from, const model *m)
             empty += e && !(e->duration_us > 0);
         }
     }
-    ok(missing == 0 && s->nevents - from == 2 * (CHAIN + 1) + 1,
-       "every op appears once (%d events, %d missing)", s->nevents - from, missing);
+    ok(missing == 0 && s->nevents - from == 2 * (CHAIN + 1) + 1 + 2,
+       "every op appears once, plus two copies (%d events, %d missing)", s->nevents - from, missing);
+    ok(copies_into(s, from, m->total) == 2, "both towers' sums are copied to /cpu:0, each a Copy event");
     ok(misplaced == 0, "each tower's ops are on its own device's lane");
     ok(empty == 0, "every device op has a positive duration");
     const fl_trace_event *add = event_of(s, from, m->total);

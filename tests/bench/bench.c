@@ -300,17 +300,88 @@ static void bench_training(void)
         openblas_gflops, "sgemm1024");
 }
 
+/* Where a step's time goes, from a Chrome trace of steps 2-4 of a run:
+ * the towers' device time, cross-device copies, and the controller's ops. */
+typedef struct {
+    double device_us, copy_us, controller_us, span_us;
+    int ndevices;
+} breakdown;
+
+static bool field(const char *line, const char *key, char *out, size_t len)
+{
+    const char *at = strstr(line, key);
+    if (!at)
+        return false;
+    at += strlen(key);
+    size_t n = strcspn(at, "\",}");
+    if (n >= len)
+        n = len - 1;
+    memcpy(out, at, n);
+    out[n] = '\0';
+    return true;
+}
+
+static breakdown read_breakdown(const char *path)
+{
+    breakdown b = {0};
+    FILE *f = fopen(path, "r");
+    double first = INFINITY, last = 0;
+    char line[1024], cat[64], device[32], ts[32], dur[32], seen[8][32];
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strstr(line, "\"ph\":\"X\"") || !field(line, "\"cat\":\"", cat, sizeof cat) ||
+            !field(line, "\"device\":\"", device, sizeof device) || !field(line, "\"ts\":", ts, sizeof ts) ||
+            !field(line, "\"dur\":", dur, sizeof dur))
+            continue;
+        double start = atof(ts), d = atof(dur);
+        first = fmin(first, start);
+        last = fmax(last, start + d);
+        if (strcmp(cat, "Copy") == 0) {
+            b.copy_us += d;
+        } else if (strcmp(device, "/cpu:0") == 0) {
+            b.controller_us += d;
+        } else {
+            b.device_us += d;
+            bool known = false;
+            for (int i = 0; i < b.ndevices; i++)
+                known = known || strcmp(seen[i], device) == 0;
+            if (!known && b.ndevices < 8)
+                snprintf(seen[b.ndevices++], sizeof seen[0], "%s", device);
+        }
+    }
+    if (f)
+        fclose(f);
+    b.span_us = last > first ? last - first : NAN;
+    return b;
+}
+
 static void bench_scaling(void)
 {
     const char *flags = "--train_steps 8 --log_every 1 --batch_size 256 --seed 1";
     char command[512];
+    /* PoCL 3's pthread devices share one pool of worker threads, and
+     * POCL_MAX_PTHREAD_COUNT sizes that pool: one worker is one core. */
+    snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " LAB02 " --num_gpus 1 %s", flags);
+    double one_core = run_images_per_second(command);
+    snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 1 %s", flags);
+    double one_device_two_cores = run_images_per_second(command);
     snprintf(command, sizeof command,
-             "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " LAB02 " --num_gpus 1 %s", flags);
-    double one = run_images_per_second(command);
-    snprintf(command, sizeof command,
-             "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=1 " LAB02 " --num_gpus 2 %s", flags);
+             "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 2 %s"
+             " --trace build/bench/towers.json", flags);
     double two = run_images_per_second(command);
-    row("scaling", "ch2: 2 towers vs 1 (1 core each)", "img/s", two, one, "1 tower");
+    row("scaling", "ch2: 2 towers (2 cores) vs 1 device (1 core)", "img/s", two, one_core, "1 tower");
+    row("scaling", "ch2: 2 towers vs 1 device, both on 2 cores", "img/s", two, one_device_two_cores, "1 device");
+    breakdown b = read_breakdown("build/bench/towers.json");
+    if (isnan(b.span_us) || b.ndevices == 0) {
+        note("%s", "no trace of the towers: breakdown skipped");
+        return;
+    }
+    printf("  ch2 step breakdown (2 towers, steps 2-4 traced, per step): wall %.1f ms; each tower's device busy "
+           "%.1f ms (%.0f%%); copies %.1f ms (%.0f%%); controller ops (averaging, Adam) %.1f ms (%.0f%%)\n",
+           b.span_us / 3e3, b.device_us / b.ndevices / 3e3, 100 * b.device_us / b.ndevices / b.span_us,
+           b.copy_us / 3e3, 100 * b.copy_us / b.span_us, b.controller_us / 3e3, 100 * b.controller_us / b.span_us);
+    fprintf(csv, "breakdown,ch2 step wall,ms,%.3f,,,\nbreakdown,ch2 tower device busy,ms,%.3f,,,\n"
+                 "breakdown,ch2 copies,ms,%.3f,,,\nbreakdown,ch2 controller ops,ms,%.3f,,,\n",
+            b.span_us / 3e3, b.device_us / b.ndevices / 3e3, b.copy_us / 3e3, b.controller_us / 3e3);
 }
 
 int main(int argc, char **argv)

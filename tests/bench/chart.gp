@@ -3,7 +3,7 @@
 set datafile separator ","
 set terminal svg size 900,520 font "sans,11"
 set output out
-set title "flowlab / baseline, measured side by side by make bench (> 1: flowlab faster, except conv2d ms rows)"
+set title "flowlab / baseline, measured side by side by make bench (> 1: flowlab faster)"
 set style data histograms
 set style fill solid 0.8 border -1
 set boxwidth 0.8
@@ -12,4 +12,4 @@ set ylabel "ratio"
 set grid ytics
 set key off
 set yrange [0:*]
-plot csv using 7:xtic(sprintf("%s vs %s", stringcolumn(2), stringcolumn(5))) every ::1 linecolor rgb "#4a7ab5"
+plot csv using (stringcolumn(1) eq "breakdown" ? NaN : $7):xtic(stringcolumn(1) eq "breakdown" ? "" : sprintf("%s vs %s", stringcolumn(2), stringcolumn(5))) every ::1 linecolor rgb "#4a7ab5"
