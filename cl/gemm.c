@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <math.h>
 
 /* Tile size: must match matmul.cl. */
@@ -154,8 +155,8 @@ static int pack_cols(fl_cl_gemm *g, cl_command_queue q, int K, int N,
                      cl_uint nw, const cl_event *w, cl_event *ev)
 {
     cl_kernel k = g->pack_cols;
-    ARG(k, 0, K); ARG(k, 1, N); ARG(k, 2, src); ARG(k, 3, off);
     int kp = PACK_KB;
+    ARG(k, 0, K); ARG(k, 1, N); ARG(k, 2, src); ARG(k, 3, off);
     ARG(k, 4, ld); ARG(k, 5, dst); ARG(k, 6, kp);
     return launch(g, q, k, "fl_pack_cols16", ((size_t)N + NR - 1) / NR,
                   ((size_t)K + PACK_KB - 1) / PACK_KB, nw, w, ev);
@@ -187,6 +188,8 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
     if (done) *done = NULL;
     if (!q || M < 0 || N < 0 || K < 0 || (nwait && !wait))
         return fail(g->err, "fl_cl_gemm_enqueue: bad arguments (M=%d N=%d K=%d)", M, N, K);
+    if (M > INT_MAX / 16 || N > INT_MAX / 16 || K > INT_MAX / 16)  /* int math */
+        return fail(g->err, "fl_cl_gemm_enqueue: too large (M=%d N=%d K=%d)", M, N, K);
     if (M == 0 || N == 0) {                   /* nothing to compute */
         cl_int e = clEnqueueMarkerWithWaitList(q, nwait, wait, done);
         return e == CL_SUCCESS ? 0 : fail(g->err, "clEnqueueMarkerWithWaitList failed: %d", (int)e);

@@ -205,7 +205,7 @@ void fl_gemm(int M, int N, int K,
     int rows = min(MR, M - i0), cols = min(NR, N - j0);
     if (rows == MR && cols == NR && c_cs == 1) {
 #define STORE_ROW(r)                                                          \
-        {   __global float *cr = C + r * c_rs;                                \
+        {   __global float *cr = C + (size_t)r * c_rs;                        \
             if (beta != 0.0f) {                                               \
                 c##r##0 = fma((float8)beta, vload8(0, cr), c##r##0);          \
                 c##r##1 = fma((float8)beta, vload8(1, cr), c##r##1);          \
