@@ -92,9 +92,10 @@ $(BENCH): tests/bench/bench.c $(LIB)
 
 bench: deps
 	$(MAKE) labs $(BENCH)
-	./$(BENCH) $(BUILD)/bench/results.csv | tee $(BUILD)/bench/results.txt
+	OPENBLAS_THREAD_TIMEOUT=4 ./$(BENCH) $(BUILD)/bench/results.csv | tee $(BUILD)/bench/results.txt
 	gnuplot -e "csv='$(BUILD)/bench/results.csv'; out='book/figures/bench.svg'" tests/bench/chart.gp
-	@echo "table: $(BUILD)/bench/results.txt, chart: book/figures/bench.svg"
+	gnuplot -e "points='$(BUILD)/bench/roofline.csv'; $$(sed -n 's/^# peak \([0-9.]*\) bandwidth \([0-9.]*\)/peak=\1; bw=\2/p' $(BUILD)/bench/roofline.csv); out='book/figures/roofline.svg'" tests/bench/roofline.gp
+	@echo "table: $(BUILD)/bench/results.txt, charts: book/figures/bench.svg, book/figures/roofline.svg"
 
 clean:
 	rm -rf build build-sanitize

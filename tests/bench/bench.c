@@ -23,6 +23,7 @@
 #define STEP_FLOPS_PER_IMAGE (3.0 * 27.77e6)
 
 static FILE *csv;
+static FILE *roofline; /* points for the roofline chart: name, FLOP/byte, GFLOP/s */
 static double openblas_gflops = 0; /* sgemm 1024^3: the machine's GEMM rate */
 
 static double now(void)
@@ -59,6 +60,27 @@ static void note(const char *fmt, const char *arg)
     printf("  note: ");
     printf(fmt, arg);
     printf("\n");
+}
+
+/* ---- the machine: memory bandwidth, for the roofline ---- */
+
+static double memory_bandwidth_gbs(void)
+{
+    size_t n = (size_t)256 << 20;
+    char *a = malloc(n), *b = malloc(n);
+    memset(a, 1, n);
+    memset(b, 2, n);
+    double best = INFINITY;
+    for (int r = 0; r < 10; r++) {
+        double t0 = now();
+        memcpy(b, a, n);
+        best = fmin(best, now() - t0);
+    }
+    volatile char keep = b[n / 2]; /* the copy must happen */
+    (void)keep;
+    free(a);
+    free(b);
+    return 2.0 * n / best / 1e9; /* bytes read plus bytes written */
 }
 
 /* ---- GEMM ---- */
@@ -180,6 +202,9 @@ static void bench_gemm(void)
         double ours = gflops(s, time_flowlab_matmul(s)), blas = gflops(s, time_openblas(s));
         if (i == 0)
             openblas_gflops = blas;
+        /* arithmetic intensity if each matrix crosses memory once */
+        double bytes = 4.0 * ((double)s->m * s->k + (double)s->k * s->n + (double)s->m * s->n);
+        fprintf(roofline, "\"%s\",%.3f,%.3f\n", s->name, 2.0 * s->m * s->n * s->k / bytes, ours);
         row("sgemm", s->name, "GFLOP/s", ours, blas, "OpenBLAS");
         if (have_cl)
             row("sgemm", s->name, "GFLOP/s", ours, gflops(s, time_clblast(&cl, s)), "CLBlast");
@@ -241,6 +266,10 @@ static void bench_conv(void)
             /* every pass does the forward's multiply-adds: 2 N H W (5 5 C) Cout */
             double flops = 2.0 * 128 * shapes[i].h * shapes[i].h * 25.0 * shapes[i].c * shapes[i].oc;
             row("conv2d", what, "GFLOP/s", flops / gpu / 1e9, flops / cpu / 1e9, "OpenBLAS");
+            /* intensity if image, filter and output each cross memory once */
+            double bytes = 4.0 * (128.0 * shapes[i].h * shapes[i].h * (shapes[i].c + shapes[i].oc) +
+                                  25.0 * shapes[i].c * shapes[i].oc);
+            fprintf(roofline, "\"%s\",%.3f,%.3f\n", what, flops / bytes, flops / gpu / 1e9);
         }
     note("%s", "conv2d: flowlab on PoCL (im2col + its GEMM) against /cpu:0's OpenBLAS im2col + sgemm;"
                " backprop rows subtract the forward pass the gradient graph also runs");
@@ -399,6 +428,11 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(csv, "group,what,unit,flowlab,baseline,baseline_value,ratio\n");
+    roofline = fopen("build/bench/roofline.csv", "w");
+    if (!roofline) {
+        fprintf(stderr, "bench: cannot write build/bench/roofline.csv\n");
+        return 1;
+    }
     fl_device_info devices[8];
     int n = fl_list_devices(devices, 8);
     if (n < 2) {
@@ -408,10 +442,18 @@ int main(int argc, char **argv)
     printf("flowlab bench on %s (%d cores); /gpu:0 is %s\n", devices[0].description, devices[0].compute_units,
            devices[1].description);
     printf("%-9s %-44s %9s %-8s %9s %-10s %7s\n", "group", "measurement", "flowlab", "unit", "baseline", "", "ratio");
+    double bandwidth = memory_bandwidth_gbs();
+    printf("memory bandwidth (memcpy, read + write): %.1f GB/s\n", bandwidth);
     bench_gemm();
+    printf("roofline: GEMM peak %.1f GFLOP/s (OpenBLAS sgemm 1024^3), %.1f GB/s: ridge at %.1f FLOP/byte\n",
+           openblas_gflops, bandwidth, openblas_gflops / bandwidth);
+    fprintf(csv, "machine,memory bandwidth,GB/s,%.3f,,,\nmachine,GEMM peak,GFLOP/s,%.3f,,,\n", bandwidth,
+            openblas_gflops);
     bench_conv();
     bench_training();
     bench_scaling();
+    fprintf(roofline, "# peak %.3f bandwidth %.3f\n", openblas_gflops, bandwidth);
+    fclose(roofline);
     fclose(csv);
     printf("rows written to %s\n", csv_path);
     return 0;

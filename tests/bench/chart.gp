@@ -1,8 +1,10 @@
 # chart.gp: draws `make bench`'s ratios as bars (flowlab / baseline).
 # gnuplot -e "csv='build/bench/results.csv'; out='book/figures/bench.svg'" tests/bench/chart.gp
 set datafile separator ","
-set terminal svg size 900,520 font "sans,11"
+set termoption noenhanced
+set terminal svg size 900,520 font "sans,11" background rgb "white"
 set output out
+set termoption noenhanced
 set title "flowlab / baseline, measured side by side by make bench (> 1: flowlab faster)"
 set style data histograms
 set style fill solid 0.8 border -1
