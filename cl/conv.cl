@@ -1,7 +1,16 @@
 /* conv.cl: convolution as implicit GEMM, and max pooling, over NHWC floats.
  * im2col lays each output pixel's window out as one row, so Conv2D and both
  * backprops become matrix multiplies (cl/gemm.h); col2im folds rows back.
- * MaxPool's first-maximum rule matches the host's exactly. */
+ * MaxPool's first-maximum rule matches the host's exactly.
+ *
+ * Written for PoCL's CPU device, where a work-group is a loop over its
+ * work-items run by one worker thread. PoCL can vectorize that loop only
+ * when the kernel body has no loop of its own, so these kernels, which must
+ * loop over a window, get their SIMD from OpenCL vector types instead: each
+ * work-item moves whole runs of channels with vload4/vstore4 (which need
+ * only float alignment), never one float at a time. And each work-item does
+ * enough work (a few hundred bytes) that the per-work-item cost, an index
+ * decomposition with divisions, is small beside it. */
 
 /* Everything a window loop needs; the same struct as cl/launch_conv.c's. */
 typedef struct {
@@ -12,20 +21,58 @@ typedef struct {
     int pad_top, pad_left;
 } geom;
 
-/* col[p, k] with p = (b, oy, ox) an output pixel and k = (ky, kx, ci) a tap:
- * the filter's row order, so y[P, Cout] = col[P, K] x filter[K, Cout]. */
-__kernel void im2col(__global const float *x, geom g, __global float *col)
+/* n floats from src to dst, four at a time. */
+void copy_floats(__global const float *restrict src, __global float *restrict dst, int n)
 {
-    int k = get_global_id(0), p = get_global_id(1);
-    int taps = g.kh * g.kw * g.c;
-    if (k >= taps || p >= g.batch * g.oh * g.ow)
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        vstore4(vload4(0, src + i), 0, dst + i);
+    for (; i < n; i++)
+        dst[i] = src[i];
+}
+
+void zero_floats(__global float *dst, int n)
+{
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        vstore4((float4)(0.0f), 0, dst + i);
+    for (; i < n; i++)
+        dst[i] = 0.0f;
+}
+
+/* col[p, k] with p = (b, oy, ox) an output pixel and k = (ky, kx, ci) a tap:
+ * the filter's row order, so y[P, Cout] = col[P, K] x filter[K, Cout].
+ * Rows p cover the images [b0, b0 + images): the launcher fills col a few
+ * images at a time so that it stays in cache for the GEMM that reads it.
+ *
+ * One work-item fills one window row (p, ky): its KW*C floats are KW
+ * neighbouring pixels with all their channels, contiguous in x (NHWC) and
+ * in col alike, so the work is one copy with zeros on either side where
+ * the window hangs over the image's edge. */
+__kernel void im2col(__global const float *restrict x, geom g, int b0, int images,
+                     __global float *restrict col)
+{
+    int i = get_global_id(0);
+    if (i >= images * g.oh * g.ow * g.kh)
         return;
-    int ci = k % g.c, kx = (k / g.c) % g.kw, ky = k / (g.c * g.kw);
-    int ox = p % g.ow, oy = (p / g.ow) % g.oh, b = p / (g.ow * g.oh);
-    int iy = oy * g.sh - g.pad_top + ky, ix = ox * g.sw - g.pad_left + kx;
-    bool inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
-    size_t at = (((size_t)b * g.h + iy) * g.w + ix) * g.c + ci;
-    col[(size_t)p * taps + k] = inside ? x[at] : 0.0f;
+    int ky = i % g.kh, p = i / g.kh;
+    int ox = p % g.ow, oy = (p / g.ow) % g.oh, b = b0 + p / (g.ow * g.oh);
+    int iy = oy * g.sh - g.pad_top + ky, ix0 = ox * g.sw - g.pad_left;
+    int row = g.kw * g.c;
+    __global float *dst = col + (size_t)i * row; /* i = p * kh + ky: rows in order */
+    if (iy < 0 || iy >= g.h) {
+        zero_floats(dst, row);
+        return;
+    }
+    int kx_lo = max(0, -ix0), kx_hi = min(g.kw, g.w - ix0); /* taps inside the image */
+    if (kx_hi <= kx_lo) {
+        zero_floats(dst, row);
+        return;
+    }
+    zero_floats(dst, kx_lo * g.c);
+    size_t at = (((size_t)b * g.h + iy) * g.w + ix0 + kx_lo) * g.c;
+    copy_floats(x + at, dst + kx_lo * g.c, (kx_hi - kx_lo) * g.c);
+    zero_floats(dst + kx_hi * g.c, (g.kw - kx_hi) * g.c);
 }
 
 /* First and last output index along one axis whose window covers input i. */
@@ -41,74 +88,115 @@ int last_window(int i, int pad, int stride, int out)
     return hi < out - 1 ? hi : out - 1;
 }
 
-/* dx[b, iy, ix, ci] sums the col rows of every window tap that read it. */
-__kernel void col2im(__global const float *col, geom g, __global float *dx)
+/* Up to four floats from p, zeros past n: the channel tail when C is not a
+ * multiple of 4. */
+float4 load_upto4(__global const float *p, int n)
 {
-    int i = get_global_id(0);
-    if (i >= g.batch * g.h * g.w * g.c)
+    if (n >= 4)
+        return vload4(0, p);
+    return (float4)(p[0], n > 1 ? p[1] : 0.0f, n > 2 ? p[2] : 0.0f, 0.0f);
+}
+
+void store_upto4(float4 v, __global float *p, int n)
+{
+    if (n >= 4) {
+        vstore4(v, 0, p);
         return;
-    int ci = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h;
-    int b = i / (g.c * g.w * g.h);
-    int taps = g.kh * g.kw * g.c;
-    float sum = 0.0f;
+    }
+    p[0] = v.s0;
+    if (n > 1)
+        p[1] = v.s1;
+    if (n > 2)
+        p[2] = v.s2;
+}
+
+/* Channel groups of four: the unit of work of the gathers below. */
+int channel_groups(int c) { return (c + 3) / 4; }
+
+/* dx[b, iy, ix, ci..ci+3] sums the col entries of every window tap that
+ * read it: a gather, so each output is written once and no atomics are
+ * needed. col holds the rows of images [b0, b0 + images) only. */
+__kernel void col2im(__global const float *restrict col, geom g, int b0, int images,
+                     __global float *restrict dx)
+{
+    int groups = channel_groups(g.c), i = get_global_id(0);
+    if (i >= images * g.h * g.w * groups)
+        return;
+    int c0 = i % groups * 4, pix = i / groups;
+    int ix = pix % g.w, iy = pix / g.w % g.h, b = pix / (g.w * g.h); /* b: in the chunk */
+    int taps = g.kh * g.kw * g.c, n = g.c - c0;
+    float4 sum = 0.0f;
     for (int oy = first_window(iy, g.pad_top, g.kh, g.sh);
          oy <= last_window(iy, g.pad_top, g.sh, g.oh); oy++)
         for (int ox = first_window(ix, g.pad_left, g.kw, g.sw);
              ox <= last_window(ix, g.pad_left, g.sw, g.ow); ox++) {
             int ky = iy + g.pad_top - oy * g.sh, kx = ix + g.pad_left - ox * g.sw;
             size_t p = ((size_t)b * g.oh + oy) * g.ow + ox;
-            sum += col[p * taps + (ky * g.kw + kx) * g.c + ci];
+            sum += load_upto4(col + p * taps + (ky * g.kw + kx) * g.c + c0, n);
         }
-    dx[i] = sum;
+    store_upto4(sum, dx + ((size_t)(b0 + b) * g.h * g.w + (size_t)iy * g.w + ix) * g.c + c0, n);
 }
 
-/* The offset in x of window (b, oy, ox)'s maximum in channel c, scanning
- * taps in row-major order with a strict '>': -1 if the window is all padding. */
-long window_argmax(__global const float *x, geom g, int b, int oy, int ox, int c)
+/* Window (b, oy, ox)'s maximum for four channels at once, and in *tap the
+ * index ky * kw + kx where each lane found it: row-major scan, strict '>',
+ * so the first maximum wins, as on the host. tap -1: all padding. */
+float4 window_max4(__global const float *x, geom g, int b, int oy, int ox, int c0, int4 *tap)
 {
-    long best_at = -1;
-    float best = 0.0f;
-    for (int ky = 0; ky < g.kh; ky++)
+    float4 best = 0.0f;
+    int4 best_tap = -1;
+    int n = g.c - c0;
+    for (int ky = 0; ky < g.kh; ky++) {
+        int iy = oy * g.sh - g.pad_top + ky;
+        if (iy < 0 || iy >= g.h)
+            continue;
         for (int kx = 0; kx < g.kw; kx++) {
-            int iy = oy * g.sh - g.pad_top + ky, ix = ox * g.sw - g.pad_left + kx;
-            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w)
+            int ix = ox * g.sw - g.pad_left + kx;
+            if (ix < 0 || ix >= g.w)
                 continue;
-            long at = (((long)b * g.h + iy) * g.w + ix) * g.c + c;
-            if (best_at < 0 || x[at] > best) {
-                best = x[at];
-                best_at = at;
-            }
+            float4 v = load_upto4(x + (((size_t)b * g.h + iy) * g.w + ix) * g.c + c0, n);
+            int4 take = (best_tap < 0) | (v > best); /* lanes: -1 (true) or 0 */
+            best = select(best, v, take);
+            best_tap = select(best_tap, (int4)(ky * g.kw + kx), take);
         }
-    return best_at;
+    }
+    *tap = best_tap;
+    return best;
 }
 
-__kernel void max_pool(__global const float *x, geom g, __global float *y)
+/* One work-item per output pixel and channel group. */
+__kernel void max_pool(__global const float *restrict x, geom g, __global float *restrict y)
 {
-    int i = get_global_id(0);
-    if (i >= g.batch * g.oh * g.ow * g.c)
+    int groups = channel_groups(g.c), i = get_global_id(0);
+    if (i >= g.batch * g.oh * g.ow * groups)
         return;
-    int c = i % g.c, ox = (i / g.c) % g.ow, oy = (i / (g.c * g.ow)) % g.oh;
-    int b = i / (g.c * g.ow * g.oh);
-    long at = window_argmax(x, g, b, oy, ox, c);
-    y[i] = at >= 0 ? x[at] : -INFINITY;
+    int c0 = i % groups * 4, pix = i / groups;
+    int ox = pix % g.ow, oy = pix / g.ow % g.oh, b = pix / (g.ow * g.oh);
+    int4 tap;
+    float4 best = window_max4(x, g, b, oy, ox, c0, &tap);
+    best = select(best, (float4)(-INFINITY), tap < 0);
+    store_upto4(best, y + (size_t)pix * g.c + c0, g.c - c0);
 }
 
 /* A gather: each input element sums dy over the windows whose maximum it
  * is, in the host's (oy, ox) order, so no atomics are needed. */
-__kernel void max_pool_grad(__global const float *dy, __global const float *x, geom g,
-                            __global float *dx)
+__kernel void max_pool_grad(__global const float *restrict dy, __global const float *restrict x,
+                            geom g, __global float *restrict dx)
 {
-    int i = get_global_id(0);
-    if (i >= g.batch * g.h * g.w * g.c)
+    int groups = channel_groups(g.c), i = get_global_id(0);
+    if (i >= g.batch * g.h * g.w * groups)
         return;
-    int c = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h;
-    int b = i / (g.c * g.w * g.h);
-    float sum = 0.0f;
+    int c0 = i % groups * 4, pix = i / groups, n = g.c - c0;
+    int ix = pix % g.w, iy = pix / g.w % g.h, b = pix / (g.w * g.h);
+    float4 sum = 0.0f;
     for (int oy = first_window(iy, g.pad_top, g.kh, g.sh);
          oy <= last_window(iy, g.pad_top, g.sh, g.oh); oy++)
         for (int ox = first_window(ix, g.pad_left, g.kw, g.sw);
-             ox <= last_window(ix, g.pad_left, g.sw, g.ow); ox++)
-            if (window_argmax(x, g, b, oy, ox, c) == i)
-                sum += dy[(((size_t)b * g.oh + oy) * g.ow + ox) * g.c + c];
-    dx[i] = sum;
+             ox <= last_window(ix, g.pad_left, g.sw, g.ow); ox++) {
+            int4 tap;
+            window_max4(x, g, b, oy, ox, c0, &tap);
+            int mine = (iy + g.pad_top - oy * g.sh) * g.kw + (ix + g.pad_left - ox * g.sw);
+            float4 d = load_upto4(dy + (((size_t)b * g.oh + oy) * g.ow + ox) * g.c + c0, n);
+            sum += select((float4)(0.0f), d, tap == mine);
+        }
+    store_upto4(sum, dx + (size_t)pix * g.c + c0, n);
 }

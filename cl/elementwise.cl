@@ -1,17 +1,25 @@
 /* elementwise.cl: arithmetic one element at a time. Binary ops broadcast by
  * suffix: element i of the larger operand meets element i % size of the
- * smaller. Also Neg, AddN's running sum, SumToShape and DivGradB.
+ * smaller (binary_float does it without the %). Also Neg, AddN's running
+ * sum, SumToShape and DivGradB.
  * Integer ops wrap like the host's (through uint) instead of overflowing. */
 
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
 
+/* A 2-D range: work-item (j, r) computes output element i = r * inner + j,
+ * where inner is the smaller operand's size (both sizes when they are
+ * equal). The smaller operand's element is then j, and the larger's is i,
+ * with no i % size: integer division has no vector instruction, and in
+ * these kernels, which PoCL runs eight work-items to a vector, it would
+ * make each lane divide on its own. */
 __kernel void binary_float(int op, __global const float *a, int na, __global const float *b,
-                           int nb, __global float *out, int n)
+                           int nb, __global float *out, int inner, int rows)
 {
-    int i = get_global_id(0);
-    if (i >= n)
+    int j = get_global_id(0), r = get_global_id(1);
+    if (j >= inner || r >= rows)
         return;
-    float x = a[i % na], y = b[i % nb];
+    int i = r * inner + j;
+    float x = a[na == inner ? j : i], y = b[nb == inner ? j : i];
     switch (op) {
     case OP_ADD: out[i] = x + y; break;
     case OP_SUB: out[i] = x - y; break;
@@ -71,16 +79,23 @@ __kernel void accumulate_int(__global int *out, __global const int *x, int n)
         out[i] = (int)((uint)out[i] + (uint)x[i]);
 }
 
-/* out[j] = sum of x[i] over i % size == j, in increasing i as on the host. */
-__kernel void sum_to_shape(__global const float *x, int count, __global float *out, int size)
+/* SumToShape sees x as rows of `size` elements and sums the rows: out[j] =
+ * sum of x[r, j]. Summing each column down all the rows in one work-item
+ * would give the whole job to `size` work-items (32 for a conv bias: one
+ * work-group, one core), so the launcher runs this kernel twice: first
+ * work-item (j, s) sums rows [s * per_item, (s + 1) * per_item) of column
+ * j into partial row s, then the same kernel sums the partial rows. */
+__kernel void sum_to_shape(__global const float *x, int rows, int size, int per_item,
+                           __global float *out)
 {
-    int j = get_global_id(0);
-    if (j >= size)
+    int j = get_global_id(0), s = get_global_id(1);
+    int r = s * per_item, end = min(rows, r + per_item);
+    if (j >= size || r >= rows)
         return;
     float sum = 0.0f;
-    for (int i = j; i < count; i += size)
-        sum += x[i];
-    out[j] = sum;
+    for (; r < end; r++)
+        sum += x[(size_t)r * size + j];
+    out[(size_t)s * size + j] = sum;
 }
 
 /* d(a / b)/db times dy: -dy * a / b^2, shaped like dy. */

@@ -4,7 +4,8 @@
  *     Conv2D:           y[P, Cout]  = col[P, K]   x filter[K, Cout]
  *     backprop filter:  df[K, Cout] = col[P, K]^T x dy[P, Cout]
  *     backprop input:   dcol[P, K]  = dy[P, Cout] x filter[K, Cout]^T, then col2im
- * and MaxPool with its gradient (conv.cl). */
+ * a chunk of images at a time (see CHUNK_BYTES), and MaxPool with its
+ * gradient (conv.cl). */
 #include <limits.h>
 
 #include "launch.h"
@@ -35,15 +36,23 @@ static geom conv_geom(const fl_node *n, fl_shape image, fl_shape filter)
     return make_geom(n, image, filter.dims[0], filter.dims[1], filter.dims[3]);
 }
 
-static int gemm(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
-                const void *b, void *c)
+/* C = op(A) op(B) (+ C when accumulate), the matrices starting at the given
+ * offsets, counted in floats, inside their buffers. */
+static int gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
+                   size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate)
 {
-    if (fl_cl_gemm_enqueue(d->gemm, d->queue, ta, tb, m, n, k, (cl_mem)a, 0, (cl_mem)b, 0, (cl_mem)c,
-                           0, 0.0f, 0, NULL, NULL) != 0) {
+    if (fl_cl_gemm_enqueue(d->gemm, d->queue, ta, tb, m, n, k, (cl_mem)a, a_at, (cl_mem)b, b_at,
+                           (cl_mem)c, c_at, accumulate ? 1.0f : 0.0f, 0, NULL, NULL) != 0) {
         fl_set_error("GEMM (cl/gemm.c): %s", fl_cl_gemm_error(d->gemm));
         return -1;
     }
     return 0;
+}
+
+static int gemm(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
+                const void *b, void *c)
+{
+    return gemm_at(d, ta, tb, m, n, k, a, 0, b, 0, c, 0, false);
 }
 
 /* C[M,N] = op(A) op(B). */
@@ -58,44 +67,91 @@ FL_CL_OP(fl_cl_matmul)
     return gemm(d, ta, tb, m, cols, k, in[0]->data, in[1]->data, out->data);
 }
 
-/* Output pixels and taps: the col matrix's rows and columns. */
-static int col_shape(const geom *g, int *pixels, int *taps)
+/* The col matrix is big (conv_2 of the chapter 1 model: 25088 x 800 floats,
+ * 80 MB), and written by im2col only to be read once by the GEMM. So the
+ * convolutions work a few images at a time: each chunk's col rows, about
+ * CHUNK_BYTES, are still in the L3 cache (32 MiB, shared, on the machine
+ * this was tuned on) when the GEMM reads them, instead of making a round
+ * trip through memory. Much smaller chunks make GEMMs too small to run at
+ * full speed. */
+#define CHUNK_BYTES (12u << 20)
+
+/* How a convolution's batch is cut: `images` per chunk, at most; `pixels`
+ * output pixels per image and `taps` columns of col (K = KH*KW*Cin). */
+typedef struct {
+    int images, pixels, taps;
+} chunking;
+
+static int plan_chunks(const geom *g, chunking *ch)
 {
-    int64_t p = (int64_t)g->batch * g->oh * g->ow, k = (int64_t)g->kh * g->kw * g->c;
-    if (p * k > INT_MAX) {
-        fl_set_error("a convolution's im2col matrix of %lld x %lld is too large; use a smaller "
-                     "batch", (long long)p, (long long)k);
+    int64_t pixels = (int64_t)g->oh * g->ow, taps = (int64_t)g->kh * g->kw * g->c;
+    int64_t row_bytes = pixels * taps * (int64_t)sizeof(float); /* one image's col rows */
+    int64_t images = row_bytes ? (int64_t)CHUNK_BYTES / row_bytes : g->batch;
+    images = images < 1 ? 1 : images > g->batch ? g->batch : images;
+    if (images * pixels * taps > INT_MAX || pixels * g->batch > INT_MAX) {
+        fl_set_error("a convolution's im2col matrix of %lld x %lld is too large",
+                     (long long)(images * pixels), (long long)taps);
         return -1;
     }
-    *pixels = (int)p;
-    *taps = (int)k;
+    if (images > 0) { /* even chunks: 128 images in 3 chunks of 43, not 56 + 56 + 16 */
+        int64_t chunks = (g->batch + images - 1) / images;
+        images = (g->batch + chunks - 1) / chunks;
+    }
+    *ch = (chunking){.images = (int)images, .pixels = (int)pixels, .taps = (int)taps};
     return 0;
 }
 
-/* col = im2col(x), in the device's scratch buffer. */
-static cl_mem im2col(fl_cl_device *d, const geom *g, const void *x, int pixels, int taps)
+/* The scratch buffer for one chunk's col matrix. */
+static cl_mem chunk_scratch(fl_cl_device *d, const chunking *ch)
 {
-    cl_mem col = fl_cl_scratch(d, (size_t)pixels * (size_t)taps * sizeof(float));
-    if (!col)
-        return NULL;
+    return fl_cl_scratch(d, (size_t)ch->images * ch->pixels * ch->taps * sizeof(float));
+}
+
+/* col = the im2col rows of images [b0, b0 + images). */
+static int im2col(fl_cl_device *d, const geom *g, const void *x, int b0, int images, cl_mem col)
+{
     fl_cl_call c = fl_cl_begin(d, K_IM2COL);
     fl_cl_mem(&c, x);
     fl_cl_value(&c, sizeof *g, g);
+    fl_cl_int(&c, b0);
+    fl_cl_int(&c, images);
     fl_cl_mem(&c, col);
-    return fl_cl_run_2d(&c, (size_t)taps, (size_t)pixels) == 0 ? col : NULL;
+    return fl_cl_run(&c, (size_t)images * g->oh * g->ow * g->kh);
 }
 
 FL_CL_OP(fl_cl_conv2d)
 {
     (void)ctx;
     geom g = conv_geom(n, in[0]->shape, in[1]->shape);
-    int pixels, taps;
-    if (col_shape(&g, &pixels, &taps) != 0)
+    chunking ch;
+    if (plan_chunks(&g, &ch) != 0)
         return -1;
-    if (pixels == 0 || g.oc == 0)
+    if (ch.pixels == 0 || g.oc == 0 || g.batch == 0)
         return 0;
-    cl_mem col = im2col(d, &g, in[0]->data, pixels, taps);
-    return col ? gemm(d, false, false, pixels, g.oc, taps, col, in[1]->data, out->data) : -1;
+    cl_mem col = chunk_scratch(d, &ch);
+    if (!col)
+        return -1;
+    for (int b0 = 0; b0 < g.batch; b0 += ch.images) {
+        int images = g.batch - b0 < ch.images ? g.batch - b0 : ch.images, rows = images * ch.pixels;
+        /* y[rows of this chunk] = col x filter */
+        if (im2col(d, &g, in[0]->data, b0, images, col) != 0 ||
+            gemm_at(d, false, false, rows, g.oc, ch.taps, col, 0, in[1]->data, 0, out->data,
+                    (size_t)b0 * ch.pixels * g.oc, false) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* dx for images [b0, b0 + images) from their dcol rows. */
+static int col2im(fl_cl_device *d, const geom *g, cl_mem dcol, int b0, int images, void *dx)
+{
+    fl_cl_call c = fl_cl_begin(d, K_COL2IM);
+    fl_cl_mem(&c, dcol);
+    fl_cl_value(&c, sizeof *g, g);
+    fl_cl_int(&c, b0);
+    fl_cl_int(&c, images);
+    fl_cl_mem(&c, dx);
+    return fl_cl_run(&c, (size_t)images * g->h * g->w * ((g->c + 3) / 4));
 }
 
 /* Conv2DBackpropInput(dy, filter, input) */
@@ -103,38 +159,58 @@ FL_CL_OP(fl_cl_conv2d_backprop_input)
 {
     (void)ctx;
     geom g = conv_geom(n, in[2]->shape, in[1]->shape);
-    int pixels, taps, count = fl_cl_count(out);
-    if (count < 0 || col_shape(&g, &pixels, &taps) != 0)
+    chunking ch;
+    if (fl_cl_count(out) < 0 || plan_chunks(&g, &ch) != 0)
         return -1;
-    if (pixels == 0)
+    if (ch.pixels == 0 || g.batch == 0)
         return fl_cl_fill_bytes(d, out->data, 0, fl_tensor_bytes(out));
-    cl_mem dcol = fl_cl_scratch(d, (size_t)pixels * (size_t)taps * sizeof(float));
-    if (!dcol || gemm(d, false, true, pixels, taps, g.oc, in[0]->data, in[1]->data, dcol) != 0)
+    cl_mem dcol = chunk_scratch(d, &ch);
+    if (!dcol)
         return -1;
-    fl_cl_call c = fl_cl_begin(d, K_COL2IM);
-    fl_cl_mem(&c, dcol);
-    fl_cl_value(&c, sizeof g, &g);
-    fl_cl_mem(&c, out->data);
-    return fl_cl_run(&c, (size_t)count);
+    for (int b0 = 0; b0 < g.batch; b0 += ch.images) {
+        int images = g.batch - b0 < ch.images ? g.batch - b0 : ch.images, rows = images * ch.pixels;
+        /* dcol = dy[rows of this chunk] x filter^T, folded back into dx */
+        if (gemm_at(d, false, true, rows, ch.taps, g.oc, in[0]->data, (size_t)b0 * ch.pixels * g.oc,
+                    in[1]->data, 0, dcol, 0, false) != 0 ||
+            col2im(d, &g, dcol, b0, images, out->data) != 0)
+            return -1;
+    }
+    return 0;
 }
 
-/* Conv2DBackpropFilter(dy, input, filter) */
+/* Conv2DBackpropFilter(dy, input, filter): df = sum over chunks of
+ * col^T x dy, the GEMM accumulating into df from the second chunk on. */
 FL_CL_OP(fl_cl_conv2d_backprop_filter)
 {
     (void)ctx;
     geom g = conv_geom(n, in[1]->shape, in[2]->shape);
-    int pixels, taps;
-    if (col_shape(&g, &pixels, &taps) != 0)
+    chunking ch;
+    if (plan_chunks(&g, &ch) != 0)
         return -1;
-    if (pixels == 0)
+    if (ch.pixels == 0 || g.batch == 0)
         return fl_cl_fill_bytes(d, out->data, 0, fl_tensor_bytes(out));
-    cl_mem col = im2col(d, &g, in[1]->data, pixels, taps);
-    return col ? gemm(d, true, false, taps, g.oc, pixels, col, in[0]->data, out->data) : -1;
+    cl_mem col = chunk_scratch(d, &ch);
+    if (!col)
+        return -1;
+    for (int b0 = 0; b0 < g.batch; b0 += ch.images) {
+        int images = g.batch - b0 < ch.images ? g.batch - b0 : ch.images, rows = images * ch.pixels;
+        if (im2col(d, &g, in[1]->data, b0, images, col) != 0 ||
+            gemm_at(d, true, false, ch.taps, g.oc, rows, col, 0, in[0]->data,
+                    (size_t)b0 * ch.pixels * g.oc, out->data, 0, b0 > 0) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 static geom pool_geom(const fl_node *n, fl_shape image)
 {
     return make_geom(n, image, n->attrs.ksize_h, n->attrs.ksize_w, image.dims[3]);
+}
+
+/* Pooling's work-items: one per pixel and group of four channels. */
+static size_t pool_items(int count, int channels)
+{
+    return channels ? (size_t)(count / channels) * (size_t)((channels + 3) / 4) : 0;
 }
 
 FL_CL_OP(fl_cl_max_pool)
@@ -148,7 +224,7 @@ FL_CL_OP(fl_cl_max_pool)
     fl_cl_mem(&c, in[0]->data);
     fl_cl_value(&c, sizeof g, &g);
     fl_cl_mem(&c, out->data);
-    return fl_cl_run(&c, (size_t)count);
+    return fl_cl_run(&c, pool_items(count, g.c));
 }
 
 /* MaxPoolGrad(dy, x, y): y only gave the shape. */
@@ -164,5 +240,5 @@ FL_CL_OP(fl_cl_max_pool_grad)
     fl_cl_mem(&c, in[1]->data);
     fl_cl_value(&c, sizeof g, &g);
     fl_cl_mem(&c, out->data);
-    return fl_cl_run(&c, (size_t)count);
+    return fl_cl_run(&c, pool_items(count, g.c));
 }

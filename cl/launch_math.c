@@ -5,6 +5,27 @@
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };               /* as in elementwise.cl */
 enum { ACT_RELU, ACT_SIGMOID, ACT_TANH };              /* as in nn.cl */
 
+/* Enqueues a 2-D range of inner x rows work-items, in work-groups of
+ * d->group work-items shaped to the rows: 32 x 2 for rows of 32 (a conv
+ * bias), 64 x 1 for long rows; a whole group of work-items, most of them
+ * idle, per row of 1 would waste the launch. */
+static int run_rows(fl_cl_call *c, int inner, int rows)
+{
+    if (inner == 0 || rows == 0)
+        return 0;
+    size_t l0 = 1;
+    while (l0 * 2 <= (size_t)inner && l0 * 2 <= c->d->group)
+        l0 *= 2;
+    size_t local[2] = {l0, c->d->group / l0};
+    size_t global[2] = {((size_t)inner + local[0] - 1) / local[0] * local[0],
+                        ((size_t)rows + local[1] - 1) / local[1] * local[1]};
+    if (c->error != CL_SUCCESS)
+        return fl_cl_fail("setting a kernel's arguments", c->error);
+    cl_int err = clEnqueueNDRangeKernel(c->d->queue, c->d->kernels[c->kernel], 2, NULL, global,
+                                        local, 0, NULL, NULL);
+    return err == CL_SUCCESS ? 0 : fl_cl_fail("clEnqueueNDRangeKernel", err);
+}
+
 static int binary(fl_cl_device *d, const fl_node *n, int op, fl_tensor *const *in, fl_tensor *out)
 {
     int count = fl_cl_count(out), na = fl_cl_count(in[0]), nb = fl_cl_count(in[1]);
@@ -20,10 +41,15 @@ static int binary(fl_cl_device *d, const fl_node *n, int op, fl_tensor *const *i
     fl_cl_mem(&c, in[1]->data);
     fl_cl_int(&c, nb);
     fl_cl_mem(&c, out->data);
-    fl_cl_int(&c, count);
-    if (ints)
+    if (ints) {
+        fl_cl_int(&c, count);
         fl_cl_fault(&c, n, 0);
-    return fl_cl_run(&c, (size_t)count);
+        return fl_cl_run(&c, (size_t)count);
+    }
+    int inner = na < nb ? na : nb; /* the smaller operand repeats along the larger */
+    fl_cl_int(&c, inner);
+    fl_cl_int(&c, count / inner);
+    return run_rows(&c, inner, count / inner);
 }
 
 FL_CL_OP(fl_cl_add) { (void)ctx; return binary(d, n, OP_ADD, in, out); }
@@ -63,6 +89,22 @@ FL_CL_OP(fl_cl_add_n)
     return 0;
 }
 
+/* out[j] = sum over rows r of x[r, j]: one sum_to_shape launch when a
+ * work-item per column is enough work-items, else partial sums of about
+ * SUM_ITEMS work-items into scratch, then their sum (elementwise.cl). */
+#define SUM_ITEMS 4096
+
+static int sum_rows(fl_cl_device *d, const void *x, int rows, int size, int per_item, void *out)
+{
+    fl_cl_call c = fl_cl_begin(d, K_SUM_TO_SHAPE);
+    fl_cl_mem(&c, x);
+    fl_cl_int(&c, rows);
+    fl_cl_int(&c, size);
+    fl_cl_int(&c, per_item);
+    fl_cl_mem(&c, out);
+    return run_rows(&c, size, (rows + per_item - 1) / per_item);
+}
+
 FL_CL_OP(fl_cl_sum_to_shape)
 {
     (void)n;
@@ -70,12 +112,19 @@ FL_CL_OP(fl_cl_sum_to_shape)
     int count = fl_cl_count(in[0]), size = fl_cl_count(out);
     if (count < 0 || size < 0)
         return -1;
-    fl_cl_call c = fl_cl_begin(d, K_SUM_TO_SHAPE);
-    fl_cl_mem(&c, in[0]->data);
-    fl_cl_int(&c, count);
-    fl_cl_mem(&c, out->data);
-    fl_cl_int(&c, size);
-    return fl_cl_run(&c, (size_t)size);
+    if (size == 0)
+        return 0;
+    int rows = count / size, parts = SUM_ITEMS / size < rows ? SUM_ITEMS / size : rows;
+    if (rows == 0)
+        return fl_cl_fill_bytes(d, out->data, 0, fl_tensor_bytes(out));
+    if (parts <= 1)
+        return sum_rows(d, in[0]->data, rows, size, rows, out->data);
+    int per_item = (rows + parts - 1) / parts;
+    parts = (rows + per_item - 1) / per_item;
+    cl_mem partial = fl_cl_scratch(d, (size_t)parts * size * sizeof(float));
+    if (!partial || sum_rows(d, in[0]->data, rows, size, per_item, partial) != 0)
+        return -1;
+    return sum_rows(d, partial, parts, size, parts, out->data);
 }
 
 FL_CL_OP(fl_cl_div_grad_b)

@@ -1,7 +1,6 @@
 # chart.gp: draws `make bench`'s ratios as bars (flowlab / baseline).
 # gnuplot -e "csv='build/bench/results.csv'; out='book/figures/bench.svg'" tests/bench/chart.gp
 set datafile separator ","
-set termoption noenhanced
 set terminal svg size 900,520 font "sans,11" background rgb "white"
 set output out
 set termoption noenhanced

@@ -1,7 +1,6 @@
 # roofline.gp: this machine's roofline with flowlab's kernels on it.
 # gnuplot -e "points='build/bench/roofline.csv'; peak=P; bw=B; out='book/figures/roofline.svg'" tests/bench/roofline.gp
 set datafile separator ","
-set termoption noenhanced
 set terminal svg size 900,560 font "sans,11" background rgb "white"
 set output out
 set termoption noenhanced
