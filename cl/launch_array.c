@@ -83,20 +83,6 @@ FL_CL_OP(fl_cl_reduce_grad)
 
 /* ---- moving windows of rows ---- */
 
-typedef struct {
-    int outer, dim, inner;
-} axis_view;
-
-static axis_view view_around(fl_shape s, int axis)
-{
-    axis_view v = {1, s.dims[axis], 1};
-    for (int d = 0; d < axis; d++)
-        v.outer *= s.dims[d];
-    for (int d = axis + 1; d < s.rank; d++)
-        v.inner *= s.dims[d];
-    return v;
-}
-
 /* A window of width elements from each of outer rows. */
 typedef struct {
     int src_row, src_off, dst_row, dst_off, width, outer;
@@ -137,7 +123,7 @@ FL_CL_OP(fl_cl_concat)
     (void)ctx;
     if (fl_cl_count(out) < 0)
         return -1;
-    axis_view v = view_around(out->shape, n->attrs.axis);
+    fl_axis_view v = fl_view_around(out->shape, n->attrs.axis);
     int offset = 0;
     for (int i = 0; i < n->ninputs; i++) {
         int width = in[i]->shape.dims[n->attrs.axis] * v.inner;
@@ -149,21 +135,15 @@ FL_CL_OP(fl_cl_concat)
     return 0;
 }
 
-/* The window's first index: fixed, or part * size for part i of num_parts. */
-static int window_begin(const fl_attrs *a, int size)
-{
-    return a->num_parts > 0 ? a->part * size : a->begin;
-}
-
 /* Slice(x[, like]): the optional second input only gave the shape. */
 FL_CL_OP(fl_cl_slice)
 {
     (void)ctx;
     if (fl_cl_count(in[0]) < 0)
         return -1;
-    axis_view x = view_around(in[0]->shape, n->attrs.axis);
+    fl_axis_view x = fl_view_around(in[0]->shape, n->attrs.axis);
     int size = out->shape.dims[n->attrs.axis];
-    int begin = window_begin(&n->attrs, size);
+    int begin = fl_slice_begin(&n->attrs, size);
     window w = {x.dim * x.inner, begin * x.inner, size * x.inner, 0, size * x.inner, x.outer};
     return copy_window(d, in[0]->data, out->data, w);
 }
@@ -174,9 +154,9 @@ FL_CL_OP(fl_cl_slice_grad)
     (void)ctx;
     if (fl_cl_count(out) < 0)
         return -1;
-    axis_view x = view_around(out->shape, n->attrs.axis);
+    fl_axis_view x = fl_view_around(out->shape, n->attrs.axis);
     int size = in[0]->shape.dims[n->attrs.axis];
-    int begin = window_begin(&n->attrs, size);
+    int begin = fl_slice_begin(&n->attrs, size);
     if (fl_cl_fill_bytes(d, out->data, 0, fl_tensor_bytes(out)) != 0)
         return -1;
     window w = {size * x.inner, 0, x.dim * x.inner, begin * x.inner, size * x.inner, x.outer};
@@ -204,7 +184,7 @@ FL_CL_OP(fl_cl_argmax)
     (void)ctx;
     if (fl_cl_count(in[0]) < 0)
         return -1;
-    axis_view x = view_around(in[0]->shape, n->attrs.axis);
+    fl_axis_view x = fl_view_around(in[0]->shape, n->attrs.axis);
     fl_cl_call c = fl_cl_begin(d, in[0]->dtype == FL_INT32 ? K_ARGMAX_INT : K_ARGMAX_FLOAT);
     fl_cl_mem(&c, in[0]->data);
     fl_cl_int(&c, x.outer);

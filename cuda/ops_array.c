@@ -92,20 +92,6 @@ FL_CUDA_KERNEL(fl_cuda_copy_input0)
                                          d->stream), "cudaMemcpyAsync on the device");
 }
 
-typedef struct {
-    int64_t outer, dim, inner;
-} axis_view;
-
-static axis_view view_around(fl_shape s, int axis)
-{
-    axis_view v = {1, s.dims[axis], 1};
-    for (int a = 0; a < axis; a++)
-        v.outer *= s.dims[a];
-    for (int a = axis + 1; a < s.rank; a++)
-        v.inner *= s.dims[a];
-    return v;
-}
-
 /* height rows of width bytes, from src (rows src_pitch apart) to dst (rows
  * dst_pitch apart). Pitches are limited to what the device allows (2 GiB on
  * current GPUs), far beyond the tensors here. */
@@ -127,7 +113,7 @@ FL_CUDA_KERNEL(fl_cuda_concat)
 {
     (void)ctx;
     int axis = n->attrs.axis;
-    axis_view v = view_around(out->shape, axis);
+    fl_axis_view v = fl_view_around(out->shape, axis);
     size_t elem = fl_dtype_size(out->dtype);
     size_t out_row = (size_t)(v.dim * v.inner) * elem, offset = 0;
     for (int i = 0; i < n->ninputs; i++) {
@@ -139,18 +125,12 @@ FL_CUDA_KERNEL(fl_cuda_concat)
     return 0;
 }
 
-/* The window's first index: fixed, or part * size for part i of num_parts. */
-static int64_t window_begin(const fl_attrs *a, int64_t size)
-{
-    return a->num_parts > 0 ? a->part * size : a->begin;
-}
-
 FL_CUDA_KERNEL(fl_cuda_slice)
 {
     (void)ctx;
-    axis_view x = view_around(in[0]->shape, n->attrs.axis);
+    fl_axis_view x = fl_view_around(in[0]->shape, n->attrs.axis);
     int64_t size = out->shape.dims[n->attrs.axis];
-    int64_t begin = window_begin(&n->attrs, size);
+    int64_t begin = fl_slice_begin(&n->attrs, size);
     size_t elem = fl_dtype_size(out->dtype);
     size_t row = (size_t)(size * x.inner) * elem, x_row = (size_t)(x.dim * x.inner) * elem;
     const char *src = (const char *)in[0]->data + (size_t)(begin * x.inner) * elem;
@@ -164,9 +144,9 @@ FL_CUDA_KERNEL(fl_cuda_slice_grad)
     size_t bytes = fl_tensor_bytes(out);
     if (bytes == 0)
         return 0;
-    axis_view x = view_around(out->shape, n->attrs.axis);
+    fl_axis_view x = fl_view_around(out->shape, n->attrs.axis);
     int64_t size = in[0]->shape.dims[n->attrs.axis];
-    int64_t begin = window_begin(&n->attrs, size);
+    int64_t begin = fl_slice_begin(&n->attrs, size);
     size_t elem = fl_dtype_size(out->dtype);
     size_t row = (size_t)(size * x.inner) * elem, x_row = (size_t)(x.dim * x.inner) * elem;
     if (fl_cuda_check(cudaMemsetAsync(out->data, 0, bytes, d->stream), "cudaMemsetAsync") != 0)
@@ -195,7 +175,7 @@ FL_CUDA_KERNEL(fl_cuda_cast)
 FL_CUDA_KERNEL(fl_cuda_argmax)
 {
     (void)ctx;
-    axis_view x = view_around(in[0]->shape, n->attrs.axis);
+    fl_axis_view x = fl_view_around(in[0]->shape, n->attrs.axis);
     if (x.outer * x.inner == 0)
         return 0;
     if (x.dim == 0) { /* TensorFlow rejects this in shape inference; never read past the end */

@@ -8,20 +8,6 @@
 
 #include "host_kernels.h"
 
-typedef struct {
-    int64_t outer, dim, inner;
-} axis_view;
-
-static axis_view view_around(fl_shape s, int axis)
-{
-    axis_view v = {1, s.dims[axis], 1};
-    for (int d = 0; d < axis; d++)
-        v.outer *= s.dims[d];
-    for (int d = axis + 1; d < s.rank; d++)
-        v.inner *= s.dims[d];
-    return v;
-}
-
 /* Identity, StopGradient, Reshape and Copy when the output is not input 0's
  * own buffer: the bytes are the same, only the shape may differ. */
 FL_HOST_KERNEL(fl_host_copy_input0)
@@ -44,7 +30,7 @@ FL_HOST_KERNEL(fl_host_concat)
 {
     (void)ctx;
     int axis = n->attrs.axis;
-    axis_view v = view_around(out->shape, axis);
+    fl_axis_view v = fl_view_around(out->shape, axis);
     char *dst = out->data;
     for (int64_t o = 0; o < v.outer; o++) {
         for (int i = 0; i < n->ninputs; i++) {
@@ -56,19 +42,12 @@ FL_HOST_KERNEL(fl_host_concat)
     return 0;
 }
 
-/* The window's first index: fixed, or part * size for part i of num_parts
- * (the size is the output's, already worked out by the shape rule). */
-static int64_t window_begin(const fl_attrs *a, int64_t size)
-{
-    return a->num_parts > 0 ? a->part * size : a->begin;
-}
-
 FL_HOST_KERNEL(fl_host_slice)
 {
     (void)ctx;
-    axis_view x = view_around(in[0]->shape, n->attrs.axis);
+    fl_axis_view x = fl_view_around(in[0]->shape, n->attrs.axis);
     int64_t size = out->shape.dims[n->attrs.axis];
-    int64_t begin = window_begin(&n->attrs, size);
+    int64_t begin = fl_slice_begin(&n->attrs, size);
     size_t elem = fl_dtype_size(out->dtype);
     size_t row = (size_t)(size * x.inner) * elem;
     for (int64_t o = 0; o < x.outer; o++) {
@@ -82,9 +61,9 @@ FL_HOST_KERNEL(fl_host_slice)
 FL_HOST_KERNEL(fl_host_slice_grad)
 {
     (void)ctx;
-    axis_view x = view_around(out->shape, n->attrs.axis);
+    fl_axis_view x = fl_view_around(out->shape, n->attrs.axis);
     int64_t size = in[0]->shape.dims[n->attrs.axis];
-    int64_t begin = window_begin(&n->attrs, size);
+    int64_t begin = fl_slice_begin(&n->attrs, size);
     size_t elem = fl_dtype_size(out->dtype);
     size_t row = (size_t)(size * x.inner) * elem;
     memset(out->data, 0, fl_tensor_bytes(out));
@@ -144,7 +123,7 @@ static double element(const fl_tensor *t, int64_t i)
 FL_HOST_KERNEL(fl_host_argmax)
 {
     (void)ctx;
-    axis_view x = view_around(in[0]->shape, n->attrs.axis);
+    fl_axis_view x = fl_view_around(in[0]->shape, n->attrs.axis);
     int32_t *o = out->data;
     for (int64_t outer = 0; outer < x.outer; outer++) {
         for (int64_t inner = 0; inner < x.inner; inner++) {

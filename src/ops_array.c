@@ -417,3 +417,8 @@ fl_node *fl_cast(fl_graph *g, fl_node *x, fl_dtype dtype, const char *name)
     spec.attrs.dtype = dtype;
     return fl_add_node(g, &spec);
 }
+
+int64_t fl_slice_begin(const fl_attrs *a, int64_t size)
+{
+    return a->num_parts > 0 ? a->part * size : a->begin;
+}

@@ -170,6 +170,16 @@ fl_node *fl_int_scalar(fl_graph *g, int32_t value, const char *name);
 fl_node *fl_create_variable(fl_graph *g, const char *full_name, fl_dtype dtype, fl_shape shape,
                             fl_initializer init, bool trainable);
 
+/* ---- tensor.c: a tensor seen around one axis, as outer x dim x inner ---- */
+typedef struct {
+    int64_t outer, dim, inner;
+} fl_axis_view;
+fl_axis_view fl_view_around(fl_shape shape, int axis);
+
+/* ---- ops_array.c: where a Slice's window starts on its axis: attrs.begin,
+ * or part * size for part i of num_parts (size: the output's, on that axis) ---- */
+int64_t fl_slice_begin(const fl_attrs *a, int64_t size);
+
 /* ---- host_conv.c: TensorFlow's SAME / VALID rules, along one axis ---- */
 int fl_conv_output_size(int in, int k, int stride, fl_padding padding);
 int fl_conv_pad_before(int in, int k, int stride, fl_padding padding);

@@ -167,3 +167,13 @@ float fl_tensor_scalar(const fl_tensor *t)
         return 0.0f;
     return t->dtype == FL_INT32 ? (float)((int32_t *)t->data)[0] : ((float *)t->data)[0];
 }
+
+fl_axis_view fl_view_around(fl_shape shape, int axis)
+{
+    fl_axis_view v = {1, shape.dims[axis], 1};
+    for (int d = 0; d < axis; d++)
+        v.outer *= shape.dims[d];
+    for (int d = axis + 1; d < shape.rank; d++)
+        v.inner *= shape.dims[d];
+    return v;
+}
