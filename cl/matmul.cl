@@ -186,6 +186,7 @@ void fl_gemm(int M, int N, int K,
     __global const float *a3 = AROW(3), *a4 = AROW(4), *a5 = AROW(5);
     __global const float *b = Bp + (size_t)jt * K * NR;
 
+    // [book:microkernel]
     /* The micro-kernel.  Row r of the tile lives in two registers, cr0 (its
      * columns 0-7) and cr1 (8-15).  Per k: two loads of B, and per row one
      * broadcast of A(i0 + r, k) and two FMAs. */
@@ -198,6 +199,7 @@ void fl_gemm(int M, int N, int K,
         float8 b0 = vload8(0, b), b1 = vload8(1, b);
         ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
     }
+    // [end:microkernel]
 
     /* Write back.  Common case: a full tile and contiguous C rows, so each
      * row is two vector stores (plus two loads when accumulating). */
