@@ -41,7 +41,7 @@ LIB_OBJ += $(BACKEND_OBJ)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all lib labs lab tests test deps clean bench
+.PHONY: all lib labs lab tests test deps clean bench flags
 all: lib labs
 
 # Installs the Debian packages that are missing (see labs/install-deps.sh).
@@ -83,6 +83,11 @@ lab: deps
 
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@
+
+# What your own program needs to compile and link against flowlab:
+#   cc -std=c11 my_program.c $(make -s -C path/to/flowlab flags)
+flags:
+	@echo "-I$(CURDIR)/src $(CURDIR)/$(LIB) $(LDFLAGS) $(LDLIBS)"
 
 # ---- make bench: one table of side-by-side measurements, CSV and a chart ----
 BENCH := $(BUILD)/bench/bench
