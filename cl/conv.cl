@@ -177,12 +177,18 @@ __kernel void max_pool(__global const float *restrict x, geom g, __global float 
     store_upto4(best, y + (size_t)pix * g.c + c0, g.c - c0);
 }
 
-/* A gather: each input element sums dy over the windows whose maximum it
- * is, in the host's (oy, ox) order, so no atomics are needed. */
-__kernel void max_pool_grad(__global const float *restrict dy, __global const float *restrict x,
-                            geom g, __global float *restrict dx)
+/* MaxPoolGrad in two ways. When windows overlap (stride < window), a
+ * gather: each input pixel sums dy over the windows whose maximum it is, in
+ * the host's (oy, ox) order, so no atomics are needed; but each window's
+ * maximum is then found once per pixel it covers. When they do not overlap
+ * (tiled, as in the usual 2x2 stride 2 pooling), each input pixel is in one
+ * window at most, so one work-item per window finds the maximum once and
+ * writes its whole window of dx: dy at the maximum, 0 elsewhere (the
+ * launcher zeroes dx first if some pixels are in no window). */
+void max_pool_grad_gather(__global const float *dy, __global const float *x, geom g,
+                          __global float *dx, int i)
 {
-    int groups = channel_groups(g.c), i = get_global_id(0);
+    int groups = channel_groups(g.c);
     if (i >= g.batch * g.h * g.w * groups)
         return;
     int c0 = i % groups * 4, pix = i / groups, n = g.c - c0;
@@ -199,4 +205,37 @@ __kernel void max_pool_grad(__global const float *restrict dy, __global const fl
             sum += select((float4)(0.0f), d, tap == mine);
         }
     store_upto4(sum, dx + (size_t)pix * g.c + c0, n);
+}
+
+void max_pool_grad_tiled(__global const float *dy, __global const float *x, geom g,
+                         __global float *dx, int i)
+{
+    int groups = channel_groups(g.c);
+    if (i >= g.batch * g.oh * g.ow * groups)
+        return;
+    int c0 = i % groups * 4, pix = i / groups, n = g.c - c0;
+    int ox = pix % g.ow, oy = pix / g.ow % g.oh, b = pix / (g.ow * g.oh);
+    int4 tap;
+    window_max4(x, g, b, oy, ox, c0, &tap);
+    float4 d = load_upto4(dy + (size_t)pix * g.c + c0, n);
+    for (int ky = 0; ky < g.kh; ky++) {
+        int iy = oy * g.sh - g.pad_top + ky;
+        if (iy < 0 || iy >= g.h)
+            continue;
+        for (int kx = 0; kx < g.kw; kx++) {
+            int ix = ox * g.sw - g.pad_left + kx;
+            if (ix >= 0 && ix < g.w)
+                store_upto4(select((float4)(0.0f), d, tap == ky * g.kw + kx),
+                            dx + (((size_t)b * g.h + iy) * g.w + ix) * g.c + c0, n);
+        }
+    }
+}
+
+__kernel void max_pool_grad(__global const float *restrict dy, __global const float *restrict x,
+                            geom g, int tiled, __global float *restrict dx)
+{
+    if (tiled)
+        max_pool_grad_tiled(dy, x, g, dx, get_global_id(0));
+    else
+        max_pool_grad_gather(dy, x, g, dx, get_global_id(0));
 }

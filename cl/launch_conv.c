@@ -227,7 +227,9 @@ FL_CL_OP(fl_cl_max_pool)
     return fl_cl_run(&c, pool_items(count, g.c));
 }
 
-/* MaxPoolGrad(dy, x, y): y only gave the shape. */
+/* MaxPoolGrad(dy, x, y): y only gave the shape. Windows that do not
+ * overlap are handled one window per work-item (conv.cl), which leaves
+ * pixels in no window unwritten: zero dx first unless the windows tile it. */
 FL_CL_OP(fl_cl_max_pool_grad)
 {
     (void)ctx;
@@ -235,10 +237,17 @@ FL_CL_OP(fl_cl_max_pool_grad)
     int count = fl_cl_count(out);
     if (count < 0)
         return -1;
+    int tiled = g.sh >= g.kh && g.sw >= g.kw;
+    bool covered = g.sh == g.kh && g.sw == g.kw && g.oh * g.sh - g.pad_top >= g.h &&
+                   g.ow * g.sw - g.pad_left >= g.w;
+    if (tiled && !covered && fl_cl_fill_bytes(d, out->data, 0, fl_tensor_bytes(out)) != 0)
+        return -1;
     fl_cl_call c = fl_cl_begin(d, K_MAX_POOL_GRAD);
     fl_cl_mem(&c, in[0]->data);
     fl_cl_mem(&c, in[1]->data);
     fl_cl_value(&c, sizeof g, &g);
+    fl_cl_int(&c, tiled);
     fl_cl_mem(&c, out->data);
-    return fl_cl_run(&c, pool_items(count, g.c));
+    int pixels = tiled ? g.batch * g.oh * g.ow : g.batch * g.h * g.w;
+    return fl_cl_run(&c, pool_items(pixels * g.c, g.c));
 }

@@ -80,6 +80,10 @@ static fl_node *b_conv_valid2(fl_graph *g, fl_node *const *x) { return fl_conv2d
 static fl_node *b_conv_same2(fl_graph *g, fl_node *const *x) { return fl_conv2d(g, x[0], x[1], 2, 1, FL_SAME, NULL); }
 static fl_node *b_pool_same(fl_graph *g, fl_node *const *x) { return fl_max_pool2d(g, x[0], 2, 2, 2, 2, FL_SAME, NULL); }
 static fl_node *b_pool_valid(fl_graph *g, fl_node *const *x) { return fl_max_pool2d(g, x[0], 3, 3, 2, 2, FL_VALID, NULL); }
+static fl_node *b_conv_same22(fl_graph *g, fl_node *const *x) { return fl_conv2d(g, x[0], x[1], 2, 2, FL_SAME, NULL); }
+static fl_node *b_pool_valid2(fl_graph *g, fl_node *const *x) { return fl_max_pool2d(g, x[0], 2, 2, 2, 2, FL_VALID, NULL); }
+static fl_node *b_pool_gaps(fl_graph *g, fl_node *const *x) { return fl_max_pool2d(g, x[0], 2, 2, 3, 3, FL_VALID, NULL); }
+static fl_node *b_pool_same1(fl_graph *g, fl_node *const *x) { return fl_max_pool2d(g, x[0], 3, 3, 1, 1, FL_SAME, NULL); }
 
 #define F FL_FLOAT32
 #define I FL_INT32
@@ -129,6 +133,18 @@ static const op_case cases[] = {
     {"Conv2D 5x5 SAME stride 2x1", b_conv_same2, 2, {{F, {4, {3, 10, 9, 4}}, -1, 1}, {F, {4, {5, 5, 4, 6}}, -1, 1}}, true, 1e-4},
     {"MaxPool 2x2 SAME", b_pool_same, 1, {{F, {4, {2, 7, 7, 3}}, -1, 1}}, true, 0},
     {"MaxPool 3x3 VALID stride 2", b_pool_valid, 1, {{F, {4, {2, 9, 8, 3}}, -1, 1}}, true, 0},
+    /* OpenCL: channel counts that are not a multiple of 4 (kernels move
+     * channels four at a time), convolutions big enough to run in several
+     * chunks of images (cl/launch_conv.c's CHUNK_BYTES), pooling windows
+     * that tile the image, leave gaps or overlap, broadcasts over many rows */
+    {"Conv2D 3x3 VALID stride 2, C=5", b_conv_valid2, 2, {{F, {4, {2, 11, 9, 5}}, -1, 1}, {F, {4, {3, 3, 5, 7}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 5x5 SAME, 3 chunks", b_conv_same, 2, {{F, {4, {3, 64, 64, 16}}, -1, 1}, {F, {4, {5, 5, 16, 8}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 5x5 SAME stride 2, C=5, 2 chunks", b_conv_same22, 2, {{F, {4, {5, 160, 160, 5}}, -1, 1}, {F, {4, {5, 5, 5, 3}}, -1, 1}}, true, 1e-3}, /* dW: sums of 32000 products */
+    {"MaxPool 2x2 VALID, odd size, C=5", b_pool_valid2, 1, {{F, {4, {2, 7, 9, 5}}, -1, 1}}, true, 0},
+    {"MaxPool 2x2 stride 3, C=6", b_pool_gaps, 1, {{F, {4, {2, 8, 7, 6}}, -1, 1}}, true, 0},
+    {"MaxPool 3x3 SAME stride 1, C=1", b_pool_same1, 1, {{F, {4, {2, 6, 5, 1}}, -1, 1}}, true, 0},
+    {"Add [300,40]+[40]", b_add, 2, {{F, {2, {300, 40}}, -1, 1}, {F, {1, {40}}, -1, 1}}, true, 1e-5},
+    {"Mul [3]*[70,33,3]", b_mul, 2, {{F, {1, {3}}, -1, 1}, {F, {3, {70, 33, 3}}, -1, 1}}, true, 1e-5},
 };
 
 /* ---- random values, the same for every device ---- */
