@@ -1,12 +1,15 @@
-/* launch_conv.c: launchers for MatMul, through cl/gemm.h, and for Conv2D and
- * its backprops as implicit GEMM: im2col lays each output pixel's window out
+/* launch_conv.c: launchers for MatMul and for Conv2D and its backprops as
+ * GEMMs over patch matrices: im2col lays each output pixel's window out
  * as a row of a [P, K] matrix (P output pixels, K = KH*KW*Cin taps), so
  *     Conv2D:           y[P, Cout]  = col[P, K]   x filter[K, Cout]
  *     backprop filter:  df[K, Cout] = col[P, K]^T x dy[P, Cout]
  *     backprop input:   dcol[P, K]  = dy[P, Cout] x filter[K, Cout]^T, then col2im
  * a chunk of images at a time (see CHUNK_BYTES), and MaxPool with its
  * gradient (conv.cl). */
+#include <clblast_c.h>
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "launch.h"
 
@@ -36,11 +39,44 @@ static geom conv_geom(const fl_node *n, fl_shape image, fl_shape filter)
     return make_geom(n, image, filter.dims[0], filter.dims[1], filter.dims[3]);
 }
 
+/* Which GEMM: CLBlast is tuned for GPUs, so a GPU-type OpenCL device uses
+ * it; on a CPU device (PoCL) flowlab's own kernel (cl/gemm.c) is about ten
+ * times faster (make bench). FLOWLAB_CL_GEMM=clblast|flowlab overrides. */
+static bool use_clblast(const fl_cl_device *d)
+{
+    const char *forced = getenv("FLOWLAB_CL_GEMM");
+    if (forced && strcmp(forced, "clblast") == 0)
+        return true;
+    if (forced && strcmp(forced, "flowlab") == 0)
+        return false;
+    cl_device_type type = 0;
+    clGetDeviceInfo(d->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    return (type & CL_DEVICE_TYPE_GPU) != 0;
+}
+
+static int clblast_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
+                           size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate)
+{
+    cl_command_queue queue = d->queue;
+    CLBlastStatusCode status = CLBlastSgemm(
+        CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+        tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)m, (size_t)n, (size_t)k, 1.0f, (cl_mem)a, a_at,
+        (size_t)(ta ? m : k), (cl_mem)b, b_at, (size_t)(tb ? k : n), accumulate ? 1.0f : 0.0f, (cl_mem)c, c_at,
+        (size_t)n, &queue, NULL);
+    if (status != CLBlastSuccess) {
+        fl_set_error("GEMM (CLBlastSgemm %dx%dx%d) failed with status %d", m, n, k, (int)status);
+        return -1;
+    }
+    return 0;
+}
+
 /* C = op(A) op(B) (+ C when accumulate), the matrices starting at the given
  * offsets, counted in floats, inside their buffers. */
 static int gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
                    size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate)
 {
+    if (use_clblast(d))
+        return clblast_gemm_at(d, ta, tb, m, n, k, a, a_at, b, b_at, c, c_at, accumulate);
     if (fl_cl_gemm_enqueue(d->gemm, d->queue, ta, tb, m, n, k, (cl_mem)a, a_at, (cl_mem)b, b_at,
                            (cl_mem)c, c_at, accumulate ? 1.0f : 0.0f, 0, NULL, NULL) != 0) {
         fl_set_error("GEMM (cl/gemm.c): %s", fl_cl_gemm_error(d->gemm));
