@@ -26,7 +26,7 @@ typedef struct {
     const fl_graph *g;
     device_of_fn device_of;
     const void *ctx;
-    bool mark_copies; /* bold red "copy" edges between devices */
+    bool mark_copies; /* a Copy node on every edge between devices */
     const char *devices[MAX_COLOURS];
     int ndevices;
 } dot_writer;
@@ -162,15 +162,32 @@ static bool crosses_devices(const dot_writer *w, const fl_node *from, const fl_n
     return a && b && strcmp(a, b) != 0;
 }
 
+/* The session copies a value that crosses devices into the consumer's
+ * device: drawn as a node of its own on the edge, coloured like the device
+ * it copies to, as TensorFlow draws its _Send/_Recv pairs. */
+static void put_copy(dot_writer *w, const fl_node *from, const fl_node *to, int input)
+{
+    const char *src = w->device_of(w->ctx, from), *dst = w->device_of(w->ctx, to);
+    int index = colour_index(w, dst);
+    fprintf(w->f, "  c%d_%d [label=\"Copy\\n", to->id, input);
+    put_escaped(w->f, device_label(src));
+    fputs(" -> ", w->f);
+    put_escaped(w->f, device_label(dst));
+    fprintf(w->f, "\", shape=box, style=\"filled,bold\", color=red, fillcolor=\"%s\"];\n",
+            colour_of(index, device_label(dst)));
+    fprintf(w->f, "  n%d -> c%d_%d [color=red, penwidth=2];\n", from->id, to->id, input);
+    fprintf(w->f, "  c%d_%d -> n%d [color=red, penwidth=2];\n", to->id, input, to->id);
+}
+
 static void put_edges(dot_writer *w)
 {
     for (int id = 0; id < fl_graph_node_count(w->g); id++) {
         const fl_node *n = fl_graph_node(w->g, id);
         for (int i = 0; i < n->ninputs; i++) {
-            fprintf(w->f, "  n%d -> n%d", n->inputs[i]->id, n->id);
             if (crosses_devices(w, n->inputs[i], n))
-                fputs(" [color=red, penwidth=3, fontcolor=red, label=\"copy\"]", w->f);
-            fputs(";\n", w->f);
+                put_copy(w, n->inputs[i], n, i);
+            else
+                fprintf(w->f, "  n%d -> n%d;\n", n->inputs[i]->id, n->id);
         }
         for (int i = 0; i < n->ncontrols; i++)
             fprintf(w->f, "  n%d -> n%d [style=dashed, color=gray40];\n", n->controls[i]->id, n->id);
