@@ -79,25 +79,6 @@ __kernel void accumulate_int(__global int *out, __global const int *x, int n)
         out[i] = (int)((uint)out[i] + (uint)x[i]);
 }
 
-/* SumToShape sees x as rows of `size` elements and sums the rows: out[j] =
- * sum of x[r, j]. Summing each column down all the rows in one work-item
- * would give the whole job to `size` work-items (32 for a conv bias: one
- * work-group, one core), so the launcher runs this kernel twice: first
- * work-item (j, s) sums rows [s * per_item, (s + 1) * per_item) of column
- * j into partial row s, then the same kernel sums the partial rows. */
-__kernel void sum_to_shape(__global const float *x, int rows, int size, int per_item,
-                           __global float *out)
-{
-    int j = get_global_id(0), s = get_global_id(1);
-    int r = s * per_item, end = min(rows, r + per_item);
-    if (j >= size || r >= rows)
-        return;
-    float sum = 0.0f;
-    for (; r < end; r++)
-        sum += x[(size_t)r * size + j];
-    out[(size_t)s * size + j] = sum;
-}
-
 /* d(a / b)/db times dy: -dy * a / b^2, shaped like dy. */
 __kernel void div_grad_b(__global const float *dy, __global const float *a, int na,
                          __global const float *b, int nb, __global float *out, int n)

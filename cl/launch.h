@@ -64,5 +64,14 @@ FL_CL_OP(fl_cl_max_pool_grad);
  * fill a buffer with a 4-byte pattern. */
 int fl_cl_copy(fl_cl_device *d, const void *src, void *dst, size_t bytes);
 int fl_cl_fill_bytes(fl_cl_device *d, void *dst, uint32_t pattern, size_t bytes);
+/* Enqueues global work-items (each rounded up to whole groups) in
+ * work-groups of local, for kernels shaped around their own group size. */
+int fl_cl_run_groups(fl_cl_call *c, cl_uint dims, const size_t *global, const size_t *local);
+/* Parallel float sums (reduce.cl), divided by divisor (1 for a plain sum):
+ * of each row of x [rows, len] into out[rows], and over the middle axis of
+ * x [outer, count, inner] into out[outer, inner]. */
+int fl_cl_sum_rows(fl_cl_device *d, const void *x, int rows, int len, float divisor, void *out);
+int fl_cl_sum_cols(fl_cl_device *d, const void *x, int outer, int count, int inner,
+                   float divisor, void *out);
 
 #endif

@@ -89,22 +89,9 @@ FL_CL_OP(fl_cl_add_n)
     return 0;
 }
 
-/* out[j] = sum over rows r of x[r, j]: one sum_to_shape launch when a
- * work-item per column is enough work-items, else partial sums of about
- * SUM_ITEMS work-items into scratch, then their sum (elementwise.cl). */
-#define SUM_ITEMS 4096
-
-static int sum_rows(fl_cl_device *d, const void *x, int rows, int size, int per_item, void *out)
-{
-    fl_cl_call c = fl_cl_begin(d, K_SUM_TO_SHAPE);
-    fl_cl_mem(&c, x);
-    fl_cl_int(&c, rows);
-    fl_cl_int(&c, size);
-    fl_cl_int(&c, per_item);
-    fl_cl_mem(&c, out);
-    return run_rows(&c, size, (rows + per_item - 1) / per_item);
-}
-
+/* out[j] = sum over rows r of x[r, j], x seen as [rows, size]: the column
+ * sums of cl/reduce.cl, which a bias gradient is (see fl_cl_sum_cols), or
+ * one row's sum when out is a scalar. */
 FL_CL_OP(fl_cl_sum_to_shape)
 {
     (void)n;
@@ -114,17 +101,12 @@ FL_CL_OP(fl_cl_sum_to_shape)
         return -1;
     if (size == 0)
         return 0;
-    int rows = count / size, parts = SUM_ITEMS / size < rows ? SUM_ITEMS / size : rows;
+    int rows = count / size;
     if (rows == 0)
         return fl_cl_fill_bytes(d, out->data, 0, fl_tensor_bytes(out));
-    if (parts <= 1)
-        return sum_rows(d, in[0]->data, rows, size, rows, out->data);
-    int per_item = (rows + parts - 1) / parts;
-    parts = (rows + per_item - 1) / per_item;
-    cl_mem partial = fl_cl_scratch(d, (size_t)parts * size * sizeof(float));
-    if (!partial || sum_rows(d, in[0]->data, rows, size, per_item, partial) != 0)
-        return -1;
-    return sum_rows(d, partial, parts, size, parts, out->data);
+    if (size == 1)
+        return fl_cl_sum_rows(d, in[0]->data, 1, rows, 1.0f, out->data);
+    return fl_cl_sum_cols(d, in[0]->data, 1, rows, size, 1.0f, out->data);
 }
 
 FL_CL_OP(fl_cl_div_grad_b)

@@ -77,6 +77,15 @@ FL_CL_OP(fl_cl_assign_add)
     return fl_cl_run(&c, (size_t)count);
 }
 
+/* Each work-item of the optimizer kernels updates a run of OPT_CHUNK
+ * elements, eight at a time (cl/optimizers.cl). */
+#define OPT_CHUNK 256
+
+static int run_update(fl_cl_call *c, int count)
+{
+    return fl_cl_run(c, ((size_t)count + OPT_CHUNK - 1) / OPT_CHUNK);
+}
+
 FL_CL_OP(fl_cl_apply_gradient_descent)
 {
     (void)out;
@@ -89,7 +98,7 @@ FL_CL_OP(fl_cl_apply_gradient_descent)
     fl_cl_mem(&c, in[1]->data);
     fl_cl_float(&c, n->attrs.learning_rate);
     fl_cl_int(&c, count);
-    return fl_cl_run(&c, (size_t)count);
+    return run_update(&c, count);
 }
 
 /* Inputs: var, accum, grad. */
@@ -107,7 +116,7 @@ FL_CL_OP(fl_cl_apply_momentum)
     fl_cl_float(&c, n->attrs.momentum);
     fl_cl_int(&c, n->attrs.use_nesterov);
     fl_cl_int(&c, count);
-    return fl_cl_run(&c, (size_t)count);
+    return run_update(&c, count);
 }
 
 /* Inputs: var, m, v, beta1_power, beta2_power, grad. */
@@ -126,5 +135,5 @@ FL_CL_OP(fl_cl_apply_adam)
     fl_cl_float(&c, n->attrs.beta2);
     fl_cl_float(&c, n->attrs.epsilon);
     fl_cl_int(&c, count);
-    return fl_cl_run(&c, (size_t)count);
+    return run_update(&c, count);
 }

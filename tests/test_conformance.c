@@ -49,6 +49,22 @@ static fl_node *b_mean_axes02(fl_graph *g, fl_node *const *x)
     int axes[2] = {0, 2};
     return fl_reduce_mean(g, x[0], axes, 2, true, NULL);
 }
+static fl_node *b_sum_axis0(fl_graph *g, fl_node *const *x)
+{
+    int axes[1] = {0};
+    return fl_reduce_sum(g, x[0], axes, 1, false, NULL);
+}
+static fl_node *b_mean_axis1_keep(fl_graph *g, fl_node *const *x)
+{
+    int axes[1] = {1};
+    return fl_reduce_mean(g, x[0], axes, 1, true, NULL);
+}
+static fl_node *b_sum_axes01_keep(fl_graph *g, fl_node *const *x)
+{
+    int axes[2] = {0, 1};
+    return fl_reduce_sum(g, x[0], axes, 2, true, NULL);
+}
+static fl_node *b_mean_all_keep(fl_graph *g, fl_node *const *x) { return fl_reduce_mean(g, x[0], NULL, 0, true, NULL); }
 static fl_node *b_sum_all(fl_graph *g, fl_node *const *x) { return fl_reduce_sum(g, x[0], NULL, 0, false, NULL); }
 static fl_node *b_mean_all(fl_graph *g, fl_node *const *x) { return fl_reduce_mean(g, x[0], NULL, 0, false, NULL); }
 static fl_node *b_concat(fl_graph *g, fl_node *const *x) { return fl_concat(g, x, 3, 1, NULL); }
@@ -145,6 +161,31 @@ static const op_case cases[] = {
     {"MaxPool 3x3 SAME stride 1, C=1", b_pool_same1, 1, {{F, {4, {2, 6, 5, 1}}, -1, 1}}, true, 0},
     {"Add [300,40]+[40]", b_add, 2, {{F, {2, {300, 40}}, -1, 1}, {F, {1, {40}}, -1, 1}}, true, 1e-5},
     {"Mul [3]*[70,33,3]", b_mul, 2, {{F, {1, {3}}, -1, 1}, {F, {3, {70, 33, 3}}, -1, 1}}, true, 1e-5},
+    /* OpenCL reductions (cl/reduce.cl): whole tensors and rows are summed
+     * in chunks of 8192 floats, columns in parts of 1024 rows, eight lanes
+     * at a time, then the partial sums are summed; sizes here are not
+     * multiples of 8, take one chunk, or take several; size-1 axes drop
+     * out; patterns that are neither rows nor columns, and int32, take the
+     * general kernels. Their gradients (ReduceGrad) run the same shapes. */
+    {"Sum of all, 1 element", b_sum_all, 1, {{F, {1, {1}}, -1, 1}}, true, 1e-6},
+    {"Sum of all, 7 elements", b_sum_all, 1, {{F, {1, {7}}, -1, 1}}, true, 1e-6},
+    {"Mean of all, 7 elements", b_mean_all, 1, {{F, {2, {7, 1}}, -1, 1}}, true, 1e-6},
+    {"Sum of all, 1e6+3 elements", b_sum_all, 1, {{F, {1, {1000003}}, -1, 1}}, true, 1e-5},
+    {"Mean of all keep_dims, [7,143,1001]", b_mean_all_keep, 1, {{F, {3, {7, 143, 1001}}, 0, 1}}, true, 1e-5},
+    {"Sum axis 0 [2100,13], 3 parts", b_sum_axis0, 1, {{F, {2, {2100, 13}}, -1, 1}}, true, 1e-5},
+    {"Sum axis 0 [5,1029]", b_sum_axis0, 1, {{F, {2, {5, 1029}}, -1, 1}}, true, 1e-5},
+    {"Sum axis 1 [3,1500,20], 2 parts", b_sum_axis1, 1, {{F, {3, {3, 1500, 20}}, -1, 1}}, true, 1e-5},
+    {"Mean axis 1 keep_dims [5,20003], 3 chunks", b_mean_axis1_keep, 1, {{F, {2, {5, 20003}}, -1, 1}}, true, 1e-5},
+    {"Mean axis 1 keep_dims [1000,9]", b_mean_axis1_keep, 1, {{F, {2, {1000, 9}}, -1, 1}}, true, 1e-5},
+    {"Sum axes 0,1 keep_dims [9,7,5]", b_sum_axes01_keep, 1, {{F, {3, {9, 7, 5}}, -1, 1}}, true, 1e-5},
+    {"Mean axes 0,2 keep_dims [1,5,3] (size-1 axis)", b_mean_axes02, 1, {{F, {3, {1, 5, 3}}, -1, 1}}, true, 1e-5},
+    {"Sum axis 1 of [4,1,5] (nothing reduced)", b_sum_axis1, 1, {{F, {3, {4, 1, 5}}, -1, 1}}, true, 1e-6},
+    {"Mean axes 0,2 keep_dims [30,4,50]", b_mean_axes02, 1, {{F, {3, {30, 4, 50}}, -1, 1}}, true, 1e-5},
+    {"Sum int32 of all, 1e6+3 elements", b_sum_all, 1, {{I, {1, {1000003}}, -1000, 1000}}, false, 0},
+    {"Sum int32 axis 0 [300,7]", b_sum_axis0, 1, {{I, {2, {300, 7}}, -1000, 1000}}, false, 0},
+    {"Mean int32 axis 1 keep_dims [6,11]", b_mean_axis1_keep, 1, {{I, {2, {6, 11}}, -1000, 1000}}, false, 0},
+    {"Add [2100,13]+[13] (SumToShape in parts)", b_add, 2, {{F, {2, {2100, 13}}, -1, 1}, {F, {1, {13}}, -1, 1}}, true, 1e-5},
+    {"Add [1001,3]+[] (SumToShape to a scalar)", b_add, 2, {{F, {2, {1001, 3}}, -1, 1}, {F, {0, {0}}, -1, 1}}, true, 1e-5},
 };
 
 /* ---- random values, the same for every device ---- */
@@ -274,8 +315,11 @@ static fl_optimizer *make_optimizer(int kind)
     }
 }
 
-/* Three training steps of a tiny model on device; fetches w, b, global_step. */
-static int train(const char *device, int kind, fl_tensor **out)
+/* Three training steps of a small model with `units` outputs on device;
+ * fetches w, b, global_step. With 301 units, w has 1204 elements: several
+ * work-items of the OpenCL update kernels (256 elements each), eight at a
+ * time, and a tail of 4 done one by one. */
+static int train(const char *device, int kind, int units, fl_tensor **out)
 {
     fl_graph *g = fl_graph_new();
     fl_device_scope_push(g, device);
@@ -283,8 +327,8 @@ static int train(const char *device, int kind, fl_tensor **out)
     fl_tensor *x_value = fl_tensor_from_floats(fl_shape_make(2, 2, 4), xs);
     fl_node *x = fl_constant(g, x_value, "x");
     fl_tensor_free(x_value);
-    fl_node *w = fl_get_variable(g, "w", fl_shape_make(2, 4, 3), fl_truncated_normal_initializer(0, 1, 5));
-    fl_node *b = fl_get_variable(g, "b", fl_shape_make(1, 3), fl_random_uniform_initializer(-1, 1, 6));
+    fl_node *w = fl_get_variable(g, "w", fl_shape_make(2, 4, units), fl_truncated_normal_initializer(0, 1, 5));
+    fl_node *b = fl_get_variable(g, "b", fl_shape_make(1, units), fl_random_uniform_initializer(-1, 1, 6));
     fl_node *step = fl_get_or_create_global_step(g);
     fl_node *y = fl_tanh(g, fl_add(g, fl_matmul(g, x, w, false, false, NULL), b, NULL), NULL);
     fl_node *loss = fl_reduce_mean(g, fl_mul(g, y, y, NULL), NULL, 0, false, "loss");
@@ -313,16 +357,18 @@ static void check_training(int gpu)
     char device[16];
     snprintf(device, sizeof device, "/gpu:%d", gpu);
     for (int kind = SGD; kind <= ADAM; kind++) {
-        fl_tensor *want[3] = {0}, *got[3] = {0};
-        bool ran = train("/cpu:0", kind, want) == 0 && train(device, kind, got) == 0;
-        double err = ran ? fmax(worst_error(got[0], want[0]), worst_error(got[1], want[1])) : 1e30;
-        ok(err <= 1e-5, "%s, 3 steps on %s: variables match /cpu:0 (tolerance 1e-05)",
-           optimizer_names[kind], device);
-        ok(ran && worst_error(got[2], want[2]) == 0, "%s on %s: global_step (AssignAdd int32) is %d",
-           optimizer_names[kind], device, ran ? fl_tensor_ints(got[2])[0] : -1);
-        for (int i = 0; i < 3; i++) {
-            fl_tensor_free(want[i]);
-            fl_tensor_free(got[i]);
+        for (int units = 3; units <= 301; units += 298) {
+            fl_tensor *want[3] = {0}, *got[3] = {0};
+            bool ran = train("/cpu:0", kind, units, want) == 0 && train(device, kind, units, got) == 0;
+            double err = ran ? fmax(worst_error(got[0], want[0]), worst_error(got[1], want[1])) : 1e30;
+            ok(err <= 1e-5, "%s, %d units, 3 steps on %s: variables match /cpu:0 (tolerance 1e-05)",
+               optimizer_names[kind], units, device);
+            ok(ran && worst_error(got[2], want[2]) == 0, "%s on %s: global_step (AssignAdd int32) is %d",
+               optimizer_names[kind], device, ran ? fl_tensor_ints(got[2])[0] : -1);
+            for (int i = 0; i < 3; i++) {
+                fl_tensor_free(want[i]);
+                fl_tensor_free(got[i]);
+            }
         }
     }
 }
