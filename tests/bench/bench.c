@@ -14,8 +14,10 @@
 #include <time.h>
 
 #include "flowlab.h"
+#include "session_internal.h" /* the per-op trace events */
 
 #define REPS 7
+#define ROUNDS 3 /* compared configurations alternate, round by round */
 #define LAB01 "build/labs/01-single-device/single_device"
 #define LAB02 "build/labs/02-in-graph-towers/in_graph_towers"
 /* Training FLOPs per image of the chapter 1 model: forward (conv1 1.25M,
@@ -199,7 +201,12 @@ static void bench_gemm(void)
     bool have_cl = open_pocl(&cl) == 0;
     for (size_t i = 0; i < sizeof gemms / sizeof gemms[0]; i++) {
         const gemm_shape *s = &gemms[i];
-        double ours = gflops(s, time_flowlab_matmul(s)), blas = gflops(s, time_openblas(s));
+        double t_ours[ROUNDS], t_blas[ROUNDS];
+        for (int r = 0; r < ROUNDS; r++) {
+            t_ours[r] = time_flowlab_matmul(s);
+            t_blas[r] = time_openblas(s);
+        }
+        double ours = gflops(s, median(t_ours, ROUNDS)), blas = gflops(s, median(t_blas, ROUNDS));
         if (i == 0)
             openblas_gflops = blas;
         /* arithmetic intensity if each matrix crosses memory once */
@@ -220,6 +227,9 @@ typedef struct {
     int h, c, oc;
 } conv_shape;
 
+/* The time of exactly one op: the session's trace records each op's run,
+ * timed by the device itself on PoCL and by the host clock on /cpu:0, so the
+ * rest of the gradient graph (the sum that seeds it) is left out. */
 static double time_conv(const conv_shape *cs, const char *device, int which)
 {
     fl_graph *g = fl_graph_new();
@@ -231,23 +241,24 @@ static double time_conv(const conv_shape *cs, const char *device, int which)
     fl_gradients(g, fl_reduce_sum(g, y, NULL, 0, false, NULL), (fl_node *[]){x, f}, 2, grads);
     fl_node *init = fl_global_variables_initializer(g);
     fl_device_pop(g);
-    /* the gradient nodes of interest: Conv2DBackpropInput and ...Filter */
-    fl_node *target = which == 0 ? y : grads[which - 1];
+    /* Conv2D, Conv2DBackpropInput or Conv2DBackpropFilter */
+    fl_node *op = which == 0 ? y : grads[which - 1];
     fl_session *s = fl_session_new(g, NULL);
     double t[REPS] = {0};
     int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
-    fl_node *warm = target;
-    rc = rc ? rc : fl_session_run(s, NULL, 0, NULL, 0, NULL, &warm, 1);
-    for (int r = 0; rc == 0 && r < REPS; r++) {
-        double t0 = now();
-        rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &target, 1);
-        t[r] = now() - t0;
-    }
+    rc = rc ? rc : fl_session_run(s, NULL, 0, NULL, 0, NULL, &op, 1); /* warm-up */
+    fl_session_set_tracing(s, true);
+    for (int r = 0; rc == 0 && r < REPS; r++)
+        rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &op, 1);
+    int n = 0;
+    for (int i = 0; rc == 0 && i < s->nevents && n < REPS; i++)
+        if (s->events[i].node == op->id && s->events[i].copy_of < 0)
+            t[n++] = s->events[i].duration_us * 1e-6;
     if (rc != 0)
         fprintf(stderr, "bench: conv on %s: %s\n", device, fl_session_error(s));
     fl_session_free(s);
     fl_graph_free(g);
-    return rc == 0 ? median(t, REPS) : NAN;
+    return rc == 0 && n == REPS ? median(t, REPS) : NAN;
 }
 
 static void bench_conv(void)
@@ -256,11 +267,7 @@ static void bench_conv(void)
     const char *pass[] = {"forward", "backprop input", "backprop filter"};
     for (int i = 0; i < 2; i++)
         for (int p = 0; p < 3; p++) {
-            /* the backprops run the forward too (the reduce_sum needs it): subtract it */
-            double fwd_gpu = p ? time_conv(&shapes[i], "/gpu:0", 0) : 0;
-            double fwd_cpu = p ? time_conv(&shapes[i], "/cpu:0", 0) : 0;
-            double gpu = time_conv(&shapes[i], "/gpu:0", p) - fwd_gpu;
-            double cpu = time_conv(&shapes[i], "/cpu:0", p) - fwd_cpu;
+            double gpu = time_conv(&shapes[i], "/gpu:0", p), cpu = time_conv(&shapes[i], "/cpu:0", p);
             char what[96];
             snprintf(what, sizeof what, "%s %s", shapes[i].name, pass[p]);
             /* every pass does the forward's multiply-adds: 2 N H W (5 5 C) Cout */
@@ -272,7 +279,7 @@ static void bench_conv(void)
             fprintf(roofline, "\"%s\",%.3f,%.3f\n", what, flops / bytes, flops / gpu / 1e9);
         }
     note("%s", "conv2d: flowlab on PoCL (im2col + its GEMM) against /cpu:0's OpenBLAS im2col + sgemm;"
-               " backprop rows subtract the forward pass the gradient graph also runs");
+               " each row times that one op, from the session's per-op trace");
 }
 
 /* ---- whole training steps, measured by running the labs ---- */
@@ -313,11 +320,15 @@ static void bench_training(void)
 {
     const char *flags = "--train_steps 12 --log_every 1 --batch_size 128 --seed 1";
     char command[512];
-    snprintf(command, sizeof command, LAB01 " --device /gpu:0 %s", flags);
-    double pocl = run_images_per_second(command);
-    snprintf(command, sizeof command, LAB01 " --device /cpu:0 %s", flags);
-    double host = run_images_per_second(command);
-    double torch = pytorch_images_per_second();
+    double pocl_r[ROUNDS], host_r[ROUNDS], torch_r[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        snprintf(command, sizeof command, LAB01 " --device /gpu:0 %s", flags);
+        pocl_r[r] = run_images_per_second(command);
+        snprintf(command, sizeof command, LAB01 " --device /cpu:0 %s", flags);
+        host_r[r] = run_images_per_second(command);
+        torch_r[r] = pytorch_images_per_second();
+    }
+    double pocl = median(pocl_r, ROUNDS), host = median(host_r, ROUNDS), torch = median(torch_r, ROUNDS);
     row("training", "chapter 1 step, PoCL vs host", "img/s", pocl, host, "/cpu:0");
     if (!isnan(torch)) {
         row("training", "chapter 1 step, PoCL vs PyTorch", "img/s", pocl, torch, "PyTorch");
@@ -389,16 +400,27 @@ static void bench_scaling(void)
     char command[512];
     /* PoCL 3's pthread devices share one pool of worker threads, and
      * POCL_MAX_PTHREAD_COUNT sizes that pool: one worker is one core. */
-    snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " LAB02 " --num_gpus 1 %s", flags);
-    double one_core = run_images_per_second(command);
-    snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 1 %s", flags);
-    double one_device_two_cores = run_images_per_second(command);
-    snprintf(command, sizeof command,
-             "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 2 %s"
-             " --trace build/bench/towers.json", flags);
-    double two = run_images_per_second(command);
+    double one_r[ROUNDS], both_r[ROUNDS], two_r[ROUNDS], two_gpu_r[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " LAB02 " --num_gpus 1 %s", flags);
+        one_r[r] = run_images_per_second(command);
+        snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 1 %s", flags);
+        both_r[r] = run_images_per_second(command);
+        snprintf(command, sizeof command,
+                 "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 2 %s"
+                 " --trace build/bench/towers.json", flags);
+        two_r[r] = run_images_per_second(command);
+        snprintf(command, sizeof command,
+                 "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 2 --controller /gpu:0 %s",
+                 flags);
+        two_gpu_r[r] = run_images_per_second(command);
+    }
+    double one_core = median(one_r, ROUNDS), one_device_two_cores = median(both_r, ROUNDS);
+    double two = median(two_r, ROUNDS);
     row("scaling", "ch2: 2 towers (2 cores) vs 1 device (1 core)", "img/s", two, one_core, "1 tower");
     row("scaling", "ch2: 2 towers vs 1 device, both on 2 cores", "img/s", two, one_device_two_cores, "1 device");
+    row("scaling", "ch2: controller /gpu:0 vs /cpu:0 (2 towers)", "img/s", median(two_gpu_r, ROUNDS), two,
+        "on /cpu:0");
     breakdown b = read_breakdown("build/bench/towers.json");
     if (isnan(b.span_us) || b.ndevices == 0) {
         note("%s", "no trace of the towers: breakdown skipped");
