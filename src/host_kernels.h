@@ -17,6 +17,11 @@ typedef int (*fl_host_kernel)(const fl_node *n, fl_tensor *const *in, fl_tensor 
 #define FL_HOST_KERNEL(name) \
     int name(const fl_node *n, fl_tensor *const *in, fl_tensor *out, const fl_kernel_ctx *ctx)
 
+/* host_parallel.c: fn(args, begin, end) over [0, count), cut into one
+ * range per core; small loops run on the calling thread alone. */
+typedef void fl_range_fn(void *args, int64_t begin, int64_t end);
+void fl_parallel_for(int64_t count, fl_range_fn *fn, void *args);
+
 /* host_state.c */
 FL_HOST_KERNEL(fl_host_fill);
 FL_HOST_KERNEL(fl_host_random_uniform);

@@ -35,16 +35,6 @@ FL_HOST_KERNEL(fl_host_matmul)
 
 typedef enum { ADD, SUB, MUL, DIV } arith;
 
-static float apply_float(arith op, float x, float y)
-{
-    switch (op) {
-    case ADD: return x + y;
-    case SUB: return x - y;
-    case MUL: return x * y;
-    default: return x / y;
-    }
-}
-
 static int apply_int(arith op, int32_t x, int32_t y, int32_t *result)
 {
     switch (op) {
@@ -59,24 +49,92 @@ static int apply_int(arith op, int32_t x, int32_t y, int32_t *result)
     }
 }
 
-static int elementwise(arith op, fl_tensor *const *in, fl_tensor *out)
+/* o[j] = x[j] op y[j] for j < n: plain stride-1 loops, one per operator,
+ * which the compiler turns into vector instructions. */
+static void arith_float(arith op, const float *x, const float *y, float *o, int64_t n)
 {
-    int64_t count = fl_shape_size(out->shape);
-    int64_t na = fl_shape_size(in[0]->shape), nb = fl_shape_size(in[1]->shape);
-    if (out->dtype == FL_FLOAT32) {
-        const float *a = in[0]->data, *b = in[1]->data;
-        float *o = out->data;
-        for (int64_t i = 0; i < count; i++)
-            o[i] = apply_float(op, a[i % na], b[i % nb]);
-        return 0;
+    switch (op) {
+    case ADD: for (int64_t j = 0; j < n; j++) o[j] = x[j] + y[j]; return;
+    case SUB: for (int64_t j = 0; j < n; j++) o[j] = x[j] - y[j]; return;
+    case MUL: for (int64_t j = 0; j < n; j++) o[j] = x[j] * y[j]; return;
+    default: for (int64_t j = 0; j < n; j++) o[j] = x[j] / y[j]; return;
     }
-    const int32_t *a = in[0]->data, *b = in[1]->data;
-    int32_t *o = out->data;
+}
+
+/* A float op whose smaller operand (size `inner`) repeats along the larger.
+ * Blocks of `inner` elements would make a short inner loop for a bias
+ * (inner = C) and a one-element one for a scalar (the towers' gradient
+ * mean divides millions of elements by N). So a small operand is first
+ * repeated into `tiled`, a multiple of inner elements long (`period`):
+ * element i then meets tiled[i % period], one division per block. */
+enum { TILE_FLOATS = 1024 };
+
+typedef struct {
+    arith op;
+    const float *a, *b; /* a NULL small: no broadcasting */
+    const float *small, *large;
+    bool a_small;
+    int64_t period;
+    float *o;
+} float_args;
+
+static void float_range(void *p, int64_t begin, int64_t end)
+{
+    const float_args *f = p;
+    if (!f->small) {
+        arith_float(f->op, f->a + begin, f->b + begin, f->o + begin, end - begin);
+        return;
+    }
+    for (int64_t i = begin; i < end;) {
+        int64_t offset = i % f->period, n = f->period - offset < end - i ? f->period - offset : end - i;
+        const float *small = f->small + offset, *large = f->large + i;
+        arith_float(f->op, f->a_small ? small : large, f->a_small ? large : small, f->o + i, n);
+        i += n;
+    }
+}
+
+static void float_elementwise(arith op, const float *a, int64_t na, const float *b, int64_t nb, float *o,
+                              int64_t count)
+{
+    float_args f = {.op = op, .a = a, .b = b, .o = o};
+    float tiled[TILE_FLOATS];
+    if (na < count || nb < count) {
+        f.a_small = na < count;
+        f.small = f.a_small ? a : b;
+        f.large = f.a_small ? b : a;
+        f.period = f.a_small ? na : nb;
+        if (f.period < TILE_FLOATS / 2) {
+            int64_t inner = f.period;
+            f.period = TILE_FLOATS / inner * inner;
+            for (int64_t j = 0; j < f.period; j++)
+                tiled[j] = f.small[j % inner];
+            f.small = tiled;
+        }
+    }
+    fl_parallel_for(count, float_range, &f);
+}
+
+/* Integer ops are rare (step counters, labels): one element at a time. */
+static int broadcast_int(arith op, const int32_t *a, int64_t na, const int32_t *b, int64_t nb, int32_t *o,
+                         int64_t count)
+{
     for (int64_t i = 0; i < count; i++)
         if (apply_int(op, a[i % na], b[i % nb], &o[i]) != 0) {
             fl_set_error("integer division by zero at element %lld", (long long)i);
             return -1;
         }
+    return 0;
+}
+
+static int elementwise(arith op, fl_tensor *const *in, fl_tensor *out)
+{
+    int64_t count = fl_shape_size(out->shape);
+    int64_t na = fl_shape_size(in[0]->shape), nb = fl_shape_size(in[1]->shape);
+    if (count == 0)
+        return 0;
+    if (out->dtype == FL_INT32)
+        return broadcast_int(op, in[0]->data, na, in[1]->data, nb, out->data, count);
+    float_elementwise(op, in[0]->data, na, in[1]->data, nb, out->data, count);
     return 0;
 }
 
@@ -104,24 +162,39 @@ FL_HOST_KERNEL(fl_host_neg)
     return 0;
 }
 
-FL_HOST_KERNEL(fl_host_add_n)
+typedef struct {
+    const fl_node *n;
+    fl_tensor *const *in;
+    fl_tensor *out;
+} add_n_args;
+
+/* The inputs are added in order, element by element, whatever the range. */
+static void add_n_range(void *p, int64_t begin, int64_t end)
 {
-    (void)ctx;
-    int64_t count = fl_shape_size(out->shape);
-    memcpy(out->data, in[0]->data, fl_tensor_bytes(out));
-    for (int k = 1; k < n->ninputs; k++) {
-        if (out->dtype == FL_INT32) {
-            int32_t *o = out->data;
-            const int32_t *x = in[k]->data;
-            for (int64_t i = 0; i < count; i++)
+    const add_n_args *s = p;
+    size_t width = fl_dtype_size(s->out->dtype);
+    memcpy((char *)s->out->data + begin * width, (const char *)s->in[0]->data + begin * width,
+           (size_t)(end - begin) * width);
+    for (int k = 1; k < s->n->ninputs; k++) {
+        if (s->out->dtype == FL_INT32) {
+            int32_t *o = s->out->data;
+            const int32_t *x = s->in[k]->data;
+            for (int64_t i = begin; i < end; i++)
                 o[i] = (int32_t)((uint32_t)o[i] + (uint32_t)x[i]);
         } else {
-            float *o = out->data;
-            const float *x = in[k]->data;
-            for (int64_t i = 0; i < count; i++)
+            float *o = s->out->data;
+            const float *x = s->in[k]->data;
+            for (int64_t i = begin; i < end; i++)
                 o[i] += x[i];
         }
     }
+}
+
+FL_HOST_KERNEL(fl_host_add_n)
+{
+    (void)ctx;
+    add_n_args args = {n, in, out};
+    fl_parallel_for(fl_shape_size(out->shape), add_n_range, &args);
     return 0;
 }
 
@@ -134,8 +207,11 @@ FL_HOST_KERNEL(fl_host_sum_to_shape)
     const float *x = in[0]->data;
     float *o = out->data;
     memset(o, 0, (size_t)size * sizeof *o);
-    for (int64_t i = 0; i < count; i++)
-        o[i % size] += x[i];
+    if (size == 0)
+        return 0;
+    for (int64_t base = 0; base < count; base += size) /* same order as i % size, no division */
+        for (int64_t j = 0; j < size; j++)
+            o[j] += x[base + j];
     return 0;
 }
 

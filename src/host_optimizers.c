@@ -5,35 +5,55 @@
 
 #include "host_kernels.h"
 
+/* Each update is element-wise: fl_parallel_for spreads it over the cores
+ * (the controller of chapter 2 updates millions of weights per step). */
+typedef struct {
+    const fl_node *n;
+    float *var, *slot1, *slot2; /* accum for Momentum; m and v for Adam */
+    const float *grad;
+    float lr;                   /* Adam: lr_t, with the bias corrections folded in */
+} update_args;
+
 /* var -= lr * grad */
+static void gradient_descent_range(void *p, int64_t begin, int64_t end)
+{
+    const update_args *u = p;
+    for (int64_t i = begin; i < end; i++)
+        u->var[i] -= u->lr * u->grad[i];
+}
+
 FL_HOST_KERNEL(fl_host_apply_gradient_descent)
 {
     (void)out;
     (void)ctx;
-    float *var = in[0]->data;
-    const float *grad = in[1]->data;
-    float lr = n->attrs.learning_rate;
-    int64_t count = fl_shape_size(in[0]->shape);
-    for (int64_t i = 0; i < count; i++)
-        var[i] -= lr * grad[i];
+    update_args u = {.n = n, .var = in[0]->data, .grad = in[1]->data, .lr = n->attrs.learning_rate};
+    fl_parallel_for(fl_shape_size(in[0]->shape), gradient_descent_range, &u);
     return 0;
 }
 
 /* accum = momentum * accum + grad
  * var  -= lr * accum                          (classic)
  * var  -= lr * (grad + momentum * accum)      (Nesterov) */
+static void momentum_range(void *p, int64_t begin, int64_t end)
+{
+    const update_args *u = p;
+    float lr = u->lr, mu = u->n->attrs.momentum;
+    float *var = u->var, *accum = u->slot1;
+    const float *grad = u->grad;
+    bool nesterov = u->n->attrs.use_nesterov;
+    for (int64_t i = begin; i < end; i++) {
+        accum[i] = mu * accum[i] + grad[i];
+        var[i] -= nesterov ? lr * (grad[i] + mu * accum[i]) : lr * accum[i];
+    }
+}
+
 FL_HOST_KERNEL(fl_host_apply_momentum)
 {
     (void)out;
     (void)ctx;
-    float *var = in[0]->data, *accum = in[1]->data;
-    const float *grad = in[2]->data;
-    float lr = n->attrs.learning_rate, mu = n->attrs.momentum;
-    int64_t count = fl_shape_size(in[0]->shape);
-    for (int64_t i = 0; i < count; i++) {
-        accum[i] = mu * accum[i] + grad[i];
-        var[i] -= n->attrs.use_nesterov ? lr * (grad[i] + mu * accum[i]) : lr * accum[i];
-    }
+    update_args u = {.n = n, .var = in[0]->data, .slot1 = in[1]->data, .grad = in[2]->data,
+                     .lr = n->attrs.learning_rate};
+    fl_parallel_for(fl_shape_size(in[0]->shape), momentum_range, &u);
     return 0;
 }
 
@@ -41,20 +61,27 @@ FL_HOST_KERNEL(fl_host_apply_momentum)
  * lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
  * m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
  * var -= lr_t * m / (sqrt(v) + epsilon) */
-FL_HOST_KERNEL(fl_host_apply_adam)
+static void adam_range(void *p, int64_t begin, int64_t end)
 {
-    (void)out;
-    (void)ctx;
-    float *var = in[0]->data, *m = in[1]->data, *v = in[2]->data;
-    float beta1_power = ((float *)in[3]->data)[0], beta2_power = ((float *)in[4]->data)[0];
-    const float *grad = in[5]->data;
-    float b1 = n->attrs.beta1, b2 = n->attrs.beta2, eps = n->attrs.epsilon;
-    float lr_t = n->attrs.learning_rate * sqrtf(1.0f - beta2_power) / (1.0f - beta1_power);
-    int64_t count = fl_shape_size(in[0]->shape);
-    for (int64_t i = 0; i < count; i++) {
+    const update_args *u = p;
+    float b1 = u->n->attrs.beta1, b2 = u->n->attrs.beta2, eps = u->n->attrs.epsilon, lr_t = u->lr;
+    float *var = u->var, *m = u->slot1, *v = u->slot2;
+    const float *grad = u->grad;
+    for (int64_t i = begin; i < end; i++) {
         m[i] = b1 * m[i] + (1.0f - b1) * grad[i];
         v[i] = b2 * v[i] + (1.0f - b2) * grad[i] * grad[i];
         var[i] -= lr_t * m[i] / (sqrtf(v[i]) + eps);
     }
+}
+
+FL_HOST_KERNEL(fl_host_apply_adam)
+{
+    (void)out;
+    (void)ctx;
+    float beta1_power = ((float *)in[3]->data)[0], beta2_power = ((float *)in[4]->data)[0];
+    float lr_t = n->attrs.learning_rate * sqrtf(1.0f - beta2_power) / (1.0f - beta1_power);
+    update_args u = {.n = n, .var = in[0]->data, .slot1 = in[1]->data, .slot2 = in[2]->data,
+                     .grad = in[5]->data, .lr = lr_t};
+    fl_parallel_for(fl_shape_size(in[0]->shape), adam_range, &u);
     return 0;
 }

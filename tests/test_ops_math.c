@@ -1,5 +1,7 @@
 /* test_ops_math.c: matmul, broadcasting arithmetic and add_n: hand-checked
  * forward values, gradients against finite differences, and error texts. */
+#include <stdlib.h>
+
 #include "gradcheck.h"
 
 static fl_tensor *run1(fl_graph *g, fl_node *y)
@@ -81,6 +83,64 @@ static void test_broadcast_forward(void)
     fl_tensor_free(t);
     fl_tensor_free(bt);
     fl_graph_free(g);
+}
+
+/* Operands big enough that /cpu:0 splits the work across threads
+ * (src/host_parallel.c), with each way the smaller operand can repeat:
+ * not at all, a short bias (tiled), a long one, a scalar. Compared exactly
+ * with the same float operation done here one element at a time. */
+static void test_large_operands(void)
+{
+    enum { ROWS = 1200, COLS = 700, COUNT = ROWS * COLS };
+    float *x = malloc(COUNT * sizeof *x), *y = malloc(COUNT * sizeof *y);
+    for (int i = 0; i < COUNT; i++) {
+        x[i] = (float)(i % 1009) * 0.25f - 50.0f;
+        y[i] = (float)(i % 13) + 1.0f;
+    }
+    fl_graph *g = fl_graph_new();
+    fl_node *X = matrix(g, ROWS, COLS, x), *Y = matrix(g, ROWS, COLS, y);
+    fl_tensor *short_t = fl_tensor_from_floats(fl_shape_make(1, 3), y), *long_t = fl_tensor_from_floats(fl_shape_make(1, COLS), y);
+    fl_node *X3 = fl_reshape(g, X, fl_shape_make(2, COUNT / 3, 3), NULL);
+    struct {
+        fl_node *node;
+        int period; /* how often the second operand repeats; 0: a scalar 7 */
+        char op;
+        const char *what;
+    } cases[] = {
+        {fl_sub(g, X, Y, NULL), COUNT, '-', "large sub, same shapes"},
+        {fl_add(g, X3, fl_constant(g, short_t, NULL), NULL), 3, '+', "large add of a 3-wide bias"},
+        {fl_mul(g, X, fl_constant(g, long_t, NULL), NULL), COLS, '*', "large mul by a 700-wide row"},
+        {fl_div(g, X, fl_scalar(g, 7.0f, NULL), NULL), 0, '/', "large div by a scalar"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        fl_tensor *t = run1(g, cases[c].node);
+        int bad = t && fl_shape_size(t->shape) == COUNT ? 0 : COUNT;
+        for (int i = 0; bad == 0 && i < COUNT; i++) {
+            float b = cases[c].period ? y[i % cases[c].period] : 7.0f, want;
+            switch (cases[c].op) {
+            case '+': want = x[i] + b; break;
+            case '-': want = x[i] - b; break;
+            case '*': want = x[i] * b; break;
+            default: want = x[i] / b; break;
+            }
+            if (fl_tensor_floats(t)[i] != want && bad++ == 0)
+                diag("element %d: got %.9g, want %.9g", i, fl_tensor_floats(t)[i], want);
+        }
+        ok(bad == 0, "%s: every element exact", cases[c].what);
+        fl_tensor_free(t);
+    }
+    fl_node *three[3] = {X, Y, X};
+    fl_tensor *t = run1(g, fl_add_n(g, three, 3, NULL));
+    int bad = t ? 0 : 1;
+    for (int i = 0; t && i < COUNT; i++)
+        bad += fl_tensor_floats(t)[i] != (x[i] + y[i]) + x[i];
+    ok(bad == 0, "large add_n adds its inputs in order (%d differ)", bad);
+    fl_tensor_free(t);
+    fl_tensor_free(short_t);
+    fl_tensor_free(long_t);
+    fl_graph_free(g);
+    free(x);
+    free(y);
 }
 
 static fl_node *build_matmul(fl_graph *g, fl_node **x, void *user)
@@ -194,6 +254,7 @@ int main(void)
 {
     test_matmul_forward();
     test_broadcast_forward();
+    test_large_operands();
     test_gradients();
     test_errors();
     test_run_time_shape_check();

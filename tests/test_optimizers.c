@@ -1,6 +1,8 @@
 /* test_optimizers.c: one or two steps of SGD, Momentum and Adam, checked
  * against values worked out by hand; and the global step's increments.
  * The loss is sum(var * c), so the gradient is the constant c = [0.5, -1]. */
+#include <stdlib.h>
+
 #include "tap.h"
 #include "flowlab.h"
 
@@ -52,6 +54,48 @@ static void teardown(fixture *f)
     fl_graph_free(f->g);
 }
 
+/* A variable big enough that /cpu:0 splits the update across threads
+ * (src/host_parallel.c): every element must take the same two steps as the
+ * hand-checked ones above, whichever thread updated it. */
+enum { LARGE = 300007 };
+
+static void check_large(fl_optimizer *opt, float first, float second, const char *what)
+{
+    fl_graph *g = fl_graph_new();
+    float *c = malloc(LARGE * sizeof *c);
+    for (int i = 0; i < LARGE; i++)
+        c[i] = i % 2 ? -1.0f : 0.5f; /* the same gradients as the small tests' two weights */
+    fl_tensor *ct = fl_tensor_from_floats(fl_shape_make(1, LARGE), c);
+    fl_node *var = fl_get_variable(g, "var", fl_shape_make(1, LARGE), fl_zeros_initializer());
+    fl_node *loss = fl_reduce_sum(g, fl_mul(g, var, fl_constant(g, ct, "c"), NULL), NULL, 0, false, NULL);
+    fl_node *train = fl_minimize(opt, g, loss, NULL, NULL), *init = fl_global_variables_initializer(g);
+    fl_session *s = fl_session_new(g, NULL);
+    fl_tensor *v = NULL;
+    fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
+    fl_session_run(s, NULL, 0, NULL, 0, NULL, &train, 1);
+    fl_session_run(s, NULL, 0, NULL, 0, NULL, &train, 1);
+    int bad = fl_session_run(s, NULL, 0, &var, 1, &v, NULL, 0) == 0 ? 0 : LARGE;
+    for (int i = 0; v && i < LARGE; i++) {
+        float want = i % 2 ? -second : first;
+        if (fabsf(fl_tensor_floats(v)[i] - want) > 1e-5f && bad++ == 0)
+            diag("element %d: got %.7g, want %.7g", i, fl_tensor_floats(v)[i], want);
+    }
+    ok(bad == 0, "%s: all %d elements of a large variable take the same steps (%d differ)", what, LARGE, bad);
+    fl_tensor_free(v);
+    fl_session_free(s);
+    fl_tensor_free(ct);
+    free(c);
+    fl_optimizer_free(opt);
+    fl_graph_free(g);
+}
+
+static void test_large_variables(void)
+{
+    check_large(fl_gradient_descent_optimizer(0.1f), -0.1f, -0.2f, "SGD");
+    check_large(fl_momentum_optimizer(0.1f, 0.9f, false), -0.145f, -0.29f, "Momentum");
+    check_large(fl_adam_optimizer(0.1f, 0.9f, 0.999f, 1e-8f), -0.2f, -0.2f, "Adam");
+}
+
 int main(void)
 {
     /* SGD: var - 0.1 * c */
@@ -92,6 +136,8 @@ int main(void)
     int nglobal = fl_global_variables(f.g, NULL, 0);
     ok(nglobal == 6, "global variables: var, global_step, beta1_power, beta2_power and two slots (%d)", nglobal);
     teardown(&f);
+
+    test_large_variables();
 
     /* A gradient that does not match its variable is refused by name. */
     fl_graph *g = fl_graph_new();
