@@ -5,91 +5,10 @@
  * and resumed where it stopped, and the exercises' reference solutions.
  * Runs stay small (--max_examples, batch 32, a few steps) to keep this quick. */
 #include <signal.h>
-#include <stdint.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "tap.h"
 #include "flowlab.h"
-
-static char build_dir[512] = "build";
-static char lab[600];
-static char tmp_dir[256];
-
-#define MAX_STEPS 64
-
-typedef struct {
-    int status;                /* exit status, or 128 + signal */
-    char *out;                 /* stdout and stderr together */
-    int nsteps;
-    long step[MAX_STEPS];
-    double loss[MAX_STEPS];
-    char line[MAX_STEPS][96];  /* "Step N with loss X", without the speed */
-} run_result;
-
-/* build/tests/test_lab01 -> build (build-sanitize under SANITIZE=1) */
-static void find_build_dir(const char *argv0)
-{
-    const char *tail = strstr(argv0, "/tests/test_lab01");
-    if (tail)
-        snprintf(build_dir, sizeof build_dir, "%.*s", (int)(tail - argv0), argv0);
-    snprintf(lab, sizeof lab, "%s/labs/01-single-device/single_device", build_dir);
-}
-
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = calloc((size_t)len + 1, 1);
-    if (text && fread(text, 1, (size_t)len, f) != (size_t)len)
-        text[0] = '\0';
-    fclose(f);
-    return text;
-}
-
-static void parse_steps(run_result *r)
-{
-    r->nsteps = 0;
-    for (const char *p = r->out; p && (p = strstr(p, "Step ")) && r->nsteps < MAX_STEPS; p++) {
-        long step;
-        double loss;
-        if ((p == r->out || p[-1] == '\n') && sscanf(p, "Step %ld with loss %lf", &step, &loss) == 2) {
-            const char *end = strstr(p, " (");
-            const char *nl = strchr(p, '\n');
-            int len = (int)((end && (!nl || end < nl) ? end : nl ? nl : p + strlen(p)) - p);
-            snprintf(r->line[r->nsteps], sizeof r->line[0], "%.*s", len, p);
-            r->step[r->nsteps] = step;
-            r->loss[r->nsteps++] = loss;
-        }
-    }
-}
-
-static int decode_status(int status)
-{
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
-}
-
-/* Runs "lab ARGS" through the shell, capturing both output streams. */
-static run_result run_lab(const char *args)
-{
-    run_result r = {0};
-    char cmd[2048], out_path[300];
-    snprintf(out_path, sizeof out_path, "%s/out.txt", tmp_dir);
-    snprintf(cmd, sizeof cmd, "%s %s > %s 2>&1", lab, args, out_path);
-    r.status = decode_status(system(cmd));
-    r.out = read_file(out_path);
-    parse_steps(&r);
-    return r;
-}
+#include "lab_runner.h"
 
 /* Starts the lab in the background with its output in out_path. */
 static pid_t start_lab(const char *args, const char *out_path)
@@ -265,42 +184,13 @@ static void test_exercises(void)
 {
     static const char *const names[][2] = {
         {"dense_layer", "dense-layer"}, {"momentum", "momentum-update"}, {"accuracy", "accuracy"}};
-    for (size_t i = 0; i < 3; i++) {
-        char args[1200], out_path[300], want[64];
-        snprintf(out_path, sizeof out_path, "%s/exercise.txt", tmp_dir);
-        snprintf(want, sizeof want, "PASS %s\n", names[i][1]);
-        snprintf(args, sizeof args, "%s/exercises/01-single-device/solutions/check_%s > %s 2>&1",
-                 build_dir, names[i][0], out_path);
-        int status = decode_status(system(args));
-        char *out = read_file(out_path);
-        ok(status == 0 && out && strcmp(out, want) == 0, "the reference solution passes %s",
-           names[i][1]);
-        if (status != 0)
-            diag("%s", out ? out : "(no output)");
-        free(out);
-
-        /* The student's copy: not solved yet, or solved; either way one clear line. */
-        snprintf(args, sizeof args, "%s/exercises/01-single-device/check_%s > %s 2>&1", build_dir,
-                 names[i][0], out_path);
-        status = decode_status(system(args));
-        out = read_file(out_path);
-        snprintf(want, sizeof want, "FAIL %s: not implemented yet", names[i][1]);
-        ok(out && ((status == 0 && strncmp(out, "PASS ", 5) == 0) ||
-                   (status == 1 && strncmp(out, want, strlen(want)) == 0)),
-           "the exercise file's check says PASS or 'not implemented yet' for %s", names[i][1]);
-        free(out);
-    }
+    test_exercise_checks("01-single-device", names, 3);
 }
 
 int main(int argc, char **argv)
 {
     (void)argc;
-    find_build_dir(argv[0]);
-    if (access(lab, X_OK) != 0)
-        skip_all("the lab is not built; `make tests` builds it");
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/test_lab01.XXXXXX");
-    if (!mkdtemp(tmp_dir))
-        skip_all("cannot make a temporary directory");
+    lab_runner_start(argv[0], "test_lab01", "labs/01-single-device/single_device");
 
     test_flags();
     test_exercises();
@@ -314,9 +204,6 @@ int main(int argc, char **argv)
         printf("ok %d # SKIP no data in %s (apt-get install dataset-fashion-mnist)\n",
                ++tap_count, FL_DEFAULT_DATA_DIR);
     }
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
-    if (system(cmd) != 0)
-        diag("could not remove %s", tmp_dir);
+    lab_runner_finish();
     return done_testing();
 }

@@ -146,18 +146,8 @@ int main(int argc, char **argv)
     if (train(s, &o, &nodes, &data, total_steps, false) != 0)
         return 1;
 
-    double test_accuracy = 0;
-    if (evaluate(s, image, label, accuracy, data.test_images, data.test_labels, o.batch_size,
-                 &test_accuracy) != 0) {
-        fprintf(stderr, PROGRAM ": evaluating: %s\n", fl_session_error(s));
+    if (report_test_accuracy(s, &o, image, label, accuracy, &data) != 0)
         return 1;
-    }
-    printf("Test accuracy: %.4f\n", test_accuracy);
-
-    if (o.graph_path && fl_session_write_dot(s, o.graph_path) != 0) {
-        fprintf(stderr, PROGRAM ": --graph: %s\n", fl_last_error());
-        return 1;
-    }
     fl_session_free(s);
     fl_optimizer_free(adam);
     fl_graph_free(g);

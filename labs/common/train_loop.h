@@ -1,7 +1,8 @@
 /* train_loop.h: the training loop every lab runs: resume from the latest
  * checkpoint, batches from a shuffled dataset, one session run per step, a
- * progress line with images/sec, checkpoints and an optional Chrome trace.
- * Define PROGRAM before including it; a lab gives it its own graph's nodes. */
+ * progress line with images/sec, checkpoints and an optional Chrome trace;
+ * then the test accuracy and the --graph file. Define PROGRAM before
+ * including it; a lab gives it its own graph's nodes. */
 #ifndef LABS_COMMON_TRAIN_LOOP_H
 #define LABS_COMMON_TRAIN_LOOP_H
 
@@ -9,6 +10,7 @@
 
 #include "flowlab.h"
 #include "data.h"
+#include "evaluate.h"
 #include "flags.h"
 #include "timing.h"
 
@@ -116,6 +118,25 @@ static inline int train(fl_session *s, const training_flags *o, const train_node
             fprintf(stderr, PROGRAM ": --trace: %s\n", fl_last_error());
     }
     fl_dataset_free(train_set);
+    return 0;
+}
+
+/* What every lab does after training: the test accuracy (of `accuracy`,
+ * fed through the image and label placeholders) and the --graph file.
+ * Returns 0, or 1 after printing what went wrong. */
+static inline int report_test_accuracy(fl_session *s, const training_flags *o, fl_node *image, fl_node *label,
+                                       fl_node *accuracy, const lab_data *d)
+{
+    double test_accuracy = 0;
+    if (evaluate(s, image, label, accuracy, d->test_images, d->test_labels, o->batch_size, &test_accuracy) != 0) {
+        fprintf(stderr, PROGRAM ": evaluating: %s\n", fl_session_error(s));
+        return 1;
+    }
+    printf("Test accuracy: %.4f\n", test_accuracy);
+    if (o->graph_path && fl_session_write_dot(s, o->graph_path) != 0) {
+        fprintf(stderr, PROGRAM ": --graph: %s\n", fl_last_error());
+        return 1;
+    }
     return 0;
 }
 
