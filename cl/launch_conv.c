@@ -1,6 +1,9 @@
-/* launch_conv.c: launchers for MatMul and for Conv2D and its backprops as
- * GEMMs over patch matrices: im2col lays each output pixel's window out
- * as a row of a [P, K] matrix (P output pixels, K = KH*KW*Cin taps), so
+/* launch_conv.c: launchers for MatMul, MaxPool and its gradient, and for
+ * Conv2D and its backprops. On CPU-type devices the convolutions are
+ * implicit GEMMs (launch_conv_gemm.c). CLBlast, used on GPU-type devices,
+ * multiplies only matrices that exist, so there they are GEMMs over patch
+ * matrices: im2col lays each output pixel's window out as a row of a
+ * [P, K] matrix (P output pixels, K = KH*KW*Cin taps), so
  *     Conv2D:           y[P, Cout]  = col[P, K]   x filter[K, Cout]
  *     backprop filter:  df[K, Cout] = col[P, K]^T x dy[P, Cout]
  *     backprop input:   dcol[P, K]  = dy[P, Cout] x filter[K, Cout]^T, then col2im
@@ -11,33 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_geom.h"
 #include "launch.h"
-
-/* The same struct as conv.cl's geom: thirteen ints, so the layouts agree. */
-typedef struct {
-    cl_int batch, h, w, c;
-    cl_int kh, kw;
-    cl_int oh, ow, oc;
-    cl_int sh, sw;
-    cl_int pad_top, pad_left;
-} geom;
-
-static geom make_geom(const fl_node *n, fl_shape image, int kh, int kw, int oc)
-{
-    const fl_attrs *a = &n->attrs;
-    geom g = {.batch = image.dims[0], .h = image.dims[1], .w = image.dims[2], .c = image.dims[3],
-              .kh = kh, .kw = kw, .oc = oc, .sh = a->stride_h, .sw = a->stride_w};
-    g.oh = fl_conv_output_size(g.h, kh, g.sh, a->padding);
-    g.ow = fl_conv_output_size(g.w, kw, g.sw, a->padding);
-    g.pad_top = fl_conv_pad_before(g.h, kh, g.sh, a->padding);
-    g.pad_left = fl_conv_pad_before(g.w, kw, g.sw, a->padding);
-    return g;
-}
-
-static geom conv_geom(const fl_node *n, fl_shape image, fl_shape filter)
-{
-    return make_geom(n, image, filter.dims[0], filter.dims[1], filter.dims[3]);
-}
 
 /* Which GEMM: CLBlast is tuned for GPUs, so a GPU-type OpenCL device uses
  * it; on a CPU device (PoCL) flowlab's own kernel (cl/gemm.c) is about ten
@@ -159,6 +137,8 @@ FL_CL_OP(fl_cl_conv2d)
 {
     (void)ctx;
     geom g = conv_geom(n, in[0]->shape, in[1]->shape);
+    if (!use_clblast(d))
+        return fl_cl_conv2d_implicit(d, &g, in[0]->data, in[1]->data, out->data);
     chunking ch;
     if (plan_chunks(&g, &ch) != 0)
         return -1;
@@ -195,8 +175,12 @@ FL_CL_OP(fl_cl_conv2d_backprop_input)
 {
     (void)ctx;
     geom g = conv_geom(n, in[2]->shape, in[1]->shape);
+    if (fl_cl_count(out) < 0)
+        return -1;
+    if (!use_clblast(d))
+        return fl_cl_conv2d_backprop_input_implicit(d, &g, in[0]->data, in[1]->data, out->data);
     chunking ch;
-    if (fl_cl_count(out) < 0 || plan_chunks(&g, &ch) != 0)
+    if (plan_chunks(&g, &ch) != 0)
         return -1;
     if (ch.pixels == 0 || g.batch == 0)
         return fl_cl_fill_bytes(d, out->data, 0, fl_tensor_bytes(out));
@@ -220,6 +204,8 @@ FL_CL_OP(fl_cl_conv2d_backprop_filter)
 {
     (void)ctx;
     geom g = conv_geom(n, in[1]->shape, in[2]->shape);
+    if (!use_clblast(d))
+        return fl_cl_conv2d_backprop_filter_implicit(d, &g, in[1]->data, in[0]->data, out->data);
     chunking ch;
     if (plan_chunks(&g, &ch) != 0)
         return -1;

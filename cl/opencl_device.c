@@ -26,7 +26,9 @@ static const char *const kernel_names[FL_CL_KERNEL_COUNT] = {
     [K_ARGMAX_FLOAT] = "argmax_float", [K_ARGMAX_INT] = "argmax_int",
     [K_EQUAL_FLOAT] = "equal_float", [K_EQUAL_INT] = "equal_int",
     [K_IM2COL] = "im2col", [K_COL2IM] = "col2im", [K_MAX_POOL] = "max_pool",
-    [K_MAX_POOL_GRAD] = "max_pool_grad",
+    [K_MAX_POOL_GRAD] = "max_pool_grad", [K_CONV_PACK_FILTER] = "conv_pack_filter",
+    [K_CONV_GEMM] = "conv_gemm", [K_CONV_FILTER_GRAD] = "conv_filter_grad",
+    [K_CONV_SUM_SPLITS] = "conv_sum_splits",
     [K_APPLY_GRADIENT_DESCENT] = "apply_gradient_descent",
     [K_APPLY_MOMENTUM] = "apply_momentum", [K_APPLY_ADAM] = "apply_adam",
 };
@@ -154,6 +156,8 @@ void fl_cl_device_close(fl_cl_device *d)
         clReleaseMemObject(d->scratch);
     if (d->fault)
         clReleaseMemObject(d->fault);
+    if (d->zeros)
+        clReleaseMemObject(d->zeros);
     if (d->queue)
         clReleaseCommandQueue(d->queue);
     if (d->context)
@@ -178,6 +182,29 @@ cl_mem fl_cl_scratch(fl_cl_device *d, size_t bytes)
     }
     d->scratch_bytes = bytes;
     return d->scratch;
+}
+
+cl_mem fl_cl_zeros(fl_cl_device *d, size_t bytes)
+{
+    if (d->zeros && d->zeros_bytes >= bytes)
+        return d->zeros;
+    if (d->zeros) /* commands still reading it keep it alive until they finish */
+        clReleaseMemObject(d->zeros);
+    d->zeros_bytes = 0;
+    bytes = bytes < 4096 ? 4096 : bytes;
+    cl_int err, zero = 0;
+    d->zeros = clCreateBuffer(d->context, CL_MEM_READ_ONLY, bytes, NULL, &err);
+    if (err == CL_SUCCESS)
+        err = clEnqueueFillBuffer(d->queue, d->zeros, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        if (d->zeros)
+            clReleaseMemObject(d->zeros);
+        d->zeros = NULL;
+        fl_cl_fail("a buffer of zeros", err);
+        return NULL;
+    }
+    d->zeros_bytes = bytes;
+    return d->zeros;
 }
 
 /* Says what the first recorded fault was, then clears it for the next step. */

@@ -23,6 +23,7 @@ typedef enum {
     K_COPY_WINDOW, K_CAST_TO_INT, K_CAST_TO_FLOAT, K_ARGMAX_FLOAT, K_ARGMAX_INT, K_EQUAL_FLOAT,
     K_EQUAL_INT,
     K_IM2COL, K_COL2IM, K_MAX_POOL, K_MAX_POOL_GRAD,
+    K_CONV_PACK_FILTER, K_CONV_GEMM, K_CONV_FILTER_GRAD, K_CONV_SUM_SPLITS,
     K_APPLY_GRADIENT_DESCENT, K_APPLY_MOMENTUM, K_APPLY_ADAM,
     FL_CL_KERNEL_COUNT
 } fl_cl_kernel_id;
@@ -50,8 +51,10 @@ typedef struct {
     fl_cl_gemm *gemm;
     cl_kernel kernels[FL_CL_KERNEL_COUNT];
     fl_cl_pool pool;
-    cl_mem scratch; /* im2col's matrix; grows, then is reused by every conv */
+    cl_mem scratch; /* a packed filter, partial sums, im2col's matrix: grows, then is reused */
     size_t scratch_bytes;
+    cl_mem zeros;   /* read where a convolution's window hangs over the edge */
+    size_t zeros_bytes;
     cl_mem fault;   /* int[4]: code, op slot, two numbers (common.cl) */
     /* Ops enqueued since the last wait that may record a fault, by slot. */
     struct {
@@ -90,6 +93,8 @@ int fl_cl_mark(fl_cl_device *d, cl_event *event);
 int fl_cl_keep_timing(fl_cl_device *d, int node, cl_event before);
 /* A scratch buffer of at least bytes, valid until the next call. */
 cl_mem fl_cl_scratch(fl_cl_device *d, size_t bytes);
+/* A buffer of at least bytes that are all zero; kernels only read it. */
+cl_mem fl_cl_zeros(fl_cl_device *d, size_t bytes);
 
 /* ---- calling a kernel: set arguments in order, then run ---- */
 typedef struct {

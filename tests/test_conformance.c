@@ -156,6 +156,15 @@ static const op_case cases[] = {
     {"Conv2D 3x3 VALID stride 2, C=5", b_conv_valid2, 2, {{F, {4, {2, 11, 9, 5}}, -1, 1}, {F, {4, {3, 3, 5, 7}}, -1, 1}}, true, 1e-4},
     {"Conv2D 5x5 SAME, 3 chunks", b_conv_same, 2, {{F, {4, {3, 64, 64, 16}}, -1, 1}, {F, {4, {5, 5, 16, 8}}, -1, 1}}, true, 1e-4},
     {"Conv2D 5x5 SAME stride 2, C=5, 2 chunks", b_conv_same22, 2, {{F, {4, {5, 160, 160, 5}}, -1, 1}, {F, {4, {5, 5, 5, 3}}, -1, 1}}, true, 1e-3}, /* dW: sums of 32000 products */
+    /* The implicit-GEMM convolutions (cl/conv_gemm.cl): tiles of 6 pixels x
+     * 16 channels with partial tiles on both sides, one input channel (each
+     * row of a filter-gradient tile its own tap), windows larger than the
+     * image, a 1x1 window whose stride skips pixels, a batch cut unevenly
+     * into the filter gradient's 16 partial sums, and conv_2 of chapter 1. */
+    {"Conv2D 5x5 SAME, Cin=1, Cout=17, batch 19", b_conv_same, 2, {{F, {4, {19, 6, 5, 1}}, -1, 1}, {F, {4, {5, 5, 1, 17}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 5x5 SAME stride 2 on a 3x2 image", b_conv_same22, 2, {{F, {4, {1, 3, 2, 3}}, -1, 1}, {F, {4, {5, 5, 3, 2}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 1x1 VALID stride 2", b_conv_valid2, 2, {{F, {4, {2, 5, 5, 3}}, -1, 1}, {F, {4, {1, 1, 3, 4}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 5x5 SAME [2,14,14,32] x [5,5,32,64]", b_conv_same, 2, {{F, {4, {2, 14, 14, 32}}, -1, 1}, {F, {4, {5, 5, 32, 64}}, -1, 1}}, true, 1e-3},
     {"MaxPool 2x2 VALID, odd size, C=5", b_pool_valid2, 1, {{F, {4, {2, 7, 9, 5}}, -1, 1}}, true, 0},
     {"MaxPool 2x2 stride 3, C=6", b_pool_gaps, 1, {{F, {4, {2, 8, 7, 6}}, -1, 1}}, true, 0},
     {"MaxPool 3x3 SAME stride 1, C=1", b_pool_same1, 1, {{F, {4, {2, 6, 5, 1}}, -1, 1}}, true, 0},

@@ -1,0 +1,296 @@
+/* conv_gemm.cl: Conv2D and both of its backprops as implicit GEMM over NHWC
+ * floats, for CPU-type OpenCL devices (PoCL). Host side: cl/launch_conv_gemm.c.
+ * The same register tile as cl/matmul.cl, with A read from the image itself.
+ *
+ * The GEMM hiding in a convolution
+ * --------------------------------
+ * Conv2D multiplies a patch matrix by the filter, seen as a [K, Cout] matrix
+ * with K = KH*KW*Cin taps in the filter's own order (ky, kx, ci):
+ *
+ *     y[P, Cout] = patches[P, K] x filter[K, Cout]      P = output pixels
+ *
+ * Row p of `patches` is output pixel p's window. im2col writes that matrix
+ * out (for conv_2 of chapter 1: 25088 x 800 floats, 80 MB) only for the GEMM
+ * to read it once. Here nothing is written: for tap (ky, kx) the Cin values
+ * of row p are Cin contiguous floats of the input, at the pixel under that
+ * tap, or zeros where the window hangs over the edge. So the GEMM's k loop
+ * becomes a loop over taps, and inside it a loop over channels that reads
+ * six input pixels (the tile's six rows) straight from the image.
+ *
+ * The data gradient is the same loop run backwards through the window:
+ * input pixel (y, x) received, through tap (ky, kx), the output pixel at
+ * ((y + pad - ky) / stride, ...) when that division is exact, so
+ *
+ *     dx[pixels, Cin] = dpatches[pixels, KH*KW*Cout] x filter_t[KH*KW*Cout, Cin]
+ *
+ * where filter_t holds each tap's [Cin, Cout] block transposed. conv_gemm
+ * does both, told apart by `transposed`.
+ *
+ * The filter gradient sums over every output pixel of the batch:
+ *
+ *     dfilter[K, Cout] = patches[P, K]^T x dy[P, Cout]
+ *
+ * Its tile is 6 taps x 16 output channels and its k loop runs over output
+ * pixels: per pixel, six input values (one per tap of the tile) and 16
+ * values of dy. See conv_filter_grad for how the batch is split.
+ *
+ * B is packed into 16-column panels, as cl/matmul.cl explains, by
+ * conv_pack_filter; the packed filter is the only scratch a forward or data
+ * gradient needs (filter-sized), and zeros stand in for pixels off the edge.
+ */
+
+enum { TILE_ROWS = 6, TILE_COLS = 16 };
+
+/* ------------------------------------------------------------------------
+ * conv_pack_filter: Bp[p][k][c] = filter value for GEMM row k, column
+ * 16p + c (0 past n columns), for k = (tap, q) with q < kin:
+ *     w[tap * tap_stride + q * stride_q + column * stride_c]
+ * Forward: kin = Cin, columns = Cout (stride_q = Cout, stride_c = 1), which
+ * is the filter itself as [K, Cout]. Data gradient: kin = Cout, columns =
+ * Cin (stride_q = 1, stride_c = Cout), each tap's block transposed.
+ * Global size: (panels, taps * kin).
+ */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void conv_pack_filter(__global const float *restrict w, int taps, int kin, int n, int tap_stride,
+                      int stride_q, int stride_c, __global float *restrict bp)
+{
+    int p = get_global_id(0), k = get_global_id(1), K = taps * kin;
+    if (k >= K)
+        return;
+    __global const float *src = w + (size_t)(k / kin) * tap_stride + (size_t)(k % kin) * stride_q;
+    __global float *dst = bp + ((size_t)p * K + k) * TILE_COLS;
+    for (int c = 0; c < TILE_COLS; c++) {
+        int column = p * TILE_COLS + c;
+        dst[c] = column < n ? src[(size_t)column * stride_c] : 0.0f;
+    }
+}
+
+/* Where along one axis tap k of result coordinate y reads its source, or -1
+ * off the edge. Forward: y * stride - pad + k. Transposed (data gradient):
+ * the output coordinate s with s * stride - pad + k = y, if there is one. */
+int source_coord(int y, int k, int stride, int pad, int size, int transposed)
+{
+    int s = transposed ? y + pad - k : y * stride - pad + k;
+    if (s < 0)
+        return -1;
+    if (transposed && stride != 1) {
+        if (s % stride != 0)
+            return -1;
+        s /= stride;
+    }
+    return s < size ? s : -1;
+}
+
+/* The 6 x 16 tile's accumulators, as in cl/matmul.cl: row r in cr0 (columns
+ * 0-7) and cr1 (8-15). FMA_ROW adds A value `a` times the two B vectors. */
+#define FMA_ROW(r, a) { float8 a_ = (float8)(a);                              \
+                        c##r##0 = fma(a_, b0, c##r##0); c##r##1 = fma(a_, b1, c##r##1); }
+
+/* Stores the tile at row i0, column j0 of a row-major [M, N] result; with
+ * `add`, adds to what is there. Full tiles are two vector stores a row. */
+void store_tile(__global float *out, int M, int N, int i0, int j0, int add, float8 c00, float8 c01,
+                float8 c10, float8 c11, float8 c20, float8 c21, float8 c30, float8 c31, float8 c40,
+                float8 c41, float8 c50, float8 c51)
+{
+    float t[TILE_ROWS][TILE_COLS];
+    vstore8(c00, 0, t[0]); vstore8(c01, 1, t[0]); vstore8(c10, 0, t[1]); vstore8(c11, 1, t[1]);
+    vstore8(c20, 0, t[2]); vstore8(c21, 1, t[2]); vstore8(c30, 0, t[3]); vstore8(c31, 1, t[3]);
+    vstore8(c40, 0, t[4]); vstore8(c41, 1, t[4]); vstore8(c50, 0, t[5]); vstore8(c51, 1, t[5]);
+    int rows = min(TILE_ROWS, M - i0), cols = min(TILE_COLS, N - j0);
+    for (int r = 0; r < rows; r++) {
+        __global float *o = out + (size_t)(i0 + r) * N + j0;
+        if (cols == TILE_COLS) {
+            float8 lo = vload8(0, t[r]), hi = vload8(1, t[r]);
+            if (add) {
+                lo += vload8(0, o);
+                hi += vload8(1, o);
+            }
+            vstore8(lo, 0, o);
+            vstore8(hi, 1, o);
+            continue;
+        }
+        for (int c = 0; c < cols; c++)
+            o[c] = add ? o[c] + t[r][c] : t[r][c];
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * conv_gemm: Conv2D (transposed = 0: rows are output pixels, the source is
+ * the input, columns are Cout) or Conv2DBackpropInput (transposed = 1: rows
+ * are input pixels, the source is dy, columns are Cin). `zeros` holds at
+ * least kw times as many zeros as the source has channels.
+ * Work-item (jt, it) computes rows 6*it.. and columns 16*jt..; columns vary
+ * fastest, so neighbouring work-items reuse the same six source pixels
+ * while all of Bp (a few hundred KB) stays in cache.
+ * Global size: (column tiles, row tiles).
+ */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void conv_gemm(__global const float *restrict src, __global const float *restrict bp,
+               __global const float *restrict zeros, geom g, int transposed,
+               __global float *restrict out)
+{
+    int jt = get_global_id(0), it = get_global_id(1);
+    int rows_h = transposed ? g.h : g.oh, rows_w = transposed ? g.w : g.ow;
+    int src_h = transposed ? g.oh : g.h, src_w = transposed ? g.ow : g.w;
+    int src_c = transposed ? g.oc : g.c, N = transposed ? g.c : g.oc;
+    int M = g.batch * rows_h * rows_w, K = g.kh * g.kw * src_c;
+    int i0 = it * TILE_ROWS;
+
+    /* Each row's pixel (image, y, x); rows past M repeat the last one and
+     * are not stored. */
+    int img[TILE_ROWS], py[TILE_ROWS], px[TILE_ROWS];
+    for (int r = 0; r < TILE_ROWS; r++) {
+        int i = min(i0 + r, M - 1);
+        px[r] = i % rows_w;
+        py[r] = (i / rows_w) % rows_h;
+        img[r] = i / (rows_w * rows_h);
+    }
+
+    /* A window row (one ky, every kx) is kw pixels side by side: kw * src_c
+     * contiguous floats. Forward, when every row's window lies inside the
+     * image from left to right, the k loop runs over whole window rows
+     * (long loops; with one input channel, as in conv_1, much longer than
+     * one tap's). Otherwise, and for the data gradient (whose window runs
+     * backwards through the source), it goes tap by tap. */
+    bool whole_rows = !transposed;
+    for (int r = 0; r < TILE_ROWS; r++) {
+        int sx = px[r] * g.sw - g.pad_left;
+        whole_rows = whole_rows && sx >= 0 && sx + g.kw <= src_w;
+    }
+    int run = whole_rows ? g.kw * src_c : src_c; /* floats read per pointer */
+
+    float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
+    float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
+    __global const float *b = bp + (size_t)jt * K * TILE_COLS;
+    for (int ky = 0; ky < g.kh; ky++) {
+        for (int kx = 0; kx < (whole_rows ? 1 : g.kw); kx++) {
+            /* The six source pixels under tap (ky, kx), or zeros. */
+            __global const float *a[TILE_ROWS];
+            for (int r = 0; r < TILE_ROWS; r++) {
+                int sy = source_coord(py[r], ky, g.sh, g.pad_top, src_h, transposed);
+                int sx = whole_rows ? px[r] * g.sw - g.pad_left
+                                    : source_coord(px[r], kx, g.sw, g.pad_left, src_w, transposed);
+                a[r] = sy < 0 || sx < 0 ? zeros
+                                        : src + (((size_t)img[r] * src_h + sy) * src_w + sx) * src_c;
+            }
+            // [book:implicit_gemm]
+            /* The micro-kernel of cl/matmul.cl, with A read in place. */
+            for (int q = 0; q < run; q++, b += TILE_COLS) {
+                float8 b0 = vload8(0, b), b1 = vload8(1, b);
+                FMA_ROW(0, a[0][q]) FMA_ROW(1, a[1][q]) FMA_ROW(2, a[2][q])
+                FMA_ROW(3, a[3][q]) FMA_ROW(4, a[4][q]) FMA_ROW(5, a[5][q])
+            }
+            // [end:implicit_gemm]
+        }
+    }
+    store_tile(out, M, N, i0, jt * TILE_COLS, 0, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41,
+               c50, c51);
+}
+
+/* ------------------------------------------------------------------------
+ * conv_filter_grad: the filter gradient, in `splits` partial sums.
+ *
+ * Every tile of dfilter reads the whole batch, so the order of the loops
+ * decides what comes from cache: work-item s takes a share of the images
+ * and, one image at a time, computes that image's part of every tile,
+ * adding it to its partial sum partials[s] ([Kpad, Npad], padded to whole
+ * tiles). One image (conv_2: 25 KB of x, 50 KB of dy) and one partial sum
+ * (200 KB) stay in the core's cache while all tiles pass over them.
+ * conv_sum_splits then adds the partial sums up, in split order.
+ * `zeros` holds w*c zeros: the "row" read for a tap above or below the image.
+ * Global size: (splits).
+ */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void conv_filter_grad(__global const float *restrict x, __global const float *restrict dy,
+                      __global const float *restrict zeros, geom g, int splits,
+                      __global float *restrict partials)
+{
+    int s = get_global_id(0);
+    int K = g.kh * g.kw * g.c, N = g.oc;
+    int mtiles = (K + TILE_ROWS - 1) / TILE_ROWS, ntiles = (N + TILE_COLS - 1) / TILE_COLS;
+    int kpad = mtiles * TILE_ROWS, npad = ntiles * TILE_COLS;
+    int first = g.batch * s / splits, last = g.batch * (s + 1) / splits;
+    __global float *partial = partials + (size_t)s * kpad * npad;
+
+    for (int image = first; image < last; image++) {
+        for (int it = 0; it < mtiles; it++) {
+            /* The tile's six taps: (ky, kx, ci); rows past K repeat the last. */
+            int ky[TILE_ROWS], kx[TILE_ROWS], ci[TILE_ROWS];
+            for (int r = 0; r < TILE_ROWS; r++) {
+                int k = min(it * TILE_ROWS + r, K - 1);
+                ci[r] = k % g.c;
+                kx[r] = (k / g.c) % g.kw;
+                ky[r] = k / (g.c * g.kw);
+            }
+            /* Output columns ox in [lo, hi) put every row's tap inside the
+             * image; the few outside that range are checked one by one. */
+            int lo = 0, hi = g.ow;
+            for (int r = 0; r < TILE_ROWS; r++) {
+                int left = g.pad_left - kx[r], right = g.w - 1 + g.pad_left - kx[r];
+                lo = max(lo, left > 0 ? (left + g.sw - 1) / g.sw : 0);
+                hi = min(hi, right < 0 ? 0 : right / g.sw + 1);
+            }
+            hi = max(hi, lo);
+            for (int jt = 0; jt < ntiles; jt++) {
+                int j0 = jt * TILE_COLS, full = j0 + TILE_COLS <= N;
+                __global float *acc = partial + (size_t)it * TILE_ROWS * npad + j0;
+                float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
+                float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
+                for (int oy = 0; oy < g.oh; oy++) {
+                    __global const float *a[TILE_ROWS];
+                    for (int r = 0; r < TILE_ROWS; r++) {
+                        int iy = oy * g.sh - g.pad_top + ky[r];
+                        a[r] = (iy >= 0 && iy < g.h ? x + ((size_t)image * g.h + iy) * g.w * g.c : zeros) +
+                               ci[r] + (kx[r] - g.pad_left) * g.c;
+                    }
+                    __global const float *d = dy + (((size_t)image * g.oh + oy) * g.ow) * N + j0;
+                    for (int ox = 0; ox < g.ow; ox++, d += N) {
+                        float8 b0, b1;
+                        if (full) {
+                            b0 = vload8(0, d);
+                            b1 = vload8(1, d);
+                        } else { /* the last column tile of an N that is no multiple of 16 */
+                            float t[TILE_COLS];
+                            for (int c = 0; c < TILE_COLS; c++)
+                                t[c] = j0 + c < N ? d[c] : 0.0f;
+                            b0 = vload8(0, t);
+                            b1 = vload8(1, t);
+                        }
+                        int step = ox * g.sw * g.c;
+                        if (ox >= lo && ox < hi) {
+                            FMA_ROW(0, a[0][step]) FMA_ROW(1, a[1][step]) FMA_ROW(2, a[2][step])
+                            FMA_ROW(3, a[3][step]) FMA_ROW(4, a[4][step]) FMA_ROW(5, a[5][step])
+                            continue;
+                        }
+                        float v[TILE_ROWS];
+                        for (int r = 0; r < TILE_ROWS; r++) {
+                            int ix = ox * g.sw - g.pad_left + kx[r];
+                            v[r] = ix >= 0 && ix < g.w ? a[r][step] : 0.0f;
+                        }
+                        FMA_ROW(0, v[0]) FMA_ROW(1, v[1]) FMA_ROW(2, v[2])
+                        FMA_ROW(3, v[3]) FMA_ROW(4, v[4]) FMA_ROW(5, v[5])
+                    }
+                }
+                store_tile(acc, TILE_ROWS, npad, 0, 0, image > first, c00, c01, c10, c11, c20, c21,
+                           c30, c31, c40, c41, c50, c51);
+            }
+        }
+    }
+}
+
+/* out[k, j] = the sum over splits of partials[s][k][j] (padded [Kpad, Npad]),
+ * in split order. Global size: K * N. */
+__kernel void conv_sum_splits(__global const float *restrict partials, int splits, int kpad, int npad,
+                              int K, int N, __global float *restrict out)
+{
+    int i = get_global_id(0);
+    if (i >= K * N)
+        return;
+    int k = i / N, j = i % N;
+    float sum = 0.0f;
+    for (int s = 0; s < splits; s++)
+        sum += partials[((size_t)s * kpad + k) * npad + j];
+    out[i] = sum;
+}
+
+#undef FMA_ROW

@@ -1,0 +1,128 @@
+/* launch_conv_gemm.c: host side of the implicit-GEMM convolutions of
+ * cl/conv_gemm.cl: packs the filter, picks the work sizes and the split of
+ * the filter gradient's sum, and enqueues the kernels. The only scratch is
+ * filter-sized: no patch matrix is ever written. */
+#include <limits.h>
+
+#include "conv_geom.h"
+#include "launch.h"
+
+enum { TILE_ROWS = 6, TILE_COLS = 16 }; /* as in conv_gemm.cl */
+
+/* The filter gradient's sum over the batch is cut into this many partial
+ * sums at most (one work-item each): enough for the cores to share, few
+ * enough that the partial sums stay small (conv_2: 16 x 200 KB). */
+enum { MAX_SPLITS = 16 };
+
+static size_t tiles(int n, int tile) { return ((size_t)n + tile - 1) / tile; }
+
+static int check_size(const geom *g)
+{
+    int64_t pixels = (int64_t)g->batch * (g->h > g->oh ? g->h : g->oh) * (g->w > g->ow ? g->w : g->ow);
+    int64_t channels = g->c > g->oc ? g->c : g->oc;
+    if (pixels * channels < INT_MAX && (int64_t)g->kh * g->kw * channels * (g->c + TILE_COLS) < INT_MAX)
+        return 0;
+    fl_set_error("a convolution of [%d,%d,%d,%d] by a %dx%d window is too large for the OpenCL kernels",
+                 g->batch, g->h, g->w, g->c, g->kh, g->kw);
+    return -1;
+}
+
+/* Packs the filter [KH, KW, Cin, Cout] as B of the forward GEMM ([K, Cout],
+ * transposed = false) or of the data gradient's (each tap's block
+ * transposed, [KH*KW*Cout, Cin]) into 16-column panels in the scratch. */
+static cl_mem pack_filter(fl_cl_device *d, const geom *g, const void *filter, bool transposed)
+{
+    int taps = g->kh * g->kw, kin = transposed ? g->oc : g->c, n = transposed ? g->c : g->oc;
+    size_t panels = tiles(n, TILE_COLS), K = (size_t)taps * kin;
+    cl_mem bp = fl_cl_scratch(d, panels * K * TILE_COLS * sizeof(float));
+    if (!bp)
+        return NULL;
+    fl_cl_call c = fl_cl_begin(d, K_CONV_PACK_FILTER);
+    fl_cl_mem(&c, filter);
+    fl_cl_int(&c, taps);
+    fl_cl_int(&c, kin);
+    fl_cl_int(&c, n);
+    fl_cl_int(&c, g->c * g->oc);          /* tap_stride */
+    fl_cl_int(&c, transposed ? 1 : g->oc); /* stride_q */
+    fl_cl_int(&c, transposed ? g->oc : 1); /* stride_c */
+    fl_cl_mem(&c, bp);
+    size_t global[2] = {panels, K}, local[2] = {1, 1};
+    return fl_cl_run_groups(&c, 2, global, local) == 0 ? bp : NULL;
+}
+
+/* Conv2D (transposed = false) or Conv2DBackpropInput (true) through
+ * conv_gemm: rows are the result's pixels, columns its channels. */
+static int conv_gemm(fl_cl_device *d, const geom *g, const void *src, const void *filter, bool transposed,
+                     void *out)
+{
+    int rows_h = transposed ? g->h : g->oh, rows_w = transposed ? g->w : g->ow;
+    int src_c = transposed ? g->oc : g->c, n = transposed ? g->c : g->oc;
+    size_t m = (size_t)g->batch * rows_h * rows_w;
+    if (m == 0 || n == 0)
+        return 0;
+    if (src_c == 0 || g->kh * g->kw == 0) /* an empty sum */
+        return fl_cl_fill_bytes(d, out, 0, m * n * sizeof(float));
+    cl_mem zeros = fl_cl_zeros(d, (size_t)g->kw * src_c * sizeof(float));
+    cl_mem bp = zeros ? pack_filter(d, g, filter, transposed) : NULL;
+    if (!bp)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, K_CONV_GEMM);
+    fl_cl_mem(&c, src);
+    fl_cl_mem(&c, bp);
+    fl_cl_mem(&c, zeros);
+    fl_cl_value(&c, sizeof *g, g);
+    fl_cl_int(&c, transposed);
+    fl_cl_mem(&c, out);
+    size_t global[2] = {tiles(n, TILE_COLS), tiles((int)m, TILE_ROWS)}, local[2] = {1, 1};
+    return fl_cl_run_groups(&c, 2, global, local);
+}
+
+int fl_cl_conv2d_implicit(fl_cl_device *d, const geom *g, const void *x, const void *filter, void *y)
+{
+    return check_size(g) ? -1 : conv_gemm(d, g, x, filter, false, y);
+}
+
+int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const geom *g, const void *dy,
+                                         const void *filter, void *dx)
+{
+    return check_size(g) ? -1 : conv_gemm(d, g, dy, filter, true, dx);
+}
+
+/* conv_filter_grad's partial sums, one per share of the batch, then
+ * conv_sum_splits adding them up in order. */
+int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const geom *g, const void *x, const void *dy,
+                                          void *dfilter)
+{
+    int K = g->kh * g->kw * g->c, n = g->oc;
+    if (check_size(g) != 0)
+        return -1;
+    if (K == 0 || n == 0)
+        return 0;
+    if (g->batch == 0 || g->oh == 0 || g->ow == 0)
+        return fl_cl_fill_bytes(d, dfilter, 0, (size_t)K * n * sizeof(float));
+    int splits = g->batch < MAX_SPLITS ? g->batch : MAX_SPLITS;
+    size_t kpad = tiles(K, TILE_ROWS) * TILE_ROWS, npad = tiles(n, TILE_COLS) * TILE_COLS;
+    cl_mem zeros = fl_cl_zeros(d, (size_t)g->w * g->c * sizeof(float));
+    cl_mem partials = zeros ? fl_cl_scratch(d, (size_t)splits * kpad * npad * sizeof(float)) : NULL;
+    if (!partials)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, K_CONV_FILTER_GRAD);
+    fl_cl_mem(&c, x);
+    fl_cl_mem(&c, dy);
+    fl_cl_mem(&c, zeros);
+    fl_cl_value(&c, sizeof *g, g);
+    fl_cl_int(&c, splits);
+    fl_cl_mem(&c, partials);
+    size_t global = (size_t)splits, local = 1;
+    if (fl_cl_run_groups(&c, 1, &global, &local) != 0)
+        return -1;
+    c = fl_cl_begin(d, K_CONV_SUM_SPLITS);
+    fl_cl_mem(&c, partials);
+    fl_cl_int(&c, splits);
+    fl_cl_int(&c, (int)kpad);
+    fl_cl_int(&c, (int)npad);
+    fl_cl_int(&c, K);
+    fl_cl_int(&c, n);
+    fl_cl_mem(&c, dfilter);
+    return fl_cl_run(&c, (size_t)K * n);
+}
