@@ -187,6 +187,22 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
                c50, c51);
 }
 
+/* 16 columns of a dy row into b0, b1; zeros past the `cols` that exist
+ * (the last column tile when N is no multiple of 16). */
+void load_cols(__global const float *d, int cols, float8 *b0, float8 *b1)
+{
+    if (cols >= TILE_COLS) {
+        *b0 = vload8(0, d);
+        *b1 = vload8(1, d);
+        return;
+    }
+    float t[TILE_COLS];
+    for (int c = 0; c < TILE_COLS; c++)
+        t[c] = c < cols ? d[c] : 0.0f;
+    *b0 = vload8(0, t);
+    *b1 = vload8(1, t);
+}
+
 /* ------------------------------------------------------------------------
  * conv_filter_grad: the filter gradient, in `splits` partial sums.
  *
@@ -232,7 +248,7 @@ void conv_filter_grad(__global const float *restrict x, __global const float *re
             }
             hi = max(hi, lo);
             for (int jt = 0; jt < ntiles; jt++) {
-                int j0 = jt * TILE_COLS, full = j0 + TILE_COLS <= N;
+                int j0 = jt * TILE_COLS;
                 __global float *acc = partial + (size_t)it * TILE_ROWS * npad + j0;
                 float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
                 float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
@@ -244,31 +260,28 @@ void conv_filter_grad(__global const float *restrict x, __global const float *re
                                ci[r] + (kx[r] - g.pad_left) * g.c;
                     }
                     __global const float *d = dy + (((size_t)image * g.oh + oy) * g.ow) * N + j0;
-                    for (int ox = 0; ox < g.ow; ox++, d += N) {
+                    int step = g.sw * g.c; /* floats between neighbouring ox in a row's source */
+                    /* The edges, ox in [0, lo) and [hi, ow): some rows' taps are
+                     * off the image there, so each tap is checked. */
+                    for (int e = 0; e < lo + g.ow - hi; e++) {
+                        int ox = e < lo ? e : hi + e - lo;
                         float8 b0, b1;
-                        if (full) {
-                            b0 = vload8(0, d);
-                            b1 = vload8(1, d);
-                        } else { /* the last column tile of an N that is no multiple of 16 */
-                            float t[TILE_COLS];
-                            for (int c = 0; c < TILE_COLS; c++)
-                                t[c] = j0 + c < N ? d[c] : 0.0f;
-                            b0 = vload8(0, t);
-                            b1 = vload8(1, t);
-                        }
-                        int step = ox * g.sw * g.c;
-                        if (ox >= lo && ox < hi) {
-                            FMA_ROW(0, a[0][step]) FMA_ROW(1, a[1][step]) FMA_ROW(2, a[2][step])
-                            FMA_ROW(3, a[3][step]) FMA_ROW(4, a[4][step]) FMA_ROW(5, a[5][step])
-                            continue;
-                        }
+                        load_cols(d + (size_t)ox * N, N - j0, &b0, &b1);
                         float v[TILE_ROWS];
                         for (int r = 0; r < TILE_ROWS; r++) {
                             int ix = ox * g.sw - g.pad_left + kx[r];
-                            v[r] = ix >= 0 && ix < g.w ? a[r][step] : 0.0f;
+                            v[r] = ix >= 0 && ix < g.w ? a[r][ox * step] : 0.0f;
                         }
                         FMA_ROW(0, v[0]) FMA_ROW(1, v[1]) FMA_ROW(2, v[2])
                         FMA_ROW(3, v[3]) FMA_ROW(4, v[4]) FMA_ROW(5, v[5])
+                    }
+                    /* The interior: no checks. */
+                    __global const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+                    for (int ox = lo, at = lo * step; ox < hi; ox++, at += step) {
+                        float8 b0, b1;
+                        load_cols(d + (size_t)ox * N, N - j0, &b0, &b1);
+                        FMA_ROW(0, a0[at]) FMA_ROW(1, a1[at]) FMA_ROW(2, a2[at])
+                        FMA_ROW(3, a3[at]) FMA_ROW(4, a4[at]) FMA_ROW(5, a5[at])
                     }
                 }
                 store_tile(acc, TILE_ROWS, npad, 0, 0, image > first, c00, c01, c10, c11, c20, c21,
