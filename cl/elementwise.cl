@@ -1,32 +1,10 @@
 /* elementwise.cl: arithmetic one element at a time. Binary ops broadcast by
  * suffix: element i of the larger operand meets element i % size of the
- * smaller (binary_float does it without the %). Also Neg, AddN's running
- * sum, SumToShape and DivGradB.
+ * smaller. Float Add/Sub/Mul/Div run in elementwise_chunks.cl; here are the
+ * integer ones, Neg, AddN's running sum and DivGradB.
  * Integer ops wrap like the host's (through uint) instead of overflowing. */
 
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
-
-/* A 2-D range: work-item (j, r) computes output element i = r * inner + j,
- * where inner is the smaller operand's size (both sizes when they are
- * equal). The smaller operand's element is then j, and the larger's is i,
- * with no i % size: integer division has no vector instruction, and in
- * these kernels, which PoCL runs eight work-items to a vector, it would
- * make each lane divide on its own. */
-__kernel void binary_float(int op, __global const float *a, int na, __global const float *b,
-                           int nb, __global float *out, int inner, int rows)
-{
-    int j = get_global_id(0), r = get_global_id(1);
-    if (j >= inner || r >= rows)
-        return;
-    int i = r * inner + j;
-    float x = a[na == inner ? j : i], y = b[nb == inner ? j : i];
-    switch (op) {
-    case OP_ADD: out[i] = x + y; break;
-    case OP_SUB: out[i] = x - y; break;
-    case OP_MUL: out[i] = x * y; break;
-    default: out[i] = x / y; break;
-    }
-}
 
 __kernel void binary_int(int op, __global const int *a, int na, __global const int *b, int nb,
                          __global int *out, int n, __global int *fault, int slot)

@@ -5,27 +5,6 @@
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };               /* as in elementwise.cl */
 enum { ACT_RELU, ACT_SIGMOID, ACT_TANH };              /* as in nn.cl */
 
-/* Enqueues a 2-D range of inner x rows work-items, in work-groups of
- * d->group work-items shaped to the rows: 32 x 2 for rows of 32 (a conv
- * bias), 64 x 1 for long rows; a whole group of work-items, most of them
- * idle, per row of 1 would waste the launch. */
-static int run_rows(fl_cl_call *c, int inner, int rows)
-{
-    if (inner == 0 || rows == 0)
-        return 0;
-    size_t l0 = 1;
-    while (l0 * 2 <= (size_t)inner && l0 * 2 <= c->d->group)
-        l0 *= 2;
-    size_t local[2] = {l0, c->d->group / l0};
-    size_t global[2] = {((size_t)inner + local[0] - 1) / local[0] * local[0],
-                        ((size_t)rows + local[1] - 1) / local[1] * local[1]};
-    if (c->error != CL_SUCCESS)
-        return fl_cl_fail("setting a kernel's arguments", c->error);
-    cl_int err = clEnqueueNDRangeKernel(c->d->queue, c->d->kernels[c->kernel], 2, NULL, global,
-                                        local, 0, NULL, NULL);
-    return err == CL_SUCCESS ? 0 : fl_cl_fail("clEnqueueNDRangeKernel", err);
-}
-
 static int binary(fl_cl_device *d, const fl_node *n, int op, fl_tensor *const *in, fl_tensor *out)
 {
     int count = fl_cl_count(out), na = fl_cl_count(in[0]), nb = fl_cl_count(in[1]);
@@ -34,7 +13,7 @@ static int binary(fl_cl_device *d, const fl_node *n, int op, fl_tensor *const *i
     if (count == 0)
         return 0;
     bool ints = out->dtype == FL_INT32;
-    fl_cl_call c = fl_cl_begin(d, ints ? K_BINARY_INT : K_BINARY_FLOAT);
+    fl_cl_call c = fl_cl_begin(d, ints ? K_BINARY_INT : K_BINARY_FLOAT_CHUNKS);
     fl_cl_int(&c, op);
     fl_cl_mem(&c, in[0]->data);
     fl_cl_int(&c, na);
@@ -46,10 +25,9 @@ static int binary(fl_cl_device *d, const fl_node *n, int op, fl_tensor *const *i
         fl_cl_fault(&c, n, 0);
         return fl_cl_run(&c, (size_t)count);
     }
-    int inner = na < nb ? na : nb; /* the smaller operand repeats along the larger */
-    fl_cl_int(&c, inner);
-    fl_cl_int(&c, count / inner);
-    return run_rows(&c, inner, count / inner);
+    fl_cl_int(&c, count);
+    fl_cl_int(&c, d->chunk);
+    return fl_cl_run_chunks(&c, (size_t)count);
 }
 
 FL_CL_OP(fl_cl_add) { (void)ctx; return binary(d, n, OP_ADD, in, out); }
@@ -157,10 +135,25 @@ static int activation_grad(fl_cl_device *d, int act, fl_tensor *const *in, fl_te
     return fl_cl_run(&c, (size_t)count);
 }
 
-FL_CL_OP(fl_cl_relu) { (void)n; (void)ctx; return activation(d, ACT_RELU, in, out); }
+/* Relu and its gradient, the chapter 1 model's, as vector streams. */
+static int relu(fl_cl_device *d, fl_tensor *const *in, int ninputs, fl_tensor *out)
+{
+    int count = fl_cl_count(out);
+    if (count < 0)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, ninputs == 1 ? K_RELU_CHUNKS : K_RELU_GRAD_CHUNKS);
+    for (int i = 0; i < ninputs; i++)
+        fl_cl_mem(&c, in[i]->data);
+    fl_cl_mem(&c, out->data);
+    fl_cl_int(&c, count);
+    fl_cl_int(&c, d->chunk);
+    return fl_cl_run_chunks(&c, (size_t)count);
+}
+
+FL_CL_OP(fl_cl_relu) { (void)n; (void)ctx; return relu(d, in, 1, out); }
 FL_CL_OP(fl_cl_sigmoid) { (void)n; (void)ctx; return activation(d, ACT_SIGMOID, in, out); }
 FL_CL_OP(fl_cl_tanh) { (void)n; (void)ctx; return activation(d, ACT_TANH, in, out); }
-FL_CL_OP(fl_cl_relu_grad) { (void)n; (void)ctx; return activation_grad(d, ACT_RELU, in, out); }
+FL_CL_OP(fl_cl_relu_grad) { (void)n; (void)ctx; return relu(d, in, 2, out); }
 FL_CL_OP(fl_cl_sigmoid_grad) { (void)n; (void)ctx; return activation_grad(d, ACT_SIGMOID, in, out); }
 FL_CL_OP(fl_cl_tanh_grad) { (void)n; (void)ctx; return activation_grad(d, ACT_TANH, in, out); }
 

@@ -70,6 +70,15 @@ int fl_cl_run(fl_cl_call *c, size_t count)
     return enqueue(c, 1, &global, &local);
 }
 
+int fl_cl_run_chunks(fl_cl_call *c, size_t count)
+{
+    if (count == 0)
+        return 0;
+    size_t items = (count + (size_t)c->d->chunk - 1) / (size_t)c->d->chunk;
+    size_t local = c->d->chunk > 8 ? 1 : c->d->group, global = round_up(items, local);
+    return enqueue(c, 1, &global, &local);
+}
+
 int fl_cl_run_2d(fl_cl_call *c, size_t width, size_t height)
 {
     if (width == 0 || height == 0)

@@ -11,7 +11,7 @@
 #include "opencl_sources.h"
 
 static const char *const kernel_names[FL_CL_KERNEL_COUNT] = {
-    [K_BINARY_FLOAT] = "binary_float", [K_BINARY_INT] = "binary_int",
+    [K_BINARY_INT] = "binary_int",
     [K_NEG_FLOAT] = "neg_float", [K_NEG_INT] = "neg_int",
     [K_ACCUMULATE_FLOAT] = "accumulate_float", [K_ACCUMULATE_INT] = "accumulate_int",
     [K_DIV_GRAD_B] = "div_grad_b",
@@ -28,7 +28,8 @@ static const char *const kernel_names[FL_CL_KERNEL_COUNT] = {
     [K_IM2COL] = "im2col", [K_COL2IM] = "col2im", [K_MAX_POOL] = "max_pool",
     [K_MAX_POOL_GRAD] = "max_pool_grad", [K_CONV_PACK_FILTER] = "conv_pack_filter",
     [K_CONV_GEMM] = "conv_gemm", [K_CONV_FILTER_GRAD] = "conv_filter_grad",
-    [K_CONV_SUM_SPLITS] = "conv_sum_splits",
+    [K_CONV_SUM_SPLITS] = "conv_sum_splits", [K_BINARY_FLOAT_CHUNKS] = "binary_float_chunks",
+    [K_RELU_CHUNKS] = "relu_chunks", [K_RELU_GRAD_CHUNKS] = "relu_grad_chunks",
     [K_APPLY_GRADIENT_DESCENT] = "apply_gradient_descent",
     [K_APPLY_MOMENTUM] = "apply_momentum", [K_APPLY_ADAM] = "apply_adam",
 };
@@ -83,6 +84,11 @@ static int create_queue(fl_cl_device *d)
     size_t max_group = 1;
     clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group, &max_group, NULL);
     d->group = max_group < 64 ? max_group : 64;
+    /* A CPU runs a work-item as a plain loop: give each one thousands of
+     * elements. A GPU wants many work-items reading neighbouring vectors. */
+    cl_device_type type = 0;
+    clGetDeviceInfo(d->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    d->chunk = type & CL_DEVICE_TYPE_CPU ? 4096 : 8;
     fl_cl_pool_init(&d->pool, d->context);
     return 0;
 }

@@ -14,7 +14,7 @@
 
 /* Every kernel of the program joined from the cl/ kernel files; names in opencl_device.c. */
 typedef enum {
-    K_BINARY_FLOAT, K_BINARY_INT, K_NEG_FLOAT, K_NEG_INT, K_ACCUMULATE_FLOAT, K_ACCUMULATE_INT,
+    K_BINARY_INT, K_NEG_FLOAT, K_NEG_INT, K_ACCUMULATE_FLOAT, K_ACCUMULATE_INT,
     K_DIV_GRAD_B,
     K_ACTIVATION, K_ACTIVATION_GRAD, K_SOFTMAX, K_SOFTMAX_GRAD, K_SPARSE_XENT,
     K_SPARSE_XENT_GRAD,
@@ -24,6 +24,7 @@ typedef enum {
     K_EQUAL_INT,
     K_IM2COL, K_COL2IM, K_MAX_POOL, K_MAX_POOL_GRAD,
     K_CONV_PACK_FILTER, K_CONV_GEMM, K_CONV_FILTER_GRAD, K_CONV_SUM_SPLITS,
+    K_BINARY_FLOAT_CHUNKS, K_RELU_CHUNKS, K_RELU_GRAD_CHUNKS,
     K_APPLY_GRADIENT_DESCENT, K_APPLY_MOMENTUM, K_APPLY_ADAM,
     FL_CL_KERNEL_COUNT
 } fl_cl_kernel_id;
@@ -63,6 +64,7 @@ typedef struct {
     } fault_ops[FL_CL_FAULT_SLOTS];
     int nfault_ops;
     size_t group; /* work-group size of our launches */
+    int chunk;    /* elements per work-item of the *_chunks kernels: many on a CPU, 8 on a GPU */
     /* Tracing (fl_cl_device_set_tracing): each op's markers until taken, and
      * one moment seen on both clocks to turn profiling times into host ones. */
     bool tracing;
@@ -115,6 +117,9 @@ void fl_cl_fault(fl_cl_call *c, const fl_node *n, int classes);
  * check their bounds); count 0 enqueues nothing. */
 int fl_cl_run(fl_cl_call *c, size_t count);
 int fl_cl_run_2d(fl_cl_call *c, size_t width, size_t height);
+/* For the *_chunks kernels: enough work-items of d->chunk elements each to
+ * cover count (whose last argument must be d->chunk). */
+int fl_cl_run_chunks(fl_cl_call *c, size_t count);
 
 /* Records "what failed: CL_OUT_OF_RESOURCES (-5)" with fl_set_error; returns -1. */
 int fl_cl_fail(const char *what, cl_int err);
