@@ -187,6 +187,43 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
                c50, c51);
 }
 
+/* ------------------------------------------------------------------------
+ * conv_backprop_input_narrow: the data gradient when the input has only a
+ * few channels (a first layer: 1 for grey images, 3 for colour), where a
+ * tile 16 channels wide would compute mostly padding. One work-item per
+ * input pixel and channel ci: the sum over taps and output channels of
+ * dy times the filter, eight output channels per vector (both contiguous).
+ * Global size: batch * h * w * c.
+ */
+__kernel void conv_backprop_input_narrow(__global const float *restrict dy,
+                                         __global const float *restrict w, geom g,
+                                         __global float *restrict dx)
+{
+    int i = get_global_id(0);
+    if (i >= g.batch * g.h * g.w * g.c)
+        return;
+    int ci = i % g.c, p = i / g.c, x = p % g.w, y = (p / g.w) % g.h, image = p / (g.w * g.h);
+    float8 acc = 0.0f;
+    float tail = 0.0f;
+    for (int ky = 0; ky < g.kh; ky++) {
+        int sy = source_coord(y, ky, g.sh, g.pad_top, g.oh, 1);
+        for (int kx = 0; kx < g.kw && sy >= 0; kx++) {
+            int sx = source_coord(x, kx, g.sw, g.pad_left, g.ow, 1);
+            if (sx < 0)
+                continue;
+            __global const float *d = dy + (((size_t)image * g.oh + sy) * g.ow + sx) * g.oc;
+            __global const float *f = w + ((size_t)(ky * g.kw + kx) * g.c + ci) * g.oc;
+            int q = 0;
+            for (; q + 8 <= g.oc; q += 8)
+                acc = fma(vload8(0, d + q), vload8(0, f + q), acc);
+            for (; q < g.oc; q++)
+                tail = fma(d[q], f[q], tail);
+        }
+    }
+    float4 halves = acc.lo + acc.hi;
+    dx[i] = (halves.x + halves.y) + (halves.z + halves.w) + tail;
+}
+
 /* 16 columns of a dy row into b0, b1; zeros past the `cols` that exist
  * (the last column tile when N is no multiple of 16). */
 void load_cols(__global const float *d, int cols, float8 *b0, float8 *b1)

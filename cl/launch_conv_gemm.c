@@ -82,10 +82,22 @@ int fl_cl_conv2d_implicit(fl_cl_device *d, const geom *g, const void *x, const v
     return check_size(g) ? -1 : conv_gemm(d, g, x, filter, false, y);
 }
 
+/* Input channels up to which the data gradient takes the narrow kernel. */
+enum { NARROW_CHANNELS = 4 };
+
 int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const geom *g, const void *dy,
                                          const void *filter, void *dx)
 {
-    return check_size(g) ? -1 : conv_gemm(d, g, dy, filter, true, dx);
+    if (check_size(g) != 0)
+        return -1;
+    if (g->c > NARROW_CHANNELS)
+        return conv_gemm(d, g, dy, filter, true, dx);
+    fl_cl_call c = fl_cl_begin(d, K_CONV_BACKPROP_INPUT_NARROW);
+    fl_cl_mem(&c, dy);
+    fl_cl_mem(&c, filter);
+    fl_cl_value(&c, sizeof *g, g);
+    fl_cl_mem(&c, dx);
+    return fl_cl_run(&c, (size_t)g->batch * g->h * g->w * g->c);
 }
 
 /* conv_filter_grad's partial sums, one per share of the batch, then
