@@ -189,6 +189,55 @@ static int cl_copy_out(void *impl, void *host_dst, const void *src, size_t bytes
     return err == CL_SUCCESS ? 0 : fl_cl_fail("clEnqueueReadBuffer", err);
 }
 
+/* ---- marks: copying a finished value while the queue goes on ---- */
+
+static void *cl_mark(void *impl)
+{
+    fl_cl_device *d = impl;
+    cl_event mark;
+    if (fl_cl_mark(d, &mark) != 0)
+        return NULL;
+    cl_int err = clFlush(d->queue); /* a mark nobody submitted is never reached */
+    if (err != CL_SUCCESS) {
+        clReleaseEvent(mark);
+        fl_cl_fail("clFlush", err);
+        return NULL;
+    }
+    return mark;
+}
+
+static int cl_reached(void *impl, void *mark, bool block)
+{
+    (void)impl;
+    cl_event event = mark;
+    cl_int status, err = block ? clWaitForEvents(1, &event) : CL_SUCCESS;
+    if (err != CL_SUCCESS && err != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+        return fl_cl_fail("clWaitForEvents", err);
+    err = clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    if (err != CL_SUCCESS)
+        return fl_cl_fail("clGetEventInfo", err);
+    if (status < 0) /* the device's wait() says which kernel failed */
+        return fl_cl_fail("a command before the mark", status);
+    return status == CL_COMPLETE ? 1 : 0;
+}
+
+/* On the device's second queue: the first may still be busy with later ops. */
+static int cl_copy_out_now(void *impl, void *host_dst, const void *src, size_t bytes)
+{
+    fl_cl_device *d = impl;
+    if (bytes == 0)
+        return 0;
+    cl_int err = clEnqueueReadBuffer(d->copy_queue, (cl_mem)src, CL_TRUE, 0, bytes, host_dst, 0,
+                                     NULL, NULL);
+    return err == CL_SUCCESS ? 0 : fl_cl_fail("clEnqueueReadBuffer", err);
+}
+
+static void cl_release_mark(void *impl, void *mark)
+{
+    (void)impl;
+    clReleaseEvent(mark);
+}
+
 static bool cl_has_kernel(fl_op_kind op) { return launchers[op] != NULL; }
 
 /* Aliased outputs (Identity, Reshape, ...) already are their input. */
@@ -274,6 +323,10 @@ const fl_backend fl_opencl_backend = {
     .why_unavailable = cl_why_unavailable,
     .set_tracing = cl_set_tracing,
     .take_timings = cl_take_timings,
+    .mark = cl_mark,
+    .reached = cl_reached,
+    .copy_out_now = cl_copy_out_now,
+    .release_mark = cl_release_mark,
 };
 
 #if defined(__SANITIZE_ADDRESS__)

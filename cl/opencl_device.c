@@ -78,6 +78,11 @@ static int create_queue(fl_cl_device *d)
     d->queue = clCreateCommandQueue(d->context, d->id, CL_QUEUE_PROFILING_ENABLE, &err);
     if (err != CL_SUCCESS)
         return fl_cl_fail("clCreateCommandQueue", err);
+    /* A second queue for copies out of values the first has finished, so
+     * they do not wait behind the kernels enqueued after them. */
+    d->copy_queue = clCreateCommandQueue(d->context, d->id, 0, &err);
+    if (err != CL_SUCCESS)
+        return fl_cl_fail("clCreateCommandQueue(copies)", err);
     int zeros[4] = {0};
     d->fault = clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros,
                               zeros, &err);
@@ -168,6 +173,8 @@ void fl_cl_device_close(fl_cl_device *d)
         clReleaseMemObject(d->zeros);
     if (d->queue)
         clReleaseCommandQueue(d->queue);
+    if (d->copy_queue)
+        clReleaseCommandQueue(d->copy_queue);
     if (d->context)
         clReleaseContext(d->context);
     pthread_mutex_destroy(&d->lock);

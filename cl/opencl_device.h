@@ -48,6 +48,7 @@ typedef struct {
     cl_context context;
     cl_device_id id;
     cl_command_queue queue; /* in order, with profiling: each command sees the ones before it */
+    cl_command_queue copy_queue; /* copy_out_now's: values finished on `queue` (backend_opencl.c) */
     cl_program program;     /* the cl/ kernel files joined, all but matmul.cl */
     cl_program gemm_program; /* cl/matmul.cl, for cl/gemm.c */
     fl_cl_gemm *gemm;

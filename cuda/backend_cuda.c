@@ -104,6 +104,8 @@ static void destroy(fl_cuda_device *d)
         cudaFreeHost(d->fault_host);
     if (d->stream)
         cudaStreamDestroy(d->stream);
+    if (d->copy_stream)
+        cudaStreamDestroy(d->copy_stream);
     for (int i = 0; i < d->npending; i++)
         free(d->pending[i]);
     free(d->pending);
@@ -129,7 +131,9 @@ static int open_device(fl_cuda_device *d)
 {
     if (fl_cuda_check(cudaSetDevice(d->index), "cudaSetDevice") != 0 ||
         fl_cuda_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking),
-                      "cudaStreamCreate") != 0)
+                      "cudaStreamCreate") != 0 ||
+        fl_cuda_check(cudaStreamCreateWithFlags(&d->copy_stream, cudaStreamNonBlocking),
+                      "cudaStreamCreate(copies)") != 0)
         return -1;
     if (fl_cuda_check(cudaMalloc((void **)&d->fault, sizeof *d->fault), "cudaMalloc") != 0 ||
         fl_cuda_check(cudaMallocHost((void **)&d->fault_host, sizeof *d->fault_host),
@@ -187,6 +191,53 @@ static int cuda_copy_in(void *impl, void *dst, const void *host_src, size_t byte
 static int cuda_copy_out(void *impl, void *host_dst, const void *src, size_t bytes)
 {
     return copy(impl, host_dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+
+/* ---- marks: copying a finished value while the stream goes on ---- */
+
+static void *cuda_mark(void *impl)
+{
+    fl_cuda_device *d = impl;
+    cudaEvent_t mark;
+    cudaSetDevice(d->index);
+    if (fl_cuda_check(cudaEventCreateWithFlags(&mark, cudaEventDisableTiming), "cudaEventCreate") != 0)
+        return NULL;
+    if (fl_cuda_check(cudaEventRecord(mark, d->stream), "cudaEventRecord") != 0) {
+        cudaEventDestroy(mark);
+        return NULL;
+    }
+    return mark;
+}
+
+static int cuda_reached(void *impl, void *mark, bool block)
+{
+    fl_cuda_device *d = impl;
+    cudaSetDevice(d->index);
+    cudaError_t e = block ? cudaEventSynchronize(mark) : cudaEventQuery(mark);
+    if (e == cudaErrorNotReady) {
+        cudaGetLastError(); /* not an error: keep it from the next launch's check */
+        return 0;
+    }
+    return fl_cuda_check(e, block ? "cudaEventSynchronize" : "cudaEventQuery") == 0 ? 1 : -1;
+}
+
+/* On the device's second stream: the first may still be busy with later ops. */
+static int cuda_copy_out_now(void *impl, void *host_dst, const void *src, size_t bytes)
+{
+    fl_cuda_device *d = impl;
+    if (bytes == 0)
+        return 0;
+    cudaSetDevice(d->index);
+    if (fl_cuda_check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, d->copy_stream),
+                      "cudaMemcpyAsync") != 0)
+        return -1;
+    return fl_cuda_check(cudaStreamSynchronize(d->copy_stream), "cudaStreamSynchronize");
+}
+
+static void cuda_release_mark(void *impl, void *mark)
+{
+    (void)impl;
+    cudaEventDestroy(mark);
 }
 
 void fl_cuda_free_after_wait(fl_cuda_device *d, void *host_buffer)
@@ -276,4 +327,8 @@ const fl_backend fl_cuda_backend = {
     .run = cuda_run,
     .wait = cuda_wait,
     .why_unavailable = cuda_why_unavailable,
+    .mark = cuda_mark,
+    .reached = cuda_reached,
+    .copy_out_now = cuda_copy_out_now,
+    .release_mark = cuda_release_mark,
 };

@@ -31,6 +31,7 @@ typedef struct {
 typedef struct {
     int index;
     cudaStream_t stream;
+    cudaStream_t copy_stream; /* copy_out_now's: values `stream` has finished */
     cublasHandle_t cublas;
     cudnnHandle_t cudnn;
     pthread_mutex_t lock; /* guards pool and pending: two sessions may share a GPU */

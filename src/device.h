@@ -44,6 +44,19 @@ typedef struct fl_backend {
      * and returns how many (it waits for those ops to finish); -1 on error. */
     int (*set_tracing)(void *impl, bool on);
     int (*take_timings)(void *impl, fl_op_timing *out, int max);
+    /* Optional marks, so that a value one device has finished can be copied
+     * while that device goes on with the rest of its queue (NULL: the
+     * session waits for the whole device instead). mark() returns a handle
+     * on everything enqueued so far, or NULL after fl_set_error.
+     * reached(impl, mark, block) says whether the device is past the mark:
+     * 1 yes, 0 not yet (only when block is false), -1 on error.
+     * copy_out_now() is a blocking copy_out that does not queue behind
+     * work enqueued after a reached mark; src must have been written
+     * before that mark. */
+    void *(*mark)(void *impl);
+    int (*reached)(void *impl, void *mark, bool block);
+    int (*copy_out_now)(void *impl, void *host_dst, const void *src, size_t bytes);
+    void (*release_mark)(void *impl, void *mark);
 } fl_backend;
 
 struct fl_device {

@@ -1,8 +1,10 @@
 /* session.c: running a graph.
  * A run prunes the graph to what the fetches and targets need, places each
- * node on a device, then walks the nodes in creation order (a topological
- * order) and runs each kernel. Every node keeps its output buffer between
- * runs, so a warm step allocates nothing; variables keep their values. */
+ * node on a device, then hands the nodes to their devices in creation order
+ * (a topological order), except that a node whose input is still being
+ * computed on another device waits while the nodes after it go ahead. Every
+ * node keeps its output buffer between runs, so a warm step allocates
+ * nothing; variables keep their values. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +53,8 @@ void fl_session_free(fl_session *s)
         release_slot(&s->slots[i]);
     }
     free(s->slots);
+    free(s->pending);
+    free(s->reads);
     free(s->needed);
     free(s->feeds);
     free(s->events);
@@ -137,6 +141,7 @@ void fl_session_grow(fl_session *s)
     memset(s->needed, 0, (size_t)n * sizeof *s->needed);
     s->feeds = fl_xrealloc(s->feeds, (size_t)n * sizeof *s->feeds);
     memset(s->feeds, 0, (size_t)n * sizeof *s->feeds);
+    s->pending = fl_xrealloc(s->pending, (size_t)n * sizeof *s->pending);
     s->nslots = n;
 }
 
@@ -261,28 +266,68 @@ static int run_source(fl_session *s, fl_node *n)
     return 0;
 }
 
-/* Moves bytes from src's buffer to dst's, through host memory when neither
- * side is the host. */
-static int transfer(fl_edge_copy *c, fl_device *src, fl_device *dst, const void *from, size_t bytes)
+/* Copies a value its device has finished into host memory. A device with
+ * marks copies it at once, even with later work still in its queue. */
+static int copy_finished_out(fl_device *src, void *host_dst, const void *from, size_t bytes)
 {
-    if (src->is_host)
-        return dst->backend->copy_in(dst->impl, c->buffer, from, bytes);
-    if (dst->is_host) {
-        int rc = src->backend->copy_out(src->impl, c->buffer, from, bytes);
-        return rc ? rc : src->backend->wait(src->impl);
+    const fl_backend *b = src->backend;
+    if (b->copy_out_now)
+        return b->copy_out_now(src->impl, host_dst, from, bytes);
+    int rc = b->copy_out(src->impl, host_dst, from, bytes);
+    return rc ? rc : b->wait(src->impl);
+}
+
+/* Remembers that dst will read host memory at `host` some time after now,
+ * so that a host op does not overwrite it first (wait_for_pending_reads). */
+static int note_pending_read(fl_session *s, fl_device *dst, const void *host)
+{
+    void *mark = NULL;
+    if (dst->backend->mark && !(mark = dst->backend->mark(dst->impl)))
+        return -1;
+    if (s->nreads == s->reads_cap) {
+        s->reads_cap = s->reads_cap ? s->reads_cap * 2 : 64;
+        s->reads = fl_xrealloc(s->reads, (size_t)s->reads_cap * sizeof *s->reads);
     }
+    s->reads[s->nreads++] = (fl_pending_read){host, dst, mark};
+    return 0;
+}
+
+/* Moves a finished value from src's buffer to dst's, through host memory
+ * when neither side is the host. */
+static int transfer(fl_session *s, fl_edge_copy *c, fl_device *src, fl_device *dst, const void *from,
+                    size_t bytes)
+{
+    if (src->is_host) {
+        int rc = dst->backend->copy_in(dst->impl, c->buffer, from, bytes);
+        return rc ? rc : note_pending_read(s, dst, from);
+    }
+    if (dst->is_host)
+        return copy_finished_out(src, c->buffer, from, bytes);
     if (bytes > c->host_capacity) {
         c->host = fl_xrealloc(c->host, bytes);
         c->host_capacity = bytes;
     }
-    int rc = src->backend->copy_out(src->impl, c->host, from, bytes);
-    rc = rc ? rc : src->backend->wait(src->impl);
+    int rc = copy_finished_out(src, c->host, from, bytes);
     return rc ? rc : dst->backend->copy_in(dst->impl, c->buffer, c->host, bytes);
 }
 
+/* Blocks until the value in slot `from` is finished on its device: until
+ * its mark, or until the whole device is idle when it has no marks. */
+static int wait_for_value(fl_slot *from)
+{
+    fl_device *d = from->device;
+    if (d->is_host || from->mark_reached)
+        return 0;
+    if (!from->mark)
+        return d->backend->wait(d->impl);
+    if (d->backend->reached(d->impl, from->mark, true) != 1)
+        return -1;
+    from->mark_reached = true;
+    return 0;
+}
+
 /* Copies input i of n from the device it was made on to n's device, through
- * host memory. The source device is waited for first: its queue may still be
- * computing the value. */
+ * host memory. */
 static int copy_across(fl_session *s, fl_node *n, int i, fl_tensor **out)
 {
     fl_slot *slot = &s->slots[n->id], *from = &s->slots[n->inputs[i]->id];
@@ -299,10 +344,10 @@ static int copy_across(fl_session *s, fl_node *n, int i, fl_tensor **out)
     }
     c->value = (fl_tensor){from->value.dtype, from->value.shape, c->buffer};
     *out = &c->value;
-    /* The source's pending work finishes first, so a traced copy is only the copy. */
-    int rc = src->is_host ? 0 : src->backend->wait(src->impl);
+    /* The value is finished first, so a traced copy is only the copy. */
+    int rc = wait_for_value(from);
     double start = fl_now_us();
-    rc = rc ? rc : transfer(c, src, dst, from->value.data, bytes);
+    rc = rc ? rc : transfer(s, c, src, dst, from->value.data, bytes);
     if (rc == 0 && s->tracing) {
         add_event(s, n->id, dst, start, fl_now_us());
         s->events[s->nevents - 1].copy_of = n->inputs[i]->id;
@@ -310,6 +355,34 @@ static int copy_across(fl_session *s, fl_node *n, int i, fl_tensor **out)
     if (rc != 0)
         return fl_session_fail(s, "%s: copying input %s from %s to %s failed: %s", n->name,
                                n->inputs[i]->name, src->name, dst->name, fl_last_error());
+    return 0;
+}
+
+static bool reads_input(const fl_pending_read *p, const fl_node *n, fl_tensor *const *in)
+{
+    for (int i = 0; i < n->ninputs; i++)
+        if (p->host == in[i]->data)
+            return true;
+    return false;
+}
+
+/* An op that writes variables in place (Assign, ApplyAdam and its slots)
+ * on the host waits until no device is still to copy them in. */
+static int wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in)
+{
+    if (!s->slots[n->id].device->is_host || !fl_op_def_of(n->op)->aliases_input0)
+        return 0;
+    for (int r = 0; r < s->nreads; r++) {
+        fl_pending_read *p = &s->reads[r];
+        if (!reads_input(p, n, in))
+            continue;
+        const fl_backend *b = p->device->backend;
+        int rc = p->mark ? (b->reached(p->device->impl, p->mark, true) == 1 ? 0 : -1)
+                         : b->wait(p->device->impl);
+        if (rc != 0)
+            return fl_session_fail(s, "%s: waiting for %s to copy %s in: %s", n->name,
+                                   p->device->name, n->inputs[0]->name, fl_last_error());
+    }
     return 0;
 }
 
@@ -359,6 +432,8 @@ static int run_op(fl_session *s, fl_node *n)
     }
     if (n->op == FL_OP_NO_OP)
         return 0;
+    if (wait_for_pending_reads(s, n, in) != 0)
+        return -1;
     fl_kernel_ctx ctx = {.seed = s->options.seed ? s->options.seed : fl_graph_seed(s->graph)};
     bool host_timed = s->tracing && !device_times_ops(s, slot->device);
     fl_clear_error();
@@ -377,19 +452,142 @@ static bool is_source(const fl_node *n)
     return n->op == FL_OP_PLACEHOLDER || n->op == FL_OP_VARIABLE || n->op == FL_OP_CONST;
 }
 
-static int execute(fl_session *s)
+/* ---- the order of a run ---- */
+
+/* Places every needed node, then finds the values a node on another device
+ * reads: their devices will mark them (see issue). */
+static int place_and_find_crossings(fl_session *s)
 {
     for (int id = 0; id < s->nslots; id++) {
-        if (!s->needed[id])
-            continue;
-        fl_node *n = fl_graph_node(s->graph, id);
-        if (fl_session_place(s, n) != 0)
-            return -1;
-        int rc = is_source(n) || s->feeds[id] ? run_source(s, n) : run_op(s, n);
-        if (rc != 0)
+        s->slots[id].crosses = false;
+        s->slots[id].issued = false;
+        if (s->needed[id] && fl_session_place(s, fl_graph_node(s->graph, id)) != 0)
             return -1;
     }
+    for (int id = 0; id < s->nslots; id++) {
+        fl_node *n = fl_graph_node(s->graph, id);
+        if (!s->needed[id] || s->feeds[id] || is_source(n))
+            continue;
+        for (int i = 0; i < n->ninputs; i++) {
+            fl_slot *from = &s->slots[n->inputs[i]->id];
+            if (from->device != s->slots[id].device)
+                from->crosses = true;
+        }
+    }
     return 0;
+}
+
+static bool inputs_issued(const fl_session *s, const fl_node *n)
+{
+    if (s->feeds[n->id] || is_source(n))
+        return true;
+    for (int i = 0; i < n->ninputs; i++)
+        if (!s->slots[n->inputs[i]->id].issued)
+            return false;
+    for (int i = 0; i < n->ncontrols; i++)
+        if (!s->slots[n->controls[i]->id].issued)
+            return false;
+    return true;
+}
+
+/* -1 when n can run now without the host blocking; otherwise the age of
+ * the newest mark it would wait for (0 for a device without marks). */
+static int64_t would_wait_for(fl_session *s, const fl_node *n)
+{
+    int64_t newest = -1;
+    if (s->feeds[n->id] || is_source(n))
+        return newest;
+    for (int i = 0; i < n->ninputs; i++) {
+        fl_slot *from = &s->slots[n->inputs[i]->id];
+        if (from->device == s->slots[n->id].device || from->device->is_host || from->mark_reached)
+            continue;
+        int reached = from->mark ? from->device->backend->reached(from->device->impl, from->mark, false) : 0;
+        if (reached != 0) { /* an error shows when the copy waits for it */
+            from->mark_reached = reached == 1;
+            continue;
+        }
+        int64_t age = from->mark ? from->mark_seq : 0;
+        newest = age > newest ? age : newest;
+    }
+    return newest;
+}
+
+/* Runs n (a source or an op) on its device; a value another device reads
+ * gets a mark right behind it. */
+static int issue(fl_session *s, fl_node *n)
+{
+    fl_slot *slot = &s->slots[n->id];
+    int rc = is_source(n) || s->feeds[n->id] ? run_source(s, n) : run_op(s, n);
+    if (rc != 0)
+        return -1;
+    slot->issued = true;
+    slot->mark_reached = false;
+    const fl_backend *b = slot->device->backend;
+    if (!slot->crosses || slot->device->is_host || !b->mark)
+        return 0;
+    if (!(slot->mark = b->mark(slot->device->impl)))
+        return fl_session_fail(s, "%s: marking its value on %s: %s", n->name, slot->device->name,
+                               fl_last_error());
+    slot->mark_seq = ++s->marks_made;
+    return 0;
+}
+
+/* Sweeps the pending nodes in creation order, issuing every one that will
+ * not block. When none can, it issues the one waiting for the oldest mark
+ * (on an in-order queue, the first to finish), and sweeps again: towers go
+ * on computing while the host copies and averages what they have done. */
+static int execute(fl_session *s)
+{
+    if (place_and_find_crossings(s) != 0)
+        return -1;
+    int npending = 0;
+    for (int id = 0; id < s->nslots; id++)
+        if (s->needed[id])
+            s->pending[npending++] = id;
+    while (npending > 0) {
+        int kept = 0, oldest = -1;
+        int64_t oldest_age = INT64_MAX;
+        for (int k = 0; k < npending; k++) {
+            fl_node *n = fl_graph_node(s->graph, s->pending[k]);
+            int64_t age = inputs_issued(s, n) ? would_wait_for(s, n) : INT64_MAX;
+            if (age == -1) {
+                if (issue(s, n) != 0)
+                    return -1;
+                continue;
+            }
+            if (age < oldest_age) {
+                oldest_age = age;
+                oldest = kept;
+            }
+            s->pending[kept++] = n->id;
+        }
+        if (kept == npending && oldest < 0) /* creation order is topological: cannot happen */
+            return fl_session_fail(s, "no node of this run can start: is the graph a cycle?");
+        if (kept == npending) { /* nothing ran: wait for the oldest */
+            if (issue(s, fl_graph_node(s->graph, s->pending[oldest])) != 0)
+                return -1;
+            memmove(&s->pending[oldest], &s->pending[oldest + 1], (size_t)(kept - oldest - 1) * sizeof *s->pending);
+            kept--;
+        }
+        npending = kept;
+    }
+    return 0;
+}
+
+/* After a run: marks and pending reads belong to it alone. */
+static void forget_marks(fl_session *s)
+{
+    for (int id = 0; id < s->nslots; id++) {
+        fl_slot *slot = &s->slots[id];
+        if (slot->mark)
+            slot->device->backend->release_mark(slot->device->impl, slot->mark);
+        slot->mark = NULL;
+        slot->mark_reached = false;
+    }
+    for (int r = 0; r < s->nreads; r++)
+        if (s->reads[r].mark)
+            s->reads[r].device->backend->release_mark(s->reads[r].device->impl, s->reads[r].mark);
+    s->nreads = 0;
 }
 
 /* ---- fetching ---- */
@@ -451,6 +649,7 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
     if (s->tracing && s->trace_origin_us == 0)
         s->trace_origin_us = fl_now_us(); /* before any op: one origin for every lane */
     int rc = execute(s) == 0 ? fetch_outputs(s, fetches, nfetches, outputs) : -1;
+    forget_marks(s);
     if (s->ntraced > 0)
         take_device_timings(s);
     return rc;

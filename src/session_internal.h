@@ -23,7 +23,22 @@ typedef struct {
     size_t capacity;
     bool initialized;  /* variables: assigned at least once */
     fl_edge_copy *copies; /* one per input, made when an input crosses devices */
+    /* This run: whether a node on another device reads the value, and then
+     * the mark its device passes when the value is finished (device.h). */
+    bool crosses;
+    void *mark;
+    int64_t mark_seq; /* marks in the order they were made: older ones finish first */
+    bool mark_reached;
+    bool issued; /* enqueued (or run, on the host) in this run */
 } fl_slot;
+
+/* Host memory a device is still to copy in: a host op must not write it
+ * until the device is past the mark (NULL: until the device is idle). */
+typedef struct {
+    const void *host;
+    fl_device *device;
+    void *mark;
+} fl_pending_read;
 
 /* One op's run, for the timeline (fl_session_write_trace). */
 typedef struct {
@@ -57,6 +72,10 @@ struct fl_session {
     fl_traced_device traced[FL_TRACED_DEVICES]; /* this run's, while tracing */
     int ntraced;
     int64_t run_count;
+    int *pending;  /* this run's needed nodes not yet issued, in creation order */
+    int64_t marks_made;
+    fl_pending_read *reads;
+    int nreads, reads_cap;
 };
 
 int fl_session_fail(fl_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -344,8 +344,33 @@ static void bench_training(void)
  * the towers' device time, cross-device copies, and the controller's ops. */
 typedef struct {
     double device_us, copy_us, controller_us, span_us;
+    double idle_us; /* no device op running: every tower waits on the host */
     int ndevices;
 } breakdown;
+
+typedef struct {
+    double start, end;
+} interval;
+
+static int compare_starts(const void *a, const void *b)
+{
+    double x = ((const interval *)a)->start, y = ((const interval *)b)->start;
+    return (x > y) - (x < y);
+}
+
+/* The time inside [first, last] that none of the intervals covers. */
+static double uncovered(interval *v, int n, double first, double last)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_starts);
+    double covered = 0, reach = first;
+    for (int i = 0; i < n; i++) {
+        double from = fmax(v[i].start, reach);
+        if (v[i].end > from)
+            covered += v[i].end - from;
+        reach = fmax(reach, v[i].end);
+    }
+    return last - first - covered;
+}
 
 static bool field(const char *line, const char *key, char *out, size_t len)
 {
@@ -364,6 +389,8 @@ static bool field(const char *line, const char *key, char *out, size_t len)
 static breakdown read_breakdown(const char *path)
 {
     breakdown b = {0};
+    interval *busy = NULL;
+    int nbusy = 0, busy_cap = 0;
     FILE *f = fopen(path, "r");
     double first = INFINITY, last = 0;
     char line[1024], cat[64], device[32], ts[32], dur[32], seen[8][32];
@@ -381,6 +408,11 @@ static breakdown read_breakdown(const char *path)
             b.controller_us += d;
         } else {
             b.device_us += d;
+            if (nbusy == busy_cap) {
+                busy_cap = busy_cap ? 2 * busy_cap : 256;
+                busy = realloc(busy, (size_t)busy_cap * sizeof *busy);
+            }
+            busy[nbusy++] = (interval){start, start + d};
             bool known = false;
             for (int i = 0; i < b.ndevices; i++)
                 known = known || strcmp(seen[i], device) == 0;
@@ -391,48 +423,68 @@ static breakdown read_breakdown(const char *path)
     if (f)
         fclose(f);
     b.span_us = last > first ? last - first : NAN;
+    b.idle_us = nbusy > 0 ? uncovered(busy, nbusy, first, last) : NAN;
+    free(busy);
     return b;
 }
 
 static void bench_scaling(void)
 {
-    const char *flags = "--train_steps 8 --log_every 1 --batch_size 256 --seed 1";
+    enum { SCALING_ROUNDS = 5 };
+    const char *flags = "--train_steps 10 --log_every 1 --batch_size 256 --seed 1";
+    const char *traced = "--train_steps 5 --log_every 1 --batch_size 256 --seed 1 --trace build/bench/towers.json";
+    const char *one_tower = "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " LAB02 " --num_gpus 1";
+    const char *two_towers = "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 2";
     char command[512];
     /* PoCL 3's pthread devices share one pool of worker threads, and
      * POCL_MAX_PTHREAD_COUNT sizes that pool: one worker is one core. */
-    double one_r[ROUNDS], both_r[ROUNDS], two_r[ROUNDS], two_gpu_r[ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) {
-        snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " LAB02 " --num_gpus 1 %s", flags);
+    double one_r[SCALING_ROUNDS], both_r[SCALING_ROUNDS], two_r[SCALING_ROUNDS], two_gpu_r[SCALING_ROUNDS];
+    double ratio_r[SCALING_ROUNDS];
+    for (int r = 0; r < SCALING_ROUNDS; r++) {
+        snprintf(command, sizeof command, "%s %s", one_tower, flags);
         one_r[r] = run_images_per_second(command);
+        snprintf(command, sizeof command, "%s %s", two_towers, flags);
+        two_r[r] = run_images_per_second(command);
+        ratio_r[r] = two_r[r] / one_r[r];
         snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 1 %s", flags);
         both_r[r] = run_images_per_second(command);
-        snprintf(command, sizeof command,
-                 "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 2 %s"
-                 " --trace build/bench/towers.json", flags);
-        two_r[r] = run_images_per_second(command);
-        snprintf(command, sizeof command,
-                 "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 2 --controller /gpu:0 %s",
-                 flags);
+        snprintf(command, sizeof command, "%s --controller /gpu:0 %s", two_towers, flags);
         two_gpu_r[r] = run_images_per_second(command);
     }
-    double one_core = median(one_r, ROUNDS), one_device_two_cores = median(both_r, ROUNDS);
-    double two = median(two_r, ROUNDS);
+    double one_core = median(one_r, SCALING_ROUNDS), one_device_two_cores = median(both_r, SCALING_ROUNDS);
+    double two = median(two_r, SCALING_ROUNDS);
     row("scaling", "ch2: 2 towers (2 cores) vs 1 device (1 core)", "img/s", two, one_core, "1 tower");
+    double lowest = INFINITY, highest = 0;
+    for (int r = 0; r < SCALING_ROUNDS; r++) {
+        lowest = fmin(lowest, ratio_r[r]);
+        highest = fmax(highest, ratio_r[r]);
+    }
+    char spread[160];
+    snprintf(spread, sizeof spread, "medians of %d alternating rounds; within one round the ratio ranged %.2f-%.2fx",
+             SCALING_ROUNDS, lowest, highest);
+    note("ch2 scaling: %s", spread);
     row("scaling", "ch2: 2 towers vs 1 device, both on 2 cores", "img/s", two, one_device_two_cores, "1 device");
-    row("scaling", "ch2: controller /gpu:0 vs /cpu:0 (2 towers)", "img/s", median(two_gpu_r, ROUNDS), two,
+    row("scaling", "ch2: controller /gpu:0 vs /cpu:0 (2 towers)", "img/s", median(two_gpu_r, SCALING_ROUNDS), two,
         "on /cpu:0");
+    /* A run of its own: a traced step is slower, and no timed run is traced. */
+    snprintf(command, sizeof command, "%s %s", two_towers, traced);
+    run_images_per_second(command);
     breakdown b = read_breakdown("build/bench/towers.json");
     if (isnan(b.span_us) || b.ndevices == 0) {
         note("%s", "no trace of the towers: breakdown skipped");
         return;
     }
-    printf("  ch2 step breakdown (2 towers, steps 2-4 traced, per step): wall %.1f ms; each tower's device busy "
-           "%.1f ms (%.0f%%); copies %.1f ms (%.0f%%); controller ops (averaging, Adam) %.1f ms (%.0f%%)\n",
+    printf("  ch2 step breakdown (2 towers, steps 2-4 of a traced run, per step): wall %.1f ms; each tower's "
+           "device busy %.1f ms (%.0f%%); no device busy (all wait on the host: feeding, the last averages, "
+           "Adam) %.1f ms (%.0f%%); on the controller, mostly while the towers compute: copies %.1f ms, "
+           "averaging and Adam %.1f ms\n",
            b.span_us / 3e3, b.device_us / b.ndevices / 3e3, 100 * b.device_us / b.ndevices / b.span_us,
-           b.copy_us / 3e3, 100 * b.copy_us / b.span_us, b.controller_us / 3e3, 100 * b.controller_us / b.span_us);
+           b.idle_us / 3e3, 100 * b.idle_us / b.span_us, b.copy_us / 3e3, b.controller_us / 3e3);
     fprintf(csv, "breakdown,ch2 step wall,ms,%.3f,,,\nbreakdown,ch2 tower device busy,ms,%.3f,,,\n"
+                 "breakdown,ch2 no device busy,ms,%.3f,,,\n"
                  "breakdown,ch2 copies,ms,%.3f,,,\nbreakdown,ch2 controller ops,ms,%.3f,,,\n",
-            b.span_us / 3e3, b.device_us / b.ndevices / 3e3, b.copy_us / 3e3, b.controller_us / 3e3);
+            b.span_us / 3e3, b.device_us / b.ndevices / 3e3, b.idle_us / 3e3, b.copy_us / 3e3,
+            b.controller_us / 3e3);
 }
 
 int main(int argc, char **argv)
