@@ -195,17 +195,23 @@ exercises-solutions: exercises-02-solutions
 exercises-02-solutions: $(EX02_SOLVED)
 	@fail=0; for t in $(EX02_SOLVED); do ./$$t || fail=1; done; exit $$fail
 
+# tests/test_trace_timeline runs the tool that draws chapter 4's timeline.
+$(BUILD)/tests/test_trace_timeline: $(BUILD)/labs/tools/trace_timeline
 # tests/test_lab02 runs the lab and the checks, so they are built first.
 $(BUILD)/tests/test_lab02: $(LAB02) $(EX02_CHECKS) $(EX02_SOLVED)
 
 # The replicated graph beside chapter 1's: one step with two towers. Without
-# two accelerators, PoCL is asked for two single-core devices.
+# two accelerators, PoCL is asked for two single-core devices. Then the
+# timeline of steps 2-4 of a two-tower run (two PoCL devices sharing two cores).
 figures: figures-02
-figures-02: $(LAB02)
+figures-02: $(LAB02) $(BUILD)/labs/tools/trace_timeline
 	@mkdir -p book/figures
 	POCL_DEVICES="pthread pthread" POCL_MAX_PTHREAD_COUNT=1 ./$(LAB02) --num_gpus 2 \
 	    --train_steps 1 --max_examples 64 --batch_size 32 --graph book/figures/ch2-towers.dot
 	dot -Tsvg book/figures/ch2-towers.dot -o book/figures/ch2-towers.svg
+	POCL_DEVICES="pthread pthread" POCL_MAX_PTHREAD_COUNT=2 ./$(LAB02) --num_gpus 2 \
+	    --train_steps 5 --batch_size 256 --trace $(BUILD)/ch2-towers-trace.json
+	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch2-towers-trace.json book/figures/ch2-timeline.svg
 
 .PHONY: exercises-02 exercises-02-solutions figures-02
 # ==== end of chapter 2 ====

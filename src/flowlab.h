@@ -260,7 +260,13 @@ fl_session *fl_session_new(fl_graph *g, const fl_session_options *options); /* N
 void fl_session_free(fl_session *s);
 const char *fl_session_error(const fl_session *s);
 /* Runs what the fetches and targets need, feeding feeds. outputs[i] receives
- * a new host tensor for fetches[i] (free it with fl_tensor_free). */
+ * a new host tensor for fetches[i] (free it with fl_tensor_free).
+ * Order: each node runs after its inputs and control inputs. Nodes are handed
+ * to their devices in creation order, but one whose input is still being
+ * computed on another device waits while later nodes go ahead; so, as in
+ * TensorFlow, two nodes that do not depend on each other have no promised
+ * order (add a control dependency when it matters). One promise holds: a
+ * /cpu:0 op never overwrites a variable another device has yet to copy in. */
 int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                    int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
 

@@ -532,10 +532,38 @@ static int issue(fl_session *s, fl_node *n)
     return 0;
 }
 
-/* Sweeps the pending nodes in creation order, issuing every one that will
- * not block. When none can, it issues the one waiting for the oldest mark
- * (on an in-order queue, the first to finish), and sweeps again: towers go
- * on computing while the host copies and averages what they have done. */
+/* One pass over the pending nodes, in creation order: issues every node
+ * that can start without the host blocking and keeps the others, in order.
+ * *oldest is the kept node that waits for the oldest mark, or -1 when no
+ * kept node has all its inputs issued. Returns how many it kept, or -1. */
+static int sweep(fl_session *s, int npending, int *oldest)
+{
+    int kept = 0;
+    int64_t oldest_age = INT64_MAX;
+    *oldest = -1;
+    for (int k = 0; k < npending; k++) {
+        fl_node *n = fl_graph_node(s->graph, s->pending[k]);
+        int64_t age = inputs_issued(s, n) ? would_wait_for(s, n) : INT64_MAX;
+        if (age == -1) {
+            if (issue(s, n) != 0)
+                return -1;
+            continue;
+        }
+        if (age < oldest_age) {
+            oldest_age = age;
+            *oldest = kept;
+        }
+        s->pending[kept++] = n->id;
+    }
+    return kept;
+}
+
+/* Hands every needed node to its device. A sweep issues all that can go;
+ * when none can, the host waits for the node whose input is the oldest
+ * mark (on an in-order queue, the first to finish) and sweeps again. So the
+ * towers go on computing while the host copies and averages what they have
+ * finished. */
+// [book:execute]
 static int execute(fl_session *s)
 {
     if (place_and_find_crossings(s) != 0)
@@ -545,34 +573,22 @@ static int execute(fl_session *s)
         if (s->needed[id])
             s->pending[npending++] = id;
     while (npending > 0) {
-        int kept = 0, oldest = -1;
-        int64_t oldest_age = INT64_MAX;
-        for (int k = 0; k < npending; k++) {
-            fl_node *n = fl_graph_node(s->graph, s->pending[k]);
-            int64_t age = inputs_issued(s, n) ? would_wait_for(s, n) : INT64_MAX;
-            if (age == -1) {
-                if (issue(s, n) != 0)
-                    return -1;
-                continue;
-            }
-            if (age < oldest_age) {
-                oldest_age = age;
-                oldest = kept;
-            }
-            s->pending[kept++] = n->id;
-        }
-        if (kept == npending && oldest < 0) /* creation order is topological: cannot happen */
-            return fl_session_fail(s, "no node of this run can start: is the graph a cycle?");
-        if (kept == npending) { /* nothing ran: wait for the oldest */
+        int oldest, kept = sweep(s, npending, &oldest);
+        if (kept < 0)
+            return -1;
+        if (kept == npending) { /* nothing could start: wait for the oldest mark */
+            if (oldest < 0) /* creation order is topological: cannot happen */
+                return fl_session_fail(s, "no node of this run can start: is the graph a cycle?");
             if (issue(s, fl_graph_node(s->graph, s->pending[oldest])) != 0)
                 return -1;
-            memmove(&s->pending[oldest], &s->pending[oldest + 1], (size_t)(kept - oldest - 1) * sizeof *s->pending);
             kept--;
+            memmove(&s->pending[oldest], &s->pending[oldest + 1], (size_t)(kept - oldest) * sizeof *s->pending);
         }
         npending = kept;
     }
     return 0;
 }
+// [end:execute]
 
 /* After a run: marks and pending reads belong to it alone. */
 static void forget_marks(fl_session *s)

@@ -89,7 +89,7 @@ static run_result run_env(const char *env, const char *args)
     return r;
 }
 
-static run_result run_lab(const char *args) { return run_env("", args); }
+static inline run_result run_lab(const char *args) { return run_env("", args); }
 
 /* Finds the build from argv[0] (build/tests/test_labNN -> build, or
  * build-sanitize under SANITIZE=1), names the lab program (`lab_path`
@@ -121,7 +121,7 @@ static void lab_runner_finish(void)
 /* Each exercise {file name, check name} of a chapter: the reference
  * solution's check prints "PASS name"; the student's copy, solved or not,
  * prints one clear line (PASS, or "not implemented yet"). */
-static void test_exercise_checks(const char *chapter, const char *const names[][2], size_t count)
+static inline void test_exercise_checks(const char *chapter, const char *const names[][2], size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         char cmd[1200], want[64];

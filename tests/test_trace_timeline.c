@@ -1,0 +1,100 @@
+/* test_trace_timeline.c: labs/tools/trace_timeline, which draws a lab's
+ * --trace as the book's timeline figure. A traced host session of three
+ * ops gives a trace; the SVG must hold one box per op, the device's lane
+ * and the legend, and bad input must get a message naming the file. */
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "flowlab.h"
+#include "lab_runner.h"
+
+static int count_of(const char *text, const char *part)
+{
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, part)); p += strlen(part))
+        n++;
+    return n;
+}
+
+/* x [2,3] times w [3,2], relu, sum on /cpu:0: one traced run, three ops. */
+static int write_trace(const char *path)
+{
+    const float ones[6] = {1, 1, 1, 1, 1, 1};
+    fl_graph *g = fl_graph_new();
+    fl_tensor *wt = fl_tensor_from_floats(fl_shape_make(2, 3, 2), ones);
+    fl_node *x = fl_constant(g, wt, "x");
+    fl_node *mm = fl_matmul(g, x, fl_constant(g, wt, "w"), true, false, "tower_0/gradients/mm");
+    fl_node *sum = fl_reduce_sum(g, fl_relu(g, mm, "relu"), NULL, 0, false, "average_gradients/sum");
+    fl_session *s = fl_session_new(g, NULL);
+    fl_tensor *out = NULL;
+    fl_session_set_tracing(s, true);
+    int rc = fl_session_run(s, NULL, 0, &sum, 1, &out, NULL, 0);
+    rc = rc ? rc : fl_session_write_trace(s, path);
+    fl_tensor_free(out);
+    fl_session_free(s);
+    fl_graph_free(g);
+    fl_tensor_free(wt);
+    return rc;
+}
+
+static void draws_a_trace(const char *trace, const char *svg_path)
+{
+    char cmd[1400], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s %s", lab, trace, svg_path);
+    ok(run_command(cmd, &out) == 0, "trace_timeline draws the trace (%s)", out ? out : "");
+    free(out);
+    char *svg = read_file(svg_path);
+    ok(svg && strncmp(svg, "<svg ", 5) == 0, "the output is an SVG document");
+    ok(svg && count_of(svg, "<title>") == 3, "one box per op run: 3 (got %d)", svg ? count_of(svg, "<title>") : -1);
+    ok(svg && strstr(svg, ">/cpu:0</text>"), "the lane is named after its device");
+    ok(svg && strstr(svg, "<title>tower_0/gradients/mm (") && strstr(svg, "fill=\"#3182bd\"><title>tower_0/"),
+       "a gradients op is a backward box, with its name to hover");
+    ok(svg && strstr(svg, "fill=\"#ff7f0e\"><title>average_gradients/sum"), "an average_gradients op is orange");
+    ok(svg && count_of(svg, "width=\"14\" height=\"14\"") == 5, "the legend has five kinds");
+    ok(svg && strstr(svg, "</svg>\n"), "the document is closed");
+    free(svg);
+}
+
+static void rejects(const char *args, const char *want, const char *what)
+{
+    char cmd[1400], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s", lab, args);
+    int status = run_command(cmd, &out);
+    ok(status != 0 && out && strstr(out, want), "%s: exit %d, says '%s'", what, status, want);
+    free(out);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    setenv("FLOWLAB_BACKEND", "host", 1);
+    lab_runner_start(argv[0], "test_trace_timeline", "labs/tools/trace_timeline");
+    char trace[400], svg[400], not_trace[400], cmd[1400], *out = NULL;
+    snprintf(trace, sizeof trace, "%s/trace.json", tmp_dir);
+    snprintf(svg, sizeof svg, "%s/timeline.svg", tmp_dir);
+    snprintf(not_trace, sizeof not_trace, "%s/notes.txt", tmp_dir);
+    ok(write_trace(trace) == 0, "a traced run writes %s", trace);
+    draws_a_trace(trace, svg);
+
+    snprintf(cmd, sizeof cmd, "%s --help", lab);
+    ok(run_command(cmd, &out) == 0 && out && strstr(out, "usage: trace_timeline"), "--help prints the usage");
+    free(out);
+    rejects("", "usage: trace_timeline", "no arguments");
+    char missing[500];
+    snprintf(missing, sizeof missing, "%s/missing.json", tmp_dir);
+    snprintf(cmd, sizeof cmd, "%s %s", missing, svg);
+    rejects(cmd, missing, "a missing trace");
+    FILE *f = fopen(not_trace, "w");
+    if (f) {
+        fputs("just some notes\n", f);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "%s %s", not_trace, svg);
+    rejects(cmd, "holds no flowlab op events", "a file that is not a trace");
+    /* under a plain file: no directory can be made there */
+    snprintf(cmd, sizeof cmd, "%s %s/out.svg", trace, trace);
+    rejects(cmd, "cannot write", "an SVG that cannot be written");
+    lab_runner_finish();
+    return done_testing();
+}
