@@ -97,6 +97,8 @@ static fl_node *b_conv_same2(fl_graph *g, fl_node *const *x) { return fl_conv2d(
 static fl_node *b_pool_same(fl_graph *g, fl_node *const *x) { return fl_max_pool2d(g, x[0], 2, 2, 2, 2, FL_SAME, NULL); }
 static fl_node *b_pool_valid(fl_graph *g, fl_node *const *x) { return fl_max_pool2d(g, x[0], 3, 3, 2, 2, FL_VALID, NULL); }
 static fl_node *b_conv_same22(fl_graph *g, fl_node *const *x) { return fl_conv2d(g, x[0], x[1], 2, 2, FL_SAME, NULL); }
+static fl_node *b_conv_valid(fl_graph *g, fl_node *const *x) { return fl_conv2d(g, x[0], x[1], 1, 1, FL_VALID, NULL); }
+static fl_node *b_conv_valid21(fl_graph *g, fl_node *const *x) { return fl_conv2d(g, x[0], x[1], 2, 1, FL_VALID, NULL); }
 static fl_node *b_pool_valid2(fl_graph *g, fl_node *const *x) { return fl_max_pool2d(g, x[0], 2, 2, 2, 2, FL_VALID, NULL); }
 static fl_node *b_pool_gaps(fl_graph *g, fl_node *const *x) { return fl_max_pool2d(g, x[0], 2, 2, 3, 3, FL_VALID, NULL); }
 static fl_node *b_pool_same1(fl_graph *g, fl_node *const *x) { return fl_max_pool2d(g, x[0], 3, 3, 1, 1, FL_SAME, NULL); }
@@ -165,6 +167,22 @@ static const op_case cases[] = {
     {"Conv2D 5x5 SAME stride 2 on a 3x2 image", b_conv_same22, 2, {{F, {4, {1, 3, 2, 3}}, -1, 1}, {F, {4, {5, 5, 3, 2}}, -1, 1}}, true, 1e-4},
     {"Conv2D 1x1 VALID stride 2", b_conv_valid2, 2, {{F, {4, {2, 5, 5, 3}}, -1, 1}, {F, {4, {1, 1, 3, 4}}, -1, 1}}, true, 1e-4},
     {"Conv2D 5x5 SAME [2,14,14,32] x [5,5,32,64]", b_conv_same, 2, {{F, {4, {2, 14, 14, 32}}, -1, 1}, {F, {4, {5, 5, 32, 64}}, -1, 1}}, true, 1e-3},
+    /* One odd shape under every stride and padding: a 3x2 window, 7x9
+     * images, Cout = 5. With Cin = 3 the data gradient takes the narrow
+     * kernel, with Cin = 7 the implicit GEMM; both skip output pixels a
+     * stride of 2 never reaches. */
+    {"Conv2D 3x2 SAME, [2,7,9,3] x [3,2,3,5]", b_conv_same, 2, {{F, {4, {2, 7, 9, 3}}, -1, 1}, {F, {4, {3, 2, 3, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 VALID, [2,7,9,3] x [3,2,3,5]", b_conv_valid, 2, {{F, {4, {2, 7, 9, 3}}, -1, 1}, {F, {4, {3, 2, 3, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 SAME stride 2, [2,7,9,3] x [3,2,3,5]", b_conv_same22, 2, {{F, {4, {2, 7, 9, 3}}, -1, 1}, {F, {4, {3, 2, 3, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 VALID stride 2, [2,7,9,3] x [3,2,3,5]", b_conv_valid2, 2, {{F, {4, {2, 7, 9, 3}}, -1, 1}, {F, {4, {3, 2, 3, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 SAME stride 2x1, [2,7,9,3] x [3,2,3,5]", b_conv_same2, 2, {{F, {4, {2, 7, 9, 3}}, -1, 1}, {F, {4, {3, 2, 3, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 VALID stride 2x1, [2,7,9,3] x [3,2,3,5]", b_conv_valid21, 2, {{F, {4, {2, 7, 9, 3}}, -1, 1}, {F, {4, {3, 2, 3, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 SAME, [2,7,9,7] x [3,2,7,5]", b_conv_same, 2, {{F, {4, {2, 7, 9, 7}}, -1, 1}, {F, {4, {3, 2, 7, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 VALID, [2,7,9,7] x [3,2,7,5]", b_conv_valid, 2, {{F, {4, {2, 7, 9, 7}}, -1, 1}, {F, {4, {3, 2, 7, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 SAME stride 2, [2,7,9,7] x [3,2,7,5]", b_conv_same22, 2, {{F, {4, {2, 7, 9, 7}}, -1, 1}, {F, {4, {3, 2, 7, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 VALID stride 2, [2,7,9,7] x [3,2,7,5]", b_conv_valid2, 2, {{F, {4, {2, 7, 9, 7}}, -1, 1}, {F, {4, {3, 2, 7, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 SAME stride 2x1, [2,7,9,7] x [3,2,7,5]", b_conv_same2, 2, {{F, {4, {2, 7, 9, 7}}, -1, 1}, {F, {4, {3, 2, 7, 5}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 3x2 VALID stride 2x1, [2,7,9,7] x [3,2,7,5]", b_conv_valid21, 2, {{F, {4, {2, 7, 9, 7}}, -1, 1}, {F, {4, {3, 2, 7, 5}}, -1, 1}}, true, 1e-4},
     {"MaxPool 2x2 VALID, odd size, C=5", b_pool_valid2, 1, {{F, {4, {2, 7, 9, 5}}, -1, 1}}, true, 0},
     {"MaxPool 2x2 stride 3, C=6", b_pool_gaps, 1, {{F, {4, {2, 8, 7, 6}}, -1, 1}}, true, 0},
     {"MaxPool 3x3 SAME stride 1, C=1", b_pool_same1, 1, {{F, {4, {2, 6, 5, 1}}, -1, 1}}, true, 0},
