@@ -190,38 +190,82 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
 /* ------------------------------------------------------------------------
  * conv_backprop_input_narrow: the data gradient when the input has only a
  * few channels (a first layer: 1 for grey images, 3 for colour), where a
- * tile 16 channels wide would compute mostly padding. One work-item per
- * input pixel and channel ci: the sum over taps and output channels of
- * dy times the filter, eight output channels per vector (both contiguous).
- * Global size: batch * h * w * c.
+ * tile 16 channels wide would compute mostly padding. Each dx value is a
+ * dot product over taps and output channels, done eight output channels
+ * per vector. One work-item computes STRIP neighbouring pixels of one row,
+ * for one channel ci: under a tap, all of them multiply their dy pixel by
+ * the same filter vector, so each filter load serves STRIP FMAs, and the
+ * work of finding dy pixels is shared too. `zeros` holds Cout zeros: the
+ * dy pixel of a tap that reaches no output pixel.
+ * Global size: batch * h * ceil(w / STRIP) * c.
  */
-__kernel void conv_backprop_input_narrow(__global const float *restrict dy,
-                                         __global const float *restrict w, geom g,
-                                         __global float *restrict dx)
+#define STRIP 8
+
+float sum8(float8 v)
 {
-    int i = get_global_id(0);
-    if (i >= g.batch * g.h * g.w * g.c)
+    float4 halves = v.lo + v.hi;
+    return (halves.x + halves.y) + (halves.z + halves.w);
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void conv_backprop_input_narrow(__global const float *restrict dy, __global const float *restrict w,
+                                __global const float *restrict zeros, geom g,
+                                __global float *restrict dx)
+{
+    int strips = (g.w + STRIP - 1) / STRIP, i = get_global_id(0);
+    if (i >= g.batch * g.h * strips * g.c)
         return;
-    int ci = i % g.c, p = i / g.c, x = p % g.w, y = (p / g.w) % g.h, image = p / (g.w * g.h);
-    float8 acc = 0.0f;
-    float tail = 0.0f;
+    int ci = i % g.c, p = i / g.c;
+    int x0 = p % strips * STRIP, y = (p / strips) % g.h, image = p / (strips * g.h);
+    /* The loops over j have a fixed count: unrolled, acc and d are registers. */
+    float8 acc[STRIP];
+    float tail[STRIP]; /* output channels past the last multiple of 8 */
+    #pragma unroll
+    for (int j = 0; j < STRIP; j++) {
+        acc[j] = 0.0f;
+        tail[j] = 0.0f;
+    }
     for (int ky = 0; ky < g.kh; ky++) {
         int sy = source_coord(y, ky, g.sh, g.pad_top, g.oh, 1);
-        for (int kx = 0; kx < g.kw && sy >= 0; kx++) {
-            int sx = source_coord(x, kx, g.sw, g.pad_left, g.ow, 1);
-            if (sx < 0)
-                continue;
-            __global const float *d = dy + (((size_t)image * g.oh + sy) * g.ow + sx) * g.oc;
+        if (sy < 0)
+            continue; /* no output row saw this input row through ky */
+        __global const float *row = dy + ((size_t)image * g.oh + sy) * g.ow * g.oc;
+        for (int kx = 0; kx < g.kw; kx++) {
+            /* d[j]: the dy pixel that pixel x0 + j reads through tap kx, or
+             * zeros. With stride 1 those are neighbours, for j in [lo, hi);
+             * other strides skip pixels, so each is checked. */
+            __global const float *d[STRIP];
+            if (g.sw == 1) {
+                int s0 = x0 + g.pad_left - kx;
+                int lo = max(0, -s0), hi = min(min(STRIP, g.w - x0), g.ow - s0);
+                #pragma unroll
+                for (int j = 0; j < STRIP; j++)
+                    d[j] = j >= lo && j < hi ? row + (ptrdiff_t)(s0 + j) * g.oc : zeros;
+            } else {
+                #pragma unroll
+                for (int j = 0; j < STRIP; j++) {
+                    int sx = x0 + j < g.w ? source_coord(x0 + j, kx, g.sw, g.pad_left, g.ow, 1) : -1;
+                    d[j] = sx < 0 ? zeros : row + (size_t)sx * g.oc;
+                }
+            }
             __global const float *f = w + ((size_t)(ky * g.kw + kx) * g.c + ci) * g.oc;
             int q = 0;
-            for (; q + 8 <= g.oc; q += 8)
-                acc = fma(vload8(0, d + q), vload8(0, f + q), acc);
-            for (; q < g.oc; q++)
-                tail = fma(d[q], f[q], tail);
+            for (; q + 8 <= g.oc; q += 8) {
+                float8 fq = vload8(0, f + q);
+                #pragma unroll
+                for (int j = 0; j < STRIP; j++)
+                    acc[j] = fma(vload8(0, d[j] + q), fq, acc[j]);
+            }
+            for (; q < g.oc; q++) {
+                #pragma unroll
+                for (int j = 0; j < STRIP; j++)
+                    tail[j] = fma(d[j][q], f[q], tail[j]);
+            }
         }
     }
-    float4 halves = acc.lo + acc.hi;
-    dx[i] = (halves.x + halves.y) + (halves.z + halves.w) + tail;
+    __global float *out = dx + (((size_t)image * g.h + y) * g.w + x0) * g.c + ci;
+    for (int j = 0; j < STRIP && x0 + j < g.w; j++)
+        out[(size_t)j * g.c] = sum8(acc[j]) + tail[j];
 }
 
 /* 16 columns of a dy row into b0, b1; zeros past the `cols` that exist
@@ -344,3 +388,4 @@ __kernel void conv_sum_splits(__global const float *restrict partials, int split
 }
 
 #undef FMA_ROW
+#undef STRIP

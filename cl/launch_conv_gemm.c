@@ -7,7 +7,7 @@
 #include "conv_geom.h"
 #include "launch.h"
 
-enum { TILE_ROWS = 6, TILE_COLS = 16 }; /* as in conv_gemm.cl */
+enum { TILE_ROWS = 6, TILE_COLS = 16, STRIP = 8 }; /* as in conv_gemm.cl */
 
 /* The filter gradient's sum over the batch is cut into this many partial
  * sums at most (one work-item each): enough for the cores to share, few
@@ -92,12 +92,17 @@ int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const geom *g, const v
         return -1;
     if (g->c > NARROW_CHANNELS)
         return conv_gemm(d, g, dy, filter, true, dx);
+    cl_mem zeros = fl_cl_zeros(d, (size_t)g->oc * sizeof(float));
+    if (!zeros)
+        return -1;
     fl_cl_call c = fl_cl_begin(d, K_CONV_BACKPROP_INPUT_NARROW);
     fl_cl_mem(&c, dy);
     fl_cl_mem(&c, filter);
+    fl_cl_mem(&c, zeros);
     fl_cl_value(&c, sizeof *g, g);
     fl_cl_mem(&c, dx);
-    return fl_cl_run(&c, (size_t)g->batch * g->h * g->w * g->c);
+    size_t global = (size_t)g->batch * g->h * tiles(g->w, STRIP) * g->c, local = 1;
+    return fl_cl_run_groups(&c, 1, &global, &local);
 }
 
 /* conv_filter_grad's partial sums, one per share of the batch, then
