@@ -284,6 +284,16 @@ void load_cols(__global const float *d, int cols, float8 *b0, float8 *b1)
     *b1 = vload8(1, t);
 }
 
+/* The output coordinates o in [.x, .y) whose tap k lands inside an image
+ * axis of `size`: 0 <= o * stride - pad + k < size. */
+int2 tap_range(int k, int pad, int stride, int size, int out)
+{
+    int first = pad - k, last = size - 1 + pad - k; /* bounds on o * stride */
+    int lo = first > 0 ? (first + stride - 1) / stride : 0;
+    int hi = last < 0 ? 0 : min(out, last / stride + 1);
+    return (int2)(lo, max(lo, hi));
+}
+
 /* ------------------------------------------------------------------------
  * conv_filter_grad: the filter gradient, in `splits` partial sums.
  *
@@ -320,20 +330,31 @@ void conv_filter_grad(__global const float *restrict x, __global const float *re
                 ky[r] = k / (g.c * g.kw);
             }
             /* Output columns ox in [lo, hi) put every row's tap inside the
-             * image; the few outside that range are checked one by one. */
-            int lo = 0, hi = g.ow;
+             * image; in [ulo, lo) and [hi, uhi) only some rows' taps are,
+             * and each is checked; outside [ulo, uhi) none is, and there is
+             * nothing to add. Likewise only output rows in [ylo, yhi) see
+             * any row's tap inside the image. With many input channels,
+             * most tiles' six rows share one tap, and then these ranges
+             * cut out the padding exactly. */
+            int lo = 0, hi = g.ow, ulo = g.ow, uhi = 0, ylo = g.oh, yhi = 0;
             for (int r = 0; r < TILE_ROWS; r++) {
-                int left = g.pad_left - kx[r], right = g.w - 1 + g.pad_left - kx[r];
-                lo = max(lo, left > 0 ? (left + g.sw - 1) / g.sw : 0);
-                hi = min(hi, right < 0 ? 0 : right / g.sw + 1);
+                int2 cols = tap_range(kx[r], g.pad_left, g.sw, g.w, g.ow);
+                int2 rows = tap_range(ky[r], g.pad_top, g.sh, g.h, g.oh);
+                lo = max(lo, cols.x);
+                hi = min(hi, cols.y);
+                ulo = min(ulo, cols.x);
+                uhi = max(uhi, cols.y);
+                ylo = min(ylo, rows.x);
+                yhi = max(yhi, rows.y);
             }
             hi = max(hi, lo);
+            int left = lo - ulo, edges = left + max(uhi - hi, 0);
             for (int jt = 0; jt < ntiles; jt++) {
                 int j0 = jt * TILE_COLS;
                 __global float *acc = partial + (size_t)it * TILE_ROWS * npad + j0;
                 float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
                 float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
-                for (int oy = 0; oy < g.oh; oy++) {
+                for (int oy = ylo; oy < yhi; oy++) {
                     __global const float *a[TILE_ROWS];
                     for (int r = 0; r < TILE_ROWS; r++) {
                         int iy = oy * g.sh - g.pad_top + ky[r];
@@ -342,10 +363,9 @@ void conv_filter_grad(__global const float *restrict x, __global const float *re
                     }
                     __global const float *d = dy + (((size_t)image * g.oh + oy) * g.ow) * N + j0;
                     int step = g.sw * g.c; /* floats between neighbouring ox in a row's source */
-                    /* The edges, ox in [0, lo) and [hi, ow): some rows' taps are
-                     * off the image there, so each tap is checked. */
-                    for (int e = 0; e < lo + g.ow - hi; e++) {
-                        int ox = e < lo ? e : hi + e - lo;
+                    /* The edges: each tap checked. */
+                    for (int e = 0; e < edges; e++) {
+                        int ox = e < left ? ulo + e : hi + e - left;
                         float8 b0, b1;
                         load_cols(d + (size_t)ox * N, N - j0, &b0, &b1);
                         float v[TILE_ROWS];
