@@ -65,15 +65,15 @@ void conv_pack_filter(__global const float *restrict w, int taps, int kin, int n
     }
 }
 
-/* Where along one axis tap k of result coordinate y reads its source, or -1
- * off the edge. Forward: y * stride - pad + k. Transposed (data gradient):
- * the output coordinate s with s * stride - pad + k = y, if there is one. */
-int source_coord(int y, int k, int stride, int pad, int size, int transposed)
+/* The data gradient's source along one axis: the output coordinate s that
+ * saw input coordinate y through tap k (s * stride - pad + k = y), or -1
+ * if there is none: off the edge, or between two strides. */
+int dy_coord(int y, int k, int stride, int pad, int size)
 {
-    int s = transposed ? y + pad - k : y * stride - pad + k;
+    int s = y + pad - k;
     if (s < 0)
         return -1;
-    if (transposed && stride != 1) {
+    if (stride != 1) {
         if (s % stride != 0)
             return -1;
         s /= stride;
@@ -136,14 +136,38 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
     int M = g.batch * rows_h * rows_w, K = g.kh * g.kw * src_c;
     int i0 = it * TILE_ROWS;
 
-    /* Each row's pixel (image, y, x); rows past M repeat the last one and
-     * are not stored. */
+    /* Each row's pixel (image, y, x), stepping from row 0's (divisions cost
+     * more than the rest of this setup); rows past M repeat the last one
+     * and are not stored. */
     int img[TILE_ROWS], py[TILE_ROWS], px[TILE_ROWS];
+    int x = i0 % rows_w, y = (i0 / rows_w) % rows_h, image = i0 / (rows_w * rows_h);
     for (int r = 0; r < TILE_ROWS; r++) {
-        int i = min(i0 + r, M - 1);
-        px[r] = i % rows_w;
-        py[r] = (i / rows_w) % rows_h;
-        img[r] = i / (rows_w * rows_h);
+        img[r] = image;
+        py[r] = y;
+        px[r] = x;
+        if (i0 + r + 1 < M && ++x == rows_w) {
+            x = 0;
+            if (++y == rows_h) {
+                y = 0;
+                image++;
+            }
+        }
+    }
+
+    /* Where each row's window starts in the source: its pixel under tap
+     * (0, 0), which may lie off the image. Forward, tap (ky, kx) is ky rows
+     * and kx columns further on (dir = 1); the data gradient's window runs
+     * backwards through dy (dir = -1). With a stride, the data gradient's
+     * taps land between dy's pixels as often as on one, so there
+     * (`stepped` false) each tap's pixel comes from dy_coord instead. */
+    int dir = transposed ? -1 : 1;
+    bool stepped = !transposed || (g.sh == 1 && g.sw == 1);
+    int sy0[TILE_ROWS], sx0[TILE_ROWS];
+    long at0[TILE_ROWS]; /* floats from src to that pixel */
+    for (int r = 0; r < TILE_ROWS; r++) {
+        sy0[r] = transposed ? py[r] + g.pad_top : py[r] * g.sh - g.pad_top;
+        sx0[r] = transposed ? px[r] + g.pad_left : px[r] * g.sw - g.pad_left;
+        at0[r] = (((long)img[r] * src_h + sy0[r]) * src_w + sx0[r]) * src_c;
     }
 
     /* A window row (one ky, every kx) is kw pixels side by side: kw * src_c
@@ -153,10 +177,8 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
      * one tap's). Otherwise, and for the data gradient (whose window runs
      * backwards through the source), it goes tap by tap. */
     bool whole_rows = !transposed;
-    for (int r = 0; r < TILE_ROWS; r++) {
-        int sx = px[r] * g.sw - g.pad_left;
-        whole_rows = whole_rows && sx >= 0 && sx + g.kw <= src_w;
-    }
+    for (int r = 0; r < TILE_ROWS; r++)
+        whole_rows = whole_rows && sx0[r] >= 0 && sx0[r] + g.kw <= src_w;
     int run = whole_rows ? g.kw * src_c : src_c; /* floats read per pointer */
 
     float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
@@ -164,14 +186,28 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
     __global const float *b = bp + (size_t)jt * K * TILE_COLS;
     for (int ky = 0; ky < g.kh; ky++) {
         for (int kx = 0; kx < (whole_rows ? 1 : g.kw); kx++) {
-            /* The six source pixels under tap (ky, kx), or zeros. */
+            /* The six source pixels under tap (ky, kx), or zeros. When all
+             * six are zeros (the tile lies along the padding, or, with a
+             * stride, the tap reaches none of its pixels), skip the tap. */
             __global const float *a[TILE_ROWS];
+            bool any = false;
+            #pragma unroll
             for (int r = 0; r < TILE_ROWS; r++) {
-                int sy = source_coord(py[r], ky, g.sh, g.pad_top, src_h, transposed);
-                int sx = whole_rows ? px[r] * g.sw - g.pad_left
-                                    : source_coord(px[r], kx, g.sw, g.pad_left, src_w, transposed);
-                a[r] = sy < 0 || sx < 0 ? zeros
-                                        : src + (((size_t)img[r] * src_h + sy) * src_w + sx) * src_c;
+                int sy = sy0[r] + dir * ky, sx = sx0[r] + dir * kx;
+                bool in = (uint)sy < (uint)src_h && (uint)sx < (uint)src_w;
+                __global const float *at = src + at0[r] + dir * ((long)ky * src_w + kx) * src_c;
+                if (!stepped) {
+                    sy = dy_coord(py[r], ky, g.sh, g.pad_top, src_h);
+                    sx = dy_coord(px[r], kx, g.sw, g.pad_left, src_w);
+                    in = sy >= 0 && sx >= 0;
+                    at = src + (((size_t)img[r] * src_h + sy) * src_w + sx) * src_c;
+                }
+                a[r] = in ? at : zeros;
+                any = any || in;
+            }
+            if (!any) {
+                b += run * TILE_COLS;
+                continue;
             }
             // [book:implicit_gemm]
             /* The micro-kernel of cl/matmul.cl, with A read in place. */
@@ -226,7 +262,7 @@ void conv_backprop_input_narrow(__global const float *restrict dy, __global cons
         tail[j] = 0.0f;
     }
     for (int ky = 0; ky < g.kh; ky++) {
-        int sy = source_coord(y, ky, g.sh, g.pad_top, g.oh, 1);
+        int sy = dy_coord(y, ky, g.sh, g.pad_top, g.oh);
         if (sy < 0)
             continue; /* no output row saw this input row through ky */
         __global const float *row = dy + ((size_t)image * g.oh + sy) * g.ow * g.oc;
@@ -244,7 +280,7 @@ void conv_backprop_input_narrow(__global const float *restrict dy, __global cons
             } else {
                 #pragma unroll
                 for (int j = 0; j < STRIP; j++) {
-                    int sx = x0 + j < g.w ? source_coord(x0 + j, kx, g.sw, g.pad_left, g.ow, 1) : -1;
+                    int sx = x0 + j < g.w ? dy_coord(x0 + j, kx, g.sw, g.pad_left, g.ow) : -1;
                     d[j] = sx < 0 ? zeros : row + (size_t)sx * g.oc;
                 }
             }
