@@ -26,9 +26,11 @@ typedef struct {
     const fl_graph *g;
     device_of_fn device_of;
     const void *ctx;
-    bool mark_copies; /* a Copy node on every edge between devices */
+    bool mark_copies; /* a Copy node for each value and device it crosses to */
     const char *devices[MAX_COLOURS];
     int ndevices;
+    int *copies_drawn; /* node id * MAX_COLOURS + colour index of each Copy node */
+    int ncopies, copies_cap;
 } dot_writer;
 
 /* Writes len bytes of text inside a DOT double-quoted string. */
@@ -162,21 +164,38 @@ static bool crosses_devices(const dot_writer *w, const fl_node *from, const fl_n
     return a && b && strcmp(a, b) != 0;
 }
 
-/* The session copies a value that crosses devices into the consumer's
- * device: drawn as a node of its own on the edge, coloured like the device
- * it copies to, as TensorFlow draws its _Send/_Recv pairs. */
-static void put_copy(dot_writer *w, const fl_node *from, const fl_node *to, int input)
+/* Whether the Copy node of `key` is drawn already; records it if not. */
+static bool copy_drawn(dot_writer *w, int key)
+{
+    for (int i = 0; i < w->ncopies; i++)
+        if (w->copies_drawn[i] == key)
+            return true;
+    if (w->ncopies == w->copies_cap) {
+        w->copies_cap = w->copies_cap ? 2 * w->copies_cap : 32;
+        w->copies_drawn = fl_xrealloc(w->copies_drawn, (size_t)w->copies_cap * sizeof *w->copies_drawn);
+    }
+    w->copies_drawn[w->ncopies++] = key;
+    return false;
+}
+
+/* The session copies a value once to each other device that reads it, and
+ * the readers there share the copy: drawn as one node per value and device,
+ * coloured like the device it copies to, as TensorFlow draws its
+ * _Send/_Recv pairs. */
+static void put_copy(dot_writer *w, const fl_node *from, const fl_node *to)
 {
     const char *src = w->device_of(w->ctx, from), *dst = w->device_of(w->ctx, to);
     int index = colour_index(w, dst);
-    fprintf(w->f, "  c%d_%d [label=\"Copy\\n", to->id, input);
-    put_escaped(w->f, device_label(src));
-    fputs(" -> ", w->f);
-    put_escaped(w->f, device_label(dst));
-    fprintf(w->f, "\", shape=box, style=\"filled,bold\", color=red, fillcolor=\"%s\"];\n",
-            colour_of(index, device_label(dst)));
-    fprintf(w->f, "  n%d -> c%d_%d [color=red, penwidth=2];\n", from->id, to->id, input);
-    fprintf(w->f, "  c%d_%d -> n%d [color=red, penwidth=2];\n", to->id, input, to->id);
+    if (!copy_drawn(w, from->id * MAX_COLOURS + index)) {
+        fprintf(w->f, "  c%d_%d [label=\"Copy\\n", from->id, index);
+        put_escaped(w->f, device_label(src));
+        fputs(" -> ", w->f);
+        put_escaped(w->f, device_label(dst));
+        fprintf(w->f, "\", shape=box, style=\"filled,bold\", color=red, fillcolor=\"%s\"];\n",
+                colour_of(index, device_label(dst)));
+        fprintf(w->f, "  n%d -> c%d_%d [color=red, penwidth=2];\n", from->id, from->id, index);
+    }
+    fprintf(w->f, "  c%d_%d -> n%d [color=red, penwidth=2];\n", from->id, index, to->id);
 }
 
 static void put_edges(dot_writer *w)
@@ -185,7 +204,7 @@ static void put_edges(dot_writer *w)
         const fl_node *n = fl_graph_node(w->g, id);
         for (int i = 0; i < n->ninputs; i++) {
             if (crosses_devices(w, n->inputs[i], n))
-                put_copy(w, n->inputs[i], n, i);
+                put_copy(w, n->inputs[i], n);
             else
                 fprintf(w->f, "  n%d -> n%d;\n", n->inputs[i]->id, n->id);
         }
@@ -237,6 +256,8 @@ static int write_dot(dot_writer *w, const char *path)
         if (fclose(w->f) != 0 && !err)
             err = errno;
     }
+    free(w->copies_drawn);
+    w->copies_drawn = NULL;
     if (!err && rename(temp, path) != 0)
         err = errno;
     if (err) {

@@ -51,6 +51,7 @@ void fl_session_free(fl_session *s)
     for (int i = 0; i < s->nslots; i++) {
         release_copies(&s->slots[i], fl_graph_node(s->graph, i)->ninputs);
         release_slot(&s->slots[i]);
+        free(s->slots[i].sent);
     }
     free(s->slots);
     free(s->pending);
@@ -326,12 +327,33 @@ static int wait_for_value(fl_slot *from)
     return 0;
 }
 
-/* Copies input i of n from the device it was made on to n's device, through
- * host memory. */
+/* The copy of from's value that this run already made on dst, or NULL. */
+static fl_tensor *copy_made_this_run(const fl_session *s, const fl_slot *from, const fl_device *dst)
+{
+    for (int k = 0; k < from->nsent; k++)
+        if (from->sent[k].device == dst && from->sent[k].run == s->run_count)
+            return from->sent[k].value;
+    return NULL;
+}
+
+static void remember_copy(const fl_session *s, fl_slot *from, const fl_device *dst, fl_tensor *value)
+{
+    int k = 0;
+    while (k < from->nsent && from->sent[k].device != dst)
+        k++;
+    if (k == from->nsent)
+        from->sent = fl_xrealloc(from->sent, (size_t)++from->nsent * sizeof *from->sent);
+    from->sent[k] = (fl_sent_copy){dst, value, s->run_count};
+}
+
+/* Gives n's input i on n's device: the copy this run already made there
+ * for another reader, or a new one, through host memory. */
 static int copy_across(fl_session *s, fl_node *n, int i, fl_tensor **out)
 {
     fl_slot *slot = &s->slots[n->id], *from = &s->slots[n->inputs[i]->id];
     fl_device *src = from->device, *dst = slot->device;
+    if ((*out = copy_made_this_run(s, from, dst)))
+        return 0;
     if (!slot->copies)
         slot->copies = fl_xcalloc((size_t)n->ninputs, sizeof *slot->copies);
     fl_edge_copy *c = &slot->copies[i];
@@ -355,6 +377,7 @@ static int copy_across(fl_session *s, fl_node *n, int i, fl_tensor **out)
     if (rc != 0)
         return fl_session_fail(s, "%s: copying input %s from %s to %s failed: %s", n->name,
                                n->inputs[i]->name, src->name, dst->name, fl_last_error());
+    remember_copy(s, from, dst, &c->value);
     return 0;
 }
 

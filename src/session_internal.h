@@ -15,6 +15,15 @@ typedef struct {
     size_t host_capacity;
 } fl_edge_copy;
 
+/* A copy of a node's value that this run made on another device; every
+ * node there that reads the value shares it (TensorFlow's one _Recv per
+ * device and tensor). */
+typedef struct {
+    const fl_device *device;
+    fl_tensor *value; /* in the fl_edge_copy of the node that asked first */
+    int64_t run;      /* the session's run_count when made */
+} fl_sent_copy;
+
 /* One node's output in this session: its buffer stays between runs. */
 typedef struct {
     fl_device *device; /* where the node runs; NULL until placed */
@@ -30,6 +39,8 @@ typedef struct {
     int64_t mark_seq; /* marks in the order they were made: older ones finish first */
     bool mark_reached;
     bool issued; /* enqueued (or run, on the host) in this run */
+    fl_sent_copy *sent; /* at most one per other device */
+    int nsent;
 } fl_slot;
 
 /* Host memory a device is still to copy in: a host op must not write it

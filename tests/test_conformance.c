@@ -186,6 +186,12 @@ static const op_case cases[] = {
     {"MaxPool 2x2 VALID, odd size, C=5", b_pool_valid2, 1, {{F, {4, {2, 7, 9, 5}}, -1, 1}}, true, 0},
     {"MaxPool 2x2 stride 3, C=6", b_pool_gaps, 1, {{F, {4, {2, 8, 7, 6}}, -1, 1}}, true, 0},
     {"MaxPool 3x3 SAME stride 1, C=1", b_pool_same1, 1, {{F, {4, {2, 6, 5, 1}}, -1, 1}}, true, 0},
+    /* Wide channels: blocks of 32, then groups of 8, the last one partial. */
+    {"MaxPool 2x2 VALID, odd size, C=40", b_pool_valid2, 1, {{F, {4, {2, 7, 5, 40}}, -1, 1}}, true, 0},
+    {"MaxPool 2x2 SAME, [2,7,7,64]", b_pool_same, 1, {{F, {4, {2, 7, 7, 64}}, -1, 1}}, true, 0},
+    {"MaxPool 3x3 SAME stride 1, C=37", b_pool_same1, 1, {{F, {4, {2, 6, 5, 37}}, -1, 1}}, true, 0},
+    {"MaxPool 3x3 VALID stride 2, C=33", b_pool_valid, 1, {{F, {4, {2, 9, 8, 33}}, -1, 1}}, true, 0},
+    {"MaxPool 2x2 stride 3, C=35", b_pool_gaps, 1, {{F, {4, {2, 8, 7, 35}}, -1, 1}}, true, 0},
     {"Add [300,40]+[40]", b_add, 2, {{F, {2, {300, 40}}, -1, 1}, {F, {1, {40}}, -1, 1}}, true, 1e-5},
     {"Mul [3]*[70,33,3]", b_mul, 2, {{F, {1, {3}}, -1, 1}, {F, {3, {70, 33, 3}}, -1, 1}}, true, 1e-5},
     /* OpenCL reductions (cl/reduce.cl): whole tensors and rows are summed

@@ -1,8 +1,10 @@
 /* test_executor_order.c: what the session waits for when a value crosses
  * devices. A value a device has finished is copied while that device goes
  * on with the work queued after it (the towers' gradients reach the
- * controller while the towers still compute), and a host op never writes
- * memory that a device has still to copy in. One PoCL device, one thread. */
+ * controller while the towers still compute), a host op never writes
+ * memory that a device has still to copy in, and a value crosses to a
+ * device once per run however many nodes there read it. One PoCL device,
+ * one thread. */
 #include "tap.h"
 #include "flowlab.h"
 #include "session_internal.h" /* the recorded events, to read their times */
@@ -120,6 +122,39 @@ static void host_write_waits_for_copy_in(void)
     fl_graph_free(g);
 }
 
+/* Two nodes on /gpu:0 read host variable v: one copy of v per run serves
+ * both, as TensorFlow sends a tensor once to each device that reads it. */
+static void one_copy_per_device(void)
+{
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, "/cpu:0");
+    fl_node *v = fl_get_variable(g, "v", fl_shape_make(1, M), fl_constant_initializer(1.0f));
+    fl_device_pop(g);
+    fl_device_scope_push(g, "/gpu:0");
+    fl_node *twice = fl_mul(g, v, fl_scalar(g, 2.0f, NULL), "twice");
+    fl_node *thrice = fl_mul(g, v, fl_scalar(g, 3.0f, NULL), "thrice");
+    fl_node *sum = fl_reduce_sum(g, fl_add(g, twice, thrice, NULL), NULL, 0, false, "sum");
+    fl_device_pop(g);
+    fl_session *s = initialized_session(g);
+    if (!ok(s != NULL, "the variables of the third graph initialize")) {
+        fl_graph_free(g);
+        return;
+    }
+    fl_tensor *out = NULL;
+    fl_session_set_tracing(s, true);
+    for (int run = 0; run < 2; run++) {
+        int rc = fl_session_run(s, NULL, 0, &sum, 1, &out, NULL, 0);
+        ok(rc == 0 && fl_tensor_floats(out)[0] == 5.0f * M, "run %d: sum(2v + 3v) = 5 * %d", run, M);
+        fl_tensor_free(out);
+    }
+    int copies = 0;
+    for (int i = 0; i < s->nevents; i++)
+        copies += s->events[i].copy_of == v->id;
+    ok(copies == 2, "v crossed to /gpu:0 once per run, for both readers: 2 copies in 2 runs (got %d)", copies);
+    fl_session_free(s);
+    fl_graph_free(g);
+}
+
 int main(void)
 {
     setenv("POCL_DEVICES", "pthread", 1);
@@ -132,5 +167,6 @@ int main(void)
     }
     early_value_goes_first();
     host_write_waits_for_copy_in();
+    one_copy_per_device();
     return done_testing();
 }

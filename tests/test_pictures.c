@@ -154,10 +154,28 @@ static void check_session_dot(const towers *t, fl_session *s, const char *path)
     s->slots[t->mm[0]->id].device = real;
     dot = read_text(path);
     char edge[96];
-    snprintf(edge, sizeof edge, "n%d -> c%d_0 [color=red", t->x->id, t->mm[0]->id);
+    snprintf(edge, sizeof edge, "n%d -> c%d_1 [color=red", t->x->id, t->x->id); /* /gpu:7 is colour 1 */
     contains(dot, edge, "an edge between devices goes through a Copy node");
+    snprintf(edge, sizeof edge, "c%d_1 -> n%d [color=red", t->x->id, t->mm[0]->id);
+    contains(dot, edge, "and on to the node that reads the value");
     contains(dot, "label=\"Copy\\n/cpu:0 -> /gpu:7\", shape=box", "which says from where to where");
     ok(count_of(dot, "label=\"Copy") == 3, "x, w and the Relu edges of the moved node: 3 Copy nodes");
+    free(dot);
+
+    /* Both towers' MatMuls on /gpu:7: each reads x and w there, and the
+     * session copies each value once per device, so x and w get one Copy
+     * node each, with two edges out. */
+    fl_device *real1 = s->slots[t->mm[1]->id].device;
+    s->slots[t->mm[0]->id].device = &fake;
+    s->slots[t->mm[1]->id].device = &fake;
+    fl_session_write_dot(s, path);
+    s->slots[t->mm[0]->id].device = real;
+    s->slots[t->mm[1]->id].device = real1;
+    dot = read_text(path);
+    ok(count_of(dot, "label=\"Copy") == 4, "x and w once each to /gpu:7, the two MatMuls back: 4 Copy nodes (got %d)",
+       count_of(dot, "label=\"Copy"));
+    snprintf(edge, sizeof edge, "c%d_1 -> n%d [color=red", t->w->id, t->mm[1]->id);
+    contains(dot, edge, "w's one copy feeds the second MatMul too");
     free(dot);
     check_dot_accepts(path);
 }
