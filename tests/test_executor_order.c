@@ -9,7 +9,7 @@
 #include "flowlab.h"
 #include "session_internal.h" /* the recorded events, to read their times */
 
-enum { N = 512, CHAIN = 4, M = 1 << 16 };
+enum { N = 512, CHAIN = 8, M = 1 << 16 };
 
 /* A slow chain of N x N matmuls on /gpu:0, then its sum. */
 static fl_node *slow_chain(fl_graph *g, fl_node **last)
