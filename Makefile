@@ -94,7 +94,7 @@ flags:
 
 # ---- make bench: one table of side-by-side measurements, CSV and a chart ----
 BENCH := $(BUILD)/bench/bench
-$(BENCH): tests/bench/bench.c $(LIB)
+$(BENCH): tests/bench/bench.c labs/tools/trace_events.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) -lclblast $(LDLIBS)
 
@@ -197,6 +197,7 @@ exercises-02-solutions: $(EX02_SOLVED)
 
 # tests/test_trace_timeline runs the tool that draws chapter 4's timeline.
 $(BUILD)/tests/test_trace_timeline: $(BUILD)/labs/tools/trace_timeline
+$(BUILD)/labs/tools/trace_timeline: labs/tools/trace_events.h
 # tests/test_lab02 runs the lab and the checks, so they are built first.
 $(BUILD)/tests/test_lab02: $(LAB02) $(EX02_CHECKS) $(EX02_SOLVED)
 

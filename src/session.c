@@ -312,18 +312,23 @@ static int transfer(fl_session *s, fl_edge_copy *c, fl_device *src, fl_device *d
     return rc ? rc : dst->backend->copy_in(dst->impl, c->buffer, c->host, bytes);
 }
 
-/* Blocks until the value in slot `from` is finished on its device: until
- * its mark, or until the whole device is idle when it has no marks. */
+/* Blocks until device d is past mark, or until it is idle when it has no
+ * marks (mark NULL). */
+static int wait_for_mark(fl_device *d, void *mark)
+{
+    if (!mark)
+        return d->backend->wait(d->impl);
+    return d->backend->reached(d->impl, mark, true) == 1 ? 0 : -1;
+}
+
+/* Blocks until the value in slot `from` is finished on its device. */
 static int wait_for_value(fl_slot *from)
 {
-    fl_device *d = from->device;
-    if (d->is_host || from->mark_reached)
+    if (from->device->is_host || from->mark_reached)
         return 0;
-    if (!from->mark)
-        return d->backend->wait(d->impl);
-    if (d->backend->reached(d->impl, from->mark, true) != 1)
+    if (wait_for_mark(from->device, from->mark) != 0)
         return -1;
-    from->mark_reached = true;
+    from->mark_reached = from->mark != NULL;
     return 0;
 }
 
@@ -399,10 +404,7 @@ static int wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *co
         fl_pending_read *p = &s->reads[r];
         if (!reads_input(p, n, in))
             continue;
-        const fl_backend *b = p->device->backend;
-        int rc = p->mark ? (b->reached(p->device->impl, p->mark, true) == 1 ? 0 : -1)
-                         : b->wait(p->device->impl);
-        if (rc != 0)
+        if (wait_for_mark(p->device, p->mark) != 0)
             return fl_session_fail(s, "%s: waiting for %s to copy %s in: %s", n->name,
                                    p->device->name, n->inputs[0]->name, fl_last_error());
     }
@@ -524,7 +526,8 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n)
         fl_slot *from = &s->slots[n->inputs[i]->id];
         if (from->device == s->slots[n->id].device || from->device->is_host || from->mark_reached)
             continue;
-        int reached = from->mark ? from->device->backend->reached(from->device->impl, from->mark, false) : 0;
+        fl_device *d = from->device;
+        int reached = from->mark ? d->backend->reached(d->impl, from->mark, false) : 0;
         if (reached != 0) { /* an error shows when the copy waits for it */
             from->mark_reached = reached == 1;
             continue;
@@ -605,7 +608,8 @@ static int execute(fl_session *s)
             if (issue(s, fl_graph_node(s->graph, s->pending[oldest])) != 0)
                 return -1;
             kept--;
-            memmove(&s->pending[oldest], &s->pending[oldest + 1], (size_t)(kept - oldest) * sizeof *s->pending);
+            memmove(&s->pending[oldest], &s->pending[oldest + 1],
+                    (size_t)(kept - oldest) * sizeof *s->pending);
         }
         npending = kept;
     }

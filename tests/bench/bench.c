@@ -15,6 +15,7 @@
 
 #include "flowlab.h"
 #include "session_internal.h" /* the per-op trace events */
+#include "../../labs/tools/trace_events.h" /* the breakdown reads the towers' trace */
 
 #define REPS 7
 #define ROUNDS 3 /* compared configurations alternate, round by round */
@@ -372,59 +373,35 @@ static double uncovered(interval *v, int n, double first, double last)
     return last - first - covered;
 }
 
-static bool field(const char *line, const char *key, char *out, size_t len)
-{
-    const char *at = strstr(line, key);
-    if (!at)
-        return false;
-    at += strlen(key);
-    size_t n = strcspn(at, "\",}");
-    if (n >= len)
-        n = len - 1;
-    memcpy(out, at, n);
-    out[n] = '\0';
-    return true;
-}
-
 static breakdown read_breakdown(const char *path)
 {
-    breakdown b = {0};
-    interval *busy = NULL;
-    int nbusy = 0, busy_cap = 0;
-    FILE *f = fopen(path, "r");
-    double first = INFINITY, last = 0;
-    char line[1024], cat[64], device[32], ts[32], dur[32], seen[8][32];
-    while (f && fgets(line, sizeof line, f)) {
-        if (!strstr(line, "\"ph\":\"X\"") || !field(line, "\"cat\":\"", cat, sizeof cat) ||
-            !field(line, "\"device\":\"", device, sizeof device) || !field(line, "\"ts\":", ts, sizeof ts) ||
-            !field(line, "\"dur\":", dur, sizeof dur))
-            continue;
-        double start = atof(ts), d = atof(dur);
-        first = fmin(first, start);
-        last = fmax(last, start + d);
-        if (strcmp(cat, "Copy") == 0) {
-            b.copy_us += d;
-        } else if (strcmp(device, "/cpu:0") == 0) {
-            b.controller_us += d;
+    breakdown b = {.span_us = NAN, .idle_us = NAN};
+    trace_events t;
+    if (trace_events_read(path, &t) != 0 || t.count == 0)
+        return b;
+    interval *busy = malloc((size_t)t.count * sizeof *busy);
+    int nbusy = 0;
+    char seen[8][32];
+    for (int k = 0; k < t.count; k++) {
+        const trace_event *e = &t.events[k];
+        if (strcmp(e->cat, "Copy") == 0) {
+            b.copy_us += e->dur;
+        } else if (strcmp(e->device, "/cpu:0") == 0) {
+            b.controller_us += e->dur;
         } else {
-            b.device_us += d;
-            if (nbusy == busy_cap) {
-                busy_cap = busy_cap ? 2 * busy_cap : 256;
-                busy = realloc(busy, (size_t)busy_cap * sizeof *busy);
-            }
-            busy[nbusy++] = (interval){start, start + d};
+            b.device_us += e->dur;
+            busy[nbusy++] = (interval){e->start, e->start + e->dur};
             bool known = false;
             for (int i = 0; i < b.ndevices; i++)
-                known = known || strcmp(seen[i], device) == 0;
+                known = known || strcmp(seen[i], e->device) == 0;
             if (!known && b.ndevices < 8)
-                snprintf(seen[b.ndevices++], sizeof seen[0], "%s", device);
+                snprintf(seen[b.ndevices++], sizeof seen[0], "%s", e->device);
         }
     }
-    if (f)
-        fclose(f);
-    b.span_us = last > first ? last - first : NAN;
-    b.idle_us = nbusy > 0 ? uncovered(busy, nbusy, first, last) : NAN;
+    b.span_us = t.last > t.first ? t.last - t.first : NAN;
+    b.idle_us = nbusy > 0 ? uncovered(busy, nbusy, t.first, t.last) : NAN;
     free(busy);
+    trace_events_free(&t);
     return b;
 }
 
