@@ -25,7 +25,8 @@ CFLAGS  := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -D_POSIX
 LDLIBS  := -lz -lm -pthread
 LDFLAGS := $(SANFLAGS)
 
-LIB_SRC := $(wildcard src/*.c)
+# src/ is the graph and the executor; src/host/ is /cpu:0; src/io/ the file formats.
+LIB_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c)
 LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB     := $(BUILD)/libflowlab.a
 
@@ -54,6 +55,7 @@ deps:
 lib: $(LIB)
 
 $(BUILD)/obj/%.o: src/%.c src/flowlab.h src/runtime.h | $(BUILD)/obj
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
@@ -108,7 +110,7 @@ bench: deps
 clean:
 	rm -rf build build-sanitize
 
--include $(wildcard $(BUILD)/obj/*.d)
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/*/*.d)
 
 # ==== chapter 1 (labs/01-single-device): exercises, book-check, figures ====
 #   make exercises            builds the exercise checks against your files and runs them

@@ -5,7 +5,7 @@
 #define FLOWLAB_OPENCL_CONV_GEOM_H
 
 #include "opencl_device.h"
-#include "conv_window.h"
+#include "host/conv_window.h"
 
 typedef struct {
     cl_int batch, h, w, c;

@@ -1,6 +1,6 @@
 /* launch.h: the OpenCL backend's op launchers, one per op, each enqueuing
  * the kernels that compute exactly what the host kernel of the same op does
- * (src/host_*.c). Same arguments as a host kernel, plus the device. */
+ * (src/host/host_*.c). Same arguments as a host kernel, plus the device. */
 #ifndef FLOWLAB_OPENCL_LAUNCH_H
 #define FLOWLAB_OPENCL_LAUNCH_H
 

@@ -1,5 +1,5 @@
 /* elementwise.cu: arithmetic, AddN/AssignAdd, Fill, Cast and Equal on the GPU.
- * Every kernel is the host loop of src/host_math.c or src/host_array.c with
+ * Every kernel is the host loop of src/host/host_math.c or src/host/host_array.c with
  * the loop index spread over threads; broadcasting is by suffix, so element
  * i of the output meets element i % size of each operand. */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* nn.cu: activations, softmax and the sparse softmax cross-entropy on the GPU.
- * The same formulas as src/host_nn.c. Softmax and the loss give one row to
+ * The same formulas as src/host/host_nn.c. Softmax and the loss give one row to
  * one thread: rows are short (10 classes for MNIST), and the kernel then
  * reads exactly like the host loop, maximum first so exp() never overflows. */
 #include <math.h>

@@ -1,6 +1,6 @@
 /* ops_array.c: CUDA kernels for reductions and for ops that move or compare
  * elements. Concat, Slice and SliceGrad see a tensor as [outer, axis, inner]
- * as src/host_array.c does: each is one strided 2D copy (cudaMemcpy2DAsync),
+ * as src/host/host_array.c does: each is one strided 2D copy (cudaMemcpy2DAsync),
  * a row of axis * inner elements per outer index, no kernel of our own. */
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* optimizers.cu: SGD, Momentum and Adam updates on the GPU, in place.
- * The same formulas as src/host_optimizers.c (TensorFlow's ApplyGradientDescent,
+ * The same formulas as src/host/host_optimizers.c (TensorFlow's ApplyGradientDescent,
  * ApplyMomentum and ApplyAdam), one thread per element. */
 #include <math.h>
 

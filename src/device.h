@@ -4,7 +4,7 @@
 #ifndef FLOWLAB_DEVICE_H
 #define FLOWLAB_DEVICE_H
 
-#include "host_kernels.h"
+#include "host/host_kernels.h"
 
 typedef struct fl_device fl_device;
 

@@ -2,7 +2,7 @@
  * backprops as im2col GEMMs) against the plain reference loops, on odd
  * sizes, every transpose, SAME and VALID, strides 1 and 2. */
 #include "gradcheck.h"
-#include "host_kernels.h"
+#include "host/host_kernels.h"
 
 #ifndef FL_HAVE_CBLAS
 int main(void) { skip_all("built without CBLAS (install libopenblas-dev)"); }

@@ -2,7 +2,7 @@
  * values, a plain reference on random multi-channel inputs, shape inference
  * and its error text, and gradients against central differences. */
 #include "flowlab.h"
-#include "host_kernels.h" /* fl_conv_output_size, fl_conv_pad_before */
+#include "host/host_kernels.h" /* fl_conv_output_size, fl_conv_pad_before */
 #include "tap.h"
 #include "gradcheck.h"
 

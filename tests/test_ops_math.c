@@ -86,7 +86,7 @@ static void test_broadcast_forward(void)
 }
 
 /* Operands big enough that /cpu:0 splits the work across threads
- * (src/host_parallel.c), with each way the smaller operand can repeat:
+ * (src/host/host_parallel.c), with each way the smaller operand can repeat:
  * not at all, a short bias (tiled), a long one, a scalar. Compared exactly
  * with the same float operation done here one element at a time. */
 static void test_large_operands(void)

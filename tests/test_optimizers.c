@@ -55,7 +55,7 @@ static void teardown(fixture *f)
 }
 
 /* A variable big enough that /cpu:0 splits the update across threads
- * (src/host_parallel.c): every element must take the same two steps as the
+ * (src/host/host_parallel.c): every element must take the same two steps as the
  * hand-checked ones above, whichever thread updated it. */
 enum { LARGE = 300007 };
 

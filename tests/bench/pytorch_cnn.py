@@ -25,20 +25,24 @@ def main():
     parser.add_argument("--batch_size", type=int, default=128)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda for an NVIDIA GPU")
     args = parser.parse_args()
+    dev = torch.device(args.device)
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    net = model()
+    net = model().to(dev)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
-    images = torch.rand(args.batch_size, 1, 28, 28)
-    labels = torch.randint(0, 10, (args.batch_size,))
+    images = torch.rand(args.batch_size, 1, 28, 28, device=dev)
+    labels = torch.randint(0, 10, (args.batch_size,), device=dev)
 
     def step():
         opt.zero_grad()
         loss = loss_fn(net(images), labels)
         loss.backward()
         opt.step()
+        if dev.type == "cuda":  # time the work, not its launch
+            torch.cuda.synchronize()
 
     for _ in range(3):  # warm-up
         step()
