@@ -69,7 +69,7 @@ tests: $(TEST_BIN)
 
 test: deps
 	$(MAKE) tests
-	prove -j2 $(TEST_BIN)
+	FLOWLAB_LIB=$(LIB) prove -j2 $(TEST_BIN) tests/house_rules.t
 
 # ---- labs: each folder labs/NN-name/ holds one program, NN-name/name.c ----
 LAB_SRC := $(wildcard labs/*/*.c)
