@@ -26,7 +26,7 @@ LDLIBS  := -lz -lm -pthread
 LDFLAGS := $(SANFLAGS)
 
 # src/ is the graph and the executor; src/host/ is /cpu:0; src/io/ the file formats.
-LIB_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c)
+LIB_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c src/dist/*.c)
 LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB     := $(BUILD)/libflowlab.a
 
