@@ -1,0 +1,27 @@
+/* connect.h: a worker's way to reach another task: a TCP connection tried
+ * again with growing pauses while the peer is not up yet, one log line every
+ * few seconds naming whom it waits for, and a clear error at a deadline. */
+#ifndef FLOWLAB_DIST_CONNECT_H
+#define FLOWLAB_DIST_CONNECT_H
+
+#include <stdio.h>
+
+typedef struct {
+    const char *who;        /* the peer, for messages: "/job:ps/task:0" */
+    const char *host;       /* "127.0.0.1", "node7" */
+    int port;
+    double deadline_s;      /* give up after this many seconds */
+    double log_every_s;     /* one "waiting for" line this often (0: 5 s) */
+    FILE *log;              /* where those lines go (NULL: stderr) */
+    const char *log_prefix; /* e.g. "worker 1" */
+} fl_connect_options;
+
+/* A connected socket (TCP_NODELAY set), or -1 after fl_set_error with a
+ * message naming the peer, its address, how long it was tried and the last
+ * reason ("connection refused"). A name that does not resolve fails at once. */
+int fl_connect_with_retry(const fl_connect_options *o);
+
+/* The pause before try number `attempt` (from 0): 50 ms doubling to 1 s. */
+double fl_connect_backoff_s(int attempt);
+
+#endif
