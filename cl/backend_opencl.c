@@ -321,12 +321,16 @@ const fl_backend fl_opencl_backend = {
     .run = cl_run,
     .wait = cl_wait,
     .why_unavailable = cl_why_unavailable,
-    .set_tracing = cl_set_tracing,
-    .take_timings = cl_take_timings,
-    .mark = cl_mark,
-    .reached = cl_reached,
-    .copy_out_now = cl_copy_out_now,
-    .release_mark = cl_release_mark,
+    .marks = {
+        .mark = cl_mark,
+        .reached = cl_reached,
+        .copy_out_now = cl_copy_out_now,
+        .release_mark = cl_release_mark,
+    },
+    .tracing = {
+        .set_tracing = cl_set_tracing,
+        .take_timings = cl_take_timings,
+    },
 };
 
 #if defined(__SANITIZE_ADDRESS__)

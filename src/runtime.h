@@ -13,6 +13,9 @@
 void fl_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fl_clear_error(void);
 
+/* ---- clock.c: CLOCK_MONOTONIC in microseconds, the clock of every trace ---- */
+double fl_now_us(void);
+
 /* ---- tensor.c ---- */
 size_t fl_dtype_size(fl_dtype dtype);
 size_t fl_tensor_bytes(const fl_tensor *t);

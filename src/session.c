@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "device.h"
 #include "placement.h"
@@ -64,13 +63,6 @@ void fl_session_free(fl_session *s)
 
 const char *fl_session_error(const fl_session *s) { return s->error; }
 
-double fl_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
 static void add_event(fl_session *s, int node, const fl_device *d, double start, double end)
 {
     if (s->nevents == s->events_cap) {
@@ -93,9 +85,9 @@ static bool device_times_ops(fl_session *s, fl_device *d)
         if (s->traced[i].device == d)
             return s->traced[i].timed;
     const fl_backend *b = d->backend;
-    if (!b->set_tracing || !b->take_timings || s->ntraced == FL_TRACED_DEVICES)
+    if (!b->tracing.set_tracing || !b->tracing.take_timings || s->ntraced == FL_TRACED_DEVICES)
         return false; /* the host clock around run() times it */
-    bool timed = b->set_tracing(d->impl, true) == 0;
+    bool timed = b->tracing.set_tracing(d->impl, true) == 0;
     s->traced[s->ntraced++] = (fl_traced_device){d, timed};
     return timed;
 }
@@ -111,11 +103,11 @@ static void take_device_timings(fl_session *s)
         fl_device *d = s->traced[i].device;
         int got = s->traced[i].timed ? BATCH : 0;
         while (got == BATCH) { /* a full batch: more may wait */
-            got = d->backend->take_timings(d->impl, batch, BATCH);
+            got = d->backend->tracing.take_timings(d->impl, batch, BATCH);
             for (int k = 0; k < got; k++)
                 add_event(s, batch[k].node, d, batch[k].start_us, batch[k].end_us);
         }
-        d->backend->set_tracing(d->impl, false);
+        d->backend->tracing.set_tracing(d->impl, false);
     }
     s->ntraced = 0;
 }
@@ -272,8 +264,8 @@ static int run_source(fl_session *s, fl_node *n)
 static int copy_finished_out(fl_device *src, void *host_dst, const void *from, size_t bytes)
 {
     const fl_backend *b = src->backend;
-    if (b->copy_out_now)
-        return b->copy_out_now(src->impl, host_dst, from, bytes);
+    if (b->marks.copy_out_now)
+        return b->marks.copy_out_now(src->impl, host_dst, from, bytes);
     int rc = b->copy_out(src->impl, host_dst, from, bytes);
     return rc ? rc : b->wait(src->impl);
 }
@@ -283,7 +275,7 @@ static int copy_finished_out(fl_device *src, void *host_dst, const void *from, s
 static int note_pending_read(fl_session *s, fl_device *dst, const void *host)
 {
     void *mark = NULL;
-    if (dst->backend->mark && !(mark = dst->backend->mark(dst->impl)))
+    if (dst->backend->marks.mark && !(mark = dst->backend->marks.mark(dst->impl)))
         return -1;
     if (s->nreads == s->reads_cap) {
         s->reads_cap = s->reads_cap ? s->reads_cap * 2 : 64;
@@ -318,7 +310,7 @@ static int wait_for_mark(fl_device *d, void *mark)
 {
     if (!mark)
         return d->backend->wait(d->impl);
-    return d->backend->reached(d->impl, mark, true) == 1 ? 0 : -1;
+    return d->backend->marks.reached(d->impl, mark, true) == 1 ? 0 : -1;
 }
 
 /* Blocks until the value in slot `from` is finished on its device. */
@@ -527,7 +519,7 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n)
         if (from->device == s->slots[n->id].device || from->device->is_host || from->mark_reached)
             continue;
         fl_device *d = from->device;
-        int reached = from->mark ? d->backend->reached(d->impl, from->mark, false) : 0;
+        int reached = from->mark ? d->backend->marks.reached(d->impl, from->mark, false) : 0;
         if (reached != 0) { /* an error shows when the copy waits for it */
             from->mark_reached = reached == 1;
             continue;
@@ -549,9 +541,9 @@ static int issue(fl_session *s, fl_node *n)
     slot->issued = true;
     slot->mark_reached = false;
     const fl_backend *b = slot->device->backend;
-    if (!slot->crosses || slot->device->is_host || !b->mark)
+    if (!slot->crosses || slot->device->is_host || !b->marks.mark)
         return 0;
-    if (!(slot->mark = b->mark(slot->device->impl)))
+    if (!(slot->mark = b->marks.mark(slot->device->impl)))
         return fl_session_fail(s, "%s: marking its value on %s: %s", n->name, slot->device->name,
                                fl_last_error());
     slot->mark_seq = ++s->marks_made;
@@ -623,13 +615,13 @@ static void forget_marks(fl_session *s)
     for (int id = 0; id < s->nslots; id++) {
         fl_slot *slot = &s->slots[id];
         if (slot->mark)
-            slot->device->backend->release_mark(slot->device->impl, slot->mark);
+            slot->device->backend->marks.release_mark(slot->device->impl, slot->mark);
         slot->mark = NULL;
         slot->mark_reached = false;
     }
     for (int r = 0; r < s->nreads; r++)
         if (s->reads[r].mark)
-            s->reads[r].device->backend->release_mark(s->reads[r].device->impl, s->reads[r].mark);
+            s->reads[r].device->backend->marks.release_mark(s->reads[r].device->impl, s->reads[r].mark);
     s->nreads = 0;
 }
 

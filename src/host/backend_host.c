@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "device.h"
+#include "host_kernels.h"
 
 static const fl_host_kernel kernels[FL_OP_COUNT] = {
     [FL_OP_FILL] = fl_host_fill,
@@ -143,7 +144,6 @@ const fl_backend fl_host_backend = {
     .run = host_run,
     .wait = host_wait,
     .why_unavailable = host_why_unavailable,
-    /* Host kernels run inside run(): the session's own clock times them. */
-    .set_tracing = NULL,
-    .take_timings = NULL,
+    /* No marks: run() has finished the op when it returns. No tracing:
+     * host kernels run inside run(), so the session's own clock times them. */
 };
