@@ -57,7 +57,6 @@ static const fl_cl_launcher launchers[FL_OP_COUNT] = {
     [FL_OP_APPLY_GRADIENT_DESCENT] = fl_cl_apply_gradient_descent,
     [FL_OP_APPLY_MOMENTUM] = fl_cl_apply_momentum,
     [FL_OP_APPLY_ADAM] = fl_cl_apply_adam,
-    [FL_OP_COPY] = fl_cl_copy_input0,
 };
 
 /* ---- which devices exist: found once, in a fixed order ---- */

@@ -48,8 +48,7 @@ typedef enum {
     FL_OP_MAX_POOL_GRAD,
     /* optimizer updates */
     FL_OP_APPLY_GRADIENT_DESCENT, FL_OP_APPLY_MOMENTUM, FL_OP_APPLY_ADAM,
-    /* a transfer between devices, inserted by the session */
-    FL_OP_COPY,
+    /* (no Copy op: the session copies values across devices itself) */
     FL_OP_COUNT
 } fl_op_kind;
 

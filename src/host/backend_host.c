@@ -53,7 +53,6 @@ static const fl_host_kernel kernels[FL_OP_COUNT] = {
     [FL_OP_APPLY_GRADIENT_DESCENT] = fl_host_apply_gradient_descent,
     [FL_OP_APPLY_MOMENTUM] = fl_host_apply_momentum,
     [FL_OP_APPLY_ADAM] = fl_host_apply_adam,
-    [FL_OP_COPY] = fl_host_copy_input0,
 };
 
 #ifdef FL_HAVE_CBLAS

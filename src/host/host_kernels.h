@@ -54,7 +54,7 @@ FL_HOST_KERNEL(fl_host_reduce_sum);
 FL_HOST_KERNEL(fl_host_reduce_mean);
 FL_HOST_KERNEL(fl_host_reduce_grad);
 /* host_array.c */
-FL_HOST_KERNEL(fl_host_copy_input0); /* Identity, StopGradient, Reshape, Copy */
+FL_HOST_KERNEL(fl_host_copy_input0); /* Identity, StopGradient, Reshape */
 FL_HOST_KERNEL(fl_host_concat);
 FL_HOST_KERNEL(fl_host_slice);
 FL_HOST_KERNEL(fl_host_slice_grad);
