@@ -93,6 +93,13 @@ int fl_session_place(fl_session *s, fl_node *n)
     return 0;
 }
 
+const char *fl_session_node_device(const fl_session *s, const fl_node *n)
+{
+    if (!s || !n || n->graph != s->graph || n->id >= s->nslots || !s->slots[n->id].device)
+        return NULL;
+    return s->slots[n->id].device->name;
+}
+
 void fl_session_ensure_buffer(fl_slot *slot, size_t bytes)
 {
     if (bytes <= slot->capacity)
