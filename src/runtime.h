@@ -130,6 +130,8 @@ fl_node *fl_graph_fail(fl_graph *g, const char *node_name, const char *fmt, ...)
 bool fl_graph_failed(const fl_graph *g);
 uint64_t fl_graph_seed(const fl_graph *g);
 uint64_t fl_graph_next_op_seed(fl_graph *g);
+/* The open name scopes, "tower_0/dense", or "" (it changes with each push). */
+const char *fl_name_scope_current(const fl_graph *g);
 /* The current variable scope prefix joined with name: "model/dense/kernel". */
 void fl_variable_scope_name(const fl_graph *g, const char *name, char *out, size_t len);
 fl_reuse fl_variable_scope_reuse(const fl_graph *g);
