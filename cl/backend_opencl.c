@@ -57,7 +57,6 @@ static const fl_cl_launcher launchers[FL_OP_COUNT] = {
     [FL_OP_APPLY_GRADIENT_DESCENT] = fl_cl_apply_gradient_descent,
     [FL_OP_APPLY_MOMENTUM] = fl_cl_apply_momentum,
     [FL_OP_APPLY_ADAM] = fl_cl_apply_adam,
-    [FL_OP_COPY] = fl_cl_copy_input0,
 };
 
 /* ---- which devices exist: found once, in a fixed order ---- */
@@ -321,12 +320,16 @@ const fl_backend fl_opencl_backend = {
     .run = cl_run,
     .wait = cl_wait,
     .why_unavailable = cl_why_unavailable,
-    .set_tracing = cl_set_tracing,
-    .take_timings = cl_take_timings,
-    .mark = cl_mark,
-    .reached = cl_reached,
-    .copy_out_now = cl_copy_out_now,
-    .release_mark = cl_release_mark,
+    .marks = {
+        .mark = cl_mark,
+        .reached = cl_reached,
+        .copy_out_now = cl_copy_out_now,
+        .release_mark = cl_release_mark,
+    },
+    .tracing = {
+        .set_tracing = cl_set_tracing,
+        .take_timings = cl_take_timings,
+    },
 };
 
 #if defined(__SANITIZE_ADDRESS__)

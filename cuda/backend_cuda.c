@@ -327,8 +327,11 @@ const fl_backend fl_cuda_backend = {
     .run = cuda_run,
     .wait = cuda_wait,
     .why_unavailable = cuda_why_unavailable,
-    .mark = cuda_mark,
-    .reached = cuda_reached,
-    .copy_out_now = cuda_copy_out_now,
-    .release_mark = cuda_release_mark,
+    .marks = {
+        .mark = cuda_mark,
+        .reached = cuda_reached,
+        .copy_out_now = cuda_copy_out_now,
+        .release_mark = cuda_release_mark,
+    },
+    /* No tracing yet: the session times the enqueue on the host. */
 };

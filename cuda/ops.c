@@ -325,7 +325,6 @@ static const fl_cuda_kernel kernels[FL_OP_COUNT] = {
     [FL_OP_APPLY_GRADIENT_DESCENT] = apply_gradient_descent,
     [FL_OP_APPLY_MOMENTUM] = apply_momentum,
     [FL_OP_APPLY_ADAM] = apply_adam,
-    [FL_OP_COPY] = fl_cuda_copy_input0,
 };
 
 bool fl_cuda_has_kernel(fl_op_kind op) { return op >= 0 && op < FL_OP_COUNT && kernels[op] != NULL; }

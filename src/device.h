@@ -4,9 +4,14 @@
 #ifndef FLOWLAB_DEVICE_H
 #define FLOWLAB_DEVICE_H
 
-#include "host/host_kernels.h"
+#include "runtime.h"
 
 typedef struct fl_device fl_device;
+
+/* What every kernel gets besides its node, inputs and output. */
+typedef struct {
+    uint64_t seed; /* the session's seed, mixed into random ops' own seeds */
+} fl_kernel_ctx;
 
 /* When one op really ran on a device, for the session's timeline. Times are
  * host CLOCK_MONOTONIC microseconds, fl_now_us()'s clock. */
@@ -15,8 +20,35 @@ typedef struct {
     double start_us, end_us;
 } fl_op_timing;
 
-double fl_now_us(void); /* CLOCK_MONOTONIC, in microseconds (session.c) */
+/* Optional marks, so that a value one device has finished can be copied
+ * while that device goes on with the rest of its queue (all NULL: the
+ * session waits for the whole device instead). mark() returns a handle on
+ * everything enqueued so far, or NULL after fl_set_error.
+ * reached(impl, mark, block) says whether the device is past the mark:
+ * 1 yes, 0 not yet (only when block is false), -1 on error.
+ * copy_out_now() is a blocking copy_out that does not queue behind work
+ * enqueued after a reached mark; src must have been written before that
+ * mark. */
+typedef struct {
+    void *(*mark)(void *impl);
+    int (*reached)(void *impl, void *mark, bool block);
+    int (*copy_out_now)(void *impl, void *host_dst, const void *src, size_t bytes);
+    void (*release_mark)(void *impl, void *mark);
+} fl_backend_marks;
 
+/* Optional timing by the device itself (all NULL: the session times run()
+ * on the host, which for an asynchronous device is only the enqueue).
+ * set_tracing(impl, true) makes the device time each op it runs from now
+ * on; 0 when it can, -1 when it cannot. set_tracing(impl, false) stops and
+ * drops what was not taken. take_timings moves up to max timings, in run
+ * order, into out and returns how many (it waits for those ops to finish);
+ * -1 on error. */
+typedef struct {
+    int (*set_tracing)(void *impl, bool on);
+    int (*take_timings)(void *impl, fl_op_timing *out, int max);
+} fl_backend_tracing;
+
+/* The core every backend fills, then the optional groups. */
 typedef struct fl_backend {
     const char *name; /* "host", "opencl", "cuda" */
     int (*device_count)(void);
@@ -36,27 +68,8 @@ typedef struct fl_backend {
     int (*wait)(void *impl); /* until everything enqueued has finished */
     /* Why device_count() is 0, with a hint: "no OpenCL platform found; ..." */
     const char *(*why_unavailable)(void);
-    /* Optional (NULL: the session times run() on the host, which for an
-     * asynchronous device is only the enqueue). set_tracing(impl, true)
-     * makes the device time each op it runs from now on; 0 when it can, -1
-     * when it cannot. set_tracing(impl, false) stops and drops what was not
-     * taken. take_timings moves up to max timings, in run order, into out
-     * and returns how many (it waits for those ops to finish); -1 on error. */
-    int (*set_tracing)(void *impl, bool on);
-    int (*take_timings)(void *impl, fl_op_timing *out, int max);
-    /* Optional marks, so that a value one device has finished can be copied
-     * while that device goes on with the rest of its queue (NULL: the
-     * session waits for the whole device instead). mark() returns a handle
-     * on everything enqueued so far, or NULL after fl_set_error.
-     * reached(impl, mark, block) says whether the device is past the mark:
-     * 1 yes, 0 not yet (only when block is false), -1 on error.
-     * copy_out_now() is a blocking copy_out that does not queue behind
-     * work enqueued after a reached mark; src must have been written
-     * before that mark. */
-    void *(*mark)(void *impl);
-    int (*reached)(void *impl, void *mark, bool block);
-    int (*copy_out_now)(void *impl, void *host_dst, const void *src, size_t bytes);
-    void (*release_mark)(void *impl, void *mark);
+    fl_backend_marks marks;     /* optional */
+    fl_backend_tracing tracing; /* optional */
 } fl_backend;
 
 struct fl_device {

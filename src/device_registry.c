@@ -37,6 +37,19 @@ static const fl_backend *backend_named(const char *name)
     return NULL;
 }
 
+/* Every built-in backend's reason, so that the hint fits this machine: a
+ * CUDA build on a laptop without NVIDIA's driver also says why PoCL is not
+ * there ("...; no OpenCL platform found; install PoCL: ..."). */
+static void say_why_none_is_available(void)
+{
+    snprintf(why_none, sizeof why_none, "this flowlab was built without an accelerator backend");
+    for (int i = 0; accelerator_backends[i]; i++) {
+        size_t used = i == 0 ? 0 : strlen(why_none);
+        snprintf(why_none + used, sizeof why_none - used, "%s%s", i == 0 ? "" : "; ",
+                 accelerator_backends[i]->why_unavailable());
+    }
+}
+
 static void choose_backend(void)
 {
     const char *wanted = getenv("FLOWLAB_BACKEND");
@@ -58,9 +71,7 @@ static void choose_backend(void)
             active = accelerator_backends[i];
             return;
         }
-    snprintf(why_none, sizeof why_none, "%s",
-             accelerator_backends[0] ? accelerator_backends[0]->why_unavailable()
-                                     : "this flowlab was built without an accelerator backend");
+    say_why_none_is_available();
 }
 
 static void ensure_chosen(void)

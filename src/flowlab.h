@@ -96,7 +96,8 @@ void fl_variable_scope_pop(fl_graph *g);
 
 /* Device scopes and device functions share one stack; the innermost wins.
  * Device strings: "/cpu:0", "/gpu:1", "/device:GPU:1",
- * "/job:worker/task:0/gpu:0"; "" places nothing. A device function returns
+ * "/job:worker/task:0/gpu:0" (parsed, but a session refuses to place a node
+ * on a cluster task until chapter 3); "" places nothing. A device function returns
  * the device for a node about to be added (it may read its op type, inputs
  * and name) or NULL to leave the choice to outer scopes. */
 typedef const char *(*fl_device_fn)(const fl_node *node, void *user);
@@ -245,7 +246,7 @@ int fl_list_devices(fl_device_info *out, int max);
  * ------------------------------------------------------------------------ */
 typedef struct {
     bool log_device_placement; /* print each node's device on first use */
-    bool allow_soft_placement; /* fall back to /cpu:0 when a device is missing */
+    bool allow_soft_placement; /* fall back to /cpu:0 when a device or kernel is missing */
     uint64_t seed;             /* nonzero: overrides the graph's random seed */
 } fl_session_options;
 
@@ -269,6 +270,10 @@ const char *fl_session_error(const fl_session *s);
  * /cpu:0 op never overwrites a variable another device has yet to copy in. */
 int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                    int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
+/* The device n really runs on in s ("/cpu:0", "/gpu:1"): the requested one,
+ * or /cpu:0 where soft placement moved it (fl_node_device gives the
+ * request). NULL until a run of s has needed n, or when n is not of s's graph. */
+const char *fl_session_node_device(const fl_session *s, const fl_node *n);
 
 /* ------------------------------------------------------------------------
  * Pictures: the graph as Graphviz DOT and a run's timeline as a Chrome trace.

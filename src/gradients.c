@@ -54,8 +54,19 @@ static fl_node *sum_contributions(fl_graph *g, contributions *c)
     return fl_add_n(g, c->items, c->n, NULL);
 }
 
+/* The name a node's gradient scope is made from: the node's own, less the
+ * name scope fl_gradients was called in, which the gradients' names carry
+ * already ("tower_0/gradients/loss_grad", not ".../gradients/tower_0/loss_grad"). */
+static const char *name_below(const fl_node *node, const char *outer_scope)
+{
+    size_t len = strlen(outer_scope);
+    if (len && strncmp(node->name, outer_scope, len) == 0 && node->name[len] == '/')
+        return node->name + len + 1;
+    return node->name;
+}
+
 static int backprop_node(fl_graph *g, fl_node *node, fl_node *dy, const bool *on_path,
-                         contributions *acc)
+                         contributions *acc, const char *outer_scope)
 {
     const fl_op_def *def = fl_op_def_of(node->op);
     if (!def->gradient) {
@@ -66,7 +77,7 @@ static int backprop_node(fl_graph *g, fl_node *node, fl_node *dy, const bool *on
     fl_node *dx[node->ninputs ? node->ninputs : 1];
     memset(dx, 0, sizeof dx);
     char scope[300];
-    snprintf(scope, sizeof scope, "%s_grad", node->name);
+    snprintf(scope, sizeof scope, "%s_grad", name_below(node, outer_scope));
     if (fl_name_scope_push(g, scope) != 0)
         return -1;
     int rc = def->gradient(g, node, dy, dx);
@@ -103,6 +114,7 @@ int fl_gradients(fl_graph *g, fl_node *ys, fl_node *const *xs, int n, fl_node **
     bool *on_path = nodes_on_path(g, ys, xs, n);
     int count = fl_graph_node_count(g);
     contributions *acc = fl_xcalloc((size_t)count, sizeof *acc);
+    char *outer_scope = fl_xstrdup(fl_name_scope_current(g));
     int rc = fl_name_scope_push(g, "gradients");
     bool pushed = rc == 0;
     fl_node *seed = rc == 0 ? fl_ones_like(g, ys, NULL) : NULL;
@@ -120,7 +132,7 @@ int fl_gradients(fl_graph *g, fl_node *ys, fl_node *const *xs, int n, fl_node **
         fl_node *dy = sum_contributions(g, &acc[id]);
         acc[id].n = 0;
         add_contribution(&acc[id], dy);
-        rc = backprop_node(g, node, dy, on_path, acc);
+        rc = backprop_node(g, node, dy, on_path, acc, outer_scope);
     }
     for (int i = 0; rc == 0 && i < n; i++)
         grads[i] = sum_contributions(g, &acc[xs[i]->id]);
@@ -130,6 +142,7 @@ int fl_gradients(fl_graph *g, fl_node *ys, fl_node *const *xs, int n, fl_node **
         free(acc[id].items);
     free(acc);
     free(on_path);
+    free(outer_scope);
     return rc == 0 && seed && !fl_graph_failed(g) ? 0 : -1;
 }
 

@@ -175,6 +175,8 @@ void fl_name_scope_pop(fl_graph *g)
         g->name_scope[g->name_scope_len[--g->name_depth]] = '\0';
 }
 
+const char *fl_name_scope_current(const fl_graph *g) { return g->name_scope; }
+
 /* "scope/base", then "scope/base_1", "scope/base_2", ... until unused. */
 static char *unique_name(fl_graph *g, const char *base)
 {

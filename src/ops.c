@@ -19,7 +19,6 @@ extern const fl_op_def fl_def_reshape, fl_def_concat, fl_def_slice, fl_def_slice
 extern const fl_op_def fl_def_conv2d, fl_def_conv2d_backprop_input, fl_def_conv2d_backprop_filter,
     fl_def_max_pool, fl_def_max_pool_grad;
 extern const fl_op_def fl_def_apply_gradient_descent, fl_def_apply_momentum, fl_def_apply_adam;
-extern const fl_op_def fl_def_copy;
 
 static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_PLACEHOLDER] = &fl_def_placeholder,
@@ -70,7 +69,6 @@ static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_APPLY_GRADIENT_DESCENT] = &fl_def_apply_gradient_descent,
     [FL_OP_APPLY_MOMENTUM] = &fl_def_apply_momentum,
     [FL_OP_APPLY_ADAM] = &fl_def_apply_adam,
-    [FL_OP_COPY] = &fl_def_copy,
 };
 
 const fl_op_def *fl_op_def_of(fl_op_kind op) { return op_table[op]; }

@@ -1,7 +1,7 @@
 /* ops_array.c: ops that move, relabel or compare elements rather than do
  * arithmetic: reshape, concat, slice and split, identity, stop_gradient,
- * cast, and the Copy the session puts between devices. (ArgMax and Equal,
- * which score predictions, live with the reductions.)
+ * cast. (ArgMax and Equal, which score predictions, live with the
+ * reductions; copies between devices are the session's, not ops.)
  * Sizes unknown at build time (a batch of ?) are settled at run time, when
  * each shape rule runs again on the real shapes. */
 #include <stdio.h>
@@ -25,7 +25,7 @@ static int normalize_axis(fl_graph *g, const char *name, int axis, int rank)
     return a;
 }
 
-/* Passes dy through unchanged: Identity, Copy, Cast float32 -> float32. */
+/* Passes dy through unchanged: Identity, Cast float32 -> float32. */
 static int grad_pass(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
 {
     (void)g;
@@ -377,11 +377,10 @@ int fl_split(fl_graph *g, fl_node *x, int num, int axis, fl_node **out, const ch
     return failed ? -1 : 0;
 }
 
-/* ---- Identity, StopGradient, Copy: the same tensor under a new name ---- */
+/* ---- Identity, StopGradient: the same tensor under a new name ---- */
 
 const fl_op_def fl_def_identity = {"Identity", fl_infer_same_as_input0, grad_pass, true};
 const fl_op_def fl_def_stop_gradient = {"StopGradient", fl_infer_same_as_input0, grad_none, true};
-const fl_op_def fl_def_copy = {"Copy", fl_infer_same_as_input0, grad_pass, false};
 
 fl_node *fl_identity(fl_graph *g, fl_node *x, const char *name)
 {

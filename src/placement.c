@@ -1,19 +1,33 @@
 /* placement.c: choosing the device each node runs on, for one session.
  * The node's requested device names it; a node with none runs on /cpu:0.
  * With allow_soft_placement, a missing device or kernel falls back to the
- * host; with log_device_placement, each decision is printed once. */
+ * host; with log_device_placement, each decision is printed once. A device
+ * of a cluster task (/job:, /task:) is refused until chapter 3 builds them. */
 #include <stdio.h>
 #include <string.h>
 
 #include "device.h"
 #include "placement.h"
 
-static fl_device *requested_device(const fl_node *n, const fl_device_name *d)
+/* The host has one device, /cpu:0; /cpu:1 names nothing, as /gpu:7 does
+ * on a machine with one accelerator. */
+static fl_device *requested_device(const fl_device_name *d)
 {
-    (void)n;
-    if (!d->is_gpu)
+    if (d->is_gpu)
+        return fl_accelerator(d->index);
+    if (d->index == 0)
         return fl_host_device();
-    return fl_accelerator(d->index);
+    char list[256];
+    fl_set_error("there is no /cpu:%d; the devices are %s (the host is one device, /cpu:0)",
+                 d->index, fl_device_list(list, sizeof list));
+    return NULL;
+}
+
+/* Whether dev can run n: a kernel for its op, or nothing to compute there. */
+static bool can_run(const fl_device *dev, const fl_node *n)
+{
+    return dev->backend->has_kernel(n->op) || !n->has_output || n->op == FL_OP_PLACEHOLDER ||
+           n->op == FL_OP_CONST || n->op == FL_OP_VARIABLE;
 }
 
 fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *err, size_t len)
@@ -23,7 +37,13 @@ fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *
         snprintf(err, len, "%s: %s", n->name, fl_last_error());
         return NULL;
     }
-    fl_device *dev = requested_device(n, &d);
+    if (d.job[0] || d.task >= 0) { /* soft placement must not hide a cluster */
+        snprintf(err, len, "%s: device %s names a cluster task; between-graph replication "
+                 "(chapter 3) is not built yet: drop the /job: and /task: parts to run it here",
+                 n->name, n->device);
+        return NULL;
+    }
+    fl_device *dev = requested_device(&d);
     if (!dev) {
         if (opt->allow_soft_placement)
             return fl_host_device();
@@ -31,8 +51,7 @@ fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *
                  n->name, n->device, fl_last_error());
         return NULL;
     }
-    if (dev->backend->has_kernel(n->op) || !n->has_output || n->op == FL_OP_PLACEHOLDER ||
-        n->op == FL_OP_CONST || n->op == FL_OP_VARIABLE)
+    if (can_run(dev, n))
         return dev;
     if (opt->allow_soft_placement)
         return fl_host_device();

@@ -13,6 +13,9 @@
 void fl_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fl_clear_error(void);
 
+/* ---- clock.c: CLOCK_MONOTONIC in microseconds, the clock of every trace ---- */
+double fl_now_us(void);
+
 /* ---- tensor.c ---- */
 size_t fl_dtype_size(fl_dtype dtype);
 size_t fl_tensor_bytes(const fl_tensor *t);
@@ -45,8 +48,7 @@ typedef enum {
     FL_OP_MAX_POOL_GRAD,
     /* optimizer updates */
     FL_OP_APPLY_GRADIENT_DESCENT, FL_OP_APPLY_MOMENTUM, FL_OP_APPLY_ADAM,
-    /* a transfer between devices, inserted by the session */
-    FL_OP_COPY,
+    /* (no Copy op: the session copies values across devices itself) */
     FL_OP_COUNT
 } fl_op_kind;
 
@@ -128,6 +130,8 @@ fl_node *fl_graph_fail(fl_graph *g, const char *node_name, const char *fmt, ...)
 bool fl_graph_failed(const fl_graph *g);
 uint64_t fl_graph_seed(const fl_graph *g);
 uint64_t fl_graph_next_op_seed(fl_graph *g);
+/* The open name scopes, "tower_0/dense", or "" (it changes with each push). */
+const char *fl_name_scope_current(const fl_graph *g);
 /* The current variable scope prefix joined with name: "model/dense/kernel". */
 void fl_variable_scope_name(const fl_graph *g, const char *name, char *out, size_t len);
 fl_reuse fl_variable_scope_reuse(const fl_graph *g);

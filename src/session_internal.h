@@ -1,5 +1,5 @@
-/* session_internal.h: the session's state, shared by the files that run,
- * save and trace it. */
+/* session_internal.h: the session's state, shared by the files that run it
+ * (session.c, session_prune.c, session_copies.c), save it and trace it. */
 #ifndef FLOWLAB_SESSION_INTERNAL_H
 #define FLOWLAB_SESSION_INTERNAL_H
 
@@ -96,5 +96,33 @@ void fl_session_grow(fl_session *s);
 int fl_session_place(fl_session *s, fl_node *n);
 /* Makes slot->buffer hold at least bytes on the slot's device. */
 void fl_session_ensure_buffer(fl_slot *slot, size_t bytes);
+
+/* ---- session_prune.c: checks a run's fetches, targets and feeds, records
+ * the feeds and marks in s->needed what the run needs; -1 with the error set. */
+int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
+                     int nfetches, fl_node *const *targets, int ntargets);
+
+/* ---- session_copies.c: values crossing devices ---- */
+/* Gives n's input i on n's device in *out: the copy this run already made
+ * there for another reader, or a new one; -1 with the error set. */
+int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out);
+/* Before a host op writes a variable in place: waits until no device is
+ * still to copy its old value in. */
+int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in);
+/* After a run: releases its marks and forgets its pending reads. */
+void fl_session_forget_marks(fl_session *s);
+void fl_session_release_copies(fl_slot *slot, int ninputs);
+
+/* ---- trace.c: the timeline's bookkeeping (times on fl_now_us()'s clock) ---- */
+void fl_session_trace_op(fl_session *s, const fl_node *n, const fl_device *d, double start,
+                         double end);
+/* A copy of node `value` made for node `reader` on d. */
+void fl_session_trace_copy(fl_session *s, int reader, int value, const fl_device *d, double start,
+                           double end);
+/* Whether d times its own ops in this traced run (asked once per device and
+ * run; the first ask turns its timing on). */
+bool fl_session_device_times_ops(fl_session *s, fl_device *d);
+/* After a traced run: device-timed ops join the timeline; devices stop timing. */
+void fl_session_take_device_timings(fl_session *s);
 
 #endif

@@ -1,6 +1,7 @@
-/* trace.c: a session's timeline as Chrome trace JSON, for chrome://tracing
- * or ui.perfetto.dev. session.c records one event per op while tracing is
- * on; this file writes them, one lane (thread) per device. */
+/* trace.c: a session's timeline. While tracing is on, the executor records
+ * one event per op and per cross-device copy here (timed by the device
+ * itself where it can); this file writes them as Chrome trace JSON, for
+ * chrome://tracing or ui.perfetto.dev, one lane (thread) per device. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,64 @@ void fl_session_set_tracing(fl_session *s, bool on)
         s->trace_origin_us = 0;
     }
     s->tracing = on;
+}
+
+static void add_event(fl_session *s, int node, int copy_of, const fl_device *d, double start,
+                      double end)
+{
+    if (s->nevents == s->events_cap) {
+        s->events_cap = s->events_cap ? s->events_cap * 2 : 1024;
+        s->events = fl_xrealloc(s->events, (size_t)s->events_cap * sizeof *s->events);
+    }
+    s->events[s->nevents++] =
+        (fl_trace_event){node, d, start - s->trace_origin_us, end - start, copy_of};
+}
+
+void fl_session_trace_op(fl_session *s, const fl_node *n, const fl_device *d, double start,
+                         double end)
+{
+    add_event(s, n->id, -1, d, start, end);
+}
+
+void fl_session_trace_copy(fl_session *s, int reader, int value, const fl_device *d, double start,
+                           double end)
+{
+    add_event(s, reader, value, d, start, end);
+}
+
+/* Whether d times its own ops in this traced run: an asynchronous device
+ * does, as run() only enqueues there. Asked once per device and run. */
+bool fl_session_device_times_ops(fl_session *s, fl_device *d)
+{
+    for (int i = 0; i < s->ntraced; i++)
+        if (s->traced[i].device == d)
+            return s->traced[i].timed;
+    const fl_backend *b = d->backend;
+    if (!b->tracing.set_tracing || !b->tracing.take_timings || s->ntraced == FL_TRACED_DEVICES)
+        return false; /* the host clock around run() times it */
+    bool timed = b->tracing.set_tracing(d->impl, true) == 0;
+    s->traced[s->ntraced++] = (fl_traced_device){d, timed};
+    return timed;
+}
+
+/* After a traced run: the device-timed ops join the timeline with the times
+ * they really ran, and the devices stop timing until the next traced run.
+ * A device that fails to report has failed the run's wait already. */
+void fl_session_take_device_timings(fl_session *s)
+{
+    enum { BATCH = 64 };
+    fl_op_timing batch[BATCH];
+    for (int i = 0; i < s->ntraced; i++) {
+        fl_device *d = s->traced[i].device;
+        int got = s->traced[i].timed ? BATCH : 0;
+        while (got == BATCH) { /* a full batch: more may wait */
+            got = d->backend->tracing.take_timings(d->impl, batch, BATCH);
+            for (int k = 0; k < got; k++)
+                add_event(s, batch[k].node, -1, d, batch[k].start_us, batch[k].end_us);
+        }
+        d->backend->tracing.set_tracing(d->impl, false);
+    }
+    s->ntraced = 0;
 }
 
 /* Writes text as the inside of a JSON string. */

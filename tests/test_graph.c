@@ -165,6 +165,67 @@ static void test_placement(void)
     fl_graph_free(g);
 }
 
+/* A device that does not exist is an error unless allow_soft_placement, for
+ * /cpu:N as for /gpu:N; the session tells where each node really ran. */
+static void test_missing_host_device(void)
+{
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, "/cpu:1");
+    fl_node *r = fl_relu(g, fl_scalar(g, -1.0f, "c"), "r");
+    fl_device_pop(g);
+    fl_device_scope_push(g, "/gpu:7");
+    fl_node *q = fl_identity(g, r, "q");
+    fl_device_pop(g);
+    fl_session *s = fl_session_new(g, NULL);
+    fl_tensor *out = NULL;
+    ok(fl_session_node_device(s, r) == NULL, "before a run, no node has a device in the session");
+    ok(fl_session_run(s, NULL, 0, &r, 1, &out, NULL, 0) != 0,
+       "a node on /cpu:1 fails without soft placement, as one on /gpu:7 does");
+    contains(fl_session_error(s), "c: cannot place on /cpu:1: there is no /cpu:1; the devices are /cpu:0",
+             "naming the node, the device and the devices that exist");
+    fl_session_free(s);
+    fl_session_options opts = {.allow_soft_placement = true};
+    s = fl_session_new(g, &opts);
+    ok(fl_session_run(s, NULL, 0, &q, 1, &out, NULL, 0) == 0, "soft placement runs both");
+    ok(out && fl_tensor_scalar(out) == 0.0f, "and computes the value");
+    fl_tensor_free(out);
+    is_string(fl_session_node_device(s, r), "/cpu:0", "the session says the /cpu:1 node ran on /cpu:0");
+    is_string(fl_session_node_device(s, q), "/cpu:0", "and the /gpu:7 one too");
+    is_string(fl_node_device(q), "/gpu:7", "while the node keeps its request");
+    fl_graph *other = fl_graph_new();
+    fl_node *stranger = fl_scalar(other, 1.0f, "stranger");
+    ok(fl_session_node_device(s, stranger) == NULL, "a node of another graph has no device in s");
+    fl_graph_free(other);
+    fl_session_free(s);
+    fl_graph_free(g);
+}
+
+/* Until chapter 3 builds clusters, a device of a cluster task is refused,
+ * soft placement or not, instead of running here without a word. */
+static void test_cluster_device_refused(void)
+{
+    static const char *const devices[2] = {"/job:ps/task:0/cpu:0", "/task:1/gpu:0"};
+    for (int i = 0; i < 2; i++) {
+        fl_graph *g = fl_graph_new();
+        fl_device_scope_push(g, devices[i]);
+        fl_node *x = fl_scalar(g, 1.0f, "x");
+        fl_device_pop(g);
+        is_string(fl_node_device(x), devices[i], "a cluster device still parses (chapter 3 uses it)");
+        fl_session_options opts = {.allow_soft_placement = true};
+        fl_session *s = fl_session_new(g, &opts);
+        fl_tensor *out = NULL;
+        ok(fl_session_run(s, NULL, 0, &x, 1, &out, NULL, 0) != 0,
+           "a node on %s is refused, even with soft placement", devices[i]);
+        char want[300];
+        snprintf(want, sizeof want, "x: device %s names a cluster task; between-graph replication "
+                 "(chapter 3) is not built yet: drop the /job: and /task: parts", devices[i]);
+        contains(fl_session_error(s), want, "with a message that says why and what to do");
+        fl_tensor_free(out);
+        fl_session_free(s);
+        fl_graph_free(g);
+    }
+}
+
 static void test_control_and_pruning(void)
 {
     fl_graph *g = fl_graph_new();
@@ -247,6 +308,8 @@ int main(void)
     test_devices();
     test_session_errors();
     test_placement();
+    test_missing_host_device();
+    test_cluster_device_refused();
     test_control_and_pruning();
     test_initializers();
     return done_testing();

@@ -109,6 +109,42 @@ static void test_training(run_result *a)
     free(b.out);
 }
 
+/* The line about a missing device fits the machine: which accelerators
+ * exist, or why there are none; never a package that is installed already. */
+static void test_device_hints(void)
+{
+    const char *tiny = "--max_examples 64 --batch_size 32 --train_steps 1";
+    char args[200], want[700]; /* room for fl_last_error's reason */
+    snprintf(args, sizeof args, "--device /gpu:7 %s", tiny);
+    run_result r = run_lab(args);
+    fl_device_info devices[16];
+    int count = fl_list_devices(devices, 16);
+    if (count == 1)
+        snprintf(want, sizeof want, "no /gpu:7 here; running on /cpu:0 (%s)", fl_last_error());
+    else if (count == 2)
+        snprintf(want, sizeof want, "no /gpu:7 here, there is /gpu:0 only; running on /cpu:0");
+    else
+        snprintf(want, sizeof want, "no /gpu:7 here, there are /gpu:0 to %s; running on /cpu:0",
+                 devices[count - 1].name);
+    ok(r.status == 0, "--device /gpu:7 falls back to /cpu:0");
+    contains(r.out, want, "and says which accelerators there are, or why there is none");
+    ok(count == 1 || (r.out && !strstr(r.out, "pocl-opencl-icd")),
+       "without asking to install PoCL where it is installed");
+    free(r.out);
+
+    snprintf(args, sizeof args, "--device /gpu:0 %s", tiny);
+    r = run_env("FLOWLAB_BACKEND=host", args);
+    contains(r.out, "no /gpu:0 here; running on /cpu:0 (FLOWLAB_BACKEND=host turns accelerators off)",
+             "FLOWLAB_BACKEND=host: the hint says that is why");
+    free(r.out);
+
+    snprintf(args, sizeof args, "--device /job:worker/task:0/gpu:0 %s", tiny);
+    r = run_lab(args);
+    ok(r.status == 2 && r.out && strstr(r.out, "--device /job:worker/task:0/gpu:0 names a cluster task"),
+       "a device of a cluster task exits 2, naming --device (chapter 3 builds clusters)");
+    free(r.out);
+}
+
 static void test_checkpoint_resume(const run_result *full)
 {
     char dir[300], out_path[300], args[1024];
@@ -197,6 +233,7 @@ int main(int argc, char **argv)
     if (access(FL_DEFAULT_DATA_DIR, R_OK) == 0) {
         run_result full;
         test_training(&full);
+        test_device_hints();
         test_checkpoint_resume(&full);
         test_pictures();
         free(full.out);

@@ -121,6 +121,8 @@ static void test_no_accelerator(void)
        "with no accelerator it trains 1 tower on /cpu:0 and says so");
     if (r.status != 0)
         diag("%s", r.out ? r.out : "");
+    ok(r.out && strstr(r.out, "(FLOWLAB_BACKEND=host turns accelerators off; see flowlab-devices)"),
+       "giving the reason, not a package to install");
     free(r.out);
     r = run_env("FLOWLAB_BACKEND=host", "--num_gpus 2");
     ok(r.status == 2 && r.out && strstr(r.out, "/cpu:0"),

@@ -167,6 +167,33 @@ static void check_missing_device(void)
     fl_graph_free(g);
 }
 
+/* The session says where each node really ran: its own device when it
+ * exists, /cpu:0 where soft placement moved it. */
+static void check_placed_devices(void)
+{
+    fl_graph *g = fl_graph_new();
+    const char *asked[3] = {"/gpu:0", "/gpu:1", "/gpu:3"};
+    const char *ran[3] = {"/gpu:0", "/gpu:1", "/cpu:0"};
+    fl_node *nodes[3], *last = fl_scalar(g, 1.0f, "c");
+    for (int i = 0; i < 3; i++) {
+        fl_device_scope_push(g, asked[i]);
+        last = nodes[i] = fl_neg(g, last, NULL);
+        fl_device_pop(g);
+    }
+    fl_session_options opts = {.allow_soft_placement = true};
+    fl_session *s = fl_session_new(g, &opts);
+    fl_tensor *out = NULL;
+    ok(fl_session_run(s, NULL, 0, &last, 1, &out, NULL, 0) == 0 && fl_tensor_scalar(out) == -1.0f,
+       "a chain over /gpu:0, /gpu:1 and /gpu:3 runs with soft placement");
+    for (int i = 0; i < 3; i++)
+        is_string(fl_session_node_device(s, nodes[i]), ran[i],
+                  i < 2 ? "a node asking for an existing accelerator runs there"
+                        : "a node asking for /gpu:3 ran on /cpu:0");
+    fl_tensor_free(out);
+    fl_session_free(s);
+    fl_graph_free(g);
+}
+
 /* ---- the program cache: this process builds, a second one loads ---- */
 
 static double now_seconds(void)
@@ -254,6 +281,7 @@ int main(int argc, char **argv)
     check_cross_device();
     check_warm_steps();
     check_missing_device();
+    check_placed_devices();
     char command[600];
     snprintf(command, sizeof command, "rm -rf '%s'", dir);
     if (system(command) != 0)

@@ -3,6 +3,8 @@
  * controller and applied once, follow the same loss trajectory as one
  * device that sees all B examples. Towers run on /gpu:i when accelerators
  * exist, else on /cpu:0; variables always live on the controller /cpu:0. */
+#include <string.h>
+
 #include "tap.h"
 #include "flowlab.h"
 
@@ -121,6 +123,26 @@ static bool trajectory(int ntowers, int naccelerators, float *losses)
     return pass;
 }
 
+/* A tower's gradients are named under the tower once, as the lab's picture
+ * shows them: tower_1/gradients/MatMul_grad/..., not
+ * tower_1/gradients/tower_1/MatMul_grad/... */
+static void check_gradient_names(void)
+{
+    model m = build(2, 0);
+    ok(fl_graph_find(m.g, "tower_1/gradients/loss_grad/ReduceGrad") != NULL,
+       "the loss's gradient is tower_1/gradients/loss_grad/ReduceGrad");
+    ok(fl_graph_find(m.g, "tower_1/gradients/MatMul_grad/MatMul_1") != NULL,
+       "the first layer's kernel's is tower_1/gradients/MatMul_grad/MatMul_1");
+    int repeated = 0;
+    for (int i = 0; i < fl_graph_node_count(m.g); i++) {
+        const char *name = fl_node_name(fl_graph_node(m.g, i));
+        if (strstr(name, "gradients/tower_") && repeated++ == 0)
+            diag("for instance %s", name);
+    }
+    ok(repeated == 0, "no gradient name repeats its tower's scope (%d do)", repeated);
+    fl_graph_free(m.g);
+}
+
 int main(void)
 {
     fl_device_info devices[16];
@@ -142,5 +164,6 @@ int main(void)
         ok(ran && worst < 1e-4, "%d towers of batch %d follow the single-device losses within 1e-4 "
            "(worst relative difference %.2g)", n, BATCH / n, worst);
     }
+    check_gradient_names();
     return done_testing();
 }

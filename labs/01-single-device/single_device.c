@@ -50,27 +50,34 @@ static void set_device(const char *flag, const char *value, void *device)
     *(const char **)device = value;
 }
 
-/* Says once where the model really runs. A device string may carry a job and
- * task ("/job:worker/task:0/gpu:0"); only its last part names a local device. */
+/* Says once where the model really runs, and why not where it was asked to.
+ * A device of a cluster task ("/job:worker/task:0/gpu:0") waits for chapter 3. */
 static void report_device(const char *requested)
 {
     // [book:device]
     char wanted[64];
     canonical_device("--device", requested, wanted, sizeof wanted);
-    const char *local = strrchr(wanted, '/'); /* "/gpu:0" of "/job:w/task:0/gpu:0" */
-    local = local ? local : "/cpu:0";
-
+    if (strchr(wanted + 1, '/')) { /* "/job:worker/task:0/gpu:0" */
+        fprintf(stderr, PROGRAM ": --device %s names a cluster task, which chapter 3 builds; "
+                "drop the /job: and /task: parts\n", requested);
+        exit(2);
+    }
     fl_device_info devices[16];
     int count = fl_list_devices(devices, 16);
     for (int i = 0; i < count; i++)
-        if (strcmp(devices[i].name, local) == 0) {
-            printf("Training on %s (%s, %s)\n", local, devices[i].description, devices[i].backend);
+        if (strcmp(devices[i].name, wanted) == 0) {
+            printf("Training on %s (%s, %s)\n", wanted, devices[i].description, devices[i].backend);
             return;
         }
-    if (strncmp(local, "/gpu:", 5) == 0)
-        printf("no %s here; running on /cpu:0 (install pocl-opencl-icd for PoCL)\n", local);
+    if (strncmp(wanted, "/gpu:", 5) != 0)
+        printf("no %s here; running on /cpu:0\n", wanted);
+    else if (count == 1) /* no accelerator at all: fl_list_devices said why */
+        printf("no %s here; running on /cpu:0 (%s)\n", wanted, fl_last_error());
+    else if (count == 2)
+        printf("no %s here, there is %s only; running on /cpu:0\n", wanted, devices[1].name);
     else
-        printf("no %s here; running on /cpu:0\n", local);
+        printf("no %s here, there are %s to %s; running on /cpu:0\n", wanted, devices[1].name,
+               devices[count - 1].name);
     // [end:device]
 }
 

@@ -93,8 +93,9 @@ static int choose_devices(tower_flags *t, int batch_size, char (*devices)[16])
     fl_device_info accelerators[16];
     int available = list_accelerators(accelerators, 16);
     if (available == 0 && t->num_gpus == 0) {
-        printf("no accelerator here; building 1 tower on /cpu:0 (install pocl-opencl-icd "
-               "for PoCL, or see flowlab-devices)\n");
+        /* list_accelerators left the reason in fl_last_error */
+        printf("no accelerator here; building 1 tower on /cpu:0 (%s; see flowlab-devices)\n",
+               fl_last_error());
         t->num_gpus = 1;
         snprintf(devices[0], sizeof devices[0], "/cpu:0");
     } else {
@@ -111,15 +112,16 @@ static int choose_devices(tower_flags *t, int batch_size, char (*devices)[16])
     }
     char controller[64];
     canonical_device("--controller", t->controller, controller, sizeof controller);
-    const char *local = strrchr(controller, '/'); /* "/gpu:0" of "/job:w/task:0/gpu:0" */
     fl_device_info all[16];
     int count = fl_list_devices(all, 16);
     bool found = false;
     for (int i = 0; i < count; i++)
-        found = found || strcmp(all[i].name, local ? local : "/cpu:0") == 0;
+        found = found || strcmp(all[i].name, controller) == 0;
     if (!found) {
-        fprintf(stderr, PROGRAM ": --controller %s: there is no such device here; the devices "
-                "that exist are %s\n", t->controller, exist);
+        bool cluster = strchr(controller + 1, '/') != NULL; /* "/job:ps/task:0/cpu:0" */
+        fprintf(stderr, PROGRAM ": --controller %s: %s; the devices that exist are %s\n",
+                t->controller, cluster ? "a device of a cluster task, which chapter 3 builds"
+                                       : "there is no such device here", exist);
         exit(2);
     }
     if (batch_size % t->num_gpus != 0) {

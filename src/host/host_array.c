@@ -8,7 +8,7 @@
 
 #include "host_kernels.h"
 
-/* Identity, StopGradient, Reshape and Copy when the output is not input 0's
+/* Identity, StopGradient and Reshape when the output is not input 0's
  * own buffer: the bytes are the same, only the shape may differ. */
 FL_HOST_KERNEL(fl_host_copy_input0)
 {

@@ -5,11 +5,7 @@
 #ifndef FLOWLAB_HOST_KERNELS_H
 #define FLOWLAB_HOST_KERNELS_H
 
-#include "runtime.h"
-
-typedef struct {
-    uint64_t seed; /* the session's seed, mixed into random ops' own seeds */
-} fl_kernel_ctx;
+#include "device.h" /* fl_kernel_ctx */
 
 typedef int (*fl_host_kernel)(const fl_node *n, fl_tensor *const *in, fl_tensor *out,
                               const fl_kernel_ctx *ctx);
@@ -58,7 +54,7 @@ FL_HOST_KERNEL(fl_host_reduce_sum);
 FL_HOST_KERNEL(fl_host_reduce_mean);
 FL_HOST_KERNEL(fl_host_reduce_grad);
 /* host_array.c */
-FL_HOST_KERNEL(fl_host_copy_input0); /* Identity, StopGradient, Reshape, Copy */
+FL_HOST_KERNEL(fl_host_copy_input0); /* Identity, StopGradient, Reshape */
 FL_HOST_KERNEL(fl_host_concat);
 FL_HOST_KERNEL(fl_host_slice);
 FL_HOST_KERNEL(fl_host_slice_grad);

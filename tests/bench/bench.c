@@ -487,7 +487,7 @@ int main(int argc, char **argv)
     fl_device_info devices[8];
     int n = fl_list_devices(devices, 8);
     if (n < 2) {
-        fprintf(stderr, "bench: no /gpu:0 (%s); install pocl-opencl-icd\n", fl_last_error());
+        fprintf(stderr, "bench: no /gpu:0 (%s)\n", fl_last_error()); /* the reason has the hint */
         return 1;
     }
     printf("flowlab bench on %s (%d cores); /gpu:0 is %s\n", devices[0].description, devices[0].compute_units,

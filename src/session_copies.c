@@ -1,0 +1,180 @@
+/* session_copies.c: how a value crosses from one device to another during
+ * a run. The executor (session.c) decides when; this file makes the copy
+ * (through host memory when neither side is the host), waits only for the
+ * mark behind the value, shares one copy per value and device among its
+ * readers, and keeps host ops from overwriting memory a device has yet to
+ * copy in. */
+#include <stdlib.h>
+
+#include "session_internal.h"
+
+/* Frees a slot's copies of its inputs: buffers on its device, host staging. */
+void fl_session_release_copies(fl_slot *slot, int ninputs)
+{
+    for (int i = 0; slot->copies && i < ninputs; i++) {
+        fl_edge_copy *c = &slot->copies[i];
+        if (c->buffer)
+            slot->device->backend->release(slot->device->impl, c->buffer);
+        free(c->host);
+    }
+    free(slot->copies);
+    slot->copies = NULL;
+}
+
+/* Copies a value its device has finished into host memory. A device with
+ * marks copies it at once, even with later work still in its queue. */
+static int copy_finished_out(fl_device *src, void *host_dst, const void *from, size_t bytes)
+{
+    const fl_backend *b = src->backend;
+    if (b->marks.copy_out_now)
+        return b->marks.copy_out_now(src->impl, host_dst, from, bytes);
+    int rc = b->copy_out(src->impl, host_dst, from, bytes);
+    return rc ? rc : b->wait(src->impl);
+}
+
+/* Remembers that dst will read host memory at `host` some time after now,
+ * so that a host op does not overwrite it first (fl_session_wait_for_pending_reads). */
+static int note_pending_read(fl_session *s, fl_device *dst, const void *host)
+{
+    void *mark = NULL;
+    if (dst->backend->marks.mark && !(mark = dst->backend->marks.mark(dst->impl)))
+        return -1;
+    if (s->nreads == s->reads_cap) {
+        s->reads_cap = s->reads_cap ? s->reads_cap * 2 : 64;
+        s->reads = fl_xrealloc(s->reads, (size_t)s->reads_cap * sizeof *s->reads);
+    }
+    s->reads[s->nreads++] = (fl_pending_read){host, dst, mark};
+    return 0;
+}
+
+/* Moves a finished value from src's buffer to dst's, through host memory
+ * when neither side is the host. */
+static int transfer(fl_session *s, fl_edge_copy *c, fl_device *src, fl_device *dst, const void *from,
+                    size_t bytes)
+{
+    if (src->is_host) {
+        int rc = dst->backend->copy_in(dst->impl, c->buffer, from, bytes);
+        return rc ? rc : note_pending_read(s, dst, from);
+    }
+    if (dst->is_host)
+        return copy_finished_out(src, c->buffer, from, bytes);
+    if (bytes > c->host_capacity) {
+        c->host = fl_xrealloc(c->host, bytes);
+        c->host_capacity = bytes;
+    }
+    int rc = copy_finished_out(src, c->host, from, bytes);
+    return rc ? rc : dst->backend->copy_in(dst->impl, c->buffer, c->host, bytes);
+}
+
+/* Blocks until device d is past mark, or until it is idle when it has no
+ * marks (mark NULL). */
+static int wait_for_mark(fl_device *d, void *mark)
+{
+    if (!mark)
+        return d->backend->wait(d->impl);
+    return d->backend->marks.reached(d->impl, mark, true) == 1 ? 0 : -1;
+}
+
+/* Blocks until the value in slot `from` is finished on its device. */
+static int wait_for_value(fl_slot *from)
+{
+    if (from->device->is_host || from->mark_reached)
+        return 0;
+    if (wait_for_mark(from->device, from->mark) != 0)
+        return -1;
+    from->mark_reached = from->mark != NULL;
+    return 0;
+}
+
+/* The copy of from's value that this run already made on dst, or NULL. */
+static fl_tensor *copy_made_this_run(const fl_session *s, const fl_slot *from, const fl_device *dst)
+{
+    for (int k = 0; k < from->nsent; k++)
+        if (from->sent[k].device == dst && from->sent[k].run == s->run_count)
+            return from->sent[k].value;
+    return NULL;
+}
+
+static void remember_copy(const fl_session *s, fl_slot *from, const fl_device *dst, fl_tensor *value)
+{
+    int k = 0;
+    while (k < from->nsent && from->sent[k].device != dst)
+        k++;
+    if (k == from->nsent)
+        from->sent = fl_xrealloc(from->sent, (size_t)++from->nsent * sizeof *from->sent);
+    from->sent[k] = (fl_sent_copy){dst, value, s->run_count};
+}
+
+/* Gives n's input i on n's device: the copy this run already made there
+ * for another reader, or a new one, through host memory. */
+int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
+{
+    fl_slot *slot = &s->slots[n->id], *from = &s->slots[n->inputs[i]->id];
+    fl_device *src = from->device, *dst = slot->device;
+    if ((*out = copy_made_this_run(s, from, dst)))
+        return 0;
+    if (!slot->copies)
+        slot->copies = fl_xcalloc((size_t)n->ninputs, sizeof *slot->copies);
+    fl_edge_copy *c = &slot->copies[i];
+    size_t bytes = fl_tensor_bytes(&from->value);
+    if (bytes > c->capacity) {
+        if (c->buffer)
+            dst->backend->release(dst->impl, c->buffer);
+        c->buffer = fl_device_alloc(dst, bytes);
+        c->capacity = bytes;
+    }
+    c->value = (fl_tensor){from->value.dtype, from->value.shape, c->buffer};
+    *out = &c->value;
+    /* The value is finished first, so a traced copy is only the copy. */
+    int rc = wait_for_value(from);
+    double start = fl_now_us();
+    rc = rc ? rc : transfer(s, c, src, dst, from->value.data, bytes);
+    if (rc == 0 && s->tracing)
+        fl_session_trace_copy(s, n->id, n->inputs[i]->id, dst, start, fl_now_us());
+    if (rc != 0)
+        return fl_session_fail(s, "%s: copying input %s from %s to %s failed: %s", n->name,
+                               n->inputs[i]->name, src->name, dst->name, fl_last_error());
+    remember_copy(s, from, dst, &c->value);
+    return 0;
+}
+
+static bool reads_input(const fl_pending_read *p, const fl_node *n, fl_tensor *const *in)
+{
+    for (int i = 0; i < n->ninputs; i++)
+        if (p->host == in[i]->data)
+            return true;
+    return false;
+}
+
+/* An op that writes variables in place (Assign, ApplyAdam and its slots)
+ * on the host waits until no device is still to copy them in. */
+int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in)
+{
+    if (!s->slots[n->id].device->is_host || !fl_op_def_of(n->op)->aliases_input0)
+        return 0;
+    for (int r = 0; r < s->nreads; r++) {
+        fl_pending_read *p = &s->reads[r];
+        if (!reads_input(p, n, in))
+            continue;
+        if (wait_for_mark(p->device, p->mark) != 0)
+            return fl_session_fail(s, "%s: waiting for %s to copy %s in: %s", n->name,
+                                   p->device->name, n->inputs[0]->name, fl_last_error());
+    }
+    return 0;
+}
+
+/* After a run: marks and pending reads belong to it alone. */
+void fl_session_forget_marks(fl_session *s)
+{
+    for (int id = 0; id < s->nslots; id++) {
+        fl_slot *slot = &s->slots[id];
+        if (slot->mark)
+            slot->device->backend->marks.release_mark(slot->device->impl, slot->mark);
+        slot->mark = NULL;
+        slot->mark_reached = false;
+    }
+    for (int r = 0; r < s->nreads; r++)
+        if (s->reads[r].mark)
+            s->reads[r].device->backend->marks.release_mark(s->reads[r].device->impl, s->reads[r].mark);
+    s->nreads = 0;
+}

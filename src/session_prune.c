@@ -1,0 +1,94 @@
+/* session_prune.c: what one run needs. Checks the fetches, targets and
+ * feeds a caller passed, then marks the nodes they need: the roots and
+ * everything they read, stopping at fed nodes. Running them is session.c's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session_internal.h"
+
+/* ---- feeds ---- */
+
+static int check_feed(fl_session *s, const fl_feed *f)
+{
+    char want[64], got[64];
+    if (!f->node || !f->value || f->node->graph != s->graph)
+        return fl_session_fail(s, "a feed has a NULL node or value, or a node from another graph");
+    const fl_node *n = f->node;
+    if (f->value->dtype != n->dtype)
+        return fl_session_fail(s, "%s: fed %s but it is %s", n->name, fl_dtype_name(f->value->dtype),
+                               fl_dtype_name(n->dtype));
+    bool fits = f->value->shape.rank == n->shape.rank;
+    for (int i = 0; fits && i < n->shape.rank; i++)
+        fits = n->shape.dims[i] < 0 || n->shape.dims[i] == f->value->shape.dims[i];
+    if (!fits)
+        return fl_session_fail(s, "%s: fed a tensor of shape %s but it takes %s", n->name,
+                               fl_shape_format(f->value->shape, got, sizeof got),
+                               fl_shape_format(n->shape, want, sizeof want));
+    return 0;
+}
+
+static int record_feeds(fl_session *s, const fl_feed *feeds, int nfeeds)
+{
+    memset(s->feeds, 0, (size_t)s->nslots * sizeof *s->feeds);
+    for (int i = 0; i < nfeeds; i++) {
+        if (check_feed(s, &feeds[i]) != 0)
+            return -1;
+        s->feeds[feeds[i].node->id] = feeds[i].value;
+    }
+    return 0;
+}
+
+/* ---- pruning: mark what the fetches and targets need ---- */
+
+static void mark_needed(fl_session *s, fl_node *const *roots, int nroots)
+{
+    fl_node **stack = fl_xmalloc((size_t)s->nslots * 2 * sizeof *stack + sizeof *stack);
+    int top = 0;
+    for (int i = 0; i < nroots; i++)
+        stack[top++] = roots[i];
+    while (top > 0) {
+        fl_node *n = stack[--top];
+        if (s->needed[n->id])
+            continue;
+        s->needed[n->id] = true;
+        if (s->feeds[n->id]) /* a fed node's inputs are not needed */
+            continue;
+        for (int i = 0; i < n->ninputs; i++)
+            if (!s->needed[n->inputs[i]->id])
+                stack[top++] = n->inputs[i];
+        for (int i = 0; i < n->ncontrols; i++)
+            if (!s->needed[n->controls[i]->id])
+                stack[top++] = n->controls[i];
+        if (top + 64 >= s->nslots * 2) /* one node pushes at most its inputs */
+            stack = fl_xrealloc(stack, (size_t)(top + 64 + s->nslots * 2) * sizeof *stack);
+    }
+    free(stack);
+}
+
+static int check_roots(fl_session *s, fl_node *const *nodes, int n, const char *what)
+{
+    for (int i = 0; i < n; i++)
+        if (!nodes[i] || nodes[i]->graph != s->graph)
+            return fl_session_fail(s, "%s %d is NULL or from another graph (did building it fail? "
+                                      "see fl_graph_error)", what, i);
+    return 0;
+}
+
+/* ---- a run's roots ---- */
+
+int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
+                     int nfetches, fl_node *const *targets, int ntargets)
+{
+    if (check_roots(s, fetches, nfetches, "fetch") || check_roots(s, targets, ntargets, "target"))
+        return -1;
+    for (int i = 0; i < nfetches; i++)
+        if (!fetches[i]->has_output)
+            return fl_session_fail(s, "%s: a %s has no value to fetch; pass it as a target instead",
+                                   fetches[i]->name, fl_node_op_type(fetches[i]));
+    if (record_feeds(s, feeds, nfeeds) != 0)
+        return -1;
+    memset(s->needed, 0, (size_t)s->nslots * sizeof *s->needed);
+    mark_needed(s, fetches, nfetches);
+    mark_needed(s, targets, ntargets);
+    return 0;
+}
