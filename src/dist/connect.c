@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "connect.h"
-#include "device.h"
+#include "runtime.h"
 
 double fl_connect_backoff_s(int attempt)
 {
