@@ -1,6 +1,9 @@
 /* json.h: a small strict JSON reader, just what TF_CONFIG needs.
  * Not a general JSON library: it reads a whole document into a tree, writes
- * nothing, and refuses anything RFC 8259 does not allow, saying at which byte. */
+ * nothing, and refuses what RFC 8259 does not allow, saying at which byte.
+ * Unlike the RFC it passes bytes >= 0x80 through unchecked (no UTF-8
+ * check), refuses \u0000 and numbers over 63 characters, and reads numbers
+ * with strtod in the C locale's "." that flowlab's programs keep. */
 #ifndef FLOWLAB_DIST_JSON_H
 #define FLOWLAB_DIST_JSON_H
 
