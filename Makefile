@@ -25,7 +25,8 @@ CFLAGS  := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -D_POSIX
 LDLIBS  := -lz -lm -pthread
 LDFLAGS := $(SANFLAGS)
 
-# src/ is the graph and the executor; src/host/ is /cpu:0; src/io/ the file formats.
+# src/ is the graph and the executor; src/host/ is /cpu:0; src/io/ the file formats;
+# src/dist/ between-graph replication (chapter 3).
 LIB_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c src/dist/*.c)
 LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB     := $(BUILD)/libflowlab.a

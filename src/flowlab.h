@@ -336,6 +336,54 @@ fl_dataset *fl_dataset_new(const fl_tensor *images, const fl_tensor *labels,
 int fl_dataset_next(fl_dataset *ds, const fl_tensor **images, const fl_tensor **labels);
 void fl_dataset_free(fl_dataset *ds);
 
+/* ------------------------------------------------------------------------
+ * Clusters (chapter 3): between-graph replication runs one process per
+ * task. A cluster spec lists the jobs ("ps", "worker", optionally "chief"),
+ * each a list of tasks at host:port, and says which task this process is.
+ * Every task is started with the same spec and its own job and index.
+ * Errors return NULL (or -1) and fl_last_error() names the flag or the
+ * TF_CONFIG key at fault.
+ * ------------------------------------------------------------------------ */
+typedef struct fl_cluster fl_cluster;
+
+/* As TensorFlow's distributed examples take them:
+ *   --ps_hosts=h:2222,h:2223 --worker_hosts=h:2224,h:2225 --job_name=worker --task_index=1
+ * ps_hosts may be NULL or "" (a cluster of workers); worker_hosts may not. */
+fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts,
+                                  const char *job_name, int task_index);
+/* TensorFlow's TF_CONFIG JSON:
+ *   {"cluster": {"chief": ["h:2222"], "ps": ["h:2223"], "worker": ["h:2224"]},
+ *    "task": {"type": "worker", "index": 0}}
+ * Other top-level keys ("environment", "rpc_layer") are ignored. */
+fl_cluster *fl_cluster_from_tf_config(const char *json);
+/* The same, from the TF_CONFIG environment variable. */
+fl_cluster *fl_cluster_from_tf_config_env(void);
+void fl_cluster_free(fl_cluster *cluster);
+
+/* The local task: this process. */
+const char *fl_cluster_job_name(const fl_cluster *cluster); /* "ps", "worker", "chief" */
+int fl_cluster_task_index(const fl_cluster *cluster);
+/* The chief initializes, checkpoints and logs for everyone: the "chief"
+ * task if the spec has one, else worker 0. */
+bool fl_cluster_is_chief(const fl_cluster *cluster);
+
+/* Any task: 0 tasks for a job the spec does not have. */
+int fl_cluster_num_tasks(const fl_cluster *cluster, const char *job);
+/* NULL, or -1, when there is no such task. An IPv6 host comes without brackets. */
+const char *fl_cluster_task_host(const fl_cluster *cluster, const char *job, int task);
+int fl_cluster_task_port(const fl_cluster *cluster, const char *job, int task);
+
+/* Device strings in a cluster. What a device string leaves out is the local
+ * task's, as in TensorFlow: on worker 1, "/gpu:0" is "/job:worker/task:1/gpu:0"
+ * and "/job:ps/task:0" is "/job:ps/task:0/cpu:0". A device string that names
+ * another job must name its task. */
+/* Writes the full canonical name into out; 0, or -1 when device does not
+ * parse or names a task the spec does not have. */
+int fl_cluster_device_name(const fl_cluster *cluster, const char *device, char *out, size_t len);
+/* 1 when device is the local task's, 0 when another task's (a remote
+ * device), -1 as for fl_cluster_device_name. */
+int fl_cluster_device_is_local(const fl_cluster *cluster, const char *device);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,50 @@
+/* cluster.h: the insides of fl_cluster, shared by the files that build it
+ * (cluster_flags.c, cluster_tf_config.c) and read it (cluster.c,
+ * cluster_device.c). Users see only the accessors in flowlab.h. */
+#ifndef FLOWLAB_DIST_CLUSTER_H
+#define FLOWLAB_DIST_CLUSTER_H
+
+#include "runtime.h"
+
+/* The jobs TensorFlow's between-graph examples use, in the order messages
+ * list them. */
+typedef enum { FL_JOB_PS, FL_JOB_WORKER, FL_JOB_CHIEF, FL_JOB_COUNT } fl_job;
+
+typedef struct {
+    char *host; /* an IPv6 address without its brackets */
+    int port;
+} fl_task_address;
+
+struct fl_cluster {
+    fl_task_address *tasks[FL_JOB_COUNT]; /* tasks[job][index] */
+    int num_tasks[FL_JOB_COUNT];
+    fl_job job; /* the local task: this process */
+    int task_index;
+};
+
+/* How a source of cluster specs spells things in its error messages. */
+typedef struct {
+    const char *job_key;                /* "--job_name" */
+    const char *index_key;              /* "--task_index" */
+    const char *list_key[FL_JOB_COUNT]; /* "--worker_hosts"; NULL for no such list */
+} fl_cluster_spelling;
+
+/* -1 for a name other than "ps", "worker" and "chief". */
+int fl_job_from_name(const char *name);
+const char *fl_job_name(fl_job job);
+/* "2 tasks (0 and 1)", "1 task (only 0)", "no tasks": for messages. */
+const char *fl_task_count_text(int n, char *buf, size_t len);
+
+fl_cluster *fl_cluster_new(void);
+/* Appends "host:port" as job's next task; where names it in messages
+ * ("--worker_hosts", "TF_CONFIG: \"cluster.worker[1]\""). */
+int fl_cluster_add_task(fl_cluster *c, fl_job job, const char *address, const char *where);
+/* The task job:index, or NULL with an error that caller begins and that
+ * says which tasks exist. */
+const fl_task_address *fl_cluster_find_task(const fl_cluster *c, const char *job, int index,
+                                            const char *caller);
+/* Chooses the local task, once every task is added. */
+int fl_cluster_set_task(fl_cluster *c, const char *job_name, int task_index,
+                        const fl_cluster_spelling *spelling);
+
+#endif
