@@ -49,18 +49,6 @@ void fl_session_free(fl_session *s)
     free(s);
 }
 
-const char *fl_session_error(const fl_session *s) { return s->error; }
-
-int fl_session_fail(fl_session *s, const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(s->error, sizeof s->error, fmt, args);
-    va_end(args);
-    fl_set_error("%s", s->error);
-    return -1;
-}
-
 /* The graph may grow after the session is made (TensorFlow allows it). */
 void fl_session_grow(fl_session *s)
 {
