@@ -73,6 +73,53 @@ static const fl_op_def *const op_table[FL_OP_COUNT] = {
 
 const fl_op_def *fl_op_def_of(fl_op_kind op) { return op_table[op]; }
 
+/* ---- the stated exceptions of the add-an-op checklist (README's map) ----
+ * An op with no gradient rule, or one no backend runs a kernel for, says why
+ * here; tests/test_op_checklist.c holds every op to its rules or its reason. */
+
+#define GRADIENT_OP "a gradient op, built only by a gradient rule; second derivatives are not supported"
+#define SOURCE_OP "a source of values: it has no float input to pass a gradient to"
+#define UPDATE_OP "an optimizer update: it writes a variable and is never differentiated"
+
+static const char *const why_no_gradient[FL_OP_COUNT] = {
+    [FL_OP_PLACEHOLDER] = SOURCE_OP,
+    [FL_OP_CONST] = SOURCE_OP,
+    [FL_OP_VARIABLE] = SOURCE_OP,
+    [FL_OP_FILL] = SOURCE_OP " (OnesLike takes only a shape from its input)",
+    [FL_OP_RANDOM_UNIFORM] = SOURCE_OP,
+    [FL_OP_TRUNCATED_NORMAL] = SOURCE_OP,
+    [FL_OP_ASSIGN] = "a state update, as in TensorFlow: assignments are not differentiated",
+    [FL_OP_ASSIGN_ADD] = "a state update, as in TensorFlow: assignments are not differentiated",
+    [FL_OP_NO_OP] = "it has no output",
+    [FL_OP_SUM_TO_SHAPE] = GRADIENT_OP,
+    [FL_OP_DIV_GRAD_B] = GRADIENT_OP,
+    [FL_OP_RELU_GRAD] = GRADIENT_OP,
+    [FL_OP_SIGMOID_GRAD] = GRADIENT_OP,
+    [FL_OP_TANH_GRAD] = GRADIENT_OP,
+    [FL_OP_SOFTMAX_GRAD] = GRADIENT_OP,
+    [FL_OP_SPARSE_XENT_GRAD] = GRADIENT_OP,
+    [FL_OP_REDUCE_GRAD] = GRADIENT_OP,
+    [FL_OP_SLICE_GRAD] = GRADIENT_OP,
+    [FL_OP_CONV2D_BACKPROP_INPUT] = GRADIENT_OP,
+    [FL_OP_CONV2D_BACKPROP_FILTER] = GRADIENT_OP,
+    [FL_OP_MAX_POOL_GRAD] = GRADIENT_OP,
+    [FL_OP_APPLY_GRADIENT_DESCENT] = UPDATE_OP,
+    [FL_OP_APPLY_MOMENTUM] = UPDATE_OP,
+    [FL_OP_APPLY_ADAM] = UPDATE_OP,
+};
+
+/* The session itself gives these their value on any device (placement.c
+ * lets them sit anywhere), so no backend needs a kernel for them. */
+static const char *const why_no_kernel[FL_OP_COUNT] = {
+    [FL_OP_PLACEHOLDER] = "the session copies the fed value to the node's device",
+    [FL_OP_CONST] = "the session copies the constant to the node's device once",
+    [FL_OP_VARIABLE] = "the session keeps the variable's value in a buffer on its device",
+    [FL_OP_NO_OP] = "it has no output: the session only orders its control inputs",
+};
+
+const char *fl_op_why_no_gradient(fl_op_kind op) { return why_no_gradient[op]; }
+const char *fl_op_why_no_kernel(fl_op_kind op) { return why_no_kernel[op]; }
+
 int fl_infer_same_as_input0(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
     (void)n;

@@ -107,6 +107,10 @@ typedef struct {
 } fl_op_def;
 
 const fl_op_def *fl_op_def_of(fl_op_kind op);
+/* Why op has no gradient rule, or why no backend needs a kernel for it;
+ * NULL where it has one (ops.c, checked by tests/test_op_checklist.c). */
+const char *fl_op_why_no_gradient(fl_op_kind op);
+const char *fl_op_why_no_kernel(fl_op_kind op);
 
 /* ---- graph.c: adding nodes ---- */
 typedef struct {

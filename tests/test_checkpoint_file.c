@@ -1,6 +1,7 @@
 /* test_checkpoint_file.c: the checkpoint file format on its own.
  * Round trips, the exact bytes of a small file, the messages for corrupted
- * and truncated files, and that a failed write leaves the old file intact. */
+ * (header, names, shapes, data) and truncated files, and that a failed
+ * write leaves the old file intact. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
@@ -60,6 +61,11 @@ static void put_le32(unsigned char *out, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
         out[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const unsigned char *in)
+{
+    return (uint32_t)in[0] | (uint32_t)in[1] << 8 | (uint32_t)in[2] << 16 | (uint32_t)in[3] << 24;
 }
 
 static int count_temp_files(void)
@@ -154,7 +160,8 @@ static void test_empty_checkpoint(void)
     fl_checkpoint_free(got, n);
 }
 
-/* The documented layout, byte for byte, for one int32 tensor 'a' = [1, -2]. */
+/* The documented layout, byte for byte, for one int32 tensor 'a' = [1, -2].
+ * Each CRC is the CRC-32 of every byte of the file before it. */
 static void test_exact_bytes(void)
 {
     const char *path = path_in_dir("tiny.ckpt");
@@ -164,16 +171,18 @@ static void test_exact_bytes(void)
     fl_tensor_free(one.tensor);
 
     unsigned char payload[8] = {1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff};
-    unsigned char want[53] = {'F', 'L', 'C', 'K', 'P', 'T', 0, 1, /* magic */
-                              1, 0, 0, 0,       /* version */
-                              1, 0, 0, 0,       /* tensor count */
+    unsigned char want[57] = {'F', 'L', 'C', 'K', 'P', 'T', 0, 1, /* magic */
+                              2, 0, 0, 0,       /* version */
+                              1, 0, 0, 0,       /* tensor count; the header's CRC follows */
+                              0, 0, 0, 0,
                               1, 0, 0, 0, 'a',  /* name */
                               1, 0, 0, 0,       /* dtype int32 */
                               1, 0, 0, 0,       /* rank */
                               2, 0, 0, 0,       /* dims */
-                              8, 0, 0, 0, 0, 0, 0, 0}; /* payload bytes; CRC and payload follow */
-    put_le32(want + 41, (uint32_t)crc32(0L, payload, sizeof payload));
+                              8, 0, 0, 0, 0, 0, 0, 0}; /* payload bytes; payload and CRC follow */
+    put_le32(want + 16, (uint32_t)crc32(0L, want, 16));
     memcpy(want + 45, payload, sizeof payload);
+    put_le32(want + 53, (uint32_t)crc32(0L, want, 53));
 
     size_t len = 0;
     unsigned char *got = slurp(path, &len);
@@ -199,25 +208,74 @@ static unsigned char *write_victim(const char *path, size_t *len)
     return slurp(path, len);
 }
 
-/* Offsets in the victim: header 16; global_step record 4+11+4+4+8+4+4 = 39. */
-enum { SECOND_RECORD = 16 + 39, KERNEL_PAYLOAD_BYTES = 24 };
+/* Offsets in the victim: header 20 (its CRC at 16); global_step record
+ * 4+11+4+4+8+4+4 = 39; the kernel's payload, then its CRC, end the file. */
+enum { HEADER_CRC = 16, SECOND_RECORD = 20 + 39, KERNEL_PAYLOAD_BYTES = 24 };
+
+/* Writes the edited victim bytes to path and returns the message a CRC
+ * mismatch should give for what ("tensor 'x'", "the header"), whose CRC is
+ * stored at crc_at. */
+static const char *spit_expecting_crc_error(const char *path, unsigned char *bytes, size_t len,
+                                            size_t crc_at, const char *what)
+{
+    static char want[600];
+    spit(path, bytes, len);
+    snprintf(want, sizeof want, "%s: %s is corrupted (CRC 0x%08x, expected 0x%08x): a byte changed "
+             "after it was written; restore an earlier checkpoint", path, what,
+             (unsigned)crc32(0L, bytes, (uInt)crc_at), (unsigned)get_le32(bytes + crc_at));
+    free(bytes);
+    return want;
+}
 
 static void test_flipped_payload_byte(void)
 {
     const char *path = path_in_dir("model.ckpt-100");
     size_t len = 0;
     unsigned char *bytes = write_victim(path, &len);
-    unsigned char *payload = bytes + len - KERNEL_PAYLOAD_BYTES;
-    uint32_t expected = (uint32_t)crc32(0L, payload, KERNEL_PAYLOAD_BYTES);
-    payload[5] ^= 0x10;
-    uint32_t actual = (uint32_t)crc32(0L, payload, KERNEL_PAYLOAD_BYTES);
-    spit(path, bytes, len);
-    free(bytes);
-
-    char want[600];
-    snprintf(want, sizeof want, "%s: tensor 'dense/kernel' is corrupted (CRC 0x%08x, expected 0x%08x)",
-             path, (unsigned)actual, (unsigned)expected);
+    bytes[len - 4 - KERNEL_PAYLOAD_BYTES + 5] ^= 0x10;
+    const char *want = spit_expecting_crc_error(path, bytes, len, len - 4, "tensor 'dense/kernel'");
     is_string(read_error(path), want, "a flipped payload byte is refused, naming the tensor");
+}
+
+/* Version 1's CRC covered payloads only: each of these read back wrong. */
+static void test_flipped_name_and_shape(void)
+{
+    const char *path = path_in_dir("model.ckpt-101");
+    size_t len = 0, kernel_dims = SECOND_RECORD + 4 + 12 + 4 + 4;
+    unsigned char *bytes = write_victim(path, &len);
+    bytes[SECOND_RECORD + 4 + 1] ^= 0x10; /* dense/kernel reads as dunse/kernel */
+    const char *want = spit_expecting_crc_error(path, bytes, len, len - 4, "tensor 'dunse/kernel'");
+    is_string(read_error(path), want, "a flipped byte in a name is refused, naming the file");
+
+    bytes = write_victim(path, &len);
+    put_le32(bytes + kernel_dims, 3); /* [2,3] becomes [3,2], the same payload size */
+    put_le32(bytes + kernel_dims + 4, 2);
+    want = spit_expecting_crc_error(path, bytes, len, len - 4, "tensor 'dense/kernel'");
+    is_string(read_error(path), want, "a transposed shape is refused");
+
+    bytes = write_victim(path, &len);
+    bytes[20 + 4 + 11] = 0; /* global_step's dtype: int32 (1) becomes float32 (0) */
+    want = spit_expecting_crc_error(path, bytes, len, SECOND_RECORD - 4, "tensor 'global_step'");
+    is_string(read_error(path), want, "an int32 tensor turned float32 is refused");
+
+    bytes = write_victim(path, &len);
+    bytes[12] ^= 0x01; /* two tensors become three */
+    want = spit_expecting_crc_error(path, bytes, len, HEADER_CRC, "the header");
+    is_string(read_error(path), want, "a flipped byte in the tensor count is refused");
+}
+
+/* The bytes version 1 wrote for 'a' = [1, -2]: refused, naming the version. */
+static void test_version_1_file(void)
+{
+    const char *path = path_in_dir("old.ckpt");
+    unsigned char old[53] = {'F', 'L', 'C', 'K', 'P', 'T', 0, 1, 1, 0, 0, 0, 1, 0, 0, 0,
+                             1, 0, 0, 0, 'a', 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0,
+                             8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff};
+    spit(path, old, sizeof old);
+    char want[600];
+    snprintf(want, sizeof want, "%s: checkpoint format version 1 is not supported (this build "
+             "reads 2); it was written by an older flowlab: train again to save a new one", path);
+    is_string(read_error(path), want, "a version 1 file is refused, naming its version");
 }
 
 static void test_truncated(void)
@@ -258,12 +316,16 @@ static void test_wrong_magic(void)
     is_string(read_error(path), want, "a wrong magic is refused");
 }
 
-/* Rewrites one little-endian uint32 of the victim file and returns the error. */
+/* Rewrites one little-endian uint32 of the victim file and returns the error.
+ * A word in the header gets its CRC fixed up, so that the checks behind the
+ * CRC (the count against the file's size) are tested too. */
 static const char *read_with_word(const char *path, size_t offset, uint32_t value)
 {
     size_t len = 0;
     unsigned char *bytes = write_victim(path, &len);
     put_le32(bytes + offset, value);
+    if (offset < HEADER_CRC)
+        put_le32(bytes + HEADER_CRC, (uint32_t)crc32(0L, bytes, HEADER_CRC));
     spit(path, bytes, len);
     free(bytes);
     return read_error(path);
@@ -273,13 +335,13 @@ static void test_corrupted_fields(void)
 {
     const char *path = path_in_dir("fields.ckpt");
     char want[600];
-    size_t file_len = SECOND_RECORD + 4 + 12 + 4 + 4 + 8 + 8 + 4 + KERNEL_PAYLOAD_BYTES;
+    size_t file_len = SECOND_RECORD + 4 + 12 + 4 + 4 + 8 + 8 + KERNEL_PAYLOAD_BYTES + 4;
 
     /* 0xFFFFFFFF must be compared with the bytes left, never handed to malloc. */
     snprintf(want, sizeof want,
              "%s: tensor 1 of 2 claims a 4294967295-byte name but only %zu bytes are left "
-             "(truncated or corrupted file)", path, file_len - 20);
-    is_string(read_with_word(path, 16, 0xFFFFFFFFu), want, "a name length of 0xFFFFFFFF");
+             "(truncated or corrupted file)", path, file_len - 24);
+    is_string(read_with_word(path, 20, 0xFFFFFFFFu), want, "a name length of 0xFFFFFFFF");
 
     snprintf(want, sizeof want, "%s: header claims 4294967295 tensors (corrupted file)", path);
     is_string(read_with_word(path, 12, 0xFFFFFFFFu), want, "a tensor count of 0xFFFFFFFF");
@@ -289,7 +351,7 @@ static void test_corrupted_fields(void)
     is_string(read_with_word(path, 12, 0x7FFFFFFFu), want, "a tensor count larger than the file holds");
 
     snprintf(want, sizeof want,
-             "%s: checkpoint format version 7 is not supported (this build reads 1)", path);
+             "%s: checkpoint format version 7 is not supported (this build reads 2)", path);
     is_string(read_with_word(path, 8, 7), want, "an unknown format version");
 
     size_t kernel_dtype = SECOND_RECORD + 4 + 12;
@@ -442,6 +504,8 @@ int main(void)
     test_empty_checkpoint();
     test_exact_bytes();
     test_flipped_payload_byte();
+    test_flipped_name_and_shape();
+    test_version_1_file();
     test_truncated();
     test_wrong_magic();
     test_corrupted_fields();

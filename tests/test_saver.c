@@ -2,8 +2,11 @@
  * A small classifier trained with Adam is saved, restored into a new session
  * bit for bit, trains on identically, and bad checkpoints are refused. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -220,16 +223,22 @@ static void check_nothing_to_restore(const model *m, const char *dir)
     fl_session_free(s);
 }
 
-/* Flips the file's last byte: the payload of the last variable saved. */
+/* Flips one bit of the byte at offset from the end of DIR/model.ckpt-7. */
+static void flip_byte_from_end(const char *dir, long offset)
+{
+    FILE *f = fopen(path_in(dir, "model.ckpt-7"), "r+b");
+    fseek(f, offset, SEEK_END);
+    int c = fgetc(f);
+    fseek(f, offset, SEEK_END);
+    fputc(c ^ 0x01, f);
+    fclose(f);
+}
+
+/* Flips the last payload byte of the last variable saved (its CRC follows). */
 static void check_corrupted(const model *m, const char *dir)
 {
     fl_session *a = train_and_save(m, dir);
-    FILE *f = fopen(path_in(dir, "model.ckpt-7"), "r+b");
-    fseek(f, -1, SEEK_END);
-    int c = fgetc(f);
-    fseek(f, -1, SEEK_END);
-    fputc(c ^ 0x01, f);
-    fclose(f);
+    flip_byte_from_end(dir, -5);
     fl_session *b = fl_session_new(m->g, NULL);
     fl_node *vars[64];
     int n = fl_global_variables(m->g, vars, 64);
@@ -240,6 +249,93 @@ static void check_corrupted(const model *m, const char *dir)
     contains(fl_last_error(), want, "fl_last_error says so too");
     fl_session_free(a);
     fl_session_free(b);
+}
+
+/* Flips a byte in the name of dense/kernel: before the CRC covered names,
+ * this read back quietly and the restore said the variable was missing. */
+static void check_corrupted_name(const model *m, const char *dir)
+{
+    fl_session *a = train_and_save(m, dir);
+    const char *path = path_in(dir, "model.ckpt-7");
+    size_t len = 0;
+    FILE *f = fopen(path, "r+b");
+    char *bytes = calloc(1, 1 << 16);
+    len = fread(bytes, 1, 1 << 16, f);
+    char *name = NULL;
+    for (size_t i = 0; !name && i + 12 <= len; i++)
+        if (memcmp(bytes + i, "dense/kernel", 12) == 0)
+            name = bytes + i;
+    if (name) {
+        fseek(f, (long)(name - bytes), SEEK_SET);
+        fputc('D', f);
+    }
+    fclose(f);
+    free(bytes);
+    fl_session *b = fl_session_new(m->g, NULL);
+    char want[600];
+    snprintf(want, sizeof want, "%s: tensor 'Dense/kernel' is corrupted", path);
+    ok(name && fl_session_restore_latest(b, dir) == -1, "a flipped byte in a name is refused");
+    contains(fl_session_error(b), want, "the error names the file and the tensor as read");
+    fl_session_free(a);
+    fl_session_free(b);
+}
+
+/* A dead process's id: a child that has exited and been reaped. */
+static long dead_pid(void)
+{
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    return (long)child;
+}
+
+/* Creates DIR/NAME.tmp.PID, last written age_s seconds ago. */
+static void leave_temp(const char *dir, const char *name, long pid, int age_s)
+{
+    char file[128];
+    snprintf(file, sizeof file, "%s.tmp.%ld", name, pid);
+    const char *path = path_in(dir, file);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fputs("half a checkpoint", f);
+        fclose(f);
+    }
+    struct timespec when[2] = {{time(NULL) - age_s, 0}, {time(NULL) - age_s, 0}};
+    utimensat(AT_FDCWD, path, when, 0);
+}
+
+static bool temp_exists(const char *dir, const char *name, long pid)
+{
+    char file[128];
+    snprintf(file, sizeof file, "%s.tmp.%ld", name, pid);
+    return exists(path_in(dir, file));
+}
+
+/* What a save killed mid-write leaves: removed by the next save or restore
+ * once its writer is dead and it has not been written for a minute. */
+static void check_stale_temps(const model *m, const char *dir)
+{
+    fl_session *s = train_and_save(m, dir);
+    long dead = dead_pid(), alive = (long)getppid();
+    leave_temp(dir, "model.ckpt-8", dead, 3600);
+    leave_temp(dir, "checkpoint", dead, 3600);
+    leave_temp(dir, "model.ckpt-9", dead, 0);
+    leave_temp(dir, "model.ckpt-10", alive, 3600);
+    leave_temp(dir, "notes.txt", dead, 3600);
+    ok(fl_session_save(s, dir, 11) == 0, "a save into a directory with leftover temporaries");
+    ok(!temp_exists(dir, "model.ckpt-8", dead), "a stale checkpoint temporary is removed");
+    ok(!temp_exists(dir, "checkpoint", dead), "a stale DIR/checkpoint temporary is removed");
+    ok(temp_exists(dir, "model.ckpt-9", dead), "one written just now is kept (a writer elsewhere?)");
+    ok(temp_exists(dir, "model.ckpt-10", alive), "one of a live process is kept");
+    ok(temp_exists(dir, "notes.txt", dead), "a file the saver does not write is kept");
+
+    leave_temp(dir, "model.ckpt-12", dead, 3600);
+    fl_session *b = fl_session_new(m->g, NULL);
+    ok(fl_session_restore_latest(b, dir) == 1, "restoring from that directory works");
+    ok(!temp_exists(dir, "model.ckpt-12", dead), "and removes a stale temporary too");
+    fl_session_free(b);
+    fl_session_free(s);
 }
 
 /* A graph with one variable: name it like the model's, or not. */
@@ -286,9 +382,10 @@ static char *make_temp_dir(char *buf, size_t len)
 
 int main(void)
 {
-    char dir[64], empty[64], bad[64], gpu[64];
+    char dir[64], empty[64], bad[64], gpu[64], bad_name[64], stale[64];
     if (!make_temp_dir(dir, sizeof dir) || !make_temp_dir(empty, sizeof empty) ||
-        !make_temp_dir(bad, sizeof bad) || !make_temp_dir(gpu, sizeof gpu))
+        !make_temp_dir(bad, sizeof bad) || !make_temp_dir(gpu, sizeof gpu) ||
+        !make_temp_dir(bad_name, sizeof bad_name) || !make_temp_dir(stale, sizeof stale))
         skip_all("cannot make a temporary directory");
     model m = build_model("");
     check_round_trip(&m, dir);
@@ -300,6 +397,8 @@ int main(void)
                       "variable extra is not in the checkpoint (was it saved from the same model?)",
                       "a variable the checkpoint lacks");
     check_corrupted(&m, bad);
+    check_corrupted_name(&m, bad_name);
+    check_stale_temps(&m, stale);
     check_on_accelerator(gpu);
     ok(count_named(dir, ".tmp") == 0 && count_named(bad, ".tmp") == 0, "no temporary files anywhere");
     fl_graph_free(m.g);
@@ -307,5 +406,7 @@ int main(void)
     remove_dir(empty);
     remove_dir(bad);
     remove_dir(gpu);
+    remove_dir(bad_name);
+    remove_dir(stale);
     return done_testing();
 }

@@ -1,6 +1,7 @@
 /* saver.c: tf.train.Saver for a session. fl_session_save copies every
  * initialized global variable off its device into DIR/model.ckpt-STEP and
- * names it in DIR/checkpoint; fl_session_restore_latest loads it back. */
+ * names it in DIR/checkpoint; fl_session_restore_latest loads it back.
+ * Both first remove the temporary files a killed save left in DIR. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "placement.h"
 #include "session_internal.h"
+#include "temp_files.h"
 
 #define KEEP_CHECKPOINTS 5 /* TensorFlow's max_to_keep default */
 #define STATE_FILE "checkpoint"
@@ -97,6 +99,12 @@ static bool is_checkpoint_name(const char *name)
     return true;
 }
 
+/* The files a saver writes in DIR, whose leftover temporaries it may clean. */
+static bool is_saver_file(const char *name)
+{
+    return strcmp(name, STATE_FILE) == 0 || is_checkpoint_name(name);
+}
+
 /* The text between the quotes of a line `key: "text"`, into out. */
 static bool quoted_value(const char *line, const char *key, char *out, size_t len)
 {
@@ -144,14 +152,12 @@ static int write_state(FILE *f, char names[][NAME_LEN], int n)
     return err;
 }
 
-/* Writes DIR/checkpoint the way checkpoint_file.c writes checkpoints: a
+/* Writes DIR/checkpoint the way checkpoint_write.c writes checkpoints: a
  * temporary file, flushed, synced and renamed, so it is never half written. */
 static int write_state_file(fl_session *s, const char *dir, char names[][NAME_LEN], int n)
 {
     char *path = join_path(dir, STATE_FILE);
-    size_t len = strlen(path) + 32;
-    char *temp = fl_xmalloc(len);
-    snprintf(temp, len, "%s.tmp.%ld", path, (long)getpid());
+    char *temp = fl_temp_path_for(path);
     FILE *f = fopen(temp, "w");
     int err = f ? write_state(f, names, n) : errno;
     if (!err && rename(temp, path) != 0)
@@ -201,6 +207,7 @@ int fl_session_save(fl_session *s, const char *dir, int64_t step)
         return fl_session_fail(s, "the graph has an error: %s", fl_graph_error(s->graph));
     if (ensure_directory(s, dir) != 0)
         return -1;
+    fl_remove_stale_temps(dir, is_saver_file);
     fl_named_tensor *tensors = NULL;
     int n = collect_variables(s, &tensors);
     if (n < 0)
@@ -321,6 +328,7 @@ int fl_session_restore_latest(fl_session *s, const char *dir)
     s->error[0] = '\0';
     if (fl_graph_failed(s->graph))
         return fl_session_fail(s, "the graph has an error: %s", fl_graph_error(s->graph));
+    fl_remove_stale_temps(dir, is_saver_file);
     int rc;
     char *path = latest_path(s, dir, &rc);
     if (!path)

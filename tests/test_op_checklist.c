@@ -1,0 +1,67 @@
+/* test_op_checklist.c: the add-an-op checklist of README's map, checked for
+ * every op kind: a definition with a shape rule, a gradient rule or a stated
+ * reason for none, and a host, OpenCL and CUDA kernel or a stated reason. */
+#include "device.h"
+#include "tap.h"
+
+/* The one place this test reads a backend's table. */
+static bool backend_has_kernel(const fl_backend *b, fl_op_kind op) { return b->has_kernel(op); }
+
+static const char *type_of(fl_op_kind op)
+{
+    const fl_op_def *def = fl_op_def_of(op);
+    return def && def->type ? def->type : "(no definition)";
+}
+
+/* A rule or a reason, never both: a reason beside a rule is out of date. */
+static void check_gradient(fl_op_kind op)
+{
+    const fl_op_def *def = fl_op_def_of(op);
+    const char *why = fl_op_why_no_gradient(op);
+    bool has_rule = def && def->gradient;
+    if (!ok(has_rule != (why != NULL), "%s: a gradient rule or a stated reason for none", type_of(op)))
+        diag(has_rule ? "it has a rule: remove its line from why_no_gradient in src/ops.c"
+                      : "write its gradient rule beside its definition, or say why it has none "
+                        "in why_no_gradient in src/ops.c");
+}
+
+static void check_kernel(const char *backend_name, const fl_backend *b, fl_op_kind op)
+{
+    const char *why = fl_op_why_no_kernel(op);
+    bool has = backend_has_kernel(b, op);
+    if (!ok(has != (why != NULL), "%s: a kernel in the %s backend or a stated reason for none", type_of(op),
+            backend_name))
+        diag(has ? "it has a kernel: remove its line from why_no_kernel in src/ops.c"
+                 : "add the kernel to the backend's table, or say why none is needed in "
+                   "why_no_kernel in src/ops.c");
+}
+
+static void check_op(fl_op_kind op)
+{
+    const fl_op_def *def = fl_op_def_of(op);
+    if (!ok(def && def->type && def->type[0], "op %d has a definition with a type name", (int)op))
+        diag("add its fl_def_* to op_table in src/ops.c");
+    ok(def && def->infer, "%s: a shape rule", type_of(op));
+    check_gradient(op);
+    check_kernel("host", &fl_host_backend, op);
+#if defined(FL_HAVE_OPENCL)
+    check_kernel("OpenCL", &fl_opencl_backend, op);
+#endif
+#if defined(FL_HAVE_CUDA)
+    check_kernel("CUDA", &fl_cuda_backend, op);
+#endif
+}
+
+int main(void)
+{
+    for (int op = 0; op < FL_OP_COUNT; op++)
+        check_op((fl_op_kind)op);
+    /* A backend that is not built has no table to check: a TAP skip says so. */
+#if !defined(FL_HAVE_OPENCL)
+    printf("ok %d # skip OpenCL kernels: built without OpenCL (see cl/backend.mk)\n", ++tap_count);
+#endif
+#if !defined(FL_HAVE_CUDA)
+    printf("ok %d # skip CUDA kernels: built without CUDA (nvcc, cuBLAS or cuDNN not found; see cuda/backend.mk)\n", ++tap_count);
+#endif
+    return done_testing();
+}
