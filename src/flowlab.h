@@ -384,6 +384,42 @@ int fl_cluster_device_name(const fl_cluster *cluster, const char *device, char *
  * device), -1 as for fl_cluster_device_name. */
 int fl_cluster_device_is_local(const fl_cluster *cluster, const char *device);
 
+/* Servers: every task runs one, on an event-loop thread of its own, at its
+ * address in the cluster spec (it listens there only). A ps task's server
+ * holds the variables and their optimizer slots: workers assign them once,
+ * pull their values and push updates, which it applies with the host's
+ * kernels, so a ps needs no model code. A server survives any bytes a
+ * client sends: a bad frame gets an error frame and a closed connection,
+ * logged with the peer and the reason, and everyone else is still served. */
+typedef struct fl_server fl_server;
+
+typedef struct {
+    void *log;              /* a FILE * for the server's log lines (NULL: stderr) */
+    double hello_timeout_s; /* a client that says nothing is dropped after this (0: 10 s) */
+} fl_server_options;
+
+typedef struct {
+    uint64_t connections;    /* accepted so far */
+    uint64_t frames;         /* well-formed requests served */
+    uint64_t bad_frames;     /* connections closed for bad input */
+    uint64_t bytes_in, bytes_out;
+    uint64_t variable_bytes; /* held in variables (ps) */
+    int variables;
+    int goodbyes;            /* workers and chiefs that have finished */
+} fl_server_stats;
+
+/* Starts the local task's server. NULL when it cannot listen (fl_last_error
+ * names the task and the port: "port 2222 of /job:ps/task:0 is already in
+ * use ..."). The cluster must outlive the server. */
+fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *options);
+/* Waits until every worker (and chief) of the cluster has said goodbye, as a
+ * ps task does before it exits, or until timeout_s seconds pass (0: no
+ * limit). 0 when all have, 1 on the timeout. */
+int fl_server_join(fl_server *server, double timeout_s);
+void fl_server_get_stats(fl_server *server, fl_server_stats *out);
+/* Stops serving, closes every connection and frees the server. */
+void fl_server_stop(fl_server *server);
+
 #ifdef __cplusplus
 }
 #endif

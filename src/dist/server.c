@@ -1,0 +1,191 @@
+/* server.c: a task's server: it listens at the task's address in the
+ * cluster spec, runs libevent's loop on a thread of its own, and for a ps
+ * knows when every worker has finished, so the ps can exit by itself
+ * instead of waiting in join forever. What one connection does is in
+ * server_conn.c. */
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/thread.h>
+
+#include "server_internal.h"
+
+static pthread_once_t libevent_threads_once = PTHREAD_ONCE_INIT;
+
+/* Other threads call event_base_loopbreak (stop): libevent must lock. */
+static void use_pthreads(void) { evthread_use_pthreads(); }
+
+void fl_server_count(fl_server *s, uint64_t *counter, uint64_t by)
+{
+    pthread_mutex_lock(&s->lock);
+    *counter += by;
+    pthread_mutex_unlock(&s->lock);
+}
+
+bool fl_server_note_goodbye(fl_server *s, const char *job, int task)
+{
+    bool *done = strcmp(job, "chief") == 0 ? s->chief_done : s->worker_done;
+    int count = strcmp(job, "chief") == 0 ? s->num_chiefs : s->num_workers;
+    if (!done || task < 0 || task >= count || done[task])
+        return false;
+    done[task] = true;
+    pthread_mutex_lock(&s->lock);
+    s->stats.goodbyes++;
+    s->all_done = s->stats.goodbyes == s->num_workers + s->num_chiefs;
+    bool last = s->all_done;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+    return last;
+}
+
+/* The socket address of the local task, as the spec spells it. */
+static int resolve_own_address(const fl_cluster *c, struct addrinfo **out)
+{
+    const char *job = fl_cluster_job_name(c);
+    int task = fl_cluster_task_index(c);
+    char port[16];
+    snprintf(port, sizeof port, "%d", fl_cluster_task_port(c, job, task));
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    int rc = getaddrinfo(fl_cluster_task_host(c, job, task), port, &hints, out);
+    if (rc != 0) {
+        fl_set_error("/job:%s/task:%d: cannot resolve its own host \"%s\": %s", job, task,
+                     fl_cluster_task_host(c, job, task), gai_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static int listen_on_own_address(fl_server *s, const fl_cluster *c)
+{
+    struct addrinfo *address;
+    if (resolve_own_address(c, &address) != 0)
+        return -1;
+    unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
+    s->listener = evconnlistener_new_bind(s->base, fl_server_accept, s, flags, 64, address->ai_addr,
+                                          (int)address->ai_addrlen);
+    int why = errno;
+    freeaddrinfo(address);
+    if (s->listener)
+        return 0;
+    const char *host = fl_cluster_task_host(c, s->job, s->task);
+    int port = fl_cluster_task_port(c, s->job, s->task);
+    if (why == EADDRINUSE)
+        fl_set_error("port %d of %s is already in use (at %s:%d): is another task or an earlier run still "
+                     "there? Stop it, or give this task another port in the cluster spec",
+                     port, s->name, host, port);
+    else
+        fl_set_error("%s cannot listen at %s:%d: %s (is %s an address of this machine?)", s->name, host, port,
+                     strerror(why), host);
+    return -1;
+}
+
+static void *run_loop(void *server)
+{
+    fl_server *s = server;
+    event_base_dispatch(s->base);
+    pthread_mutex_lock(&s->lock);
+    s->loop_ended = true;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static void free_server(fl_server *s)
+{
+    fl_server_close_all(s);
+    if (s->listener)
+        evconnlistener_free(s->listener);
+    if (s->base)
+        event_base_free(s->base);
+    fl_ps_store_free(s->store);
+    fl_wire_buf_free(&s->out);
+    free(s->worker_done);
+    free(s->chief_done);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->changed);
+    free(s);
+}
+
+static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
+{
+    fl_server *s = fl_xcalloc(1, sizeof *s);
+    snprintf(s->job, sizeof s->job, "%s", fl_cluster_job_name(c));
+    s->task = fl_cluster_task_index(c);
+    snprintf(s->name, sizeof s->name, "/job:%s/task:%d", s->job, s->task);
+    snprintf(s->log_prefix, sizeof s->log_prefix, "%s %d", s->job, s->task);
+    s->log = o && o->log ? o->log : stderr;
+    s->hello_timeout_s = o && o->hello_timeout_s > 0 ? o->hello_timeout_s : 10.0;
+    s->store = fl_ps_store_new();
+    s->num_workers = fl_cluster_num_tasks(c, "worker");
+    s->num_chiefs = fl_cluster_num_tasks(c, "chief");
+    s->worker_done = fl_xcalloc((size_t)s->num_workers + 1, sizeof *s->worker_done);
+    s->chief_done = fl_xcalloc((size_t)s->num_chiefs + 1, sizeof *s->chief_done);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->changed, NULL);
+    return s;
+}
+
+fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *options)
+{
+    if (!cluster) {
+        fl_set_error("fl_server_start: no cluster spec");
+        return NULL;
+    }
+    pthread_once(&libevent_threads_once, use_pthreads);
+    fl_server *s = new_server(cluster, options);
+    s->base = event_base_new();
+    if (!s->base || listen_on_own_address(s, cluster) != 0) {
+        if (!s->base)
+            fl_set_error("%s: libevent could not make an event loop", s->name);
+        free_server(s);
+        return NULL;
+    }
+    if (pthread_create(&s->thread, NULL, run_loop, s) != 0) {
+        fl_set_error("%s: cannot start the server's thread", s->name);
+        free_server(s);
+        return NULL;
+    }
+    s->thread_started = true;
+    return s;
+}
+
+int fl_server_join(fl_server *s, double timeout_s)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += (time_t)timeout_s;
+    deadline.tv_nsec += (long)((timeout_s - (time_t)timeout_s) * 1e9);
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->lock);
+    int rc = 0;
+    while (!s->all_done && !s->loop_ended && rc == 0)
+        rc = timeout_s > 0 ? pthread_cond_timedwait(&s->changed, &s->lock, &deadline)
+                           : pthread_cond_wait(&s->changed, &s->lock);
+    bool done = s->all_done;
+    pthread_mutex_unlock(&s->lock);
+    return done ? 0 : 1;
+}
+
+void fl_server_get_stats(fl_server *s, fl_server_stats *out)
+{
+    pthread_mutex_lock(&s->lock);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void fl_server_stop(fl_server *s)
+{
+    if (!s)
+        return;
+    if (s->thread_started) {
+        event_base_loopbreak(s->base);
+        pthread_join(s->thread, NULL);
+    }
+    free_server(s);
+}
