@@ -25,8 +25,9 @@ CFLAGS  := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -D_POSIX
 LDLIBS  := -lz -lm -pthread
 LDFLAGS := $(SANFLAGS)
 
-# src/ is the graph and the executor; src/host/ is /cpu:0; src/io/ the file formats.
-LIB_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c)
+# src/ is the graph and the executor; src/host/ is /cpu:0; src/io/ the file formats;
+# src/dist/ the tasks of chapter 3 (between-graph replication) and their wire protocol.
+LIB_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c src/dist/*.c)
 LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB     := $(BUILD)/libflowlab.a
 
