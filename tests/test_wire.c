@@ -363,41 +363,49 @@ static size_t tensor_payload(unsigned char *out, unsigned dtype, unsigned rank, 
     return n + data_bytes;
 }
 
+/* One malformed tensor frame: the fields tensor_payload writes, where to cut the
+ * payload short (0: nowhere), the message wanted and what the case is about. */
+typedef struct {
+    fl_wire_type type;
+    unsigned dtype, rank;
+    int32_t dims[5];
+    uint32_t data_len;
+    size_t data_bytes, cut;
+    const char *want, *what;
+} tensor_case;
+
+static const tensor_case TENSOR_CASES[] = {
+    {FL_WIRE_INIT_VARIABLE, 0, 2, {3, 4}, 48, 48, 0, "accepted", "a well-formed float32 [3,4] is accepted"},
+    {FL_WIRE_INIT_VARIABLE, 0, 2, {3, -1}, 48, 48, 0,
+     "INIT_VARIABLE: shape [3,-1] has a non-positive dimension", "a dimension of -1"},
+    {FL_WIRE_VALUE, 0, 2, {3, 0}, 0, 0, 0, "VALUE: shape [3,0] has a non-positive dimension",
+     "a dimension of 0"},
+    {FL_WIRE_VALUE, 0, 5, {1, 1, 1, 1, 1}, 4, 4, 0, "VALUE: rank 5 over the limit of 4", "rank 5"},
+    {FL_WIRE_VALUE, 0, 2, {65536, 65536}, 0, 0, 0,
+     "VALUE: shape [65536,65536] has more than 16777216 elements, over the 67108864-byte limit",
+     "a shape too big for any frame"},
+    {FL_WIRE_VALUE, 2, 2, {3, 4}, 48, 48, 0, "VALUE: dtype 2 is neither 0 (float32) nor 1 (int32)",
+     "an unknown dtype"},
+    {FL_WIRE_VALUE, 0, 2, {3, 4}, 40, 40, 0,
+     "VALUE: float32 [3,4] needs 48 data bytes, the frame says 40",
+     "a data length that does not match the shape"},
+    {FL_WIRE_ASSIGN_ADD, 1, 2, {3, 4}, 48, 40, 0,
+     "ASSIGN_ADD: payload ends inside the tensor data (needs 48 bytes, 40 left)",
+     "fewer data bytes than the data length says"},
+    {FL_WIRE_VALUE, 0, 2, {3, 4}, 48, 50, 0, "VALUE: 2 trailing bytes after the last field",
+     "bytes after the tensor data"},
+    {FL_WIRE_VALUE, 0, 2, {3, 4}, 48, 48, 7,
+     "VALUE: payload ends inside the shape (needs 4 bytes, 3 left)", "a payload that stops inside the dims"},
+};
+
 static void test_bad_tensors(void)
 {
     unsigned char p[256];
-    const int32_t neg[2] = {3, -1}, zero[2] = {3, 0}, ok34[2] = {3, 4}, huge[2] = {65536, 65536};
-    const int32_t five[5] = {1, 1, 1, 1, 1};
-    size_t n = tensor_payload(p, 0, 2, ok34, 48, 48);
-    is_string(crafted(FL_WIRE_INIT_VARIABLE, p, n), "accepted", "a well-formed float32 [3,4] is accepted");
-    n = tensor_payload(p, 0, 2, neg, 48, 48);
-    is_string(crafted(FL_WIRE_INIT_VARIABLE, p, n),
-              "INIT_VARIABLE: shape [3,-1] has a non-positive dimension", "a dimension of -1");
-    n = tensor_payload(p, 0, 2, zero, 0, 0);
-    is_string(crafted(FL_WIRE_VALUE, p, n), "VALUE: shape [3,0] has a non-positive dimension",
-              "a dimension of 0");
-    n = tensor_payload(p, 0, 5, five, 4, 4);
-    is_string(crafted(FL_WIRE_VALUE, p, n), "VALUE: rank 5 over the limit of 4", "rank 5");
-    n = tensor_payload(p, 0, 2, huge, 0, 0);
-    is_string(crafted(FL_WIRE_VALUE, p, n),
-              "VALUE: shape [65536,65536] has more than 16777216 elements, over the 67108864-byte limit",
-              "a shape too big for any frame");
-    n = tensor_payload(p, 2, 2, ok34, 48, 48);
-    is_string(crafted(FL_WIRE_VALUE, p, n), "VALUE: dtype 2 is neither 0 (float32) nor 1 (int32)",
-              "an unknown dtype");
-    n = tensor_payload(p, 0, 2, ok34, 40, 40);
-    is_string(crafted(FL_WIRE_VALUE, p, n), "VALUE: float32 [3,4] needs 48 data bytes, the frame says 40",
-              "a data length that does not match the shape");
-    n = tensor_payload(p, 1, 2, ok34, 48, 40);
-    is_string(crafted(FL_WIRE_ASSIGN_ADD, p, n),
-              "ASSIGN_ADD: payload ends inside the tensor data (needs 48 bytes, 40 left)",
-              "fewer data bytes than the data length says");
-    n = tensor_payload(p, 0, 2, ok34, 48, 50);
-    is_string(crafted(FL_WIRE_VALUE, p, n), "VALUE: 2 trailing bytes after the last field",
-              "bytes after the tensor data");
-    n = tensor_payload(p, 0, 2, ok34, 48, 48);
-    is_string(crafted(FL_WIRE_VALUE, p, 7), "VALUE: payload ends inside the shape (needs 4 bytes, 3 left)",
-              "a payload that stops inside the dims");
+    for (size_t i = 0; i < sizeof TENSOR_CASES / sizeof TENSOR_CASES[0]; i++) {
+        const tensor_case *c = &TENSOR_CASES[i];
+        size_t n = tensor_payload(p, c->dtype, c->rank, c->dims, c->data_len, c->data_bytes);
+        is_string(crafted(c->type, p, c->cut ? c->cut : n), c->want, c->what);
+    }
 }
 
 /* An APPLY payload "w", kind, count, the floats, then a float32 [1] gradient. */
