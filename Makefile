@@ -22,11 +22,12 @@ endif
 # Error messages are cut to fit their buffers on purpose: no truncation warning.
 CFLAGS  := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation $(OPT) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
            -pthread -Isrc $(SANFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  := -lz -lm -pthread
+# libevent runs the servers of chapter 3's tasks (src/dist/server*.c).
+LDLIBS  := -lz -lm -levent_core -levent_pthreads -pthread
 LDFLAGS := $(SANFLAGS)
 
 # src/ is the graph and the executor; src/host/ is /cpu:0; src/io/ the file formats;
-# src/dist/ between-graph replication (chapter 3).
+# src/dist/ the tasks of chapter 3 (between-graph replication) and their wire protocol.
 LIB_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c src/dist/*.c)
 LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB     := $(BUILD)/libflowlab.a
@@ -219,3 +220,34 @@ figures-02: $(LAB02) $(BUILD)/labs/tools/trace_timeline
 
 .PHONY: exercises-02 exercises-02-solutions figures-02
 # ==== end of chapter 2 ====
+
+# ==== chapter 3 (src/dist/): the wire protocol's fuzz target ====
+#   make fuzz                  builds tests/fuzz/fuzz_wire with libFuzzer (Debian's clang and
+#                              libclang-rt-14-dev) and runs it for FUZZ_SECONDS (30) on seeds
+#                              that make_corpus writes with the encoders
+# Exits 0 when no input crashed the decoder or the parsers; a crash fails the target and
+# leaves the input that caused it in build/fuzz/ (replay: build/fuzz/fuzz_wire FILE).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_DIR     := build/fuzz
+WIRE_SRC     := $(wildcard src/dist/wire*.c)
+WIRE_HDR     := $(wildcard src/dist/wire*.h) src/flowlab.h
+FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -Isrc \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+
+$(FUZZ_DIR)/fuzz_wire: tests/fuzz/fuzz_wire.c $(WIRE_SRC) $(WIRE_HDR)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_wire.c $(WIRE_SRC) -o $@
+
+$(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c $(WIRE_SRC) $(WIRE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror -Isrc tests/fuzz/make_corpus.c $(WIRE_SRC) -o $@ -lm
+
+fuzz: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/make_corpus
+	@mkdir -p $(FUZZ_DIR)/corpus
+	./$(FUZZ_DIR)/make_corpus $(FUZZ_DIR)/corpus
+	./$(FUZZ_DIR)/fuzz_wire -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus
+
+.PHONY: fuzz
+# ==== end of chapter 3 ====

@@ -1,0 +1,203 @@
+/* wire.h: the bytes tasks send each other in chapter 3 (between-graph replication).
+ * Length-prefixed binary frames: encoders append whole frames to a growable buffer; a decoder
+ * cuts frames out of received bytes; typed parsers check every field before it is trusted.
+ * No sockets here: the server and the remote backend feed and drain the bytes themselves.
+ * The format, byte by byte, is book/appendix-wire-protocol.md. */
+#ifndef FLOWLAB_DIST_WIRE_H
+#define FLOWLAB_DIST_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flowlab.h"
+
+/* ---- the frame header: 16 bytes, every integer big-endian (network order) ----
+ *   0  magic "FLWP"   4  version u8   5  type u8   6  flags u16 (0)
+ *   8  request id u32                 12 payload length u32           */
+#define FL_WIRE_HEADER_BYTES 16u
+#define FL_WIRE_VERSION 1u
+/* Big enough for chapter 1's largest variable (3136x1024 floats, 12.8 MB) with room to spare. */
+#define FL_WIRE_MAX_PAYLOAD (64u * 1024u * 1024u)
+#define FL_WIRE_MAX_NAME 255u     /* names are 1..255 bytes of '!'..'~' */
+#define FL_WIRE_MAX_MESSAGE 1024u /* an ERROR frame's text, bytes ' '..'~' */
+#define FL_WIRE_MAX_TASK 65535u   /* task indices 0..65535 */
+#define FL_WIRE_ERROR_LEN 256     /* a good size for the err buffers below */
+
+typedef enum {
+    FL_WIRE_HELLO = 1,         /* client -> server: job name, task index, version */
+    FL_WIRE_HELLO_OK = 2,      /* server -> client: the server's own job name and task */
+    FL_WIRE_INIT_VARIABLE = 3, /* name and initial value; only the first one counts */
+    FL_WIRE_INIT_DONE = 4,     /* reply to INIT_VARIABLE: whether it was already set */
+    FL_WIRE_PULL = 5,          /* name -> VALUE */
+    FL_WIRE_VALUE = 6,         /* name and value */
+    FL_WIRE_APPLY = 7,         /* name, optimizer and its hyper-parameters, gradient -> APPLIED */
+    FL_WIRE_APPLIED = 8,       /* the variable's version after the update */
+    FL_WIRE_ASSIGN_ADD = 9,    /* name and delta, atomic on the ps -> VALUE */
+    FL_WIRE_GOODBYE = 10,      /* the worker has finished -> OK */
+    FL_WIRE_OK = 11,           /* empty payload */
+    FL_WIRE_ERROR = 12,        /* code and a message for people */
+} fl_wire_type;
+#define FL_WIRE_TYPE_COUNT 13 /* one past the last type */
+
+/* Codes an ERROR frame carries. */
+typedef enum {
+    FL_WIRE_E_BAD_FRAME = 1,        /* the bytes are not a valid frame */
+    FL_WIRE_E_OUT_OF_ORDER = 2,     /* a valid frame at the wrong time */
+    FL_WIRE_E_UNKNOWN_VARIABLE = 3, /* no variable of that name on this task */
+    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's */
+    FL_WIRE_E_NOT_INITIALIZED = 5,  /* PULL/APPLY before any INIT_VARIABLE */
+    FL_WIRE_E_INTERNAL = 6,         /* the server failed, e.g. out of memory */
+} fl_wire_error_code;
+#define FL_WIRE_ERROR_CODE_COUNT 7
+
+typedef enum { FL_WIRE_GRADIENT_DESCENT = 0, FL_WIRE_MOMENTUM = 1, FL_WIRE_ADAM = 2 } fl_wire_optimizer;
+
+/* An APPLY's optimizer. On the wire: kind, a count, then the floats that kind uses,
+ * in this order: GradientDescent learning_rate; Momentum learning_rate, momentum,
+ * use_nesterov (0.0 or 1.0); Adam learning_rate, beta1, beta2, epsilon, beta1_power,
+ * beta2_power (TensorFlow's ApplyAdam inputs). All must be finite. */
+typedef struct {
+    fl_wire_optimizer kind;
+    float learning_rate;
+    float momentum;
+    bool use_nesterov;
+    float beta1, beta2, epsilon, beta1_power, beta2_power;
+} fl_wire_optimizer_args;
+
+const char *fl_wire_type_name(int type);        /* "PULL"; "type 99" is not given, "?" */
+const char *fl_wire_error_code_name(int code);  /* "UNKNOWN_VARIABLE" */
+const char *fl_wire_optimizer_name(int kind);   /* "Adam" */
+/* The reply a request expects (PULL -> VALUE); 0 for a type that is no request.
+ * Any request may also be answered by ERROR. */
+int fl_wire_reply_type(int request_type);
+
+/* ---- encoding: each put appends one whole frame, or nothing ----
+ * On failure (a bad argument, out of memory) a put returns -1, leaves the buffer's
+ * bytes as they were and says why in buf->error. */
+typedef struct {
+    unsigned char *data;
+    size_t len, cap;
+    char error[FL_WIRE_ERROR_LEN];
+} fl_wire_buf;
+
+void fl_wire_buf_free(fl_wire_buf *buf); /* back to empty; the struct can be reused */
+void fl_wire_buf_consume(fl_wire_buf *buf, size_t bytes); /* drops the first bytes */
+
+int fl_wire_put_hello(fl_wire_buf *buf, uint32_t id, const char *job, uint32_t task_index);
+int fl_wire_put_hello_ok(fl_wire_buf *buf, uint32_t id, const char *job, uint32_t task_index);
+int fl_wire_put_init_variable(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
+int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool already_initialized);
+int fl_wire_put_pull(fl_wire_buf *buf, uint32_t id, const char *name);
+int fl_wire_put_value(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
+int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
+                      const fl_wire_optimizer_args *opt, const fl_tensor *grad);
+int fl_wire_put_applied(fl_wire_buf *buf, uint32_t id, uint64_t version);
+int fl_wire_put_assign_add(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *delta);
+int fl_wire_put_goodbye(fl_wire_buf *buf, uint32_t id);
+int fl_wire_put_ok(fl_wire_buf *buf, uint32_t id);
+/* The message is cut to FL_WIRE_MAX_MESSAGE and any byte outside ' '..'~' becomes '?',
+ * so a server may quote what a peer sent without making an invalid frame. */
+int fl_wire_put_error(fl_wire_buf *buf, uint32_t id, fl_wire_error_code code, const char *message);
+
+/* ---- decoding: cut one frame off the front of the received bytes ---- */
+typedef enum { FL_WIRE_BAD = -1, FL_WIRE_NEED_MORE = 0, FL_WIRE_FRAME = 1 } fl_wire_status;
+
+typedef struct {
+    fl_wire_type type;
+    uint32_t request_id;
+    uint32_t payload_len;
+    const unsigned char *payload; /* inside the caller's bytes */
+    size_t frame_len;             /* header + payload: what to drain afterwards */
+} fl_wire_frame;
+
+/* FL_WIRE_FRAME: *frame describes the first frame_len bytes. FL_WIRE_NEED_MORE: every
+ * byte so far is valid, wait for more. FL_WIRE_BAD: err says what was wrong; the stream
+ * cannot be resynchronised, so the connection should be closed. The header is checked as
+ * soon as its bytes arrive, so garbage is refused before a whole header is in. */
+fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, char *err,
+                              size_t errlen);
+/* At end of stream: 0 when no bytes are left over, else -1 and a message such as
+ * "connection closed inside a frame header (7 of 16 bytes)". */
+int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen);
+
+/* ---- typed payloads: plain structs; tensor data points into the frame ---- */
+typedef struct {
+    fl_dtype dtype;
+    fl_shape shape;              /* rank 0..4, every dim >= 1 */
+    int64_t count;               /* elements */
+    const unsigned char *data;   /* count little-endian 4-byte words, maybe unaligned */
+    size_t bytes;                /* count * 4 */
+} fl_wire_tensor;
+
+/* Copies the elements into dst (count floats or int32s, host byte order). */
+void fl_wire_tensor_read(const fl_wire_tensor *t, void *dst);
+
+typedef struct {
+    uint8_t version;
+    char job[FL_WIRE_MAX_NAME + 1];
+    uint32_t task_index;
+} fl_wire_hello; /* HELLO and HELLO_OK */
+
+typedef struct {
+    char name[FL_WIRE_MAX_NAME + 1];
+    fl_wire_tensor tensor;
+} fl_wire_named_tensor; /* INIT_VARIABLE, VALUE, ASSIGN_ADD */
+
+typedef struct {
+    char name[FL_WIRE_MAX_NAME + 1];
+    fl_wire_optimizer_args opt;
+    fl_wire_tensor grad; /* always float32 */
+} fl_wire_apply;
+
+typedef struct {
+    fl_wire_error_code code;
+    char message[FL_WIRE_MAX_MESSAGE + 1];
+} fl_wire_error;
+
+/* Every parser checks the frame's type, then each field, then that no bytes are left.
+ * Return 0, or -1 with a message that starts with the frame type ("PULL: name is empty"). */
+int fl_wire_parse_hello(const fl_wire_frame *f, fl_wire_hello *out, char *err, size_t errlen);
+int fl_wire_parse_named_tensor(const fl_wire_frame *f, fl_wire_named_tensor *out, char *err,
+                               size_t errlen);
+int fl_wire_parse_pull(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], char *err,
+                       size_t errlen);
+int fl_wire_parse_apply(const fl_wire_frame *f, fl_wire_apply *out, char *err, size_t errlen);
+int fl_wire_parse_init_done(const fl_wire_frame *f, bool *already, char *err, size_t errlen);
+int fl_wire_parse_applied(const fl_wire_frame *f, uint64_t *version, char *err, size_t errlen);
+int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, char *err, size_t errlen);
+int fl_wire_parse_empty(const fl_wire_frame *f, char *err, size_t errlen); /* GOODBYE, OK */
+
+/* Any frame, by its type: the field of the union named after the type is filled. */
+typedef struct {
+    fl_wire_type type;
+    uint32_t request_id;
+    union {
+        fl_wire_hello hello;        /* HELLO, HELLO_OK */
+        fl_wire_named_tensor named; /* INIT_VARIABLE, VALUE, ASSIGN_ADD */
+        char name[FL_WIRE_MAX_NAME + 1]; /* PULL */
+        fl_wire_apply apply;        /* APPLY */
+        bool already_initialized;   /* INIT_DONE */
+        uint64_t version;           /* APPLIED */
+        fl_wire_error error;        /* ERROR */
+    } u;
+} fl_wire_message;
+
+int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, char *err, size_t errlen);
+
+/* ---- the order of frames on one connection ----
+ * A server checks what it receives: HELLO first, then requests, nothing after GOODBYE.
+ * A client checks what it receives: HELLO_OK (or ERROR) first, then replies only. */
+typedef enum { FL_WIRE_SERVER_SIDE, FL_WIRE_CLIENT_SIDE } fl_wire_role;
+typedef enum { FL_WIRE_AWAIT_HELLO, FL_WIRE_READY, FL_WIRE_CLOSED } fl_wire_stage;
+
+typedef struct {
+    fl_wire_role role;
+    fl_wire_stage stage;
+} fl_wire_conn;
+
+void fl_wire_conn_init(fl_wire_conn *conn, fl_wire_role role);
+/* 0 and the stage advanced, or -1 and "PULL before HELLO: a connection starts with HELLO". */
+int fl_wire_check_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t errlen);
+
+#endif

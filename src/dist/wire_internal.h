@@ -1,0 +1,60 @@
+/* wire_internal.h: what the wire protocol's three files share and nobody else needs.
+ * Big-endian integers byte by byte (so the host's byte order never reaches the wire),
+ * opening and closing a frame in a buffer, and the rule for which bytes a name may hold. */
+#ifndef FLOWLAB_DIST_WIRE_INTERNAL_H
+#define FLOWLAB_DIST_WIRE_INTERNAL_H
+
+#include "wire.h"
+
+/* Bytes a tensor's fixed fields take: dtype, rank, four dims at most, data length. */
+#define WIRE_TENSOR_HEAD_MAX (1u + 1u + 4u * FL_MAX_RANK + 4u)
+
+static inline void wire_store_u16(unsigned char *out, uint16_t v)
+{
+    out[0] = (unsigned char)(v >> 8);
+    out[1] = (unsigned char)v;
+}
+
+static inline void wire_store_u32(unsigned char *out, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = (unsigned char)(v >> (24 - 8 * i));
+}
+
+static inline uint16_t wire_load_u16(const unsigned char *in)
+{
+    return (uint16_t)((in[0] << 8) | in[1]);
+}
+
+static inline uint32_t wire_load_u32(const unsigned char *in)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v = (v << 8) | in[i];
+    return v;
+}
+
+/* '!'..'~': printable and without spaces, so a name in a log line has clear ends. */
+static inline bool wire_name_byte_ok(unsigned char c)
+{
+    return c > ' ' && c <= '~';
+}
+
+/* wire_check.c: the checks encoders and parsers share, so both refuse the same things
+ * with the same words. Each returns 0, or -1 with a message that has no frame prefix:
+ * "is empty" (the caller says whose name), "shape [3,-1] has a non-positive dimension". */
+int wire_check_name(const unsigned char *bytes, size_t len, char *err, size_t errlen);
+int wire_check_shape(int rank, const int *dims, int64_t *count, char *err, size_t errlen);
+void wire_format_dims(int rank, const int *dims, char *out, size_t len); /* "[3,-1]" */
+
+/* wire_frame.c: frames are built in place. wire_begin writes a header with a zero
+ * length and returns the frame's offset (or -1 when memory runs out); wire_append adds
+ * payload bytes; wire_end fills in the payload length, or wire_abort drops the frame. */
+long wire_begin(fl_wire_buf *buf, fl_wire_type type, uint32_t id);
+int wire_append(fl_wire_buf *buf, const void *bytes, size_t len);
+unsigned char *wire_extend(fl_wire_buf *buf, size_t len); /* room for len bytes, or NULL */
+int wire_end(fl_wire_buf *buf, long start);
+int wire_abort(fl_wire_buf *buf, long start, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

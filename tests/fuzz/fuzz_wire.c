@@ -1,0 +1,109 @@
+/* fuzz_wire.c: a libFuzzer target for the wire protocol's decoder and parsers (`make fuzz`).
+ * Arbitrary bytes are cut into frames and parsed the way a server would; ASan and UBSan
+ * catch any read out of bounds, and abort() marks a broken promise of the API:
+ * a parsed frame must encode back to the same bytes, and a prefix of a frame must wait. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/wire.h"
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+
+static void check(bool promise, const char *what)
+{
+    if (!promise) {
+        fprintf(stderr, "fuzz_wire: broken promise: %s\n", what);
+        abort();
+    }
+}
+
+/* A parsed tensor back into an fl_tensor, for the encoders; the caller frees data. */
+static fl_tensor to_tensor(const fl_wire_tensor *t)
+{
+    fl_tensor out = {t->dtype, t->shape, malloc(t->bytes ? t->bytes : 1)};
+    fl_wire_tensor_read(t, out.data);
+    return out;
+}
+
+static int encode_tensor_message(fl_wire_buf *buf, const fl_wire_message *m)
+{
+    const fl_wire_tensor *wt = m->type == FL_WIRE_APPLY ? &m->u.apply.grad : &m->u.named.tensor;
+    fl_tensor t = to_tensor(wt);
+    int rc = -1;
+    uint32_t id = m->request_id;
+    if (m->type == FL_WIRE_INIT_VARIABLE)
+        rc = fl_wire_put_init_variable(buf, id, m->u.named.name, &t);
+    else if (m->type == FL_WIRE_VALUE)
+        rc = fl_wire_put_value(buf, id, m->u.named.name, &t);
+    else if (m->type == FL_WIRE_ASSIGN_ADD)
+        rc = fl_wire_put_assign_add(buf, id, m->u.named.name, &t);
+    else if (m->type == FL_WIRE_APPLY)
+        rc = fl_wire_put_apply(buf, id, m->u.apply.name, &m->u.apply.opt, &t);
+    free(t.data);
+    return rc;
+}
+
+/* The encoder for the message's type, with the parsed fields. */
+static int encode_message(fl_wire_buf *buf, const fl_wire_message *m)
+{
+    uint32_t id = m->request_id;
+    switch (m->type) {
+    case FL_WIRE_HELLO: return fl_wire_put_hello(buf, id, m->u.hello.job, m->u.hello.task_index);
+    case FL_WIRE_HELLO_OK:
+        return fl_wire_put_hello_ok(buf, id, m->u.hello.job, m->u.hello.task_index);
+    case FL_WIRE_INIT_DONE: return fl_wire_put_init_done(buf, id, m->u.already_initialized);
+    case FL_WIRE_PULL: return fl_wire_put_pull(buf, id, m->u.name);
+    case FL_WIRE_APPLIED: return fl_wire_put_applied(buf, id, m->u.version);
+    case FL_WIRE_GOODBYE: return fl_wire_put_goodbye(buf, id);
+    case FL_WIRE_OK: return fl_wire_put_ok(buf, id);
+    case FL_WIRE_ERROR: return fl_wire_put_error(buf, id, m->u.error.code, m->u.error.message);
+    default: return encode_tensor_message(buf, m);
+    }
+}
+
+/* Whatever the parser accepted, the encoder must write back byte for byte: the
+ * format has one spelling for each message, so sender and receiver cannot disagree. */
+static void check_round_trip(const fl_wire_frame *f, const unsigned char *frame_bytes)
+{
+    fl_wire_message m;
+    char err[FL_WIRE_ERROR_LEN];
+    if (fl_wire_parse(f, &m, err, sizeof err) != 0) {
+        check(strncmp(err, fl_wire_type_name(f->type), strlen(fl_wire_type_name(f->type))) == 0,
+              "a parse error starts with the frame type");
+        return;
+    }
+    fl_wire_buf buf = {0};
+    check(encode_message(&buf, &m) == 0, "an accepted message encodes");
+    check(buf.len == f->frame_len && memcmp(buf.data, frame_bytes, buf.len) == 0,
+          "an accepted message encodes to the same bytes");
+    fl_wire_buf_free(&buf);
+}
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+    fl_wire_conn server, client;
+    fl_wire_conn_init(&server, FL_WIRE_SERVER_SIDE);
+    fl_wire_conn_init(&client, FL_WIRE_CLIENT_SIDE);
+    char err[FL_WIRE_ERROR_LEN];
+    size_t at = 0;
+    for (;;) {
+        fl_wire_frame f;
+        fl_wire_status st = fl_wire_decode(data + at, size - at, &f, err, sizeof err);
+        if (st == FL_WIRE_BAD)
+            return 0;
+        if (st == FL_WIRE_NEED_MORE) {
+            check((fl_wire_check_eof(data + at, size - at, err, sizeof err) == 0) == (at == size),
+                  "end of stream is clean exactly when no bytes are left");
+            return 0;
+        }
+        check(f.frame_len >= FL_WIRE_HEADER_BYTES && f.frame_len <= size - at, "a frame lies inside the input");
+        fl_wire_frame g;
+        check(fl_wire_decode(data + at, f.frame_len - 1, &g, err, sizeof err) == FL_WIRE_NEED_MORE,
+              "a frame less its last byte waits for more");
+        check_round_trip(&f, data + at);
+        fl_wire_check_order(&server, f.type, err, sizeof err);
+        fl_wire_check_order(&client, f.type, err, sizeof err);
+        at += f.frame_len;
+    }
+}

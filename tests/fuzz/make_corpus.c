@@ -1,0 +1,72 @@
+/* make_corpus.c: writes fuzz_wire's seed corpus, one valid frame of each type per file,
+ * plus one file holding a whole short conversation, into the folder given.
+ * Generated with the encoders rather than committed, so the seeds follow the format. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dist/wire.h"
+
+static int write_seed(const char *dir, const char *name, const fl_wire_buf *buf)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/seed-%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf->data, 1, buf->len, f) != buf->len) {
+        fprintf(stderr, "make_corpus: cannot write %s\n", path);
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    return fclose(f);
+}
+
+/* Appends one frame of every type to buf; a tensor frame per dtype. */
+static int put_all(fl_wire_buf *buf, int which)
+{
+    const float w[6] = {1, -2, 0.5f, 3, 4, -5};
+    const int32_t one[1] = {1};
+    fl_tensor weights = {FL_FLOAT32, {2, {2, 3}}, (void *)w};
+    fl_tensor step = {FL_INT32, {0, {0}}, (void *)one};
+    fl_wire_optimizer_args adam = {FL_WIRE_ADAM, 1e-3f, 0, false, 0.9f, 0.999f, 1e-8f, 0.9f, 0.999f};
+    fl_wire_optimizer_args momentum = {.kind = FL_WIRE_MOMENTUM, .learning_rate = 0.01f,
+                                       .momentum = 0.9f, .use_nesterov = true};
+    switch (which) {
+    case 0: return fl_wire_put_hello(buf, 1, "worker", 1);
+    case 1: return fl_wire_put_hello_ok(buf, 1, "ps", 0);
+    case 2: return fl_wire_put_init_variable(buf, 2, "dense/kernel", &weights);
+    case 3: return fl_wire_put_init_done(buf, 2, true);
+    case 4: return fl_wire_put_pull(buf, 3, "dense/kernel");
+    case 5: return fl_wire_put_value(buf, 3, "dense/kernel", &weights);
+    case 6: return fl_wire_put_apply(buf, 4, "dense/kernel", &adam, &weights);
+    case 7: return fl_wire_put_apply(buf, 5, "dense/bias", &momentum, &weights);
+    case 8: return fl_wire_put_applied(buf, 4, 42);
+    case 9: return fl_wire_put_assign_add(buf, 6, "global_step", &step);
+    case 10: return fl_wire_put_goodbye(buf, 7);
+    case 11: return fl_wire_put_ok(buf, 7);
+    default: return fl_wire_put_error(buf, 8, FL_WIRE_E_UNKNOWN_VARIABLE, "no variable 'x'");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_corpus DIR\n");
+        return 2;
+    }
+    fl_wire_buf all = {0};
+    for (int i = 0; i <= 12; i++) {
+        fl_wire_buf one = {0};
+        char name[16];
+        snprintf(name, sizeof name, "%02d", i);
+        if (put_all(&one, i) != 0 || put_all(&all, i) != 0) {
+            fprintf(stderr, "make_corpus: %s\n", one.error[0] ? one.error : all.error);
+            return 1;
+        }
+        if (write_seed(argv[1], name, &one) != 0)
+            return 1;
+        fl_wire_buf_free(&one);
+    }
+    int rc = write_seed(argv[1], "conversation", &all);
+    fl_wire_buf_free(&all);
+    return rc == 0 ? 0 : 1;
+}
