@@ -152,9 +152,10 @@ static void test_apply_round_trips(void)
     fl_tensor *grad = fl_tensor_from_floats(fl_shape_make(1, 3), g);
     const fl_wire_optimizer_args opts[3] = {
         {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 0.1f},
-        {.kind = FL_WIRE_MOMENTUM, .learning_rate = 0.01f, .momentum = 0.9f, .use_nesterov = true},
-        {.kind = FL_WIRE_ADAM, .learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f,
-         .epsilon = 1e-8f, .beta1_power = 0.81f, .beta2_power = 0.998001f},
+        {.kind = FL_WIRE_MOMENTUM, .learning_rate = 0.01f, .momentum = 0.9f, .use_nesterov = true,
+         .nslots = 1, .slots = {"dense/bias/Momentum"}},
+        {.kind = FL_WIRE_ADAM, .learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .epsilon = 1e-8f,
+         .nslots = 4, .slots = {"dense/bias/Adam", "dense/bias/Adam_1", "beta1_power", "beta2_power"}},
     };
     for (int i = 0; i < 3; i++) {
         fl_wire_buf buf = {0};
@@ -166,7 +167,7 @@ static void test_apply_round_trips(void)
                     strcmp(m.u.apply.name, "dense/bias") == 0 &&
                     memcmp(&m.u.apply.opt, &opts[i], sizeof opts[i]) == 0 &&
                     same_tensor(&m.u.apply.grad, grad);
-        ok(same, "APPLY with %s round trips: every hyper-parameter and the gradient",
+        ok(same, "APPLY with %s round trips: every hyper-parameter, slot name and the gradient",
            fl_wire_optimizer_name(i));
         fl_wire_buf_free(&buf);
     }
@@ -408,7 +409,8 @@ static void test_bad_tensors(void)
     }
 }
 
-/* An APPLY payload "w", kind, count, the floats, then a float32 [1] gradient. */
+/* An APPLY payload "w", kind, count, the floats, the kind's slot names ("s"), then a
+ * float32 [1] gradient. */
 static size_t apply_payload(unsigned char *out, unsigned kind, unsigned count, const float *hyper,
                             unsigned grad_dtype)
 {
@@ -422,6 +424,12 @@ static size_t apply_payload(unsigned char *out, unsigned kind, unsigned count, c
         memcpy(&bits, &hyper[i], 4);
         put_be32(out + n, bits);
     }
+    unsigned slots = kind == 2 ? 4 : kind == 1 ? 1 : 0;
+    out[n++] = (unsigned char)slots;
+    for (unsigned i = 0; i < slots; i++) {
+        out[n++] = 1;
+        out[n++] = 's';
+    }
     const unsigned char grad[] = {(unsigned char)grad_dtype, 1, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 0};
     memcpy(out + n, grad, sizeof grad);
     return n + sizeof grad;
@@ -434,6 +442,10 @@ static void test_bad_apply(void)
     const float nan_lr[1] = {NAN};
     is_string(crafted(FL_WIRE_APPLY, p, apply_payload(p, 1, 3, good, 0)), "accepted",
               "a well-formed Momentum APPLY is accepted");
+    size_t n = apply_payload(p, 1, 3, good, 0);
+    p[16] = 0; /* after "w", kind, count and three floats: the slot count */
+    is_string(crafted(FL_WIRE_APPLY, p, n), "APPLY: Momentum takes 1 slot name, the frame has 0",
+              "a Momentum APPLY without its accumulator's name");
     is_string(crafted(FL_WIRE_APPLY, p, apply_payload(p, 1, 2, good, 0)),
               "APPLY: Momentum takes 3 hyper-parameters, the frame has 2", "a wrong hyper-parameter count");
     is_string(crafted(FL_WIRE_APPLY, p, apply_payload(p, 3, 1, good, 0)),
@@ -494,6 +506,10 @@ static void test_encoder_refusals(void)
     fl_tensor *grad = fl_tensor_from_floats(fl_shape_make(1, 1), g);
     ok(fl_wire_put_apply(&buf, 4, "w", &sgd, grad) == -1 && buf.len == before,
        "an infinite learning rate is refused");
+    fl_wire_optimizer_args adam_without_slots = {.kind = FL_WIRE_ADAM, .learning_rate = 0.1f};
+    ok(fl_wire_put_apply(&buf, 4, "w", &adam_without_slots, grad) == -1 && buf.len == before,
+       "an Adam APPLY without its slot names is refused");
+    is_string(buf.error, "APPLY: Adam takes 4 slot names, not 0", "saying how many it takes");
     ok(fl_wire_put_hello(&buf, 5, "worker", 65536) == -1 && buf.len == before,
        "a task index over 65535 is refused");
     fl_wire_buf_free(&buf);
@@ -576,7 +592,7 @@ static void test_garbage(void)
     fl_wire_buf buf = {0};
     const float g[2] = {1, 2};
     fl_tensor *grad = fl_tensor_from_floats(fl_shape_make(1, 2), g);
-    fl_wire_optimizer_args adam = {FL_WIRE_ADAM, 0.001f, 0, false, 0.9f, 0.999f, 1e-8f, 0.9f, 0.999f};
+    fl_wire_optimizer_args adam = {.kind = FL_WIRE_ADAM, .learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .epsilon = 1e-8f, .nslots = 4, .slots = {"dense/kernel/Adam", "dense/kernel/Adam_1", "beta1_power", "beta2_power"}};
     fl_wire_put_apply(&buf, 1, "dense/kernel", &adam, grad);
     for (int i = 0; i < tries; i++) {
         memcpy(bytes, buf.data, buf.len);

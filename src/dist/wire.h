@@ -55,15 +55,22 @@ typedef enum { FL_WIRE_GRADIENT_DESCENT = 0, FL_WIRE_MOMENTUM = 1, FL_WIRE_ADAM 
 
 /* An APPLY's optimizer. On the wire: kind, a count, then the floats that kind uses,
  * in this order: GradientDescent learning_rate; Momentum learning_rate, momentum,
- * use_nesterov (0.0 or 1.0); Adam learning_rate, beta1, beta2, epsilon, beta1_power,
- * beta2_power (TensorFlow's ApplyAdam inputs). All must be finite. */
+ * use_nesterov (0.0 or 1.0); Adam learning_rate, beta1, beta2, epsilon. All must be
+ * finite. Then the names of the other variables the update reads and writes, all on
+ * the same ps: none for GradientDescent; Momentum's accumulator; Adam's m, v,
+ * beta1_power and beta2_power (TensorFlow's ApplyAdam inputs, in that order). */
+#define FL_WIRE_MAX_SLOTS 4
 typedef struct {
     fl_wire_optimizer kind;
     float learning_rate;
     float momentum;
     bool use_nesterov;
-    float beta1, beta2, epsilon, beta1_power, beta2_power;
+    float beta1, beta2, epsilon;
+    int nslots; /* 0, 1 or 4, by kind */
+    char slots[FL_WIRE_MAX_SLOTS][FL_WIRE_MAX_NAME + 1];
 } fl_wire_optimizer_args;
+/* How many slot names each kind takes: 0, 1, 4. */
+int fl_wire_optimizer_slots(fl_wire_optimizer kind);
 
 const char *fl_wire_type_name(int type);        /* "PULL"; "type 99" is not given, "?" */
 const char *fl_wire_error_code_name(int code);  /* "UNKNOWN_VARIABLE" */

@@ -159,7 +159,7 @@ int fl_wire_put_pull(fl_wire_buf *buf, uint32_t id, const char *name)
 }
 
 /* The kind's hyper-parameters in wire order; returns how many. */
-static int hyper_list(const fl_wire_optimizer_args *opt, float out[6])
+static int hyper_list(const fl_wire_optimizer_args *opt, float out[4])
 {
     out[0] = opt->learning_rate;
     if (opt->kind == FL_WIRE_GRADIENT_DESCENT)
@@ -169,10 +169,24 @@ static int hyper_list(const fl_wire_optimizer_args *opt, float out[6])
         out[2] = opt->use_nesterov ? 1.0f : 0.0f;
         return 3;
     }
-    const float adam[5] = {opt->beta1, opt->beta2, opt->epsilon, opt->beta1_power,
-                           opt->beta2_power};
+    const float adam[3] = {opt->beta1, opt->beta2, opt->epsilon};
     memcpy(out + 1, adam, sizeof adam);
-    return 6;
+    return 4;
+}
+
+int fl_wire_optimizer_slots(fl_wire_optimizer kind)
+{
+    return kind == FL_WIRE_ADAM ? 4 : kind == FL_WIRE_MOMENTUM ? 1 : 0;
+}
+
+static int put_slots(fl_wire_buf *buf, long start, const fl_wire_optimizer_args *opt)
+{
+    if (put_u8(buf, (unsigned)opt->nslots) != 0)
+        return refuse(buf, start, FL_WIRE_APPLY, "out of memory");
+    for (int i = 0; i < opt->nslots; i++)
+        if (put_name(buf, start, FL_WIRE_APPLY, "slot name", opt->slots[i]) != 0)
+            return -1;
+    return 0;
 }
 
 int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
@@ -185,7 +199,11 @@ int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
         return refuse(buf, start, FL_WIRE_APPLY, "unknown optimizer kind");
     if (grad && grad->dtype != FL_FLOAT32)
         return refuse(buf, start, FL_WIRE_APPLY, "the gradient must be float32");
-    float hyper[6];
+    if (opt->nslots != fl_wire_optimizer_slots(opt->kind))
+        return wire_abort(buf, start, "APPLY: %s takes %d slot name%s, not %d",
+                          fl_wire_optimizer_name(opt->kind), fl_wire_optimizer_slots(opt->kind),
+                          fl_wire_optimizer_slots(opt->kind) == 1 ? "" : "s", opt->nslots);
+    float hyper[4];
     int n = hyper_list(opt, hyper);
     for (int i = 0; i < n; i++)
         if (!isfinite(hyper[i]))
@@ -198,7 +216,7 @@ int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
     for (int i = 0; i < n; i++)
         if (put_float(buf, hyper[i]) != 0)
             return refuse(buf, start, FL_WIRE_APPLY, "out of memory");
-    if (put_tensor(buf, start, FL_WIRE_APPLY, grad) != 0)
+    if (put_slots(buf, start, opt) != 0 || put_tensor(buf, start, FL_WIRE_APPLY, grad) != 0)
         return -1;
     return wire_end(buf, start);
 }

@@ -196,7 +196,7 @@ int fl_wire_parse_pull(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], 
     return finish(&c);
 }
 
-static const int HYPER_COUNT[3] = {1, 3, 6}; /* GradientDescent, Momentum, Adam */
+static const int HYPER_COUNT[3] = {1, 3, 4}; /* GradientDescent, Momentum, Adam */
 
 /* Into the named fields; hyper[] is in wire order (see fl_wire_optimizer_args). */
 static int set_hyper(cursor *c, fl_wire_optimizer_args *opt, const float *hyper)
@@ -214,16 +214,30 @@ static int set_hyper(cursor *c, fl_wire_optimizer_args *opt, const float *hyper)
         opt->beta1 = hyper[1];
         opt->beta2 = hyper[2];
         opt->epsilon = hyper[3];
-        opt->beta1_power = hyper[4];
-        opt->beta2_power = hyper[5];
     }
+    return 0;
+}
+
+static int get_slots(cursor *c, fl_wire_optimizer_args *opt)
+{
+    unsigned count;
+    if (get_u8(c, "slot count", &count) != 0)
+        return -1;
+    int want = fl_wire_optimizer_slots(opt->kind);
+    if ((int)count != want)
+        return fail(c, "%s takes %d slot name%s, the frame has %u", fl_wire_optimizer_name(opt->kind), want,
+                    want == 1 ? "" : "s", count);
+    opt->nslots = (int)count;
+    for (int i = 0; i < opt->nslots; i++)
+        if (get_name(c, "slot name", opt->slots[i]) != 0)
+            return -1;
     return 0;
 }
 
 static int get_optimizer(cursor *c, fl_wire_optimizer_args *opt)
 {
     unsigned kind, count;
-    float hyper[6];
+    float hyper[4];
     memset(opt, 0, sizeof *opt);
     if (get_u8(c, "optimizer", &kind) != 0)
         return -1;
@@ -244,7 +258,7 @@ static int get_optimizer(cursor *c, fl_wire_optimizer_args *opt)
             return fail(c, "%s hyper-parameter %u is not finite", fl_wire_optimizer_name((int)kind),
                         i);
     }
-    return set_hyper(c, opt, hyper);
+    return set_hyper(c, opt, hyper) != 0 ? -1 : get_slots(c, opt);
 }
 
 int fl_wire_parse_apply(const fl_wire_frame *f, fl_wire_apply *out, char *err, size_t errlen)

@@ -27,9 +27,9 @@ static int put_all(fl_wire_buf *buf, int which)
     const int32_t one[1] = {1};
     fl_tensor weights = {FL_FLOAT32, {2, {2, 3}}, (void *)w};
     fl_tensor step = {FL_INT32, {0, {0}}, (void *)one};
-    fl_wire_optimizer_args adam = {FL_WIRE_ADAM, 1e-3f, 0, false, 0.9f, 0.999f, 1e-8f, 0.9f, 0.999f};
-    fl_wire_optimizer_args momentum = {.kind = FL_WIRE_MOMENTUM, .learning_rate = 0.01f,
-                                       .momentum = 0.9f, .use_nesterov = true};
+    fl_wire_optimizer_args adam = {.kind = FL_WIRE_ADAM, .learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .epsilon = 1e-8f, .nslots = 4, .slots = {"dense/kernel/Adam", "dense/kernel/Adam_1", "beta1_power", "beta2_power"}};
+    fl_wire_optimizer_args momentum = {.kind = FL_WIRE_MOMENTUM, .learning_rate = 0.01f, .momentum = 0.9f,
+                                       .use_nesterov = true, .nslots = 1, .slots = {"dense/bias/Momentum"}};
     switch (which) {
     case 0: return fl_wire_put_hello(buf, 1, "worker", 1);
     case 1: return fl_wire_put_hello_ok(buf, 1, "ps", 0);
