@@ -102,6 +102,7 @@ static void free_server(fl_server *s)
         event_base_free(s->base);
     fl_ps_store_free(s->store);
     fl_wire_buf_free(&s->out);
+    free(s->scratch);
     free(s->worker_done);
     free(s->chief_done);
     pthread_mutex_destroy(&s->lock);
@@ -112,6 +113,7 @@ static void free_server(fl_server *s)
 static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
 {
     fl_server *s = fl_xcalloc(1, sizeof *s);
+    s->cluster = c;
     snprintf(s->job, sizeof s->job, "%s", fl_cluster_job_name(c));
     s->task = fl_cluster_task_index(c);
     snprintf(s->name, sizeof s->name, "/job:%s/task:%d", s->job, s->task);

@@ -27,7 +27,11 @@ struct fl_server {
     pthread_t thread;
     bool thread_started;
     fl_ps_store *store;   /* touched by the loop thread only */
+    const fl_cluster *cluster;
     fl_wire_buf out;      /* the reply being built (loop thread only) */
+    void *scratch;        /* a received tensor in host order (loop thread only) */
+    size_t scratch_cap;
+    uint64_t applies;     /* updates applied so far: APPLIED's version */
     struct fl_server_conn *conns; /* open connections (loop thread; stop frees them) */
     /* Who has said goodbye, by job: the ps exits once every worker has. */
     int num_workers, num_chiefs;

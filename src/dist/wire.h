@@ -124,6 +124,9 @@ typedef struct {
  * soon as its bytes arrive, so garbage is refused before a whole header is in. */
 fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, char *err,
                               size_t errlen);
+/* The whole frame's length (header and payload) from a header fl_wire_decode has
+ * already accepted: how many bytes to wait for before decoding the frame. */
+size_t fl_wire_frame_length(const void *header);
 /* At end of stream: 0 when no bytes are left over, else -1 and a message such as
  * "connection closed inside a frame header (7 of 16 bytes)". */
 int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen);

@@ -228,6 +228,11 @@ fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *fram
     return FL_WIRE_FRAME;
 }
 
+size_t fl_wire_frame_length(const void *header)
+{
+    return FL_WIRE_HEADER_BYTES + (size_t)wire_load_u32((const unsigned char *)header + 12);
+}
+
 int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen)
 {
     if (len == 0)

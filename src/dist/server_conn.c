@@ -1,0 +1,330 @@
+/* server_conn.c: one client connection to a task's server. Bytes arrive in
+ * the connection's input buffer; whole frames are cut off its front (the
+ * read watermark makes libevent call back only once a frame is complete),
+ * checked, served from the ps store and answered. Anything wrong with what a
+ * client sent closes that connection alone, after an ERROR frame and a log
+ * line naming the peer and the reason; the server serves everyone else. */
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+
+#include "server_internal.h"
+
+typedef struct fl_server_conn {
+    fl_server *server;
+    struct bufferevent *bev;
+    fl_wire_conn order;
+    char peer[80]; /* "127.0.0.1:40312" */
+    char who[64];  /* "/job:worker/task:1" once it said HELLO */
+    char job[FL_WIRE_MAX_NAME + 1];
+    int task;
+    bool said_goodbye;
+    struct fl_server_conn *next;
+} fl_server_conn;
+
+static void log_line(const fl_server_conn *c, const char *what, const char *detail)
+{
+    fl_server *s = c->server;
+    fprintf(s->log, "%s: %s %s%s%s: %s\n", s->log_prefix, what, c->peer, c->who[0] ? " " : "", c->who, detail);
+    fflush(s->log);
+}
+
+static void unlink_conn(fl_server_conn *c)
+{
+    for (fl_server_conn **p = &c->server->conns; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            return;
+        }
+    }
+}
+
+static void free_conn(fl_server_conn *c)
+{
+    unlink_conn(c);
+    bufferevent_free(c->bev);
+    free(c);
+}
+
+void fl_server_close_all(fl_server *s)
+{
+    while (s->conns)
+        free_conn(s->conns);
+}
+
+/* Sends what s->out holds to this connection and empties it. */
+static void send_out(fl_server_conn *c)
+{
+    fl_server *s = c->server;
+    bufferevent_write(c->bev, s->out.data, s->out.len);
+    fl_server_count(s, &s->stats.bytes_out, s->out.len);
+    fl_wire_buf_consume(&s->out, s->out.len);
+}
+
+static void close_when_sent(struct bufferevent *bev, void *conn)
+{
+    (void)bev;
+    free_conn(conn);
+}
+
+/* Bad input: an ERROR frame if the stream allows one, a log line, then the
+ * connection closes once the error is sent. */
+static void refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why)
+{
+    fl_server *s = c->server;
+    log_line(c, "closing", why);
+    fl_server_count(s, &s->stats.bad_frames, 1);
+    fl_wire_put_error(&s->out, id, code, why);
+    send_out(c);
+    bufferevent_disable(c->bev, EV_READ);
+    bufferevent_setcb(c->bev, NULL, close_when_sent, NULL, c);
+}
+
+/* A request that cannot be served now, though nothing was wrong with it
+ * (a variable not initialised yet): an ERROR reply, and the connection stays. */
+static void answer_error(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why)
+{
+    fl_wire_put_error(&c->server->out, id, code, why);
+    send_out(c);
+}
+
+static fl_tensor tensor_from_wire(const fl_wire_tensor *w, void *data)
+{
+    fl_wire_tensor_read(w, data);
+    return (fl_tensor){w->dtype, w->shape, data};
+}
+
+static void update_store_stats(fl_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->stats.variables = fl_ps_store_count(s->store);
+    s->stats.variable_bytes = fl_ps_store_bytes(s->store);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* A received tensor, copied into the server's scratch in host order. */
+static fl_tensor received(fl_server *s, const fl_wire_tensor *w)
+{
+    if (w->bytes > s->scratch_cap) {
+        s->scratch = fl_xrealloc(s->scratch, w->bytes);
+        s->scratch_cap = w->bytes;
+    }
+    return tensor_from_wire(w, s->scratch);
+}
+
+static void serve_hello(fl_server_conn *c, uint32_t id, const fl_wire_hello *h)
+{
+    fl_server *s = c->server;
+    char why[FL_WIRE_ERROR_LEN];
+    if (h->version != FL_WIRE_VERSION) {
+        snprintf(why, sizeof why, "HELLO: protocol version %u; this server speaks %u", h->version, FL_WIRE_VERSION);
+        return refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
+    }
+    if ((int)h->task_index >= fl_cluster_num_tasks(s->cluster, h->job)) {
+        snprintf(why, sizeof why, "HELLO from /job:%s/task:%u, which is not in this cluster spec", h->job,
+                 h->task_index);
+        return refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
+    }
+    snprintf(c->job, sizeof c->job, "%s", h->job);
+    c->task = (int)h->task_index;
+    snprintf(c->who, sizeof c->who, "(/job:%s/task:%d)", c->job, c->task);
+    bufferevent_set_timeouts(c->bev, NULL, NULL); /* a worker may compute for long between requests */
+    fl_wire_put_hello_ok(&s->out, id, s->job, (uint32_t)s->task);
+    send_out(c);
+}
+
+static void serve_init(fl_server_conn *c, uint32_t id, const fl_wire_named_tensor *m)
+{
+    fl_server *s = c->server;
+    fl_tensor value = received(s, &m->tensor);
+    char why[FL_WIRE_ERROR_LEN];
+    int rc = fl_ps_store_init(s->store, m->name, &value, why, sizeof why);
+    if (rc < 0)
+        return refuse(c, id, FL_WIRE_E_MISMATCH, why);
+    update_store_stats(s);
+    fl_wire_put_init_done(&s->out, id, rc == 0);
+    send_out(c);
+}
+
+static bool answer_if_missing(fl_server_conn *c, uint32_t id, const char *name)
+{
+    if (fl_ps_store_get(c->server->store, name))
+        return false;
+    char why[FL_WIRE_ERROR_LEN];
+    snprintf(why, sizeof why, "variable %s has no value on %s yet (the chief initialises variables)", name,
+             c->server->name);
+    answer_error(c, id, FL_WIRE_E_NOT_INITIALIZED, why);
+    return true;
+}
+
+static void serve_pull(fl_server_conn *c, uint32_t id, const char *name)
+{
+    if (answer_if_missing(c, id, name))
+        return;
+    fl_wire_put_value(&c->server->out, id, name, fl_ps_store_get(c->server->store, name));
+    send_out(c);
+}
+
+static fl_op_kind apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs)
+{
+    *attrs = (fl_attrs){.learning_rate = o->learning_rate, .momentum = o->momentum,
+                        .use_nesterov = o->use_nesterov, .beta1 = o->beta1, .beta2 = o->beta2,
+                        .epsilon = o->epsilon};
+    if (kind == FL_WIRE_ADAM)
+        return FL_OP_APPLY_ADAM;
+    return kind == FL_WIRE_MOMENTUM ? FL_OP_APPLY_MOMENTUM : FL_OP_APPLY_GRADIENT_DESCENT;
+}
+
+static void serve_apply(fl_server_conn *c, uint32_t id, const fl_wire_apply *a)
+{
+    fl_server *s = c->server;
+    const char *vars[1 + FL_WIRE_MAX_SLOTS] = {a->name};
+    for (int i = 0; i < a->opt.nslots; i++)
+        vars[1 + i] = a->opt.slots[i];
+    for (int i = 0; i <= a->opt.nslots; i++)
+        if (answer_if_missing(c, id, vars[i]))
+            return;
+    fl_attrs attrs;
+    fl_op_kind op = apply_op(a->opt.kind, &a->opt, &attrs);
+    fl_tensor grad = received(s, &a->grad);
+    char why[FL_WIRE_ERROR_LEN];
+    if (fl_ps_store_run(s->store, op, &attrs, vars, 1 + a->opt.nslots, &grad, why, sizeof why) != 0)
+        return refuse(c, id, FL_WIRE_E_MISMATCH, why);
+    fl_wire_put_applied(&s->out, id, ++s->applies);
+    send_out(c);
+}
+
+static void serve_assign_add(fl_server_conn *c, uint32_t id, const fl_wire_named_tensor *m)
+{
+    fl_server *s = c->server;
+    if (answer_if_missing(c, id, m->name))
+        return;
+    fl_tensor delta = received(s, &m->tensor);
+    const char *vars[1] = {m->name};
+    fl_attrs none = {0};
+    char why[FL_WIRE_ERROR_LEN];
+    if (fl_ps_store_run(s->store, FL_OP_ASSIGN_ADD, &none, vars, 1, &delta, why, sizeof why) != 0)
+        return refuse(c, id, FL_WIRE_E_MISMATCH, why);
+    fl_wire_put_value(&s->out, id, m->name, fl_ps_store_get(s->store, m->name));
+    send_out(c);
+}
+
+static void serve_goodbye(fl_server_conn *c, uint32_t id)
+{
+    fl_server *s = c->server;
+    c->said_goodbye = true;
+    fl_wire_put_ok(&s->out, id);
+    send_out(c);
+    if (fl_server_note_goodbye(s, c->job, c->task)) {
+        fprintf(s->log, "%s: every worker has finished\n", s->log_prefix);
+        fflush(s->log);
+    }
+}
+
+/* One whole frame: checked for its place in the conversation, parsed, served. */
+static void serve_frame(fl_server_conn *c, const fl_wire_frame *f)
+{
+    char why[FL_WIRE_ERROR_LEN];
+    fl_wire_message *m = fl_xmalloc(sizeof *m); /* large (names, slots): not on the stack */
+    if (fl_wire_check_order(&c->order, f->type, why, sizeof why) != 0) {
+        refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, why);
+    } else if (fl_wire_parse(f, m, why, sizeof why) != 0) {
+        refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, why);
+    } else {
+        fl_server_count(c->server, &c->server->stats.frames, 1);
+        switch (m->type) {
+        case FL_WIRE_HELLO: serve_hello(c, f->request_id, &m->u.hello); break;
+        case FL_WIRE_INIT_VARIABLE: serve_init(c, f->request_id, &m->u.named); break;
+        case FL_WIRE_PULL: serve_pull(c, f->request_id, m->u.name); break;
+        case FL_WIRE_APPLY: serve_apply(c, f->request_id, &m->u.apply); break;
+        case FL_WIRE_ASSIGN_ADD: serve_assign_add(c, f->request_id, &m->u.named); break;
+        case FL_WIRE_GOODBYE: serve_goodbye(c, f->request_id); break;
+        default: refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, "a reply sent to a server"); break;
+        }
+    }
+    free(m);
+}
+
+/* libevent calls this when at least the read watermark's bytes are in. */
+static void on_read(struct bufferevent *bev, void *conn)
+{
+    fl_server_conn *c = conn;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    for (;;) {
+        size_t len = evbuffer_get_length(in);
+        size_t look = len < FL_WIRE_HEADER_BYTES ? len : FL_WIRE_HEADER_BYTES;
+        fl_wire_frame f;
+        char why[FL_WIRE_ERROR_LEN];
+        if (look == 0)
+            return;
+        fl_wire_status st = fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)look), look, &f, why, sizeof why);
+        if (st == FL_WIRE_BAD)
+            return refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
+        size_t need = look < FL_WIRE_HEADER_BYTES
+                          ? FL_WIRE_HEADER_BYTES
+                          : fl_wire_frame_length(evbuffer_pullup(in, FL_WIRE_HEADER_BYTES));
+        if (len < need) { /* wake me when the whole frame is here */
+            bufferevent_setwatermark(bev, EV_READ, need, 0);
+            return;
+        }
+        bufferevent_setwatermark(bev, EV_READ, 0, 0);
+        fl_server_count(c->server, &c->server->stats.bytes_in, need);
+        if (fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)need), need, &f, why, sizeof why) != FL_WIRE_FRAME)
+            return refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
+        serve_frame(c, &f);
+        if (!(bufferevent_get_enabled(bev) & EV_READ))
+            return; /* refused: the connection closes once the error is out */
+        evbuffer_drain(in, need);
+    }
+}
+
+static void on_event(struct bufferevent *bev, short events, void *conn)
+{
+    fl_server_conn *c = conn;
+    char why[FL_WIRE_ERROR_LEN];
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t left = evbuffer_get_length(in);
+    if (events & BEV_EVENT_TIMEOUT)
+        log_line(c, "dropping", "said nothing before the hello timeout");
+    else if (left && fl_wire_check_eof(evbuffer_pullup(in, -1), left, why, sizeof why) != 0)
+        log_line(c, "lost", why);
+    else if (c->who[0] && !c->said_goodbye && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+        log_line(c, "lost", "disconnected without saying goodbye");
+    if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+        free_conn(c);
+}
+
+static void describe_peer(const struct sockaddr *address, int length, char *out, size_t len)
+{
+    char host[64] = "?", port[16] = "?";
+    getnameinfo(address, (socklen_t)length, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(out, len, "%s:%s", host, port);
+}
+
+void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *address,
+                      int length, void *server)
+{
+    (void)listener;
+    fl_server *s = server;
+    fl_server_conn *c = fl_xcalloc(1, sizeof *c);
+    c->server = s;
+    c->task = -1;
+    fl_wire_conn_init(&c->order, FL_WIRE_SERVER_SIDE);
+    describe_peer(address, length, c->peer, sizeof c->peer);
+    int one = 1; /* replies are small and awaited: no Nagle delay */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+    struct timeval hello = {(time_t)s->hello_timeout_s,
+                            (suseconds_t)((s->hello_timeout_s - (time_t)s->hello_timeout_s) * 1e6)};
+    bufferevent_set_timeouts(c->bev, &hello, NULL);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    c->next = s->conns;
+    s->conns = c;
+    fl_server_count(s, &s->stats.connections, 1);
+}
