@@ -182,7 +182,7 @@ $(EX02_OUT)/solutions/check_%: $(EX02_DIR)/check_%.c $(EX02_REFS) $(EX02_DIR)/ex
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(EX02_DIR) $(EX02_DIR)/check_$*.c $(EX02_REFS) -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
-# tests/test_trace_timeline runs the tool that draws chapter 4's timeline.
+# tests/test_trace_timeline runs the tool that draws chapter 2's timeline.
 $(BUILD)/tests/test_trace_timeline: $(BUILD)/labs/tools/trace_timeline
 $(BUILD)/labs/tools/trace_timeline: labs/tools/trace_events.h
 # tests/test_lab02 runs the lab and the checks, so they are built first.
