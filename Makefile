@@ -126,26 +126,20 @@ EX01_NAMES  := dense_layer momentum accuracy
 EX01_OUT    := $(BUILD)/exercises/01-single-device
 EX01_CHECKS := $(patsubst %,$(EX01_OUT)/check_%,$(EX01_NAMES))
 EX01_SOLVED := $(patsubst %,$(EX01_OUT)/solutions/check_%,$(EX01_NAMES))
+# What every exercise check includes (fail, pass, run).
+EXERCISE_CHECK_H := labs/common/check.h
 BOOK_CHECK  := $(BUILD)/labs/tools/book_check
 BOOK_MD      = $(wildcard book/*.md)
 
 .PHONY: exercises exercises-solutions book-check book-sync figures
 
-$(EX01_OUT)/check_%: $(EX01_DIR)/check_%.c $(EX01_DIR)/%.c $(EX01_DIR)/exercises.h $(EX01_DIR)/check.h $(LIB)
+$(EX01_OUT)/check_%: $(EX01_DIR)/check_%.c $(EX01_DIR)/%.c $(EX01_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(EX01_DIR) $(EX01_DIR)/check_$*.c $(EX01_DIR)/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
-$(EX01_OUT)/solutions/check_%: $(EX01_DIR)/check_%.c $(EX01_DIR)/solutions/%.c $(EX01_DIR)/exercises.h $(EX01_DIR)/check.h $(LIB)
+$(EX01_OUT)/solutions/check_%: $(EX01_DIR)/check_%.c $(EX01_DIR)/solutions/%.c $(EX01_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(EX01_DIR) $(EX01_DIR)/check_$*.c $(EX01_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
-
-# Your exercises: failing checks are expected until you solve them.
-exercises: $(EX01_CHECKS)
-	@pass=0; for t in $(EX01_CHECKS); do ./$$t && pass=$$((pass + 1)); done; \
-	 echo "$$pass of $(words $(EX01_CHECKS)) exercises pass"
-
-exercises-solutions: $(EX01_SOLVED)
-	@fail=0; for t in $(EX01_SOLVED); do ./$$t || fail=1; done; exit $$fail
 
 # tests/test_lab01 runs the lab and the checks, so they are built first.
 $(BUILD)/tests/test_lab01: $(LAB01) $(EX01_CHECKS) $(EX01_SOLVED)
@@ -182,24 +176,15 @@ EX02_REFS   := $(patsubst %,$(EX02_DIR)/solutions/%.c,$(EX02_NAMES))
 # The labs include labs/common/*.h: rebuild them when a shared header changes.
 $(LAB01) $(LAB02): $(LAB_COMMON)
 
-$(EX02_OUT)/check_%: $(EX02_DIR)/check_%.c $(EX02_MINE) $(EX02_DIR)/exercises.h $(EX02_DIR)/check.h $(LIB)
+$(EX02_OUT)/check_%: $(EX02_DIR)/check_%.c $(EX02_MINE) $(EX02_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(EX02_DIR) $(EX02_DIR)/check_$*.c $(EX02_MINE) -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
-$(EX02_OUT)/solutions/check_%: $(EX02_DIR)/check_%.c $(EX02_REFS) $(EX02_DIR)/exercises.h $(EX02_DIR)/check.h $(LIB)
+$(EX02_OUT)/solutions/check_%: $(EX02_DIR)/check_%.c $(EX02_REFS) $(EX02_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(EX02_DIR) $(EX02_DIR)/check_$*.c $(EX02_REFS) -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
-exercises: exercises-02
-exercises-02: $(EX02_CHECKS)
-	@pass=0; for t in $(EX02_CHECKS); do ./$$t && pass=$$((pass + 1)); done; \
-	 echo "$$pass of $(words $(EX02_CHECKS)) chapter 2 exercises pass"
-
-exercises-solutions: exercises-02-solutions
-exercises-02-solutions: $(EX02_SOLVED)
-	@fail=0; for t in $(EX02_SOLVED); do ./$$t || fail=1; done; exit $$fail
-
-# tests/test_trace_timeline runs the tool that draws chapter 4's timeline.
+# tests/test_trace_timeline runs the tool that draws chapter 2's timeline.
 $(BUILD)/tests/test_trace_timeline: $(BUILD)/labs/tools/trace_timeline
 $(BUILD)/labs/tools/trace_timeline: labs/tools/trace_events.h
 # tests/test_lab02 runs the lab and the checks, so they are built first.
@@ -218,7 +203,7 @@ figures-02: $(LAB02) $(BUILD)/labs/tools/trace_timeline
 	    --train_steps 5 --batch_size 256 --trace $(BUILD)/ch2-towers-trace.json
 	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch2-towers-trace.json book/figures/ch2-timeline.svg
 
-.PHONY: exercises-02 exercises-02-solutions figures-02
+.PHONY: figures-02
 # ==== end of chapter 2 ====
 
 # ==== chapter 3 (src/dist/): the wire protocol's fuzz target ====
@@ -251,3 +236,24 @@ fuzz: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/make_corpus
 
 .PHONY: fuzz
 # ==== end of chapter 3 ====
+
+# ==== make exercises: every chapter's checks against your files, in chapter order ====
+# Failing checks are expected until you solve them; each FAIL line names the
+# file to edit, and the exit status is non-zero while any exercise fails.
+# $(call run_exercise_checks,CHAPTER,CHECKS) runs one chapter's checks, prints
+# how many pass and records a failure in the shell variable `failed`.
+run_exercise_checks = pass=0; for t in $(2); do if ./$$t; then pass=$$((pass + 1)); else failed=1; fi; done; \
+	echo "chapter $(1): $$pass of $(words $(2)) exercises pass";
+
+exercises: $(EX01_CHECKS) $(EX02_CHECKS)
+	@failed=0; \
+	 $(call run_exercise_checks,1,$(EX01_CHECKS)) \
+	 $(call run_exercise_checks,2,$(EX02_CHECKS)) \
+	 exit $$failed
+
+# The same checks against the reference solutions: fails unless all pass.
+exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED)
+	@failed=0; \
+	 $(call run_exercise_checks,1,$(EX01_SOLVED)) \
+	 $(call run_exercise_checks,2,$(EX02_SOLVED)) \
+	 exit $$failed

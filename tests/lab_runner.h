@@ -91,6 +91,26 @@ static run_result run_env(const char *env, const char *args)
 
 static inline run_result run_lab(const char *args) { return run_env("", args); }
 
+/* Under SANITIZE=1 a lab reports what it did not free when it exits; in
+ * the plain build there is no report and this holds trivially. */
+static inline bool reports_no_leak(const run_result *r)
+{
+    return r->out && !strstr(r->out, "LeakSanitizer") && !strstr(r->out, "leaked in");
+}
+
+/* Writes text into DIR/checkpoint (DIR is made): an index the saver cannot read. */
+static inline void write_damaged_index(const char *dir, const char *text)
+{
+    char index[600];
+    snprintf(index, sizeof index, "%s/checkpoint", dir);
+    mkdir(dir, 0700);
+    FILE *f = fopen(index, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
 /* Finds the build from argv[0] (build/tests/test_labNN -> build, or
  * build-sanitize under SANITIZE=1), names the lab program (`lab_path`
  * under it) and makes the scratch directory; skips everything when the
@@ -120,7 +140,8 @@ static void lab_runner_finish(void)
 
 /* Each exercise {file name, check name} of a chapter: the reference
  * solution's check prints "PASS name"; the student's copy, solved or not,
- * prints one clear line (PASS, or "not implemented yet"). */
+ * prints one clear line (PASS, or "not implemented yet" ending with the
+ * file to edit). */
 static inline void test_exercise_checks(const char *chapter, const char *const names[][2], size_t count)
 {
     for (size_t i = 0; i < count; i++) {
@@ -140,6 +161,11 @@ static inline void test_exercise_checks(const char *chapter, const char *const n
         ok(out && ((status == 0 && strncmp(out, "PASS ", 5) == 0) ||
                    (status == 1 && strncmp(out, want, strlen(want)) == 0)),
            "the exercise file's check says PASS or 'not implemented yet' for %s", names[i][1]);
+        char file[200], line_end[220];
+        snprintf(file, sizeof file, "labs/%s/exercises/%s.c", chapter, names[i][0]);
+        snprintf(line_end, sizeof line_end, " (edit %s)\n", file);
+        ok(out && (strncmp(out, "PASS ", 5) == 0 || (status == 1 && strstr(out, line_end))),
+           "a failing check of %s ends with the file to edit, %s", names[i][1], file);
         free(out);
     }
 }

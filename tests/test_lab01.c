@@ -198,6 +198,91 @@ static void test_checkpoint_resume(const run_result *full)
     free(r.out);
 }
 
+static void test_checkpoint_dir_errors(void)
+{
+    char file[300], args[1024], dir[400];
+    snprintf(file, sizeof file, "%s/a_file", tmp_dir);
+    FILE *f = fopen(file, "w");
+    if (f)
+        fclose(f);
+    snprintf(dir, sizeof dir, "%s/ckpt", file);
+    snprintf(args, sizeof args, QUICK " --train_steps 2 --checkpoint_dir %s", dir);
+    run_result r = run_lab(args);
+    ok(r.status == 2 && r.nsteps == 0 && r.out && strstr(r.out, "--checkpoint_dir") &&
+           strstr(r.out, dir),
+       "a --checkpoint_dir under a regular file exits 2 before training, naming the flag and path");
+    if (r.out)
+        diag("%s", strtok(r.out, "\n"));
+    free(r.out);
+
+    snprintf(dir, sizeof dir, "%s/new/nested/ckpt", tmp_dir);
+    snprintf(args, sizeof args, QUICK " --train_steps 1 --checkpoint_dir %s", dir);
+    r = run_lab(args);
+    ok(r.status == 0 && has_checkpoint(dir), "a --checkpoint_dir with missing parents is created");
+    free(r.out);
+
+    /* A damaged DIR/checkpoint: the restore fails after the model is built. */
+    snprintf(dir, sizeof dir, "%s/damaged", tmp_dir);
+    write_damaged_index(dir, "not a checkpoint index\n");
+    snprintf(args, sizeof args, QUICK " --train_steps 2 --checkpoint_dir %s", dir);
+    r = run_lab(args);
+    ok(r.status == 1 && r.nsteps == 0 && r.out && strstr(r.out, "--checkpoint_dir"),
+       "a damaged checkpoint index exits 1 naming --checkpoint_dir");
+    ok(reports_no_leak(&r), "the lab frees everything when the restore fails");
+    free(r.out);
+
+    /* A directory where the checkpoint file must go: the save fails. */
+    char blocker[500];
+    snprintf(dir, sizeof dir, "%s/blocked", tmp_dir);
+    snprintf(blocker, sizeof blocker, "%s/model.ckpt-2", dir);
+    mkdir(dir, 0700);
+    mkdir(blocker, 0700);
+    snprintf(args, sizeof args, QUICK " --train_steps 2 --checkpoint_dir %s", dir);
+    r = run_lab(args);
+    ok(r.status == 1 && r.out && strstr(r.out, "saving"), "a save that fails exits 1 saying so");
+    ok(reports_no_leak(&r), "the lab frees everything when a save fails");
+    free(r.out);
+}
+
+/* "(N images/sec)" of the progress line of step `step`, or -1. */
+static double images_per_sec(const run_result *r, long step)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "Step %ld with loss ", step);
+    const char *line = r->out ? strstr(r->out, prefix) : NULL;
+    const char *open = line ? strchr(line, '(') : NULL;
+    double rate = -1;
+    if (!open || sscanf(open, "(%lf images/sec)", &rate) != 1)
+        return -1;
+    return rate;
+}
+
+/* A batch larger than the data holds only the data: 100 examples in a batch
+ * of 512 take as long as in a batch of 100, so the speeds must be alike
+ * (counting the nominal 512 would make the first 5.12 times the second). */
+static void test_speed_of_short_batches(void)
+{
+    const char *common = "--device /cpu:0 --max_examples 100 --log_every 1 --seed 5 "
+                         "--train_steps 4";
+    char args[512];
+    snprintf(args, sizeof args, "%s --batch_size 512", common);
+    run_result large = run_lab(args);
+    snprintf(args, sizeof args, "%s --batch_size 100", common);
+    run_result exact = run_lab(args);
+    double ratio = 0;
+    bool measured = true;
+    for (long step = 1; step < 4; step++) { /* step 0 is slower while buffers are made */
+        double a = images_per_sec(&large, step), b = images_per_sec(&exact, step);
+        measured = measured && a > 0 && b > 0;
+        ratio += measured ? a / b / 3 : 0;
+    }
+    ok(large.status == 0 && measured && ratio < 2.5,
+       "images/sec counts the examples a batch holds, not --batch_size "
+       "(batch 512 vs 100 of 100 examples: %.2fx)", ratio);
+    free(large.out);
+    free(exact.out);
+}
+
 static void test_pictures(void)
 {
     char args[1024], dot[300], trace[300];
@@ -235,6 +320,8 @@ int main(int argc, char **argv)
         test_training(&full);
         test_device_hints();
         test_checkpoint_resume(&full);
+        test_checkpoint_dir_errors();
+        test_speed_of_short_batches();
         test_pictures();
         free(full.out);
     } else {

@@ -130,6 +130,30 @@ static void test_no_accelerator(void)
     free(r.out);
 }
 
+/* The checkpoint paths of the shared training loop, with one tower on /cpu:0. */
+static void test_checkpoint_dir_errors(void)
+{
+    char dir[400], args[1024];
+    snprintf(dir, sizeof dir, "%s/damaged", tmp_dir);
+    write_damaged_index(dir, "not a checkpoint index\n");
+    snprintf(args, sizeof args, "--max_examples 64 --batch_size 32 --train_steps 2 "
+             "--checkpoint_dir %s", dir);
+    run_result r = run_env("FLOWLAB_BACKEND=host", args);
+    ok(r.status == 1 && r.nsteps == 0 && r.out && strstr(r.out, "in_graph_towers: --checkpoint_dir"),
+       "a damaged checkpoint index exits 1 naming the lab and --checkpoint_dir");
+    ok(reports_no_leak(&r), "the lab frees everything when the restore fails");
+    free(r.out);
+
+    snprintf(dir, sizeof dir, "%s/damaged/checkpoint/ckpt", tmp_dir); /* under a file */
+    snprintf(args, sizeof args, "--max_examples 64 --batch_size 32 --train_steps 2 "
+             "--checkpoint_dir %s", dir);
+    r = run_env("FLOWLAB_BACKEND=host", args);
+    ok(r.status == 2 && r.nsteps == 0 && r.out && strstr(r.out, "--checkpoint_dir") &&
+           strstr(r.out, dir),
+       "a --checkpoint_dir that cannot be created exits 2 at once, naming the flag and path");
+    free(r.out);
+}
+
 static void test_exercises(void)
 {
     static const char *const names[][2] = {{"average_gradients", "average-gradients"},
@@ -157,6 +181,7 @@ int main(int argc, char **argv)
                ++tap_count, FL_DEFAULT_DATA_DIR);
     } else {
         test_no_accelerator();
+        test_checkpoint_dir_errors();
         if (naccelerators == 2)
             test_towers();
         else

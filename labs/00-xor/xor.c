@@ -1,6 +1,7 @@
-/* xor.c: the smallest complete flowlab program. A two-layer network learns
- * XOR on /cpu:0: placeholders, variables in variable scopes, a loss,
- * fl_minimize with Adam, and a session that runs the train op. */
+/* xor.c: chapter 0's lab, the smallest complete flowlab program. A two-layer
+ * network learns XOR on /cpu:0: placeholders, variables in variable scopes,
+ * a loss, fl_minimize with Adam, and a session that runs the train op.
+ * Lines `// [book:NAME]` ... `// [end:NAME]` mark the regions the book quotes. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@ int main(int argc, char **argv)
     options o = {.steps = 400, .learning_rate = 0.05f, .seed = 1};
     if (parse_flags(argc, argv, &o) != 0)
         return 2;
+    // [book:xor_graph]
     fl_graph *g = fl_graph_new();
     fl_graph_set_random_seed(g, o.seed);
     fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(2, -1, 2), "x");
@@ -88,11 +90,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "xor: %s\n", fl_graph_error(g));
         return 1;
     }
+    // [end:xor_graph]
 
     const float inputs[8] = {0, 0, 0, 1, 1, 0, 1, 1};
     const int32_t targets[4] = {0, 1, 1, 0};
     fl_tensor *xt = fl_tensor_from_floats(fl_shape_make(2, 4, 2), inputs);
     fl_tensor *yt = fl_tensor_from_ints(fl_shape_make(1, 4), targets);
+    // [book:xor_run]
     fl_feed feeds[2] = {{x, xt}, {y, yt}};
     fl_session *s = fl_session_new(g, NULL);
     int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
@@ -103,6 +107,7 @@ int main(int argc, char **argv)
             printf("Step %d with loss %.6f\n", step, fl_tensor_scalar(value));
         fl_tensor_free(value);
     }
+    // [end:xor_run]
     if (rc != 0)
         fprintf(stderr, "xor: %s\n", fl_session_error(s));
     fl_tensor_free(xt);

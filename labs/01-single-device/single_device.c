@@ -21,9 +21,6 @@
 #include <string.h>
 
 #include "flowlab.h"
-
-#define PROGRAM "single_device"
-
 #include "../common/data.h"
 #include "../common/devices.h"
 #include "../common/evaluate.h"
@@ -31,22 +28,25 @@
 #include "../common/model.h"
 #include "../common/train_loop.h"
 
+/* This lab's name, which starts its messages. */
+static const char program[] = "single_device";
+
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: " PROGRAM " [flags]\n"
+            "usage: %s [flags]\n"
             "Trains a small convolutional network on MNIST-format images on one device,\n"
             "then prints its accuracy on the test set.\n"
             "  --device D            where the model runs (default /gpu:0; falls back to /cpu:0)\n"
             "  --batch_size N        examples per step (default 128)\n"
-            TRAINING_FLAGS_HELP);
+            TRAINING_FLAGS_HELP, program);
 }
 
 /* --device, the one flag of this lab that the next one does not have. */
 static void set_device(const char *flag, const char *value, void *device)
 {
     char canonical[64];
-    canonical_device(flag, value, canonical, sizeof canonical); /* exits 2 if invalid */
+    canonical_device(program, flag, value, canonical, sizeof canonical); /* exits 2 if invalid */
     *(const char **)device = value;
 }
 
@@ -56,10 +56,10 @@ static void report_device(const char *requested)
 {
     // [book:device]
     char wanted[64];
-    canonical_device("--device", requested, wanted, sizeof wanted);
+    canonical_device(program, "--device", requested, wanted, sizeof wanted);
     if (strchr(wanted + 1, '/')) { /* "/job:worker/task:0/gpu:0" */
-        fprintf(stderr, PROGRAM ": --device %s names a cluster task, which chapter 3 builds; "
-                "drop the /job: and /task: parts\n", requested);
+        fprintf(stderr, "%s: --device %s names a cluster task, which chapter 3 builds; "
+                "drop the /job: and /task: parts\n", program, requested);
         exit(2);
     }
     fl_device_info devices[16];
@@ -83,7 +83,7 @@ static void report_device(const char *requested)
 
 int main(int argc, char **argv)
 {
-    training_flags o = TRAINING_FLAGS_DEFAULTS;
+    training_flags o = training_flags_defaults(program);
     const char *device = "/gpu:0";
     static const char *const lab_flag_names[] = {"--device"};
     lab_flags extra = {lab_flag_names, 1, set_device, &device};
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
     /* Data first: a missing data set is the most likely first error. */
     lab_data data;
     if (load_data(o.data_dir, o.max_examples, &data) != 0) {
-        fprintf(stderr, PROGRAM ": %s\n", fl_last_error());
+        fprintf(stderr, "%s: %s\n", program, fl_last_error());
         return 1;
     }
     // [book:steps]
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     fl_graph_set_random_seed(g, o.seed);
     fl_device_scope_push(g, device); /* every node below asks for --device */
     if (fl_graph_error(g)) {
-        fprintf(stderr, PROGRAM ": --device: %s\n", fl_graph_error(g));
+        fprintf(stderr, "%s: --device: %s\n", program, fl_graph_error(g));
         return 2;
     }
     fl_node *image = fl_placeholder(g, FL_FLOAT32, fl_shape_make(4, -1, 28, 28, 1), "image");
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
     fl_node *init = fl_global_variables_initializer(g);
     fl_device_pop(g);
     if (fl_graph_error(g)) {
-        fprintf(stderr, PROGRAM ": building the graph: %s\n", fl_graph_error(g));
+        fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(g));
         return 1;
     }
 
@@ -144,20 +144,20 @@ int main(int argc, char **argv)
     fl_session *s = fl_session_new(g, &config);
     report_device(device);
     if (fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1) != 0) {
-        fprintf(stderr, PROGRAM ": initializing: %s\n", fl_session_error(s));
+        fprintf(stderr, "%s: initializing: %s\n", program, fl_session_error(s));
         return 1;
     }
     // [end:session]
 
     train_nodes nodes = {image, label, loss, train_op, global_step};
-    if (train(s, &o, &nodes, &data, total_steps, false) != 0)
-        return 1;
-
-    if (report_test_accuracy(s, &o, image, label, accuracy, &data) != 0)
-        return 1;
+    int rc = train(s, &o, &nodes, &data, total_steps, false);
+    if (rc == 0)
+        rc = report_test_accuracy(s, &o, image, label, accuracy, &data);
+    /* Freed on the failing paths too: a failed restore or save is an
+     * expected outcome, and the sanitized build reports what is not freed. */
     fl_session_free(s);
     fl_optimizer_free(adam);
     fl_graph_free(g);
     free_data(&data);
-    return 0;
+    return rc;
 }

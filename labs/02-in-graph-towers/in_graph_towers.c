@@ -22,15 +22,15 @@
 #include <string.h>
 
 #include "flowlab.h"
-
-#define PROGRAM "in_graph_towers"
-
 #include "../common/data.h"
 #include "../common/devices.h"
 #include "../common/evaluate.h"
 #include "../common/flags.h"
 #include "../common/model.h"
 #include "../common/train_loop.h"
+
+/* This lab's name, which starts its messages. */
+static const char program[] = "in_graph_towers";
 
 #define MAX_TOWERS 8
 #define MAX_VARS 16 /* the model has 8 trainable variables */
@@ -43,7 +43,7 @@ typedef struct {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: " PROGRAM " [flags]\n"
+            "usage: %s [flags]\n"
             "Trains chapter 1's convolutional network with one tower per device (in-graph\n"
             "replication), averaging the towers' gradients on a controller device, then\n"
             "prints its accuracy on the test set.\n"
@@ -53,22 +53,22 @@ static void usage(FILE *out)
             "                        and applied: /cpu:0 (default) or an accelerator (/gpu:0)\n"
             "  --batch_size N        examples per step across all towers, the global batch;\n"
             "                        each tower gets N / num_gpus (default 128)\n"
-            TRAINING_FLAGS_HELP);
+            TRAINING_FLAGS_HELP, program);
 }
 
 static void set_tower_flag(const char *flag, const char *value, void *options)
 {
     tower_flags *t = options;
     if (strcmp(flag, "--num_gpus") == 0) {
-        t->num_gpus = (int)parse_count(flag, value, 1);
+        t->num_gpus = (int)parse_count(program, flag, value, 1);
         if (t->num_gpus > MAX_TOWERS) {
             char want[64];
             snprintf(want, sizeof want, "this lab builds at most %d towers", MAX_TOWERS);
-            bad_flag(flag, value, want);
+            bad_flag(program, flag, value, want);
         }
     } else if (strcmp(flag, "--controller") == 0) {
         char canonical[64];
-        canonical_device(flag, value, canonical, sizeof canonical); /* exits 2 if invalid */
+        canonical_device(program, flag, value, canonical, sizeof canonical); /* exits 2 if invalid */
         t->controller = value;
     }
 }
@@ -100,8 +100,8 @@ static int choose_devices(tower_flags *t, int batch_size, char (*devices)[16])
         snprintf(devices[0], sizeof devices[0], "/cpu:0");
     } else {
         if (t->num_gpus > available) {
-            fprintf(stderr, PROGRAM ": --num_gpus %d: this machine has %d accelerator%s; the "
-                    "devices that exist are %s\n", t->num_gpus, available,
+            fprintf(stderr, "%s: --num_gpus %d: this machine has %d accelerator%s; the "
+                    "devices that exist are %s\n", program, t->num_gpus, available,
                     available == 1 ? "" : "s", exist);
             exit(2);
         }
@@ -111,7 +111,7 @@ static int choose_devices(tower_flags *t, int batch_size, char (*devices)[16])
             snprintf(devices[i], sizeof devices[i], "%s", accelerators[i].name);
     }
     char controller[64];
-    canonical_device("--controller", t->controller, controller, sizeof controller);
+    canonical_device(program, "--controller", t->controller, controller, sizeof controller);
     fl_device_info all[16];
     int count = fl_list_devices(all, 16);
     bool found = false;
@@ -119,14 +119,14 @@ static int choose_devices(tower_flags *t, int batch_size, char (*devices)[16])
         found = found || strcmp(all[i].name, controller) == 0;
     if (!found) {
         bool cluster = strchr(controller + 1, '/') != NULL; /* "/job:ps/task:0/cpu:0" */
-        fprintf(stderr, PROGRAM ": --controller %s: %s; the devices that exist are %s\n",
+        fprintf(stderr, "%s: --controller %s: %s; the devices that exist are %s\n", program,
                 t->controller, cluster ? "a device of a cluster task, which chapter 3 builds"
                                        : "there is no such device here", exist);
         exit(2);
     }
     if (batch_size % t->num_gpus != 0) {
-        fprintf(stderr, PROGRAM ": --batch_size %d does not split evenly into %d towers; use "
-                "a multiple of %d (see --help)\n", batch_size, t->num_gpus, t->num_gpus);
+        fprintf(stderr, "%s: --batch_size %d does not split evenly into %d towers; use "
+                "a multiple of %d (see --help)\n", program, batch_size, t->num_gpus, t->num_gpus);
         exit(2);
     }
     return t->num_gpus;
@@ -224,7 +224,7 @@ static parallel_model create_parallel_optimization(fl_graph *g, fl_optimizer *op
     // [end:towers]
     if (nvars > MAX_VARS) {
         fl_graph_clear_error(g);
-        fprintf(stderr, PROGRAM ": the model has %d variables; raise MAX_VARS\n", nvars);
+        fprintf(stderr, "%s: the model has %d variables; raise MAX_VARS\n", program, nvars);
         exit(1);
     }
 
@@ -260,7 +260,7 @@ static parallel_model create_parallel_optimization(fl_graph *g, fl_optimizer *op
 
 int main(int argc, char **argv)
 {
-    training_flags o = TRAINING_FLAGS_DEFAULTS;
+    training_flags o = training_flags_defaults(program);
     tower_flags towers = {.num_gpus = 0, .controller = "/cpu:0"};
     static const char *const lab_flag_names[] = {"--num_gpus", "--controller"};
     lab_flags extra = {lab_flag_names, 2, set_tower_flag, &towers};
@@ -270,7 +270,7 @@ int main(int argc, char **argv)
 
     lab_data data;
     if (load_data(o.data_dir, o.max_examples, &data) != 0) {
-        fprintf(stderr, PROGRAM ": %s\n", fl_last_error());
+        fprintf(stderr, "%s: %s\n", program, fl_last_error());
         return 1;
     }
     /* Every batch must split evenly, so a short last batch of an epoch is dropped. */
@@ -286,7 +286,7 @@ int main(int argc, char **argv)
     parallel_model m = create_parallel_optimization(g, adam, devices, ntowers, towers.controller);
     fl_node *init = fl_global_variables_initializer(g);
     if (fl_graph_error(g)) {
-        fprintf(stderr, PROGRAM ": building the graph: %s\n", fl_graph_error(g));
+        fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(g));
         return 1;
     }
 
@@ -299,20 +299,20 @@ int main(int argc, char **argv)
         printf(" %s", devices[t]);
     printf("; variables and updates on %s\n", towers.controller);
     if (fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1) != 0) {
-        fprintf(stderr, PROGRAM ": initializing: %s\n", fl_session_error(s));
+        fprintf(stderr, "%s: initializing: %s\n", program, fl_session_error(s));
         return 1;
     }
     // [end:session]
 
     train_nodes nodes = {m.image, m.label, m.loss, m.train_op, m.global_step};
-    if (train(s, &o, &nodes, &data, total_steps, true) != 0)
-        return 1;
-
-    if (report_test_accuracy(s, &o, m.image, m.label, m.accuracy, &data) != 0)
-        return 1;
+    int rc = train(s, &o, &nodes, &data, total_steps, true);
+    if (rc == 0)
+        rc = report_test_accuracy(s, &o, m.image, m.label, m.accuracy, &data);
+    /* Freed on the failing paths too: a failed restore or save is an
+     * expected outcome, and the sanitized build reports what is not freed. */
     fl_session_free(s);
     fl_optimizer_free(adam);
     fl_graph_free(g);
     free_data(&data);
-    return 0;
+    return rc;
 }

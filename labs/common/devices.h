@@ -10,20 +10,17 @@
 
 #include "flowlab.h"
 
-#ifndef PROGRAM
-#error "define PROGRAM, the lab's name, before including devices.h"
-#endif
-
 /* The canonical spelling of a device string ("/device:GPU:0" -> "/gpu:0"), as
- * the graph records it; exits 2, naming flag, when the string is not a device. */
-static inline void canonical_device(const char *flag, const char *device, char *out,
-                                    size_t len)
+ * the graph records it; exits 2, naming the program and the flag, when the
+ * string is not a device. */
+static inline void canonical_device(const char *program, const char *flag, const char *device,
+                                    char *out, size_t len)
 {
     fl_graph *scratch = fl_graph_new();
     fl_device_scope_push(scratch, device);
     fl_node *probe = fl_scalar(scratch, 0.0f, "probe");
     if (fl_graph_error(scratch) || !probe) {
-        fprintf(stderr, PROGRAM ": %s: '%s' is not valid: %s (see --help)\n", flag, device,
+        fprintf(stderr, "%s: %s: '%s' is not valid: %s (see --help)\n", program, flag, device,
                 fl_graph_error(scratch) ? fl_graph_error(scratch) : "unknown error");
         fl_graph_free(scratch);
         exit(2);

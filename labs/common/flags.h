@@ -1,7 +1,7 @@
 /* flags.h: the command-line flags every training lab shares (--epochs,
  * --batch_size, --seed, ...) and the helpers that parse them. A lab adds its
- * own flags through a callback; every bad value exits 2 naming its flag.
- * Define PROGRAM (the lab's name, a string literal) before including this. */
+ * own flags through a callback; every bad value exits 2 naming its flag, and
+ * every message starts with the lab's name (training_flags.program). */
 #ifndef LABS_COMMON_FLAGS_H
 #define LABS_COMMON_FLAGS_H
 
@@ -13,13 +13,11 @@
 #include <string.h>
 
 #include "flowlab.h"
-
-#ifndef PROGRAM
-#error "define PROGRAM, the lab's name, before including flags.h"
-#endif
+#include "checkpoint_dir.h"
 
 /* The flags of the training recipe; a lab's own flags live in its own struct. */
 typedef struct {
+    const char *program; /* the lab's name, which starts every message */
     int epochs;
     long train_steps; /* > 0: overrides epochs */
     int batch_size;
@@ -35,9 +33,13 @@ typedef struct {
     bool log_device_placement;
 } training_flags;
 
-#define TRAINING_FLAGS_DEFAULTS                                                                 \
-    {.epochs = 2, .batch_size = 128, .learning_rate = 1e-3f, .data_dir = FL_DEFAULT_DATA_DIR,   \
-     .seed = 1, .save_every = 100, .log_every = 100}
+/* The defaults, for the lab called program. */
+static inline training_flags training_flags_defaults(const char *program)
+{
+    return (training_flags){.program = program, .epochs = 2, .batch_size = 128,
+                            .learning_rate = 1e-3f, .data_dir = FL_DEFAULT_DATA_DIR, .seed = 1,
+                            .save_every = 100, .log_every = 100};
+}
 
 /* The --help lines of training_flags, for a lab's usage text. */
 #define TRAINING_FLAGS_HELP                                                                     \
@@ -57,13 +59,14 @@ typedef struct {
     "  --help                this text\n"                                                       \
     "Flags take their value as the next argument or after '=': --seed 7, --seed=7.\n"
 
-static inline void bad_flag(const char *flag, const char *value, const char *want)
+static inline void bad_flag(const char *program, const char *flag, const char *value,
+                            const char *want)
 {
-    fprintf(stderr, PROGRAM ": %s: '%s' is not valid; %s (see --help)\n", flag, value, want);
+    fprintf(stderr, "%s: %s: '%s' is not valid; %s (see --help)\n", program, flag, value, want);
     exit(2);
 }
 
-static inline long parse_count(const char *flag, const char *value, long min)
+static inline long parse_count(const char *program, const char *flag, const char *value, long min)
 {
     char *end = NULL;
     errno = 0;
@@ -71,7 +74,7 @@ static inline long parse_count(const char *flag, const char *value, long min)
     if (!*value || *end || errno || v < min || v > INT_MAX) {
         char want[64];
         snprintf(want, sizeof want, "it must be a whole number of at least %ld", min);
-        bad_flag(flag, value, want);
+        bad_flag(program, flag, value, want);
     }
     return v;
 }
@@ -80,44 +83,44 @@ static inline long parse_count(const char *flag, const char *value, long min)
 static inline bool parse_training_flag(const char *flag, const char *value, training_flags *o)
 {
     if (strcmp(flag, "--epochs") == 0) {
-        o->epochs = (int)parse_count(flag, value, 1);
+        o->epochs = (int)parse_count(o->program, flag, value, 1);
     } else if (strcmp(flag, "--train_steps") == 0) {
-        o->train_steps = parse_count(flag, value, 1);
+        o->train_steps = parse_count(o->program, flag, value, 1);
     } else if (strcmp(flag, "--batch_size") == 0) {
-        o->batch_size = (int)parse_count(flag, value, 1);
+        o->batch_size = (int)parse_count(o->program, flag, value, 1);
     } else if (strcmp(flag, "--learning_rate") == 0) {
         char *end = NULL;
         o->learning_rate = strtof(value, &end);
         if (!*value || *end || !(o->learning_rate > 0) || o->learning_rate > 1e3f)
-            bad_flag(flag, value, "it must be a positive number such as 0.001");
+            bad_flag(o->program, flag, value, "it must be a positive number such as 0.001");
     } else if (strcmp(flag, "--data_dir") == 0) {
         if (!*value)
-            bad_flag(flag, value, "give a directory");
+            bad_flag(o->program, flag, value, "give a directory");
         o->data_dir = value;
     } else if (strcmp(flag, "--seed") == 0) {
         char *end = NULL;
         errno = 0;
         o->seed = strtoul(value, &end, 10);
         if (!*value || *end || errno || value[0] == '-')
-            bad_flag(flag, value, "it must be a whole number of at least 0");
+            bad_flag(o->program, flag, value, "it must be a whole number of at least 0");
     } else if (strcmp(flag, "--checkpoint_dir") == 0) {
         if (!*value)
-            bad_flag(flag, value, "give a directory");
+            bad_flag(o->program, flag, value, "give a directory");
         o->checkpoint_dir = value;
     } else if (strcmp(flag, "--save_every") == 0) {
-        o->save_every = (int)parse_count(flag, value, 1);
+        o->save_every = (int)parse_count(o->program, flag, value, 1);
     } else if (strcmp(flag, "--graph") == 0) {
         if (!*value)
-            bad_flag(flag, value, "give a file name such as model.dot");
+            bad_flag(o->program, flag, value, "give a file name such as model.dot");
         o->graph_path = value;
     } else if (strcmp(flag, "--trace") == 0) {
         if (!*value)
-            bad_flag(flag, value, "give a file name such as trace.json");
+            bad_flag(o->program, flag, value, "give a file name such as trace.json");
         o->trace_path = value;
     } else if (strcmp(flag, "--log_every") == 0) {
-        o->log_every = (int)parse_count(flag, value, 1);
+        o->log_every = (int)parse_count(o->program, flag, value, 1);
     } else if (strcmp(flag, "--max_examples") == 0) {
-        o->max_examples = (int)parse_count(flag, value, 1);
+        o->max_examples = (int)parse_count(o->program, flag, value, 1);
     } else {
         return false;
     }
@@ -131,6 +134,19 @@ typedef struct {
     void (*set)(const char *flag, const char *value, void *lab_options);
     void *lab_options;
 } lab_flags;
+
+/* --checkpoint_dir is created now, before the data is read and the model
+ * trained, so that a path that cannot be created is an error of its flag
+ * (TensorFlow's MonitoredTrainingSession also makes it at the start). */
+static inline void require_checkpoint_dir(const training_flags *o)
+{
+    char why[512];
+    if (!o->checkpoint_dir || make_checkpoint_dir(o->checkpoint_dir, why, sizeof why) == 0)
+        return;
+    fprintf(stderr, "%s: --checkpoint_dir %s: %s; give a directory you can write to (see --help)\n",
+            o->program, o->checkpoint_dir, why);
+    exit(2);
+}
 
 /* Parses argv into o and, through extra, the lab's own options. --help
  * prints usage and exits 0; anything wrong exits 2 with a message. */
@@ -148,8 +164,8 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
             exit(0);
         }
         if (strncmp(arg, "--", 2) != 0) {
-            fprintf(stderr, PROGRAM ": unexpected argument '%s'; flags start with -- (see --help)\n",
-                    arg);
+            fprintf(stderr, "%s: unexpected argument '%s'; flags start with -- (see --help)\n",
+                    o->program, arg);
             exit(2);
         }
         snprintf(flag, sizeof flag, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
@@ -163,7 +179,7 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
         for (int k = 0; extra && k < extra->count; k++)
             is_extra = is_extra || strcmp(flag, extra->names[k]) == 0;
         if (!is_training && !is_extra) {
-            fprintf(stderr, PROGRAM ": unknown flag %s (see --help)\n", flag);
+            fprintf(stderr, "%s: unknown flag %s (see --help)\n", o->program, flag);
             exit(2);
         }
         if (eq)
@@ -171,7 +187,7 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
         else if (i + 1 < argc)
             value = argv[++i];
         else {
-            fprintf(stderr, PROGRAM ": %s needs a value (see --help)\n", flag);
+            fprintf(stderr, "%s: %s needs a value (see --help)\n", o->program, flag);
             exit(2);
         }
         if (is_extra)
@@ -179,6 +195,7 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
         else
             parse_training_flag(flag, value, o);
     }
+    require_checkpoint_dir(o);
 }
 
 #endif

@@ -1,10 +1,11 @@
 /* check_accuracy.c: checks my_accuracy (exercise accuracy) on small batches
  * whose accuracy is known: 3 of 4 right, all right, none right. */
-#include "check.h"
+#include "exercises.h"
+#include "../../common/check.h"
 
 int main(void)
 {
-    check_name = "accuracy";
+    check_start("accuracy", "labs/01-single-device/exercises/accuracy.c");
     fl_graph *g = fl_graph_new();
     fl_node *logits = fl_placeholder(g, FL_FLOAT32, fl_shape_make(2, -1, 3), "logits");
     fl_node *labels = fl_placeholder(g, FL_INT32, fl_shape_make(1, -1), "labels");

@@ -1,7 +1,8 @@
 /* check_dense_layer.c: checks my_dense (exercise dense-layer). It builds two
  * layers, looks for their variables by name and shape, sets them to known
  * values and compares the outputs with x W + b computed here by hand. */
-#include "check.h"
+#include "exercises.h"
+#include "../../common/check.h"
 
 static fl_node *find_variable(fl_graph *g, const char *name, fl_shape want)
 {
@@ -19,7 +20,7 @@ static fl_node *find_variable(fl_graph *g, const char *name, fl_shape want)
 
 int main(void)
 {
-    check_name = "dense-layer";
+    check_start("dense-layer", "labs/01-single-device/exercises/dense_layer.c");
     fl_graph *g = fl_graph_new();
     fl_graph_set_random_seed(g, 1);
     fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(2, -1, 3), "x");

@@ -2,7 +2,8 @@
  * Two copies of one small problem, minimise sum(c * w * w), train side by
  * side for a few steps: one with your update, one with flowlab's own
  * fl_momentum_optimizer. Their weights must agree after every step. */
-#include "check.h"
+#include "exercises.h"
+#include "../../common/check.h"
 
 #define STEPS 6
 static const float start[4] = {1.0f, -2.0f, 0.5f, 3.0f}, coef[4] = {0.5f, 1.0f, 2.0f, 0.25f};
@@ -36,7 +37,7 @@ static fl_session *start_session(fl_graph *g, fl_node *w)
 
 int main(void)
 {
-    check_name = "momentum-update";
+    check_start("momentum-update", "labs/01-single-device/exercises/momentum.c");
     const float lr = 0.1f, mu = 0.9f;
     fl_graph *mine = fl_graph_new(), *ref = fl_graph_new();
     fl_node *grad_mine = NULL, *grad_ref = NULL;

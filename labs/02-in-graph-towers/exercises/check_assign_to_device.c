@@ -1,7 +1,8 @@
 /* check_assign_to_device.c: checks my_assign_to_device (exercise
  * assign-to-device). It builds a small layer under the device function for
  * two placements and reads each node's requested device (fl_node_device). */
-#include "check.h"
+#include "exercises.h"
+#include "../../common/check.h"
 
 static void check_placement(const char *device, const char *controller)
 {
@@ -34,7 +35,7 @@ static void check_placement(const char *device, const char *controller)
 
 int main(void)
 {
-    check_name = "assign-to-device";
+    check_start("assign-to-device", "labs/02-in-graph-towers/exercises/assign_to_device.c");
     check_placement("/gpu:1", "/cpu:0");
     check_placement("/gpu:0", "/gpu:1");
     pass();

@@ -5,7 +5,8 @@
  * controller, each tower's matrix multiplies on its own device. Then it
  * trains with soft placement (so it runs with or without accelerators) and
  * compares the losses with one device training on the whole batch. */
-#include "check.h"
+#include "exercises.h"
+#include "../../common/check.h"
 
 #define BATCH 8
 #define STEPS 5
@@ -120,7 +121,7 @@ static void check_controller(const char *controller, const float *want)
 
 int main(void)
 {
-    check_name = "controller";
+    check_start("controller", "labs/02-in-graph-towers/exercises/controller.c");
     /* The reference: one device, the whole batch, the same seed and optimizer. */
     fl_graph *g = fl_graph_new();
     fl_graph_set_random_seed(g, 7);
