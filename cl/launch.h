@@ -52,8 +52,9 @@ FL_CL_OP(fl_cl_assign_add);
 FL_CL_OP(fl_cl_apply_gradient_descent);
 FL_CL_OP(fl_cl_apply_momentum);
 FL_CL_OP(fl_cl_apply_adam);
-/* launch_conv.c: MatMul (cl/gemm.h), convolution and pooling */
+/* launch_matmul.c: MatMul (CLBlast or cl/gemm.h) */
 FL_CL_OP(fl_cl_matmul);
+/* launch_conv.c: convolution and pooling */
 FL_CL_OP(fl_cl_conv2d);
 FL_CL_OP(fl_cl_conv2d_backprop_input);
 FL_CL_OP(fl_cl_conv2d_backprop_filter);
@@ -73,5 +74,12 @@ int fl_cl_run_groups(fl_cl_call *c, cl_uint dims, const size_t *global, const si
 int fl_cl_sum_rows(fl_cl_device *d, const void *x, int rows, int len, float divisor, void *out);
 int fl_cl_sum_cols(fl_cl_device *d, const void *x, int outer, int count, int inner,
                    float divisor, void *out);
+/* launch_matmul.c: whether d multiplies through CLBlast (GPU-type devices,
+ * or FLOWLAB_CL_GEMM=clblast) rather than cl/gemm.c; and C = op(A) op(B)
+ * (+ C when accumulate), the row-major matrices starting at the given
+ * offsets, counted in floats, inside their buffers. */
+bool fl_cl_use_clblast(const fl_cl_device *d);
+int fl_cl_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
+                  size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate);
 
 #endif
