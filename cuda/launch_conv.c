@@ -1,4 +1,4 @@
-/* conv.c: Conv2D, its two gradients, MaxPool and MaxPoolGrad through cuDNN.
+/* launch_conv.c: Conv2D, its two gradients, MaxPool and MaxPoolGrad through cuDNN.
  * Tensors are NHWC (CUDNN_TENSOR_NHWC). Two things stand between flowlab's
  * ops and cuDNN's calls:
  *  - Filters. flowlab (like TensorFlow) stores [KH,KW,Cin,Cout]; cuDNN's
@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cuda_device.h"
+#include "launch.h"
 
 /* The whole geometry of one conv or pool, from run-time shapes and attrs. */
 typedef struct {
@@ -287,7 +287,7 @@ static int conv_forward(fl_cuda_device *d, const descriptors *ds, const float *i
     return rc;
 }
 
-FL_CUDA_KERNEL(fl_cuda_conv2d)
+FL_CUDA_OP(fl_cuda_conv2d)
 {
     (void)ctx;
     geom g = conv_geom(n, in[0]->shape, in[1]->shape);
@@ -330,7 +330,7 @@ static int conv_backward_data(fl_cuda_device *d, const descriptors *ds, const fl
 
 /* With uneven padding cuDNN computes the gradient of the padded image; the
  * extra row/column is padding, so its gradient is dropped by the crop. */
-FL_CUDA_KERNEL(fl_cuda_conv2d_backprop_input)
+FL_CUDA_OP(fl_cuda_conv2d_backprop_input)
 {
     (void)ctx;
     geom g = conv_geom(n, in[2]->shape, in[1]->shape);
@@ -376,7 +376,7 @@ static int conv_backward_filter(fl_cuda_device *d, const descriptors *ds, const 
 }
 
 /* cuDNN writes [Cout,KH,KW,Cin]; transposed back to [KH,KW,Cin,Cout]. */
-FL_CUDA_KERNEL(fl_cuda_conv2d_backprop_filter)
+FL_CUDA_OP(fl_cuda_conv2d_backprop_filter)
 {
     (void)ctx;
     geom g = conv_geom(n, in[1]->shape, in[2]->shape);
@@ -418,7 +418,7 @@ static const float *pool_image(fl_cuda_device *d, const geom *g, const float *x)
     return padded_copy(d, g, x, g->top, g->bottom, g->left, g->right, -INFINITY);
 }
 
-FL_CUDA_KERNEL(fl_cuda_max_pool)
+FL_CUDA_OP(fl_cuda_max_pool)
 {
     (void)ctx;
     if (fl_shape_size(out->shape) == 0)
@@ -441,7 +441,7 @@ FL_CUDA_KERNEL(fl_cuda_max_pool)
 /* cuDNN sends each window's dy to the tap holding its maximum. Where two
  * taps tie, the host picks the first; cuDNN does not promise which. Random
  * inputs tie almost never; inputs built with equal values may differ. */
-FL_CUDA_KERNEL(fl_cuda_max_pool_grad)
+FL_CUDA_OP(fl_cuda_max_pool_grad)
 {
     (void)ctx;
     if (fl_shape_size(out->shape) == 0)

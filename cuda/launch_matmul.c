@@ -1,0 +1,29 @@
+/* launch_matmul.c: MatMul through cuBLAS, the CUDA launcher of the op
+ * (cl/launch_matmul.c is OpenCL's). The convolutions go through cuDNN
+ * instead (launch_conv.c). */
+#include "launch.h"
+
+/* ---- MatMul through cuBLAS ----
+ * cuBLAS is column-major; flowlab is row-major. A row-major [r,c] buffer
+ * read column-major is its transpose [c,r]. So instead of C = op(A) op(B)
+ * we ask cuBLAS for C^T = op(B)^T op(A)^T, which it writes column-major:
+ * exactly row-major C. That swaps the operands (B first) and M with N; each
+ * operand keeps its own transpose flag, and its leading dimension is the
+ * number of columns it has as stored (row-major). */
+FL_CUDA_OP(fl_cuda_matmul)
+{
+    (void)ctx;
+    bool ta = n->attrs.transpose_a, tb = n->attrs.transpose_b;
+    int M = out->shape.dims[0], N = out->shape.dims[1];
+    int K = ta ? in[0]->shape.dims[0] : in[0]->shape.dims[1];
+    if (M == 0 || N == 0)
+        return 0;
+    if (K == 0) /* a sum of nothing; cuBLAS would need valid strides for empty operands */
+        return fl_cuda_check(cudaMemsetAsync(out->data, 0, fl_tensor_bytes(out), d->stream), "cudaMemsetAsync");
+    int lda = in[0]->shape.dims[1], ldb = in[1]->shape.dims[1];
+    const float one = 1.0f, zero = 0.0f;
+    return fl_cublas_check(cublasSgemm(d->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                       ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one, in[1]->data,
+                                       ldb, in[0]->data, lda, &zero, out->data, N),
+                           "cublasSgemm");
+}
