@@ -4,6 +4,7 @@
 #ifndef FLOWLAB_OPENCL_LAUNCH_H
 #define FLOWLAB_OPENCL_LAUNCH_H
 
+#include "conv_geometry.h"
 #include "opencl_device.h"
 
 typedef int (*fl_cl_launcher)(fl_cl_device *d, const fl_node *n, fl_tensor *const *in,
@@ -81,5 +82,18 @@ int fl_cl_sum_cols(fl_cl_device *d, const void *x, int outer, int count, int inn
 bool fl_cl_use_clblast(const fl_cl_device *d);
 int fl_cl_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
                   size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate);
+
+/* launch_conv_gemm.c: the convolutions as implicit GEMM (conv_gemm.cl), for
+ * CPU-type devices; each enqueues its kernels and returns 0, or -1 after
+ * fl_set_error. */
+int fl_cl_conv2d_implicit(fl_cl_device *d, const fl_conv_geometry *g, const void *x,
+                          const void *filter, void *y);
+int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const fl_conv_geometry *g,
+                                         const void *dy, const void *filter, void *dx);
+int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const fl_conv_geometry *g,
+                                          const void *x, const void *dy, void *dfilter);
+/* conv.cl and conv_gemm.cl take a geometry by value as their `geom`, thirteen ints. */
+_Static_assert(sizeof(fl_conv_geometry) == 13 * sizeof(cl_int),
+               "fl_conv_geometry must match conv.cl's geom");
 
 #endif

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv_geom.h"
 #include "launch.h"
 
 /* The col matrix is big (conv_2 of the chapter 1 model: 25088 x 800 floats,
@@ -32,7 +31,7 @@ typedef struct {
     int images, pixels, taps;
 } chunking;
 
-static int plan_chunks(const geom *g, chunking *ch)
+static int plan_chunks(const fl_conv_geometry *g, chunking *ch)
 {
     int64_t pixels = (int64_t)g->oh * g->ow, taps = (int64_t)g->kh * g->kw * g->c;
     int64_t row_bytes = pixels * taps * (int64_t)sizeof(float); /* one image's col rows */
@@ -58,7 +57,7 @@ static cl_mem chunk_scratch(fl_cl_device *d, const chunking *ch)
 }
 
 /* col = the im2col rows of images [b0, b0 + images). */
-static int im2col(fl_cl_device *d, const geom *g, const void *x, int b0, int images, cl_mem col)
+static int im2col(fl_cl_device *d, const fl_conv_geometry *g, const void *x, int b0, int images, cl_mem col)
 {
     fl_cl_call c = fl_cl_begin(d, K_IM2COL);
     fl_cl_mem(&c, x);
@@ -72,7 +71,7 @@ static int im2col(fl_cl_device *d, const geom *g, const void *x, int b0, int ima
 FL_CL_OP(fl_cl_conv2d)
 {
     (void)ctx;
-    geom g = conv_geom(n, in[0]->shape, in[1]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
     if (!fl_cl_use_clblast(d))
         return fl_cl_conv2d_implicit(d, &g, in[0]->data, in[1]->data, out->data);
     chunking ch;
@@ -95,7 +94,7 @@ FL_CL_OP(fl_cl_conv2d)
 }
 
 /* dx for images [b0, b0 + images) from their dcol rows. */
-static int col2im(fl_cl_device *d, const geom *g, cl_mem dcol, int b0, int images, void *dx)
+static int col2im(fl_cl_device *d, const fl_conv_geometry *g, cl_mem dcol, int b0, int images, void *dx)
 {
     fl_cl_call c = fl_cl_begin(d, K_COL2IM);
     fl_cl_mem(&c, dcol);
@@ -110,7 +109,7 @@ static int col2im(fl_cl_device *d, const geom *g, cl_mem dcol, int b0, int image
 FL_CL_OP(fl_cl_conv2d_backprop_input)
 {
     (void)ctx;
-    geom g = conv_geom(n, in[2]->shape, in[1]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[2]->shape, in[1]->shape);
     if (fl_cl_count(out) < 0)
         return -1;
     if (!fl_cl_use_clblast(d))
@@ -139,7 +138,7 @@ FL_CL_OP(fl_cl_conv2d_backprop_input)
 FL_CL_OP(fl_cl_conv2d_backprop_filter)
 {
     (void)ctx;
-    geom g = conv_geom(n, in[1]->shape, in[2]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[1]->shape, in[2]->shape);
     if (!fl_cl_use_clblast(d))
         return fl_cl_conv2d_backprop_filter_implicit(d, &g, in[1]->data, in[0]->data, out->data);
     chunking ch;
@@ -160,11 +159,6 @@ FL_CL_OP(fl_cl_conv2d_backprop_filter)
     return 0;
 }
 
-static geom pool_geom(const fl_node *n, fl_shape image)
-{
-    return make_geom(n, image, n->attrs.ksize_h, n->attrs.ksize_w, image.dims[3]);
-}
-
 /* Pooling's work-items: one per pixel and group of four channels. */
 static size_t pool_items(int count, int channels)
 {
@@ -174,7 +168,7 @@ static size_t pool_items(int count, int channels)
 FL_CL_OP(fl_cl_max_pool)
 {
     (void)ctx;
-    geom g = pool_geom(n, in[0]->shape);
+    fl_conv_geometry g = fl_pool_geometry_of(n, in[0]->shape);
     int count = fl_cl_count(out);
     if (count < 0 || fl_cl_count(in[0]) < 0)
         return -1;
@@ -191,7 +185,7 @@ FL_CL_OP(fl_cl_max_pool)
 FL_CL_OP(fl_cl_max_pool_grad)
 {
     (void)ctx;
-    geom g = pool_geom(n, in[1]->shape);
+    fl_conv_geometry g = fl_pool_geometry_of(n, in[1]->shape);
     int count = fl_cl_count(out);
     if (count < 0)
         return -1;

@@ -180,10 +180,6 @@ fl_axis_view fl_view_around(fl_shape shape, int axis);
  * or part * size for part i of num_parts (size: the output's, on that axis) ---- */
 int64_t fl_slice_begin(const fl_attrs *a, int64_t size);
 
-/* ---- host_conv.c: TensorFlow's SAME / VALID rules, along one axis ---- */
-int fl_conv_output_size(int in, int k, int stride, fl_padding padding);
-int fl_conv_pad_before(int in, int k, int stride, fl_padding padding);
-
 /* ---- random.c: a counter-based generator, the same numbers everywhere ---- */
 uint64_t fl_mix_seed(uint64_t a, uint64_t b);
 void fl_fill_random_uniform(float *out, int64_t n, float minval, float maxval, uint64_t seed);
