@@ -61,10 +61,9 @@ static int gemm(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const vo
 FL_CL_OP(fl_cl_matmul)
 {
     (void)ctx;
-    bool ta = n->attrs.transpose_a, tb = n->attrs.transpose_b;
-    int m = out->shape.dims[0], cols = out->shape.dims[1];
-    int k = ta ? in[0]->shape.dims[0] : in[0]->shape.dims[1];
+    fl_matmul_dims dims = fl_matmul_dims_of(n, in[0]->shape, out->shape);
     if (fl_cl_count(in[0]) < 0 || fl_cl_count(in[1]) < 0 || fl_cl_count(out) < 0)
         return -1;
-    return gemm(d, ta, tb, m, cols, k, in[0]->data, in[1]->data, out->data);
+    return gemm(d, dims.transpose_a, dims.transpose_b, dims.m, dims.n, dims.k, in[0]->data,
+                in[1]->data, out->data);
 }

@@ -79,14 +79,9 @@ FL_CUDA_OP(fl_cuda_copy_input0)
 {
     (void)n;
     (void)ctx;
-    size_t bytes = fl_tensor_bytes(out);
-    if (fl_tensor_bytes(in[0]) != bytes) {
-        char si[64], so[64];
-        fl_set_error("cannot copy %s into %s", fl_shape_format(in[0]->shape, si, sizeof si),
-                     fl_shape_format(out->shape, so, sizeof so));
+    if (fl_check_copy_size(in[0], out) != 0)
         return -1;
-    }
-    return fl_cuda_copy(d, out->data, in[0]->data, bytes);
+    return fl_cuda_copy(d, out->data, in[0]->data, fl_tensor_bytes(out));
 }
 
 /* height rows of width bytes, from src (rows src_pitch apart) to dst (rows

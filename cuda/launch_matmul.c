@@ -13,17 +13,14 @@
 FL_CUDA_OP(fl_cuda_matmul)
 {
     (void)ctx;
-    bool ta = n->attrs.transpose_a, tb = n->attrs.transpose_b;
-    int M = out->shape.dims[0], N = out->shape.dims[1];
-    int K = ta ? in[0]->shape.dims[0] : in[0]->shape.dims[1];
-    if (M == 0 || N == 0)
+    fl_matmul_dims mm = fl_matmul_dims_of(n, in[0]->shape, out->shape);
+    if (mm.m == 0 || mm.n == 0)
         return 0;
-    if (K == 0) /* a sum of nothing; cuBLAS would need valid strides for empty operands */
+    if (mm.k == 0) /* a sum of nothing; cuBLAS would need valid strides for empty operands */
         return fl_cuda_check(cudaMemsetAsync(out->data, 0, fl_tensor_bytes(out), d->stream), "cudaMemsetAsync");
-    int lda = in[0]->shape.dims[1], ldb = in[1]->shape.dims[1];
     const float one = 1.0f, zero = 0.0f;
-    return fl_cublas_check(cublasSgemm(d->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                       ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one, in[1]->data,
-                                       ldb, in[0]->data, lda, &zero, out->data, N),
+    return fl_cublas_check(cublasSgemm(d->cublas, mm.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                       mm.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, mm.n, mm.m, mm.k, &one,
+                                       in[1]->data, mm.ldb, in[0]->data, mm.lda, &zero, out->data, mm.n),
                            "cublasSgemm");
 }

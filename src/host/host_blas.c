@@ -12,17 +12,16 @@
 FL_HOST_KERNEL(fl_host_matmul_blas)
 {
     (void)ctx;
-    bool ta = n->attrs.transpose_a, tb = n->attrs.transpose_b;
-    int M = out->shape.dims[0], N = out->shape.dims[1];
-    int K = ta ? in[0]->shape.dims[0] : in[0]->shape.dims[1];
-    if (M == 0 || N == 0)
+    fl_matmul_dims d = fl_matmul_dims_of(n, in[0]->shape, out->shape);
+    if (d.m == 0 || d.n == 0)
         return 0;
-    if (K == 0) {
+    if (d.k == 0) {
         memset(out->data, 0, fl_tensor_bytes(out));
         return 0;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
-                1.0f, in[0]->data, ta ? M : K, in[1]->data, tb ? K : N, 0.0f, out->data, N);
+    cblas_sgemm(CblasRowMajor, d.transpose_a ? CblasTrans : CblasNoTrans,
+                d.transpose_b ? CblasTrans : CblasNoTrans, d.m, d.n, d.k, 1.0f, in[0]->data, d.lda,
+                in[1]->data, d.ldb, 0.0f, out->data, d.n);
     return 0;
 }
 
