@@ -175,6 +175,137 @@ static int gemm_args(fl_cl_gemm *g, int M, int N, int K, cl_mem a, cl_ulong a_of
     return 0;
 }
 
+/* How one problem is laid onto the GEMM kernel: which operand is the "A
+ * side" (x) and which the packed "B side" (y), whether each must be packed,
+ * how C is written, in what order tiles run and how K is chunked. */
+typedef struct {
+    cl_mem xs, ys;           /* A side, B side */
+    cl_ulong xo, yo;         /* their offsets, in floats */
+    int xm, yn;              /* their widths */
+    int x_along_k, y_along_k; /* A side read in place (else pack_rows); B side by pack_cols16 */
+    int c_rs, c_cs;          /* C's strides: transposed when the sides swap */
+    size_t mtiles, ntiles;
+    int panels_fast;         /* tile order (see fl_gemm in matmul.cl) */
+    int kc;                  /* K per chunk */
+} layout;
+
+/* The kernel multiplies an "A side" (6 rows broadcast per k step, read in
+ * place when its rows run along k, else packed) by a packed "B side" (16
+ * columns per k step).  Instead of C = op(A) op(B) it can compute
+ * C^T = op(B)^T op(A)^T, swapping the sides and writing C through
+ * transposed strides.  Pick the cheaper layout.  Cost in units of one
+ * float copied: a transposed B-side pack and a scattered (transposed) C
+ * store count double, and ~50 flops (incl. the padding of partial 6 x 16
+ * tiles) cost as much as one copy.  This mainly turns dX = dY W^T into
+ * dX^T = W dY^T (reads the big W in place and packs only the small dY), and
+ * helps products with N < 16. */
+static layout choose_sides(int transpose_a, int transpose_b, int M, int N, int K, cl_mem A,
+                           size_t a_offset_floats, cl_mem B, size_t b_offset_floats)
+{
+    double m = M, n = N, k = K;
+    double mp6 = ceil(m / MR) * MR, np6 = ceil(n / MR) * MR;     /* padded */
+    double mp16 = ceil(m / NR) * NR, np16 = ceil(n / NR) * NR;
+    double cost_keep = (transpose_a ? m * k : 0) + (transpose_b ? 2 * n * k : n * k)
+                     + 2 * k * mp6 * np16 / 50;
+    double cost_swap = (transpose_b ? 0 : n * k) + (transpose_a ? m * k : 2 * m * k)
+                     + 2 * m * n + 2 * k * np6 * mp16 / 50;
+    int swap = cost_swap < cost_keep;
+    layout l = {.xs = swap ? B : A, .ys = swap ? A : B,
+                .xo = swap ? b_offset_floats : a_offset_floats,
+                .yo = swap ? a_offset_floats : b_offset_floats,
+                .xm = swap ? N : M, .yn = swap ? M : N,
+                .x_along_k = swap ? transpose_b : !transpose_a,
+                .y_along_k = swap ? !transpose_a : transpose_b,
+                .c_rs = swap ? 1 : N, .c_cs = swap ? N : 1};
+    l.mtiles = ((size_t)l.xm + MR - 1) / MR;
+    l.ntiles = ((size_t)l.yn + NR - 1) / NR;
+    return l;
+}
+
+/* Tile order: see fl_gemm in matmul.cl.  Stream whichever side costs less
+ * to re-read; a side that fits in L2 (512 KiB/core here; count half) is
+ * free to re-read.  Long K is cut into chunks, each packed and multiplied
+ * in turn (C accumulating from the second on), so that a packed chunk is
+ * still in cache when the GEMM reads it instead of making a round trip
+ * through memory (+30% on a conv layer's dW, K = 25088; +7% at K = 3136). */
+static void choose_order_and_chunks(layout *l, int K)
+{
+    double abytes = 4.0 * l->xm * K, bbytes = 4.0 * l->ntiles * NR * K, cache = 256 * 1024;
+    double rows_fast = bbytes + (abytes > cache ? l->ntiles * abytes : abytes);
+    double cols_fast = abytes + (bbytes > cache ? l->mtiles * bbytes : bbytes);
+    l->panels_fast = cols_fast < rows_fast;
+
+    double packed_per_k = 4.0 * (l->ntiles * NR + (l->x_along_k ? 0 : l->mtiles * MR));
+    double kcd = CHUNK_BYTES / packed_per_k, kmin = CHUNK_MIN_FLOP / (2.0 * l->xm * l->yn);
+    if (kcd < kmin) kcd = kmin;
+    if (kcd < 256) kcd = 256;
+    l->kc = K;
+    if (1.5 * kcd < K) {                          /* else not worth it */
+        int chunks = (int)ceil(K / kcd);
+        l->kc = ((K + chunks - 1) / chunks + 15) / 16 * 16;
+    }
+}
+
+/* The first packing waits for the caller's events, plus the previous
+ * call's last GEMM, which may still be reading the scratch: that list into
+ * g->wl, its length into *nw. */
+static int first_wait_list(fl_cl_gemm *g, cl_uint nwait, const cl_event *wait, cl_uint *nw)
+{
+    *nw = nwait + (g->last ? 1 : 0);
+    if (*nw > g->wl_cap) {
+        cl_event *w = realloc(g->wl, *nw * sizeof *w);
+        if (!w) return fail(g->err, "fl_cl_gemm_enqueue: out of memory");
+        g->wl = w;
+        g->wl_cap = *nw;
+    }
+    if (nwait) memcpy(g->wl, wait, nwait * sizeof *wait);
+    if (g->last) g->wl[nwait] = g->last;
+    return 0;
+}
+
+/* One chunk of K, [k0, k0 + kn): pack what must be packed (waiting for
+ * pw events pwl), then the GEMM, one work-item per 6 x 16 tile of the
+ * (possibly transposed) result, waiting for this chunk's packing, or, with
+ * K == 0 (nothing packed), for the caller's events.  *ev: the GEMM's. */
+static int enqueue_chunk(fl_cl_gemm *g, cl_command_queue q, const layout *l, int K, int k0, int kn,
+                         cl_uint pw, const cl_event *pwl, cl_uint nwait, const cl_event *wait,
+                         cl_mem C, cl_ulong c_off, float beta, cl_event *ev)
+{
+    cl_event packed[2];
+    cl_uint npacked = 0;
+    int rc = 0;
+    /* A side: in place (rows along k, leading dimension K), or packed. */
+    cl_mem a_buf = l->xs;
+    cl_ulong a_off = l->xo + (cl_ulong)k0;
+    int a_ps = MR * K, a_rs = K, a_cs = 1;
+    if (!l->x_along_k && kn > 0) {                /* stored K x xm: pack */
+        rc = pack_rows(g, q, kn, l->xm, MR, l->xs, l->xo + (cl_ulong)k0 * l->xm, l->xm, g->pa,
+                       pw, pwl, &packed[npacked]);
+        if (!rc) npacked++;
+        a_buf = g->pa;
+        a_off = 0;
+        a_ps = MR * kn;
+        a_rs = 1;
+        a_cs = MR;
+    }
+    if (!rc && kn > 0) {                          /* B side: always packed */
+        rc = l->y_along_k
+           ? pack_cols(g, q, kn, l->yn, l->ys, l->yo + (cl_ulong)k0, K, g->pb, pw, pwl, &packed[npacked])
+           : pack_rows(g, q, kn, l->yn, NR, l->ys, l->yo + (cl_ulong)k0 * l->yn, l->yn, g->pb,
+                       pw, pwl, &packed[npacked]);
+        if (!rc) npacked++;
+    }
+    if (!rc)
+        rc = gemm_args(g, l->xm, l->yn, kn, a_buf, a_off, a_ps, a_rs, a_cs, C, c_off, l->c_rs,
+                       l->c_cs, beta, l->panels_fast);
+    if (!rc)
+        rc = launch(g, q, g->gemm, "fl_gemm", l->panels_fast ? l->ntiles : l->mtiles,
+                    l->panels_fast ? l->mtiles : l->ntiles,
+                    npacked ? npacked : nwait, npacked ? packed : wait, ev);
+    for (cl_uint i = 0; i < npacked; i++) clReleaseEvent(packed[i]);
+    return rc;
+}
+
 int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
                        int transpose_a, int transpose_b, int M, int N, int K,
                        cl_mem A, size_t a_offset_floats,
@@ -197,109 +328,22 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
     if (!C || (K > 0 && (!A || !B)))
         return fail(g->err, "fl_cl_gemm_enqueue: NULL buffer");
 
-    /* The kernel multiplies an "A side" (6 rows broadcast per k step, read
-     * in place when its rows run along k, else packed) by a packed "B side"
-     * (16 columns per k step).  Instead of C = op(A) op(B) it can compute
-     * C^T = op(B)^T op(A)^T, swapping the sides and writing C through
-     * transposed strides.  Pick the cheaper layout.  Cost in units of one
-     * float copied: a transposed B-side pack and a scattered (transposed)
-     * C store count double, and ~50 flops (incl. the padding of partial
-     * 6 x 16 tiles) cost as much as one copy.  This mainly turns
-     * dX = dY W^T into dX^T = W dY^T (reads the big W in place and packs
-     * only the small dY), and helps products with N < 16. */
-    double m = M, n = N, k = K;
-    double mp6 = ceil(m / MR) * MR, np6 = ceil(n / MR) * MR;     /* padded */
-    double mp16 = ceil(m / NR) * NR, np16 = ceil(n / NR) * NR;
-    double cost_keep = (transpose_a ? m * k : 0) + (transpose_b ? 2 * n * k : n * k)
-                     + 2 * k * mp6 * np16 / 50;
-    double cost_swap = (transpose_b ? 0 : n * k) + (transpose_a ? m * k : 2 * m * k)
-                     + 2 * m * n + 2 * k * np6 * mp16 / 50;
-    int swap = cost_swap < cost_keep;
-    cl_mem xs = swap ? B : A, ys = swap ? A : B;            /* A side, B side */
-    cl_ulong xo = swap ? b_offset_floats : a_offset_floats;
-    cl_ulong yo = swap ? a_offset_floats : b_offset_floats;
-    int xm = swap ? N : M, yn = swap ? M : N;               /* their widths */
-    int x_along_k = swap ? transpose_b : !transpose_a;      /* else pack_rows */
-    int y_along_k = swap ? !transpose_a : transpose_b;      /* pack_cols16 */
-    int c_rs = swap ? 1 : N, c_cs = swap ? N : 1;
-    size_t mtiles = ((size_t)xm + MR - 1) / MR, ntiles = ((size_t)yn + NR - 1) / NR;
-
-    /* Tile order: see fl_gemm in matmul.cl.  Stream whichever side costs
-     * less to re-read; a side that fits in L2 (512 KiB/core here; count
-     * half) is free to re-read. */
-    double abytes = 4.0 * xm * K, bbytes = 4.0 * ntiles * NR * K, cache = 256 * 1024;
-    double rows_fast = bbytes + (abytes > cache ? ntiles * abytes : abytes);
-    double cols_fast = abytes + (bbytes > cache ? mtiles * bbytes : bbytes);
-    int panels_fast = cols_fast < rows_fast;
-
-    /* Long K is cut into chunks, each packed and multiplied in turn (C
-     * accumulating from the second on), so that a packed chunk is still in
-     * cache when the GEMM reads it instead of making a round trip through
-     * memory (+30% on a conv layer's dW, K = 25088; +7% at K = 3136). */
-    double packed_per_k = 4.0 * (ntiles * NR + (x_along_k ? 0 : mtiles * MR));
-    double kcd = CHUNK_BYTES / packed_per_k, kmin = CHUNK_MIN_FLOP / (2.0 * xm * yn);
-    if (kcd < kmin) kcd = kmin;
-    if (kcd < 256) kcd = 256;
-    int kc = K;
-    if (1.5 * kcd < K) {                          /* else not worth it */
-        int chunks = (int)ceil(K / kcd);
-        kc = ((K + chunks - 1) / chunks + 15) / 16 * 16;
-    }
-    if (grow(g, &g->pb, &g->pb_cap, ntiles * NR * (size_t)kc)) return -1;
-    if (!x_along_k && grow(g, &g->pa, &g->pa_cap, mtiles * MR * (size_t)kc)) return -1;
-
-    /* The first packing waits for the caller's events, plus the previous
-     * call's last GEMM, which may still be reading the scratch. */
-    cl_uint nw = nwait + (g->last ? 1 : 0);
-    if (nw > g->wl_cap) {
-        cl_event *w = realloc(g->wl, nw * sizeof *w);
-        if (!w) return fail(g->err, "fl_cl_gemm_enqueue: out of memory");
-        g->wl = w;
-        g->wl_cap = nw;
-    }
-    if (nwait) memcpy(g->wl, wait, nwait * sizeof *wait);
-    if (g->last) g->wl[nwait] = g->last;
+    layout l = choose_sides(transpose_a, transpose_b, M, N, K, A, a_offset_floats, B, b_offset_floats);
+    choose_order_and_chunks(&l, K);
+    if (grow(g, &g->pb, &g->pb_cap, l.ntiles * NR * (size_t)l.kc)) return -1;
+    if (!l.x_along_k && grow(g, &g->pa, &g->pa_cap, l.mtiles * MR * (size_t)l.kc)) return -1;
+    cl_uint nw;
+    if (first_wait_list(g, nwait, wait, &nw)) return -1;
 
     cl_event prev = NULL;                         /* GEMM of the last chunk */
     int rc = 0;
-    for (int k0 = 0; rc == 0; k0 += kc) {
-        int kn = K - k0 < kc ? K - k0 : kc;
+    for (int k0 = 0; rc == 0; k0 += l.kc) {
+        int kn = K - k0 < l.kc ? K - k0 : l.kc;
         cl_uint pw = prev ? 1 : nw;               /* packing waits for ... */
         const cl_event *pwl = prev ? &prev : g->wl;
-        cl_event packed[2], ev;
-        cl_uint npacked = 0;
-        /* A side: in place (rows along k, leading dimension K), or packed. */
-        cl_mem a_buf = xs;
-        cl_ulong a_off = xo + (cl_ulong)k0;
-        int a_ps = MR * K, a_rs = K, a_cs = 1;
-        if (!x_along_k && kn > 0) {               /* stored K x xm: pack */
-            rc = pack_rows(g, q, kn, xm, MR, xs, xo + (cl_ulong)k0 * xm, xm, g->pa,
-                           pw, pwl, &packed[npacked]);
-            if (!rc) npacked++;
-            a_buf = g->pa;
-            a_off = 0;
-            a_ps = MR * kn;
-            a_rs = 1;
-            a_cs = MR;
-        }
-        if (!rc && kn > 0) {                      /* B side: always packed */
-            rc = y_along_k
-               ? pack_cols(g, q, kn, yn, ys, yo + (cl_ulong)k0, K, g->pb, pw, pwl, &packed[npacked])
-               : pack_rows(g, q, kn, yn, NR, ys, yo + (cl_ulong)k0 * yn, yn, g->pb,
-                           pw, pwl, &packed[npacked]);
-            if (!rc) npacked++;
-        }
-        /* The GEMM: one work-item per 6 x 16 tile of the (possibly
-         * transposed) result.  It waits for this chunk's packing, or, with
-         * K == 0 (nothing packed), for the caller's events. */
-        if (!rc)
-            rc = gemm_args(g, xm, yn, kn, a_buf, a_off, a_ps, a_rs, a_cs, C,
-                           c_offset_floats, c_rs, c_cs, k0 ? 1.0f : beta, panels_fast);
-        if (!rc)
-            rc = launch(g, q, g->gemm, "fl_gemm", panels_fast ? ntiles : mtiles,
-                        panels_fast ? mtiles : ntiles,
-                        npacked ? npacked : nwait, npacked ? packed : wait, &ev);
-        for (cl_uint i = 0; i < npacked; i++) clReleaseEvent(packed[i]);
+        cl_event ev;
+        rc = enqueue_chunk(g, q, &l, K, k0, kn, pw, pwl, nwait, wait, C, c_offset_floats,
+                           k0 ? 1.0f : beta, &ev);
         if (rc) break;
         if (prev) clReleaseEvent(prev);
         prev = ev;
