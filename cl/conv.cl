@@ -12,13 +12,14 @@
  * enough work (a few hundred bytes) that the per-work-item cost, an index
  * decomposition with divisions, is small beside it. */
 
-/* Everything a window loop needs; the same struct as cl/launch_conv.c's. */
+/* Everything a window loop needs: src/conv_geometry.h's fl_conv_geometry,
+ * field for field (its dimension legend says what each one is). */
 typedef struct {
-    int batch, h, w, c; /* the image */
-    int kh, kw;         /* the window */
-    int oh, ow, oc;     /* the output; oc is Cout for a convolution, c for pooling */
-    int sh, sw;
-    int pad_top, pad_left;
+    int batch, h, w, c;    /* N, H, W, C */
+    int kh, kw;            /* KH, KW */
+    int oh, ow, oc;        /* OH, OW, OC */
+    int sh, sw;            /* SH, SW */
+    int pad_top, pad_left; /* padding before */
 } geom;
 
 /* n floats from src to dst, four at a time. */

@@ -4,6 +4,7 @@
 #ifndef FLOWLAB_OPENCL_LAUNCH_H
 #define FLOWLAB_OPENCL_LAUNCH_H
 
+#include "conv_geometry.h"
 #include "opencl_device.h"
 
 typedef int (*fl_cl_launcher)(fl_cl_device *d, const fl_node *n, fl_tensor *const *in,
@@ -36,7 +37,7 @@ FL_CL_OP(fl_cl_sparse_xent_grad);
 FL_CL_OP(fl_cl_reduce_sum);
 FL_CL_OP(fl_cl_reduce_mean);
 FL_CL_OP(fl_cl_reduce_grad);
-FL_CL_OP(fl_cl_copy_input0); /* Identity, StopGradient, Reshape, Copy */
+FL_CL_OP(fl_cl_copy_input0); /* Identity, StopGradient, Reshape */
 FL_CL_OP(fl_cl_concat);
 FL_CL_OP(fl_cl_slice);
 FL_CL_OP(fl_cl_slice_grad);
@@ -52,8 +53,9 @@ FL_CL_OP(fl_cl_assign_add);
 FL_CL_OP(fl_cl_apply_gradient_descent);
 FL_CL_OP(fl_cl_apply_momentum);
 FL_CL_OP(fl_cl_apply_adam);
-/* launch_conv.c: MatMul (cl/gemm.h), convolution and pooling */
+/* launch_matmul.c: MatMul (CLBlast or cl/gemm.h) */
 FL_CL_OP(fl_cl_matmul);
+/* launch_conv.c: convolution and pooling */
 FL_CL_OP(fl_cl_conv2d);
 FL_CL_OP(fl_cl_conv2d_backprop_input);
 FL_CL_OP(fl_cl_conv2d_backprop_filter);
@@ -73,5 +75,25 @@ int fl_cl_run_groups(fl_cl_call *c, cl_uint dims, const size_t *global, const si
 int fl_cl_sum_rows(fl_cl_device *d, const void *x, int rows, int len, float divisor, void *out);
 int fl_cl_sum_cols(fl_cl_device *d, const void *x, int outer, int count, int inner,
                    float divisor, void *out);
+/* launch_matmul.c: whether d multiplies through CLBlast (GPU-type devices,
+ * or FLOWLAB_CL_GEMM=clblast) rather than cl/gemm.c; and C = op(A) op(B)
+ * (+ C when accumulate), the row-major matrices starting at the given
+ * offsets, counted in floats, inside their buffers. */
+bool fl_cl_use_clblast(const fl_cl_device *d);
+int fl_cl_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
+                  size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate);
+
+/* launch_conv_gemm.c: the convolutions as implicit GEMM (conv_gemm.cl), for
+ * CPU-type devices; each enqueues its kernels and returns 0, or -1 after
+ * fl_set_error. */
+int fl_cl_conv2d_implicit(fl_cl_device *d, const fl_conv_geometry *g, const void *x,
+                          const void *filter, void *y);
+int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const fl_conv_geometry *g,
+                                         const void *dy, const void *filter, void *dx);
+int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const fl_conv_geometry *g,
+                                          const void *x, const void *dy, void *dfilter);
+/* conv.cl and conv_gemm.cl take a geometry by value as their `geom`, thirteen ints. */
+_Static_assert(sizeof(fl_conv_geometry) == 13 * sizeof(cl_int),
+               "fl_conv_geometry must match conv.cl's geom");
 
 #endif

@@ -279,14 +279,9 @@ FL_CL_OP(fl_cl_copy_input0)
 {
     (void)n;
     (void)ctx;
-    size_t bytes = fl_tensor_bytes(out);
-    if (fl_tensor_bytes(in[0]) != bytes) {
-        char si[64], so[64];
-        fl_set_error("cannot copy %s into %s", fl_shape_format(in[0]->shape, si, sizeof si),
-                     fl_shape_format(out->shape, so, sizeof so));
+    if (fl_check_copy_size(in[0], out) != 0)
         return -1;
-    }
-    return fl_cl_copy(d, in[0]->data, out->data, bytes);
+    return fl_cl_copy(d, in[0]->data, out->data, fl_tensor_bytes(out));
 }
 
 FL_CL_OP(fl_cl_concat)

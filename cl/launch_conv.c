@@ -1,85 +1,20 @@
-/* launch_conv.c: launchers for MatMul, MaxPool and its gradient, and for
- * Conv2D and its backprops. On CPU-type devices the convolutions are
- * implicit GEMMs (launch_conv_gemm.c). CLBlast, used on GPU-type devices,
- * multiplies only matrices that exist, so there they are GEMMs over patch
- * matrices: im2col lays each output pixel's window out as a row of a
- * [P, K] matrix (P output pixels, K = KH*KW*Cin taps), so
+/* launch_conv.c: launchers for Conv2D and its backprops, MaxPool and its
+ * gradient. On CPU-type devices the convolutions are implicit GEMMs
+ * (launch_conv_gemm.c). CLBlast, used on GPU-type devices, multiplies only
+ * matrices that exist, so there they are GEMMs (fl_cl_gemm_at in
+ * launch_matmul.c) over patch matrices: im2col lays each output pixel's
+ * window out as a row of a [P, K] matrix (P output pixels, K = KH*KW*Cin
+ * taps), so
  *     Conv2D:           y[P, Cout]  = col[P, K]   x filter[K, Cout]
  *     backprop filter:  df[K, Cout] = col[P, K]^T x dy[P, Cout]
  *     backprop input:   dcol[P, K]  = dy[P, Cout] x filter[K, Cout]^T, then col2im
  * a chunk of images at a time (see CHUNK_BYTES), and MaxPool with its
  * gradient (conv.cl). */
-#include <clblast_c.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv_geom.h"
 #include "launch.h"
-
-/* Which GEMM: CLBlast is tuned for GPUs, so a GPU-type OpenCL device uses
- * it; on a CPU device (PoCL) flowlab's own kernel (cl/gemm.c) is about ten
- * times faster (make bench). FLOWLAB_CL_GEMM=clblast|flowlab overrides. */
-static bool use_clblast(const fl_cl_device *d)
-{
-    const char *forced = getenv("FLOWLAB_CL_GEMM");
-    if (forced && strcmp(forced, "clblast") == 0)
-        return true;
-    if (forced && strcmp(forced, "flowlab") == 0)
-        return false;
-    cl_device_type type = 0;
-    clGetDeviceInfo(d->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    return (type & CL_DEVICE_TYPE_GPU) != 0;
-}
-
-static int clblast_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
-                           size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate)
-{
-    cl_command_queue queue = d->queue;
-    CLBlastStatusCode status = CLBlastSgemm(
-        CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
-        tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)m, (size_t)n, (size_t)k, 1.0f, (cl_mem)a, a_at,
-        (size_t)(ta ? m : k), (cl_mem)b, b_at, (size_t)(tb ? k : n), accumulate ? 1.0f : 0.0f, (cl_mem)c, c_at,
-        (size_t)n, &queue, NULL);
-    if (status != CLBlastSuccess) {
-        fl_set_error("GEMM (CLBlastSgemm %dx%dx%d) failed with status %d", m, n, k, (int)status);
-        return -1;
-    }
-    return 0;
-}
-
-/* C = op(A) op(B) (+ C when accumulate), the matrices starting at the given
- * offsets, counted in floats, inside their buffers. */
-static int gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
-                   size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate)
-{
-    if (use_clblast(d))
-        return clblast_gemm_at(d, ta, tb, m, n, k, a, a_at, b, b_at, c, c_at, accumulate);
-    if (fl_cl_gemm_enqueue(d->gemm, d->queue, ta, tb, m, n, k, (cl_mem)a, a_at, (cl_mem)b, b_at,
-                           (cl_mem)c, c_at, accumulate ? 1.0f : 0.0f, 0, NULL, NULL) != 0) {
-        fl_set_error("GEMM (cl/gemm.c): %s", fl_cl_gemm_error(d->gemm));
-        return -1;
-    }
-    return 0;
-}
-
-static int gemm(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
-                const void *b, void *c)
-{
-    return gemm_at(d, ta, tb, m, n, k, a, 0, b, 0, c, 0, false);
-}
-
-/* C[M,N] = op(A) op(B). */
-FL_CL_OP(fl_cl_matmul)
-{
-    (void)ctx;
-    bool ta = n->attrs.transpose_a, tb = n->attrs.transpose_b;
-    int m = out->shape.dims[0], cols = out->shape.dims[1];
-    int k = ta ? in[0]->shape.dims[0] : in[0]->shape.dims[1];
-    if (fl_cl_count(in[0]) < 0 || fl_cl_count(in[1]) < 0 || fl_cl_count(out) < 0)
-        return -1;
-    return gemm(d, ta, tb, m, cols, k, in[0]->data, in[1]->data, out->data);
-}
 
 /* The col matrix is big (conv_2 of the chapter 1 model: 25088 x 800 floats,
  * 80 MB), and written by im2col only to be read once by the GEMM. So the
@@ -96,7 +31,7 @@ typedef struct {
     int images, pixels, taps;
 } chunking;
 
-static int plan_chunks(const geom *g, chunking *ch)
+static int plan_chunks(const fl_conv_geometry *g, chunking *ch)
 {
     int64_t pixels = (int64_t)g->oh * g->ow, taps = (int64_t)g->kh * g->kw * g->c;
     int64_t row_bytes = pixels * taps * (int64_t)sizeof(float); /* one image's col rows */
@@ -122,7 +57,7 @@ static cl_mem chunk_scratch(fl_cl_device *d, const chunking *ch)
 }
 
 /* col = the im2col rows of images [b0, b0 + images). */
-static int im2col(fl_cl_device *d, const geom *g, const void *x, int b0, int images, cl_mem col)
+static int im2col(fl_cl_device *d, const fl_conv_geometry *g, const void *x, int b0, int images, cl_mem col)
 {
     fl_cl_call c = fl_cl_begin(d, K_IM2COL);
     fl_cl_mem(&c, x);
@@ -136,8 +71,8 @@ static int im2col(fl_cl_device *d, const geom *g, const void *x, int b0, int ima
 FL_CL_OP(fl_cl_conv2d)
 {
     (void)ctx;
-    geom g = conv_geom(n, in[0]->shape, in[1]->shape);
-    if (!use_clblast(d))
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
+    if (!fl_cl_use_clblast(d))
         return fl_cl_conv2d_implicit(d, &g, in[0]->data, in[1]->data, out->data);
     chunking ch;
     if (plan_chunks(&g, &ch) != 0)
@@ -151,7 +86,7 @@ FL_CL_OP(fl_cl_conv2d)
         int images = g.batch - b0 < ch.images ? g.batch - b0 : ch.images, rows = images * ch.pixels;
         /* y[rows of this chunk] = col x filter */
         if (im2col(d, &g, in[0]->data, b0, images, col) != 0 ||
-            gemm_at(d, false, false, rows, g.oc, ch.taps, col, 0, in[1]->data, 0, out->data,
+            fl_cl_gemm_at(d, false, false, rows, g.oc, ch.taps, col, 0, in[1]->data, 0, out->data,
                     (size_t)b0 * ch.pixels * g.oc, false) != 0)
             return -1;
     }
@@ -159,7 +94,7 @@ FL_CL_OP(fl_cl_conv2d)
 }
 
 /* dx for images [b0, b0 + images) from their dcol rows. */
-static int col2im(fl_cl_device *d, const geom *g, cl_mem dcol, int b0, int images, void *dx)
+static int col2im(fl_cl_device *d, const fl_conv_geometry *g, cl_mem dcol, int b0, int images, void *dx)
 {
     fl_cl_call c = fl_cl_begin(d, K_COL2IM);
     fl_cl_mem(&c, dcol);
@@ -174,10 +109,10 @@ static int col2im(fl_cl_device *d, const geom *g, cl_mem dcol, int b0, int image
 FL_CL_OP(fl_cl_conv2d_backprop_input)
 {
     (void)ctx;
-    geom g = conv_geom(n, in[2]->shape, in[1]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[2]->shape, in[1]->shape);
     if (fl_cl_count(out) < 0)
         return -1;
-    if (!use_clblast(d))
+    if (!fl_cl_use_clblast(d))
         return fl_cl_conv2d_backprop_input_implicit(d, &g, in[0]->data, in[1]->data, out->data);
     chunking ch;
     if (plan_chunks(&g, &ch) != 0)
@@ -190,7 +125,7 @@ FL_CL_OP(fl_cl_conv2d_backprop_input)
     for (int b0 = 0; b0 < g.batch; b0 += ch.images) {
         int images = g.batch - b0 < ch.images ? g.batch - b0 : ch.images, rows = images * ch.pixels;
         /* dcol = dy[rows of this chunk] x filter^T, folded back into dx */
-        if (gemm_at(d, false, true, rows, ch.taps, g.oc, in[0]->data, (size_t)b0 * ch.pixels * g.oc,
+        if (fl_cl_gemm_at(d, false, true, rows, ch.taps, g.oc, in[0]->data, (size_t)b0 * ch.pixels * g.oc,
                     in[1]->data, 0, dcol, 0, false) != 0 ||
             col2im(d, &g, dcol, b0, images, out->data) != 0)
             return -1;
@@ -203,8 +138,8 @@ FL_CL_OP(fl_cl_conv2d_backprop_input)
 FL_CL_OP(fl_cl_conv2d_backprop_filter)
 {
     (void)ctx;
-    geom g = conv_geom(n, in[1]->shape, in[2]->shape);
-    if (!use_clblast(d))
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[1]->shape, in[2]->shape);
+    if (!fl_cl_use_clblast(d))
         return fl_cl_conv2d_backprop_filter_implicit(d, &g, in[1]->data, in[0]->data, out->data);
     chunking ch;
     if (plan_chunks(&g, &ch) != 0)
@@ -217,16 +152,11 @@ FL_CL_OP(fl_cl_conv2d_backprop_filter)
     for (int b0 = 0; b0 < g.batch; b0 += ch.images) {
         int images = g.batch - b0 < ch.images ? g.batch - b0 : ch.images, rows = images * ch.pixels;
         if (im2col(d, &g, in[1]->data, b0, images, col) != 0 ||
-            gemm_at(d, true, false, ch.taps, g.oc, rows, col, 0, in[0]->data,
+            fl_cl_gemm_at(d, true, false, ch.taps, g.oc, rows, col, 0, in[0]->data,
                     (size_t)b0 * ch.pixels * g.oc, out->data, 0, b0 > 0) != 0)
             return -1;
     }
     return 0;
-}
-
-static geom pool_geom(const fl_node *n, fl_shape image)
-{
-    return make_geom(n, image, n->attrs.ksize_h, n->attrs.ksize_w, image.dims[3]);
 }
 
 /* Pooling's work-items: one per pixel and group of four channels. */
@@ -238,7 +168,7 @@ static size_t pool_items(int count, int channels)
 FL_CL_OP(fl_cl_max_pool)
 {
     (void)ctx;
-    geom g = pool_geom(n, in[0]->shape);
+    fl_conv_geometry g = fl_pool_geometry_of(n, in[0]->shape);
     int count = fl_cl_count(out);
     if (count < 0 || fl_cl_count(in[0]) < 0)
         return -1;
@@ -255,7 +185,7 @@ FL_CL_OP(fl_cl_max_pool)
 FL_CL_OP(fl_cl_max_pool_grad)
 {
     (void)ctx;
-    geom g = pool_geom(n, in[1]->shape);
+    fl_conv_geometry g = fl_pool_geometry_of(n, in[1]->shape);
     int count = fl_cl_count(out);
     if (count < 0)
         return -1;

@@ -4,7 +4,6 @@
  * filter-sized: no patch matrix is ever written. */
 #include <limits.h>
 
-#include "conv_geom.h"
 #include "launch.h"
 
 enum { TILE_ROWS = 6, TILE_COLS = 16, STRIP = 8 }; /* as in conv_gemm.cl */
@@ -16,7 +15,7 @@ enum { MAX_SPLITS = 16 };
 
 static size_t tiles(int n, int tile) { return ((size_t)n + tile - 1) / tile; }
 
-static int check_size(const geom *g)
+static int check_size(const fl_conv_geometry *g)
 {
     int64_t pixels = (int64_t)g->batch * (g->h > g->oh ? g->h : g->oh) * (g->w > g->ow ? g->w : g->ow);
     int64_t channels = g->c > g->oc ? g->c : g->oc;
@@ -30,7 +29,7 @@ static int check_size(const geom *g)
 /* Packs the filter [KH, KW, Cin, Cout] as B of the forward GEMM ([K, Cout],
  * transposed = false) or of the data gradient's (each tap's block
  * transposed, [KH*KW*Cout, Cin]) into 16-column panels in the scratch. */
-static cl_mem pack_filter(fl_cl_device *d, const geom *g, const void *filter, bool transposed)
+static cl_mem pack_filter(fl_cl_device *d, const fl_conv_geometry *g, const void *filter, bool transposed)
 {
     int taps = g->kh * g->kw, kin = transposed ? g->oc : g->c, n = transposed ? g->c : g->oc;
     size_t panels = tiles(n, TILE_COLS), K = (size_t)taps * kin;
@@ -52,8 +51,8 @@ static cl_mem pack_filter(fl_cl_device *d, const geom *g, const void *filter, bo
 
 /* Conv2D (transposed = false) or Conv2DBackpropInput (true) through
  * conv_gemm: rows are the result's pixels, columns its channels. */
-static int conv_gemm(fl_cl_device *d, const geom *g, const void *src, const void *filter, bool transposed,
-                     void *out)
+static int conv_gemm(fl_cl_device *d, const fl_conv_geometry *g, const void *src, const void *filter,
+                     bool transposed, void *out)
 {
     int rows_h = transposed ? g->h : g->oh, rows_w = transposed ? g->w : g->ow;
     int src_c = transposed ? g->oc : g->c, n = transposed ? g->c : g->oc;
@@ -77,7 +76,8 @@ static int conv_gemm(fl_cl_device *d, const geom *g, const void *src, const void
     return fl_cl_run_groups(&c, 2, global, local);
 }
 
-int fl_cl_conv2d_implicit(fl_cl_device *d, const geom *g, const void *x, const void *filter, void *y)
+int fl_cl_conv2d_implicit(fl_cl_device *d, const fl_conv_geometry *g, const void *x,
+                          const void *filter, void *y)
 {
     return check_size(g) ? -1 : conv_gemm(d, g, x, filter, false, y);
 }
@@ -85,7 +85,7 @@ int fl_cl_conv2d_implicit(fl_cl_device *d, const geom *g, const void *x, const v
 /* Input channels up to which the data gradient takes the narrow kernel. */
 enum { NARROW_CHANNELS = 4 };
 
-int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const geom *g, const void *dy,
+int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const fl_conv_geometry *g, const void *dy,
                                          const void *filter, void *dx)
 {
     if (check_size(g) != 0)
@@ -107,8 +107,8 @@ int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const geom *g, const v
 
 /* conv_filter_grad's partial sums, one per share of the batch, then
  * conv_sum_splits adding them up in order. */
-int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const geom *g, const void *x, const void *dy,
-                                          void *dfilter)
+int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const fl_conv_geometry *g,
+                                          const void *x, const void *dy, void *dfilter)
 {
     int K = g->kh * g->kw * g->c, n = g->oc;
     if (check_size(g) != 0)

@@ -10,34 +10,6 @@
 #include "opencl_program.h"
 #include "opencl_sources.h"
 
-static const char *const kernel_names[FL_CL_KERNEL_COUNT] = {
-    [K_BINARY_INT] = "binary_int",
-    [K_NEG_FLOAT] = "neg_float", [K_NEG_INT] = "neg_int",
-    [K_ACCUMULATE_FLOAT] = "accumulate_float", [K_ACCUMULATE_INT] = "accumulate_int",
-    [K_DIV_GRAD_B] = "div_grad_b",
-    [K_ACTIVATION] = "activation", [K_ACTIVATION_GRAD] = "activation_grad",
-    [K_SOFTMAX] = "softmax", [K_SOFTMAX_GRAD] = "softmax_grad",
-    [K_SPARSE_XENT] = "sparse_xent", [K_SPARSE_XENT_GRAD] = "sparse_xent_grad",
-    [K_REDUCE_ROWS] = "reduce_rows", [K_REDUCE_COLS] = "reduce_cols",
-    [K_REDUCE_GRAD_ROWS] = "reduce_grad_rows", [K_REDUCE_GRAD_COLS] = "reduce_grad_cols",
-    [K_REDUCE_FLOAT] = "reduce_float", [K_REDUCE_INT] = "reduce_int",
-    [K_REDUCE_GRAD] = "reduce_grad", [K_COPY_WINDOW] = "copy_window",
-    [K_CAST_TO_INT] = "cast_to_int", [K_CAST_TO_FLOAT] = "cast_to_float",
-    [K_ARGMAX_FLOAT] = "argmax_float", [K_ARGMAX_INT] = "argmax_int",
-    [K_EQUAL_FLOAT] = "equal_float", [K_EQUAL_INT] = "equal_int",
-    [K_IM2COL] = "im2col", [K_COL2IM] = "col2im", [K_MAX_POOL] = "max_pool",
-    [K_MAX_POOL_GRAD] = "max_pool_grad", [K_CONV_PACK_FILTER] = "conv_pack_filter",
-    [K_CONV_GEMM] = "conv_gemm", [K_CONV_FILTER_GRAD] = "conv_filter_grad",
-    [K_CONV_SUM_SPLITS] = "conv_sum_splits",
-    [K_CONV_BACKPROP_INPUT_NARROW] = "conv_backprop_input_narrow",
-    [K_BINARY_FLOAT_CHUNKS] = "binary_float_chunks",
-    [K_RELU_CHUNKS] = "relu_chunks", [K_RELU_GRAD_CHUNKS] = "relu_grad_chunks",
-    [K_APPLY_GRADIENT_DESCENT] = "apply_gradient_descent",
-    [K_APPLY_MOMENTUM] = "apply_momentum", [K_APPLY_ADAM] = "apply_adam",
-};
-
-const char *fl_cl_kernel_name(fl_cl_kernel_id k) { return kernel_names[k]; }
-
 /* The embedded file called name, or NULL. */
 static const fl_cl_source *source_named(const char *name)
 {
@@ -109,9 +81,9 @@ static int build_kernels(fl_cl_device *d)
         return -1;
     for (int k = 0; k < FL_CL_KERNEL_COUNT; k++) {
         cl_int err;
-        d->kernels[k] = clCreateKernel(d->program, kernel_names[k], &err);
+        d->kernels[k] = clCreateKernel(d->program, fl_cl_kernel_name(k), &err);
         if (err != CL_SUCCESS) {
-            fl_set_error("clCreateKernel(%s): %s", kernel_names[k], fl_cl_error_name(err));
+            fl_set_error("clCreateKernel(%s): %s", fl_cl_kernel_name(k), fl_cl_error_name(err));
             return -1;
         }
     }

@@ -12,7 +12,7 @@
 #include "gemm.h"
 #include "opencl_pool.h"
 
-/* Every kernel of the program joined from the cl/ kernel files; names in opencl_device.c. */
+/* Every kernel of the program joined from the cl/ kernel files; names in opencl_call.c. */
 typedef enum {
     K_BINARY_INT, K_NEG_FLOAT, K_NEG_INT, K_ACCUMULATE_FLOAT, K_ACCUMULATE_INT,
     K_DIV_GRAD_B,
@@ -108,6 +108,8 @@ typedef struct {
     cl_int error;  /* the first failure, CL_SUCCESS while all is well */
 } fl_cl_call;
 
+/* The kernel's function name in the cl/ kernel files ("im2col"). */
+const char *fl_cl_kernel_name(fl_cl_kernel_id k);
 fl_cl_call fl_cl_begin(fl_cl_device *d, fl_cl_kernel_id kernel);
 void fl_cl_mem(fl_cl_call *c, const void *buffer); /* a tensor's data */
 void fl_cl_int(fl_cl_call *c, int value);

@@ -1,39 +1,13 @@
 /* backend_cuda.c: NVIDIA GPUs as flowlab's "/gpu:N", through the CUDA runtime.
  * The fl_backend table: finding devices, opening one (a stream, cuBLAS and
- * cuDNN handles), memory from the pool, copies, and wait(). Each op's work
- * is in ops.c, ops_array.c and conv.c; the kernels are in the .cu files.
+ * cuDNN handles), memory from the pool, copies, wait(), and the kernel
+ * table: each op's launcher is in launch_*.c, the kernels in the .cu files.
  * Nothing here waits except wait(): run() and the copies only enqueue. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_device.h"
-
-/* ---- errors ---- */
-
-int fl_cuda_check(cudaError_t e, const char *what)
-{
-    if (e == cudaSuccess)
-        return 0;
-    fl_set_error("%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-    return -1;
-}
-
-int fl_cublas_check(cublasStatus_t s, const char *what)
-{
-    if (s == CUBLAS_STATUS_SUCCESS)
-        return 0;
-    fl_set_error("%s: %s", what, cublasGetStatusString(s));
-    return -1;
-}
-
-int fl_cudnn_check(cudnnStatus_t s, const char *what)
-{
-    if (s == CUDNN_STATUS_SUCCESS)
-        return 0;
-    fl_set_error("%s: %s", what, cudnnGetErrorString(s));
-    return -1;
-}
+#include "launch.h"
 
 /* ---- which devices exist ---- */
 
@@ -106,8 +80,7 @@ static void destroy(fl_cuda_device *d)
         cudaStreamDestroy(d->stream);
     if (d->copy_stream)
         cudaStreamDestroy(d->copy_stream);
-    for (int i = 0; i < d->npending; i++)
-        free(d->pending[i]);
+    fl_cuda_free_pending(d);
     free(d->pending);
     pthread_mutex_destroy(&d->lock);
     free(d);
@@ -240,18 +213,60 @@ static void cuda_release_mark(void *impl, void *mark)
     cudaEventDestroy(mark);
 }
 
-void fl_cuda_free_after_wait(fl_cuda_device *d, void *host_buffer)
-{
-    pthread_mutex_lock(&d->lock);
-    if (d->npending == d->pending_capacity) {
-        d->pending_capacity = d->pending_capacity ? d->pending_capacity * 2 : 8;
-        d->pending = fl_xrealloc(d->pending, (size_t)d->pending_capacity * sizeof *d->pending);
-    }
-    d->pending[d->npending++] = host_buffer;
-    pthread_mutex_unlock(&d->lock);
-}
-
 /* ---- running and waiting ---- */
+
+/* The kernel table: which launcher (launch_*.c) enqueues each op, as
+ * cl/backend_opencl.c has it. Identity, StopGradient and Reshape alias
+ * their input (the session gives them input 0's buffer), so
+ * fl_cuda_copy_input0 has nothing to do for them. */
+static const fl_cuda_launcher launchers[FL_OP_COUNT] = {
+    [FL_OP_FILL] = fl_cuda_fill,
+    [FL_OP_RANDOM_UNIFORM] = fl_cuda_random_uniform,
+    [FL_OP_TRUNCATED_NORMAL] = fl_cuda_truncated_normal,
+    [FL_OP_ASSIGN] = fl_cuda_assign,
+    [FL_OP_ASSIGN_ADD] = fl_cuda_assign_add,
+    [FL_OP_MATMUL] = fl_cuda_matmul,
+    [FL_OP_ADD] = fl_cuda_add,
+    [FL_OP_SUB] = fl_cuda_sub,
+    [FL_OP_MUL] = fl_cuda_mul,
+    [FL_OP_DIV] = fl_cuda_div,
+    [FL_OP_NEG] = fl_cuda_neg,
+    [FL_OP_ADD_N] = fl_cuda_add_n,
+    [FL_OP_SUM_TO_SHAPE] = fl_cuda_sum_to_shape,
+    [FL_OP_DIV_GRAD_B] = fl_cuda_div_grad_b,
+    [FL_OP_RELU] = fl_cuda_relu,
+    [FL_OP_RELU_GRAD] = fl_cuda_relu_grad,
+    [FL_OP_SIGMOID] = fl_cuda_sigmoid,
+    [FL_OP_SIGMOID_GRAD] = fl_cuda_sigmoid_grad,
+    [FL_OP_TANH] = fl_cuda_tanh,
+    [FL_OP_TANH_GRAD] = fl_cuda_tanh_grad,
+    [FL_OP_SOFTMAX] = fl_cuda_softmax,
+    [FL_OP_SOFTMAX_GRAD] = fl_cuda_softmax_grad,
+    [FL_OP_SPARSE_XENT] = fl_cuda_sparse_xent,
+    [FL_OP_SPARSE_XENT_GRAD] = fl_cuda_sparse_xent_grad,
+    [FL_OP_REDUCE_SUM] = fl_cuda_reduce_sum,
+    [FL_OP_REDUCE_MEAN] = fl_cuda_reduce_mean,
+    [FL_OP_REDUCE_GRAD] = fl_cuda_reduce_grad,
+    [FL_OP_RESHAPE] = fl_cuda_copy_input0,
+    [FL_OP_CONCAT] = fl_cuda_concat,
+    [FL_OP_SLICE] = fl_cuda_slice,
+    [FL_OP_SLICE_GRAD] = fl_cuda_slice_grad,
+    [FL_OP_IDENTITY] = fl_cuda_copy_input0,
+    [FL_OP_STOP_GRADIENT] = fl_cuda_copy_input0,
+    [FL_OP_CAST] = fl_cuda_cast,
+    [FL_OP_ARGMAX] = fl_cuda_argmax,
+    [FL_OP_EQUAL] = fl_cuda_equal,
+    [FL_OP_CONV2D] = fl_cuda_conv2d,
+    [FL_OP_CONV2D_BACKPROP_INPUT] = fl_cuda_conv2d_backprop_input,
+    [FL_OP_CONV2D_BACKPROP_FILTER] = fl_cuda_conv2d_backprop_filter,
+    [FL_OP_MAX_POOL] = fl_cuda_max_pool,
+    [FL_OP_MAX_POOL_GRAD] = fl_cuda_max_pool_grad,
+    [FL_OP_APPLY_GRADIENT_DESCENT] = fl_cuda_apply_gradient_descent,
+    [FL_OP_APPLY_MOMENTUM] = fl_cuda_apply_momentum,
+    [FL_OP_APPLY_ADAM] = fl_cuda_apply_adam,
+};
+
+static bool cuda_has_kernel(fl_op_kind op) { return op >= 0 && op < FL_OP_COUNT && launchers[op] != NULL; }
 
 static int cuda_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
                     const fl_kernel_ctx *ctx)
@@ -268,7 +283,11 @@ static int cuda_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tenso
         fl_set_error("no buffer for the output on /gpu:%d (out of GPU memory?)", d->index);
         return -1;
     }
-    return fl_cuda_run_op(d, n, in, out, ctx);
+    if (!cuda_has_kernel(n->op)) {
+        fl_set_error("the CUDA backend has no kernel for %s", fl_op_def_of(n->op)->type);
+        return -1;
+    }
+    return launchers[n->op](d, n, in, out, ctx);
 }
 
 /* The fault a kernel recorded, as the host kernel would have said it. */
@@ -284,15 +303,6 @@ static int report_fault(fl_cuda_device *d, const fl_cuda_fault *f)
     return -1;
 }
 
-static void free_pending(fl_cuda_device *d)
-{
-    pthread_mutex_lock(&d->lock);
-    for (int i = 0; i < d->npending; i++)
-        free(d->pending[i]);
-    d->npending = 0;
-    pthread_mutex_unlock(&d->lock);
-}
-
 /* The fault record rides at the end of the stream, so one synchronize
  * covers both the work and the check. An error from a kernel that failed
  * (a bad address) also surfaces here, since launches are asynchronous. */
@@ -304,7 +314,7 @@ static int cuda_wait(void *impl)
     cudaError_t copied = cudaMemcpyAsync(d->fault_host, d->fault, sizeof *d->fault,
                                          cudaMemcpyDeviceToHost, d->stream);
     cudaError_t synced = cudaStreamSynchronize(d->stream);
-    free_pending(d);
+    fl_cuda_free_pending(d);
     if (fl_cuda_check(synced, "running the enqueued work") != 0 ||
         fl_cuda_check(copied, "reading the fault record") != 0)
         return -1;
@@ -323,7 +333,7 @@ const fl_backend fl_cuda_backend = {
     .release = cuda_release,
     .copy_in = cuda_copy_in,
     .copy_out = cuda_copy_out,
-    .has_kernel = fl_cuda_has_kernel,
+    .has_kernel = cuda_has_kernel,
     .run = cuda_run,
     .wait = cuda_wait,
     .why_unavailable = cuda_why_unavailable,

@@ -1,4 +1,4 @@
-/* conv_kernels.cu: the small kernels cuda/conv.c puts around cuDNN.
+/* conv_kernels.cu: the small kernels cuda/launch_conv.c puts around cuDNN.
  * Explicit padding (TensorFlow's SAME may pad one more row or column after
  * the image than before, which cuDNN cannot express), the matching crop for
  * gradients, and a transpose between flowlab's filter layout [KH,KW,Cin,Cout]

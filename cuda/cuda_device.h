@@ -42,53 +42,22 @@ typedef struct {
     int npending, pending_capacity;
 } fl_cuda_device;
 
-/* A kernel of this backend: fl_host_kernel's arguments with the device first. */
-typedef int (*fl_cuda_kernel)(fl_cuda_device *d, const fl_node *n, fl_tensor *const *in,
-                              fl_tensor *out, const fl_kernel_ctx *ctx);
-
-#define FL_CUDA_KERNEL(name)                                                                       \
-    int name(fl_cuda_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out,           \
-             const fl_kernel_ctx *ctx)
-
-/* backend_cuda.c: 0, or -1 after fl_set_error("<what>: <the library's words>"). */
+/* cuda_call.c: 0, or -1 after fl_set_error("<what>: <the library's words>"). */
 int fl_cuda_check(cudaError_t e, const char *what);
 int fl_cublas_check(cublasStatus_t s, const char *what);
 int fl_cudnn_check(cudnnStatus_t s, const char *what);
-/* Keeps a host buffer alive until the next wait(), then frees it. */
-void fl_cuda_free_after_wait(fl_cuda_device *d, void *host_buffer);
+int fl_cuda_launched(cudaError_t e); /* a kernel launch's result */
 
-/* pool.c: device memory by size class; cudaMalloc only on a miss. Buffers
+/* cuda_pool.c: device memory by size class; cudaMalloc only on a miss. Buffers
  * go back to the pool at once: the stream runs in order, so the next user
  * of a buffer cannot start before the last one has finished with it. */
 void *fl_cuda_pool_get(fl_cuda_device *d, size_t bytes);
 void fl_cuda_pool_put(fl_cuda_device *d, void *ptr);
 /* cudaFree of every block, or of the free ones only (to retry a failed cudaMalloc). */
 void fl_cuda_pool_trim(fl_cuda_device *d, bool everything);
-
-/* ops.c: the kernel table. */
-bool fl_cuda_has_kernel(fl_op_kind op);
-int fl_cuda_run_op(fl_cuda_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
-                   const fl_kernel_ctx *ctx);
-int fl_cuda_launched(cudaError_t e); /* a kernel launch's result */
-
-/* ops_array.c: reductions and ops that move or compare elements. */
-FL_CUDA_KERNEL(fl_cuda_reduce_sum);
-FL_CUDA_KERNEL(fl_cuda_reduce_mean);
-FL_CUDA_KERNEL(fl_cuda_reduce_grad);
-FL_CUDA_KERNEL(fl_cuda_sum_to_shape);
-FL_CUDA_KERNEL(fl_cuda_copy_input0);
-FL_CUDA_KERNEL(fl_cuda_concat);
-FL_CUDA_KERNEL(fl_cuda_slice);
-FL_CUDA_KERNEL(fl_cuda_slice_grad);
-FL_CUDA_KERNEL(fl_cuda_cast);
-FL_CUDA_KERNEL(fl_cuda_argmax);
-FL_CUDA_KERNEL(fl_cuda_equal);
-
-/* conv.c: convolution and max-pooling through cuDNN. */
-FL_CUDA_KERNEL(fl_cuda_conv2d);
-FL_CUDA_KERNEL(fl_cuda_conv2d_backprop_input);
-FL_CUDA_KERNEL(fl_cuda_conv2d_backprop_filter);
-FL_CUDA_KERNEL(fl_cuda_max_pool);
-FL_CUDA_KERNEL(fl_cuda_max_pool_grad);
+/* Keeps a host buffer alive until the next wait(), which frees it with
+ * fl_cuda_free_pending once the stream has finished. */
+void fl_cuda_free_after_wait(fl_cuda_device *d, void *host_buffer);
+void fl_cuda_free_pending(fl_cuda_device *d);
 
 #endif

@@ -1,6 +1,6 @@
 /* kernels.h: the launchers of the hand-written CUDA kernels (the .cu files here).
  * Plain C prototypes over device pointers and sizes, so the C side of the
- * backend (cuda/ops.c, cuda/conv.c) never sees CUDA C++. Each launcher only
+ * backend (cuda/launch_*.c) never sees CUDA C++. Each launcher only
  * enqueues on the given stream and returns cudaGetLastError(). */
 #ifndef FLOWLAB_CUDA_KERNELS_H
 #define FLOWLAB_CUDA_KERNELS_H

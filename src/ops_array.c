@@ -421,3 +421,14 @@ int64_t fl_slice_begin(const fl_attrs *a, int64_t size)
 {
     return a->num_parts > 0 ? a->part * size : a->begin;
 }
+
+/* Every backend's Identity/Reshape/Copy kernel checks this before copying. */
+int fl_check_copy_size(const fl_tensor *from, const fl_tensor *to)
+{
+    if (fl_tensor_bytes(from) == fl_tensor_bytes(to))
+        return 0;
+    char sf[64], st[64];
+    fl_set_error("cannot copy %s into %s", fl_shape_format(from->shape, sf, sizeof sf),
+                 fl_shape_format(to->shape, st, sizeof st));
+    return -1;
+}

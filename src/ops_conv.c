@@ -3,7 +3,7 @@
  * shape rules and gradients; the gradients are fused backprop ops. */
 #include <stdio.h>
 
-#include "host/host_kernels.h" /* fl_conv_output_size: one formula for every backend */
+#include "conv_geometry.h" /* fl_conv_output_size: one formula for every backend */
 #include "runtime.h"
 
 /* ---- shape helpers shared by every op in this file ---- */

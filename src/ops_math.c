@@ -29,6 +29,18 @@ static int infer_matmul(const fl_node *n, const fl_shape *in, fl_shape *out, cha
     return 0;
 }
 
+/* What every backend's MatMul kernel needs, worked out once: op(A) is
+ * [M, K], so A is stored [M, K], or [K, M] when transposed. */
+fl_matmul_dims fl_matmul_dims_of(const fl_node *n, fl_shape a, fl_shape out)
+{
+    fl_matmul_dims d = {.m = out.dims[0], .n = out.dims[1],
+                        .transpose_a = n->attrs.transpose_a, .transpose_b = n->attrs.transpose_b};
+    d.k = d.transpose_a ? a.dims[0] : a.dims[1];
+    d.lda = d.transpose_a ? d.m : d.k;
+    d.ldb = d.transpose_b ? d.k : d.n;
+    return d;
+}
+
 static int grad_matmul(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
 {
     fl_node *a = n->inputs[0], *b = n->inputs[1];

@@ -187,10 +187,19 @@ fl_axis_view fl_view_around(fl_shape shape, int axis);
 /* ---- ops_array.c: where a Slice's window starts on its axis: attrs.begin,
  * or part * size for part i of num_parts (size: the output's, on that axis) ---- */
 int64_t fl_slice_begin(const fl_attrs *a, int64_t size);
+/* Whether a copy from `from` into `to` (Identity, Reshape, Copy) moves the
+ * same bytes: 0, or -1 after fl_set_error("cannot copy [2,3] into [4]"). */
+int fl_check_copy_size(const fl_tensor *from, const fl_tensor *to);
 
-/* ---- host_conv.c: TensorFlow's SAME / VALID rules, along one axis ---- */
-int fl_conv_output_size(int in, int k, int stride, fl_padding padding);
-int fl_conv_pad_before(int in, int k, int stride, fl_padding padding);
+/* ---- ops_math.c: a MatMul's sizes, C[M,N] = op(A)[M,K] x op(B)[K,N], from
+ * run-time shapes (a: input 0, out: the result); lda and ldb are A's and
+ * B's row lengths as stored, row-major, for a BLAS call ---- */
+typedef struct {
+    int m, n, k;
+    bool transpose_a, transpose_b;
+    int lda, ldb;
+} fl_matmul_dims;
+fl_matmul_dims fl_matmul_dims_of(const fl_node *n, fl_shape a, fl_shape out);
 
 /* ---- random.c: a counter-based generator, the same numbers everywhere ---- */
 uint64_t fl_mix_seed(uint64_t a, uint64_t b);

@@ -2,6 +2,7 @@
  * backprops as im2col GEMMs) against the plain reference loops, on odd
  * sizes, every transpose, SAME and VALID, strides 1 and 2. */
 #include "gradcheck.h"
+#include "conv_geometry.h"
 #include "host/host_kernels.h"
 
 #ifndef FL_HAVE_CBLAS

@@ -3,7 +3,7 @@
  * build-time shapes with an unknown batch, errors by exact text (at build
  * time and at run time), and gradients against central differences. */
 #include "flowlab.h"
-#include "runtime.h" /* fl_op_def_of: the op table itself */
+#include "runtime.h" /* fl_op_def_of (the op table itself), fl_check_copy_size */
 #include "tap.h"
 #include "gradcheck.h"
 
@@ -522,8 +522,23 @@ static void test_gradient_flow(void)
     fl_graph_free(g);
 }
 
+/* The size check every backend's Identity/Reshape/Copy kernel makes. */
+static void test_copy_size_check(void)
+{
+    fl_tensor *six = fl_tensor_new(FL_FLOAT32, fl_shape_make(2, 2, 3));
+    fl_tensor *flat = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 6));
+    fl_tensor *four = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 4));
+    ok(fl_check_copy_size(six, flat) == 0, "a copy of [2,3] into [6] moves the same bytes");
+    ok(fl_check_copy_size(six, four) == -1 && strcmp(fl_last_error(), "cannot copy [2,3] into [4]") == 0,
+       "a copy of [2,3] into [4] is refused, naming both shapes: %s", fl_last_error());
+    fl_tensor_free(six);
+    fl_tensor_free(flat);
+    fl_tensor_free(four);
+}
+
 int main(void)
 {
+    test_copy_size_check();
     test_reshape();
     test_reshape_errors();
     test_concat();

@@ -2,7 +2,7 @@
  * values, a plain reference on random multi-channel inputs, shape inference
  * and its error text, and gradients against central differences. */
 #include "flowlab.h"
-#include "host/host_kernels.h" /* fl_conv_output_size, fl_conv_pad_before */
+#include "conv_geometry.h" /* the window arithmetic every backend shares */
 #include "tap.h"
 #include "gradcheck.h"
 
@@ -106,22 +106,26 @@ static bool values_match(const fl_tensor *got, fl_shape shape, const float *want
 typedef struct {
     int in, k, stride;
     fl_padding padding;
-    int out, pad_before;
+    int out, pad_before, pad_after;
 } size_case;
 
 static void test_window_sizes(void)
 {
     const size_case cases[] = {
-        {28, 5, 1, FL_SAME, 28, 2}, {4, 3, 2, FL_SAME, 2, 0},  {5, 3, 2, FL_SAME, 3, 1},
-        {10, 4, 3, FL_SAME, 4, 1},  {1, 3, 1, FL_SAME, 1, 1},  {6, 1, 4, FL_SAME, 2, 0},
-        {7, 2, 2, FL_VALID, 3, 0},  {28, 5, 1, FL_VALID, 24, 0}, {3, 3, 5, FL_VALID, 1, 0},
+        {28, 5, 1, FL_SAME, 28, 2, 2}, {4, 3, 2, FL_SAME, 2, 0, 1},    {5, 3, 2, FL_SAME, 3, 1, 1},
+        {10, 4, 3, FL_SAME, 4, 1, 2},  {1, 3, 1, FL_SAME, 1, 1, 1},    {6, 1, 4, FL_SAME, 2, 0, 0},
+        {7, 2, 2, FL_VALID, 3, 0, 0},  {28, 5, 1, FL_VALID, 24, 0, 0}, {3, 3, 5, FL_VALID, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const size_case *c = &cases[i];
         int out = fl_conv_output_size(c->in, c->k, c->stride, c->padding);
         int pad = fl_conv_pad_before(c->in, c->k, c->stride, c->padding);
-        ok(out == c->out && pad == c->pad_before, "%s in %d k %d stride %d: out %d, pad %d",
-           c->padding == FL_SAME ? "SAME" : "VALID", c->in, c->k, c->stride, out, pad);
+        /* The same axis as a window's height: the padding after is what cuDNN adds by hand. */
+        fl_conv_geometry g = {.h = c->in, .kh = c->k, .sh = c->stride, .oh = out, .pad_top = pad};
+        int after = fl_conv_pad_bottom(&g);
+        ok(out == c->out && pad == c->pad_before && after == c->pad_after,
+           "%s in %d k %d stride %d: out %d, pad %d before and %d after",
+           c->padding == FL_SAME ? "SAME" : "VALID", c->in, c->k, c->stride, out, pad, after);
     }
     ok(fl_conv_output_size(-1, 3, 2, FL_SAME) == -1, "unknown input size stays unknown");
     ok(fl_conv_output_size(9, -1, 2, FL_SAME) == 5, "SAME output does not depend on the window");

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "gradcheck.h"
+#include "runtime.h" /* fl_matmul_dims_of */
 
 static fl_tensor *run1(fl_graph *g, fl_node *y)
 {
@@ -250,8 +251,30 @@ static void test_run_time_shape_check(void)
     fl_graph_free(g);
 }
 
+/* The sizes every backend's MatMul kernel reads, for each transpose:
+ * A is [3,2] or [2,3] (M = 3, K = 2), B is [2,4] or [4,2] (N = 4). */
+static void test_matmul_dims(void)
+{
+    fl_graph *g = fl_graph_new();
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            fl_shape a = ta ? fl_shape_make(2, 2, 3) : fl_shape_make(2, 3, 2);
+            fl_shape b = tb ? fl_shape_make(2, 4, 2) : fl_shape_make(2, 2, 4);
+            fl_node *x = fl_placeholder(g, FL_FLOAT32, a, NULL);
+            fl_node *y = fl_placeholder(g, FL_FLOAT32, b, NULL);
+            fl_node *mm = fl_matmul(g, x, y, ta, tb, NULL);
+            fl_matmul_dims d = fl_matmul_dims_of(mm, a, fl_shape_make(2, 3, 4));
+            ok(d.m == 3 && d.n == 4 && d.k == 2 && d.transpose_a == ta && d.transpose_b == tb &&
+                   d.lda == a.dims[1] && d.ldb == b.dims[1],
+               "MatMul dims, transpose_a %d transpose_b %d: M %d N %d K %d lda %d ldb %d", ta, tb, d.m,
+               d.n, d.k, d.lda, d.ldb);
+        }
+    fl_graph_free(g);
+}
+
 int main(void)
 {
+    test_matmul_dims();
     test_matmul_forward();
     test_broadcast_forward();
     test_large_operands();

@@ -14,15 +14,10 @@ FL_HOST_KERNEL(fl_host_copy_input0)
 {
     (void)n;
     (void)ctx;
-    size_t bytes = fl_tensor_bytes(out);
-    if (fl_tensor_bytes(in[0]) != bytes) {
-        char si[64], so[64];
-        fl_set_error("cannot copy %s into %s", fl_shape_format(in[0]->shape, si, sizeof si),
-                     fl_shape_format(out->shape, so, sizeof so));
+    if (fl_check_copy_size(in[0], out) != 0)
         return -1;
-    }
     if (out->data != in[0]->data)
-        memcpy(out->data, in[0]->data, bytes);
+        memcpy(out->data, in[0]->data, fl_tensor_bytes(out));
     return 0;
 }
 

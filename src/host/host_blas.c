@@ -6,23 +6,22 @@
 #include <cblas.h>
 #include <string.h>
 
-#include "conv_window.h"
+#include "conv_geometry.h"
 #include "host_kernels.h"
 
 FL_HOST_KERNEL(fl_host_matmul_blas)
 {
     (void)ctx;
-    bool ta = n->attrs.transpose_a, tb = n->attrs.transpose_b;
-    int M = out->shape.dims[0], N = out->shape.dims[1];
-    int K = ta ? in[0]->shape.dims[0] : in[0]->shape.dims[1];
-    if (M == 0 || N == 0)
+    fl_matmul_dims d = fl_matmul_dims_of(n, in[0]->shape, out->shape);
+    if (d.m == 0 || d.n == 0)
         return 0;
-    if (K == 0) {
+    if (d.k == 0) {
         memset(out->data, 0, fl_tensor_bytes(out));
         return 0;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
-                1.0f, in[0]->data, ta ? M : K, in[1]->data, tb ? K : N, 0.0f, out->data, N);
+    cblas_sgemm(CblasRowMajor, d.transpose_a ? CblasTrans : CblasNoTrans,
+                d.transpose_b ? CblasTrans : CblasNoTrans, d.m, d.n, d.k, 1.0f, in[0]->data, d.lda,
+                in[1]->data, d.ldb, 0.0f, out->data, d.n);
     return 0;
 }
 
@@ -40,7 +39,7 @@ static float *scratch(size_t floats)
 
 /* Images per GEMM: enough rows to keep sgemm busy, few enough that the
  * patch matrix stays near 32 MiB. */
-static int images_per_chunk(const window_geom *g)
+static int images_per_chunk(const fl_conv_geometry *g)
 {
     int64_t per_image = (int64_t)g->oh * g->ow * g->kh * g->kw * g->c;
     int64_t chunk = per_image > 0 ? (8 << 20) / per_image : g->batch;
@@ -50,7 +49,7 @@ static int images_per_chunk(const window_geom *g)
 }
 
 /* cols[(b*OH + oy)*OW + ox][(ky*KW + kx)*C + c] = x[b0 + b, iy, ix, c], or 0 in the padding. */
-static void im2col(const window_geom *g, const float *x, int b0, int nb, float *cols)
+static void im2col(const fl_conv_geometry *g, const float *x, int b0, int nb, float *cols)
 {
     int64_t k = (int64_t)g->kh * g->kw * g->c;
     for (int b = 0; b < nb; b++)
@@ -72,7 +71,7 @@ static void im2col(const window_geom *g, const float *x, int b0, int nb, float *
 }
 
 /* The reverse of im2col: every patch entry is added back to its pixel. */
-static void col2im_add(const window_geom *g, const float *cols, int b0, int nb, float *dx)
+static void col2im_add(const fl_conv_geometry *g, const float *cols, int b0, int nb, float *dx)
 {
     int64_t k = (int64_t)g->kh * g->kw * g->c;
     for (int b = 0; b < nb; b++)
@@ -97,7 +96,7 @@ static void col2im_add(const window_geom *g, const float *cols, int b0, int nb, 
 FL_HOST_KERNEL(fl_host_conv2d_blas)
 {
     (void)ctx;
-    window_geom g = fl_conv_window(n, in[0]->shape, in[1]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
     int k = g.kh * g.kw * g.c, pixels = g.oh * g.ow, chunk = images_per_chunk(&g);
     float *cols = scratch((size_t)chunk * pixels * k);
     for (int b0 = 0; b0 < g.batch; b0 += chunk) {
@@ -114,7 +113,7 @@ FL_HOST_KERNEL(fl_host_conv2d_blas)
 FL_HOST_KERNEL(fl_host_conv2d_backprop_input_blas)
 {
     (void)ctx;
-    window_geom g = fl_conv_window(n, in[2]->shape, in[1]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[2]->shape, in[1]->shape);
     int k = g.kh * g.kw * g.c, pixels = g.oh * g.ow, chunk = images_per_chunk(&g);
     float *cols = scratch((size_t)chunk * pixels * k);
     memset(out->data, 0, fl_tensor_bytes(out));
@@ -132,7 +131,7 @@ FL_HOST_KERNEL(fl_host_conv2d_backprop_input_blas)
 FL_HOST_KERNEL(fl_host_conv2d_backprop_filter_blas)
 {
     (void)ctx;
-    window_geom g = fl_conv_window(n, in[1]->shape, in[2]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[1]->shape, in[2]->shape);
     int k = g.kh * g.kw * g.c, pixels = g.oh * g.ow, chunk = images_per_chunk(&g);
     float *cols = scratch((size_t)chunk * pixels * k);
     memset(out->data, 0, fl_tensor_bytes(out));

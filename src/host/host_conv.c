@@ -6,55 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv_window.h"
+#include "conv_geometry.h"
 #include "host_kernels.h"
-
-int fl_conv_output_size(int in, int k, int stride, fl_padding padding)
-{
-    if (in < 0 || stride < 1)
-        return -1;
-    if (padding == FL_SAME) /* ceil(in / stride), whatever the window */
-        return (in + stride - 1) / stride;
-    if (k < 0)
-        return -1;
-    if (k > in) /* shape inference rejects this; never compute a negative size */
-        return 0;
-    return (in - k) / stride + 1;
-}
-
-/* SAME pads just enough for the last window; an odd total puts the extra
- * row or column after the image, as TensorFlow does. */
-int fl_conv_pad_before(int in, int k, int stride, fl_padding padding)
-{
-    if (padding != FL_SAME || in < 0 || k < 0 || stride < 1)
-        return 0;
-    int out = fl_conv_output_size(in, k, stride, padding);
-    int total = (out - 1) * stride + k - in;
-    return total > 0 ? total / 2 : 0;
-}
-
-static window_geom make_geom(const fl_node *n, fl_shape image, int kh, int kw, int oc)
-{
-    const fl_attrs *a = &n->attrs;
-    window_geom g = {.batch = image.dims[0], .h = image.dims[1], .w = image.dims[2],
-                     .c = image.dims[3], .kh = kh, .kw = kw, .oc = oc,
-                     .sh = a->stride_h, .sw = a->stride_w};
-    g.oh = fl_conv_output_size(g.h, kh, g.sh, a->padding);
-    g.ow = fl_conv_output_size(g.w, kw, g.sw, a->padding);
-    g.pad_top = fl_conv_pad_before(g.h, kh, g.sh, a->padding);
-    g.pad_left = fl_conv_pad_before(g.w, kw, g.sw, a->padding);
-    return g;
-}
-
-window_geom fl_conv_window(const fl_node *n, fl_shape image, fl_shape filter)
-{
-    return make_geom(n, image, filter.dims[0], filter.dims[1], filter.dims[3]);
-}
-
-static window_geom pool_geom(const fl_node *n, fl_shape image)
-{
-    return make_geom(n, image, n->attrs.ksize_h, n->attrs.ksize_w, image.dims[3]);
-}
 
 /* Offset of pixel (b, y, x) in an NHWC tensor of height h, width w, c channels. */
 static int64_t pixel_at(int b, int y, int x, int h, int w, int c)
@@ -63,7 +16,7 @@ static int64_t pixel_at(int b, int y, int x, int h, int w, int c)
 }
 
 /* Where window tap (ky, kx) of output (oy, ox) lands in the image; false in padding. */
-static bool tap(const window_geom *g, int oy, int ox, int ky, int kx, int *iy, int *ix)
+static bool tap(const fl_conv_geometry *g, int oy, int ox, int ky, int kx, int *iy, int *ix)
 {
     *iy = oy * g->sh - g->pad_top + ky;
     *ix = ox * g->sw - g->pad_left + kx;
@@ -71,7 +24,7 @@ static bool tap(const window_geom *g, int oy, int ox, int ky, int kx, int *iy, i
 }
 
 /* Offset of filter row [ky, kx, ci, :]. */
-static int64_t filter_at(const window_geom *g, int ky, int kx, int ci)
+static int64_t filter_at(const fl_conv_geometry *g, int ky, int kx, int ci)
 {
     return (((int64_t)ky * g->kw + kx) * g->c + ci) * g->oc;
 }
@@ -86,7 +39,7 @@ static void zero_output(fl_tensor *out)
 
 /* ---- Conv2D: y[b,oy,ox,co] = sum over ky,kx,ci of x[b,iy,ix,ci] * f[ky,kx,ci,co] ---- */
 
-static void conv_pixel(const window_geom *g, const float *x, const float *f, int b, int oy,
+static void conv_pixel(const fl_conv_geometry *g, const float *x, const float *f, int b, int oy,
                        int ox, float *y)
 {
     for (int co = 0; co < g->oc; co++)
@@ -109,7 +62,7 @@ static void conv_pixel(const window_geom *g, const float *x, const float *f, int
 FL_HOST_KERNEL(fl_host_conv2d)
 {
     (void)ctx;
-    window_geom g = fl_conv_window(n, in[0]->shape, in[1]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
     const float *x = in[0]->data, *f = in[1]->data;
     float *y = out->data;
     for (int b = 0; b < g.batch; b++)
@@ -124,7 +77,7 @@ FL_HOST_KERNEL(fl_host_conv2d)
 
 /* The filter with its channel axes swapped, [KH,KW,Cout,Cin], so the inner
  * loop below runs along Cin contiguously instead of summing along Cout. */
-static float *swap_filter_channels(const window_geom *g, const float *f)
+static float *swap_filter_channels(const fl_conv_geometry *g, const float *f)
 {
     int64_t taps = (int64_t)g->kh * g->kw;
     float *t = fl_xmalloc((size_t)(taps * g->c * g->oc) * sizeof *t);
@@ -135,7 +88,7 @@ static float *swap_filter_channels(const window_geom *g, const float *f)
     return t;
 }
 
-static void backprop_input_pixel(const window_geom *g, const float *dyp, const float *ft, int b,
+static void backprop_input_pixel(const fl_conv_geometry *g, const float *dyp, const float *ft, int b,
                                  int oy, int ox, float *dx)
 {
     for (int ky = 0; ky < g->kh; ky++)
@@ -156,7 +109,7 @@ static void backprop_input_pixel(const window_geom *g, const float *dyp, const f
 FL_HOST_KERNEL(fl_host_conv2d_backprop_input)
 {
     (void)ctx;
-    window_geom g = fl_conv_window(n, in[2]->shape, in[1]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[2]->shape, in[1]->shape);
     const float *dy = in[0]->data;
     float *ft = swap_filter_channels(&g, in[1]->data);
     float *dx = out->data;
@@ -174,7 +127,7 @@ FL_HOST_KERNEL(fl_host_conv2d_backprop_input)
  * x[b,iy,ix,ci] * dy[b,oy,ox,co] over the batch and every output pixel.
  * float accumulation, as TensorFlow's CPU kernel; plenty for training. ---- */
 
-static void backprop_filter_pixel(const window_geom *g, const float *x, const float *dyp, int b,
+static void backprop_filter_pixel(const fl_conv_geometry *g, const float *x, const float *dyp, int b,
                                   int oy, int ox, float *df)
 {
     for (int ky = 0; ky < g->kh; ky++)
@@ -195,7 +148,7 @@ static void backprop_filter_pixel(const window_geom *g, const float *x, const fl
 FL_HOST_KERNEL(fl_host_conv2d_backprop_filter)
 {
     (void)ctx;
-    window_geom g = fl_conv_window(n, in[1]->shape, in[2]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[1]->shape, in[2]->shape);
     const float *dy = in[0]->data, *x = in[1]->data;
     float *df = out->data;
     zero_output(out);
@@ -213,7 +166,7 @@ FL_HOST_KERNEL(fl_host_conv2d_backprop_filter)
  * goes to always agree. Padding is never a candidate. */
 
 /* For one output pixel: best[c] and the offset in x where it was found. */
-static void window_max(const window_geom *g, const float *x, int b, int oy, int ox, float *best,
+static void window_max(const fl_conv_geometry *g, const float *x, int b, int oy, int ox, float *best,
                        int64_t *best_at)
 {
     for (int c = 0; c < g->c; c++)
@@ -254,7 +207,7 @@ static void scratch_free(pool_scratch s)
 FL_HOST_KERNEL(fl_host_max_pool)
 {
     (void)ctx;
-    window_geom g = pool_geom(n, in[0]->shape);
+    fl_conv_geometry g = fl_pool_geometry_of(n, in[0]->shape);
     const float *x = in[0]->data;
     float *y = out->data;
     pool_scratch s = scratch_new(g.c);
@@ -275,7 +228,7 @@ FL_HOST_KERNEL(fl_host_max_pool)
 FL_HOST_KERNEL(fl_host_max_pool_grad)
 {
     (void)ctx;
-    window_geom g = pool_geom(n, in[1]->shape);
+    fl_conv_geometry g = fl_pool_geometry_of(n, in[1]->shape);
     const float *dy = in[0]->data, *x = in[1]->data;
     float *dx = out->data;
     zero_output(out);

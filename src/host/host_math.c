@@ -10,11 +10,11 @@
 FL_HOST_KERNEL(fl_host_matmul)
 {
     (void)ctx;
-    bool ta = n->attrs.transpose_a, tb = n->attrs.transpose_b;
+    fl_matmul_dims dims = fl_matmul_dims_of(n, in[0]->shape, out->shape);
+    bool ta = dims.transpose_a, tb = dims.transpose_b;
+    int M = dims.m, N = dims.n, K = dims.k;
     const float *a = in[0]->data, *b = in[1]->data;
     float *c = out->data;
-    int M = out->shape.dims[0], N = out->shape.dims[1];
-    int K = ta ? in[0]->shape.dims[0] : in[0]->shape.dims[1];
     memset(c, 0, (size_t)M * (size_t)N * sizeof *c);
     for (int i = 0; i < M; i++) {
         float *c_row = c + (size_t)i * N;

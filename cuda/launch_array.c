@@ -1,10 +1,12 @@
-/* ops_array.c: CUDA kernels for reductions and for ops that move or compare
- * elements. Concat, Slice and SliceGrad see a tensor as [outer, axis, inner]
- * as src/host/host_array.c does: each is one strided 2D copy (cudaMemcpy2DAsync),
- * a row of axis * inner elements per outer index, no kernel of our own. */
+/* launch_array.c: CUDA launchers for reductions and for ops that move or
+ * compare elements, and the device-to-device copy the other launchers
+ * share. Concat, Slice and SliceGrad see a tensor as [outer, axis, inner] as
+ * src/host/host_array.c does: each is one strided 2D copy
+ * (cudaMemcpy2DAsync), a row of axis * inner elements per outer index, no
+ * kernel of our own. */
 #include <string.h>
 
-#include "cuda_device.h"
+#include "launch.h"
 
 static int64_t count_of(const fl_tensor *t) { return fl_shape_size(t->shape); }
 
@@ -33,20 +35,20 @@ static int reduce(fl_cuda_device *d, const fl_node *n, fl_tensor *const *in, fl_
     return fl_cuda_launched(fl_cu_reduce_f32(r, in[0]->data, out->data, nout, mean, d->stream));
 }
 
-FL_CUDA_KERNEL(fl_cuda_reduce_sum)
+FL_CUDA_OP(fl_cuda_reduce_sum)
 {
     (void)ctx;
     return reduce(d, n, in, out, false);
 }
 
-FL_CUDA_KERNEL(fl_cuda_reduce_mean)
+FL_CUDA_OP(fl_cuda_reduce_mean)
 {
     (void)ctx;
     return reduce(d, n, in, out, true);
 }
 
 /* ReduceGrad(dy, x): the scale is worked out here exactly as on the host. */
-FL_CUDA_KERNEL(fl_cuda_reduce_grad)
+FL_CUDA_OP(fl_cuda_reduce_grad)
 {
     (void)ctx;
     int64_t nx = count_of(in[1]);
@@ -61,35 +63,25 @@ FL_CUDA_KERNEL(fl_cuda_reduce_grad)
     return fl_cuda_launched(fl_cu_reduce_grad(r, in[0]->data, out->data, nx, scale, d->stream));
 }
 
-FL_CUDA_KERNEL(fl_cuda_sum_to_shape)
-{
-    (void)n;
-    (void)ctx;
-    int64_t size = count_of(out);
-    if (size == 0)
-        return 0;
-    return fl_cuda_launched(fl_cu_sum_to_shape(in[0]->data, count_of(in[0]), out->data, size, d->stream));
-}
-
 /* ---- copies ---- */
+
+int fl_cuda_copy(fl_cuda_device *d, void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0 || dst == src)
+        return 0;
+    return fl_cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, d->stream),
+                         "cudaMemcpyAsync on the device");
+}
 
 /* Identity, StopGradient and Reshape share input 0's buffer: nothing to do.
  * Copy has its own buffer and gets the bytes. */
-FL_CUDA_KERNEL(fl_cuda_copy_input0)
+FL_CUDA_OP(fl_cuda_copy_input0)
 {
     (void)n;
     (void)ctx;
-    size_t bytes = fl_tensor_bytes(out);
-    if (fl_tensor_bytes(in[0]) != bytes) {
-        char si[64], so[64];
-        fl_set_error("cannot copy %s into %s", fl_shape_format(in[0]->shape, si, sizeof si),
-                     fl_shape_format(out->shape, so, sizeof so));
+    if (fl_check_copy_size(in[0], out) != 0)
         return -1;
-    }
-    if (bytes == 0 || out->data == in[0]->data)
-        return 0;
-    return fl_cuda_check(cudaMemcpyAsync(out->data, in[0]->data, bytes, cudaMemcpyDeviceToDevice,
-                                         d->stream), "cudaMemcpyAsync on the device");
+    return fl_cuda_copy(d, out->data, in[0]->data, fl_tensor_bytes(out));
 }
 
 /* height rows of width bytes, from src (rows src_pitch apart) to dst (rows
@@ -109,7 +101,7 @@ static int copy_rows(fl_cuda_device *d, char *dst, size_t dst_pitch, const char 
 }
 
 /* Each input fills its band of every output row. */
-FL_CUDA_KERNEL(fl_cuda_concat)
+FL_CUDA_OP(fl_cuda_concat)
 {
     (void)ctx;
     int axis = n->attrs.axis;
@@ -125,7 +117,7 @@ FL_CUDA_KERNEL(fl_cuda_concat)
     return 0;
 }
 
-FL_CUDA_KERNEL(fl_cuda_slice)
+FL_CUDA_OP(fl_cuda_slice)
 {
     (void)ctx;
     fl_axis_view x = fl_view_around(in[0]->shape, n->attrs.axis);
@@ -138,7 +130,7 @@ FL_CUDA_KERNEL(fl_cuda_slice)
 }
 
 /* SliceGrad(dy, x): zeros shaped like x, with dy copied into the window. */
-FL_CUDA_KERNEL(fl_cuda_slice_grad)
+FL_CUDA_OP(fl_cuda_slice_grad)
 {
     (void)ctx;
     size_t bytes = fl_tensor_bytes(out);
@@ -157,7 +149,7 @@ FL_CUDA_KERNEL(fl_cuda_slice_grad)
 
 /* ---- converting and comparing ---- */
 
-FL_CUDA_KERNEL(fl_cuda_cast)
+FL_CUDA_OP(fl_cuda_cast)
 {
     (void)n;
     (void)ctx;
@@ -172,7 +164,7 @@ FL_CUDA_KERNEL(fl_cuda_cast)
     return fl_cuda_launched(fl_cu_cast_i32_f32(in[0]->data, out->data, count, d->stream));
 }
 
-FL_CUDA_KERNEL(fl_cuda_argmax)
+FL_CUDA_OP(fl_cuda_argmax)
 {
     (void)ctx;
     fl_axis_view x = fl_view_around(in[0]->shape, n->attrs.axis);
@@ -186,7 +178,7 @@ FL_CUDA_KERNEL(fl_cuda_argmax)
                                          x.inner, out->data, d->stream));
 }
 
-FL_CUDA_KERNEL(fl_cuda_equal)
+FL_CUDA_OP(fl_cuda_equal)
 {
     (void)n;
     (void)ctx;

@@ -1,4 +1,5 @@
-/* pool.c: device memory for one GPU, kept and reused.
+/* cuda_pool.c: device memory for one GPU, kept and reused, and the host
+ * buffers an asynchronous copy still reads, kept until wait().
  * cudaMalloc and cudaFree synchronize the device and cost far more than a
  * kernel, so freed buffers stay in the pool and a later request of the same
  * size class takes one back: after the first step nothing is allocated.
@@ -118,4 +119,26 @@ uint64_t fl_cuda_pool_mallocs(void *impl)
     uint64_t mallocs = d->pool.mallocs;
     pthread_mutex_unlock(&d->lock);
     return mallocs;
+}
+
+/* ---- host buffers that a copy on the stream still reads ---- */
+
+void fl_cuda_free_after_wait(fl_cuda_device *d, void *host_buffer)
+{
+    pthread_mutex_lock(&d->lock);
+    if (d->npending == d->pending_capacity) {
+        d->pending_capacity = d->pending_capacity ? d->pending_capacity * 2 : 8;
+        d->pending = fl_xrealloc(d->pending, (size_t)d->pending_capacity * sizeof *d->pending);
+    }
+    d->pending[d->npending++] = host_buffer;
+    pthread_mutex_unlock(&d->lock);
+}
+
+void fl_cuda_free_pending(fl_cuda_device *d)
+{
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < d->npending; i++)
+        free(d->pending[i]);
+    d->npending = 0;
+    pthread_mutex_unlock(&d->lock);
 }

@@ -1,4 +1,4 @@
-/* conv.c: Conv2D, its two gradients, MaxPool and MaxPoolGrad through cuDNN.
+/* launch_conv.c: Conv2D, its two gradients, MaxPool and MaxPoolGrad through cuDNN.
  * Tensors are NHWC (CUDNN_TENSOR_NHWC). Two things stand between flowlab's
  * ops and cuDNN's calls:
  *  - Filters. flowlab (like TensorFlow) stores [KH,KW,Cin,Cout]; cuDNN's
@@ -18,47 +18,21 @@
 #include <math.h>
 #include <string.h>
 
-#include "cuda_device.h"
-
-/* The whole geometry of one conv or pool, from run-time shapes and attrs. */
-typedef struct {
-    int n, h, w, c;       /* the image */
-    int kh, kw, oc;       /* window; oc is Cout for a convolution, c for pooling */
-    int oh, ow;           /* output */
-    int sh, sw;
-    int top, bottom, left, right; /* TensorFlow's padding, maybe uneven */
-} geom;
-
-static geom make_geom(const fl_node *n, fl_shape image, int kh, int kw, int oc)
-{
-    const fl_attrs *a = &n->attrs;
-    geom g = {.n = image.dims[0], .h = image.dims[1], .w = image.dims[2], .c = image.dims[3],
-              .kh = kh, .kw = kw, .oc = oc, .sh = a->stride_h, .sw = a->stride_w};
-    g.oh = fl_conv_output_size(g.h, kh, g.sh, a->padding);
-    g.ow = fl_conv_output_size(g.w, kw, g.sw, a->padding);
-    int total_h = (g.oh - 1) * g.sh + kh - g.h, total_w = (g.ow - 1) * g.sw + kw - g.w;
-    g.top = fl_conv_pad_before(g.h, kh, g.sh, a->padding);
-    g.left = fl_conv_pad_before(g.w, kw, g.sw, a->padding);
-    /* VALID, or SAME whose windows end before the image does: no padding. */
-    g.bottom = a->padding == FL_SAME && total_h > 0 ? total_h - g.top : 0;
-    g.right = a->padding == FL_SAME && total_w > 0 ? total_w - g.left : 0;
-    return g;
-}
-
-static geom conv_geom(const fl_node *n, fl_shape image, fl_shape filter)
-{
-    return make_geom(n, image, filter.dims[0], filter.dims[1], filter.dims[3]);
-}
+#include "conv_geometry.h"
+#include "launch.h"
 
 /* Rows (columns) cuDNN cannot pad: the "after" side's surplus. */
-static int extra_h(const geom *g) { return g->bottom - g->top; }
-static int extra_w(const geom *g) { return g->right - g->left; }
-static bool uneven(const geom *g) { return extra_h(g) > 0 || extra_w(g) > 0; }
+static int extra_h(const fl_conv_geometry *g) { return fl_conv_pad_bottom(g) - g->pad_top; }
+static int extra_w(const fl_conv_geometry *g) { return fl_conv_pad_right(g) - g->pad_left; }
+static bool uneven(const fl_conv_geometry *g) { return extra_h(g) > 0 || extra_w(g) > 0; }
+/* The image with all its padding, before and after, as pooling sees it. */
+static int padded_h(const fl_conv_geometry *g) { return g->pad_top + g->h + fl_conv_pad_bottom(g); }
+static int padded_w(const fl_conv_geometry *g) { return g->pad_left + g->w + fl_conv_pad_right(g); }
 
 /* A convolution over nothing (no batch, channels or pixels) is all zeros. */
-static bool empty(const geom *g)
+static bool empty(const fl_conv_geometry *g)
 {
-    return g->n == 0 || g->h == 0 || g->w == 0 || g->c == 0 || g->oc == 0 || g->oh <= 0 || g->ow <= 0;
+    return g->batch == 0 || g->h == 0 || g->w == 0 || g->c == 0 || g->oc == 0 || g->oh <= 0 || g->ow <= 0;
 }
 
 static int zero(fl_cuda_device *d, fl_tensor *t)
@@ -98,18 +72,18 @@ static int nhwc(cudnnTensorDescriptor_t *t, int n, int h, int w, int c)
 /* The image cuDNN sees has the explicit rows and columns added. Full
  * float32 math (CUDNN_FMA_MATH): no TF32 tensor cores, which would round
  * inputs to 10 bits of mantissa and drift from the host's results. */
-static int conv_descriptors(const geom *g, descriptors *ds)
+static int conv_descriptors(const fl_conv_geometry *g, descriptors *ds)
 {
     memset(ds, 0, sizeof *ds);
-    if (nhwc(&ds->x, g->n, g->h + extra_h(g), g->w + extra_w(g), g->c) ||
-        nhwc(&ds->y, g->n, g->oh, g->ow, g->oc))
+    if (nhwc(&ds->x, g->batch, g->h + extra_h(g), g->w + extra_w(g), g->c) ||
+        nhwc(&ds->y, g->batch, g->oh, g->ow, g->oc))
         return -1;
     if (fl_cudnn_check(cudnnCreateFilterDescriptor(&ds->filter), "cudnnCreateFilterDescriptor") ||
         fl_cudnn_check(cudnnSetFilter4dDescriptor(ds->filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
                                                   g->oc, g->c, g->kh, g->kw), "cudnnSetFilter4dDescriptor"))
         return -1;
     if (fl_cudnn_check(cudnnCreateConvolutionDescriptor(&ds->conv), "cudnnCreateConvolutionDescriptor") ||
-        fl_cudnn_check(cudnnSetConvolution2dDescriptor(ds->conv, g->top, g->left, g->sh, g->sw, 1, 1,
+        fl_cudnn_check(cudnnSetConvolution2dDescriptor(ds->conv, g->pad_top, g->pad_left, g->sh, g->sw, 1, 1,
                                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                        "cudnnSetConvolution2dDescriptor") ||
         fl_cudnn_check(cudnnSetConvolutionMathType(ds->conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType"))
@@ -127,11 +101,11 @@ static int conv_descriptors(const geom *g, descriptors *ds)
 }
 
 /* Pooling pads explicitly (with -inf), so cuDNN sees a padded image and no padding. */
-static int pool_descriptors(const geom *g, descriptors *ds)
+static int pool_descriptors(const fl_conv_geometry *g, descriptors *ds)
 {
     memset(ds, 0, sizeof *ds);
-    if (nhwc(&ds->x, g->n, g->top + g->h + g->bottom, g->left + g->w + g->right, g->c) ||
-        nhwc(&ds->y, g->n, g->oh, g->ow, g->c))
+    if (nhwc(&ds->x, g->batch, padded_h(g), padded_w(g), g->c) ||
+        nhwc(&ds->y, g->batch, g->oh, g->ow, g->c))
         return -1;
     if (fl_cudnn_check(cudnnCreatePoolingDescriptor(&ds->pool), "cudnnCreatePoolingDescriptor") != 0)
         return -1;
@@ -143,7 +117,7 @@ static int pool_descriptors(const geom *g, descriptors *ds)
 /* ---- scratch: filter transposes and padded images ---- */
 
 /* [KH,KW,Cin,Cout] -> [Cout,KH,KW,Cin] in a pool buffer. */
-static float *filter_to_cudnn(fl_cuda_device *d, const geom *g, const float *hwio)
+static float *filter_to_cudnn(fl_cuda_device *d, const fl_conv_geometry *g, const float *hwio)
 {
     int64_t taps = (int64_t)g->kh * g->kw * g->c;
     float *ohwi = fl_cuda_pool_get(d, (size_t)(taps * g->oc) * sizeof(float));
@@ -157,14 +131,15 @@ static float *filter_to_cudnn(fl_cuda_device *d, const geom *g, const float *hwi
 }
 
 /* x with `fill` around it: the given rows and columns before and after. */
-static float *padded_copy(fl_cuda_device *d, const geom *g, const float *x, int top, int bottom,
+static float *padded_copy(fl_cuda_device *d, const fl_conv_geometry *g, const float *x, int top, int bottom,
                           int left, int right, float fill)
 {
-    size_t count = (size_t)g->n * (size_t)(top + g->h + bottom) * (size_t)(left + g->w + right) * (size_t)g->c;
+    size_t count = (size_t)g->batch * (size_t)(top + g->h + bottom) * (size_t)(left + g->w + right) *
+                   (size_t)g->c;
     float *p = fl_cuda_pool_get(d, count * sizeof(float));
     if (!p)
         return NULL;
-    if (fl_cuda_launched(fl_cu_pad_nhwc(x, p, g->n, g->h, g->w, g->c, top, bottom, left, right,
+    if (fl_cuda_launched(fl_cu_pad_nhwc(x, p, g->batch, g->h, g->w, g->c, top, bottom, left, right,
                                         fill, d->stream)) != 0) {
         fl_cuda_pool_put(d, p);
         return NULL;
@@ -174,7 +149,7 @@ static float *padded_copy(fl_cuda_device *d, const geom *g, const float *x, int 
 
 /* The image as the convolution's cuDNN call reads it: x itself, or a copy
  * with the extra bottom row / right column of zeros. Free with release_image. */
-static const float *conv_image(fl_cuda_device *d, const geom *g, const float *x)
+static const float *conv_image(fl_cuda_device *d, const fl_conv_geometry *g, const float *x)
 {
     if (!uneven(g))
         return x;
@@ -287,10 +262,10 @@ static int conv_forward(fl_cuda_device *d, const descriptors *ds, const float *i
     return rc;
 }
 
-FL_CUDA_KERNEL(fl_cuda_conv2d)
+FL_CUDA_OP(fl_cuda_conv2d)
 {
     (void)ctx;
-    geom g = conv_geom(n, in[0]->shape, in[1]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
     if (empty(&g))
         return zero(d, out);
     descriptors ds;
@@ -330,23 +305,23 @@ static int conv_backward_data(fl_cuda_device *d, const descriptors *ds, const fl
 
 /* With uneven padding cuDNN computes the gradient of the padded image; the
  * extra row/column is padding, so its gradient is dropped by the crop. */
-FL_CUDA_KERNEL(fl_cuda_conv2d_backprop_input)
+FL_CUDA_OP(fl_cuda_conv2d_backprop_input)
 {
     (void)ctx;
-    geom g = conv_geom(n, in[2]->shape, in[1]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[2]->shape, in[1]->shape);
     if (empty(&g))
         return zero(d, out);
     descriptors ds;
     int rc = conv_descriptors(&g, &ds);
     float *filter = rc == 0 ? filter_to_cudnn(d, &g, in[1]->data) : NULL;
-    size_t padded = (size_t)g.n * (size_t)(g.h + extra_h(&g)) * (size_t)(g.w + extra_w(&g)) * (size_t)g.c;
+    size_t padded = (size_t)g.batch * (size_t)(g.h + extra_h(&g)) * (size_t)(g.w + extra_w(&g)) * (size_t)g.c;
     float *dx = filter && uneven(&g) ? fl_cuda_pool_get(d, padded * sizeof(float)) : out->data;
     if (rc == 0 && (!filter || !dx))
         rc = out_of_memory("convolution gradient");
     if (rc == 0)
         rc = conv_backward_data(d, &ds, filter, in[0]->data, dx);
     if (rc == 0 && dx != out->data)
-        rc = fl_cuda_launched(fl_cu_crop_nhwc(dx, out->data, g.n, g.h, g.w, g.c, 0, extra_h(&g), 0,
+        rc = fl_cuda_launched(fl_cu_crop_nhwc(dx, out->data, g.batch, g.h, g.w, g.c, 0, extra_h(&g), 0,
                                               extra_w(&g), d->stream));
     if (dx != out->data)
         fl_cuda_pool_put(d, dx);
@@ -376,10 +351,10 @@ static int conv_backward_filter(fl_cuda_device *d, const descriptors *ds, const 
 }
 
 /* cuDNN writes [Cout,KH,KW,Cin]; transposed back to [KH,KW,Cin,Cout]. */
-FL_CUDA_KERNEL(fl_cuda_conv2d_backprop_filter)
+FL_CUDA_OP(fl_cuda_conv2d_backprop_filter)
 {
     (void)ctx;
-    geom g = conv_geom(n, in[1]->shape, in[2]->shape);
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[1]->shape, in[2]->shape);
     if (empty(&g))
         return zero(d, out);
     descriptors ds;
@@ -402,28 +377,24 @@ FL_CUDA_KERNEL(fl_cuda_conv2d_backprop_filter)
 
 /* ---- MaxPool(x) and MaxPoolGrad(dy, x, y) ---- */
 
-static geom pool_geom(const fl_node *n, fl_shape image)
-{
-    return make_geom(n, image, n->attrs.ksize_h, n->attrs.ksize_w, image.dims[3]);
-}
-
-static bool padded(const geom *g) { return g->top + g->bottom + g->left + g->right > 0; }
+static bool padded(const fl_conv_geometry *g) { return padded_h(g) > g->h || padded_w(g) > g->w; }
 
 /* x, or a copy with -inf all around (SAME windows always hold a real pixel,
  * so the -inf never reaches the output). */
-static const float *pool_image(fl_cuda_device *d, const geom *g, const float *x)
+static const float *pool_image(fl_cuda_device *d, const fl_conv_geometry *g, const float *x)
 {
     if (!padded(g))
         return x;
-    return padded_copy(d, g, x, g->top, g->bottom, g->left, g->right, -INFINITY);
+    return padded_copy(d, g, x, g->pad_top, fl_conv_pad_bottom(g), g->pad_left, fl_conv_pad_right(g),
+                       -INFINITY);
 }
 
-FL_CUDA_KERNEL(fl_cuda_max_pool)
+FL_CUDA_OP(fl_cuda_max_pool)
 {
     (void)ctx;
     if (fl_shape_size(out->shape) == 0)
         return 0;
-    geom g = pool_geom(n, in[0]->shape);
+    fl_conv_geometry g = fl_pool_geometry_of(n, in[0]->shape);
     descriptors ds;
     int rc = pool_descriptors(&g, &ds);
     const float *image = rc == 0 ? pool_image(d, &g, in[0]->data) : NULL;
@@ -441,18 +412,18 @@ FL_CUDA_KERNEL(fl_cuda_max_pool)
 /* cuDNN sends each window's dy to the tap holding its maximum. Where two
  * taps tie, the host picks the first; cuDNN does not promise which. Random
  * inputs tie almost never; inputs built with equal values may differ. */
-FL_CUDA_KERNEL(fl_cuda_max_pool_grad)
+FL_CUDA_OP(fl_cuda_max_pool_grad)
 {
     (void)ctx;
     if (fl_shape_size(out->shape) == 0)
         return 0;
     if (fl_shape_size(in[0]->shape) == 0)
         return zero(d, out);
-    geom g = pool_geom(n, in[1]->shape);
+    fl_conv_geometry g = fl_pool_geometry_of(n, in[1]->shape);
     descriptors ds;
     int rc = pool_descriptors(&g, &ds);
     const float *image = rc == 0 ? pool_image(d, &g, in[1]->data) : NULL;
-    size_t count = (size_t)g.n * (size_t)(g.top + g.h + g.bottom) * (size_t)(g.left + g.w + g.right) * (size_t)g.c;
+    size_t count = (size_t)g.batch * (size_t)padded_h(&g) * (size_t)padded_w(&g) * (size_t)g.c;
     float *dx = image && padded(&g) ? fl_cuda_pool_get(d, count * sizeof(float)) : out->data;
     if (rc == 0 && (!image || !dx))
         rc = out_of_memory("max-pool gradient");
@@ -461,8 +432,9 @@ FL_CUDA_KERNEL(fl_cuda_max_pool_grad)
                                                  ds.x, image, &zero_f, ds.x, dx),
                             "cudnnPoolingBackward");
     if (rc == 0 && dx != out->data)
-        rc = fl_cuda_launched(fl_cu_crop_nhwc(dx, out->data, g.n, g.h, g.w, g.c, g.top, g.bottom, g.left,
-                                              g.right, d->stream));
+        rc = fl_cuda_launched(fl_cu_crop_nhwc(dx, out->data, g.batch, g.h, g.w, g.c, g.pad_top,
+                                              fl_conv_pad_bottom(&g), g.pad_left, fl_conv_pad_right(&g),
+                                              d->stream));
     if (dx != out->data)
         fl_cuda_pool_put(d, dx);
     if (image)
