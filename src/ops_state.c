@@ -1,7 +1,7 @@
 /* ops_state.c: where values come from and where they are kept.
  * Placeholders (fed at run time), constants, variables (state that lives in
  * the session across steps), fills and random initial values, assignments,
- * and NoOp/group for "run these first". */
+ * NoOp/group for "run these first", and the optimizers' in-place updates. */
 #include <stdio.h>
 #include <string.h>
 
@@ -175,3 +175,23 @@ fl_node *fl_group(fl_graph *g, fl_node *const *nodes, int n, const char *name)
             return NULL;
     return group;
 }
+
+/* The optimizers' updates (optimizers.c builds them): they write the variable
+ * and its slots in place and have no output. */
+static int infer_update(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    const fl_shape grad = in[n->ninputs - 1];
+    char sv[64], sg[64];
+    if (!fl_shape_equal(grad, in[0])) {
+        snprintf(err, FL_ERROR_LEN, "gradient %s has shape %s but variable %s is %s",
+                 n->inputs[n->ninputs - 1]->name, fl_shape_format(grad, sg, sizeof sg),
+                 n->inputs[0]->name, fl_shape_format(in[0], sv, sizeof sv));
+        return -1;
+    }
+    *out = fl_shape_make(0);
+    return 0;
+}
+
+const fl_op_def fl_def_apply_gradient_descent = {"ApplyGradientDescent", infer_update, NULL, false};
+const fl_op_def fl_def_apply_momentum = {"ApplyMomentum", infer_update, NULL, false};
+const fl_op_def fl_def_apply_adam = {"ApplyAdam", infer_update, NULL, false};

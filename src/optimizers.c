@@ -57,23 +57,6 @@ static const char *optimizer_name(const fl_optimizer *opt)
 
 /* ---- the update ops ---- */
 
-static int infer_update(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
-{
-    const fl_shape grad = in[n->ninputs - 1];
-    char sv[64], sg[64];
-    if (!fl_shape_equal(grad, in[0])) {
-        snprintf(err, FL_ERROR_LEN, "gradient %s has shape %s but variable %s is %s",
-                 n->inputs[n->ninputs - 1]->name, fl_shape_format(grad, sg, sizeof sg),
-                 n->inputs[0]->name, fl_shape_format(in[0], sv, sizeof sv));
-        return -1;
-    }
-    *out = fl_shape_make(0);
-    return 0;
-}
-
-const fl_op_def fl_def_apply_gradient_descent = {"ApplyGradientDescent", infer_update, NULL, false};
-const fl_op_def fl_def_apply_momentum = {"ApplyMomentum", infer_update, NULL, false};
-const fl_op_def fl_def_apply_adam = {"ApplyAdam", infer_update, NULL, false};
 
 /* A zero-initialized slot named "<var>/<suffix>", reused if it exists. */
 static fl_node *slot_variable(fl_graph *g, fl_node *var, const char *suffix, fl_shape shape)

@@ -108,7 +108,7 @@ typedef struct {
 
 const fl_op_def *fl_op_def_of(fl_op_kind op);
 /* Why op has no gradient rule, or why no backend needs a kernel for it;
- * NULL where it has one (ops.c, checked by tests/test_op_checklist.c). */
+ * NULL where it has one (op_registry.c, checked by tests/test_op_checklist.c). */
 const char *fl_op_why_no_gradient(fl_op_kind op);
 const char *fl_op_why_no_kernel(fl_op_kind op);
 
@@ -157,7 +157,7 @@ typedef struct {
 /* Parses and writes the canonical form ("/job:ps/task:0/cpu:0", "/gpu:1"). */
 int fl_parse_device(const char *text, fl_device_name *out, char *canonical, size_t len);
 
-/* ---- shared shape helpers (ops.c) ---- */
+/* ---- shared shape helpers (ops_shared.c) ---- */
 int fl_infer_same_as_input0(const fl_node *n, const fl_shape *in, fl_shape *out, char *err);
 /* Broadcast of a scalar or of a suffix: out is the larger of a and b. */
 int fl_broadcast_shape(fl_shape a, fl_shape b, fl_shape *out, char *err);

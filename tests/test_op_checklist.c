@@ -20,9 +20,9 @@ static void check_gradient(fl_op_kind op)
     const char *why = fl_op_why_no_gradient(op);
     bool has_rule = def && def->gradient;
     if (!ok(has_rule != (why != NULL), "%s: a gradient rule or a stated reason for none", type_of(op)))
-        diag(has_rule ? "it has a rule: remove its line from why_no_gradient in src/ops.c"
+        diag(has_rule ? "it has a rule: remove its line from why_no_gradient in src/op_registry.c"
                       : "write its gradient rule beside its definition, or say why it has none "
-                        "in why_no_gradient in src/ops.c");
+                        "in why_no_gradient in src/op_registry.c");
 }
 
 static void check_kernel(const char *backend_name, const fl_backend *b, fl_op_kind op)
@@ -31,16 +31,16 @@ static void check_kernel(const char *backend_name, const fl_backend *b, fl_op_ki
     bool has = backend_has_kernel(b, op);
     if (!ok(has != (why != NULL), "%s: a kernel in the %s backend or a stated reason for none", type_of(op),
             backend_name))
-        diag(has ? "it has a kernel: remove its line from why_no_kernel in src/ops.c"
+        diag(has ? "it has a kernel: remove its line from why_no_kernel in src/op_registry.c"
                  : "add the kernel to the backend's table, or say why none is needed in "
-                   "why_no_kernel in src/ops.c");
+                   "why_no_kernel in src/op_registry.c");
 }
 
 static void check_op(fl_op_kind op)
 {
     const fl_op_def *def = fl_op_def_of(op);
     if (!ok(def && def->type && def->type[0], "op %d has a definition with a type name", (int)op))
-        diag("add its fl_def_* to op_table in src/ops.c");
+        diag("add its fl_def_* to op_table in src/op_registry.c");
     ok(def && def->infer, "%s: a shape rule", type_of(op));
     check_gradient(op);
     check_kernel("host", &fl_host_backend, op);

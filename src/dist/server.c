@@ -18,29 +18,6 @@ static pthread_once_t libevent_threads_once = PTHREAD_ONCE_INIT;
 /* Other threads call event_base_loopbreak (stop): libevent must lock. */
 static void use_pthreads(void) { evthread_use_pthreads(); }
 
-void fl_server_count(fl_server *s, uint64_t *counter, uint64_t by)
-{
-    pthread_mutex_lock(&s->lock);
-    *counter += by;
-    pthread_mutex_unlock(&s->lock);
-}
-
-bool fl_server_note_goodbye(fl_server *s, const char *job, int task)
-{
-    bool *done = strcmp(job, "chief") == 0 ? s->chief_done : s->worker_done;
-    int count = strcmp(job, "chief") == 0 ? s->num_chiefs : s->num_workers;
-    if (!done || task < 0 || task >= count || done[task])
-        return false;
-    done[task] = true;
-    pthread_mutex_lock(&s->lock);
-    s->stats.goodbyes++;
-    s->all_done = s->stats.goodbyes == s->num_workers + s->num_chiefs;
-    bool last = s->all_done;
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
-    return last;
-}
-
 /* The socket address of the local task, as the spec spells it. */
 static int resolve_own_address(const fl_cluster *c, struct addrinfo **out)
 {
