@@ -123,7 +123,9 @@ static int create_beta_powers(fl_optimizer *opt, fl_graph *g, const char *scope,
     return 0;
 }
 
-/* After every update: beta_power *= beta, on the powers' device. */
+/* After every update: beta_power *= beta. The assignment sits with the
+ * power; the product is computed wherever the graph's device scopes say, so
+ * that a ps task, which runs only state ops, never has to multiply. */
 static int finish_adam(fl_optimizer *opt, fl_graph *g, fl_node *powers[2], fl_node **updates,
                        int nupdates, fl_node **finish)
 {
@@ -131,8 +133,8 @@ static int finish_adam(fl_optimizer *opt, fl_graph *g, fl_node *powers[2], fl_no
     if (fl_control_dependencies_push(g, updates, nupdates) != 0)
         return -1;
     for (int i = 0; i < 2; i++) {
-        fl_device_scope_push_colocated(g, powers[i]);
         fl_node *next = fl_mul(g, powers[i], fl_scalar(g, betas[i], NULL), NULL);
+        fl_device_scope_push_colocated(g, powers[i]);
         finish[i] = fl_assign(g, powers[i], next, NULL);
         fl_device_pop(g);
     }

@@ -142,6 +142,12 @@ static void test_named_tensor_round_trips(void)
            m.u.named.tensor.count == 1 && same_tensor(&m.u.named.tensor, one),
        "ASSIGN_ADD round trips an int32 scalar");
     fl_wire_buf_free(&buf);
+    ok(fl_wire_put_assign(&buf, 5, "beta1_power", w) == 0, "ASSIGN encodes");
+    ok(decode_one(&buf, &f, &m) && m.type == FL_WIRE_ASSIGN && strcmp(m.u.named.name, "beta1_power") == 0 &&
+           same_tensor(&m.u.named.tensor, w),
+       "ASSIGN round trips a float tensor");
+    ok(fl_wire_reply_type(FL_WIRE_ASSIGN) == FL_WIRE_OK, "ASSIGN is answered by OK");
+    fl_wire_buf_free(&buf);
     fl_tensor_free(w);
     fl_tensor_free(one);
 }

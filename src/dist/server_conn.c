@@ -199,18 +199,22 @@ static void serve_apply(fl_server_conn *c, uint32_t id, const fl_wire_apply *a)
     send_out(c);
 }
 
-static void serve_assign_add(fl_server_conn *c, uint32_t id, const fl_wire_named_tensor *m)
+/* ASSIGN_ADD (answered with the sum: the new global step) and ASSIGN. */
+static void serve_assignment(fl_server_conn *c, uint32_t id, fl_op_kind op, const fl_wire_named_tensor *m)
 {
     fl_server *s = c->server;
     if (answer_if_missing(c, id, m->name))
         return;
-    fl_tensor delta = received(s, &m->tensor);
+    fl_tensor value = received(s, &m->tensor);
     const char *vars[1] = {m->name};
     fl_attrs none = {0};
     char why[FL_WIRE_ERROR_LEN];
-    if (fl_ps_store_run(s->store, FL_OP_ASSIGN_ADD, &none, vars, 1, &delta, why, sizeof why) != 0)
+    if (fl_ps_store_run(s->store, op, &none, vars, 1, &value, why, sizeof why) != 0)
         return refuse(c, id, FL_WIRE_E_MISMATCH, why);
-    fl_wire_put_value(&s->out, id, m->name, fl_ps_store_get(s->store, m->name));
+    if (op == FL_OP_ASSIGN_ADD)
+        fl_wire_put_value(&s->out, id, m->name, fl_ps_store_get(s->store, m->name));
+    else
+        fl_wire_put_ok(&s->out, id);
     send_out(c);
 }
 
@@ -242,7 +246,8 @@ static void serve_frame(fl_server_conn *c, const fl_wire_frame *f)
         case FL_WIRE_INIT_VARIABLE: serve_init(c, f->request_id, &m->u.named); break;
         case FL_WIRE_PULL: serve_pull(c, f->request_id, m->u.name); break;
         case FL_WIRE_APPLY: serve_apply(c, f->request_id, &m->u.apply); break;
-        case FL_WIRE_ASSIGN_ADD: serve_assign_add(c, f->request_id, &m->u.named); break;
+        case FL_WIRE_ASSIGN_ADD: serve_assignment(c, f->request_id, FL_OP_ASSIGN_ADD, &m->u.named); break;
+        case FL_WIRE_ASSIGN: serve_assignment(c, f->request_id, FL_OP_ASSIGN, &m->u.named); break;
         case FL_WIRE_GOODBYE: serve_goodbye(c, f->request_id); break;
         default: refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, "a reply sent to a server"); break;
         }

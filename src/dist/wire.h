@@ -37,8 +37,9 @@ typedef enum {
     FL_WIRE_GOODBYE = 10,      /* the worker has finished -> OK */
     FL_WIRE_OK = 11,           /* empty payload */
     FL_WIRE_ERROR = 12,        /* code and a message for people */
+    FL_WIRE_ASSIGN = 13,       /* name and a new value for an initialised variable -> OK */
 } fl_wire_type;
-#define FL_WIRE_TYPE_COUNT 13 /* one past the last type */
+#define FL_WIRE_TYPE_COUNT 14 /* one past the last type */
 
 /* Codes an ERROR frame carries. */
 typedef enum {
@@ -101,6 +102,7 @@ int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
                       const fl_wire_optimizer_args *opt, const fl_tensor *grad);
 int fl_wire_put_applied(fl_wire_buf *buf, uint32_t id, uint64_t version);
 int fl_wire_put_assign_add(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *delta);
+int fl_wire_put_assign(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
 int fl_wire_put_goodbye(fl_wire_buf *buf, uint32_t id);
 int fl_wire_put_ok(fl_wire_buf *buf, uint32_t id);
 /* The message is cut to FL_WIRE_MAX_MESSAGE and any byte outside ' '..'~' becomes '?',
@@ -152,7 +154,7 @@ typedef struct {
 typedef struct {
     char name[FL_WIRE_MAX_NAME + 1];
     fl_wire_tensor tensor;
-} fl_wire_named_tensor; /* INIT_VARIABLE, VALUE, ASSIGN_ADD */
+} fl_wire_named_tensor; /* INIT_VARIABLE, VALUE, ASSIGN_ADD, ASSIGN */
 
 typedef struct {
     char name[FL_WIRE_MAX_NAME + 1];
@@ -184,7 +186,7 @@ typedef struct {
     uint32_t request_id;
     union {
         fl_wire_hello hello;        /* HELLO, HELLO_OK */
-        fl_wire_named_tensor named; /* INIT_VARIABLE, VALUE, ASSIGN_ADD */
+        fl_wire_named_tensor named; /* INIT_VARIABLE, VALUE, ASSIGN_ADD, ASSIGN */
         char name[FL_WIRE_MAX_NAME + 1]; /* PULL */
         fl_wire_apply apply;        /* APPLY */
         bool already_initialized;   /* INIT_DONE */

@@ -138,6 +138,11 @@ int fl_wire_put_assign_add(fl_wire_buf *buf, uint32_t id, const char *name, cons
     return put_named_tensor(buf, FL_WIRE_ASSIGN_ADD, id, name, delta);
 }
 
+int fl_wire_put_assign(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value)
+{
+    return put_named_tensor(buf, FL_WIRE_ASSIGN, id, name, value);
+}
+
 int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool already_initialized)
 {
     long start = wire_begin(buf, FL_WIRE_INIT_DONE, id);

@@ -12,7 +12,7 @@ static const unsigned char MAGIC[4] = {'F', 'L', 'W', 'P'};
 
 static const char *const TYPE_NAMES[FL_WIRE_TYPE_COUNT] = {
     NULL,      "HELLO", "HELLO_OK",   "INIT_VARIABLE", "INIT_DONE", "PULL", "VALUE",
-    "APPLY", "APPLIED", "ASSIGN_ADD", "GOODBYE",       "OK",        "ERROR",
+    "APPLY", "APPLIED", "ASSIGN_ADD", "GOODBYE",       "OK",        "ERROR", "ASSIGN",
 };
 
 /* The most payload each type can need: frames that carry no tensor are small, so a
@@ -30,6 +30,7 @@ static const uint32_t MAX_PAYLOAD[FL_WIRE_TYPE_COUNT] = {
     [FL_WIRE_GOODBYE] = 0,
     [FL_WIRE_OK] = 0,
     [FL_WIRE_ERROR] = 2 + 2 + FL_WIRE_MAX_MESSAGE,
+    [FL_WIRE_ASSIGN] = FL_WIRE_MAX_PAYLOAD,
 };
 
 const char *fl_wire_type_name(int type)
@@ -67,6 +68,7 @@ int fl_wire_reply_type(int request_type)
     case FL_WIRE_APPLY: return FL_WIRE_APPLIED;
     case FL_WIRE_ASSIGN_ADD: return FL_WIRE_VALUE;
     case FL_WIRE_GOODBYE: return FL_WIRE_OK;
+    case FL_WIRE_ASSIGN: return FL_WIRE_OK;
     default: return 0;
     }
 }

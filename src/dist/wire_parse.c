@@ -177,7 +177,7 @@ int fl_wire_parse_named_tensor(const fl_wire_frame *f, fl_wire_named_tensor *out
 {
     cursor c;
     bool type_ok = f->type == FL_WIRE_INIT_VARIABLE || f->type == FL_WIRE_VALUE ||
-                   f->type == FL_WIRE_ASSIGN_ADD;
+                   f->type == FL_WIRE_ASSIGN_ADD || f->type == FL_WIRE_ASSIGN;
     if (open_cursor(&c, f, type_ok, "named tensor", err, errlen) != 0)
         return -1;
     if (get_name(&c, "name", out->name) != 0 || get_tensor(&c, &out->tensor) != 0)
@@ -343,7 +343,8 @@ int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, char *err, size_
     case FL_WIRE_HELLO_OK: return fl_wire_parse_hello(f, &out->u.hello, err, errlen);
     case FL_WIRE_INIT_VARIABLE:
     case FL_WIRE_VALUE:
-    case FL_WIRE_ASSIGN_ADD: return fl_wire_parse_named_tensor(f, &out->u.named, err, errlen);
+    case FL_WIRE_ASSIGN_ADD:
+    case FL_WIRE_ASSIGN: return fl_wire_parse_named_tensor(f, &out->u.named, err, errlen);
     case FL_WIRE_PULL: return fl_wire_parse_pull(f, out->u.name, err, errlen);
     case FL_WIRE_APPLY: return fl_wire_parse_apply(f, &out->u.apply, err, errlen);
     case FL_WIRE_INIT_DONE:

@@ -36,6 +36,8 @@ static int encode_tensor_message(fl_wire_buf *buf, const fl_wire_message *m)
         rc = fl_wire_put_init_variable(buf, id, m->u.named.name, &t);
     else if (m->type == FL_WIRE_VALUE)
         rc = fl_wire_put_value(buf, id, m->u.named.name, &t);
+    else if (m->type == FL_WIRE_ASSIGN)
+        rc = fl_wire_put_assign(buf, id, m->u.named.name, &t);
     else if (m->type == FL_WIRE_ASSIGN_ADD)
         rc = fl_wire_put_assign_add(buf, id, m->u.named.name, &t);
     else if (m->type == FL_WIRE_APPLY)

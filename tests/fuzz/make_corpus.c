@@ -43,6 +43,7 @@ static int put_all(fl_wire_buf *buf, int which)
     case 9: return fl_wire_put_assign_add(buf, 6, "global_step", &step);
     case 10: return fl_wire_put_goodbye(buf, 7);
     case 11: return fl_wire_put_ok(buf, 7);
+    case 12: return fl_wire_put_assign(buf, 9, "beta1_power", &step);
     default: return fl_wire_put_error(buf, 8, FL_WIRE_E_UNKNOWN_VARIABLE, "no variable 'x'");
     }
 }
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
         return 2;
     }
     fl_wire_buf all = {0};
-    for (int i = 0; i <= 12; i++) {
+    for (int i = 0; i <= 13; i++) {
         fl_wire_buf one = {0};
         char name[16];
         snprintf(name, sizeof name, "%02d", i);
