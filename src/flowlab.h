@@ -244,10 +244,17 @@ int fl_list_devices(fl_device_info *out, int max);
 /* ------------------------------------------------------------------------
  * Sessions.
  * ------------------------------------------------------------------------ */
+typedef struct fl_cluster fl_cluster; /* chapter 3: see "Clusters" below */
+
 typedef struct {
     bool log_device_placement; /* print each node's device on first use */
     bool allow_soft_placement; /* fall back to /cpu:0 when a device or kernel is missing */
     uint64_t seed;             /* nonzero: overrides the graph's random seed */
+    /* Between-graph replication: the cluster this process is a task of. A
+     * node on "/job:ps/task:0/cpu:0" then runs on that task (a remote
+     * device: variables and their updates only); one on the local task's
+     * devices runs here. NULL: devices that name a task are refused. */
+    const fl_cluster *cluster;
 } fl_session_options;
 
 typedef struct fl_session fl_session;
@@ -417,6 +424,11 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
  * limit). 0 when all have, 1 on the timeout. */
 int fl_server_join(fl_server *server, double timeout_s);
 void fl_server_get_stats(fl_server *server, fl_server_stats *out);
+/* A worker that has finished says so to every ps task of the cluster (also
+ * those it never used), so that they can exit, and closes its connections. */
+int fl_cluster_say_goodbye(const fl_cluster *cluster);
+/* Bytes this process has sent to and received from other tasks so far. */
+void fl_remote_traffic(uint64_t *sent, uint64_t *received);
 /* Stops serving, closes every connection and frees the server. */
 void fl_server_stop(fl_server *server);
 

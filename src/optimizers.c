@@ -149,8 +149,9 @@ static fl_node *increment_step(fl_graph *g, fl_node *global_step, fl_node **afte
                                                    "(fl_get_or_create_global_step makes one)");
     if (fl_control_dependencies_push(g, after, nafter) != 0)
         return NULL;
+    fl_node *one = fl_int_scalar(g, 1, NULL); /* not with the step: a ps holds values only */
     fl_device_scope_push_colocated(g, global_step);
-    fl_node *inc = fl_assign_add(g, global_step, fl_int_scalar(g, 1, NULL), NULL);
+    fl_node *inc = fl_assign_add(g, global_step, one, NULL);
     fl_device_pop(g);
     fl_control_dependencies_pop(g);
     return inc;

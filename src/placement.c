@@ -8,6 +8,7 @@
 
 #include "device.h"
 #include "placement.h"
+#include "dist/remote_device.h"
 
 /* The host has one device, /cpu:0; /cpu:1 names nothing, as /gpu:7 does
  * on a machine with one accelerator. */
@@ -30,6 +31,41 @@ static bool can_run(const fl_device *dev, const fl_node *n)
            n->op == FL_OP_CONST || n->op == FL_OP_VARIABLE;
 }
 
+/* A node whose device names a task: the local task's devices are this
+ * process's own (*local set: place as usual); another task's device is a
+ * remote one, which runs the state ops only. */
+static fl_device *place_on_task(const fl_node *n, const fl_session_options *opt, fl_device_name *d,
+                                bool *local, char *err, size_t len)
+{
+    if (!opt->cluster) {
+        snprintf(err, len, "%s: device %s names a cluster task, but the session has no cluster: set "
+                 "fl_session_options.cluster (chapter 3), or drop the /job: and /task: parts to run it here",
+                 n->name, n->device);
+        return NULL;
+    }
+    int is_local = fl_cluster_device_is_local(opt->cluster, n->device);
+    if (is_local < 0) {
+        snprintf(err, len, "%s: %s", n->name, fl_last_error());
+        return NULL;
+    }
+    if (is_local) {
+        *local = true;
+        return NULL;
+    }
+    fl_device *dev = fl_remote_device(opt->cluster, d->job, d->task);
+    if (!dev) {
+        snprintf(err, len, "%s: cannot reach %s: %s", n->name, n->device, fl_last_error());
+        return NULL;
+    }
+    if (dev->backend->has_kernel(n->op) || !n->has_output)
+        return dev;
+    snprintf(err, len, "%s: a %s cannot run on %s: another task's device holds variables and runs only "
+             "their reads and updates (Variable, Assign, AssignAdd, Apply*); put it on this worker's "
+             "device, as fl_replica_device_setter does",
+             n->name, fl_node_op_type(n), dev->name);
+    return NULL;
+}
+
 fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *err, size_t len)
 {
     fl_device_name d = {.task = -1};
@@ -38,10 +74,10 @@ fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *
         return NULL;
     }
     if (d.job[0] || d.task >= 0) { /* soft placement must not hide a cluster */
-        snprintf(err, len, "%s: device %s names a cluster task; between-graph replication "
-                 "(chapter 3) is not built yet: drop the /job: and /task: parts to run it here",
-                 n->name, n->device);
-        return NULL;
+        bool local = false;
+        fl_device *remote = place_on_task(n, opt, &d, &local, err, len);
+        if (!local)
+            return remote;
     }
     fl_device *dev = requested_device(&d);
     if (!dev) {

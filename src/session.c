@@ -97,6 +97,22 @@ void fl_session_ensure_buffer(fl_slot *slot, size_t bytes)
     slot->capacity = bytes;
 }
 
+/* A device that keeps variables elsewhere (another task's, over the
+ * network) has a kernel for reading one: it starts fetching the value as
+ * soon as the variable is issued, when another device will read it, so
+ * that the fetches of a step are in flight together. */
+static int read_variable(fl_session *s, fl_node *n)
+{
+    fl_slot *slot = &s->slots[n->id];
+    const fl_backend *b = slot->device->backend;
+    if (n->op != FL_OP_VARIABLE || !(slot->crosses || slot->fetched) || !b->has_kernel(FL_OP_VARIABLE))
+        return 0;
+    fl_kernel_ctx ctx = {.seed = 0};
+    if (b->run(slot->device->impl, n, NULL, &slot->value, &ctx) != 0)
+        return fl_session_fail(s, "%s: reading it from %s: %s", n->name, slot->device->name, fl_last_error());
+    return 0;
+}
+
 static int run_source(fl_session *s, fl_node *n)
 {
     fl_slot *slot = &s->slots[n->id];
@@ -114,15 +130,15 @@ static int run_source(fl_session *s, fl_node *n)
                                fl_shape_format(n->shape, shape, sizeof shape));
     }
     /* Variables and constants: one buffer for the session's lifetime. */
-    if (slot->buffer)
-        return 0;
-    fl_tensor t = {n->dtype, n->attrs.shape, NULL};
-    fl_session_ensure_buffer(slot, fl_tensor_bytes(&t));
-    slot->value = (fl_tensor){n->dtype, n->attrs.shape, slot->buffer};
-    if (n->op == FL_OP_CONST)
-        return slot->device->backend->copy_in(slot->device->impl, slot->buffer, n->value->data,
-                                              fl_tensor_bytes(n->value));
-    return 0;
+    if (!slot->buffer) {
+        fl_tensor t = {n->dtype, n->attrs.shape, NULL};
+        fl_session_ensure_buffer(slot, fl_tensor_bytes(&t));
+        slot->value = (fl_tensor){n->dtype, n->attrs.shape, slot->buffer};
+        if (n->op == FL_OP_CONST)
+            return slot->device->backend->copy_in(slot->device->impl, slot->buffer, n->value->data,
+                                                  fl_tensor_bytes(n->value));
+    }
+    return read_variable(s, n);
 }
 
 static int check_initialized(fl_session *s, fl_node *n)
@@ -380,7 +396,11 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
     s->run_count++;
     if (s->tracing && s->trace_origin_us == 0)
         s->trace_origin_us = fl_now_us(); /* before any op: one origin for every lane */
+    for (int i = 0; i < nfetches; i++)
+        s->slots[fetches[i]->id].fetched = true;
     int rc = execute(s) == 0 ? fetch_outputs(s, fetches, nfetches, outputs) : -1;
+    for (int i = 0; i < nfetches; i++)
+        s->slots[fetches[i]->id].fetched = false;
     fl_session_forget_marks(s);
     if (s->ntraced > 0)
         fl_session_take_device_timings(s);

@@ -39,6 +39,7 @@ typedef struct {
     int64_t mark_seq; /* marks in the order they were made: older ones finish first */
     bool mark_reached;
     bool issued; /* enqueued (or run, on the host) in this run */
+    bool fetched; /* this run returns the value to the caller */
     fl_sent_copy *sent; /* at most one per other device */
     int nsent;
 } fl_slot;

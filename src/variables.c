@@ -84,21 +84,17 @@ static fl_node *initial_value(fl_graph *g, const char *var_name, fl_dtype dtype,
     return fl_add_node(g, &spec);
 }
 
-/* Initial values are made on the host of the variable's task and copied to
- * the variable's device: random numbers come from one generator. */
+/* Initial values are made on a host CPU and copied to the variable's
+ * device: random numbers come from one generator. A variable of another
+ * task (a ps, chapter 3) gets its value from the process that runs the
+ * initializer, on that process's own /cpu:0: a ps holds values, it does not
+ * compute them. */
 static int push_initializer_device(fl_graph *g, const fl_node *var)
 {
     fl_device_name d;
-    char host[FL_DEVICE_LEN] = "";
-    if (var->device[0] && fl_parse_device(var->device, &d, NULL, 0) == 0) {
-        char prefix[48] = "";
-        if (d.job[0])
-            snprintf(prefix, sizeof prefix, "/job:%s", d.job);
-        if (d.task >= 0)
-            snprintf(prefix + strlen(prefix), sizeof prefix - strlen(prefix), "/task:%d", d.task);
-        snprintf(host, sizeof host, "%s/cpu:0", prefix);
-    }
-    return fl_device_scope_push(g, host);
+    bool on_a_task = var->device[0] && fl_parse_device(var->device, &d, NULL, 0) == 0 &&
+                     (d.job[0] || d.task >= 0);
+    return fl_device_scope_push(g, on_a_task || !var->device[0] ? "" : "/cpu:0");
 }
 
 fl_node *fl_create_variable(fl_graph *g, const char *full_name, fl_dtype dtype, fl_shape shape,

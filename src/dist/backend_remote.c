@@ -1,0 +1,193 @@
+/* backend_remote.c: another task's device, behind the same seam as a GPU.
+ * Its kernels are the state ops only: reading a variable sends a PULL,
+ * Assign an INIT_VARIABLE (the variable's initializer) or an ASSIGN,
+ * AssignAdd an ASSIGN_ADD and Apply* an APPLY, each returning at once; a
+ * mark is a request id, and wait() waits for the replies. A buffer here is
+ * a host copy of the value plus the name of the variable it stands for, so
+ * the executor's copies in and out need no special case. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "remote_device.h"
+
+typedef struct {
+    char name[FL_WIRE_MAX_NAME + 1]; /* the variable it stands for; "" for a staged input */
+    size_t bytes;
+    uint32_t pending;                /* the request whose reply fills data (0: none) */
+    unsigned char data[];
+} remote_buffer;
+
+static int remote_device_count(void) { return 0; } /* remote devices are found by name */
+
+static int remote_describe(int index, fl_device_info *info)
+{
+    (void)index;
+    memset(info, 0, sizeof *info);
+    snprintf(info->description, sizeof info->description, "another task's device, over TCP");
+    snprintf(info->backend, sizeof info->backend, "remote");
+    return 0;
+}
+
+static void *remote_open(int index) { (void)index; return NULL; } /* fl_remote_device opens them */
+static void remote_close(void *impl) { (void)impl; }
+
+static void *remote_alloc(void *impl, size_t bytes)
+{
+    (void)impl;
+    remote_buffer *b = fl_xcalloc(1, sizeof *b + bytes);
+    b->bytes = bytes;
+    return b;
+}
+
+static void remote_release(void *impl, void *buffer)
+{
+    (void)impl;
+    free(buffer);
+}
+
+/* An input staged here (a gradient, an initial value) until the op that
+ * sends it runs. */
+static int remote_copy_in(void *impl, void *dst, const void *host_src, size_t bytes)
+{
+    (void)impl;
+    memcpy(((remote_buffer *)dst)->data, host_src, bytes);
+    return 0;
+}
+
+static int remote_copy_out(void *impl, void *host_dst, const void *src, size_t bytes)
+{
+    const remote_buffer *b = src;
+    if (b->pending && fl_ps_client_wait(fl_remote_client(impl), b->pending) != 0)
+        return -1;
+    memcpy(host_dst, b->data, bytes);
+    return 0;
+}
+
+static bool remote_has_kernel(fl_op_kind op)
+{
+    switch (op) {
+    case FL_OP_VARIABLE:
+    case FL_OP_ASSIGN:
+    case FL_OP_ASSIGN_ADD:
+    case FL_OP_APPLY_GRADIENT_DESCENT:
+    case FL_OP_APPLY_MOMENTUM:
+    case FL_OP_APPLY_ADAM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The buffer of input i, named after the variable it holds. */
+static remote_buffer *variable_buffer(const fl_node *n, fl_tensor *const *in, int i)
+{
+    remote_buffer *b = in[i]->data;
+    if (!b->name[0])
+        snprintf(b->name, sizeof b->name, "%s", n->inputs[i]->name);
+    return b;
+}
+
+static fl_tensor staged(const fl_tensor *t)
+{
+    return (fl_tensor){t->dtype, t->shape, ((remote_buffer *)t->data)->data};
+}
+
+static fl_wire_optimizer_args optimizer_args(const fl_node *n, fl_tensor *const *in)
+{
+    fl_wire_optimizer_args o = {.learning_rate = n->attrs.learning_rate, .momentum = n->attrs.momentum,
+                                .use_nesterov = n->attrs.use_nesterov, .beta1 = n->attrs.beta1,
+                                .beta2 = n->attrs.beta2, .epsilon = n->attrs.epsilon};
+    o.kind = n->op == FL_OP_APPLY_ADAM       ? FL_WIRE_ADAM
+             : n->op == FL_OP_APPLY_MOMENTUM ? FL_WIRE_MOMENTUM
+                                             : FL_WIRE_GRADIENT_DESCENT;
+    o.nslots = n->ninputs - 2; /* the variable first, the gradient last */
+    for (int i = 0; i < o.nslots; i++)
+        snprintf(o.slots[i], sizeof o.slots[i], "%s", variable_buffer(n, in, 1 + i)->name);
+    return o;
+}
+
+static uint32_t send_op(fl_ps_client *c, const fl_node *n, fl_tensor *const *in, fl_tensor *out)
+{
+    if (n->op == FL_OP_VARIABLE) {
+        remote_buffer *b = out->data;
+        snprintf(b->name, sizeof b->name, "%s", n->name);
+        return b->pending = fl_ps_client_pull(c, b->name, b->data, b->bytes);
+    }
+    remote_buffer *var = variable_buffer(n, in, 0);
+    fl_tensor last = staged(in[n->ninputs - 1]);
+    if (n->op == FL_OP_ASSIGN && n->inputs[0]->initializer == n)
+        return fl_ps_client_init(c, var->name, &last, NULL);
+    if (n->op == FL_OP_ASSIGN)
+        return fl_ps_client_assign(c, var->name, &last);
+    if (n->op == FL_OP_ASSIGN_ADD) /* the reply is the sum: the new global step */
+        return var->pending = fl_ps_client_assign_add(c, var->name, &last, var->data, var->bytes);
+    fl_wire_optimizer_args o = optimizer_args(n, in);
+    return fl_ps_client_apply(c, var->name, &o, &last);
+}
+
+static int remote_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
+                      const fl_kernel_ctx *ctx)
+{
+    (void)ctx;
+    return send_op(fl_remote_client(impl), n, in, out) ? 0 : -1;
+}
+
+static int remote_wait(void *impl)
+{
+    fl_ps_client *c = fl_remote_client(impl);
+    return fl_ps_client_wait(c, fl_ps_client_last_id(c));
+}
+
+static const char *remote_why_unavailable(void)
+{
+    return "a remote device is another task of the cluster: give the session the cluster "
+           "(fl_session_options.cluster)";
+}
+
+/* ---- marks: request ids ---- */
+
+static void *remote_mark(void *impl)
+{
+    uintptr_t *mark = fl_xmalloc(sizeof *mark);
+    *mark = fl_ps_client_last_id(fl_remote_client(impl));
+    return mark;
+}
+
+static int remote_reached(void *impl, void *mark, bool block)
+{
+    fl_ps_client *c = fl_remote_client(impl);
+    uint32_t id = (uint32_t)*(uintptr_t *)mark;
+    if (block)
+        return fl_ps_client_wait(c, id) == 0 ? 1 : -1;
+    return fl_ps_client_done(c, id);
+}
+
+static void remote_release_mark(void *impl, void *mark)
+{
+    (void)impl;
+    free(mark);
+}
+
+const fl_backend fl_remote_backend = {
+    .name = "remote",
+    .device_count = remote_device_count,
+    .describe = remote_describe,
+    .open = remote_open,
+    .close = remote_close,
+    .alloc = remote_alloc,
+    .release = remote_release,
+    .copy_in = remote_copy_in,
+    .copy_out = remote_copy_out,
+    .has_kernel = remote_has_kernel,
+    .run = remote_run,
+    .wait = remote_wait,
+    .why_unavailable = remote_why_unavailable,
+    .marks = {
+        .mark = remote_mark,
+        .reached = remote_reached,
+        .copy_out_now = remote_copy_out,
+        .release_mark = remote_release_mark,
+    },
+};

@@ -1,0 +1,375 @@
+/* ps_client.c: requests to one ps task and their replies. Sending happens on
+ * the caller's thread (the executor's), under a lock that keeps the queue
+ * of pending requests in the order they hit the wire; a reader thread takes
+ * the replies, which a ps sends in the same order, fills the waiting
+ * buffers and wakes whoever waits. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ps_client.h"
+#include "runtime.h"
+
+typedef struct {
+    uint32_t id;
+    fl_wire_type type; /* the request's */
+    void *dst;         /* a VALUE reply's data goes here */
+    size_t bytes;
+    bool *already;     /* an INIT_DONE reply's flag goes here */
+} pending_request;
+
+struct fl_ps_client {
+    int fd;
+    char who[64];             /* "/job:ps/task:0", in every message */
+    pthread_t reader;
+    pthread_mutex_t send_lock; /* one request on the wire at a time */
+    fl_wire_buf out;
+    pthread_mutex_t lock;      /* everything below */
+    pthread_cond_t replied;
+    pending_request *queue;    /* a ring of requests awaiting replies */
+    int head, count, capacity;
+    uint32_t next_id, completed;
+    uint32_t error_id;         /* the first request that failed, 0: none */
+    char error[FL_WIRE_ERROR_LEN + 64];
+    bool broken, closing;
+    char broken_why[FL_WIRE_ERROR_LEN + 64];
+    uint64_t sent, received;
+};
+
+static int write_all(int fd, const unsigned char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* 1 when len bytes were read, 0 at a clean end of stream, -1 on error. */
+static int read_all(int fd, unsigned char *p, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = recv(fd, p + got, len - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n == 0 && got == 0 ? 0 : -1;
+        got += (size_t)n;
+    }
+    return 1;
+}
+
+static void mark_broken(fl_ps_client *c, const char *why)
+{
+    pthread_mutex_lock(&c->lock);
+    if (!c->broken)
+        snprintf(c->broken_why, sizeof c->broken_why, "lost the connection to %s: %s", c->who, why);
+    c->broken = true;
+    pthread_cond_broadcast(&c->replied);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Records the first failed request's message, for whoever waits for it. */
+static void note_error(fl_ps_client *c, uint32_t id, const char *fmt, const char *detail)
+{
+    if (c->error_id)
+        return;
+    c->error_id = id;
+    snprintf(c->error, sizeof c->error, fmt, c->who, detail);
+}
+
+/* A reply to the oldest pending request: fill its buffer, note an error. */
+static void complete(fl_ps_client *c, const fl_wire_message *m)
+{
+    pending_request *p = &c->queue[c->head];
+    if (m->type == FL_WIRE_ERROR) {
+        note_error(c, p->id, "%s refused it: %s", m->u.error.message);
+    } else if (m->type == FL_WIRE_VALUE) {
+        if (m->u.named.tensor.bytes != p->bytes)
+            note_error(c, p->id, "%s sent a value of another size for %s", m->u.named.name);
+        else if (p->dst)
+            fl_wire_tensor_read(&m->u.named.tensor, p->dst);
+    } else if (m->type == FL_WIRE_INIT_DONE && p->already) {
+        *p->already = m->u.already_initialized;
+    }
+    c->completed = p->id;
+    c->head = (c->head + 1) % c->capacity;
+    c->count--;
+    pthread_cond_broadcast(&c->replied);
+}
+
+/* Reads one frame into buf. 1: a frame in *f; 0: the stream ended; -1: bad. */
+static int read_frame(fl_ps_client *c, fl_wire_buf *buf, fl_wire_frame *f, char *why, size_t len)
+{
+    unsigned char header[FL_WIRE_HEADER_BYTES];
+    int rc = read_all(c->fd, header, sizeof header);
+    if (rc <= 0) {
+        snprintf(why, len, rc == 0 ? "the task closed the connection" : "%s", strerror(errno));
+        return rc;
+    }
+    if (fl_wire_decode(header, sizeof header, f, why, len) == FL_WIRE_BAD)
+        return -1;
+    size_t total = fl_wire_frame_length(header);
+    if (total > buf->cap) {
+        buf->data = fl_xrealloc(buf->data, total);
+        buf->cap = total;
+    }
+    memcpy(buf->data, header, sizeof header);
+    if (read_all(c->fd, buf->data + sizeof header, total - sizeof header) != 1) {
+        snprintf(why, len, "the connection ended inside a frame");
+        return -1;
+    }
+    c->received += total;
+    return fl_wire_decode(buf->data, total, f, why, len) == FL_WIRE_FRAME ? 1 : -1;
+}
+
+static void *read_replies(void *client)
+{
+    fl_ps_client *c = client;
+    fl_wire_buf buf = {0};
+    fl_wire_conn order;
+    fl_wire_conn_init(&order, FL_WIRE_CLIENT_SIDE);
+    fl_wire_check_order(&order, FL_WIRE_HELLO_OK, NULL, 0); /* open() read it already */
+    fl_wire_message *m = fl_xmalloc(sizeof *m);
+    char why[FL_WIRE_ERROR_LEN];
+    for (;;) {
+        fl_wire_frame f;
+        int rc = read_frame(c, &buf, &f, why, sizeof why);
+        if (rc == 1 && (fl_wire_check_order(&order, f.type, why, sizeof why) != 0 ||
+                        fl_wire_parse(&f, m, why, sizeof why) != 0))
+            rc = -1;
+        pthread_mutex_lock(&c->lock);
+        bool expected = rc == 1 && c->count > 0 && c->queue[c->head].id == f.request_id;
+        if (expected)
+            complete(c, m);
+        bool closing = c->closing;
+        pthread_mutex_unlock(&c->lock);
+        if (!expected) {
+            if (rc == 1)
+                snprintf(why, sizeof why, "a reply to request %u, which is not the one awaited", f.request_id);
+            mark_broken(c, closing ? "closed" : why);
+            break;
+        }
+    }
+    free(m);
+    fl_wire_buf_free(&buf);
+    return NULL;
+}
+
+/* Queues the request the encoder put in c->out, then sends it: queued first,
+ * so the reply cannot come before its entry. Call with send_lock held. */
+static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
+                             bool *already)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->broken) {
+        fl_set_error("%s", c->broken_why);
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+    }
+    if (c->count == c->capacity) { /* grow the ring, oldest first */
+        int capacity = c->capacity ? 2 * c->capacity : 64;
+        pending_request *q = fl_xmalloc((size_t)capacity * sizeof *q);
+        for (int i = 0; i < c->count; i++)
+            q[i] = c->queue[(c->head + i) % c->capacity];
+        free(c->queue);
+        c->queue = q;
+        c->head = 0;
+        c->capacity = capacity;
+    }
+    c->queue[(c->head + c->count++) % c->capacity] = (pending_request){id, type, dst, bytes, already};
+    c->sent += c->out.len;
+    pthread_mutex_unlock(&c->lock);
+    int rc = write_all(c->fd, c->out.data, c->out.len);
+    fl_wire_buf_consume(&c->out, c->out.len);
+    if (rc != 0) {
+        mark_broken(c, strerror(errno));
+        fl_set_error("%s", c->broken_why);
+        return 0;
+    }
+    return id;
+}
+
+/* The next id, under the send lock (taken here, released by finish_request). */
+static uint32_t begin_request(fl_ps_client *c)
+{
+    pthread_mutex_lock(&c->send_lock);
+    pthread_mutex_lock(&c->lock);
+    uint32_t id = ++c->next_id;
+    pthread_mutex_unlock(&c->lock);
+    return id;
+}
+
+static uint32_t finish_request(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst,
+                               size_t bytes, bool *already)
+{
+    uint32_t sent = 0;
+    if (encoded != 0)
+        fl_set_error("%s: %s", c->who, c->out.error);
+    else
+        sent = send_request(c, id, type, dst, bytes, already);
+    pthread_mutex_unlock(&c->send_lock);
+    return sent;
+}
+
+uint32_t fl_ps_client_init(fl_ps_client *c, const char *name, const fl_tensor *value, bool *already)
+{
+    uint32_t id = begin_request(c);
+    int rc = fl_wire_put_init_variable(&c->out, id, name, value);
+    return finish_request(c, rc, id, FL_WIRE_INIT_VARIABLE, NULL, 0, already);
+}
+
+uint32_t fl_ps_client_pull(fl_ps_client *c, const char *name, void *dst, size_t bytes)
+{
+    uint32_t id = begin_request(c);
+    int rc = fl_wire_put_pull(&c->out, id, name);
+    return finish_request(c, rc, id, FL_WIRE_PULL, dst, bytes, NULL);
+}
+
+uint32_t fl_ps_client_assign(fl_ps_client *c, const char *name, const fl_tensor *value)
+{
+    uint32_t id = begin_request(c);
+    int rc = fl_wire_put_assign(&c->out, id, name, value);
+    return finish_request(c, rc, id, FL_WIRE_ASSIGN, NULL, 0, NULL);
+}
+
+uint32_t fl_ps_client_assign_add(fl_ps_client *c, const char *name, const fl_tensor *delta, void *dst,
+                                 size_t bytes)
+{
+    uint32_t id = begin_request(c);
+    int rc = fl_wire_put_assign_add(&c->out, id, name, delta);
+    return finish_request(c, rc, id, FL_WIRE_ASSIGN_ADD, dst, bytes, NULL);
+}
+
+uint32_t fl_ps_client_apply(fl_ps_client *c, const char *name, const fl_wire_optimizer_args *opt,
+                            const fl_tensor *grad)
+{
+    uint32_t id = begin_request(c);
+    int rc = fl_wire_put_apply(&c->out, id, name, opt, grad);
+    return finish_request(c, rc, id, FL_WIRE_APPLY, NULL, 0, NULL);
+}
+
+uint32_t fl_ps_client_last_id(fl_ps_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    uint32_t id = c->next_id;
+    pthread_mutex_unlock(&c->lock);
+    return id;
+}
+
+int fl_ps_client_done(fl_ps_client *c, uint32_t id)
+{
+    pthread_mutex_lock(&c->lock);
+    int done = c->completed >= id ? 1 : c->broken ? -1 : 0;
+    pthread_mutex_unlock(&c->lock);
+    return done;
+}
+
+int fl_ps_client_wait(fl_ps_client *c, uint32_t id)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->completed < id && !c->broken)
+        pthread_cond_wait(&c->replied, &c->lock);
+    int rc = 0;
+    if (c->error_id && c->error_id <= id) { /* reported once, to the first who waits past it */
+        fl_set_error("%s", c->error);
+        c->error_id = 0;
+        rc = -1;
+    } else if (c->completed < id) {
+        fl_set_error("%s", c->broken_why);
+        rc = -1;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+void fl_ps_client_traffic(fl_ps_client *c, uint64_t *sent, uint64_t *received)
+{
+    pthread_mutex_lock(&c->lock);
+    *sent = c->sent;
+    *received = c->received;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* HELLO, answered by HELLO_OK, before the reader thread starts. */
+static int say_hello(fl_ps_client *c, const char *my_job, int my_task)
+{
+    char why[FL_WIRE_ERROR_LEN];
+    fl_wire_put_hello(&c->out, 0, my_job, (uint32_t)my_task);
+    int rc = write_all(c->fd, c->out.data, c->out.len);
+    fl_wire_buf_consume(&c->out, c->out.len);
+    fl_wire_buf reply = {0};
+    fl_wire_frame f;
+    fl_wire_message *m = fl_xmalloc(sizeof *m);
+    if (rc == 0)
+        rc = read_frame(c, &reply, &f, why, sizeof why) == 1 && fl_wire_parse(&f, m, why, sizeof why) == 0 ? 0 : -1;
+    else
+        snprintf(why, sizeof why, "%s", strerror(errno));
+    if (rc == 0 && m->type != FL_WIRE_HELLO_OK) {
+        snprintf(why, sizeof why, "%s", m->type == FL_WIRE_ERROR ? m->u.error.message : "no HELLO_OK");
+        rc = -1;
+    }
+    if (rc != 0)
+        fl_set_error("%s did not accept /job:%s/task:%d: %s", c->who, my_job, my_task, why);
+    free(m);
+    fl_wire_buf_free(&reply);
+    return rc;
+}
+
+fl_ps_client *fl_ps_client_open(const fl_connect_options *where, const char *my_job, int my_task)
+{
+    int fd = fl_connect_with_retry(where);
+    if (fd < 0)
+        return NULL;
+    fl_ps_client *c = fl_xcalloc(1, sizeof *c);
+    c->fd = fd;
+    snprintf(c->who, sizeof c->who, "%s", where->who);
+    pthread_mutex_init(&c->send_lock, NULL);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->replied, NULL);
+    if (say_hello(c, my_job, my_task) != 0 || pthread_create(&c->reader, NULL, read_replies, c) != 0) {
+        close(fd);
+        pthread_mutex_destroy(&c->send_lock);
+        pthread_mutex_destroy(&c->lock);
+        pthread_cond_destroy(&c->replied);
+        fl_wire_buf_free(&c->out);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+int fl_ps_client_goodbye(fl_ps_client *c)
+{
+    uint32_t id = begin_request(c);
+    int rc = fl_wire_put_goodbye(&c->out, id);
+    id = finish_request(c, rc, id, FL_WIRE_GOODBYE, NULL, 0, NULL);
+    return id ? fl_ps_client_wait(c, id) : -1;
+}
+
+void fl_ps_client_close(fl_ps_client *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->closing = true;
+    pthread_mutex_unlock(&c->lock);
+    shutdown(c->fd, SHUT_RDWR); /* the reader sees the end of the stream and stops */
+    pthread_join(c->reader, NULL);
+    close(c->fd);
+    pthread_mutex_destroy(&c->send_lock);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->replied);
+    fl_wire_buf_free(&c->out);
+    free(c->queue);
+    free(c);
+}

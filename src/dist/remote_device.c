@@ -1,0 +1,93 @@
+/* remote_device.c: which remote devices this process has opened. A worker
+ * reaches each ps task it uses once, on first use, and says goodbye to all
+ * of them when it has finished (fl_cluster_say_goodbye), which is how a ps
+ * knows it may exit. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remote_device.h"
+
+#define MAX_REMOTE_TASKS 64
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static fl_device devices[MAX_REMOTE_TASKS];
+static fl_remote_task tasks[MAX_REMOTE_TASKS];
+static int count;
+
+static double task_deadline_s(void)
+{
+    const char *text = getenv("FLOWLAB_TASK_DEADLINE");
+    double seconds = text ? atof(text) : 0;
+    return seconds > 0 ? seconds : 120;
+}
+
+static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s %d", fl_cluster_job_name(c), fl_cluster_task_index(c));
+    fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
+                            .port = fl_cluster_task_port(c, job, task), .deadline_s = task_deadline_s(),
+                            .log_prefix = prefix};
+    return fl_ps_client_open(&o, fl_cluster_job_name(c), fl_cluster_task_index(c));
+}
+
+static fl_device *find(const char *who)
+{
+    for (int i = 0; i < count; i++)
+        if (strcmp(tasks[i].who, who) == 0)
+            return &devices[i];
+    return NULL;
+}
+
+fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
+{
+    char who[64];
+    snprintf(who, sizeof who, "/job:%s/task:%d", job, task);
+    pthread_mutex_lock(&lock);
+    fl_device *d = find(who);
+    if (!d && count == MAX_REMOTE_TASKS)
+        fl_set_error("%s: this process already talks to %d tasks, the most it can", who, MAX_REMOTE_TASKS);
+    if (!d && count < MAX_REMOTE_TASKS) {
+        fl_ps_client *client = connect_to(c, job, task, who);
+        if (client) {
+            fl_remote_task *t = &tasks[count];
+            snprintf(t->who, sizeof t->who, "%s", who);
+            t->client = client;
+            d = &devices[count++];
+            *d = (fl_device){.backend = &fl_remote_backend, .impl = t, .index = task};
+            snprintf(d->name, sizeof d->name, "%s/cpu:0", who);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return d;
+}
+
+int fl_cluster_say_goodbye(const fl_cluster *c)
+{
+    int rc = 0, num_ps = fl_cluster_num_tasks(c, "ps");
+    for (int task = 0; task < num_ps; task++) { /* also those this worker never used */
+        fl_device *d = fl_remote_device(c, "ps", task);
+        if (!d || fl_ps_client_goodbye(fl_remote_client(d->impl)) != 0)
+            rc = -1;
+    }
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < count; i++)
+        fl_ps_client_close(tasks[i].client);
+    count = 0;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+void fl_remote_traffic(uint64_t *sent, uint64_t *received)
+{
+    *sent = *received = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < count; i++) {
+        uint64_t s, r;
+        fl_ps_client_traffic(tasks[i].client, &s, &r);
+        *sent += s;
+        *received += r;
+    }
+    pthread_mutex_unlock(&lock);
+}

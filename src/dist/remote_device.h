@@ -1,0 +1,25 @@
+/* remote_device.h: the devices of other tasks ("/job:ps/task:0/cpu:0"): one
+ * per task, connected on first use and kept for the life of the process,
+ * behind the remote backend (backend_remote.c). */
+#ifndef FLOWLAB_DIST_REMOTE_DEVICE_H
+#define FLOWLAB_DIST_REMOTE_DEVICE_H
+
+#include "device.h"
+#include "ps_client.h"
+
+extern const fl_backend fl_remote_backend;
+
+/* The device of task `task` of job `job` in cluster c, connecting to it (and
+ * waiting for it, with a line every few seconds) the first time. NULL after
+ * fl_set_error when the task does not answer within the deadline
+ * (FLOWLAB_TASK_DEADLINE seconds, 120 by default). */
+fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task);
+/* A remote device's impl: the task and the connection to it. */
+typedef struct {
+    char who[64]; /* "/job:ps/task:0" */
+    fl_ps_client *client;
+} fl_remote_task;
+
+static inline fl_ps_client *fl_remote_client(void *impl) { return ((fl_remote_task *)impl)->client; }
+
+#endif

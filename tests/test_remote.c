@@ -1,0 +1,152 @@
+/* test_remote.c: a worker's session with its variables on a ps task (the
+ * remote backend, src/dist/backend_remote.c) against a real ps server on a
+ * loopback port: the same losses as the same graph kept local, the values
+ * on the ps, Adam's slots there, a refused op, and the ps done once the
+ * worker says goodbye. The ps runs in this process, on its own thread. */
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "flowlab.h"
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+typedef struct {
+    fl_graph *g;
+    fl_node *x, *y, *loss, *train, *init, *w, *step;
+} model;
+
+/* Variables (slots included) on the ps, the rest left to outer scopes: the
+ * replica device setter's rule, written out. */
+static const char *variables_on_ps(const fl_node *n, void *device)
+{
+    return strcmp(fl_node_op_type(n), "VariableV2") == 0 ? device : NULL;
+}
+
+/* y = x w + b fitted by Adam; variables on var_device (NULL: no device). */
+static model build(const char *var_device, const char *op_device)
+{
+    model m = {.g = fl_graph_new()};
+    if (op_device)
+        fl_device_scope_push(m.g, op_device);
+    if (var_device)
+        fl_device_function_push(m.g, variables_on_ps, (void *)var_device);
+    m.x = fl_placeholder(m.g, FL_FLOAT32, fl_shape_make(2, 4, 2), "x");
+    m.y = fl_placeholder(m.g, FL_FLOAT32, fl_shape_make(2, 4, 1), "y");
+    m.w = fl_get_variable(m.g, "w", fl_shape_make(2, 2, 1), fl_constant_initializer(0.5f));
+    fl_node *b = fl_get_variable(m.g, "b", fl_shape_make(1, 1), fl_zeros_initializer());
+    m.step = fl_get_or_create_global_step(m.g);
+    fl_node *pred = fl_add(m.g, fl_matmul(m.g, m.x, m.w, false, false, NULL), b, NULL);
+    fl_node *err = fl_sub(m.g, pred, m.y, NULL);
+    m.loss = fl_reduce_mean(m.g, fl_mul(m.g, err, err, NULL), NULL, 0, false, "loss");
+    m.train = fl_minimize(fl_adam_optimizer(0.1f, 0.9f, 0.999f, 1e-8f), m.g, m.loss, m.step, NULL);
+    m.init = fl_global_variables_initializer(m.g);
+    return m;
+}
+
+/* Losses of n steps on fixed data; -1 on error (diag says why). */
+static int train(model *m, const fl_cluster *cluster, int n, double *losses, fl_session **out)
+{
+    const float xs[8] = {1, 2, 3, 1, 0, 1, 2, 2}, ys[4] = {5, 5, 2, 6};
+    fl_tensor *x = fl_tensor_from_floats(fl_shape_make(2, 4, 2), xs);
+    fl_tensor *y = fl_tensor_from_floats(fl_shape_make(2, 4, 1), ys);
+    fl_session_options opt = {.cluster = cluster};
+    fl_session *s = fl_session_new(m->g, &opt);
+    int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &m->init, 1);
+    fl_feed feeds[2] = {{m->x, x}, {m->y, y}};
+    for (int i = 0; i < n && rc == 0; i++) {
+        fl_tensor *loss = NULL;
+        rc = fl_session_run(s, feeds, 2, &m->loss, 1, &loss, &m->train, 1);
+        losses[i] = rc == 0 ? fl_tensor_scalar(loss) : -1;
+        fl_tensor_free(loss);
+    }
+    if (rc != 0)
+        diag("training failed: %s", fl_session_error(s));
+    fl_tensor_free(x);
+    fl_tensor_free(y);
+    *out = s;
+    return rc;
+}
+
+static void test_worker_against_ps(void)
+{
+    char ps_hosts[64], worker_hosts[64];
+    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", free_port());
+    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d", free_port());
+    fl_cluster *ps_spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    fl_cluster *worker_spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 0);
+    fl_server *ps = fl_server_start(ps_spec, NULL);
+    ok(ps != NULL, "a ps server starts on %s (%s)", ps_hosts, ps ? "ok" : fl_last_error());
+    if (!ps)
+        return;
+
+    enum { STEPS = 20 };
+    double local[STEPS], remote[STEPS];
+    model here = build(NULL, NULL), there = build("/job:ps/task:0/cpu:0", "/job:worker/task:0/cpu:0");
+    fl_session *s_here, *s_there;
+    train(&here, NULL, STEPS, local, &s_here);
+    int rc = train(&there, worker_spec, STEPS, remote, &s_there);
+    ok(rc == 0, "a worker trains with its variables on /job:ps/task:0");
+    bool same = true;
+    for (int i = 0; i < STEPS; i++)
+        same = same && fabs(local[i] - remote[i]) <= 1e-6 * fmax(1, fabs(local[i]));
+    ok(same && remote[STEPS - 1] < remote[0], "the same losses as the graph kept local, falling (%.4f -> %.4f)",
+       remote[0], remote[STEPS - 1]);
+    is_string(fl_session_node_device(s_there, there.w), "/job:ps/task:0/cpu:0", "w ran on the ps");
+
+    fl_server_stats st;
+    fl_server_get_stats(ps, &st);
+    ok(st.variables == 9, "the ps holds w, b, the step, Adam's two slots each and two beta powers (%d)",
+       st.variables);
+    fl_tensor *w_here = NULL, *w_there = NULL, *step = NULL;
+    fl_session_run(s_here, NULL, 0, &here.w, 1, &w_here, NULL, 0);
+    fl_session_run(s_there, NULL, 0, &there.w, 1, &w_there, NULL, 0);
+    fl_session_run(s_there, NULL, 0, &there.step, 1, &step, NULL, 0);
+    ok(w_here && w_there && fabs(fl_tensor_floats(w_here)[1] - fl_tensor_floats(w_there)[1]) < 1e-6,
+       "a pulled weight equals the local one");
+    ok(step && fl_tensor_ints(step)[0] == STEPS, "the global step on the ps counted %d updates", STEPS);
+    uint64_t sent, received;
+    fl_remote_traffic(&sent, &received);
+    ok(sent > 0 && received > 0, "traffic is counted: %llu bytes sent, %llu received", (unsigned long long)sent,
+       (unsigned long long)received);
+
+    /* An op that is not a state op, on the ps: refused at placement. */
+    fl_node *two = fl_scalar(there.g, 2, NULL);
+    fl_device_scope_push(there.g, "/job:ps/task:0/cpu:0");
+    fl_node *twice = fl_mul(there.g, there.w, two, "twice");
+    fl_device_pop(there.g);
+    fl_tensor *t = NULL;
+    ok(fl_session_run(s_there, NULL, 0, &twice, 1, &t, NULL, 0) != 0, "a Mul placed on the ps is refused");
+    contains(fl_session_error(s_there), "twice: a Mul cannot run on /job:ps/task:0/cpu:0", "saying where");
+    contains(fl_session_error(s_there), "put it on this worker's device", "and what to do instead");
+
+    ok(fl_server_join(ps, 0.2) == 1, "the ps waits while its worker has not finished");
+    ok(fl_cluster_say_goodbye(worker_spec) == 0, "the worker says goodbye");
+    ok(fl_server_join(ps, 10) == 0, "and the ps knows every worker has finished");
+    fl_tensor_free(w_here);
+    fl_tensor_free(w_there);
+    fl_tensor_free(step);
+    fl_session_free(s_here);
+    fl_session_free(s_there);
+    fl_graph_free(here.g);
+    fl_graph_free(there.g);
+    fl_server_stop(ps);
+    fl_cluster_free(ps_spec);
+    fl_cluster_free(worker_spec);
+}
+
+int main(void)
+{
+    test_worker_against_ps();
+    return done_testing();
+}
