@@ -1,0 +1,252 @@
+/* test_server.c: a live ps server (src/dist/server*.c) against bad input
+ * while a good worker keeps updating a variable: each bad connection gets an
+ * ERROR frame where the stream allows one and is closed, the server goes on,
+ * and the worker loses no update. Also: a port already in use, a client
+ * that says nothing. Loopback only; every read has a deadline. */
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "flowlab.h"
+#include "dist/ps_client.h"
+
+enum { GOOD_UPDATES = 300, WIDTH = 1000 };
+
+static int port_in_use_by_nobody(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static int connect_raw(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval deadline = {5, 0}; /* no read waits longer */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* What the server answered: the ERROR frame's text ("" if none), and
+ * whether it then closed the connection. */
+typedef struct {
+    char error[FL_WIRE_MAX_MESSAGE + 1];
+    bool closed;
+} answer;
+
+/* Takes whole frames off the front of bytes, keeping the first ERROR's
+ * text; true once a NOT_INITIALIZED answer came. */
+static bool take_frames(unsigned char *bytes, size_t *len, answer *a)
+{
+    fl_wire_frame f;
+    fl_wire_message m;
+    char why[256];
+    while (fl_wire_decode(bytes, *len, &f, why, sizeof why) == FL_WIRE_FRAME) {
+        bool not_initialized = false;
+        if (f.type == FL_WIRE_ERROR && fl_wire_parse(&f, &m, why, sizeof why) == 0 && !a->error[0]) {
+            snprintf(a->error, sizeof a->error, "%s", m.u.error.message);
+            not_initialized = m.u.error.code == FL_WIRE_E_NOT_INITIALIZED;
+        }
+        memmove(bytes, bytes + f.frame_len, *len - f.frame_len);
+        *len -= f.frame_len;
+        if (not_initialized)
+            return true;
+    }
+    return false;
+}
+
+static answer read_answer(int fd)
+{
+    answer a = {"", false};
+    unsigned char bytes[8192];
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = recv(fd, bytes + len, sizeof bytes - len, 0);
+        if (n == 0) {
+            a.closed = true;
+            break;
+        }
+        if (n < 0)
+            break; /* the deadline: still open */
+        len += (size_t)n;
+        if (take_frames(bytes, &len, &a))
+            break; /* answered; this one keeps the connection */
+    }
+    return a;
+}
+
+/* Sends bytes on a new connection and reads what comes back. */
+static answer throw_bytes(int port, const void *bytes, size_t len)
+{
+    int fd = connect_raw(port);
+    answer a = {"(no connection)", false};
+    if (fd < 0)
+        return a;
+    if (len && send(fd, bytes, len, MSG_NOSIGNAL) < 0)
+        diag("send failed");
+    if (len)
+        shutdown(fd, SHUT_WR); /* nothing more to say: the server sees the end after the bytes */
+    a = read_answer(fd);
+    close(fd);
+    return a;
+}
+
+static size_t hello_then(fl_wire_buf *buf, const char *job, uint32_t task)
+{
+    fl_wire_put_hello(buf, 1, job, task);
+    return buf->len;
+}
+
+typedef struct {
+    int port;
+    int failures;
+    float final_value;
+} good_worker;
+
+/* Pushes GOOD_UPDATES gradients of ones with learning rate 1, then pulls. */
+static void *work(void *p)
+{
+    good_worker *w = p;
+    fl_connect_options where = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = w->port, .deadline_s = 10};
+    fl_ps_client *c = fl_ps_client_open(&where, "worker", 0);
+    if (!c) {
+        w->failures = -1;
+        return NULL;
+    }
+    fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
+    fl_tensor *ones = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
+    for (int i = 0; i < WIDTH; i++)
+        fl_tensor_floats(ones)[i] = 1;
+    fl_ps_client_wait(c, fl_ps_client_init(c, "w", zeros, NULL));
+    fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 1};
+    for (int i = 0; i < GOOD_UPDATES; i++) {
+        uint32_t id = fl_ps_client_apply(c, "w", &sgd, ones);
+        if (!id || (i % 50 == 49 && fl_ps_client_wait(c, id) != 0))
+            w->failures++;
+    }
+    float value[WIDTH];
+    w->failures += fl_ps_client_wait(c, fl_ps_client_pull(c, "w", value, sizeof value)) != 0;
+    w->final_value = value[WIDTH - 1];
+    fl_ps_client_close(c);
+    fl_tensor_free(zeros);
+    fl_tensor_free(ones);
+    return NULL;
+}
+
+static void throw_everything(int port)
+{
+    answer a = throw_bytes(port, "GET / HTTP/1.0\r\n\r\n", 18);
+    ok(a.closed && strstr(a.error, "bad magic"), "an HTTP request: an ERROR (%s) and the connection closed", a.error);
+
+    unsigned char header[16] = {'F', 'L', 'W', 'P', 9, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+    a = throw_bytes(port, header, sizeof header);
+    ok(a.closed && strstr(a.error, "version 9"), "protocol version 9: refused (%s)", a.error);
+
+    unsigned char huge[16] = {'F', 'L', 'W', 'P', 1, 6, 0, 0, 0, 0, 0, 1, 0x10, 0, 0, 0};
+    a = throw_bytes(port, huge, sizeof huge);
+    ok(a.closed && strstr(a.error, "over the"), "a 256 MiB payload length: refused from its header (%s)", a.error);
+
+    unsigned char garbage[1000];
+    for (int i = 0; i < 1000; i++)
+        garbage[i] = (unsigned char)(i * 37 + 11);
+    a = throw_bytes(port, garbage, sizeof garbage);
+    ok(a.closed && a.error[0], "1000 bytes of garbage: refused (%s)", a.error);
+
+    fl_wire_buf buf = {0};
+    fl_wire_put_pull(&buf, 1, "w");
+    a = throw_bytes(port, buf.data, buf.len);
+    ok(a.closed && strstr(a.error, "PULL before HELLO"), "a request before HELLO: refused (%s)", a.error);
+    fl_wire_buf_free(&buf);
+
+    hello_then(&buf, "worker", 7);
+    a = throw_bytes(port, buf.data, buf.len);
+    ok(a.closed && strstr(a.error, "not in this cluster spec"), "HELLO from worker 7 of 2: refused (%s)", a.error);
+    fl_wire_buf_free(&buf);
+
+    hello_then(&buf, "worker", 1);
+    fl_tensor *wrong = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 3));
+    fl_wire_put_init_variable(&buf, 2, "w", wrong);
+    a = throw_bytes(port, buf.data, buf.len);
+    ok(a.closed && strstr(a.error, "variable w is float32 [1000]"), "an INIT of w with another shape: refused (%s)",
+       a.error);
+    fl_wire_buf_free(&buf);
+
+    hello_then(&buf, "worker", 1);
+    fl_wire_put_pull(&buf, 2, "nothing");
+    a = throw_bytes(port, buf.data, buf.len);
+    ok(!a.closed && strstr(a.error, "nothing has no value"), "a PULL of an unknown variable: answered, not closed (%s)",
+       a.error);
+    fl_wire_buf_free(&buf);
+
+    hello_then(&buf, "worker", 1);
+    size_t cut = buf.len;
+    fl_wire_put_value(&buf, 2, "w", wrong);
+    a = throw_bytes(port, buf.data, cut + 20); /* then the client closes inside the frame */
+    ok(a.error[0] == '\0', "a frame cut short by the client: no answer owed (the server logs it)");
+    fl_wire_buf_free(&buf);
+    fl_tensor_free(wrong);
+
+    a = throw_bytes(port, NULL, 0);
+    ok(a.closed, "a client that says nothing is dropped after the hello timeout");
+}
+
+static void test_bad_input_beside_a_good_worker(void)
+{
+    char ps_hosts[64], worker_hosts[64];
+    int port = port_in_use_by_nobody();
+    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", port);
+    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d,127.0.0.1:%d", port_in_use_by_nobody(),
+             port_in_use_by_nobody());
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    FILE *log = tmpfile();
+    fl_server_options options = {.log = log, .hello_timeout_s = 0.5};
+    fl_server *ps = fl_server_start(spec, &options);
+    ok(ps != NULL, "the ps listens on %s", ps_hosts);
+    if (!ps)
+        return;
+
+    fl_server *twin = fl_server_start(spec, NULL);
+    char want[128];
+    snprintf(want, sizeof want, "port %d of /job:ps/task:0 is already in use", port);
+    ok(!twin, "a second server on the same address does not start");
+    contains(fl_last_error(), want, "the error names the port and the task");
+
+    good_worker w = {.port = port};
+    pthread_t thread;
+    pthread_create(&thread, NULL, work, &w);
+    throw_everything(port);
+    pthread_join(thread, NULL);
+    ok(w.failures == 0, "the good worker's requests all succeeded meanwhile");
+    is_near(w.final_value, -GOOD_UPDATES, 0, "and none of its updates was lost");
+
+    fl_server_stats st;
+    fl_server_get_stats(ps, &st);
+    ok(st.bad_frames >= 7, "the server counted the bad connections (%llu)", (unsigned long long)st.bad_frames);
+    char text[8192] = "";
+    rewind(log);
+    text[fread(text, 1, sizeof text - 1, log)] = '\0';
+    contains(text, "ps 0: closing 127.0.0.1:", "each refusal is logged with the peer");
+    contains(text, "(/job:worker/task:1): variable w is float32 [1000]", "naming the task once it said who it is");
+    fclose(log);
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
+}
+
+int main(void)
+{
+    test_bad_input_beside_a_good_worker();
+    return done_testing();
+}
