@@ -11,6 +11,11 @@ ifeq ($(SANITIZE),1)
 BUILD   := build-sanitize
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT     := -O1 -g
+else ifeq ($(SANITIZE),thread)
+# ThreadSanitizer, for the threaded code: servers, clients, the data prefetch.
+BUILD   := build-tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+OPT     := -O1 -g
 else
 SANFLAGS :=
 # -O3 vectorises the host's element-wise loops (Adam, the towers' gradient
@@ -47,7 +52,7 @@ LIB_OBJ += $(BACKEND_OBJ)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all lib labs lab tests test deps clean bench flags
+.PHONY: all lib labs lab tests test test-threads deps clean bench flags
 all: lib labs
 
 # Installs the Debian packages that are missing (see labs/install-deps.sh).
@@ -68,6 +73,15 @@ $(BUILD)/tests/%: tests/%.c tests/tap.h tests/gradcheck.h tests/lab_runner.h $(L
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
 tests: $(TEST_BIN)
+
+# The tests of threaded code, run under ThreadSanitizer by `make test-threads`
+# (CI does): the task server and its clients, the data prefetch.
+THREAD_TESTS := test_server test_remote test_connect test_data
+
+test-threads: deps
+	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" FLOWLAB_BACKEND=host \
+	    prove $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
 
 test: deps
 	$(MAKE) tests
@@ -110,7 +124,7 @@ bench: deps
 	@echo "table: $(BUILD)/bench/results.txt, charts: book/figures/bench.svg, book/figures/roofline.svg"
 
 clean:
-	rm -rf build build-sanitize
+	rm -rf build build-sanitize build-tsan
 
 -include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/*/*.d)
 
