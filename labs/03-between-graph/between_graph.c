@@ -1,0 +1,294 @@
+/* between_graph.c: chapter 3's lab. Between-graph replication: one process
+ * per task of a cluster. A ps task only serves the variables (and Adam's
+ * slots) and needs no model; each worker builds its own copy of chapter 1's
+ * graph, with the variables placed on the ps tasks by the replica device
+ * setter and everything else on its own device, and trains asynchronously:
+ * it pulls the variables, computes a gradient on its batch and pushes it to
+ * the ps, which applies it at once. The global step lives on a ps.
+ *
+ * Start one process per task, with the flags TensorFlow's distributed
+ * examples use (or let labs/tools/launch_cluster do it):
+ *   between_graph --ps_hosts=127.0.0.1:2222 --worker_hosts=127.0.0.1:2223,127.0.0.1:2224 \
+ *                 --job_name=worker --task_index=0
+ * or give the cluster in TF_CONFIG instead of the four flags.
+ *
+ * Lines `// [book:NAME]` ... `// [end:NAME]` mark the regions the book quotes. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flowlab.h"
+#include "../common/data.h"
+#include "../common/evaluate.h"
+#include "../common/flags.h"
+#include "../common/model.h"
+#include "../common/timing.h"
+
+static const char program[] = "between_graph";
+
+/* This lab's own flags: the cluster and where a worker computes. */
+typedef struct {
+    const char *ps_hosts, *worker_hosts, *job_name, *device, *ps_strategy;
+    long task_index;
+} cluster_flags;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: %s --ps_hosts H:P,... --worker_hosts H:P,... --job_name ps|worker --task_index N [flags]\n"
+            "Chapter 3: trains chapter 1's network by between-graph replication. Run one process per\n"
+            "task (labs/tools/launch_cluster starts them all); the ps tasks hold the variables, the\n"
+            "workers train asynchronously and print their progress with the global step.\n"
+            "  --ps_hosts H:P,...    the ps tasks' addresses (may be empty: no ps)\n"
+            "  --worker_hosts H:P,...  the worker tasks' addresses\n"
+            "  --job_name ps|worker  this task's job; without the cluster flags, TF_CONFIG is read\n"
+            "  --task_index N        this task's index in its job (default 0)\n"
+            "  --device D            a worker's device for the model (default /gpu:0; falls back to /cpu:0)\n"
+            "  --ps_strategy S       round_robin (default) or greedy: how variables are spread on the ps tasks\n"
+            "  --batch_size N        examples per step on each worker (default 128)\n"
+            "  --train_steps N       stop when the global step reaches N (default: --epochs' worth)\n"
+            TRAINING_FLAGS_HELP
+            "Tasks wait for each other (FLOWLAB_TASK_DEADLINE seconds, default 120) and say so every 5 s.\n",
+            program);
+}
+
+static void set_cluster_flag(const char *flag, const char *value, void *options)
+{
+    cluster_flags *c = options;
+    if (strcmp(flag, "--ps_hosts") == 0)
+        c->ps_hosts = value;
+    else if (strcmp(flag, "--worker_hosts") == 0)
+        c->worker_hosts = value;
+    else if (strcmp(flag, "--job_name") == 0)
+        c->job_name = value;
+    else if (strcmp(flag, "--device") == 0)
+        c->device = value;
+    else if (strcmp(flag, "--task_index") == 0)
+        c->task_index = parse_count(program, flag, value, 0);
+    else if (strcmp(value, "round_robin") == 0 || strcmp(value, "greedy") == 0)
+        c->ps_strategy = value;
+    else
+        bad_flag(program, flag, value, "round_robin or greedy");
+}
+
+/* The cluster from the four flags, or from TF_CONFIG when none is given. */
+static fl_cluster *read_cluster(const cluster_flags *c)
+{
+    bool any = c->ps_hosts || c->worker_hosts || c->job_name;
+    fl_cluster *cluster = any ? fl_cluster_from_flags(c->ps_hosts, c->worker_hosts, c->job_name, (int)c->task_index)
+                              : fl_cluster_from_tf_config_env();
+    if (!cluster) {
+        fprintf(stderr, "%s: %s (see --help)\n", program,
+                any || getenv("TF_CONFIG") ? fl_last_error()
+                                           : "no cluster: give --ps_hosts, --worker_hosts and --job_name, or TF_CONFIG");
+        exit(2);
+    }
+    return cluster;
+}
+
+// [book:ps]
+/* A ps task: serve the variables until every worker has said goodbye. */
+static int run_ps(const fl_cluster *cluster)
+{
+    fl_server *server = fl_server_start(cluster, NULL);
+    if (!server) {
+        fprintf(stderr, "%s: %s\n", program, fl_last_error());
+        return 1;
+    }
+    int workers = fl_cluster_num_tasks(cluster, "worker") + fl_cluster_num_tasks(cluster, "chief");
+    printf("ps %d: serving variables; waiting for %d worker%s to finish\n", fl_cluster_task_index(cluster),
+           workers, workers == 1 ? "" : "s");
+    fflush(stdout);
+    fl_server_join(server, 0);
+    fl_server_stats st;
+    fl_server_get_stats(server, &st);
+    printf("ps %d: every worker has finished; held %d variables (%.1f MB); %llu requests; exiting\n",
+           fl_cluster_task_index(cluster), st.variables, (double)st.variable_bytes / 1e6,
+           (unsigned long long)st.frames);
+    fl_server_stop(server);
+    return 0;
+}
+// [end:ps]
+
+/* The graph of one worker: chapter 1's model, its loss and Adam, with the
+ * variables on the ps tasks. */
+typedef struct {
+    fl_graph *g;
+    fl_optimizer *adam;
+    fl_node *image, *label, *loss, *train_op, *global_step, *accuracy, *init;
+} worker_graph;
+
+static fl_node *accuracy_of(fl_graph *g, fl_node *logits, fl_node *label)
+{
+    fl_node *correct = fl_equal(g, fl_argmax(g, logits, 1, "prediction"), label, "correct");
+    return fl_reduce_mean(g, fl_cast(g, correct, FL_FLOAT32, NULL), NULL, 0, false, "accuracy");
+}
+
+// [book:build]
+static worker_graph build_worker_graph(const fl_cluster *cluster, const training_flags *o, const char *device,
+                                       fl_ps_strategy strategy)
+{
+    worker_graph w = {.g = fl_graph_new()};
+    fl_graph_set_random_seed(w.g, o->seed); /* every worker makes the same first values */
+    fl_replica_device_setter *setter = fl_replica_device_setter_new(cluster, device, strategy);
+    fl_replica_device_setter_push(w.g, setter);
+    w.image = fl_placeholder(w.g, FL_FLOAT32, fl_shape_make(4, -1, 28, 28, 1), "image");
+    w.label = fl_placeholder(w.g, FL_INT32, fl_shape_make(1, -1), "label");
+    fl_node *logits = core_model(w.g, w.image);
+    fl_node *per_example = fl_sparse_softmax_cross_entropy_with_logits(w.g, w.label, logits, NULL);
+    w.loss = fl_reduce_mean(w.g, per_example, NULL, 0, false, "loss");
+    w.global_step = fl_get_or_create_global_step(w.g);
+    w.adam = fl_adam_optimizer(o->learning_rate, 0.9f, 0.999f, 1e-8f);
+    w.train_op = fl_minimize(w.adam, w.g, w.loss, w.global_step, "train");
+    w.accuracy = accuracy_of(w.g, logits, w.label);
+    w.init = fl_global_variables_initializer(w.g);
+    fl_device_pop(w.g);
+    fl_replica_device_setter_free(setter);
+    return w;
+}
+// [end:build]
+
+/* "worker 1: step 40, global step 83, loss 0.52 (310 images/sec, 2.9 MB moved per step)" */
+static void log_progress(const fl_cluster *cluster, long local_steps, long global_step, float loss,
+                         long images, double seconds, double bytes_per_step)
+{
+    printf("worker %d: step %ld, global step %ld, loss %.4f (%.1f images/sec, %.1f MB moved per step)\n",
+           fl_cluster_task_index(cluster), local_steps, global_step, loss, (double)images / seconds,
+           bytes_per_step / 1e6);
+    fflush(stdout);
+}
+
+static double bytes_moved(void)
+{
+    uint64_t sent, received;
+    fl_remote_traffic(&sent, &received);
+    return (double)(sent + received);
+}
+
+// [book:loop]
+/* Asynchronous training: each worker steps at its own pace until the global
+ * step, which every worker advances on the ps, reaches total_steps. */
+static int train_async(fl_session *s, const fl_cluster *cluster, const training_flags *o, const worker_graph *w,
+                       fl_dataset *batches, long total_steps)
+{
+    const fl_tensor *images, *labels;
+    long local_steps = 0, global_step = 0, images_seen = 0;
+    double last_time = now_seconds(), last_bytes = bytes_moved();
+    while (global_step < total_steps && fl_dataset_next(batches, &images, &labels) == 1) {
+        fl_feed feeds[2] = {{w->image, images}, {w->label, labels}};
+        fl_node *fetches[2] = {w->loss, w->global_step};
+        fl_tensor *out[2] = {NULL, NULL};
+        if (fl_session_run(s, feeds, 2, fetches, 2, out, &w->train_op, 1) != 0) {
+            fprintf(stderr, "%s: worker %d: step %ld: %s\n", program, fl_cluster_task_index(cluster),
+                    local_steps, fl_session_error(s));
+            return 1;
+        }
+        global_step = (long)fl_tensor_scalar(out[1]);
+        local_steps++;
+        images_seen += images->shape.dims[0];
+        if (local_steps % o->log_every == 0 || local_steps == 1) {
+            double now = now_seconds(), bytes = bytes_moved();
+            long steps = local_steps == 1 ? 1 : o->log_every;
+            log_progress(cluster, local_steps, global_step, fl_tensor_scalar(out[0]), images_seen, now - last_time,
+                         (bytes - last_bytes) / (double)steps);
+            last_time = now;
+            last_bytes = bytes;
+            images_seen = 0;
+        }
+        fl_tensor_free(out[0]);
+        fl_tensor_free(out[1]);
+    }
+    return 0;
+}
+// [end:loop]
+
+/* Initialise (every worker asks; the ps keeps the first values it gets),
+ * train, and report this worker's test accuracy with the final variables. */
+static int train_worker(fl_session *s, const fl_cluster *cluster, const training_flags *o, const worker_graph *w,
+                        const lab_data *data)
+{
+    int task = fl_cluster_task_index(cluster);
+    if (fl_session_run(s, NULL, 0, NULL, 0, NULL, &w->init, 1) != 0) {
+        fprintf(stderr, "%s: worker %d: initializing: %s\n", program, task, fl_session_error(s));
+        return 1;
+    }
+    int train_count = data->train_images->shape.dims[0];
+    long total_steps = o->train_steps > 0 ? o->train_steps
+                                          : o->epochs * ((train_count + o->batch_size - 1) / o->batch_size);
+    printf("worker %d: training until the global step reaches %ld (batch %d)\n", task, total_steps, o->batch_size);
+    /* Each worker its own order of the data: seed + task index. */
+    fl_dataset_options order = {.batch_size = o->batch_size, .epochs = 0, .shuffle = true,
+                                .seed = o->seed + (unsigned long)task, .prefetch = 2};
+    fl_dataset *batches = fl_dataset_new(data->train_images, data->train_labels, &order);
+    if (!batches) {
+        fprintf(stderr, "%s: worker %d: %s\n", program, task, fl_last_error());
+        return 1;
+    }
+    int rc = train_async(s, cluster, o, w, batches, total_steps);
+    fl_dataset_free(batches);
+    double accuracy = 0;
+    if (rc == 0 && evaluate(s, w->image, w->label, w->accuracy, data->test_images, data->test_labels,
+                            o->batch_size, &accuracy) != 0) {
+        fprintf(stderr, "%s: worker %d: evaluating: %s\n", program, task, fl_session_error(s));
+        rc = 1;
+    }
+    if (rc == 0)
+        printf("worker %d: test accuracy %.4f\n", task, accuracy);
+    return rc;
+}
+
+static int run_worker(const fl_cluster *cluster, const training_flags *o, const cluster_flags *c,
+                      const lab_data *data)
+{
+    fl_server *server = fl_server_start(cluster, NULL); /* every task runs one */
+    if (!server) {
+        fprintf(stderr, "%s: %s\n", program, fl_last_error());
+        return 1;
+    }
+    fl_ps_strategy strategy = strcmp(c->ps_strategy, "greedy") == 0 ? FL_PS_GREEDY_BY_BYTES : FL_PS_ROUND_ROBIN;
+    worker_graph w = build_worker_graph(cluster, o, c->device, strategy);
+    int rc = 1;
+    if (fl_graph_error(w.g)) {
+        fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(w.g));
+    } else {
+        fl_session_options config = {.allow_soft_placement = true, .cluster = cluster,
+                                     .log_device_placement = o->log_device_placement};
+        fl_session *s = fl_session_new(w.g, &config);
+        rc = train_worker(s, cluster, o, &w, data);
+        fl_session_free(s);
+    }
+    /* Said on every path: a ps waits for every worker's goodbye. */
+    if (fl_cluster_say_goodbye(cluster) != 0)
+        fprintf(stderr, "%s: saying goodbye: %s\n", program, fl_last_error());
+    fl_server_stop(server);
+    fl_optimizer_free(w.adam);
+    fl_graph_free(w.g);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    training_flags o = training_flags_defaults(program);
+    cluster_flags c = {.device = "/gpu:0", .ps_strategy = "round_robin"};
+    static const char *const names[] = {"--ps_hosts", "--worker_hosts", "--job_name", "--task_index", "--device",
+                                        "--ps_strategy"};
+    lab_flags extra = {names, 6, set_cluster_flag, &c};
+    parse_flags(argc, argv, &o, &extra, usage);
+    fl_cluster *cluster = read_cluster(&c);
+    int rc;
+    if (strcmp(fl_cluster_job_name(cluster), "ps") == 0) {
+        rc = run_ps(cluster);
+    } else {
+        lab_data data;
+        if (load_data(o.data_dir, o.max_examples, &data) != 0) {
+            fprintf(stderr, "%s: %s\n", program, fl_last_error());
+            fl_cluster_free(cluster);
+            return 1;
+        }
+        rc = run_worker(cluster, &o, &c, &data);
+        free_data(&data);
+    }
+    fl_cluster_free(cluster);
+    return rc;
+}
