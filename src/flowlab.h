@@ -391,6 +391,54 @@ int fl_cluster_device_name(const fl_cluster *cluster, const char *device, char *
  * device), -1 as for fl_cluster_device_name. */
 int fl_cluster_device_is_local(const fl_cluster *cluster, const char *device);
 
+/* The replica device setter (TensorFlow's tf.train.replica_device_setter):
+ * a device function each worker pushes while it builds its copy of the model,
+ * so that every worker's variables are the same ones, held by the ps tasks.
+ *   - A Variable node goes to "/job:ps/task:K/cpu:0", K chosen by the strategy:
+ *     FL_PS_ROUND_ROBIN (the default): the i-th variable placed to task i % num_ps;
+ *     FL_PS_GREEDY_BY_BYTES: the task holding the fewest bytes so far (ties to
+ *     the lowest index), bytes = elements x dtype size (4 for float32).
+ *   - Whatever else is built goes to the worker device.
+ *   - A variable's initializer and Assign, its optimizer slots (Momentum's
+ *     accumulator, Adam's m and v) and the update op are colocated with the
+ *     variable by the graph, so they land on its ps task without the setter
+ *     being asked (and count nothing); Adam's beta powers are colocated with
+ *     the first variable updated, as TensorFlow does.
+ *   - A cluster with no ps tasks sends every node to the worker device.
+ *     (TensorFlow's setter is then no device function at all.)
+ *   - An inner device scope wins: the innermost scope decides in this runtime,
+ *     so a node built under fl_device_scope_push inside the setter keeps that
+ *     device as written. TensorFlow instead merges the setter's fields into
+ *     what the inner scope left out (an inner "/gpu:0" under the setter puts a
+ *     variable on "/job:ps/task:K/gpu:0"); flowlab does not merge. An inner
+ *     device function that returns NULL leaves the choice to the setter.
+ * The setter only places nodes: it needs no server, and works on any graph.
+ * Its counts cover every variable it has placed, in any graph it was pushed
+ * on, so use one setter per graph to read a graph's load. */
+typedef enum { FL_PS_ROUND_ROBIN = 0, FL_PS_GREEDY_BY_BYTES = 1 } fl_ps_strategy;
+typedef struct fl_replica_device_setter fl_replica_device_setter;
+
+/* worker_device: where everything but the variables goes, completed as
+ * fl_cluster_device_name does ("/gpu:0" on worker 1 is
+ * "/job:worker/task:1/gpu:0"); NULL or "" for the local task's host,
+ * "/job:<job>/task:<i>/cpu:0". The cluster may be freed afterwards. NULL,
+ * with fl_last_error() saying why, for a NULL cluster, an unknown strategy
+ * or a worker device that does not parse or names a task the spec lacks. */
+fl_replica_device_setter *fl_replica_device_setter_new(const fl_cluster *cluster, const char *worker_device,
+                                                       fl_ps_strategy strategy);
+/* Pushes the setter as a device function on g (pop it with fl_device_pop).
+ * The setter must outlive its use in g. 0, or -1 with the graph's error set. */
+int fl_replica_device_setter_push(fl_graph *g, fl_replica_device_setter *setter);
+void fl_replica_device_setter_free(fl_replica_device_setter *setter);
+
+/* What the setter decided, for teaching and tests. */
+int fl_replica_device_setter_num_ps(const fl_replica_device_setter *setter);
+const char *fl_replica_device_setter_worker_device(const fl_replica_device_setter *setter);
+/* ps task ps_task's load: the bytes and the number of variables placed on it
+ * (either pointer may be NULL). 0, or -1 when there is no such ps task. */
+int fl_replica_device_setter_ps_bytes(const fl_replica_device_setter *setter, int ps_task, int64_t *bytes,
+                                      int *variables);
+
 /* Servers: every task runs one, on an event-loop thread of its own, at its
  * address in the cluster spec (it listens there only). A ps task's server
  * holds the variables and their optimizer slots: workers assign them once,

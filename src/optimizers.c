@@ -103,24 +103,28 @@ static fl_node *update_op(fl_optimizer *opt, fl_graph *g, fl_node *var, fl_node 
     return fl_add_node(g, &spec);
 }
 
-/* Adam's beta1^t and beta2^t, kept as variables beside the first variable. */
+/* Adam's beta1^t and beta2^t, kept as variables beside the first variable
+ * (as TensorFlow colocates them): a device function such as the replica
+ * device setter is not asked, so they take no ps task of their own. */
 static int create_beta_powers(fl_optimizer *opt, fl_graph *g, const char *scope, fl_node *first,
                               fl_node *powers[2])
 {
     const float initial[2] = {opt->beta1, opt->beta2};
     const char *suffix[2] = {"beta1_power", "beta2_power"};
-    for (int i = 0; i < 2; i++) {
+    if (fl_device_scope_push_colocated(g, first) != 0)
+        return -1;
+    int status = 0;
+    for (int i = 0; i < 2 && status == 0; i++) {
         char name[FL_NAME_LEN + 32];
         snprintf(name, sizeof name, "%s/%s", scope, suffix[i]);
         powers[i] = fl_graph_find_variable(g, name);
         if (!powers[i])
             powers[i] = fl_create_variable(g, name, FL_FLOAT32, fl_shape_make(0),
                                            fl_constant_initializer(initial[i]), false);
-        (void)first;
-        if (!powers[i])
-            return -1;
+        status = powers[i] ? 0 : -1;
     }
-    return 0;
+    fl_device_pop(g); /* on failure too: the scope must not outlive the call */
+    return status;
 }
 
 /* After every update: beta_power *= beta. The assignment sits with the
