@@ -3,6 +3,7 @@
  * momentum accumulator, Adam's m and v) sit on the variable's device, and
  * the global step is incremented only after every update has run. */
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "runtime.h"
@@ -103,10 +104,19 @@ static fl_node *update_op(fl_optimizer *opt, fl_graph *g, fl_node *var, fl_node 
     return fl_add_node(g, &spec);
 }
 
-/* Adam's beta1^t and beta2^t, kept as variables beside the first variable
- * (as TensorFlow colocates them): a device function such as the replica
- * device setter is not asked, so they take no ps task of their own. */
-static int create_beta_powers(fl_optimizer *opt, fl_graph *g, const char *scope, fl_node *first,
+/* Adam's beta1^t and beta2^t, one pair per device that holds variables,
+ * beside the first variable there (a device function such as the replica
+ * device setter is not asked). An update reads its own device's pair, so on
+ * a ps task it reads values held there: TensorFlow keeps one pair and reads
+ * it across devices, but a ps here updates only values it holds. With every
+ * variable on one device, as in chapters 1 and 2, there is one pair, named
+ * as TensorFlow names it. */
+typedef struct {
+    const char *device; /* the variables' requested device */
+    fl_node *powers[2];
+} beta_powers;
+
+static int create_beta_powers(fl_optimizer *opt, fl_graph *g, const char *scope, fl_node *first, int index,
                               fl_node *powers[2])
 {
     const float initial[2] = {opt->beta1, opt->beta2};
@@ -115,8 +125,11 @@ static int create_beta_powers(fl_optimizer *opt, fl_graph *g, const char *scope,
         return -1;
     int status = 0;
     for (int i = 0; i < 2 && status == 0; i++) {
-        char name[FL_NAME_LEN + 32];
-        snprintf(name, sizeof name, "%s/%s", scope, suffix[i]);
+        char name[FL_NAME_LEN + 48];
+        if (index == 0)
+            snprintf(name, sizeof name, "%s/%s", scope, suffix[i]);
+        else
+            snprintf(name, sizeof name, "%s/%s_%d", scope, suffix[i], index);
         powers[i] = fl_graph_find_variable(g, name);
         if (!powers[i])
             powers[i] = fl_create_variable(g, name, FL_FLOAT32, fl_shape_make(0),
@@ -125,6 +138,21 @@ static int create_beta_powers(fl_optimizer *opt, fl_graph *g, const char *scope,
     }
     fl_device_pop(g); /* on failure too: the scope must not outlive the call */
     return status;
+}
+
+/* The pair of var's device, made on first use; NULL on error. */
+static fl_node **powers_for(fl_optimizer *opt, fl_graph *g, const char *scope, fl_node *var, beta_powers *all,
+                            int *count)
+{
+    for (int i = 0; i < *count; i++)
+        if (strcmp(all[i].device, var->device) == 0)
+            return all[i].powers;
+    beta_powers *p = &all[*count];
+    p->device = var->device;
+    if (create_beta_powers(opt, g, scope, var, *count, p->powers) != 0)
+        return NULL;
+    (*count)++;
+    return p->powers;
 }
 
 /* After every update: beta_power *= beta. The assignment sits with the
@@ -162,16 +190,16 @@ static fl_node *increment_step(fl_graph *g, fl_node *global_step, fl_node **afte
 }
 
 static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
-                              fl_node *global_step, const char *scope, fl_node **ops)
+                              fl_node *global_step, const char *scope, fl_node **ops, beta_powers *betas)
 {
-    fl_node *powers[2] = {NULL, NULL};
-    int nops = 0;
+    int nops = 0, nbetas = 0;
     for (int i = 0; i < n; i++) {
         if (!pairs[i].grad)
             continue;
         if (!pairs[i].var || pairs[i].var->op != FL_OP_VARIABLE)
             return fl_graph_fail(g, scope, "pair %d: the second element is not a variable", i);
-        if (opt->kind == ADAM && !powers[0] && create_beta_powers(opt, g, scope, pairs[i].var, powers) != 0)
+        fl_node **powers = NULL;
+        if (opt->kind == ADAM && !(powers = powers_for(opt, g, scope, pairs[i].var, betas, &nbetas)))
             return NULL;
         fl_device_scope_push_colocated(g, pairs[i].var);
         ops[nops] = update_op(opt, g, pairs[i].var, pairs[i].grad, powers);
@@ -182,11 +210,9 @@ static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var 
     if (nops == 0)
         return fl_graph_fail(g, scope, "no variable has a gradient; does the loss depend on them?");
     int nupdates = nops;
-    if (opt->kind == ADAM) {
-        if (finish_adam(opt, g, powers, ops, nupdates, ops + nops) != 0)
+    for (int k = 0; k < nbetas; k++, nops += 2)
+        if (finish_adam(opt, g, betas[k].powers, ops, nupdates, ops + nops) != 0)
             return NULL;
-        nops += 2;
-    }
     if (global_step) {
         ops[nops] = increment_step(g, global_step, ops, nops);
         if (!ops[nops++])
@@ -205,8 +231,10 @@ fl_node *fl_apply_gradients(fl_optimizer *opt, fl_graph *g, const fl_grad_var *p
     const char *scope = name ? name : optimizer_name(opt);
     if (fl_name_scope_push(g, scope) != 0)
         return NULL;
-    fl_node **ops = fl_xmalloc((size_t)(n + 3) * sizeof *ops);
-    fl_node *train = build_updates(opt, g, pairs, n, global_step, scope, ops);
+    fl_node **ops = fl_xmalloc((size_t)(3 * n + 1) * sizeof *ops); /* updates, beta powers', the step */
+    beta_powers *betas = fl_xcalloc((size_t)(n ? n : 1), sizeof *betas);
+    fl_node *train = build_updates(opt, g, pairs, n, global_step, scope, ops, betas);
+    free(betas);
     free(ops);
     fl_name_scope_pop(g);
     return train;

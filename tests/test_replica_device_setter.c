@@ -72,6 +72,12 @@ static bool starts_with(const char *s, const char *prefix) { return strncmp(s, p
 
 /* The variable whose name is the longest "<name>/" prefix of node's name
  * ("conv1/kernel/Adam/Assign" belongs to the slot "conv1/kernel/Adam"). */
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
 static fl_node *owning_variable(fl_graph *g, const fl_node *node)
 {
     fl_node *vars[64];
@@ -114,7 +120,17 @@ static void check_variables(fl_graph *g, const int *expected, const char *what)
     ok(slots_astray == 0, "%s: Adam's m and v slots sit with their variable", what);
     ok(strcmp(device_of(g, "Adam/beta1_power"), device_of(g, "conv1/kernel")) == 0 &&
            strcmp(device_of(g, "Adam/beta2_power"), device_of(g, "conv1/kernel")) == 0,
-       "%s: the beta powers sit with the first variable, conv1/kernel", what);
+       "%s: the first pair of beta powers sits with the first variable, conv1/kernel", what);
+    int far = 0;
+    for (int i = 0; i < fl_graph_node_count(g); i++) {
+        fl_node *n = fl_graph_node(g, i);
+        if (strcmp(fl_node_op_type(n), "ApplyAdam") != 0)
+            continue;
+        for (int k = 3; k <= 4; k++)
+            if (strcmp(fl_node_device(fl_node_input(n, k)), fl_node_device(fl_node_input(n, 0))) != 0 && ++far)
+                diag("%s: %s reads %s from another device", what, fl_node_name(n), fl_node_name(fl_node_input(n, k)));
+    }
+    ok(far == 0, "%s: every ApplyAdam reads beta powers held on its own variable's ps task", what);
 }
 
 /* Everything else: a variable's initializer and Assign on its device, the
@@ -129,16 +145,13 @@ static void check_other_nodes(fl_graph *g, const char *what)
             continue;
         const fl_node *owner = owning_variable(g, n);
         bool optimizer_state = starts_with(fl_node_name(n), "Adam/") && strcmp(fl_node_name(n), "Adam/update") != 0;
+        const char *op = fl_node_op_type(n);
+        bool writes = strcmp(op, "ApplyAdam") == 0 || strcmp(op, "Assign") == 0 || strcmp(op, "AssignAdd") == 0;
         const char *want = owner ? fl_node_device(owner) : WORKER;
-        if (optimizer_state && fl_node_input_count(n) > 0)
-            want = fl_node_device(fl_node_input(n, 0)); /* ApplyAdam, Mul, Assign, AssignAdd */
-        else if (optimizer_state)
-            continue; /* a Const: checked below as its consumer's input */
-        for (int k = 0; optimizer_state && k < fl_node_input_count(n); k++)
-            if (strcmp(fl_node_op_type(fl_node_input(n, k)), "Const") == 0 &&
-                strcmp(fl_node_device(fl_node_input(n, k)), want) != 0 && ++astray)
-                diag("%s: %s is on %s, want %s", what, fl_node_name(fl_node_input(n, k)),
-                     fl_node_device(fl_node_input(n, k)), want);
+        if (optimizer_state) /* an update with its variable; the beta powers' products and constants computed on the worker */
+            want = writes ? fl_node_device(fl_node_input(n, 0)) : WORKER;
+        if (ends_with(fl_node_name(n), "/Initializer"))
+            want = ""; /* computed by whoever runs the initializer, on its own host: a ps holds values only */
         if (strcmp(fl_node_device(n), want) != 0 && ++astray)
             diag("%s: %s (%s) is on %s, want %s", what, fl_node_name(n), fl_node_op_type(n), fl_node_device(n),
                  want);
@@ -257,9 +270,9 @@ static void test_no_ps(void)
     ok(g && !fl_graph_error(g), "no ps: the model builds");
     int astray = 0, nodes = g ? fl_graph_node_count(g) : 0;
     for (int i = 0; i < nodes; i++)
-        if (strcmp(fl_node_device(fl_graph_node(g, i)), WORKER) != 0 && ++astray)
+        if (strcmp(fl_node_device(fl_graph_node(g, i)), ends_with(fl_node_name(fl_graph_node(g, i)), "/Initializer") ? "" : WORKER) != 0 && ++astray)
             diag("%s is on %s", fl_node_name(fl_graph_node(g, i)), fl_node_device(fl_graph_node(g, i)));
-    ok(nodes > 100 && astray == 0, "no ps: all %d nodes on the worker device", nodes);
+    ok(nodes > 100 && astray == 0, "no ps: all %d nodes on the worker device (initial values on the host)", nodes);
     ok(fl_replica_device_setter_num_ps(s) == 0, "no ps: the setter counts none");
     ok(fl_replica_device_setter_ps_bytes(s, 0, NULL, NULL) == -1, "no ps: there is no ps task 0 to ask about");
     is_string(fl_last_error(), "fl_replica_device_setter_ps_bytes: no ps task 0; the cluster has 0",

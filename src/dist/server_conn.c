@@ -51,10 +51,17 @@ static void free_conn(fl_server_conn *c)
     free(c);
 }
 
+/* At stop: replies still queued (the OK to the last worker's goodbye) go
+ * out before the connections close, so no worker sees its goodbye lost. */
 void fl_server_close_all(fl_server *s)
 {
-    while (s->conns)
+    while (s->conns) {
+        struct evbuffer *out = bufferevent_get_output(s->conns->bev);
+        for (int tries = 0; tries < 100 && evbuffer_get_length(out) > 0; tries++)
+            if (evbuffer_write(out, bufferevent_getfd(s->conns->bev)) < 0)
+                break;
         free_conn(s->conns);
+    }
 }
 
 /* Sends what s->out holds to this connection and empties it. */
