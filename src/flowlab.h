@@ -477,6 +477,9 @@ void fl_server_get_stats(fl_server *server, fl_server_stats *out);
 int fl_cluster_say_goodbye(const fl_cluster *cluster);
 /* Bytes this process has sent to and received from other tasks so far. */
 void fl_remote_traffic(uint64_t *sent, uint64_t *received);
+/* The same for one task ("/job:ps/task:1"); 0 when this process has not
+ * talked to it. */
+int fl_remote_task_traffic(const char *task, uint64_t *sent, uint64_t *received);
 /* Stops serving, closes every connection and frees the server. */
 void fl_server_stop(fl_server *server);
 

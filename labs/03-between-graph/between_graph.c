@@ -24,12 +24,14 @@
 #include "../common/flags.h"
 #include "../common/model.h"
 #include "../common/timing.h"
+#include "../common/train_loop.h" /* --trace: trace_before_step, write_trace */
 
 static const char program[] = "between_graph";
 
 /* This lab's own flags: the cluster and where a worker computes. */
 typedef struct {
     const char *ps_hosts, *worker_hosts, *job_name, *device, *ps_strategy;
+    const char *cluster_graph; /* a worker writes who it talked to, and how much */
     long task_index;
 } cluster_flags;
 
@@ -45,7 +47,9 @@ static void usage(FILE *out)
             "  --job_name ps|worker  this task's job; without the cluster flags, TF_CONFIG is read\n"
             "  --task_index N        this task's index in its job (default 0)\n"
             "  --device D            a worker's device for the model (default /gpu:0; falls back to /cpu:0)\n"
-            "  --ps_strategy S       round_robin (default) or greedy: how variables are spread on the ps tasks\n"
+            "  --ps_strategy S       round_robin (default) or greedy: how variables are spread on the ps tasks;\n"
+            "                        every worker must use the same one\n"
+            "  --cluster_graph F.dot a worker writes the tasks and the bytes it moved to each per step\n"
             "  --batch_size N        examples per step on each worker (default 128)\n"
             "  --train_steps N       stop when the global step reaches N (default: --epochs' worth)\n"
             TRAINING_FLAGS_HELP
@@ -64,6 +68,8 @@ static void set_cluster_flag(const char *flag, const char *value, void *options)
         c->job_name = value;
     else if (strcmp(flag, "--device") == 0)
         c->device = value;
+    else if (strcmp(flag, "--cluster_graph") == 0)
+        c->cluster_graph = value;
     else if (strcmp(flag, "--task_index") == 0)
         c->task_index = parse_count(program, flag, value, 0);
     else if (strcmp(value, "round_robin") == 0 || strcmp(value, "greedy") == 0)
@@ -116,6 +122,7 @@ static int run_ps(const fl_cluster *cluster)
 typedef struct {
     fl_graph *g;
     fl_optimizer *adam;
+    fl_replica_device_setter *setter; /* kept: it knows what each ps holds */
     fl_node *image, *label, *loss, *train_op, *global_step, *accuracy, *init;
 } worker_graph;
 
@@ -131,8 +138,8 @@ static worker_graph build_worker_graph(const fl_cluster *cluster, const training
 {
     worker_graph w = {.g = fl_graph_new()};
     fl_graph_set_random_seed(w.g, o->seed); /* every worker makes the same first values */
-    fl_replica_device_setter *setter = fl_replica_device_setter_new(cluster, device, strategy);
-    fl_replica_device_setter_push(w.g, setter);
+    w.setter = fl_replica_device_setter_new(cluster, device, strategy);
+    fl_replica_device_setter_push(w.g, w.setter);
     w.image = fl_placeholder(w.g, FL_FLOAT32, fl_shape_make(4, -1, 28, 28, 1), "image");
     w.label = fl_placeholder(w.g, FL_INT32, fl_shape_make(1, -1), "label");
     fl_node *logits = core_model(w.g, w.image);
@@ -144,13 +151,12 @@ static worker_graph build_worker_graph(const fl_cluster *cluster, const training
     w.accuracy = accuracy_of(w.g, logits, w.label);
     w.init = fl_global_variables_initializer(w.g);
     fl_device_pop(w.g);
-    fl_replica_device_setter_free(setter);
     return w;
 }
 // [end:build]
 
 /* "worker 1: step 40, global step 83, loss 0.52 (310 images/sec, 2.9 MB moved per step)" */
-static void log_progress(const fl_cluster *cluster, long local_steps, long global_step, float loss,
+static void log_worker_progress(const fl_cluster *cluster, long local_steps, long global_step, float loss,
                          long images, double seconds, double bytes_per_step)
 {
     printf("worker %d: step %ld, global step %ld, loss %.4f (%.1f images/sec, %.1f MB moved per step)\n",
@@ -170,12 +176,14 @@ static double bytes_moved(void)
 /* Asynchronous training: each worker steps at its own pace until the global
  * step, which every worker advances on the ps, reaches total_steps. */
 static int train_async(fl_session *s, const fl_cluster *cluster, const training_flags *o, const worker_graph *w,
-                       fl_dataset *batches, long total_steps)
+                       fl_dataset *batches, long total_steps, long *steps_done)
 {
     const fl_tensor *images, *labels;
     long local_steps = 0, global_step = 0, images_seen = 0;
+    *steps_done = 0;
     double last_time = now_seconds(), last_bytes = bytes_moved();
     while (global_step < total_steps && fl_dataset_next(batches, &images, &labels) == 1) {
+        trace_before_step(s, o, local_steps);
         fl_feed feeds[2] = {{w->image, images}, {w->label, labels}};
         fl_node *fetches[2] = {w->loss, w->global_step};
         fl_tensor *out[2] = {NULL, NULL};
@@ -185,12 +193,14 @@ static int train_async(fl_session *s, const fl_cluster *cluster, const training_
             return 1;
         }
         global_step = (long)fl_tensor_scalar(out[1]);
-        local_steps++;
+        *steps_done = ++local_steps;
+        if (o->trace_path && local_steps == 4)
+            write_trace(s, o);
         images_seen += images->shape.dims[0];
         if (local_steps % o->log_every == 0 || local_steps == 1) {
             double now = now_seconds(), bytes = bytes_moved();
             long steps = local_steps == 1 ? 1 : o->log_every;
-            log_progress(cluster, local_steps, global_step, fl_tensor_scalar(out[0]), images_seen, now - last_time,
+            log_worker_progress(cluster, local_steps, global_step, fl_tensor_scalar(out[0]), images_seen, now - last_time,
                          (bytes - last_bytes) / (double)steps);
             last_time = now;
             last_bytes = bytes;
@@ -203,10 +213,45 @@ static int train_async(fl_session *s, const fl_cluster *cluster, const training_
 }
 // [end:loop]
 
+/* --cluster_graph: the tasks, what each ps holds, and the bytes this worker
+ * moved to and from each per step, measured (a figure of chapter 3). */
+static int write_cluster_graph(const char *path, const fl_cluster *cluster, const worker_graph *w, long steps)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int me = fl_cluster_task_index(cluster), workers = fl_cluster_num_tasks(cluster, "worker");
+    fprintf(f, "digraph cluster {\n  rankdir=LR; node [shape=box, style=\"rounded,filled\", fontname=Helvetica];\n"
+               "  edge [fontname=Helvetica, fontsize=10];\n");
+    for (int k = 0; k < workers; k++)
+        fprintf(f, "  \"/job:worker/task:%d\" [label=\"worker %d%s\", fillcolor=\"%s\"];\n", k, k,
+                k == me ? "\\n(measured here)" : "", k == me ? "#9ecae1" : "#deebf7");
+    for (int k = 0; k < fl_cluster_num_tasks(cluster, "ps"); k++) {
+        char task[64];
+        int64_t bytes = 0;
+        int variables = 0;
+        uint64_t sent, received;
+        snprintf(task, sizeof task, "/job:ps/task:%d", k);
+        fl_replica_device_setter_ps_bytes(w->setter, k, &bytes, &variables);
+        fl_remote_task_traffic(task, &sent, &received);
+        fprintf(f, "  \"%s\" [label=\"ps %d\\n%d variables, %.1f MB\\n(and their Adam slots)\", fillcolor=\"#fdd0a2\"];\n",
+                task, k, variables, (double)bytes / 1e6);
+        fprintf(f, "  \"/job:worker/task:%d\" -> \"%s\" [label=\"pushes %.1f MB/step\"];\n", me, task,
+                (double)sent / (double)steps / 1e6);
+        fprintf(f, "  \"%s\" -> \"/job:worker/task:%d\" [label=\"pulls %.1f MB/step\"];\n", task, me,
+                (double)received / (double)steps / 1e6);
+        for (int other = 0; other < workers; other++)
+            if (other != me)
+                fprintf(f, "  \"/job:worker/task:%d\" -> \"%s\" [dir=both, style=dashed, color=gray];\n", other, task);
+    }
+    fprintf(f, "}\n");
+    return fclose(f);
+}
+
 /* Initialise (every worker asks; the ps keeps the first values it gets),
  * train, and report this worker's test accuracy with the final variables. */
 static int train_worker(fl_session *s, const fl_cluster *cluster, const training_flags *o, const worker_graph *w,
-                        const lab_data *data)
+                        const lab_data *data, const char *cluster_graph)
 {
     int task = fl_cluster_task_index(cluster);
     if (fl_session_run(s, NULL, 0, NULL, 0, NULL, &w->init, 1) != 0) {
@@ -225,7 +270,10 @@ static int train_worker(fl_session *s, const fl_cluster *cluster, const training
         fprintf(stderr, "%s: worker %d: %s\n", program, task, fl_last_error());
         return 1;
     }
-    int rc = train_async(s, cluster, o, w, batches, total_steps);
+    long steps = 0;
+    int rc = train_async(s, cluster, o, w, batches, total_steps, &steps);
+    if (rc == 0 && cluster_graph && steps > 0 && write_cluster_graph(cluster_graph, cluster, w, steps) != 0)
+        fprintf(stderr, "%s: --cluster_graph %s: cannot write it\n", program, cluster_graph);
     fl_dataset_free(batches);
     double accuracy = 0;
     if (rc == 0 && evaluate(s, w->image, w->label, w->accuracy, data->test_images, data->test_labels,
@@ -255,7 +303,7 @@ static int run_worker(const fl_cluster *cluster, const training_flags *o, const 
         fl_session_options config = {.allow_soft_placement = true, .cluster = cluster,
                                      .log_device_placement = o->log_device_placement};
         fl_session *s = fl_session_new(w.g, &config);
-        rc = train_worker(s, cluster, o, &w, data);
+        rc = train_worker(s, cluster, o, &w, data, c->cluster_graph);
         fl_session_free(s);
     }
     /* Said on every path: a ps waits for every worker's goodbye. */
@@ -263,6 +311,7 @@ static int run_worker(const fl_cluster *cluster, const training_flags *o, const 
         fprintf(stderr, "%s: saying goodbye: %s\n", program, fl_last_error());
     fl_server_stop(server);
     fl_optimizer_free(w.adam);
+    fl_replica_device_setter_free(w.setter);
     fl_graph_free(w.g);
     return rc;
 }
@@ -272,8 +321,8 @@ int main(int argc, char **argv)
     training_flags o = training_flags_defaults(program);
     cluster_flags c = {.device = "/gpu:0", .ps_strategy = "round_robin"};
     static const char *const names[] = {"--ps_hosts", "--worker_hosts", "--job_name", "--task_index", "--device",
-                                        "--ps_strategy"};
-    lab_flags extra = {names, 6, set_cluster_flag, &c};
+                                        "--ps_strategy", "--cluster_graph"};
+    lab_flags extra = {names, 7, set_cluster_flag, &c};
     parse_flags(argc, argv, &o, &extra, usage);
     fl_cluster *cluster = read_cluster(&c);
     int rc;

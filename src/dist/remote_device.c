@@ -79,15 +79,25 @@ int fl_cluster_say_goodbye(const fl_cluster *c)
     return rc;
 }
 
-void fl_remote_traffic(uint64_t *sent, uint64_t *received)
+int fl_remote_task_traffic(const char *task, uint64_t *sent, uint64_t *received)
 {
     *sent = *received = 0;
+    int found = 0;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < count; i++) {
+        if (task && strcmp(task, tasks[i].who) != 0)
+            continue;
         uint64_t s, r;
         fl_ps_client_traffic(tasks[i].client, &s, &r);
         *sent += s;
         *received += r;
+        found++;
     }
     pthread_mutex_unlock(&lock);
+    return found;
+}
+
+void fl_remote_traffic(uint64_t *sent, uint64_t *received)
+{
+    fl_remote_task_traffic(NULL, sent, received);
 }
