@@ -57,6 +57,7 @@ void fl_server_close_all(fl_server *s)
 {
     while (s->conns) {
         struct evbuffer *out = bufferevent_get_output(s->conns->bev);
+        evbuffer_unfreeze(out, 1); /* a socket bufferevent keeps its output's front for itself */
         for (int tries = 0; tries < 100 && evbuffer_get_length(out) > 0; tries++)
             if (evbuffer_write(out, bufferevent_getfd(s->conns->bev)) < 0)
                 break;
