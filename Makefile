@@ -220,7 +220,14 @@ figures-02: $(LAB02) $(BUILD)/labs/tools/trace_timeline
 .PHONY: figures-02
 # ==== end of chapter 2 ====
 
-# ==== chapter 3 (src/dist/): the wire protocol's fuzz target ====
+# ==== chapter 3 (labs/03-between-graph): the lab, its launcher, the fuzz target ====
+LAB03    := $(BUILD)/labs/03-between-graph/between_graph
+LAUNCHER := $(BUILD)/labs/tools/launch_cluster
+# tests/test_lab03 runs the lab through the launcher, so both are built first.
+$(BUILD)/tests/test_lab03: $(LAB03) $(LAUNCHER)
+$(LAB03): $(LAB_COMMON)
+
+# ---- the wire protocol's fuzz target ----
 #   make fuzz                  builds tests/fuzz/fuzz_wire with libFuzzer (Debian's clang and
 #                              libclang-rt-14-dev) and runs it for FUZZ_SECONDS (30) on seeds
 #                              that make_corpus writes with the encoders

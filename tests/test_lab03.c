@@ -1,0 +1,125 @@
+/* test_lab03.c: chapter 3's lab as a student runs it, through
+ * labs/tools/launch_cluster: one ps and two workers, then two ps tasks
+ * with the variables split between them, train to a falling loss and the
+ * ps tasks exit by themselves; bad flags are refused by name; the launcher
+ * reports a failing worker and a ps that never exits, and stops the rest.
+ * Every run has a deadline (the launcher's and timeout's). */
+#include "lab_runner.h"
+
+static char launcher[600];
+
+static run_result launch(const char *launcher_flags, const char *program_and_args)
+{
+    run_result r = {0};
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "timeout 300 %s %s -- %s", launcher, launcher_flags, program_and_args);
+    r.status = run_command(cmd, &r.out);
+    return r;
+}
+
+/* The losses worker `task` printed ("worker 1: step 10, global step 19, loss 1.40 ..."). */
+static int worker_losses(const char *out, int task, double *losses, int max)
+{
+    char prefix[64];
+    int n = 0;
+    snprintf(prefix, sizeof prefix, "worker %d: step ", task);
+    for (const char *p = out; p && (p = strstr(p, prefix)) && n < max; p++) {
+        const char *loss = strstr(p, "loss ");
+        if (loss)
+            losses[n++] = atof(loss + 5);
+    }
+    return n;
+}
+
+static void check_training(const char *what, const run_result *r, int num_ps)
+{
+    ok(r->status == 0, "%s: the launcher exits 0 (every task exited 0)", what);
+    for (int task = 0; task < 2; task++) {
+        double losses[32];
+        int n = worker_losses(r->out ? r->out : "", task, losses, 32);
+        ok(n >= 2 && losses[n - 1] < losses[0] - 0.3, "%s: worker %d's loss falls (%.3f -> %.3f over %d lines)", what,
+           task, n ? losses[0] : 0, n ? losses[n - 1] : 0, n);
+        char accuracy[64];
+        snprintf(accuracy, sizeof accuracy, "worker %d: test accuracy 0.", task);
+        contains(r->out, accuracy, "and it reports a test accuracy");
+    }
+    for (int k = 0; k < num_ps; k++) {
+        char done[64];
+        snprintf(done, sizeof done, "ps%d: ps %d: every worker has finished; held ", k, k);
+        contains(r->out, done, "the ps exits by itself once both workers have said goodbye");
+    }
+    ok(r->out && !strstr(r->out, "saying goodbye"), "%s: no worker lost its goodbye", what);
+}
+
+static void test_training(void)
+{
+    char args[1200];
+    snprintf(args, sizeof args, "%s --device /cpu:0 --train_steps 30 --batch_size 64 --max_examples 1024 --log_every 10",
+             lab);
+    run_result r = launch("--ps 1 --workers 2 --grace 20 --deadline 240", args);
+    check_training("1 ps, 2 workers", &r, 1);
+    double global = 0;
+    const char *last = r.out ? strstr(r.out, "worker 0: step 10, global step ") : NULL;
+    if (last)
+        global = atof(last + strlen("worker 0: step 10, global step "));
+    ok(global > 10, "the global step counts both workers' updates (%.0f after worker 0's 10th step)", global);
+    free(r.out);
+
+    snprintf(args, sizeof args, "%s --device /cpu:0 --train_steps 30 --batch_size 64 --max_examples 1024 "
+             "--log_every 10 --ps_strategy greedy", lab);
+    r = launch("--ps 2 --workers 2 --grace 20 --deadline 240", args);
+    check_training("2 ps (greedy), 2 workers", &r, 2);
+    contains(r.out, "ps1: ps 1: every worker has finished; held ", "the second ps held variables too");
+    ok(r.out && !strstr(r.out, "held 0 variables"), "no ps was left empty");
+    free(r.out);
+}
+
+static void test_flags(void)
+{
+    run_result r = run_lab("--ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --job_name=wroker");
+    ok(r.status == 2, "a misspelt --job_name exits 2");
+    contains(r.out, "--job_name \"wroker\": not one of ps, worker, chief", "naming the flag and the choices");
+    free(r.out);
+    r = run_env("env -u TF_CONFIG", "--train_steps 1");
+    ok(r.status == 2, "no cluster at all exits 2");
+    contains(r.out, "no cluster: give --ps_hosts, --worker_hosts and --job_name, or TF_CONFIG", "saying what to give");
+    free(r.out);
+    r = run_lab("--ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --job_name=worker --ps_strategy=random");
+    ok(r.status == 2 && r.out && strstr(r.out, "--ps_strategy"), "an unknown --ps_strategy is refused by name");
+    free(r.out);
+}
+
+static void test_launcher_faults(void)
+{
+    /* A fake task: workers fail with status 3, a ps waits to be stopped. */
+    run_result r = launch("--ps 1 --workers 2 --grace 1 --deadline 60",
+                          "sh -c 'case \"$*\" in *job_name=ps*) sleep 60;; *) echo hello; exit 3;; esac' task");
+    ok(r.status != 0, "a worker that fails makes the launcher fail");
+    ok(r.out && strstr(r.out, "launch_cluster: worker") && strstr(r.out, "failed (exit status 3)"),
+       "naming the worker and its status");
+    contains(r.out, "worker0: hello", "task output comes out prefixed with the task's name");
+    free(r.out);
+
+    r = launch("--ps 1 --workers 1 --grace 1 --deadline 60",
+               "sh -c 'case \"$*\" in *job_name=ps*) sleep 60;; *) exit 0;; esac' task");
+    ok(r.status != 0, "a ps that does not exit after the workers finished fails the launch");
+    contains(r.out, "every worker finished, but a ps did not exit by itself within 1 s; still running: ps0",
+             "saying which ps, and after how long");
+    free(r.out);
+    r = launch("--ps 0 --workers 1 --deadline 1", "sh -c 'sleep 30' task");
+    ok(r.status != 0, "the deadline stops a task that runs too long");
+    contains(r.out, "the deadline of 1 s passed; still running: worker0", "saying what it waited for");
+    free(r.out);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    lab_runner_start(argv[0], "test_lab03", "labs/03-between-graph/between_graph");
+    snprintf(launcher, sizeof launcher, "%s/labs/tools/launch_cluster", build_dir);
+    test_flags();
+    test_launcher_faults();
+    test_training();
+    lab_runner_finish();
+    return done_testing();
+}
