@@ -21,6 +21,8 @@
 #define ROUNDS 3 /* compared configurations alternate, round by round */
 #define LAB01 "build/labs/01-single-device/single_device"
 #define LAB02 "build/labs/02-in-graph-towers/in_graph_towers"
+#define LAB03 "build/labs/03-between-graph/between_graph"
+#define LAUNCHER "build/labs/tools/launch_cluster"
 /* Training FLOPs per image of the chapter 1 model: forward (conv1 1.25M,
  * conv2 20.07M, dense1 6.42M, dense2 0.02M) and twice that backward. */
 #define STEP_FLOPS_PER_IMAGE (3.0 * 27.77e6)
@@ -304,6 +306,58 @@ static double run_images_per_second(const char *command)
     return status == 0 && n > 0 ? median(v, n) : NAN;
 }
 
+/* A cluster of chapter 3 through the launcher: the sum over workers of each
+ * one's median images/sec (its first two progress lines skipped, as above),
+ * and the median MB a worker moved per step. */
+static double run_workers_images_per_second(const char *command, int workers, double *mb_per_step)
+{
+    FILE *p = popen(command, "r");
+    if (!p)
+        return NAN;
+    enum { MAX_LINES = 256 };
+    static double v[8][MAX_LINES], mb[8 * MAX_LINES];
+    int n[8] = {0}, seen[8] = {0}, nmb = 0;
+    char line[512];
+    while (fgets(line, sizeof line, p)) {
+        int task;
+        long step, global;
+        double loss, ips, moved;
+        const char *at = strstr(line, "worker ");
+        if (at && sscanf(at, "worker %d: step %ld, global step %ld, loss %lf (%lf images/sec, %lf MB", &task, &step,
+                         &global, &loss, &ips, &moved) == 6 && task >= 0 && task < workers && seen[task]++ >= 2 &&
+            n[task] < MAX_LINES) {
+            v[task][n[task]++] = ips;
+            mb[nmb++] = moved;
+        }
+    }
+    int status = pclose(p);
+    double total = 0;
+    for (int k = 0; k < workers; k++)
+        total += n[k] ? median(v[k], n[k]) : NAN;
+    *mb_per_step = nmb ? median(mb, nmb) : NAN;
+    return status == 0 ? total : NAN;
+}
+
+/* Chapter 3 beside chapter 2 on the same two cores: 1 ps + 2 workers, one
+ * single-core PoCL device per worker, against two towers on two
+ * single-core devices; the same 128 images per worker or tower per step. */
+static void bench_between_graph(void)
+{
+    const char *towers = "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " LAB02
+                         " --num_gpus 2 --train_steps 10 --log_every 1 --batch_size 256 --seed 1";
+    const char *cluster = LAUNCHER " --ps 1 --workers 2 --grace 30 --deadline 300 -- " LAB03
+                          " --train_steps 24 --log_every 1 --batch_size 128 --seed 1";
+    double in_graph_r[ROUNDS], ps_r[ROUNDS], mb_r[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        in_graph_r[r] = run_images_per_second(towers);
+        ps_r[r] = run_workers_images_per_second(cluster, 2, &mb_r[r]);
+    }
+    double in_graph = median(in_graph_r, ROUNDS), ps = median(ps_r, ROUNDS), mb = median(mb_r, ROUNDS);
+    row("scaling", "ch3: 1 ps + 2 workers vs ch2's 2 towers", "img/s", ps, in_graph, "2 towers");
+    printf("  ch3: each worker moves %.1f MB per step (pulls the variables, pushes the gradients)\n", mb);
+    fprintf(csv, "scaling,ch3 bytes moved per worker step,MB,%.3f,,,\n", mb);
+}
+
 static double pytorch_images_per_second(void)
 {
     FILE *p = popen("/usr/bin/python3 tests/bench/pytorch_cnn.py --steps 10 2>/dev/null", "r");
@@ -503,6 +557,7 @@ int main(int argc, char **argv)
     bench_conv();
     bench_training();
     bench_scaling();
+    bench_between_graph();
     fprintf(roofline, "# peak %.3f bandwidth %.3f\n", openblas_gflops, bandwidth);
     fclose(roofline);
     fclose(csv);
