@@ -268,6 +268,10 @@ $(EX03_OUT)/solutions/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/solutions/%.c $
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
+# tests/test_lab03_exercises runs the checks, so they are built first; it
+# also includes the reference waiting_log.c to read a log the runtime wrote.
+$(BUILD)/tests/test_lab03_exercises: $(EX03_CHECKS) $(EX03_SOLVED)
+$(BUILD)/tests/test_lab03_exercises: private CFLAGS += -I$(EX03_DIR)
 # ==== end of chapter 3's exercises ====
 
 # ==== make exercises: every chapter's checks against your files, in chapter order ====
