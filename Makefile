@@ -258,6 +258,29 @@ fuzz: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/make_corpus
 .PHONY: fuzz
 # ==== end of chapter 3 ====
 
+# ==== chapter 3 (labs/03-between-graph): exercises ====
+#   make exercises / exercises-solutions cover this chapter too; its checks
+#   run offline (no server, no port opened). Each check links only its own file.
+EX03_DIR    := labs/03-between-graph/exercises
+EX03_NAMES  := round_robin ps_load waiting_log
+EX03_OUT    := $(BUILD)/exercises/03-between-graph
+EX03_CHECKS := $(patsubst %,$(EX03_OUT)/check_%,$(EX03_NAMES))
+EX03_SOLVED := $(patsubst %,$(EX03_OUT)/solutions/check_%,$(EX03_NAMES))
+
+$(EX03_OUT)/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+$(EX03_OUT)/solutions/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/solutions/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+# tests/test_lab03_exercises runs the checks, so they are built first; it
+# also includes the reference waiting_log.c to read a log the runtime wrote.
+$(BUILD)/tests/test_lab03_exercises: $(EX03_CHECKS) $(EX03_SOLVED)
+$(BUILD)/tests/test_lab03_exercises: private CFLAGS += -I$(EX03_DIR)
+# ==== end of chapter 3's exercises ====
+
 # ==== make exercises: every chapter's checks against your files, in chapter order ====
 # Failing checks are expected until you solve them; each FAIL line names the
 # file to edit, and the exit status is non-zero while any exercise fails.
@@ -266,15 +289,17 @@ fuzz: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/make_corpus
 run_exercise_checks = pass=0; for t in $(2); do if ./$$t; then pass=$$((pass + 1)); else failed=1; fi; done; \
 	echo "chapter $(1): $$pass of $(words $(2)) exercises pass";
 
-exercises: $(EX01_CHECKS) $(EX02_CHECKS)
+exercises: $(EX01_CHECKS) $(EX02_CHECKS) $(EX03_CHECKS)
 	@failed=0; \
 	 $(call run_exercise_checks,1,$(EX01_CHECKS)) \
 	 $(call run_exercise_checks,2,$(EX02_CHECKS)) \
+	 $(call run_exercise_checks,3,$(EX03_CHECKS)) \
 	 exit $$failed
 
 # The same checks against the reference solutions: fails unless all pass.
-exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED)
+exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED) $(EX03_SOLVED)
 	@failed=0; \
 	 $(call run_exercise_checks,1,$(EX01_SOLVED)) \
 	 $(call run_exercise_checks,2,$(EX02_SOLVED)) \
+	 $(call run_exercise_checks,3,$(EX03_SOLVED)) \
 	 exit $$failed
