@@ -227,6 +227,16 @@ LAUNCHER := $(BUILD)/labs/tools/launch_cluster
 $(BUILD)/tests/test_lab03: $(LAB03) $(LAUNCHER)
 $(LAB03): $(LAB_COMMON)
 
+# The figure of chapter 3: who talks to whom, with the bytes worker 0 moved
+# per step, from a short run of 1 ps and 2 workers; then 2 ps tasks.
+figures: figures-03
+figures-03: $(LAB03) $(LAUNCHER)
+	@mkdir -p book/figures
+	./$(LAUNCHER) --ps 2 --workers 2 -- ./$(LAB03) --train_steps 20 --batch_size 128 --log_every 10 \
+	    --max_examples 2048 --ps_strategy greedy --cluster_graph book/figures/ch3-cluster.dot
+	dot -Tsvg book/figures/ch3-cluster.dot -o book/figures/ch3-cluster.svg
+.PHONY: figures-03
+
 # ---- the wire protocol's fuzz target ----
 #   make fuzz                  builds tests/fuzz/fuzz_wire with libFuzzer (Debian's clang and
 #                              libclang-rt-14-dev) and runs it for FUZZ_SECONDS (30) on seeds

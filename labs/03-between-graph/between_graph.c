@@ -49,7 +49,7 @@ static void usage(FILE *out)
             "  --device D            a worker's device for the model (default /gpu:0; falls back to /cpu:0)\n"
             "  --ps_strategy S       round_robin (default) or greedy: how variables are spread on the ps tasks;\n"
             "                        every worker must use the same one\n"
-            "  --cluster_graph F.dot a worker writes the tasks and the bytes it moved to each per step\n"
+            "  --cluster_graph F.dot the chief (worker 0) writes the tasks and the bytes it moved per step\n"
             "  --batch_size N        examples per step on each worker (default 128)\n"
             "  --train_steps N       stop when the global step reaches N (default: --epochs' worth)\n"
             TRAINING_FLAGS_HELP
@@ -215,7 +215,22 @@ static int train_async(fl_session *s, const fl_cluster *cluster, const training_
 
 /* --cluster_graph: the tasks, what each ps holds, and the bytes this worker
  * moved to and from each per step, measured (a figure of chapter 3). */
-static int write_cluster_graph(const char *path, const fl_cluster *cluster, const worker_graph *w, long steps)
+#define MAX_PS 64
+
+/* What this process has moved to and from each ps task so far. */
+static void traffic_by_ps(const fl_cluster *cluster, uint64_t *sent, uint64_t *received)
+{
+    for (int k = 0; k < fl_cluster_num_tasks(cluster, "ps") && k < MAX_PS; k++) {
+        char task[64];
+        snprintf(task, sizeof task, "/job:ps/task:%d", k);
+        fl_remote_task_traffic(task, &sent[k], &received[k]);
+    }
+}
+
+/* The bytes moved per step during training: since *before (taken when
+ * training started, after the initial values went out). */
+static int write_cluster_graph(const char *path, const fl_cluster *cluster, const worker_graph *w, long steps,
+                               const uint64_t *sent_before, const uint64_t *received_before)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -226,14 +241,15 @@ static int write_cluster_graph(const char *path, const fl_cluster *cluster, cons
     for (int k = 0; k < workers; k++)
         fprintf(f, "  \"/job:worker/task:%d\" [label=\"worker %d%s\", fillcolor=\"%s\"];\n", k, k,
                 k == me ? "\\n(measured here)" : "", k == me ? "#9ecae1" : "#deebf7");
-    for (int k = 0; k < fl_cluster_num_tasks(cluster, "ps"); k++) {
+    uint64_t sent_now[MAX_PS] = {0}, received_now[MAX_PS] = {0};
+    traffic_by_ps(cluster, sent_now, received_now);
+    for (int k = 0; k < fl_cluster_num_tasks(cluster, "ps") && k < MAX_PS; k++) {
         char task[64];
         int64_t bytes = 0;
         int variables = 0;
-        uint64_t sent, received;
+        uint64_t sent = sent_now[k] - sent_before[k], received = received_now[k] - received_before[k];
         snprintf(task, sizeof task, "/job:ps/task:%d", k);
         fl_replica_device_setter_ps_bytes(w->setter, k, &bytes, &variables);
-        fl_remote_task_traffic(task, &sent, &received);
         fprintf(f, "  \"%s\" [label=\"ps %d\\n%d variables, %.1f MB\\n(and their Adam slots)\", fillcolor=\"#fdd0a2\"];\n",
                 task, k, variables, (double)bytes / 1e6);
         fprintf(f, "  \"/job:worker/task:%d\" -> \"%s\" [label=\"pushes %.1f MB/step\"];\n", me, task,
@@ -271,8 +287,11 @@ static int train_worker(fl_session *s, const fl_cluster *cluster, const training
         return 1;
     }
     long steps = 0;
+    uint64_t sent[MAX_PS] = {0}, received[MAX_PS] = {0};
+    traffic_by_ps(cluster, sent, received);
     int rc = train_async(s, cluster, o, w, batches, total_steps, &steps);
-    if (rc == 0 && cluster_graph && steps > 0 && write_cluster_graph(cluster_graph, cluster, w, steps) != 0)
+    if (rc == 0 && cluster_graph && fl_cluster_is_chief(cluster) && steps > 0 &&
+        write_cluster_graph(cluster_graph, cluster, w, steps, sent, received) != 0)
         fprintf(stderr, "%s: --cluster_graph %s: cannot write it\n", program, cluster_graph);
     fl_dataset_free(batches);
     double accuracy = 0;
