@@ -108,6 +108,7 @@ static fl_wire_optimizer_args optimizer_args(const fl_node *n, fl_tensor *const 
     return o;
 }
 
+// [book:send_op]
 static uint32_t send_op(fl_ps_client *c, const fl_node *n, fl_tensor *const *in, fl_tensor *out)
 {
     if (n->op == FL_OP_VARIABLE) {
@@ -126,6 +127,7 @@ static uint32_t send_op(fl_ps_client *c, const fl_node *n, fl_tensor *const *in,
     fl_wire_optimizer_args o = optimizer_args(n, in);
     return fl_ps_client_apply(c, var->name, &o, &last);
 }
+// [end:send_op]
 
 static int remote_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
                       const fl_kernel_ctx *ctx)

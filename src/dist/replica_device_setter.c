@@ -63,6 +63,7 @@ static int least_loaded(const fl_replica_device_setter *s)
     return best;
 }
 
+// [book:place]
 static int choose_ps_task(fl_replica_device_setter *s)
 {
     if (s->strategy == FL_PS_GREEDY_BY_BYTES)
@@ -90,6 +91,7 @@ static const char *place(const fl_node *node, void *user)
     snprintf(s->chosen, sizeof s->chosen, "/job:ps/task:%d/cpu:0", k);
     return s->chosen;
 }
+// [end:place]
 
 int fl_replica_device_setter_push(fl_graph *g, fl_replica_device_setter *s)
 {
