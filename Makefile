@@ -85,7 +85,7 @@ test-threads: deps
 
 test: deps
 	$(MAKE) tests
-	FLOWLAB_LIB=$(LIB) prove -j2 $(TEST_BIN) tests/house_rules.t
+	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(TEST_BIN) tests/house_rules.t tests/netns.t
 
 # ---- labs: each folder labs/NN-name/ holds one program, NN-name/name.c ----
 LAB_SRC := $(wildcard labs/*/*.c)

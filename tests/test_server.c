@@ -224,6 +224,14 @@ static void test_bad_input_beside_a_good_worker(void)
     ok(!twin, "a second server on the same address does not start");
     contains(fl_last_error(), want, "the error names the port and the task");
 
+    /* w exists before any bad client can race to give it another shape. */
+    fl_connect_options where = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
+    fl_ps_client *first = fl_ps_client_open(&where, "worker", 1);
+    fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
+    ok(first && fl_ps_client_wait(first, fl_ps_client_init(first, "w", zeros, NULL)) == 0, "w is initialised");
+    fl_ps_client_close(first);
+    fl_tensor_free(zeros);
+
     good_worker w = {.port = port};
     pthread_t thread;
     pthread_create(&thread, NULL, work, &w);
