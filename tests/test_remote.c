@@ -24,6 +24,7 @@ static int free_port(void)
 typedef struct {
     fl_graph *g;
     fl_node *x, *y, *loss, *train, *init, *w, *step;
+    fl_optimizer *adam;
 } model;
 
 /* Variables (slots included) on the ps, the rest left to outer scopes: the
@@ -49,7 +50,8 @@ static model build(const char *var_device, const char *op_device)
     fl_node *pred = fl_add(m.g, fl_matmul(m.g, m.x, m.w, false, false, NULL), b, NULL);
     fl_node *err = fl_sub(m.g, pred, m.y, NULL);
     m.loss = fl_reduce_mean(m.g, fl_mul(m.g, err, err, NULL), NULL, 0, false, "loss");
-    m.train = fl_minimize(fl_adam_optimizer(0.1f, 0.9f, 0.999f, 1e-8f), m.g, m.loss, m.step, NULL);
+    m.adam = fl_adam_optimizer(0.1f, 0.9f, 0.999f, 1e-8f);
+    m.train = fl_minimize(m.adam, m.g, m.loss, m.step, NULL);
     m.init = fl_global_variables_initializer(m.g);
     return m;
 }
@@ -138,6 +140,8 @@ static void test_worker_against_ps(void)
     fl_tensor_free(step);
     fl_session_free(s_here);
     fl_session_free(s_there);
+    fl_optimizer_free(here.adam);
+    fl_optimizer_free(there.adam);
     fl_graph_free(here.g);
     fl_graph_free(there.g);
     fl_server_stop(ps);
