@@ -13,12 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tap.h"
+#include "lab_runner.h"
 
 /* Each run of the launcher must end within this, or the test says so. */
 #define RUN_LIMIT_S 10.0
 
-static char launcher[600], tmp_dir[256], fake[300], out_path[300];
+/* lab_runner.h's `lab` is the launcher here, its tmp_dir our scratch. */
+static char fake[300], out_path[300];
 
 /* The fake task: MODE, then the launcher's four flags. It prints its flags,
  * its pid ("pid N") and the pid of any child it starts ("bg N"). */
@@ -48,7 +49,7 @@ typedef struct {
     int status;     /* exit status, 128 + signal; -1 when it outlived RUN_LIMIT_S */
     char *out;      /* its stdout and stderr together */
     double seconds; /* how long it ran */
-} run_result;
+} launch_run;
 
 static double now(void)
 {
@@ -67,19 +68,11 @@ static void diag_output(const char *out)
     }
 }
 
-static char *read_text(const char *path)
+/* What the launcher wrote; "" when nothing. */
+static char *read_output(void)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return calloc(1, 1);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = calloc((size_t)len + 1, 1);
-    if (text && fread(text, 1, (size_t)len, f) != (size_t)len)
-        text[0] = '\0';
-    fclose(f);
-    return text;
+    char *out = read_file(out_path);
+    return out ? out : calloc(1, 1);
 }
 
 /* Starts "env ENV launcher ARGS > out 2>&1" with PoCL's variables cleared
@@ -88,7 +81,7 @@ static pid_t start_launcher(const char *env, const char *args)
 {
     char cmd[2000];
     snprintf(cmd, sizeof cmd, "exec env -u POCL_DEVICES -u POCL_MAX_PTHREAD_COUNT %s %s %s > %s 2>&1", env,
-             launcher, args, out_path);
+             lab, args, out_path);
     pid_t pid = fork();
     if (pid == 0) {
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
@@ -98,29 +91,29 @@ static pid_t start_launcher(const char *env, const char *args)
 }
 
 /* Waits for the launcher up to RUN_LIMIT_S; past it, kills it and says so. */
-static run_result wait_launcher(pid_t pid, double started)
+static launch_run wait_launcher(pid_t pid, double started)
 {
-    run_result r = {.status = -1};
+    launch_run r = {.status = -1};
     int status;
     while (waitpid(pid, &status, WNOHANG) == 0) {
         if (now() - started > RUN_LIMIT_S) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             diag("launch_cluster did not exit within %g s; its last lines say what it waited for:", RUN_LIMIT_S);
-            r.out = read_text(out_path);
+            r.out = read_output();
             r.seconds = now() - started;
             diag_output(r.out);
             return r;
         }
         usleep(10000);
     }
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.status = decode_status(status);
     r.seconds = now() - started;
-    r.out = read_text(out_path);
+    r.out = read_output();
     return r;
 }
 
-static run_result run_launcher(const char *env, const char *args)
+static launch_run run_launcher(const char *env, const char *args)
 {
     double started = now();
     return wait_launcher(start_launcher(env, args), started);
@@ -143,7 +136,7 @@ static bool is_running(long pid)
 /* Checks by pid that none of the processes the fake tasks announced ("pid N",
  * "bg N") still runs; at least `want` must have been announced. Any left is
  * killed, so that a failure here leaves nothing behind either. */
-static void nothing_left(const run_result *r, int want, const char *what)
+static void nothing_left(const launch_run *r, int want, const char *what)
 {
     int seen = 0, left = 0;
     static const char *const marks[] = {": pid ", ": bg "};
@@ -164,7 +157,7 @@ static void nothing_left(const run_result *r, int want, const char *what)
     }
 }
 
-static void free_result(run_result *r)
+static void free_result(launch_run *r)
 {
     free(r->out);
     r->out = NULL;
@@ -199,7 +192,7 @@ static int parse_hosts(const char *list, int *ports, int max)
 
 static void test_help_and_bad_flags(void)
 {
-    run_result r = run_launcher("", "--help");
+    launch_run r = run_launcher("", "--help");
     ok(r.status == 0 && strstr(r.out, "--ps N") && strstr(r.out, "--deadline S") && strstr(r.out, "--grace S") &&
            strstr(r.out, "POCL_DEVICES=pthread") && strstr(r.out, "Exit status"),
        "--help exits 0 and explains the flags, PoCL's variables and the exit status");
@@ -232,7 +225,7 @@ static void test_flags_reach_every_task(void)
 {
     char args[600];
     snprintf(args, sizeof args, "--ps 2 --workers 2 -- sh %s ok", fake);
-    run_result r = run_launcher("", args);
+    launch_run r = run_launcher("", args);
     ok(r.status == 0 && strstr(r.out, "launch_cluster: all 4 tasks exited with status 0"),
        "four tasks that exit 0: the launcher exits 0 and says so");
     static const char *const names[] = {"ps0", "ps1", "worker0", "worker1"};
@@ -308,7 +301,7 @@ static void test_base_port(void)
     int base = free_port_run();
     char args[600], want[200];
     snprintf(args, sizeof args, "--ps 1 --workers 2 --base_port %d sh %s ok", base, fake);
-    run_result r = run_launcher("", args);
+    launch_run r = run_launcher("", args);
     snprintf(want, sizeof want, "worker1: args: --ps_hosts=127.0.0.1:%d --worker_hosts=127.0.0.1:%d,127.0.0.1:%d ",
              base, base + 1, base + 2);
     ok(base > 0 && r.status == 0 && strstr(r.out, want), "--base_port %d gives ps0 that port, the workers the next two",
@@ -335,7 +328,7 @@ static void test_lines_stay_whole(void)
 {
     char args[600];
     snprintf(args, sizeof args, "--ps 1 --workers 2 sh %s lines", fake);
-    run_result r = run_launcher("", args);
+    launch_run r = run_launcher("", args);
     bool tails = strstr(r.out, "worker0: tail without newline\n") && strstr(r.out, "worker1: tail without newline\n");
     int whole[2] = {0, 0}, broken = 0;
     for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
@@ -359,63 +352,59 @@ static void test_lines_stay_whole(void)
     free_result(&r);
 }
 
-/* worker1 exits 3 while ps0 and worker0 (and worker0's own child) run. */
-static void test_failed_worker_stops_the_rest(void)
+/* A run that must end in exit 1: the launcher's flags and the fake task's
+ * mode, what it must say, how long it may take and how many pids the tasks
+ * announce. */
+typedef struct {
+    const char *flags, *mode, *want, *what;
+    double min_s, max_s;
+    int pids;
+} failing_run;
+
+static const failing_run failing_runs[] = {
+    {"--ps 1 --workers 2 --stop_grace 2", "fail", "launch_cluster: worker1 failed (it exited with status 3)",
+     "a worker exiting 3 stops the others at once", 0, 3, 4},
+    {"--ps 1 --workers 2 --stop_grace 2", "killed", "launch_cluster: worker0 failed (it was killed by signal 9",
+     "a worker killed by SIGKILL stops the others at once", 0, 3, 3},
+    {"--ps 1 --workers 2 --grace 1", "ps_hangs", "ps0 still running 1 s after every worker finished",
+     "a ps that does not exit after the workers is stopped after --grace", 1, 4, 3},
+    {"--ps 1 --workers 1 --deadline 1", "sleep", "the deadline (1 s) passed while waiting for ps0, worker0",
+     "past --deadline everything is stopped, naming what it waited for", 1, 4, 2},
+    {"--ps 1 --workers 1 --deadline 0.5 --stop_grace 0.5", "deaf",
+     "ps0, worker0 still running 0.5 s after SIGTERM; sending SIGKILL",
+     "tasks that ignore SIGTERM get SIGKILL after --stop_grace", 1, 4, 4},
+};
+
+/* Runs one failing_run and checks it; the output, for more checks. */
+static launch_run check_failing_run(const failing_run *f)
 {
     char args[600];
-    snprintf(args, sizeof args, "--ps 1 --workers 2 --stop_grace 2 sh %s fail", fake);
-    run_result r = run_launcher("", args);
-    const char *said = strstr(r.out, "launch_cluster: worker1 failed (it exited with status 3)");
-    ok(r.status == 1 && said, "a worker exiting 3: exit 1, naming the worker and its status");
-    if (!said) {
+    snprintf(args, sizeof args, "%s sh %s %s", f->flags, fake, f->mode);
+    launch_run r = run_launcher("", args);
+    bool said = strstr(r.out, f->want) != NULL;
+    ok(r.status == 1 && said, "%s: exit 1, saying \"%s\"", f->what, f->want);
+    if (r.status != 1 || !said) {
         diag("status %d, output:", r.status);
         diag_output(r.out);
     }
-    const char *last = strstr(r.out, "worker1: giving up\n");
-    ok(last && said && last < said, "the worker's last line comes before the launcher's verdict");
-    contains(r.out, "stopping the other tasks: ps0, worker0", "it names the tasks it stops");
-    ok(r.status >= 0 && r.seconds < 3, "they are stopped at once, not at the deadline (%.1f s)", r.seconds);
-    nothing_left(&r, 4, "a failed worker");
-    free_result(&r);
-
-    snprintf(args, sizeof args, "--ps 1 --workers 2 --stop_grace 2 sh %s killed", fake);
-    r = run_launcher("", args);
-    ok(r.status == 1 && strstr(r.out, "worker0 failed (it was killed by signal 9"),
-       "a worker killed by SIGKILL: exit 1, naming the worker and the signal");
-    nothing_left(&r, 3, "a killed worker");
-    free_result(&r);
+    ok(r.status >= 0 && r.seconds >= f->min_s && r.seconds < f->max_s, "%s: it took %.1f s (want %g to %g)",
+       f->what, r.seconds, f->min_s, f->max_s);
+    nothing_left(&r, f->pids, f->what);
+    return r;
 }
 
-/* The workers exit 0 but ps0 never does: after --grace it is stopped. */
-static void test_ps_that_outlives_the_workers(void)
+static void test_failing_runs(void)
 {
-    char args[600];
-    snprintf(args, sizeof args, "--ps 1 --workers 2 --grace 1 sh %s ps_hangs", fake);
-    run_result r = run_launcher("", args);
-    ok(r.status == 1 && strstr(r.out, "ps0 still running 1 s after every worker finished"),
-       "a ps that does not exit after the workers: exit 1, reported after --grace");
-    ok(r.status >= 0 && r.seconds >= 1 && r.seconds < 4, "the ps had its grace time, no more (%.1f s)", r.seconds);
-    nothing_left(&r, 3, "a ps that hangs");
-    free_result(&r);
-}
-
-static void test_deadline(void)
-{
-    char args[600];
-    snprintf(args, sizeof args, "--ps 1 --workers 1 --deadline 1 sh %s sleep", fake);
-    run_result r = run_launcher("", args);
-    ok(r.status == 1 && strstr(r.out, "the deadline (1 s) passed while waiting for ps0, worker0"),
-       "past --deadline: exit 1, naming the tasks it waited for");
-    ok(r.status >= 0 && r.seconds >= 1 && r.seconds < 4, "it stops at the deadline (%.1f s)", r.seconds);
-    nothing_left(&r, 2, "the deadline");
-    free_result(&r);
-
-    snprintf(args, sizeof args, "--ps 1 --workers 1 --deadline 0.5 --stop_grace 0.5 sh %s deaf", fake);
-    r = run_launcher("", args);
-    ok(r.status == 1 && strstr(r.out, "ps0, worker0 still running 0.5 s after SIGTERM; sending SIGKILL"),
-       "tasks that ignore SIGTERM get SIGKILL after --stop_grace, and it says so");
-    nothing_left(&r, 4, "tasks that ignore SIGTERM");
-    free_result(&r);
+    for (size_t i = 0; i < sizeof failing_runs / sizeof failing_runs[0]; i++) {
+        launch_run r = check_failing_run(&failing_runs[i]);
+        if (i == 0) {
+            const char *last = strstr(r.out, "worker1: giving up\n");
+            const char *verdict = strstr(r.out, "worker1 failed");
+            ok(last && verdict && last < verdict, "the worker's last line comes before the launcher's verdict");
+            contains(r.out, "stopping the other tasks: ps0, worker0", "it names the tasks it stops");
+        }
+        free_result(&r);
+    }
 }
 
 /* Ctrl-C on the launcher once every task has started. */
@@ -428,7 +417,7 @@ static void test_interrupted_launcher(void)
     int announced = 0;
     while (announced < 3 && now() - started < RUN_LIMIT_S / 2) {
         usleep(20000);
-        char *out = read_text(out_path);
+        char *out = read_output();
         announced = 0;
         for (const char *p = out; (p = strstr(p, ": pid ")); p++)
             announced++;
@@ -437,24 +426,16 @@ static void test_interrupted_launcher(void)
     if (announced < 3)
         diag("only %d of 3 tasks said their pid within %g s", announced, RUN_LIMIT_S / 2);
     kill(pid, SIGINT);
-    run_result r = wait_launcher(pid, started);
+    launch_run r = wait_launcher(pid, started);
     ok(r.status == 130 && strstr(r.out, "got signal 2"), "SIGINT to the launcher: it stops and exits 130");
     nothing_left(&r, 3, "SIGINT to the launcher");
     free_result(&r);
 }
 
-/* Finds the built launcher beside this test (build/ or build-sanitize/) and
- * writes the fake task into a scratch directory. */
+/* Finds the built launcher (lab_runner.h) and writes the fake task. */
 static void setup(const char *argv0)
 {
-    const char *at = strstr(argv0, "/tests/test_launch_cluster");
-    snprintf(launcher, sizeof launcher, "%.*s/labs/tools/launch_cluster", at ? (int)(at - argv0) : 5,
-             at ? argv0 : "build");
-    if (access(launcher, X_OK) != 0)
-        skip_all("launch_cluster is not built; `make tests` builds it");
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/test_launch_cluster.XXXXXX");
-    if (!mkdtemp(tmp_dir))
-        skip_all("cannot make a temporary directory");
+    lab_runner_start(argv0, "test_launch_cluster", "labs/tools/launch_cluster");
     snprintf(fake, sizeof fake, "%s/fake_task.sh", tmp_dir);
     snprintf(out_path, sizeof out_path, "%s/out.txt", tmp_dir);
     FILE *f = fopen(fake, "w");
@@ -471,12 +452,8 @@ int main(int argc, char **argv)
     test_flags_reach_every_task();
     test_base_port();
     test_lines_stay_whole();
-    test_failed_worker_stops_the_rest();
-    test_ps_that_outlives_the_workers();
-    test_deadline();
+    test_failing_runs();
     test_interrupted_launcher();
-    unlink(fake);
-    unlink(out_path);
-    rmdir(tmp_dir);
+    lab_runner_finish();
     return done_testing();
 }

@@ -281,7 +281,8 @@ static int pick_ports(const cluster *c, int *ports)
                     "free ports", want, c->tasks[i].name, strerror(errno));
             else
                 say("cannot find a free loopback port for %s: %s", c->tasks[i].name, strerror(errno));
-            n = i, rc = -1;
+            n = i; /* close only what was opened */
+            rc = -1;
             break;
         }
         ports[i] = ntohs(a.sin_port);
@@ -554,13 +555,15 @@ static int start_task(task *t, char **argv)
     t->pid = pid;
     t->running = true;
     t->group_gone = false;
-    t->out.fd = out[0], t->out.to = 1;
-    t->err.fd = err[0], t->err.to = 2;
+    t->out.fd = out[0];
+    t->out.to = 1;
+    t->err.fd = err[0];
+    t->err.to = 2;
     return 0;
 }
 
-/* Names the tasks, picks their ports and starts them, ps tasks first. */
-static int start_cluster(cluster *c)
+/* "ps0", "ps1", ..., then "worker0", ...: the order of the ports too. */
+static void name_tasks(cluster *c)
 {
     c->ntasks = c->opt.ps + c->opt.workers;
     for (int i = 0; i < c->ntasks; i++) {
@@ -570,15 +573,21 @@ static int start_cluster(cluster *c)
         t->out.fd = t->err.fd = -1;
         t->group_gone = true; /* until it starts: kill(-0) would signal the launcher's own group */
     }
+}
+
+/* Picks the ports and starts every task, ps tasks first: PROGRAM ARGS, then
+ * the four flags. 0, or the launcher's exit status. */
+static int start_cluster(cluster *c)
+{
+    name_tasks(c);
     int ports[MAX_TASKS];
     if (pick_ports(c, ports) != 0)
         return 2;
-    static char ps_flag[MAX_PER_JOB * 17 + 16], worker_flag[MAX_PER_JOB * 17 + 16];
-    strcpy(ps_flag, "--ps_hosts=");
-    host_list(ports, 0, c->opt.ps, ps_flag + strlen(ps_flag), sizeof ps_flag - strlen(ps_flag));
-    strcpy(worker_flag, "--worker_hosts=");
-    host_list(ports, c->opt.ps, c->opt.workers, worker_flag + strlen(worker_flag),
-              sizeof worker_flag - strlen(worker_flag));
+    char ps_flag[MAX_PER_JOB * 17 + 16] = "--ps_hosts=", worker_flag[MAX_PER_JOB * 17 + 16] = "--worker_hosts=";
+    size_t at = strlen(ps_flag);
+    host_list(ports, 0, c->opt.ps, ps_flag + at, sizeof ps_flag - at);
+    at = strlen(worker_flag);
+    host_list(ports, c->opt.ps, c->opt.workers, worker_flag + at, sizeof worker_flag - at);
     int nprogram = 0;
     while (c->opt.program[nprogram])
         nprogram++;
@@ -586,13 +595,16 @@ static int start_cluster(cluster *c)
     if (!argv)
         return 1;
     memcpy(argv, c->opt.program, (size_t)nprogram * sizeof *argv);
-    argv[nprogram] = ps_flag, argv[nprogram + 1] = worker_flag;
+    argv[nprogram] = ps_flag;
+    argv[nprogram + 1] = worker_flag;
     int rc = 0;
     for (int i = 0; i < c->ntasks && rc == 0; i++) {
         char job[32], index[32];
-        snprintf(job, sizeof job, "--job_name=%s", c->tasks[i].is_worker ? "worker" : "ps");
-        snprintf(index, sizeof index, "--task_index=%d", c->tasks[i].is_worker ? i - c->opt.ps : i);
-        argv[nprogram + 2] = job, argv[nprogram + 3] = index;
+        const task *t = &c->tasks[i];
+        snprintf(job, sizeof job, "--job_name=%s", t->is_worker ? "worker" : "ps");
+        snprintf(index, sizeof index, "--task_index=%d", t->is_worker ? i - c->opt.ps : i);
+        argv[nprogram + 2] = job;
+        argv[nprogram + 3] = index;
         rc = start_task(&c->tasks[i], argv) == 0 ? 0 : 1;
     }
     free(argv);
@@ -702,7 +714,7 @@ static void finish(cluster *c)
 {
     char names[NAMES_BYTES];
     if (alive_names(c, names, sizeof names) > 0) {
-        say("stopping what %s left running in its process group", names);
+        say("stopping the processes that %s started and left running", names);
         stop_all(c);
     }
     double until = now() + 1;
