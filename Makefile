@@ -201,6 +201,8 @@ $(EX02_OUT)/solutions/check_%: $(EX02_DIR)/check_%.c $(EX02_REFS) $(EX02_DIR)/ex
 # tests/test_trace_timeline runs the tool that draws chapter 2's timeline.
 $(BUILD)/tests/test_trace_timeline: $(BUILD)/labs/tools/trace_timeline
 $(BUILD)/labs/tools/trace_timeline: labs/tools/trace_events.h
+# tests/test_launch_cluster runs the launcher of chapter 3's tasks.
+$(BUILD)/tests/test_launch_cluster: $(BUILD)/labs/tools/launch_cluster
 # tests/test_lab02 runs the lab and the checks, so they are built first.
 $(BUILD)/tests/test_lab02: $(LAB02) $(EX02_CHECKS) $(EX02_SOLVED)
 

@@ -95,7 +95,7 @@ static void test_launcher_faults(void)
     run_result r = launch("--ps 1 --workers 2 --grace 1 --deadline 60",
                           "sh -c 'case \"$*\" in *job_name=ps*) sleep 60;; *) echo hello; exit 3;; esac' task");
     ok(r.status != 0, "a worker that fails makes the launcher fail");
-    ok(r.out && strstr(r.out, "launch_cluster: worker") && strstr(r.out, "failed (exit status 3)"),
+    ok(r.out && strstr(r.out, "launch_cluster: worker") && strstr(r.out, "failed (it exited with status 3)"),
        "naming the worker and its status");
     contains(r.out, "worker0: hello", "task output comes out prefixed with the task's name");
     free(r.out);
@@ -103,12 +103,12 @@ static void test_launcher_faults(void)
     r = launch("--ps 1 --workers 1 --grace 1 --deadline 60",
                "sh -c 'case \"$*\" in *job_name=ps*) sleep 60;; *) exit 0;; esac' task");
     ok(r.status != 0, "a ps that does not exit after the workers finished fails the launch");
-    contains(r.out, "every worker finished, but a ps did not exit by itself within 1 s; still running: ps0",
+    contains(r.out, "ps0 still running 1 s after every worker finished; stopping it",
              "saying which ps, and after how long");
     free(r.out);
     r = launch("--ps 0 --workers 1 --deadline 1", "sh -c 'sleep 30' task");
     ok(r.status != 0, "the deadline stops a task that runs too long");
-    contains(r.out, "the deadline of 1 s passed; still running: worker0", "saying what it waited for");
+    contains(r.out, "the deadline (1 s) passed while waiting for worker0", "saying what it waited for");
     free(r.out);
 }
 
