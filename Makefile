@@ -237,6 +237,9 @@ figures-03: $(LAB03) $(LAUNCHER)
 	./$(LAUNCHER) --ps 2 --workers 2 -- ./$(LAB03) --train_steps 20 --batch_size 128 --log_every 10 \
 	    --max_examples 2048 --ps_strategy greedy --cluster_graph book/figures/ch3-cluster.dot
 	dot -Tsvg book/figures/ch3-cluster.dot -o book/figures/ch3-cluster.svg
+	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) --train_steps 12 --batch_size 128 --log_every 10 \
+	    --max_examples 2048 --trace $(BUILD)/ch3-worker-trace.json
+	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch3-worker-trace.json book/figures/ch3-timeline.svg
 .PHONY: figures-03
 
 # ---- the wire protocol's fuzz target ----

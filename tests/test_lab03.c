@@ -4,6 +4,10 @@
  * ps tasks exit by themselves; bad flags are refused by name; the launcher
  * reports a failing worker and a ps that never exits, and stops the rest.
  * Every run has a deadline (the launcher's and timeout's). */
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include "lab_runner.h"
 
 static char launcher[600];
@@ -53,11 +57,20 @@ static void check_training(const char *what, const run_result *r, int num_ps)
 
 static void test_training(void)
 {
-    char args[1200];
-    snprintf(args, sizeof args, "%s --device /cpu:0 --train_steps 30 --batch_size 64 --max_examples 1024 --log_every 10",
-             lab);
+    char args[1200], dot[400];
+    snprintf(dot, sizeof dot, "%s/cluster.dot", tmp_dir);
+    snprintf(args, sizeof args, "%s --device /cpu:0 --train_steps 30 --batch_size 64 --max_examples 1024 --log_every 10 "
+             "--graph %s", lab, dot);
     run_result r = launch("--ps 1 --workers 2 --grace 20 --deadline 240", args);
     check_training("1 ps, 2 workers", &r, 1);
+    char *picture = read_file(dot);
+    int on_ps = 0;
+    for (const char *p = picture; p && (p = strstr(p, "/job:ps/task:0/cpu:0")); p++)
+        on_ps++;
+    ok(on_ps > 20 && strstr(picture, "\"/cpu:0\""),
+       "--graph: the chief's picture shows the variables on /job:ps/task:0 (%d mentions) and the model on its /cpu:0",
+       on_ps);
+    free(picture);
     double global = 0;
     const char *last = r.out ? strstr(r.out, "worker 0: step 10, global step ") : NULL;
     if (last)
@@ -112,6 +125,105 @@ static void test_launcher_faults(void)
     free(r.out);
 }
 
+/* Bad bytes at the ps while two workers train: sends them on a connection of
+ * its own and waits (5 s at most) for the ps to close it. */
+static bool throw_at(int port, const void *bytes, size_t len)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval deadline = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    bool closed = false;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && send(fd, bytes, len, MSG_NOSIGNAL) == (ssize_t)len) {
+        char sink[4096];
+        ssize_t n;
+        while ((n = recv(fd, sink, sizeof sink, 0)) > 0)
+            ;
+        closed = n == 0;
+    }
+    close(fd);
+    return closed;
+}
+
+/* Binds 127.0.0.1:port (0: any); returns the socket and sets *port, or -1. */
+static int bind_port(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* A port P with P, P+1 and P+2 free now, for --base_port. */
+static int three_free_ports(void)
+{
+    for (int attempt = 0; attempt < 20; attempt++) {
+        int base = 0, fds[3] = {bind_port(&base), -1, -1}, free_ports = fds[0] >= 0;
+        for (int k = 1; k < 3 && free_ports == k; k++) {
+            int port = base + k;
+            fds[k] = bind_port(&port);
+            free_ports += fds[k] >= 0;
+        }
+        for (int k = 0; k < 3; k++)
+            if (fds[k] >= 0)
+                close(fds[k]);
+        if (free_ports == 3)
+            return base;
+    }
+    return 0;
+}
+
+/* Waits (polling, up to seconds) until path holds text; false on the deadline. */
+static bool wait_for_text(const char *path, const char *text, int seconds)
+{
+    for (int i = 0; i < seconds * 10; i++) {
+        char *have = read_file(path);
+        bool found = have && strstr(have, text);
+        free(have);
+        if (found)
+            return true;
+        usleep(100000);
+    }
+    return false;
+}
+
+static void test_bad_bytes_beside_training(void)
+{
+    char out[400], status[400], cmd[2400];
+    snprintf(out, sizeof out, "%s/attacked.txt", tmp_dir);
+    snprintf(status, sizeof status, "%s/attacked.status", tmp_dir);
+    int port = three_free_ports(); /* the ps at port, the workers at port+1, port+2 */
+    snprintf(cmd, sizeof cmd, "(timeout 300 %s --ps 1 --workers 2 --base_port %d --grace 20 --deadline 240 -- %s "
+             "--device /cpu:0 --train_steps 40 --batch_size 64 --max_examples 1024 --log_every 10 > %s 2>&1; "
+             "echo $? > %s) &", launcher, port, lab, out, status);
+    if (system(cmd) != 0 || !wait_for_text(out, "worker 1: step 1,", 60)) {
+        ok(false, "the cluster beside which bad bytes are thrown starts (waited 60 s for worker 1's first step)");
+        return;
+    }
+    static const char http[] = "GET / HTTP/1.0\r\n\r\n";
+    unsigned char garbage[600], huge[16] = {'F', 'L', 'W', 'P', 1, 6, 0, 0, 0, 0, 0, 1, 0x10, 0, 0, 0};
+    for (int i = 0; i < 600; i++)
+        garbage[i] = (unsigned char)(i * 53 + 7);
+    int closed = throw_at(port, http, sizeof http - 1) + throw_at(port, garbage, sizeof garbage) +
+                 throw_at(port, huge, sizeof huge);
+    ok(closed == 3, "the ps closes each of 3 bad connections while two workers train (%d closed)", closed);
+    ok(wait_for_text(status, "\n", 240), "the cluster finishes (waited for the launcher's exit status)");
+    char *code = read_file(status);
+    ok(code && atoi(code) == 0, "every task exited 0: the training beside the bad bytes was not disturbed");
+    free(code);
+    run_result r = {.out = read_file(out)};
+    check_training("2 workers beside bad bytes", &r, 1);
+    contains(r.out, "ps0: ps 0: closing 127.0.0.1:", "the ps logged each refusal, naming the peer");
+    free(r.out);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -120,6 +232,7 @@ int main(int argc, char **argv)
     test_flags();
     test_launcher_faults();
     test_training();
+    test_bad_bytes_beside_training();
     lab_runner_finish();
     return done_testing();
 }

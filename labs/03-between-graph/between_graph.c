@@ -50,6 +50,7 @@ static void usage(FILE *out)
             "  --ps_strategy S       round_robin (default) or greedy: how variables are spread on the ps tasks;\n"
             "                        every worker must use the same one\n"
             "  --cluster_graph F.dot the chief (worker 0) writes the tasks and the bytes it moved per step\n"
+            "                        (the chief also writes --trace and --graph)\n"
             "  --batch_size N        examples per step on each worker (default 128)\n"
             "  --train_steps N       stop when the global step reaches N (default: --epochs' worth)\n"
             TRAINING_FLAGS_HELP
@@ -302,6 +303,10 @@ static int train_worker(fl_session *s, const fl_cluster *cluster, const training
     }
     if (rc == 0)
         printf("worker %d: test accuracy %.4f\n", task, accuracy);
+    /* --graph: the session's picture, nodes coloured by the task that holds
+     * or runs them; one worker (the chief) draws it. */
+    if (rc == 0 && o->graph_path && fl_session_write_dot(s, o->graph_path) != 0)
+        fprintf(stderr, "%s: --graph: %s\n", program, fl_last_error());
     return rc;
 }
 
@@ -314,6 +319,10 @@ static int run_worker(const fl_cluster *cluster, const training_flags *o, const 
         return 1;
     }
     fl_ps_strategy strategy = strcmp(c->ps_strategy, "greedy") == 0 ? FL_PS_GREEDY_BY_BYTES : FL_PS_ROUND_ROBIN;
+    training_flags mine = *o;
+    if (!fl_cluster_is_chief(cluster)) /* one file per run: the chief writes --trace and --graph */
+        mine.trace_path = mine.graph_path = NULL;
+    o = &mine;
     worker_graph w = build_worker_graph(cluster, o, c->device, strategy);
     int rc = 1;
     if (fl_graph_error(w.g)) {
