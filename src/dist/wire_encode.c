@@ -73,6 +73,10 @@ static int put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_
     if (put_u32(buf, (uint32_t)bytes) != 0 || !(out = wire_extend(buf, bytes)))
         return refuse(buf, start, type, "out of memory");
     const unsigned char *src = t->data;
+    if (wire_host_is_little_endian()) {
+        memcpy(out, src, bytes);
+        return 0;
+    }
     for (size_t i = 0; i < bytes; i += 4) {
         uint32_t word;
         memcpy(&word, src + i, 4);

@@ -4,6 +4,8 @@
 #ifndef FLOWLAB_DIST_WIRE_INTERNAL_H
 #define FLOWLAB_DIST_WIRE_INTERNAL_H
 
+#include <string.h>
+
 #include "wire.h"
 
 /* Bytes a tensor's fixed fields take: dtype, rank, four dims at most, data length. */
@@ -56,5 +58,15 @@ unsigned char *wire_extend(fl_wire_buf *buf, size_t len); /* room for len bytes,
 int wire_end(fl_wire_buf *buf, long start);
 int wire_abort(fl_wire_buf *buf, long start, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Tensor elements travel little-endian: on a little-endian host (x86, most
+ * ARM) a block of them is a plain memcpy, which matters for 13 MB tensors. */
+static inline bool wire_host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 1;
+}
 
 #endif

@@ -142,6 +142,10 @@ static int get_tensor(cursor *c, fl_wire_tensor *t)
 void fl_wire_tensor_read(const fl_wire_tensor *t, void *dst)
 {
     unsigned char *out = dst;
+    if (wire_host_is_little_endian()) {
+        memcpy(out, t->data, t->bytes);
+        return;
+    }
     for (size_t i = 0; i < t->bytes; i += 4) {
         const unsigned char *w = t->data + i;
         uint32_t word = w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 | (uint32_t)w[3] << 24;
