@@ -114,7 +114,9 @@ static void test_launcher_faults(void)
     ok(r.status != 0, "a worker that fails makes the launcher fail");
     ok(r.out && strstr(r.out, "launch_cluster: worker") && strstr(r.out, "failed (it exited with status 3)"),
        "naming the worker and its status");
-    contains(r.out, "worker0: hello", "task output comes out prefixed with the task's name");
+    /* The first worker to fail stops the other, maybe before it printed. */
+    ok(r.out && (strstr(r.out, "worker0: hello") || strstr(r.out, "worker1: hello")),
+       "task output comes out prefixed with the task's name");
     free(r.out);
 
     r = launch("--ps 1 --workers 1 --grace 1 --deadline 60",
