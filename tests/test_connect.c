@@ -10,18 +10,7 @@
 #include "tap.h"
 #include "flowlab.h"
 #include "dist/connect.h"
-
-/* A port nothing listens on now: the kernel's pick, released at once. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
+#include "loopback.h"
 
 typedef struct {
     int port;
@@ -59,7 +48,7 @@ static void test_backoff(void)
 
 static void test_waits_for_a_late_peer(void)
 {
-    late_server s = {.port = free_port(), .delay_ms = 600};
+    late_server s = {.port = loopback_free_port(), .delay_ms = 600};
     pthread_t thread;
     pthread_create(&thread, NULL, listen_late, &s);
     FILE *log = tmpfile();
@@ -83,7 +72,7 @@ static void test_waits_for_a_late_peer(void)
 
 static void test_gives_up_at_the_deadline(void)
 {
-    int port = free_port();
+    int port = loopback_free_port();
     fl_connect_options o = {.who = "/job:ps/task:1", .host = "127.0.0.1", .port = port, .deadline_s = 0.5,
                             .log = stderr, .log_prefix = "worker 0"};
     int fd = fl_connect_with_retry(&o);

@@ -4,11 +4,10 @@
  * ps tasks exit by themselves; bad flags are refused by name; the launcher
  * reports a failing worker and a ps that never exits, and stops the rest.
  * Every run has a deadline (the launcher's and timeout's). */
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
+#include <signal.h>
 
 #include "lab_runner.h"
+#include "loopback.h"
 
 static char launcher[600];
 
@@ -135,13 +134,9 @@ static void test_launcher_faults(void)
  * its own and waits (5 s at most) for the ps to close it. */
 static bool throw_at(int port, const void *bytes, size_t len)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval deadline = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    int fd = loopback_connect(port, 5);
     bool closed = false;
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && send(fd, bytes, len, MSG_NOSIGNAL) == (ssize_t)len) {
+    if (fd >= 0 && send(fd, bytes, len, MSG_NOSIGNAL) == (ssize_t)len) {
         char sink[4096];
         ssize_t n;
         while ((n = recv(fd, sink, sizeof sink, 0)) > 0)
@@ -150,40 +145,6 @@ static bool throw_at(int port, const void *bytes, size_t len)
     }
     close(fd);
     return closed;
-}
-
-/* Binds 127.0.0.1:port (0: any); returns the socket and sets *port, or -1. */
-static int bind_port(int *port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        close(fd);
-        return -1;
-    }
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
-/* A port P with P, P+1 and P+2 free now, for --base_port. */
-static int three_free_ports(void)
-{
-    for (int attempt = 0; attempt < 20; attempt++) {
-        int base = 0, fds[3] = {bind_port(&base), -1, -1}, free_ports = fds[0] >= 0;
-        for (int k = 1; k < 3 && free_ports == k; k++) {
-            int port = base + k;
-            fds[k] = bind_port(&port);
-            free_ports += fds[k] >= 0;
-        }
-        for (int k = 0; k < 3; k++)
-            if (fds[k] >= 0)
-                close(fds[k]);
-        if (free_ports == 3)
-            return base;
-    }
-    return 0;
 }
 
 /* Waits (polling, up to seconds) until path holds text; false on the deadline. */
@@ -200,17 +161,31 @@ static bool wait_for_text(const char *path, const char *text, int seconds)
     return false;
 }
 
+/* SIGTERM to the launcher whose pid the file holds, if it still runs: the
+ * launcher then stops every task it started. */
+static void stop_by_pid_file(const char *path)
+{
+    char *text = read_file(path);
+    pid_t pid = text ? (pid_t)atol(text) : 0;
+    free(text);
+    if (pid > 0 && kill(pid, 0) == 0)
+        kill(pid, SIGTERM);
+}
+
 static void test_bad_bytes_beside_training(void)
 {
-    char out[400], status[400], cmd[2400];
+    char out[400], status[400], pid_file[400], cmd[2400];
     snprintf(out, sizeof out, "%s/attacked.txt", tmp_dir);
     snprintf(status, sizeof status, "%s/attacked.status", tmp_dir);
-    int port = three_free_ports(); /* the ps at port, the workers at port+1, port+2 */
-    snprintf(cmd, sizeof cmd, "(timeout 300 %s --ps 1 --workers 2 --base_port %d --grace 20 --deadline 240 -- %s "
-             "--device /cpu:0 --train_steps 40 --batch_size 64 --max_examples 1024 --log_every 10 > %s 2>&1; "
-             "echo $? > %s) &", launcher, port, lab, out, status);
+    snprintf(pid_file, sizeof pid_file, "%s/attacked.pid", tmp_dir);
+    int port = loopback_free_ports(3); /* the ps at port, the workers at port+1, port+2 */
+    /* In the background, its pid kept: whatever happens below, it is stopped by pid. */
+    snprintf(cmd, sizeof cmd, "(sh -c 'echo $$ > %s; exec timeout 300 %s --ps 1 --workers 2 --base_port %d --grace 20 "
+             "--deadline 240 -- %s --device /cpu:0 --train_steps 40 --batch_size 64 --max_examples 1024 "
+             "--log_every 10' > %s 2>&1; echo $? > %s) &", pid_file, launcher, port, lab, out, status);
     if (system(cmd) != 0 || !wait_for_text(out, "worker 1: step 1,", 60)) {
         ok(false, "the cluster beside which bad bytes are thrown starts (waited 60 s for worker 1's first step)");
+        stop_by_pid_file(pid_file);
         return;
     }
     static const char http[] = "GET / HTTP/1.0\r\n\r\n";
@@ -221,6 +196,7 @@ static void test_bad_bytes_beside_training(void)
                  throw_at(port, huge, sizeof huge);
     ok(closed == 3, "the ps closes each of 3 bad connections while two workers train (%d closed)", closed);
     ok(wait_for_text(status, "\n", 240), "the cluster finishes (waited for the launcher's exit status)");
+    stop_by_pid_file(pid_file); /* nothing when it has finished; else the launcher stops its tasks */
     char *code = read_file(status);
     ok(code && atoi(code) == 0, "every task exited 0: the training beside the bad bytes was not disturbed");
     free(code);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lab_runner.h"
+#include "loopback.h"
 
 /* Each run of the launcher must end within this, or the test says so. */
 #define RUN_LIMIT_S 10.0
@@ -266,39 +267,9 @@ static void test_flags_reach_every_task(void)
     free_result(&r);
 }
 
-/* A socket listening on 127.0.0.1:port, or -1. */
-static int listen_on(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd >= 0 && (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 1) != 0)) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Three consecutive free ports below the usual ephemeral range, or 0. */
-static int free_port_run(void)
-{
-    for (int tries = 0; tries < 50; tries++) {
-        int base = 20000 + (int)((getpid() * 7919L + tries * 131L) % 10000);
-        int held = 0, fds[3];
-        while (held < 3 && (fds[held] = listen_on(base + held)) >= 0)
-            held++;
-        for (int i = 0; i < held; i++)
-            close(fds[i]);
-        if (held == 3)
-            return base;
-    }
-    return 0;
-}
-
 static void test_base_port(void)
 {
-    int base = free_port_run();
+    int base = loopback_free_ports(3);
     char args[600], want[200];
     snprintf(args, sizeof args, "--ps 1 --workers 2 --base_port %d sh %s ok", base, fake);
     launch_run r = run_launcher("", args);
@@ -312,7 +283,7 @@ static void test_base_port(void)
     }
     free_result(&r);
 
-    int busy = listen_on(base + 1);
+    int busy_port = base + 1, busy = loopback_bind(&busy_port, 1);
     r = run_launcher("", args);
     snprintf(want, sizeof want, "port %d (for worker0) is not free", base + 1);
     ok(busy >= 0 && r.status == 2 && strstr(r.out, want) && !strstr(r.out, ": pid "),

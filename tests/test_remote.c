@@ -9,17 +9,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
+#include "loopback.h"
 
 typedef struct {
     fl_graph *g;
@@ -83,8 +73,8 @@ static int train(model *m, const fl_cluster *cluster, int n, double *losses, fl_
 static void test_worker_against_ps(void)
 {
     char ps_hosts[64], worker_hosts[64];
-    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", free_port());
-    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d", free_port());
+    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", loopback_free_port());
+    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d", loopback_free_port());
     fl_cluster *ps_spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
     fl_cluster *worker_spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 0);
     fl_server *ps = fl_server_start(ps_spec, NULL);

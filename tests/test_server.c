@@ -12,33 +12,9 @@
 #include "tap.h"
 #include "flowlab.h"
 #include "dist/ps_client.h"
+#include "loopback.h"
 
 enum { GOOD_UPDATES = 300, WIDTH = 1000 };
-
-static int port_in_use_by_nobody(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static int connect_raw(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval deadline = {5, 0}; /* no read waits longer */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 /* What the server answered: the ERROR frame's text ("" if none), and
  * whether it then closed the connection. */
@@ -91,7 +67,7 @@ static answer read_answer(int fd)
 /* Sends bytes on a new connection and reads what comes back. */
 static answer throw_bytes(int port, const void *bytes, size_t len)
 {
-    int fd = connect_raw(port);
+    int fd = loopback_connect(port, 5);
     answer a = {"(no connection)", false};
     if (fd < 0)
         return a;
@@ -206,10 +182,10 @@ static void throw_everything(int port)
 static void test_bad_input_beside_a_good_worker(void)
 {
     char ps_hosts[64], worker_hosts[64];
-    int port = port_in_use_by_nobody();
+    int port = loopback_free_port();
     snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", port);
-    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d,127.0.0.1:%d", port_in_use_by_nobody(),
-             port_in_use_by_nobody());
+    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d,127.0.0.1:%d", loopback_free_port(),
+             loopback_free_port());
     fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
     FILE *log = tmpfile();
     fl_server_options options = {.log = log, .hello_timeout_s = 0.5};

@@ -80,6 +80,7 @@ static void free_server(fl_server *s)
     fl_ps_store_free(s->store);
     fl_wire_buf_free(&s->out);
     free(s->scratch);
+    free(s->message);
     free(s->worker_done);
     free(s->chief_done);
     pthread_mutex_destroy(&s->lock);
@@ -98,6 +99,7 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     s->log = o && o->log ? o->log : stderr;
     s->hello_timeout_s = o && o->hello_timeout_s > 0 ? o->hello_timeout_s : 10.0;
     s->store = fl_ps_store_new();
+    s->message = fl_xmalloc(sizeof *s->message);
     s->num_workers = fl_cluster_num_tasks(c, "worker");
     s->num_chiefs = fl_cluster_num_tasks(c, "chief");
     s->worker_done = fl_xcalloc((size_t)s->num_workers + 1, sizeof *s->worker_done);

@@ -242,7 +242,7 @@ static void serve_goodbye(fl_server_conn *c, uint32_t id)
 static void serve_frame(fl_server_conn *c, const fl_wire_frame *f)
 {
     char why[FL_WIRE_ERROR_LEN];
-    fl_wire_message *m = fl_xmalloc(sizeof *m); /* large (names, slots): not on the stack */
+    fl_wire_message *m = c->server->message;
     if (fl_wire_check_order(&c->order, f->type, why, sizeof why) != 0) {
         refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, why);
     } else if (fl_wire_parse(f, m, why, sizeof why) != 0) {
@@ -260,7 +260,6 @@ static void serve_frame(fl_server_conn *c, const fl_wire_frame *f)
         default: refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, "a reply sent to a server"); break;
         }
     }
-    free(m);
 }
 
 /* libevent calls this when at least the read watermark's bytes are in. */

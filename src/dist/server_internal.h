@@ -29,6 +29,7 @@ struct fl_server {
     fl_ps_store *store;   /* touched by the loop thread only */
     const fl_cluster *cluster;
     fl_wire_buf out;      /* the reply being built (loop thread only) */
+    fl_wire_message *message; /* the request being served (loop thread; large: names, slots) */
     void *scratch;        /* a received tensor in host order (loop thread only) */
     size_t scratch_cap;
     uint64_t applies;     /* updates applied so far: APPLIED's version */

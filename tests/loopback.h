@@ -1,0 +1,76 @@
+/* loopback.h: what the tests of chapter 3's tasks need from the network:
+ * ports on 127.0.0.1 that nothing uses, and a client socket whose reads
+ * give up after a deadline, so that a test never hangs on a peer. */
+#ifndef FLOWLAB_TESTS_LOOPBACK_H
+#define FLOWLAB_TESTS_LOOPBACK_H
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* A socket bound (and listening, when listening) on 127.0.0.1:*port (0:
+ * any port, which *port then receives), or -1 when the port is taken. */
+static inline int loopback_bind(int *port, int listening)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || (listening && listen(fd, 1) != 0) ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* A port nothing listens on now: the kernel's pick, released at once. */
+static inline int loopback_free_port(void)
+{
+    int port = 0, fd = loopback_bind(&port, 0);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* A port P with P .. P+count-1 all free now (for a launcher's --base_port),
+ * or 0. */
+static inline int loopback_free_ports(int count)
+{
+    for (int attempt = 0; attempt < 50; attempt++) {
+        int base = loopback_free_port(), held = 0, fds[16];
+        while (base > 0 && held < count && held < 16) {
+            int port = base + held;
+            if ((fds[held] = loopback_bind(&port, 0)) < 0)
+                break;
+            held++;
+        }
+        for (int i = 0; i < held; i++)
+            close(fds[i]);
+        if (held == count)
+            return base;
+    }
+    return 0;
+}
+
+/* A connection to 127.0.0.1:port whose reads give up after seconds, or -1. */
+static inline int loopback_connect(int port, int seconds)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval deadline = {seconds, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+#endif
