@@ -49,6 +49,17 @@ typedef struct {
 } fl_backend_tracing;
 
 /* The core every backend fills, then the optional groups. */
+/* Optional, for a device whose variables live in another process (a ps
+ * task): the saver and the readiness check ask it by name instead of
+ * copying the session's buffer, which only mirrors the last value read.
+ * has_value: 1, 0, or -1 on error. write: gives the variable a value
+ * whether or not it had one (a restore). Each waits for its answer. */
+typedef struct {
+    int (*has_value)(void *impl, const char *name);
+    int (*read)(void *impl, const char *name, void *host_dst, size_t bytes);
+    int (*write)(void *impl, const char *name, const fl_tensor *host_value);
+} fl_backend_variables;
+
 typedef struct fl_backend {
     const char *name; /* "host", "opencl", "cuda" */
     int (*device_count)(void);
@@ -70,6 +81,7 @@ typedef struct fl_backend {
     const char *(*why_unavailable)(void);
     fl_backend_marks marks;     /* optional */
     fl_backend_tracing tracing; /* optional */
+    fl_backend_variables variables; /* optional */
 } fl_backend;
 
 struct fl_device {

@@ -217,6 +217,17 @@ typedef struct fl_optimizer fl_optimizer;
 fl_optimizer *fl_gradient_descent_optimizer(float learning_rate);
 fl_optimizer *fl_momentum_optimizer(float learning_rate, float momentum, bool use_nesterov);
 fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, float epsilon);
+/* Chapter 4's SyncReplicasOptimizer: a new optimizer making opt's updates
+ * synchronous on the ps tasks. Each ps averages the first
+ * replicas_to_aggregate gradients for a step, applies them once, and drops
+ * any computed against an older step; the global step advances once per
+ * step, and each worker's train op waits for it (the "token"), so the next
+ * step reads the updated variables. total_num_replicas >=
+ * replicas_to_aggregate: the extra workers are backups. Use it with every
+ * worker, pass global_step to minimize/apply_gradients. On variables a
+ * process holds itself it behaves as opt. NULL after fl_set_error. */
+fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
+                                         int total_num_replicas);
 void fl_optimizer_free(fl_optimizer *opt);
 /* Builds the update ops (slot variables sit beside their variable) and, when
  * global_step is given, increments it after every update. Pairs with a NULL
@@ -461,6 +472,7 @@ typedef struct {
     uint64_t variable_bytes; /* held in variables (ps) */
     int variables;
     int goodbyes;            /* workers and chiefs that have finished */
+    uint64_t stale_updates;  /* synchronous updates dropped as stale (chapter 4) */
 } fl_server_stats;
 
 /* Starts the local task's server. NULL when it cannot listen (fl_last_error
@@ -477,6 +489,14 @@ void fl_server_get_stats(fl_server *server, fl_server_stats *out);
 int fl_cluster_say_goodbye(const fl_cluster *cluster);
 /* Bytes this process has sent to and received from other tasks so far. */
 void fl_remote_traffic(uint64_t *sent, uint64_t *received);
+/* Synchronous updates (chapter 4) this process sent that the ps tasks
+ * dropped as stale: computed against a step the others had finished. */
+uint64_t fl_remote_stale_updates(void);
+/* After a run failed because a task was lost (killed, restarted): connects
+ * again to every lost task, waiting for it with a line every few seconds up
+ * to FLOWLAB_TASK_DEADLINE. The number of tasks reconnected (0: none was
+ * lost), or -1 after fl_set_error naming the task that did not come back. */
+int fl_cluster_reconnect(const fl_cluster *cluster);
 /* The same for one task ("/job:ps/task:1"); 0 when this process has not
  * talked to it. */
 int fl_remote_task_traffic(const char *task, uint64_t *sent, uint64_t *received);

@@ -16,6 +16,7 @@ struct fl_optimizer {
     optimizer_kind kind;
     float learning_rate, momentum, beta1, beta2, epsilon;
     bool use_nesterov;
+    int replicas_to_aggregate, total_num_replicas; /* 0: updates run at once */
 };
 
 static fl_optimizer *new_optimizer(optimizer_kind kind, float learning_rate)
@@ -48,7 +49,37 @@ fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, f
     return opt;
 }
 
+/* SyncReplicasOptimizer: the same updates, each marked synchronous, so a
+ * ps holding the variable counts them toward the worker's step and runs
+ * the mean of the first replicas_to_aggregate once (src/dist/ps_sync.c).
+ * With total_num_replicas larger, the others are backups whose late
+ * updates are dropped. On variables a process holds itself the updates run
+ * at once, as there is nobody to wait for. */
+fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
+                                         int total_num_replicas)
+{
+    if (!opt || replicas_to_aggregate < 1 || replicas_to_aggregate > 65535 ||
+        total_num_replicas < replicas_to_aggregate) {
+        fl_set_error("fl_sync_replicas_optimizer: replicas_to_aggregate must be 1..65535 and at most "
+                     "total_num_replicas (got %d of %d)", replicas_to_aggregate, total_num_replicas);
+        return NULL;
+    }
+    fl_optimizer *sync = fl_xmalloc(sizeof *sync);
+    *sync = *opt;
+    sync->replicas_to_aggregate = replicas_to_aggregate;
+    sync->total_num_replicas = total_num_replicas;
+    return sync;
+}
+
 void fl_optimizer_free(fl_optimizer *opt) { free(opt); }
+
+/* Every state op the optimizer builds carries the mark (NULL passes through). */
+static fl_node *marked(const fl_optimizer *opt, fl_node *n)
+{
+    if (n)
+        n->attrs.replicas_to_aggregate = opt->replicas_to_aggregate;
+    return n;
+}
 
 static const char *optimizer_name(const fl_optimizer *opt)
 {
@@ -167,7 +198,7 @@ static int finish_adam(fl_optimizer *opt, fl_graph *g, fl_node *powers[2], fl_no
     for (int i = 0; i < 2; i++) {
         fl_node *next = fl_mul(g, powers[i], fl_scalar(g, betas[i], NULL), NULL);
         fl_device_scope_push_colocated(g, powers[i]);
-        finish[i] = fl_assign(g, powers[i], next, NULL);
+        finish[i] = marked(opt, fl_assign(g, powers[i], next, NULL));
         fl_device_pop(g);
     }
     fl_control_dependencies_pop(g);
@@ -202,7 +233,7 @@ static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var 
         if (opt->kind == ADAM && !(powers = powers_for(opt, g, scope, pairs[i].var, betas, &nbetas)))
             return NULL;
         fl_device_scope_push_colocated(g, pairs[i].var);
-        ops[nops] = update_op(opt, g, pairs[i].var, pairs[i].grad, powers);
+        ops[nops] = marked(opt, update_op(opt, g, pairs[i].var, pairs[i].grad, powers));
         fl_device_pop(g);
         if (!ops[nops++])
             return NULL;
@@ -214,7 +245,7 @@ static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var 
         if (finish_adam(opt, g, betas[k].powers, ops, nupdates, ops + nops) != 0)
             return NULL;
     if (global_step) {
-        ops[nops] = increment_step(g, global_step, ops, nops);
+        ops[nops] = marked(opt, increment_step(g, global_step, ops, nops));
         if (!ops[nops++])
             return NULL;
     }

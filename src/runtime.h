@@ -71,6 +71,7 @@ typedef struct {
     fl_dtype dtype;                       /* Cast */
     float learning_rate, momentum, beta1, beta2, epsilon;
     bool use_nesterov;
+    int replicas_to_aggregate;            /* Apply*, Assign*: >0 on a ps, a synchronous update */
 } fl_attrs;
 
 struct fl_node {

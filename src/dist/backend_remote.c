@@ -108,6 +108,29 @@ static fl_wire_optimizer_args optimizer_args(const fl_node *n, fl_tensor *const 
     return o;
 }
 
+// [book:send_sync]
+/* A synchronous update (chapter 4): counted toward this worker's step. The
+ * global step's increment is followed by a WAIT_STEP, so the run ends only
+ * when the step is over: the next run reads the updated variables. */
+static uint32_t send_sync(fl_ps_client *c, const fl_node *n, fl_tensor *const *in, const char *name,
+                          const fl_tensor *last)
+{
+    fl_wire_sync sync = {fl_remote_sync_step(), (uint32_t)n->attrs.replicas_to_aggregate};
+    if (n->op == FL_OP_ASSIGN)
+        return fl_ps_client_sync_assignment(c, FL_WIRE_SYNC_ASSIGN, &sync, name, last);
+    if (n->op == FL_OP_APPLY_GRADIENT_DESCENT || n->op == FL_OP_APPLY_MOMENTUM || n->op == FL_OP_APPLY_ADAM) {
+        fl_wire_optimizer_args o = optimizer_args(n, in);
+        return fl_ps_client_sync_apply(c, &sync, name, &o, last);
+    }
+    if (!fl_ps_client_sync_assignment(c, FL_WIRE_SYNC_ASSIGN_ADD, &sync, name, last))
+        return 0;
+    uint32_t token = fl_ps_client_wait_step(c, name, FL_WIRE_STEP_UNKNOWN, fl_remote_sync_token_buffer());
+    if (token)
+        fl_remote_sync_expect_token(c, token);
+    return token;
+}
+// [end:send_sync]
+
 // [book:send_op]
 static uint32_t send_op(fl_ps_client *c, const fl_node *n, fl_tensor *const *in, fl_tensor *out)
 {
@@ -120,6 +143,8 @@ static uint32_t send_op(fl_ps_client *c, const fl_node *n, fl_tensor *const *in,
     fl_tensor last = staged(in[n->ninputs - 1]);
     if (n->op == FL_OP_ASSIGN && n->inputs[0]->initializer == n)
         return fl_ps_client_init(c, var->name, &last, NULL);
+    if (n->attrs.replicas_to_aggregate > 0)
+        return send_sync(c, n, in, var->name, &last);
     if (n->op == FL_OP_ASSIGN)
         return fl_ps_client_assign(c, var->name, &last);
     if (n->op == FL_OP_ASSIGN_ADD) /* the reply is the sum: the new global step */
@@ -140,6 +165,37 @@ static int remote_wait(void *impl)
 {
     fl_ps_client *c = fl_remote_client(impl);
     return fl_ps_client_wait(c, fl_ps_client_last_id(c));
+}
+
+/* ---- variables by name: the saver and the readiness check ---- */
+
+static int remote_has_value(void *impl, const char *name)
+{
+    fl_ps_client *c = fl_remote_client(impl);
+    bool has = false;
+    uint32_t id = fl_ps_client_is_initialized(c, name, &has);
+    return id && fl_ps_client_wait(c, id) == 0 ? has : -1;
+}
+
+static int remote_read(void *impl, const char *name, void *host_dst, size_t bytes)
+{
+    fl_ps_client *c = fl_remote_client(impl);
+    uint32_t id = fl_ps_client_pull(c, name, host_dst, bytes);
+    return id && fl_ps_client_wait(c, id) == 0 ? 0 : -1;
+}
+
+/* The first value if it has none (INIT_VARIABLE), else an ASSIGN. */
+static int remote_write(void *impl, const char *name, const fl_tensor *value)
+{
+    fl_ps_client *c = fl_remote_client(impl);
+    bool already = false;
+    uint32_t id = fl_ps_client_init(c, name, value, &already);
+    if (!id || fl_ps_client_wait(c, id) != 0)
+        return -1;
+    if (!already)
+        return 0;
+    id = fl_ps_client_assign(c, name, value);
+    return id && fl_ps_client_wait(c, id) == 0 ? 0 : -1;
 }
 
 static const char *remote_why_unavailable(void)
@@ -191,5 +247,10 @@ const fl_backend fl_remote_backend = {
         .reached = remote_reached,
         .copy_out_now = remote_copy_out,
         .release_mark = remote_release_mark,
+    },
+    .variables = {
+        .has_value = remote_has_value,
+        .read = remote_read,
+        .write = remote_write,
     },
 };

@@ -5,6 +5,8 @@
  * buffers and wakes whoever waits. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -19,6 +21,7 @@ typedef struct {
     void *dst;         /* a VALUE reply's data goes here */
     size_t bytes;
     bool *already;     /* an INIT_DONE reply's flag goes here */
+    char name[48];     /* the variable, for "waiting for" lines */
 } pending_request;
 
 struct fl_ps_client {
@@ -37,6 +40,11 @@ struct fl_ps_client {
     bool broken, closing;
     char broken_why[FL_WIRE_ERROR_LEN + 64];
     uint64_t sent, received;
+    uint64_t stale_updates;    /* SYNC_DONE replies that said DROPPED */
+    /* For waits: the deadline and where "waiting for" lines go. */
+    double deadline_s, log_every_s;
+    FILE *log;
+    char log_prefix[64];
 };
 
 static int write_all(int fd, const unsigned char *p, size_t len)
@@ -100,6 +108,8 @@ static void complete(fl_ps_client *c, const fl_wire_message *m)
             fl_wire_tensor_read(&m->u.named.tensor, p->dst);
     } else if (m->type == FL_WIRE_INIT_DONE && p->already) {
         *p->already = m->u.already_initialized;
+    } else if (m->type == FL_WIRE_SYNC_DONE && m->u.outcome == FL_WIRE_SYNC_DROPPED) {
+        c->stale_updates++;
     }
     c->completed = p->id;
     c->head = (c->head + 1) % c->capacity;
@@ -168,7 +178,7 @@ static void *read_replies(void *client)
 /* Queues the request the encoder put in c->out, then sends it: queued first,
  * so the reply cannot come before its entry. Call with send_lock held. */
 static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
-                             bool *already)
+                             bool *already, const char *name)
 {
     pthread_mutex_lock(&c->lock);
     if (c->broken) {
@@ -186,7 +196,9 @@ static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, vo
         c->head = 0;
         c->capacity = capacity;
     }
-    c->queue[(c->head + c->count++) % c->capacity] = (pending_request){id, type, dst, bytes, already};
+    pending_request *p = &c->queue[(c->head + c->count++) % c->capacity];
+    *p = (pending_request){id, type, dst, bytes, already, ""};
+    snprintf(p->name, sizeof p->name, "%s", name ? name : "");
     c->sent += c->out.len;
     pthread_mutex_unlock(&c->lock);
     int rc = write_all(c->fd, c->out.data, c->out.len);
@@ -210,13 +222,13 @@ static uint32_t begin_request(fl_ps_client *c)
 }
 
 static uint32_t finish_request(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst,
-                               size_t bytes, bool *already)
+                               size_t bytes, bool *already, const char *name)
 {
     uint32_t sent = 0;
     if (encoded != 0)
         fl_set_error("%s: %s", c->who, c->out.error);
     else
-        sent = send_request(c, id, type, dst, bytes, already);
+        sent = send_request(c, id, type, dst, bytes, already, name);
     pthread_mutex_unlock(&c->send_lock);
     return sent;
 }
@@ -225,21 +237,21 @@ uint32_t fl_ps_client_init(fl_ps_client *c, const char *name, const fl_tensor *v
 {
     uint32_t id = begin_request(c);
     int rc = fl_wire_put_init_variable(&c->out, id, name, value);
-    return finish_request(c, rc, id, FL_WIRE_INIT_VARIABLE, NULL, 0, already);
+    return finish_request(c, rc, id, FL_WIRE_INIT_VARIABLE, NULL, 0, already, name);
 }
 
 uint32_t fl_ps_client_pull(fl_ps_client *c, const char *name, void *dst, size_t bytes)
 {
     uint32_t id = begin_request(c);
     int rc = fl_wire_put_pull(&c->out, id, name);
-    return finish_request(c, rc, id, FL_WIRE_PULL, dst, bytes, NULL);
+    return finish_request(c, rc, id, FL_WIRE_PULL, dst, bytes, NULL, name);
 }
 
 uint32_t fl_ps_client_assign(fl_ps_client *c, const char *name, const fl_tensor *value)
 {
     uint32_t id = begin_request(c);
     int rc = fl_wire_put_assign(&c->out, id, name, value);
-    return finish_request(c, rc, id, FL_WIRE_ASSIGN, NULL, 0, NULL);
+    return finish_request(c, rc, id, FL_WIRE_ASSIGN, NULL, 0, NULL, name);
 }
 
 uint32_t fl_ps_client_assign_add(fl_ps_client *c, const char *name, const fl_tensor *delta, void *dst,
@@ -247,7 +259,7 @@ uint32_t fl_ps_client_assign_add(fl_ps_client *c, const char *name, const fl_ten
 {
     uint32_t id = begin_request(c);
     int rc = fl_wire_put_assign_add(&c->out, id, name, delta);
-    return finish_request(c, rc, id, FL_WIRE_ASSIGN_ADD, dst, bytes, NULL);
+    return finish_request(c, rc, id, FL_WIRE_ASSIGN_ADD, dst, bytes, NULL, name);
 }
 
 uint32_t fl_ps_client_apply(fl_ps_client *c, const char *name, const fl_wire_optimizer_args *opt,
@@ -255,7 +267,53 @@ uint32_t fl_ps_client_apply(fl_ps_client *c, const char *name, const fl_wire_opt
 {
     uint32_t id = begin_request(c);
     int rc = fl_wire_put_apply(&c->out, id, name, opt, grad);
-    return finish_request(c, rc, id, FL_WIRE_APPLY, NULL, 0, NULL);
+    return finish_request(c, rc, id, FL_WIRE_APPLY, NULL, 0, NULL, name);
+}
+
+uint32_t fl_ps_client_sync_apply(fl_ps_client *c, const fl_wire_sync *sync, const char *name,
+                                 const fl_wire_optimizer_args *opt, const fl_tensor *grad)
+{
+    uint32_t id = begin_request(c);
+    int rc = fl_wire_put_sync_apply(&c->out, id, sync, name, opt, grad);
+    return finish_request(c, rc, id, FL_WIRE_SYNC_APPLY, NULL, 0, NULL, name);
+}
+
+uint32_t fl_ps_client_sync_assignment(fl_ps_client *c, fl_wire_type type, const fl_wire_sync *sync,
+                                      const char *name, const fl_tensor *value)
+{
+    uint32_t id = begin_request(c);
+    int rc = fl_wire_put_sync_assignment(&c->out, type, id, sync, name, value);
+    return finish_request(c, rc, id, type, NULL, 0, NULL, name);
+}
+
+uint32_t fl_ps_client_wait_step(fl_ps_client *c, const char *name, uint64_t step, void *dst)
+{
+    uint32_t id = begin_request(c);
+    int rc = fl_wire_put_wait_step(&c->out, id, name, step);
+    return finish_request(c, rc, id, FL_WIRE_WAIT_STEP, dst, 4, NULL, name);
+}
+
+uint32_t fl_ps_client_is_initialized(fl_ps_client *c, const char *name, bool *has_value)
+{
+    uint32_t id = begin_request(c);
+    int rc = fl_wire_put_is_initialized(&c->out, id, name);
+    return finish_request(c, rc, id, FL_WIRE_IS_INITIALIZED, NULL, 0, has_value, name);
+}
+
+uint64_t fl_ps_client_stale_updates(fl_ps_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    uint64_t n = c->stale_updates;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+bool fl_ps_client_broken(fl_ps_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool broken = c->broken;
+    pthread_mutex_unlock(&c->lock);
+    return broken;
 }
 
 uint32_t fl_ps_client_last_id(fl_ps_client *c)
@@ -274,11 +332,65 @@ int fl_ps_client_done(fl_ps_client *c, uint32_t id)
     return done;
 }
 
+/* "WAIT_STEP global_step": what the oldest unanswered request is. Lock held. */
+static void describe_awaited(const fl_ps_client *c, char *out, size_t len)
+{
+    const pending_request *p = &c->queue[c->head];
+    if (c->count == 0)
+        snprintf(out, len, "a reply");
+    else if (p->type == FL_WIRE_WAIT_STEP)
+        snprintf(out, len, "the other replicas to finish the step (%s on it)", p->name);
+    else
+        snprintf(out, len, "the answer to %s %s", fl_wire_type_name(p->type), p->name);
+}
+
+/* Sleeps on the reply condition until `until` (a CLOCK_REALTIME second). */
+static void wait_until(fl_ps_client *c, double until)
+{
+    struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+    pthread_cond_timedwait(&c->replied, &c->lock, &ts);
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Waits for the replies up to id, saying so every few seconds; false at the deadline. Lock held. */
+static bool wait_with_deadline(fl_ps_client *c, uint32_t id)
+{
+    double start = wall_now(), next_line = start + c->log_every_s;
+    while (c->completed < id && !c->broken) {
+        double now = wall_now();
+        char what[128];
+        if (now - start >= c->deadline_s) {
+            describe_awaited(c, what, sizeof what);
+            snprintf(c->broken_why, sizeof c->broken_why, "gave up after %.0f s waiting for %s from %s "
+                     "(FLOWLAB_TASK_DEADLINE)", now - start, what, c->who);
+            return false;
+        }
+        if (now >= next_line) {
+            describe_awaited(c, what, sizeof what);
+            fprintf(c->log, "%s: waiting for %s from %s (%.0f s so far)\n", c->log_prefix, what, c->who,
+                    now - start);
+            fflush(c->log);
+            next_line = now + c->log_every_s;
+        }
+        wait_until(c, next_line < start + c->deadline_s ? next_line : start + c->deadline_s);
+    }
+    return true;
+}
+
 int fl_ps_client_wait(fl_ps_client *c, uint32_t id)
 {
     pthread_mutex_lock(&c->lock);
-    while (c->completed < id && !c->broken)
-        pthread_cond_wait(&c->replied, &c->lock);
+    if (!wait_with_deadline(c, id)) {
+        fl_set_error("%s", c->broken_why);
+        pthread_mutex_unlock(&c->lock);
+        return -1;
+    }
     int rc = 0;
     if (c->error_id && c->error_id <= id) { /* reported once, to the first who waits past it */
         fl_set_error("%s", c->error);
@@ -325,13 +437,29 @@ static int say_hello(fl_ps_client *c, const char *my_job, int my_task)
     return rc;
 }
 
+static void keep_wait_options(fl_ps_client *c, const fl_connect_options *where)
+{
+    c->deadline_s = where->deadline_s > 0 ? where->deadline_s : 120;
+    c->log_every_s = where->log_every_s > 0 ? where->log_every_s : 5;
+    c->log = where->log ? where->log : stderr;
+    snprintf(c->log_prefix, sizeof c->log_prefix, "%s", where->log_prefix ? where->log_prefix : "worker");
+}
+
 fl_ps_client *fl_ps_client_open(const fl_connect_options *where, const char *my_job, int my_task)
+{
+    return fl_ps_client_reopen(where, my_job, my_task, 0);
+}
+
+fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *my_job, int my_task,
+                                  uint32_t first_id)
 {
     int fd = fl_connect_with_retry(where);
     if (fd < 0)
         return NULL;
     fl_ps_client *c = fl_xcalloc(1, sizeof *c);
     c->fd = fd;
+    c->next_id = c->completed = first_id;
+    keep_wait_options(c, where);
     snprintf(c->who, sizeof c->who, "%s", where->who);
     pthread_mutex_init(&c->send_lock, NULL);
     pthread_mutex_init(&c->lock, NULL);
@@ -352,7 +480,7 @@ int fl_ps_client_goodbye(fl_ps_client *c)
 {
     uint32_t id = begin_request(c);
     int rc = fl_wire_put_goodbye(&c->out, id);
-    id = finish_request(c, rc, id, FL_WIRE_GOODBYE, NULL, 0, NULL);
+    id = finish_request(c, rc, id, FL_WIRE_GOODBYE, NULL, 0, NULL, NULL);
     return id ? fl_ps_client_wait(c, id) : -1;
 }
 

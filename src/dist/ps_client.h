@@ -13,6 +13,11 @@ typedef struct fl_ps_client fl_ps_client;
 /* Connects (waiting for the task as connect.h does) and says HELLO as
  * /job:my_job/task:my_task. NULL after fl_set_error. */
 fl_ps_client *fl_ps_client_open(const fl_connect_options *where, const char *my_job, int my_task);
+/* The same, numbering requests from first_id + 1: a connection made again
+ * after one was lost goes on from the old one's ids, so no mark taken
+ * before can be mistaken for a request of the new one. */
+fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *my_job, int my_task,
+                                  uint32_t first_id);
 /* Says GOODBYE (this worker has finished) and waits for the answer. */
 int fl_ps_client_goodbye(fl_ps_client *c);
 void fl_ps_client_close(fl_ps_client *c);
@@ -29,14 +34,33 @@ uint32_t fl_ps_client_assign_add(fl_ps_client *c, const char *name, const fl_ten
 uint32_t fl_ps_client_apply(fl_ps_client *c, const char *name, const fl_wire_optimizer_args *opt,
                             const fl_tensor *grad);
 
+/* Synchronous replicas (chapter 4): updates counted toward sync->step; the
+ * reply says whether the update ran, was held, or was dropped as stale
+ * (fl_ps_client_stale_updates counts those). type: FL_WIRE_SYNC_ASSIGN or
+ * FL_WIRE_SYNC_ASSIGN_ADD. */
+uint32_t fl_ps_client_sync_apply(fl_ps_client *c, const fl_wire_sync *sync, const char *name,
+                                 const fl_wire_optimizer_args *opt, const fl_tensor *grad);
+uint32_t fl_ps_client_sync_assignment(fl_ps_client *c, fl_wire_type type, const fl_wire_sync *sync,
+                                      const char *name, const fl_tensor *value);
+/* Answered when the int32 variable's value differs from step (the value
+ * lands in dst, 4 bytes). FL_WIRE_STEP_UNKNOWN: the step this connection's
+ * last SYNC_ASSIGN_ADD was counted toward. */
+uint32_t fl_ps_client_wait_step(fl_ps_client *c, const char *name, uint64_t step, void *dst);
+/* Whether the variable has a value on the task: *has_value set when done. */
+uint32_t fl_ps_client_is_initialized(fl_ps_client *c, const char *name, bool *has_value);
+uint64_t fl_ps_client_stale_updates(fl_ps_client *c);
+/* True once the connection is lost: requests fail until a new one is made. */
+bool fl_ps_client_broken(fl_ps_client *c);
+
 /* The id of the last request sent (0: none yet). */
 uint32_t fl_ps_client_last_id(fl_ps_client *c);
 /* 1 when the replies up to id have come, 0 when not yet, -1 when the
  * connection was lost before they came. */
 int fl_ps_client_done(fl_ps_client *c, uint32_t id);
-/* Blocks until the replies up to id have come. 0, or -1 after fl_set_error
- * with the first error a request up to id got (the ps's message, naming
- * the task) or the lost connection. */
+/* Blocks until the replies up to id have come, with a line every few
+ * seconds saying what it waits for, and up to the task deadline. 0, or -1
+ * after fl_set_error with the first error a request up to id got (the ps's
+ * message, naming the task), the lost connection, or the deadline. */
 int fl_ps_client_wait(fl_ps_client *c, uint32_t id);
 /* Bytes sent and received so far, for the lab's "bytes moved per step". */
 void fl_ps_client_traffic(fl_ps_client *c, uint64_t *sent, uint64_t *received);

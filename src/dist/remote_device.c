@@ -14,6 +14,16 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static fl_device devices[MAX_REMOTE_TASKS];
 static fl_remote_task tasks[MAX_REMOTE_TASKS];
 static int count;
+static uint64_t stale_of_lost; /* stale updates counted on connections since lost */
+
+/* Synchronous replicas: the step this worker is at, learnt from the token
+ * (a WAIT_STEP's answer) the last step ended with. Under lock. */
+static struct {
+    uint64_t step;
+    fl_ps_client *token_client;
+    uint32_t token_id;
+    int32_t token_value;
+} sync_state = {FL_WIRE_STEP_UNKNOWN, NULL, 0, 0};
 
 static double task_deadline_s(void)
 {
@@ -22,14 +32,84 @@ static double task_deadline_s(void)
     return seconds > 0 ? seconds : 120;
 }
 
-static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who)
+static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who,
+                                uint32_t first_id)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s %d", fl_cluster_job_name(c), fl_cluster_task_index(c));
     fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
                             .port = fl_cluster_task_port(c, job, task), .deadline_s = task_deadline_s(),
                             .log_prefix = prefix};
-    return fl_ps_client_open(&o, fl_cluster_job_name(c), fl_cluster_task_index(c));
+    return fl_ps_client_reopen(&o, fl_cluster_job_name(c), fl_cluster_task_index(c), first_id);
+}
+
+/* A lost connection made again; the worker's step is unknown until the
+ * next token, since the task may have been restarted and restored. */
+static fl_ps_client *reconnect(fl_remote_task *t)
+{
+    fprintf(stderr, "%s %d: lost %s; connecting again\n", fl_cluster_job_name(t->cluster),
+            fl_cluster_task_index(t->cluster), t->who);
+    uint32_t last = fl_ps_client_last_id(t->client);
+    fl_ps_client *fresh = connect_to(t->cluster, t->job, t->task, t->who, last);
+    if (!fresh)
+        return NULL;
+    stale_of_lost += fl_ps_client_stale_updates(t->client);
+    if (sync_state.token_client == t->client)
+        sync_state.token_client = NULL;
+    sync_state.step = FL_WIRE_STEP_UNKNOWN;
+    fl_ps_client_close(t->client);
+    t->client = fresh;
+    return fresh;
+}
+
+/* Between runs, never inside one: a run whose requests were lost must
+ * fail, not go on over a new connection as if nothing happened. */
+int fl_cluster_reconnect(const fl_cluster *c)
+{
+    (void)c; /* every task this process talks to is in its one cluster */
+    int made = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < count && made >= 0; i++) {
+        if (!fl_ps_client_broken(tasks[i].client))
+            continue;
+        made = reconnect(&tasks[i]) ? made + 1 : -1;
+    }
+    pthread_mutex_unlock(&lock);
+    return made;
+}
+
+uint64_t fl_remote_sync_step(void)
+{
+    pthread_mutex_lock(&lock);
+    fl_ps_client *c = sync_state.token_client;
+    uint32_t id = sync_state.token_id;
+    pthread_mutex_unlock(&lock);
+    /* The token came before the run that asked for it ended; this is quick. */
+    int rc = c ? fl_ps_client_wait(c, id) : -1;
+    pthread_mutex_lock(&lock);
+    if (c && sync_state.token_client == c && sync_state.token_id == id) {
+        sync_state.step = rc == 0 ? (uint64_t)(sync_state.token_value < 0 ? 0 : sync_state.token_value)
+                                  : FL_WIRE_STEP_UNKNOWN;
+        sync_state.token_client = NULL;
+    }
+    uint64_t step = sync_state.step;
+    pthread_mutex_unlock(&lock);
+    return step;
+}
+
+void fl_remote_sync_expect_token(fl_ps_client *c, uint32_t id)
+{
+    pthread_mutex_lock(&lock);
+    sync_state.token_client = c;
+    sync_state.token_id = id;
+    pthread_mutex_unlock(&lock);
+}
+
+/* Where a token's value lands (the reader thread writes it before the
+ * reply counts as done, and it is read only after waiting for that). */
+void *fl_remote_sync_token_buffer(void)
+{
+    return &sync_state.token_value;
 }
 
 static fl_device *find(const char *who)
@@ -49,10 +129,13 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
     if (!d && count == MAX_REMOTE_TASKS)
         fl_set_error("%s: this process already talks to %d tasks, the most it can", who, MAX_REMOTE_TASKS);
     if (!d && count < MAX_REMOTE_TASKS) {
-        fl_ps_client *client = connect_to(c, job, task, who);
+        fl_ps_client *client = connect_to(c, job, task, who, 0);
         if (client) {
             fl_remote_task *t = &tasks[count];
             snprintf(t->who, sizeof t->who, "%s", who);
+            snprintf(t->job, sizeof t->job, "%s", job);
+            t->task = task;
+            t->cluster = c;
             t->client = client;
             d = &devices[count++];
             *d = (fl_device){.backend = &fl_remote_backend, .impl = t, .index = task};
@@ -68,13 +151,16 @@ int fl_cluster_say_goodbye(const fl_cluster *c)
     int rc = 0, num_ps = fl_cluster_num_tasks(c, "ps");
     for (int task = 0; task < num_ps; task++) { /* also those this worker never used */
         fl_device *d = fl_remote_device(c, "ps", task);
-        if (!d || fl_ps_client_goodbye(fl_remote_client(d->impl)) != 0)
+        fl_ps_client *client = d ? fl_remote_client(d->impl) : NULL;
+        if (!client || fl_ps_client_goodbye(client) != 0)
             rc = -1;
     }
     pthread_mutex_lock(&lock);
     for (int i = 0; i < count; i++)
         fl_ps_client_close(tasks[i].client);
     count = 0;
+    sync_state.token_client = NULL;
+    sync_state.step = FL_WIRE_STEP_UNKNOWN;
     pthread_mutex_unlock(&lock);
     return rc;
 }
@@ -95,6 +181,16 @@ int fl_remote_task_traffic(const char *task, uint64_t *sent, uint64_t *received)
     }
     pthread_mutex_unlock(&lock);
     return found;
+}
+
+uint64_t fl_remote_stale_updates(void)
+{
+    pthread_mutex_lock(&lock);
+    uint64_t n = stale_of_lost;
+    for (int i = 0; i < count; i++)
+        n += fl_ps_client_stale_updates(tasks[i].client);
+    pthread_mutex_unlock(&lock);
+    return n;
 }
 
 void fl_remote_traffic(uint64_t *sent, uint64_t *received)

@@ -17,9 +17,22 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task);
 /* A remote device's impl: the task and the connection to it. */
 typedef struct {
     char who[64]; /* "/job:ps/task:0" */
+    char job[32];
+    int task;
+    const fl_cluster *cluster;
     fl_ps_client *client;
 } fl_remote_task;
 
 static inline fl_ps_client *fl_remote_client(void *impl) { return ((fl_remote_task *)impl)->client; }
+
+/* ---- synchronous replicas: this worker's step ----
+ * The global step its variables were read at, which every synchronous
+ * update carries (FL_WIRE_STEP_UNKNOWN until it is known: the first step,
+ * and after a connection was lost). */
+uint64_t fl_remote_sync_step(void);
+/* The step will be the value a WAIT_STEP request `id` on c brings back. */
+void fl_remote_sync_expect_token(fl_ps_client *c, uint32_t id);
+/* Where the token's value lands: give it to fl_ps_client_wait_step. */
+void *fl_remote_sync_token_buffer(void);
 
 #endif

@@ -77,6 +77,7 @@ static void free_server(fl_server *s)
         evconnlistener_free(s->listener);
     if (s->base)
         event_base_free(s->base);
+    fl_ps_sync_free(s->sync);
     fl_ps_store_free(s->store);
     fl_wire_buf_free(&s->out);
     free(s->scratch);
@@ -99,6 +100,7 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     s->log = o && o->log ? o->log : stderr;
     s->hello_timeout_s = o && o->hello_timeout_s > 0 ? o->hello_timeout_s : 10.0;
     s->store = fl_ps_store_new();
+    s->sync = fl_ps_sync_new(s->store);
     s->message = fl_xmalloc(sizeof *s->message);
     s->num_workers = fl_cluster_num_tasks(c, "worker");
     s->num_chiefs = fl_cluster_num_tasks(c, "chief");

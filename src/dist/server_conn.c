@@ -15,18 +15,6 @@
 
 #include "server_internal.h"
 
-typedef struct fl_server_conn {
-    fl_server *server;
-    struct bufferevent *bev;
-    fl_wire_conn order;
-    char peer[80]; /* "127.0.0.1:40312" */
-    char who[64];  /* "/job:worker/task:1" once it said HELLO */
-    char job[FL_WIRE_MAX_NAME + 1];
-    int task;
-    bool said_goodbye;
-    struct fl_server_conn *next;
-} fl_server_conn;
-
 static void log_line(const fl_server_conn *c, const char *what, const char *detail)
 {
     fl_server *s = c->server;
@@ -47,6 +35,7 @@ static void unlink_conn(fl_server_conn *c)
 static void free_conn(fl_server_conn *c)
 {
     unlink_conn(c);
+    fl_server_forget_waits(c);
     bufferevent_free(c->bev);
     free(c);
 }
@@ -66,7 +55,7 @@ void fl_server_close_all(fl_server *s)
 }
 
 /* Sends what s->out holds to this connection and empties it. */
-static void send_out(fl_server_conn *c)
+void fl_server_send_out(fl_server_conn *c)
 {
     fl_server *s = c->server;
     bufferevent_write(c->bev, s->out.data, s->out.len);
@@ -82,13 +71,14 @@ static void close_when_sent(struct bufferevent *bev, void *conn)
 
 /* Bad input: an ERROR frame if the stream allows one, a log line, then the
  * connection closes once the error is sent. */
-static void refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why)
+void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why)
 {
     fl_server *s = c->server;
     log_line(c, "closing", why);
     fl_server_count(s, &s->stats.bad_frames, 1);
     fl_wire_put_error(&s->out, id, code, why);
-    send_out(c);
+    fl_server_send_out(c);
+    c->closing = true;
     bufferevent_disable(c->bev, EV_READ);
     bufferevent_setcb(c->bev, NULL, close_when_sent, NULL, c);
 }
@@ -98,7 +88,7 @@ static void refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, cons
 static void answer_error(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why)
 {
     fl_wire_put_error(&c->server->out, id, code, why);
-    send_out(c);
+    fl_server_send_out(c);
 }
 
 static fl_tensor tensor_from_wire(const fl_wire_tensor *w, void *data)
@@ -116,7 +106,7 @@ static void update_store_stats(fl_server *s)
 }
 
 /* A received tensor, copied into the server's scratch in host order. */
-static fl_tensor received(fl_server *s, const fl_wire_tensor *w)
+fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w)
 {
     if (w->bytes > s->scratch_cap) {
         s->scratch = fl_xrealloc(s->scratch, w->bytes);
@@ -131,35 +121,37 @@ static void serve_hello(fl_server_conn *c, uint32_t id, const fl_wire_hello *h)
     char why[FL_WIRE_ERROR_LEN];
     if (h->version != FL_WIRE_VERSION) {
         snprintf(why, sizeof why, "HELLO: protocol version %u; this server speaks %u", h->version, FL_WIRE_VERSION);
-        return refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
+        return fl_server_refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
     }
     if ((int)h->task_index >= fl_cluster_num_tasks(s->cluster, h->job)) {
         snprintf(why, sizeof why, "HELLO from /job:%s/task:%u, which is not in this cluster spec", h->job,
                  h->task_index);
-        return refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
+        return fl_server_refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
     }
     snprintf(c->job, sizeof c->job, "%s", h->job);
     c->task = (int)h->task_index;
     snprintf(c->who, sizeof c->who, "(/job:%s/task:%d)", c->job, c->task);
     bufferevent_set_timeouts(c->bev, NULL, NULL); /* a worker may compute for long between requests */
     fl_wire_put_hello_ok(&s->out, id, s->job, (uint32_t)s->task);
-    send_out(c);
+    fl_server_send_out(c);
 }
 
 static void serve_init(fl_server_conn *c, uint32_t id, const fl_wire_named_tensor *m)
 {
     fl_server *s = c->server;
-    fl_tensor value = received(s, &m->tensor);
+    fl_tensor value = fl_server_received(s, &m->tensor);
     char why[FL_WIRE_ERROR_LEN];
     int rc = fl_ps_store_init(s->store, m->name, &value, why, sizeof why);
     if (rc < 0)
-        return refuse(c, id, FL_WIRE_E_MISMATCH, why);
+        return fl_server_refuse(c, id, FL_WIRE_E_MISMATCH, why);
+    if (rc == 1)
+        fl_ps_sync_reset(s->sync, m->name);
     update_store_stats(s);
     fl_wire_put_init_done(&s->out, id, rc == 0);
-    send_out(c);
+    fl_server_send_out(c);
 }
 
-static bool answer_if_missing(fl_server_conn *c, uint32_t id, const char *name)
+bool fl_server_answer_if_missing(fl_server_conn *c, uint32_t id, const char *name)
 {
     if (fl_ps_store_get(c->server->store, name))
         return false;
@@ -172,13 +164,13 @@ static bool answer_if_missing(fl_server_conn *c, uint32_t id, const char *name)
 
 static void serve_pull(fl_server_conn *c, uint32_t id, const char *name)
 {
-    if (answer_if_missing(c, id, name))
+    if (fl_server_answer_if_missing(c, id, name))
         return;
     fl_wire_put_value(&c->server->out, id, name, fl_ps_store_get(c->server->store, name));
-    send_out(c);
+    fl_server_send_out(c);
 }
 
-static fl_op_kind apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs)
+fl_op_kind fl_server_apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs)
 {
     *attrs = (fl_attrs){.learning_rate = o->learning_rate, .momentum = o->momentum,
                         .use_nesterov = o->use_nesterov, .beta1 = o->beta1, .beta2 = o->beta2,
@@ -195,35 +187,38 @@ static void serve_apply(fl_server_conn *c, uint32_t id, const fl_wire_apply *a)
     for (int i = 0; i < a->opt.nslots; i++)
         vars[1 + i] = a->opt.slots[i];
     for (int i = 0; i <= a->opt.nslots; i++)
-        if (answer_if_missing(c, id, vars[i]))
+        if (fl_server_answer_if_missing(c, id, vars[i]))
             return;
     fl_attrs attrs;
-    fl_op_kind op = apply_op(a->opt.kind, &a->opt, &attrs);
-    fl_tensor grad = received(s, &a->grad);
+    fl_op_kind op = fl_server_apply_op(a->opt.kind, &a->opt, &attrs);
+    fl_tensor grad = fl_server_received(s, &a->grad);
     char why[FL_WIRE_ERROR_LEN];
     if (fl_ps_store_run(s->store, op, &attrs, vars, 1 + a->opt.nslots, &grad, why, sizeof why) != 0)
-        return refuse(c, id, FL_WIRE_E_MISMATCH, why);
+        return fl_server_refuse(c, id, FL_WIRE_E_MISMATCH, why);
     fl_wire_put_applied(&s->out, id, ++s->applies);
-    send_out(c);
+    fl_server_send_out(c);
 }
 
 /* ASSIGN_ADD (answered with the sum: the new global step) and ASSIGN. */
 static void serve_assignment(fl_server_conn *c, uint32_t id, fl_op_kind op, const fl_wire_named_tensor *m)
 {
     fl_server *s = c->server;
-    if (answer_if_missing(c, id, m->name))
+    if (fl_server_answer_if_missing(c, id, m->name))
         return;
-    fl_tensor value = received(s, &m->tensor);
+    fl_tensor value = fl_server_received(s, &m->tensor);
     const char *vars[1] = {m->name};
     fl_attrs none = {0};
     char why[FL_WIRE_ERROR_LEN];
     if (fl_ps_store_run(s->store, op, &none, vars, 1, &value, why, sizeof why) != 0)
-        return refuse(c, id, FL_WIRE_E_MISMATCH, why);
+        return fl_server_refuse(c, id, FL_WIRE_E_MISMATCH, why);
     if (op == FL_OP_ASSIGN_ADD)
         fl_wire_put_value(&s->out, id, m->name, fl_ps_store_get(s->store, m->name));
     else
         fl_wire_put_ok(&s->out, id);
-    send_out(c);
+    fl_server_send_out(c);
+    if (op == FL_OP_ASSIGN) /* a restore: what synchronous replicas held is void */
+        fl_ps_sync_reset(s->sync, m->name);
+    fl_server_wake_waits(s, m->name);
 }
 
 static void serve_goodbye(fl_server_conn *c, uint32_t id)
@@ -231,7 +226,7 @@ static void serve_goodbye(fl_server_conn *c, uint32_t id)
     fl_server *s = c->server;
     c->said_goodbye = true;
     fl_wire_put_ok(&s->out, id);
-    send_out(c);
+    fl_server_send_out(c);
     if (fl_server_note_goodbye(s, c->job, c->task)) {
         fprintf(s->log, "%s: every worker has finished\n", s->log_prefix);
         fflush(s->log);
@@ -244,9 +239,9 @@ static void serve_frame(fl_server_conn *c, const fl_wire_frame *f)
     char why[FL_WIRE_ERROR_LEN];
     fl_wire_message *m = c->server->message;
     if (fl_wire_check_order(&c->order, f->type, why, sizeof why) != 0) {
-        refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, why);
+        fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, why);
     } else if (fl_wire_parse(f, m, why, sizeof why) != 0) {
-        refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, why);
+        fl_server_refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, why);
     } else {
         fl_server_count(c->server, &c->server->stats.frames, 1);
         switch (m->type) {
@@ -257,13 +252,18 @@ static void serve_frame(fl_server_conn *c, const fl_wire_frame *f)
         case FL_WIRE_ASSIGN_ADD: serve_assignment(c, f->request_id, FL_OP_ASSIGN_ADD, &m->u.named); break;
         case FL_WIRE_ASSIGN: serve_assignment(c, f->request_id, FL_OP_ASSIGN, &m->u.named); break;
         case FL_WIRE_GOODBYE: serve_goodbye(c, f->request_id); break;
-        default: refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, "a reply sent to a server"); break;
+        case FL_WIRE_SYNC_APPLY:
+        case FL_WIRE_SYNC_ASSIGN:
+        case FL_WIRE_SYNC_ASSIGN_ADD: fl_server_serve_sync_update(c, m); break;
+        case FL_WIRE_WAIT_STEP: fl_server_serve_wait_step(c, f->request_id, &m->u.wait); break;
+        case FL_WIRE_IS_INITIALIZED: fl_server_serve_is_initialized(c, f->request_id, m->u.name); break;
+        default: fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, "a reply sent to a server"); break;
         }
     }
 }
 
 /* libevent calls this when at least the read watermark's bytes are in. */
-static void on_read(struct bufferevent *bev, void *conn)
+void fl_server_on_read(struct bufferevent *bev, void *conn)
 {
     fl_server_conn *c = conn;
     struct evbuffer *in = bufferevent_get_input(bev);
@@ -276,7 +276,7 @@ static void on_read(struct bufferevent *bev, void *conn)
             return;
         fl_wire_status st = fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)look), look, &f, why, sizeof why);
         if (st == FL_WIRE_BAD)
-            return refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
+            return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
         size_t need = look < FL_WIRE_HEADER_BYTES
                           ? FL_WIRE_HEADER_BYTES
                           : fl_wire_frame_length(evbuffer_pullup(in, FL_WIRE_HEADER_BYTES));
@@ -287,11 +287,13 @@ static void on_read(struct bufferevent *bev, void *conn)
         bufferevent_setwatermark(bev, EV_READ, 0, 0);
         fl_server_count(c->server, &c->server->stats.bytes_in, need);
         if (fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)need), need, &f, why, sizeof why) != FL_WIRE_FRAME)
-            return refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
+            return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
         serve_frame(c, &f);
-        if (!(bufferevent_get_enabled(bev) & EV_READ))
+        if (c->closing)
             return; /* refused: the connection closes once the error is out */
         evbuffer_drain(in, need);
+        if (c->parked)
+            return; /* a WAIT_STEP is parked: the next frame waits for its answer */
     }
 }
 
@@ -331,7 +333,7 @@ void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
     int one = 1; /* replies are small and awaited: no Nagle delay */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+    bufferevent_setcb(c->bev, fl_server_on_read, NULL, on_event, c);
     struct timeval hello = {(time_t)s->hello_timeout_s,
                             (suseconds_t)((s->hello_timeout_s - (time_t)s->hello_timeout_s) * 1e6)};
     bufferevent_set_timeouts(c->bev, &hello, NULL);

@@ -13,6 +13,7 @@
 
 #include "flowlab.h"
 #include "ps_store.h"
+#include "ps_sync.h"
 #include "wire.h"
 
 struct fl_server {
@@ -27,6 +28,8 @@ struct fl_server {
     pthread_t thread;
     bool thread_started;
     fl_ps_store *store;   /* touched by the loop thread only */
+    fl_ps_sync *sync;     /* synchronous replicas' accumulators (loop thread) */
+    struct fl_parked_wait *waits; /* WAIT_STEP requests not answered yet (loop thread) */
     const fl_cluster *cluster;
     fl_wire_buf out;      /* the reply being built (loop thread only) */
     fl_wire_message *message; /* the request being served (loop thread; large: names, slots) */
@@ -43,6 +46,41 @@ struct fl_server {
     fl_server_stats stats;
     bool all_done, loop_ended;
 };
+
+/* One client connection (server_conn.c). */
+typedef struct fl_server_conn {
+    fl_server *server;
+    struct bufferevent *bev;
+    fl_wire_conn order;
+    char peer[80]; /* "127.0.0.1:40312" */
+    char who[64];  /* "/job:worker/task:1" once it said HELLO */
+    char job[FL_WIRE_MAX_NAME + 1];
+    int task;
+    bool said_goodbye;
+    bool closing;  /* refused: closes once the ERROR is out */
+    bool parked;   /* a WAIT_STEP awaits its answer: reading paused */
+    bool counted;  /* it has sent a SYNC_ASSIGN_ADD ... */
+    uint64_t counted_step; /* ... counted toward this step */
+    struct fl_server_conn *next;
+} fl_server_conn;
+
+/* What serving a request takes (server_conn.c). */
+void fl_server_send_out(fl_server_conn *c); /* sends s->out to c and empties it */
+/* Bad input: an ERROR, a log line, and the connection closes. */
+void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why);
+/* Answers NOT_INITIALIZED and returns true when the variable has no value. */
+bool fl_server_answer_if_missing(fl_server_conn *c, uint32_t id, const char *name);
+fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w); /* in the server's scratch */
+fl_op_kind fl_server_apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs);
+void fl_server_on_read(struct bufferevent *bev, void *conn); /* serves the frames buffered */
+
+/* The requests of synchronous replicas (server_sync.c). */
+void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m);
+void fl_server_serve_wait_step(fl_server_conn *c, uint32_t id, const fl_wire_wait_step *w);
+void fl_server_serve_is_initialized(fl_server_conn *c, uint32_t id, const char *name);
+/* Answers the parked WAIT_STEPs on variable `name` whose value has moved. */
+void fl_server_wake_waits(fl_server *s, const char *name);
+void fl_server_forget_waits(fl_server_conn *c); /* c is closing */
 
 /* libevent's accept callback: a new connection to serve (server_conn.c). */
 void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *address,

@@ -38,8 +38,15 @@ typedef enum {
     FL_WIRE_OK = 11,           /* empty payload */
     FL_WIRE_ERROR = 12,        /* code and a message for people */
     FL_WIRE_ASSIGN = 13,       /* name and a new value for an initialised variable -> OK */
+    /* Synchronous replicas (chapter 4): an update counted toward a step, not applied at once. */
+    FL_WIRE_SYNC_APPLY = 14,      /* step, replicas, then APPLY's fields -> SYNC_DONE */
+    FL_WIRE_SYNC_ASSIGN = 15,     /* step, replicas, name and value -> SYNC_DONE */
+    FL_WIRE_SYNC_ASSIGN_ADD = 16, /* step, replicas, name and delta -> SYNC_DONE */
+    FL_WIRE_SYNC_DONE = 17,       /* what became of it: applied, accumulated or dropped */
+    FL_WIRE_WAIT_STEP = 18,       /* name and step -> VALUE once the variable's value differs */
+    FL_WIRE_IS_INITIALIZED = 19,  /* name -> INIT_DONE: whether the variable has a value */
 } fl_wire_type;
-#define FL_WIRE_TYPE_COUNT 14 /* one past the last type */
+#define FL_WIRE_TYPE_COUNT 20 /* one past the last type */
 
 /* Codes an ERROR frame carries. */
 typedef enum {
@@ -73,6 +80,26 @@ typedef struct {
 /* How many slot names each kind takes: 0, 1, 4. */
 int fl_wire_optimizer_slots(fl_wire_optimizer kind);
 
+/* A synchronous update: counted toward `step` (the global step the worker
+ * read its variables at); the ps applies the mean of the first
+ * `replicas` that arrive for a step and drops any from an older step. */
+typedef struct {
+    uint64_t step;
+    uint32_t replicas; /* replicas_to_aggregate, 1..65535 */
+} fl_wire_sync;
+#define FL_WIRE_MAX_REPLICAS 65535u
+/* A worker that has not learnt the global step yet (its first step, or
+ * after a lost ps) sends this step: the ps counts the update toward the
+ * step the variable is at now. */
+#define FL_WIRE_STEP_UNKNOWN UINT64_MAX
+
+/* What a SYNC_DONE reports. */
+typedef enum {
+    FL_WIRE_SYNC_APPLIED = 0,     /* this one completed the step: the update ran */
+    FL_WIRE_SYNC_ACCUMULATED = 1, /* counted; the update runs when enough have come */
+    FL_WIRE_SYNC_DROPPED = 2,     /* stale: computed against an older step */
+} fl_wire_sync_outcome;
+
 const char *fl_wire_type_name(int type);        /* "PULL"; "type 99" is not given, "?" */
 const char *fl_wire_error_code_name(int code);  /* "UNKNOWN_VARIABLE" */
 const char *fl_wire_optimizer_name(int kind);   /* "Adam" */
@@ -103,6 +130,14 @@ int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
 int fl_wire_put_applied(fl_wire_buf *buf, uint32_t id, uint64_t version);
 int fl_wire_put_assign_add(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *delta);
 int fl_wire_put_assign(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
+int fl_wire_put_sync_apply(fl_wire_buf *buf, uint32_t id, const fl_wire_sync *sync, const char *name,
+                           const fl_wire_optimizer_args *opt, const fl_tensor *grad);
+/* type: FL_WIRE_SYNC_ASSIGN or FL_WIRE_SYNC_ASSIGN_ADD. */
+int fl_wire_put_sync_assignment(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const fl_wire_sync *sync,
+                                const char *name, const fl_tensor *value);
+int fl_wire_put_sync_done(fl_wire_buf *buf, uint32_t id, fl_wire_sync_outcome outcome);
+int fl_wire_put_wait_step(fl_wire_buf *buf, uint32_t id, const char *name, uint64_t step);
+int fl_wire_put_is_initialized(fl_wire_buf *buf, uint32_t id, const char *name);
 int fl_wire_put_goodbye(fl_wire_buf *buf, uint32_t id);
 int fl_wire_put_ok(fl_wire_buf *buf, uint32_t id);
 /* The message is cut to FL_WIRE_MAX_MESSAGE and any byte outside ' '..'~' becomes '?',
@@ -163,6 +198,11 @@ typedef struct {
 } fl_wire_apply;
 
 typedef struct {
+    char name[FL_WIRE_MAX_NAME + 1];
+    uint64_t step;
+} fl_wire_wait_step;
+
+typedef struct {
     fl_wire_error_code code;
     char message[FL_WIRE_MAX_MESSAGE + 1];
 } fl_wire_error;
@@ -179,6 +219,13 @@ int fl_wire_parse_init_done(const fl_wire_frame *f, bool *already, char *err, si
 int fl_wire_parse_applied(const fl_wire_frame *f, uint64_t *version, char *err, size_t errlen);
 int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, char *err, size_t errlen);
 int fl_wire_parse_empty(const fl_wire_frame *f, char *err, size_t errlen); /* GOODBYE, OK */
+/* SYNC_APPLY fills *sync and *out; SYNC_ASSIGN and SYNC_ASSIGN_ADD use the next one. */
+int fl_wire_parse_sync_apply(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_apply *out, char *err,
+                             size_t errlen);
+int fl_wire_parse_sync_assignment(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_named_tensor *out,
+                                  char *err, size_t errlen);
+int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, char *err, size_t errlen);
+int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, char *err, size_t errlen);
 
 /* Any frame, by its type: the field of the union named after the type is filled. */
 typedef struct {
@@ -186,13 +233,16 @@ typedef struct {
     uint32_t request_id;
     union {
         fl_wire_hello hello;        /* HELLO, HELLO_OK */
-        fl_wire_named_tensor named; /* INIT_VARIABLE, VALUE, ASSIGN_ADD, ASSIGN */
-        char name[FL_WIRE_MAX_NAME + 1]; /* PULL */
-        fl_wire_apply apply;        /* APPLY */
+        fl_wire_named_tensor named; /* INIT_VARIABLE, VALUE, ASSIGN_ADD, ASSIGN, SYNC_ASSIGN(_ADD) */
+        char name[FL_WIRE_MAX_NAME + 1]; /* PULL, IS_INITIALIZED */
+        fl_wire_apply apply;        /* APPLY, SYNC_APPLY */
+        fl_wire_sync_outcome outcome; /* SYNC_DONE */
+        fl_wire_wait_step wait;     /* WAIT_STEP */
         bool already_initialized;   /* INIT_DONE */
         uint64_t version;           /* APPLIED */
         fl_wire_error error;        /* ERROR */
     } u;
+    fl_wire_sync sync; /* SYNC_APPLY, SYNC_ASSIGN, SYNC_ASSIGN_ADD */
 } fl_wire_message;
 
 int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, char *err, size_t errlen);

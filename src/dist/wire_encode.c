@@ -157,14 +157,25 @@ int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool already_initialize
     return wire_end(buf, start);
 }
 
-int fl_wire_put_pull(fl_wire_buf *buf, uint32_t id, const char *name)
+/* A frame whose payload is one name: PULL, IS_INITIALIZED. */
+static int put_name_frame(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const char *name)
 {
-    long start = wire_begin(buf, FL_WIRE_PULL, id);
+    long start = wire_begin(buf, type, id);
     if (start < 0)
         return -1;
-    if (put_name(buf, start, FL_WIRE_PULL, "name", name) != 0)
+    if (put_name(buf, start, type, "name", name) != 0)
         return -1;
     return wire_end(buf, start);
+}
+
+int fl_wire_put_pull(fl_wire_buf *buf, uint32_t id, const char *name)
+{
+    return put_name_frame(buf, FL_WIRE_PULL, id, name);
+}
+
+int fl_wire_put_is_initialized(fl_wire_buf *buf, uint32_t id, const char *name)
+{
+    return put_name_frame(buf, FL_WIRE_IS_INITIALIZED, id, name);
 }
 
 /* The kind's hyper-parameters in wire order; returns how many. */
@@ -198,12 +209,22 @@ static int put_slots(fl_wire_buf *buf, long start, const fl_wire_optimizer_args 
     return 0;
 }
 
-int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
-                      const fl_wire_optimizer_args *opt, const fl_tensor *grad)
+/* u64 step as two u32 (high first), then u32 replicas. */
+static int put_sync(fl_wire_buf *buf, long start, fl_wire_type type, const fl_wire_sync *sync)
 {
-    long start = wire_begin(buf, FL_WIRE_APPLY, id);
-    if (start < 0)
-        return -1;
+    if (!sync || sync->replicas == 0 || sync->replicas > FL_WIRE_MAX_REPLICAS)
+        return wire_abort(buf, start, "%s: replicas to aggregate must be 1..%u", fl_wire_type_name(type),
+                          FL_WIRE_MAX_REPLICAS);
+    if (put_u32(buf, (uint32_t)(sync->step >> 32)) != 0 || put_u32(buf, (uint32_t)sync->step) != 0 ||
+        put_u32(buf, sync->replicas) != 0)
+        return refuse(buf, start, type, "out of memory");
+    return 0;
+}
+
+/* APPLY's fields: name, optimizer, hyper-parameters, slots, gradient. */
+static int put_apply_fields(fl_wire_buf *buf, long start, const char *name, const fl_wire_optimizer_args *opt,
+                            const fl_tensor *grad)
+{
     if (!opt || opt->kind < FL_WIRE_GRADIENT_DESCENT || opt->kind > FL_WIRE_ADAM)
         return refuse(buf, start, FL_WIRE_APPLY, "unknown optimizer kind");
     if (grad && grad->dtype != FL_FLOAT32)
@@ -225,8 +246,66 @@ int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
     for (int i = 0; i < n; i++)
         if (put_float(buf, hyper[i]) != 0)
             return refuse(buf, start, FL_WIRE_APPLY, "out of memory");
-    if (put_slots(buf, start, opt) != 0 || put_tensor(buf, start, FL_WIRE_APPLY, grad) != 0)
+    return put_slots(buf, start, opt) != 0 || put_tensor(buf, start, FL_WIRE_APPLY, grad) != 0 ? -1 : 0;
+}
+
+int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
+                      const fl_wire_optimizer_args *opt, const fl_tensor *grad)
+{
+    long start = wire_begin(buf, FL_WIRE_APPLY, id);
+    if (start < 0)
         return -1;
+    if (put_apply_fields(buf, start, name, opt, grad) != 0)
+        return -1;
+    return wire_end(buf, start);
+}
+
+int fl_wire_put_sync_apply(fl_wire_buf *buf, uint32_t id, const fl_wire_sync *sync, const char *name,
+                           const fl_wire_optimizer_args *opt, const fl_tensor *grad)
+{
+    long start = wire_begin(buf, FL_WIRE_SYNC_APPLY, id);
+    if (start < 0)
+        return -1;
+    if (put_sync(buf, start, FL_WIRE_SYNC_APPLY, sync) != 0 || put_apply_fields(buf, start, name, opt, grad) != 0)
+        return -1;
+    return wire_end(buf, start);
+}
+
+int fl_wire_put_sync_assignment(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const fl_wire_sync *sync,
+                                const char *name, const fl_tensor *value)
+{
+    long start = wire_begin(buf, type, id);
+    if (start < 0)
+        return -1;
+    if (type != FL_WIRE_SYNC_ASSIGN && type != FL_WIRE_SYNC_ASSIGN_ADD)
+        return wire_abort(buf, start, "%s is not a synchronous assignment", fl_wire_type_name(type));
+    if (put_sync(buf, start, type, sync) != 0 || put_name(buf, start, type, "name", name) != 0 ||
+        put_tensor(buf, start, type, value) != 0)
+        return -1;
+    return wire_end(buf, start);
+}
+
+int fl_wire_put_sync_done(fl_wire_buf *buf, uint32_t id, fl_wire_sync_outcome outcome)
+{
+    long start = wire_begin(buf, FL_WIRE_SYNC_DONE, id);
+    if (start < 0)
+        return -1;
+    if ((unsigned)outcome > FL_WIRE_SYNC_DROPPED)
+        return refuse(buf, start, FL_WIRE_SYNC_DONE, "unknown outcome");
+    if (put_u8(buf, (unsigned)outcome) != 0)
+        return refuse(buf, start, FL_WIRE_SYNC_DONE, "out of memory");
+    return wire_end(buf, start);
+}
+
+int fl_wire_put_wait_step(fl_wire_buf *buf, uint32_t id, const char *name, uint64_t step)
+{
+    long start = wire_begin(buf, FL_WIRE_WAIT_STEP, id);
+    if (start < 0)
+        return -1;
+    if (put_name(buf, start, FL_WIRE_WAIT_STEP, "name", name) != 0)
+        return -1;
+    if (put_u32(buf, (uint32_t)(step >> 32)) != 0 || put_u32(buf, (uint32_t)step) != 0)
+        return refuse(buf, start, FL_WIRE_WAIT_STEP, "out of memory");
     return wire_end(buf, start);
 }
 

@@ -13,6 +13,7 @@ static const unsigned char MAGIC[4] = {'F', 'L', 'W', 'P'};
 static const char *const TYPE_NAMES[FL_WIRE_TYPE_COUNT] = {
     NULL,      "HELLO", "HELLO_OK",   "INIT_VARIABLE", "INIT_DONE", "PULL", "VALUE",
     "APPLY", "APPLIED", "ASSIGN_ADD", "GOODBYE",       "OK",        "ERROR", "ASSIGN",
+    "SYNC_APPLY", "SYNC_ASSIGN", "SYNC_ASSIGN_ADD", "SYNC_DONE", "WAIT_STEP", "IS_INITIALIZED",
 };
 
 /* The most payload each type can need: frames that carry no tensor are small, so a
@@ -31,6 +32,12 @@ static const uint32_t MAX_PAYLOAD[FL_WIRE_TYPE_COUNT] = {
     [FL_WIRE_OK] = 0,
     [FL_WIRE_ERROR] = 2 + 2 + FL_WIRE_MAX_MESSAGE,
     [FL_WIRE_ASSIGN] = FL_WIRE_MAX_PAYLOAD,
+    [FL_WIRE_SYNC_APPLY] = FL_WIRE_MAX_PAYLOAD,
+    [FL_WIRE_SYNC_ASSIGN] = FL_WIRE_MAX_PAYLOAD,
+    [FL_WIRE_SYNC_ASSIGN_ADD] = FL_WIRE_MAX_PAYLOAD,
+    [FL_WIRE_SYNC_DONE] = 1,
+    [FL_WIRE_WAIT_STEP] = 1 + FL_WIRE_MAX_NAME + 8,
+    [FL_WIRE_IS_INITIALIZED] = 1 + FL_WIRE_MAX_NAME,
 };
 
 const char *fl_wire_type_name(int type)
@@ -69,6 +76,11 @@ int fl_wire_reply_type(int request_type)
     case FL_WIRE_ASSIGN_ADD: return FL_WIRE_VALUE;
     case FL_WIRE_GOODBYE: return FL_WIRE_OK;
     case FL_WIRE_ASSIGN: return FL_WIRE_OK;
+    case FL_WIRE_SYNC_APPLY:
+    case FL_WIRE_SYNC_ASSIGN:
+    case FL_WIRE_SYNC_ASSIGN_ADD: return FL_WIRE_SYNC_DONE;
+    case FL_WIRE_WAIT_STEP: return FL_WIRE_VALUE;
+    case FL_WIRE_IS_INITIALIZED: return FL_WIRE_INIT_DONE;
     default: return 0;
     }
 }

@@ -193,7 +193,8 @@ int fl_wire_parse_pull(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], 
                        size_t errlen)
 {
     cursor c;
-    if (open_cursor(&c, f, f->type == FL_WIRE_PULL, "PULL", err, errlen) != 0)
+    bool type_ok = f->type == FL_WIRE_PULL || f->type == FL_WIRE_IS_INITIALIZED;
+    if (open_cursor(&c, f, type_ok, "name-only", err, errlen) != 0)
         return -1;
     if (get_name(&c, "name", name) != 0)
         return -1;
@@ -265,16 +266,83 @@ static int get_optimizer(cursor *c, fl_wire_optimizer_args *opt)
     return set_hyper(c, opt, hyper) != 0 ? -1 : get_slots(c, opt);
 }
 
+static int get_apply_fields(cursor *c, fl_wire_apply *out)
+{
+    if (get_name(c, "name", out->name) != 0 || get_optimizer(c, &out->opt) != 0 || get_tensor(c, &out->grad) != 0)
+        return -1;
+    if (out->grad.dtype != FL_FLOAT32)
+        return fail(c, "the gradient is int32; optimizers take float32");
+    return finish(c);
+}
+
 int fl_wire_parse_apply(const fl_wire_frame *f, fl_wire_apply *out, char *err, size_t errlen)
 {
     cursor c;
     if (open_cursor(&c, f, f->type == FL_WIRE_APPLY, "APPLY", err, errlen) != 0)
         return -1;
-    if (get_name(&c, "name", out->name) != 0 || get_optimizer(&c, &out->opt) != 0 ||
-        get_tensor(&c, &out->grad) != 0)
+    return get_apply_fields(&c, out);
+}
+
+static int get_u64(cursor *c, const char *what, uint64_t *v)
+{
+    uint32_t high, low;
+    if (get_u32(c, what, &high) != 0 || get_u32(c, what, &low) != 0)
         return -1;
-    if (out->grad.dtype != FL_FLOAT32)
-        return fail(&c, "the gradient is int32; optimizers take float32");
+    *v = (uint64_t)high << 32 | low;
+    return 0;
+}
+
+static int get_sync(cursor *c, fl_wire_sync *sync)
+{
+    if (get_u64(c, "step", &sync->step) != 0 || get_u32(c, "replicas", &sync->replicas) != 0)
+        return -1;
+    if (sync->replicas == 0 || sync->replicas > FL_WIRE_MAX_REPLICAS)
+        return fail(c, "replicas to aggregate %u outside 1..%u", (unsigned)sync->replicas, FL_WIRE_MAX_REPLICAS);
+    return 0;
+}
+
+int fl_wire_parse_sync_apply(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_apply *out, char *err,
+                             size_t errlen)
+{
+    cursor c;
+    if (open_cursor(&c, f, f->type == FL_WIRE_SYNC_APPLY, "SYNC_APPLY", err, errlen) != 0)
+        return -1;
+    return get_sync(&c, sync) != 0 ? -1 : get_apply_fields(&c, out);
+}
+
+int fl_wire_parse_sync_assignment(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_named_tensor *out,
+                                  char *err, size_t errlen)
+{
+    cursor c;
+    bool type_ok = f->type == FL_WIRE_SYNC_ASSIGN || f->type == FL_WIRE_SYNC_ASSIGN_ADD;
+    if (open_cursor(&c, f, type_ok, "SYNC_ASSIGN", err, errlen) != 0)
+        return -1;
+    if (get_sync(&c, sync) != 0 || get_name(&c, "name", out->name) != 0 || get_tensor(&c, &out->tensor) != 0)
+        return -1;
+    return finish(&c);
+}
+
+int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, char *err, size_t errlen)
+{
+    cursor c;
+    unsigned outcome;
+    if (open_cursor(&c, f, f->type == FL_WIRE_SYNC_DONE, "SYNC_DONE", err, errlen) != 0)
+        return -1;
+    if (get_u8(&c, "outcome", &outcome) != 0)
+        return -1;
+    if (outcome > FL_WIRE_SYNC_DROPPED)
+        return fail(&c, "outcome %u unknown (0 applied, 1 accumulated, 2 dropped)", outcome);
+    *out = (fl_wire_sync_outcome)outcome;
+    return finish(&c);
+}
+
+int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, char *err, size_t errlen)
+{
+    cursor c;
+    if (open_cursor(&c, f, f->type == FL_WIRE_WAIT_STEP, "WAIT_STEP", err, errlen) != 0)
+        return -1;
+    if (get_name(&c, "name", out->name) != 0 || get_u64(&c, "step", &out->step) != 0)
+        return -1;
     return finish(&c);
 }
 
@@ -295,12 +363,10 @@ int fl_wire_parse_init_done(const fl_wire_frame *f, bool *already, char *err, si
 int fl_wire_parse_applied(const fl_wire_frame *f, uint64_t *version, char *err, size_t errlen)
 {
     cursor c;
-    uint32_t high, low;
     if (open_cursor(&c, f, f->type == FL_WIRE_APPLIED, "APPLIED", err, errlen) != 0)
         return -1;
-    if (get_u32(&c, "version", &high) != 0 || get_u32(&c, "version", &low) != 0)
+    if (get_u64(&c, "version", version) != 0)
         return -1;
-    *version = (uint64_t)high << 32 | low;
     return finish(&c);
 }
 
@@ -349,7 +415,13 @@ int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, char *err, size_
     case FL_WIRE_VALUE:
     case FL_WIRE_ASSIGN_ADD:
     case FL_WIRE_ASSIGN: return fl_wire_parse_named_tensor(f, &out->u.named, err, errlen);
-    case FL_WIRE_PULL: return fl_wire_parse_pull(f, out->u.name, err, errlen);
+    case FL_WIRE_PULL:
+    case FL_WIRE_IS_INITIALIZED: return fl_wire_parse_pull(f, out->u.name, err, errlen);
+    case FL_WIRE_SYNC_APPLY: return fl_wire_parse_sync_apply(f, &out->sync, &out->u.apply, err, errlen);
+    case FL_WIRE_SYNC_ASSIGN:
+    case FL_WIRE_SYNC_ASSIGN_ADD: return fl_wire_parse_sync_assignment(f, &out->sync, &out->u.named, err, errlen);
+    case FL_WIRE_SYNC_DONE: return fl_wire_parse_sync_done(f, &out->u.outcome, err, errlen);
+    case FL_WIRE_WAIT_STEP: return fl_wire_parse_wait_step(f, &out->u.wait, err, errlen);
     case FL_WIRE_APPLY: return fl_wire_parse_apply(f, &out->u.apply, err, errlen);
     case FL_WIRE_INIT_DONE:
         return fl_wire_parse_init_done(f, &out->u.already_initialized, err, errlen);

@@ -41,8 +41,12 @@ static fl_tensor *copy_out_variable(fl_session *s, const fl_node *var)
     fl_device *d = slot->device;
     fl_tensor *t = fl_tensor_new(slot->value.dtype, slot->value.shape);
     fl_clear_error();
-    if (d->backend->copy_out(d->impl, t->data, slot->value.data, fl_tensor_bytes(t)) != 0 ||
-        d->backend->wait(d->impl) != 0) {
+    /* A variable another task holds is read there: the session's buffer
+     * only mirrors the last value read, and optimizer slots are never read. */
+    int rc = d->backend->variables.read
+                 ? d->backend->variables.read(d->impl, var->name, t->data, fl_tensor_bytes(t))
+                 : d->backend->copy_out(d->impl, t->data, slot->value.data, fl_tensor_bytes(t));
+    if (rc != 0 || d->backend->wait(d->impl) != 0) {
         fl_session_fail(s, "saving %s: copying it from %s failed: %s", var->name, d->name,
                         fl_last_error());
         fl_tensor_free(t);
@@ -298,8 +302,9 @@ static int copy_in_variable(fl_session *s, fl_node *var, const fl_tensor *t)
     fl_device *d = slot->device;
     fl_clear_error();
     /* wait before returning: t is freed once every variable is loaded */
-    if (d->backend->copy_in(d->impl, slot->buffer, t->data, bytes) != 0 ||
-        d->backend->wait(d->impl) != 0)
+    int rc = d->backend->variables.write ? d->backend->variables.write(d->impl, var->name, t)
+                                         : d->backend->copy_in(d->impl, slot->buffer, t->data, bytes);
+    if (rc != 0 || d->backend->wait(d->impl) != 0)
         return fl_session_fail(s, "restoring %s: copying it to %s failed: %s", var->name,
                                d->name, fl_last_error());
     slot->value = (fl_tensor){var->dtype, var->attrs.shape, slot->buffer};
@@ -321,6 +326,41 @@ static int restore_from(fl_session *s, const char *path, const fl_named_tensor *
     return rc;
 }
 
+/* Reads and restores one checkpoint file: 0, or -1 with the error set
+ * (*unreadable when the file itself was refused, not the variables). */
+static int restore_file(fl_session *s, const char *path, bool *unreadable)
+{
+    fl_named_tensor *tensors = NULL;
+    int n = 0;
+    *unreadable = fl_checkpoint_read(path, &tensors, &n) != 0;
+    if (*unreadable)
+        return fl_session_fail(s, "%s", fl_last_error());
+    int rc = restore_from(s, path, tensors, n);
+    fl_checkpoint_free(tensors, n);
+    return rc;
+}
+
+/* The latest checkpoint was refused (truncated, a flipped byte): the ones
+ * before it, newest first, as DIR/checkpoint lists them. */
+static int restore_previous(fl_session *s, const char *dir, const char *refused)
+{
+    char (*names)[NAME_LEN] = fl_xcalloc(MAX_LISTED, NAME_LEN);
+    int n = read_listed(dir, names, MAX_LISTED), rc = -1;
+    char why[512];
+    snprintf(why, sizeof why, "%s", fl_session_error(s));
+    for (int i = n - 1; i >= 0 && rc != 0; i--) {
+        char *path = join_path(dir, names[i]);
+        bool unreadable = false;
+        if (strcmp(path, refused) != 0) {
+            fprintf(stderr, "flowlab: %s; restoring the previous checkpoint %s instead\n", why, path);
+            rc = restore_file(s, path, &unreadable);
+        }
+        free(path);
+    }
+    free(names);
+    return rc;
+}
+
 int fl_session_restore_latest(fl_session *s, const char *dir)
 {
     if (!s || !dir || !dir[0])
@@ -333,14 +373,12 @@ int fl_session_restore_latest(fl_session *s, const char *dir)
     char *path = latest_path(s, dir, &rc);
     if (!path)
         return rc;
-    fl_named_tensor *tensors = NULL;
-    int n = 0;
-    if (fl_checkpoint_read(path, &tensors, &n) != 0) {
-        free(path);
-        return fl_session_fail(s, "%s", fl_last_error());
+    bool unreadable = false;
+    rc = restore_file(s, path, &unreadable);
+    if (rc != 0 && unreadable && restore_previous(s, dir, path) == 0) {
+        rc = 0;
+        s->error[0] = '\0'; /* said on stderr; the restore succeeded */
     }
-    rc = restore_from(s, path, tensors, n);
-    fl_checkpoint_free(tensors, n);
     free(path);
     return rc == 0 ? 1 : -1;
 }
