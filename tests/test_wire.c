@@ -213,6 +213,55 @@ static void test_small_round_trips(void)
     fl_wire_buf_free(&buf);
 }
 
+/* Chapter 4's frames: synchronous updates, the step's token, the ready check. */
+static void test_sync_round_trips(void)
+{
+    const float g[2] = {1.5f, -3};
+    fl_tensor *grad = fl_tensor_from_floats(fl_shape_make(1, 2), g);
+    const fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 0.5f};
+    const fl_wire_sync sync = {0x100000007ULL, 3};
+    fl_wire_buf buf = {0};
+    fl_wire_frame f;
+    fl_wire_message m;
+    ok(fl_wire_put_sync_apply(&buf, 1, &sync, "w", &sgd, grad) == 0 && decode_one(&buf, &f, &m) &&
+           m.type == FL_WIRE_SYNC_APPLY && m.sync.step == sync.step && m.sync.replicas == 3 &&
+           strcmp(m.u.apply.name, "w") == 0 && same_tensor(&m.u.apply.grad, grad),
+       "SYNC_APPLY round trips its step above 2^32, its replicas and the gradient");
+    fl_wire_buf_free(&buf);
+    fl_wire_sync unknown = {FL_WIRE_STEP_UNKNOWN, 2};
+    ok(fl_wire_put_sync_assignment(&buf, FL_WIRE_SYNC_ASSIGN_ADD, 2, &unknown, "global_step", grad) == 0 &&
+           decode_one(&buf, &f, &m) && m.type == FL_WIRE_SYNC_ASSIGN_ADD && m.sync.step == FL_WIRE_STEP_UNKNOWN &&
+           strcmp(m.u.named.name, "global_step") == 0,
+       "SYNC_ASSIGN_ADD round trips an unknown step");
+    fl_wire_buf_free(&buf);
+    fl_wire_sync none = {5, 0};
+    ok(fl_wire_put_sync_assignment(&buf, FL_WIRE_SYNC_ASSIGN, 3, &none, "w", grad) == -1 && buf.len == 0,
+       "a synchronous update for 0 replicas is refused by the encoder");
+    contains(buf.error, "replicas to aggregate", "saying why");
+    ok(fl_wire_put_sync_done(&buf, 4, FL_WIRE_SYNC_DROPPED) == 0 && decode_one(&buf, &f, &m) &&
+           m.type == FL_WIRE_SYNC_DONE && m.u.outcome == FL_WIRE_SYNC_DROPPED,
+       "SYNC_DONE round trips 'dropped'");
+    fl_wire_buf_free(&buf);
+    ok(fl_wire_put_wait_step(&buf, 5, "global_step", 41) == 0 && decode_one(&buf, &f, &m) &&
+           m.type == FL_WIRE_WAIT_STEP && m.u.wait.step == 41 && strcmp(m.u.wait.name, "global_step") == 0,
+       "WAIT_STEP round trips");
+    fl_wire_buf_free(&buf);
+    ok(fl_wire_put_is_initialized(&buf, 6, "conv_1/weights") == 0 && decode_one(&buf, &f, &m) &&
+           m.type == FL_WIRE_IS_INITIALIZED && strcmp(m.u.name, "conv_1/weights") == 0,
+       "IS_INITIALIZED round trips");
+    fl_wire_buf_free(&buf);
+    ok(fl_wire_reply_type(FL_WIRE_SYNC_APPLY) == FL_WIRE_SYNC_DONE &&
+           fl_wire_reply_type(FL_WIRE_WAIT_STEP) == FL_WIRE_VALUE &&
+           fl_wire_reply_type(FL_WIRE_IS_INITIALIZED) == FL_WIRE_INIT_DONE,
+       "each new request has its reply type");
+    const unsigned char zero_replicas[12] = {0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0};
+    contains(crafted(FL_WIRE_SYNC_ASSIGN, zero_replicas, sizeof zero_replicas), "replicas to aggregate 0",
+             "a SYNC_ASSIGN for 0 replicas is refused by the parser");
+    const unsigned char bad_outcome[1] = {7};
+    contains(crafted(FL_WIRE_SYNC_DONE, bad_outcome, 1), "outcome 7 unknown", "an unknown SYNC_DONE outcome is refused");
+    fl_tensor_free(grad);
+}
+
 /* Chapter 1's largest variable, 3136x1024 floats, fits in one frame. */
 static void test_largest_variable(void)
 {
@@ -482,7 +531,7 @@ static void test_bad_small_frames(void)
     char name[FL_WIRE_MAX_NAME + 1];
     fl_wire_decode(frame, craft(frame, FL_WIRE_VALUE, "\1a", 2), &f, err, sizeof err);
     ok(fl_wire_parse_pull(&f, name, err, sizeof err) == -1, "the PULL parser refuses a VALUE frame");
-    is_string(err, "VALUE: not a frame for the PULL parser", "and says so");
+    is_string(err, "VALUE: not a frame for the name-only parser", "and says so");
 }
 
 /* ---- encoders refuse what parsers would ---- */
@@ -621,6 +670,7 @@ int main(void)
     test_named_tensor_round_trips();
     test_apply_round_trips();
     test_small_round_trips();
+    test_sync_round_trips();
     test_largest_variable();
     test_exact_bytes();
     test_streaming();

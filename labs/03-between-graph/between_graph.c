@@ -33,6 +33,8 @@ typedef struct {
     const char *ps_hosts, *worker_hosts, *job_name, *device, *ps_strategy;
     const char *cluster_graph; /* a worker writes who it talked to, and how much */
     long task_index;
+    bool sync_replicas;        /* chapter 4: synchronous updates */
+    long replicas_to_aggregate, total_num_replicas; /* 0: the number of workers */
 } cluster_flags;
 
 static void usage(FILE *out)
@@ -51,6 +53,14 @@ static void usage(FILE *out)
             "                        every worker must use the same one\n"
             "  --cluster_graph F.dot the chief (worker 0) writes the tasks and the bytes it moved per step\n"
             "                        (the chief also writes --trace and --graph)\n"
+            "  --sync_replicas B     true: synchronous updates (chapter 4): the ps averages the gradients of\n"
+            "                        --replicas_to_aggregate workers per step and drops stale ones (default false);\n"
+            "                        each worker then trains on its slice of one shared global batch\n"
+            "  --replicas_to_aggregate N  gradients averaged per step (default: the number of workers)\n"
+            "  --total_num_replicas N     workers taking part (default: the number of workers); more than\n"
+            "                        --replicas_to_aggregate makes the rest backups\n"
+            "  With --checkpoint_dir the chief restores the latest checkpoint (or initializes) and saves one\n"
+            "  every --save_every global steps; the other workers wait for the model to be ready.\n"
             "  --batch_size N        examples per step on each worker (default 128)\n"
             "  --train_steps N       stop when the global step reaches N (default: --epochs' worth)\n"
             TRAINING_FLAGS_HELP
@@ -73,6 +83,14 @@ static void set_cluster_flag(const char *flag, const char *value, void *options)
         c->cluster_graph = value;
     else if (strcmp(flag, "--task_index") == 0)
         c->task_index = parse_count(program, flag, value, 0);
+    else if (strcmp(flag, "--replicas_to_aggregate") == 0)
+        c->replicas_to_aggregate = parse_count(program, flag, value, 1);
+    else if (strcmp(flag, "--total_num_replicas") == 0)
+        c->total_num_replicas = parse_count(program, flag, value, 1);
+    else if (strcmp(flag, "--sync_replicas") == 0 && (strcmp(value, "true") == 0 || strcmp(value, "false") == 0))
+        c->sync_replicas = strcmp(value, "true") == 0;
+    else if (strcmp(flag, "--sync_replicas") == 0)
+        bad_flag(program, flag, value, "true or false");
     else if (strcmp(value, "round_robin") == 0 || strcmp(value, "greedy") == 0)
         c->ps_strategy = value;
     else
@@ -124,7 +142,7 @@ typedef struct {
     fl_graph *g;
     fl_optimizer *adam;
     fl_replica_device_setter *setter; /* kept: it knows what each ps holds */
-    fl_node *image, *label, *loss, *train_op, *global_step, *accuracy, *init;
+    fl_node *image, *label, *loss, *train_op, *global_step, *accuracy;
 } worker_graph;
 
 static fl_node *accuracy_of(fl_graph *g, fl_node *logits, fl_node *label)
@@ -134,9 +152,10 @@ static fl_node *accuracy_of(fl_graph *g, fl_node *logits, fl_node *label)
 }
 
 // [book:build]
-static worker_graph build_worker_graph(const fl_cluster *cluster, const training_flags *o, const char *device,
+static worker_graph build_worker_graph(const fl_cluster *cluster, const training_flags *o, const cluster_flags *c,
                                        fl_ps_strategy strategy)
 {
+    const char *device = c->device;
     worker_graph w = {.g = fl_graph_new()};
     fl_graph_set_random_seed(w.g, o->seed); /* every worker makes the same first values */
     w.setter = fl_replica_device_setter_new(cluster, device, strategy);
@@ -148,9 +167,13 @@ static worker_graph build_worker_graph(const fl_cluster *cluster, const training
     w.loss = fl_reduce_mean(w.g, per_example, NULL, 0, false, "loss");
     w.global_step = fl_get_or_create_global_step(w.g);
     w.adam = fl_adam_optimizer(o->learning_rate, 0.9f, 0.999f, 1e-8f);
+    if (c->sync_replicas) { /* the same Adam, its updates counted and averaged on the ps */
+        fl_optimizer *adam = w.adam;
+        w.adam = fl_sync_replicas_optimizer(adam, (int)c->replicas_to_aggregate, (int)c->total_num_replicas);
+        fl_optimizer_free(adam);
+    }
     w.train_op = fl_minimize(w.adam, w.g, w.loss, w.global_step, "train");
     w.accuracy = accuracy_of(w.g, logits, w.label);
-    w.init = fl_global_variables_initializer(w.g);
     fl_device_pop(w.g);
     return w;
 }
@@ -158,11 +181,14 @@ static worker_graph build_worker_graph(const fl_cluster *cluster, const training
 
 /* "worker 1: step 40, global step 83, loss 0.52 (310 images/sec, 2.9 MB moved per step)" */
 static void log_worker_progress(const fl_cluster *cluster, long local_steps, long global_step, float loss,
-                         long images, double seconds, double bytes_per_step)
+                                long images, double seconds, double bytes_per_step, bool sync)
 {
-    printf("worker %d: step %ld, global step %ld, loss %.4f (%.1f images/sec, %.1f MB moved per step)\n",
+    printf("worker %d: step %ld, global step %ld, loss %.6f (%.1f images/sec, %.1f MB moved per step",
            fl_cluster_task_index(cluster), local_steps, global_step, loss, (double)images / seconds,
            bytes_per_step / 1e6);
+    if (sync)
+        printf(", %llu stale gradients dropped", (unsigned long long)fl_remote_stale_updates());
+    printf(")\n");
     fflush(stdout);
 }
 
@@ -173,42 +199,63 @@ static double bytes_moved(void)
     return (double)(sent + received);
 }
 
+/* With --sync_replicas every worker reads the same global batch (same seed)
+ * and trains on its slice, as chapter 2's towers do: worker k takes rows
+ * [k*B, (k+1)*B). */
+static fl_tensor slice_of(const fl_tensor *batch, int part, int parts)
+{
+    fl_tensor t = *batch;
+    int rows = batch->shape.dims[0] / parts;
+    size_t row_bytes = 4; /* float32 and int32 elements */
+    for (int d = 1; d < batch->shape.rank; d++)
+        row_bytes *= (size_t)batch->shape.dims[d];
+    t.shape.dims[0] = rows;
+    t.data = (char *)batch->data + (size_t)part * (size_t)rows * row_bytes;
+    return t;
+}
+
+typedef struct {
+    const fl_cluster *cluster;
+    const training_flags *o;
+    const worker_graph *w;
+    int part, parts; /* this worker's slice of each batch (parts 1: the whole batch) */
+    bool sync;
+} worker_loop;
+
 // [book:loop]
-/* Asynchronous training: each worker steps at its own pace until the global
- * step, which every worker advances on the ps, reaches total_steps. */
-static int train_async(fl_session *s, const fl_cluster *cluster, const training_flags *o, const worker_graph *w,
-                       fl_dataset *batches, long total_steps, long *steps_done)
+/* Each worker steps at its own pace (asynchronous) or in step with the
+ * others (synchronous: its train op ends when the step is over) until the
+ * global step, kept on a ps, reaches the stop-at-step hook's last step. */
+static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_dataset *batches, long *steps_done)
 {
     const fl_tensor *images, *labels;
-    long local_steps = 0, global_step = 0, images_seen = 0;
-    *steps_done = 0;
+    long local_steps = 0, images_seen = 0;
     double last_time = now_seconds(), last_bytes = bytes_moved();
-    while (global_step < total_steps && fl_dataset_next(batches, &images, &labels) == 1) {
-        trace_before_step(s, o, local_steps);
-        fl_feed feeds[2] = {{w->image, images}, {w->label, labels}};
-        fl_node *fetches[2] = {w->loss, w->global_step};
-        fl_tensor *out[2] = {NULL, NULL};
-        if (fl_session_run(s, feeds, 2, fetches, 2, out, &w->train_op, 1) != 0) {
-            fprintf(stderr, "%s: worker %d: step %ld: %s\n", program, fl_cluster_task_index(cluster),
-                    local_steps, fl_session_error(s));
+    while (!fl_monitored_session_should_stop(ms) && fl_dataset_next(batches, &images, &labels) == 1) {
+        trace_before_step(fl_monitored_session_session(ms), L->o, local_steps);
+        fl_tensor my_images = slice_of(images, L->part, L->parts), my_labels = slice_of(labels, L->part, L->parts);
+        fl_feed feeds[2] = {{L->w->image, &my_images}, {L->w->label, &my_labels}};
+        fl_tensor *loss = NULL;
+        if (fl_monitored_session_run(ms, feeds, 2, &L->w->loss, 1, &loss, &L->w->train_op, 1) != 0) {
+            fprintf(stderr, "%s: worker %d: step %ld: %s\n", program, fl_cluster_task_index(L->cluster), local_steps,
+                    fl_monitored_session_error(ms));
             return 1;
         }
-        global_step = (long)fl_tensor_scalar(out[1]);
         *steps_done = ++local_steps;
-        if (o->trace_path && local_steps == 4)
-            write_trace(s, o);
-        images_seen += images->shape.dims[0];
-        if (local_steps % o->log_every == 0 || local_steps == 1) {
+        if (L->o->trace_path && local_steps == 4)
+            write_trace(fl_monitored_session_session(ms), L->o);
+        images_seen += my_images.shape.dims[0];
+        if (local_steps % L->o->log_every == 0 || local_steps == 1) {
             double now = now_seconds(), bytes = bytes_moved();
-            long steps = local_steps == 1 ? 1 : o->log_every;
-            log_worker_progress(cluster, local_steps, global_step, fl_tensor_scalar(out[0]), images_seen, now - last_time,
-                         (bytes - last_bytes) / (double)steps);
+            long steps = local_steps == 1 ? 1 : L->o->log_every;
+            log_worker_progress(L->cluster, local_steps, fl_monitored_session_global_step(ms),
+                                fl_tensor_scalar(loss), images_seen, now - last_time,
+                                (bytes - last_bytes) / (double)steps, L->sync);
             last_time = now;
             last_bytes = bytes;
             images_seen = 0;
         }
-        fl_tensor_free(out[0]);
-        fl_tensor_free(out[1]);
+        fl_tensor_free(loss);
     }
     return 0;
 }
@@ -265,36 +312,62 @@ static int write_cluster_graph(const char *path, const fl_cluster *cluster, cons
     return fclose(f);
 }
 
-/* Initialise (every worker asks; the ps keeps the first values it gets),
- * train, and report this worker's test accuracy with the final variables. */
-static int train_worker(fl_session *s, const fl_cluster *cluster, const training_flags *o, const worker_graph *w,
-                        const lab_data *data, const char *cluster_graph)
+/* The dataset: each worker its own order (seed + task), or with
+ * --sync_replicas one shared order of global batches to slice. */
+static fl_dataset *worker_batches(const training_flags *o, const lab_data *data, int task, int parts)
+{
+    fl_dataset_options order = {.batch_size = o->batch_size * parts, .epochs = 0, .shuffle = true,
+                                .seed = parts > 1 ? o->seed : o->seed + (unsigned long)task, .prefetch = 2,
+                                .drop_remainder = parts > 1};
+    return fl_dataset_new(data->train_images, data->train_labels, &order);
+}
+
+// [book:monitored]
+/* The chief initializes or restores the model and saves checkpoints; the
+ * others wait for it; all stop when the global step reaches total_steps. */
+static fl_monitored_session *open_session(const fl_cluster *cluster, const training_flags *o, const worker_graph *w,
+                                          fl_session_hook *stop)
+{
+    fl_session_options config = {.allow_soft_placement = true, .cluster = cluster,
+                                 .log_device_placement = o->log_device_placement};
+    fl_monitored_session_options m = {.cluster = cluster, .is_chief = fl_cluster_is_chief(cluster),
+                                      .checkpoint_dir = o->checkpoint_dir, .save_checkpoint_steps = o->save_every,
+                                      .log_step_count_steps = -1, .hooks = &stop, .nhooks = 1, .config = &config};
+    return fl_monitored_training_session(w->g, w->global_step, &m);
+}
+// [end:monitored]
+
+/* Trains, then reports this worker's test accuracy with the final variables. */
+static int train_worker(const fl_cluster *cluster, const training_flags *o, const cluster_flags *c,
+                        const worker_graph *w, const lab_data *data)
 {
     int task = fl_cluster_task_index(cluster);
-    if (fl_session_run(s, NULL, 0, NULL, 0, NULL, &w->init, 1) != 0) {
-        fprintf(stderr, "%s: worker %d: initializing: %s\n", program, task, fl_session_error(s));
-        return 1;
-    }
     int train_count = data->train_images->shape.dims[0];
     long total_steps = o->train_steps > 0 ? o->train_steps
                                           : o->epochs * ((train_count + o->batch_size - 1) / o->batch_size);
-    printf("worker %d: training until the global step reaches %ld (batch %d)\n", task, total_steps, o->batch_size);
-    /* Each worker its own order of the data: seed + task index. */
-    fl_dataset_options order = {.batch_size = o->batch_size, .epochs = 0, .shuffle = true,
-                                .seed = o->seed + (unsigned long)task, .prefetch = 2};
-    fl_dataset *batches = fl_dataset_new(data->train_images, data->train_labels, &order);
-    if (!batches) {
+    fl_session_hook *stop = fl_stop_at_step_hook(total_steps);
+    fl_monitored_session *ms = open_session(cluster, o, w, stop);
+    if (!ms) {
         fprintf(stderr, "%s: worker %d: %s\n", program, task, fl_last_error());
+        fl_session_hook_free(stop);
         return 1;
     }
+    worker_loop L = {cluster, o, w, c->sync_replicas ? task : 0,
+                     c->sync_replicas ? fl_cluster_num_tasks(cluster, "worker") : 1, c->sync_replicas};
+    printf("worker %d: training until the global step reaches %ld (batch %d%s)\n", task, total_steps, o->batch_size,
+           c->sync_replicas ? ", synchronous" : "");
+    fl_dataset *batches = worker_batches(o, data, task, L.parts);
     long steps = 0;
     uint64_t sent[MAX_PS] = {0}, received[MAX_PS] = {0};
     traffic_by_ps(cluster, sent, received);
-    int rc = train_async(s, cluster, o, w, batches, total_steps, &steps);
-    if (rc == 0 && cluster_graph && fl_cluster_is_chief(cluster) && steps > 0 &&
-        write_cluster_graph(cluster_graph, cluster, w, steps, sent, received) != 0)
-        fprintf(stderr, "%s: --cluster_graph %s: cannot write it\n", program, cluster_graph);
+    int rc = batches ? train_steps(ms, &L, batches, &steps) : 1;
+    if (!batches)
+        fprintf(stderr, "%s: worker %d: %s\n", program, task, fl_last_error());
+    if (rc == 0 && c->cluster_graph && fl_cluster_is_chief(cluster) && steps > 0 &&
+        write_cluster_graph(c->cluster_graph, cluster, w, steps, sent, received) != 0)
+        fprintf(stderr, "%s: --cluster_graph %s: cannot write it\n", program, c->cluster_graph);
     fl_dataset_free(batches);
+    fl_session *s = fl_monitored_session_session(ms);
     double accuracy = 0;
     if (rc == 0 && evaluate(s, w->image, w->label, w->accuracy, data->test_images, data->test_labels,
                             o->batch_size, &accuracy) != 0) {
@@ -307,6 +380,9 @@ static int train_worker(fl_session *s, const fl_cluster *cluster, const training
      * or runs them; one worker (the chief) draws it. */
     if (rc == 0 && o->graph_path && fl_session_write_dot(s, o->graph_path) != 0)
         fprintf(stderr, "%s: --graph: %s\n", program, fl_last_error());
+    if (fl_monitored_session_close(ms) != 0 && rc == 0)
+        rc = 1;
+    fl_session_hook_free(stop);
     return rc;
 }
 
@@ -323,17 +399,12 @@ static int run_worker(const fl_cluster *cluster, const training_flags *o, const 
     if (!fl_cluster_is_chief(cluster)) /* one file per run: the chief writes --trace and --graph */
         mine.trace_path = mine.graph_path = NULL;
     o = &mine;
-    worker_graph w = build_worker_graph(cluster, o, c->device, strategy);
+    worker_graph w = build_worker_graph(cluster, o, c, strategy);
     int rc = 1;
-    if (fl_graph_error(w.g)) {
+    if (fl_graph_error(w.g))
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(w.g));
-    } else {
-        fl_session_options config = {.allow_soft_placement = true, .cluster = cluster,
-                                     .log_device_placement = o->log_device_placement};
-        fl_session *s = fl_session_new(w.g, &config);
-        rc = train_worker(s, cluster, o, &w, data, c->cluster_graph);
-        fl_session_free(s);
-    }
+    else
+        rc = train_worker(cluster, o, c, &w, data);
     /* Said on every path: a ps waits for every worker's goodbye. */
     if (fl_cluster_say_goodbye(cluster) != 0)
         fprintf(stderr, "%s: saying goodbye: %s\n", program, fl_last_error());
@@ -344,15 +415,32 @@ static int run_worker(const fl_cluster *cluster, const training_flags *o, const 
     return rc;
 }
 
+/* The defaults are the number of workers; aggregating more than take part waits forever. */
+static void check_replicas(const fl_cluster *cluster, cluster_flags *c)
+{
+    int workers = fl_cluster_num_tasks(cluster, "worker");
+    if (c->total_num_replicas == 0)
+        c->total_num_replicas = workers;
+    if (c->replicas_to_aggregate == 0)
+        c->replicas_to_aggregate = c->total_num_replicas;
+    if (c->sync_replicas && c->replicas_to_aggregate > c->total_num_replicas) {
+        fprintf(stderr, "%s: --replicas_to_aggregate %ld is more than --total_num_replicas %ld: a step would "
+                "wait for gradients nobody sends\n", program, c->replicas_to_aggregate, c->total_num_replicas);
+        exit(2);
+    }
+}
+
 int main(int argc, char **argv)
 {
     training_flags o = training_flags_defaults(program);
     cluster_flags c = {.device = "/gpu:0", .ps_strategy = "round_robin"};
     static const char *const names[] = {"--ps_hosts", "--worker_hosts", "--job_name", "--task_index", "--device",
-                                        "--ps_strategy", "--cluster_graph"};
-    lab_flags extra = {names, 7, set_cluster_flag, &c};
+                                        "--ps_strategy", "--cluster_graph", "--sync_replicas",
+                                        "--replicas_to_aggregate", "--total_num_replicas"};
+    lab_flags extra = {names, 10, set_cluster_flag, &c};
     parse_flags(argc, argv, &o, &extra, usage);
     fl_cluster *cluster = read_cluster(&c);
+    check_replicas(cluster, &c);
     int rc;
     if (strcmp(fl_cluster_job_name(cluster), "ps") == 0) {
         rc = run_ps(cluster);

@@ -1,0 +1,297 @@
+/* monitored_session.c: MonitoredTrainingSession. It owns a session and
+ * prepares the model before the first step (the chief restores or
+ * initialises, the others wait until it is ready); each run fetches the
+ * global step and what the hooks ask for, then runs the hooks; a run that
+ * failed because a task was lost is recovered (connect again, restore a
+ * restarted ps, wait for the model) and run again. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "monitored_session.h"
+
+#define MAX_HOOKS 32
+#define MAX_EXTRA 16  /* extra fetches per hook */
+#define MAX_RECOVERIES 3
+
+struct fl_monitored_session {
+    fl_graph *graph;
+    fl_session *session;
+    fl_node *global_step, *init;
+    fl_monitored_session_options o;
+    fl_session_hook *hooks[MAX_HOOKS];
+    int nhooks;
+    fl_session_hook *owned[2]; /* the step counter and the saver made here */
+    long step;
+    bool stop;
+    FILE *log;
+    char who[64];
+    char error[FL_ERROR_LEN];
+};
+
+FILE *fl_monitored_session_log(const fl_monitored_session *ms) { return ms->log; }
+const char *fl_monitored_session_who(const fl_monitored_session *ms) { return ms->who; }
+bool fl_monitored_session_should_stop(const fl_monitored_session *ms) { return ms->stop; }
+long fl_monitored_session_global_step(const fl_monitored_session *ms) { return ms->step; }
+fl_session *fl_monitored_session_session(fl_monitored_session *ms) { return ms->session; }
+const char *fl_monitored_session_error(const fl_monitored_session *ms) { return ms->error; }
+
+static int fail(fl_monitored_session *ms, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(fl_monitored_session *ms, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(ms->error, sizeof ms->error, fmt, args);
+    va_end(args);
+    fl_set_error("%s", ms->error);
+    return -1;
+}
+
+static void say(fl_monitored_session *ms, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(fl_monitored_session *ms, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fprintf(ms->log, "%s", ms->who);
+    vfprintf(ms->log, fmt, args);
+    fputc('\n', ms->log);
+    fflush(ms->log);
+    va_end(args);
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double task_deadline_s(void)
+{
+    const char *text = getenv("FLOWLAB_TASK_DEADLINE");
+    double seconds = text ? atof(text) : 0;
+    return seconds > 0 ? seconds : 120;
+}
+
+static int read_global_step(fl_monitored_session *ms)
+{
+    fl_tensor *value = NULL;
+    if (fl_session_run(ms->session, NULL, 0, &ms->global_step, 1, &value, NULL, 0) != 0)
+        return fail(ms, "reading the global step: %s", fl_session_error(ms->session));
+    ms->step = (long)fl_tensor_scalar(value);
+    fl_tensor_free(value);
+    return 0;
+}
+
+// [book:chief_prepare]
+/* The chief: a model already on the ps tasks is kept (a chief that was
+ * restarted); else the latest checkpoint is restored; else the variables
+ * get their initial values. */
+static int chief_prepare(fl_monitored_session *ms)
+{
+    int missing = fl_session_uninitialized_variables(ms->session, NULL, 0);
+    if (missing < 0)
+        return fail(ms, "%s", fl_session_error(ms->session));
+    if (missing == 0) {
+        if (read_global_step(ms) != 0)
+            return -1;
+        say(ms, "the model is already there (global step %ld): going on", ms->step);
+        return 0;
+    }
+    int restored = ms->o.checkpoint_dir ? fl_session_restore_latest(ms->session, ms->o.checkpoint_dir) : 0;
+    if (restored < 0)
+        return fail(ms, "restoring from %s: %s", ms->o.checkpoint_dir, fl_session_error(ms->session));
+    if (restored == 0 && fl_session_run(ms->session, NULL, 0, NULL, 0, NULL, &ms->init, 1) != 0)
+        return fail(ms, "initializing the variables: %s", fl_session_error(ms->session));
+    if (read_global_step(ms) != 0)
+        return -1;
+    if (restored)
+        say(ms, "restored the latest checkpoint in %s: global step %ld", ms->o.checkpoint_dir, ms->step);
+    else
+        say(ms, "initialized the variables");
+    return 0;
+}
+// [end:chief_prepare]
+
+// [book:wait_ready]
+/* Any other worker: wait until every variable has a value, saying so every
+ * few seconds, and give up at the deadline with what was missing. */
+static int wait_until_ready(fl_monitored_session *ms)
+{
+    double start = seconds_now(), next_line = start + 5, deadline = task_deadline_s();
+    for (;;) {
+        const char *first = NULL;
+        int missing = fl_session_uninitialized_variables(ms->session, &first, 1);
+        if (missing < 0)
+            return fail(ms, "%s", fl_session_error(ms->session));
+        if (missing == 0)
+            return read_global_step(ms);
+        double waited = seconds_now() - start;
+        if (waited >= deadline)
+            return fail(ms, "the model was not ready after %.0f s: %d variables have no value (%s first); "
+                        "is the chief (worker 0) running? (FLOWLAB_TASK_DEADLINE)", waited, missing, first);
+        if (seconds_now() >= next_line) {
+            say(ms, "waiting for the chief to initialize or restore %d variables (%s first) for %.0f s", missing,
+                first, waited);
+            next_line += 5;
+        }
+        nanosleep(&(struct timespec){0, 200000000}, NULL);
+    }
+}
+// [end:wait_ready]
+
+static int prepare(fl_monitored_session *ms)
+{
+    return ms->o.is_chief ? chief_prepare(ms) : wait_until_ready(ms);
+}
+
+static void add_hooks(fl_monitored_session *ms, fl_session_hook *const *hooks, int n)
+{
+    for (int i = 0; i < n && ms->nhooks < MAX_HOOKS; i++)
+        if (hooks[i])
+            ms->hooks[ms->nhooks++] = hooks[i];
+}
+
+/* The step counter for everyone, the saver and the chief-only hooks for the chief. */
+static void make_hooks(fl_monitored_session *ms)
+{
+    const fl_monitored_session_options *o = &ms->o;
+    if (o->log_step_count_steps >= 0)
+        ms->owned[0] = fl_step_counter_hook(o->log_step_count_steps ? o->log_step_count_steps : 100);
+    bool by_default = o->save_checkpoint_secs <= 0 && o->save_checkpoint_steps <= 0;
+    if (o->is_chief && o->checkpoint_dir)
+        ms->owned[1] = fl_checkpoint_saver_hook(o->checkpoint_dir, by_default ? 600 : o->save_checkpoint_secs,
+                                                o->save_checkpoint_steps);
+    add_hooks(ms, ms->owned, 2);
+    add_hooks(ms, o->hooks, o->nhooks);
+    if (o->is_chief)
+        add_hooks(ms, o->chief_only_hooks, o->nchief_hooks);
+}
+
+static void free_session(fl_monitored_session *ms)
+{
+    fl_session_hook_free(ms->owned[0]);
+    fl_session_hook_free(ms->owned[1]);
+    fl_session_free(ms->session);
+    free(ms);
+}
+
+fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global_step,
+                                                    const fl_monitored_session_options *o)
+{
+    if (!g || !global_step || !o) {
+        fl_set_error("fl_monitored_training_session: the graph, the global step and the options are needed");
+        return NULL;
+    }
+    fl_monitored_session *ms = fl_xcalloc(1, sizeof *ms);
+    ms->graph = g;
+    ms->global_step = global_step;
+    ms->o = *o;
+    ms->o.is_chief = o->cluster ? o->is_chief : true;
+    ms->log = o->log ? o->log : stdout;
+    if (o->cluster)
+        snprintf(ms->who, sizeof ms->who, "%s %d: ", fl_cluster_job_name(o->cluster), fl_cluster_task_index(o->cluster));
+    ms->init = fl_global_variables_initializer(g);
+    ms->session = fl_session_new(g, o->config);
+    make_hooks(ms);
+    if (!ms->init || !ms->session || prepare(ms) != 0) {
+        if (!ms->init || !ms->session)
+            fl_set_error("%s", fl_graph_error(g) ? fl_graph_error(g) : fl_last_error());
+        free_session(ms);
+        return NULL;
+    }
+    return ms;
+}
+
+// [book:recover]
+/* A run failed. If it was a lost task that is back, prepare the model again
+ * (a restarted ps gets the latest checkpoint from the chief) and say how
+ * many steps that cost; 0 when the run may be tried again. */
+static int recover(fl_monitored_session *ms)
+{
+    char why[FL_ERROR_LEN];
+    snprintf(why, sizeof why, "%s", fl_session_error(ms->session));
+    if (!ms->o.cluster)
+        return fail(ms, "%s", why);
+    say(ms, "the step failed (%s); connecting again", why);
+    int reconnected = fl_cluster_reconnect(ms->o.cluster);
+    if (reconnected < 0)
+        return fail(ms, "%s", fl_last_error());
+    if (reconnected == 0)
+        return fail(ms, "%s", why); /* no task was lost: a real error */
+    long before = ms->step;
+    if (prepare(ms) != 0)
+        return -1;
+    if (ms->step < before)
+        say(ms, "global step %ld -> %ld: %ld steps lost since the last checkpoint", before, ms->step,
+            before - ms->step);
+    return 0;
+}
+// [end:recover]
+
+/* The hooks' extra fetches after the caller's and the global step. */
+static int gather_fetches(fl_monitored_session *ms, fl_node *const *fetches, int nfetches, fl_node **all,
+                          int *first_extra)
+{
+    int n = 0;
+    for (int i = 0; i < nfetches; i++)
+        all[n++] = fetches[i];
+    all[n++] = ms->global_step;
+    for (int h = 0; h < ms->nhooks; h++) {
+        first_extra[h] = n;
+        if (ms->hooks[h]->before_run)
+            n += ms->hooks[h]->before_run(ms->hooks[h], all + n, MAX_EXTRA);
+    }
+    first_extra[ms->nhooks] = n;
+    return n;
+}
+
+static void run_hooks(fl_monitored_session *ms, fl_tensor **values, const int *first_extra)
+{
+    for (int h = 0; h < ms->nhooks; h++) {
+        fl_run_values v = {ms->step, values + first_extra[h]};
+        if (ms->hooks[h]->after_run && ms->hooks[h]->after_run(ms->hooks[h], ms, &v))
+            ms->stop = true;
+    }
+}
+
+int fl_monitored_session_run(fl_monitored_session *ms, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
+                             int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets)
+{
+    if (nfetches < 0 || nfetches > 64)
+        return fail(ms, "fl_monitored_session_run: %d fetches (0..64)", nfetches);
+    fl_node *all[64 + 1 + MAX_HOOKS * MAX_EXTRA];
+    fl_tensor *values[64 + 1 + MAX_HOOKS * MAX_EXTRA] = {0};
+    int first_extra[MAX_HOOKS + 1];
+    int n = gather_fetches(ms, fetches, nfetches, all, first_extra);
+    int rc = -1;
+    for (int attempt = 0; attempt <= MAX_RECOVERIES && rc != 0; attempt++) {
+        rc = fl_session_run(ms->session, feeds, nfeeds, all, n, values, targets, ntargets);
+        if (rc != 0 && recover(ms) != 0)
+            return -1;
+    }
+    if (rc != 0)
+        return fail(ms, "the step failed %d times in a row: %s", MAX_RECOVERIES + 1, fl_session_error(ms->session));
+    ms->step = (long)fl_tensor_scalar(values[nfetches]);
+    run_hooks(ms, values, first_extra);
+    for (int i = 0; i < n; i++) {
+        if (i < nfetches && outputs)
+            outputs[i] = values[i];
+        else
+            fl_tensor_free(values[i]);
+    }
+    return 0;
+}
+
+int fl_monitored_session_close(fl_monitored_session *ms)
+{
+    if (!ms)
+        return 0;
+    for (int h = 0; h < ms->nhooks; h++)
+        if (ms->hooks[h]->end)
+            ms->hooks[h]->end(ms->hooks[h], ms);
+    int rc = ms->error[0] ? -1 : 0;
+    free_session(ms);
+    return rc;
+}

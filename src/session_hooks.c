@@ -1,0 +1,177 @@
+/* session_hooks.c: the monitored session's built-in hooks, TensorFlow's
+ * StopAtStepHook, StepCounterHook, LoggingTensorHook and
+ * CheckpointSaverHook. Each is a small state and one after_run. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "monitored_session.h"
+
+typedef struct {
+    long every, last_step, last_saved;
+    double every_secs, last_time;
+    char *dir;
+    fl_node *tensors[16];
+    int ntensors;
+} hook_state;
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void free_state(void *state)
+{
+    hook_state *st = state;
+    if (st)
+        free(st->dir);
+    free(st);
+}
+
+static fl_session_hook *new_hook(const char *name)
+{
+    fl_session_hook *h = fl_xcalloc(1, sizeof *h);
+    hook_state *st = fl_xcalloc(1, sizeof *st);
+    st->last_step = st->last_saved = -1;
+    st->last_time = seconds_now();
+    *h = (fl_session_hook){.name = name, .free_state = free_state, .state = st};
+    return h;
+}
+
+void fl_session_hook_free(fl_session_hook *h)
+{
+    if (!h)
+        return;
+    if (h->free_state)
+        h->free_state(h->state);
+    free(h);
+}
+
+static bool stop_at_step(fl_session_hook *h, fl_monitored_session *ms, const fl_run_values *v)
+{
+    (void)ms;
+    return v->global_step >= ((hook_state *)h->state)->every;
+}
+
+fl_session_hook *fl_stop_at_step_hook(long last_step)
+{
+    fl_session_hook *h = new_hook("StopAtStepHook");
+    ((hook_state *)h->state)->every = last_step;
+    h->after_run = stop_at_step;
+    return h;
+}
+
+/* Whether every steps have passed since the last time this hook acted. */
+static bool is_due(hook_state *st, long step)
+{
+    if (st->last_step < 0) {
+        st->last_step = step;
+        return false;
+    }
+    return st->every > 0 && step - st->last_step >= st->every;
+}
+
+static bool count_steps(fl_session_hook *h, fl_monitored_session *ms, const fl_run_values *v)
+{
+    hook_state *st = h->state;
+    if (!is_due(st, v->global_step))
+        return false;
+    double now = seconds_now();
+    fprintf(fl_monitored_session_log(ms), "%sglobal_step/sec: %.3g\n", fl_monitored_session_who(ms),
+            (double)(v->global_step - st->last_step) / (now - st->last_time));
+    fflush(fl_monitored_session_log(ms));
+    st->last_step = v->global_step;
+    st->last_time = now;
+    return false;
+}
+
+fl_session_hook *fl_step_counter_hook(long every_n_steps)
+{
+    fl_session_hook *h = new_hook("StepCounterHook");
+    ((hook_state *)h->state)->every = every_n_steps;
+    h->after_run = count_steps;
+    return h;
+}
+
+static int fetch_tensors(fl_session_hook *h, fl_node **extra, int max)
+{
+    hook_state *st = h->state;
+    int n = st->ntensors < max ? st->ntensors : max;
+    memcpy(extra, st->tensors, (size_t)n * sizeof *extra);
+    return n;
+}
+
+static bool log_tensors(fl_session_hook *h, fl_monitored_session *ms, const fl_run_values *v)
+{
+    hook_state *st = h->state;
+    bool first = st->last_step < 0;
+    if (!first && !(st->every > 0 && v->global_step - st->last_step >= st->every))
+        return false;
+    FILE *log = fl_monitored_session_log(ms);
+    fprintf(log, "%sglobal step %ld:", fl_monitored_session_who(ms), v->global_step);
+    for (int i = 0; i < st->ntensors; i++)
+        fprintf(log, " %s = %g", fl_node_name(st->tensors[i]), fl_tensor_scalar(v->extra[i]));
+    fputc('\n', log);
+    fflush(log);
+    st->last_step = v->global_step;
+    return false;
+}
+
+fl_session_hook *fl_logging_tensor_hook(fl_node *const *tensors, int n, long every_n_steps)
+{
+    fl_session_hook *h = new_hook("LoggingTensorHook");
+    hook_state *st = h->state;
+    st->every = every_n_steps;
+    st->ntensors = n < 16 ? n : 16;
+    memcpy(st->tensors, tensors, (size_t)st->ntensors * sizeof *tensors);
+    h->before_run = fetch_tensors;
+    h->after_run = log_tensors;
+    return h;
+}
+
+static void save(fl_session_hook *h, fl_monitored_session *ms, long step)
+{
+    hook_state *st = h->state;
+    if (step == st->last_saved)
+        return;
+    FILE *log = fl_monitored_session_log(ms);
+    if (fl_session_save(fl_monitored_session_session(ms), st->dir, step) != 0)
+        fprintf(log, "%scheckpoint at global step %ld not saved: %s\n", fl_monitored_session_who(ms), step,
+                fl_session_error(fl_monitored_session_session(ms)));
+    else
+        fprintf(log, "%ssaved %s/model.ckpt-%ld\n", fl_monitored_session_who(ms), st->dir, step);
+    fflush(log);
+    st->last_saved = step;
+    st->last_time = seconds_now();
+}
+
+static bool save_when_due(fl_session_hook *h, fl_monitored_session *ms, const fl_run_values *v)
+{
+    hook_state *st = h->state;
+    if (st->last_saved < 0)
+        st->last_saved = v->global_step; /* the model restored or initialised is saved already or anew at the end */
+    bool by_steps = st->every > 0 && v->global_step - st->last_saved >= st->every;
+    bool by_time = st->every_secs > 0 && seconds_now() - st->last_time >= st->every_secs;
+    if (by_steps || by_time)
+        save(h, ms, v->global_step);
+    return false;
+}
+
+static void save_at_end(fl_session_hook *h, fl_monitored_session *ms)
+{
+    save(h, ms, fl_monitored_session_global_step(ms));
+}
+
+fl_session_hook *fl_checkpoint_saver_hook(const char *dir, double every_secs, long every_steps)
+{
+    fl_session_hook *h = new_hook("CheckpointSaverHook");
+    hook_state *st = h->state;
+    st->dir = fl_xstrdup(dir);
+    st->every = every_steps;
+    st->every_secs = every_secs;
+    h->after_run = save_when_due;
+    h->end = save_at_end;
+    return h;
+}

@@ -1,0 +1,50 @@
+/* session_ready.c: TensorFlow's report_uninitialized_variables. Which of the
+ * graph's variables have no value yet, asking the device that holds each:
+ * a variable on a ps task has one once any worker (the chief) gave it one,
+ * and this session then counts it as initialised too. A worker that is not
+ * the chief waits on this before it trains (monitored_session.c). */
+#include <stdlib.h>
+
+#include "session_internal.h"
+
+/* 1 when var has a value, 0 when not, -1 on error. */
+static int has_value(fl_session *s, fl_node *var)
+{
+    if (fl_session_place(s, var) != 0)
+        return -1;
+    fl_slot *slot = &s->slots[var->id];
+    const fl_backend *b = slot->device->backend;
+    if (!b->variables.has_value)
+        return slot->initialized ? 1 : 0;
+    int has = b->variables.has_value(slot->device->impl, var->name);
+    if (has < 0)
+        return fl_session_fail(s, "asking %s whether %s has a value: %s", slot->device->name, var->name,
+                               fl_last_error());
+    if (has && !slot->initialized) { /* another process initialised it: reads may go ahead */
+        fl_session_ensure_buffer(slot, fl_tensor_bytes(&(fl_tensor){var->dtype, var->attrs.shape, NULL}));
+        slot->value = (fl_tensor){var->dtype, var->attrs.shape, slot->buffer};
+        slot->initialized = true;
+    }
+    return has;
+}
+
+int fl_session_uninitialized_variables(fl_session *s, const char **names, int max)
+{
+    if (!s)
+        return -1;
+    fl_session_grow(s);
+    int nvars = fl_global_variables(s->graph, NULL, 0), missing = 0;
+    fl_node **vars = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *vars);
+    fl_global_variables(s->graph, vars, nvars);
+    for (int i = 0; i < nvars && missing >= 0; i++) {
+        int has = has_value(s, vars[i]);
+        if (has < 0)
+            missing = -1;
+        else if (!has && missing < max && names)
+            names[missing++] = vars[i]->name;
+        else if (!has)
+            missing++;
+    }
+    free(vars);
+    return missing;
+}
