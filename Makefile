@@ -61,7 +61,7 @@ deps:
 
 lib: $(LIB)
 
-$(BUILD)/obj/%.o: src/%.c src/flowlab.h src/runtime.h | $(BUILD)/obj
+$(BUILD)/obj/%.o: src/%.c src/flowlab.h src/flowlab_cluster.h src/flowlab_monitored.h src/runtime.h | $(BUILD)/obj
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -c $< -o $@
 

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "monitored_session.h"
+#include <stdio.h>
+
+#include "runtime.h"
 
 #define MAX_HOOKS 32
 #define MAX_EXTRA 16  /* extra fetches per hook */
@@ -30,8 +32,6 @@ struct fl_monitored_session {
     char error[FL_ERROR_LEN];
 };
 
-FILE *fl_monitored_session_log(const fl_monitored_session *ms) { return ms->log; }
-const char *fl_monitored_session_who(const fl_monitored_session *ms) { return ms->who; }
 bool fl_monitored_session_should_stop(const fl_monitored_session *ms) { return ms->stop; }
 long fl_monitored_session_global_step(const fl_monitored_session *ms) { return ms->step; }
 fl_session *fl_monitored_session_session(fl_monitored_session *ms) { return ms->session; }
@@ -250,8 +250,8 @@ static int gather_fetches(fl_monitored_session *ms, fl_node *const *fetches, int
 static void run_hooks(fl_monitored_session *ms, fl_tensor **values, const int *first_extra)
 {
     for (int h = 0; h < ms->nhooks; h++) {
-        fl_run_values v = {ms->step, values + first_extra[h]};
-        if (ms->hooks[h]->after_run && ms->hooks[h]->after_run(ms->hooks[h], ms, &v))
+        fl_run_values v = {ms->step, values + first_extra[h], ms->session, ms->log, ms->who};
+        if (ms->hooks[h]->after_run && ms->hooks[h]->after_run(ms->hooks[h], &v))
             ms->stop = true;
     }
 }
@@ -288,9 +288,10 @@ int fl_monitored_session_close(fl_monitored_session *ms)
 {
     if (!ms)
         return 0;
+    fl_run_values v = {ms->step, NULL, ms->session, ms->log, ms->who};
     for (int h = 0; h < ms->nhooks; h++)
         if (ms->hooks[h]->end)
-            ms->hooks[h]->end(ms->hooks[h], ms);
+            ms->hooks[h]->end(ms->hooks[h], &v);
     int rc = ms->error[0] ? -1 : 0;
     free_session(ms);
     return rc;

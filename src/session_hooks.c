@@ -5,7 +5,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "monitored_session.h"
+#include <stdio.h>
+
+#include "runtime.h"
 
 typedef struct {
     long every, last_step, last_saved;
@@ -49,9 +51,8 @@ void fl_session_hook_free(fl_session_hook *h)
     free(h);
 }
 
-static bool stop_at_step(fl_session_hook *h, fl_monitored_session *ms, const fl_run_values *v)
+static bool stop_at_step(fl_session_hook *h, const fl_run_values *v)
 {
-    (void)ms;
     return v->global_step >= ((hook_state *)h->state)->every;
 }
 
@@ -73,15 +74,15 @@ static bool is_due(hook_state *st, long step)
     return st->every > 0 && step - st->last_step >= st->every;
 }
 
-static bool count_steps(fl_session_hook *h, fl_monitored_session *ms, const fl_run_values *v)
+static bool count_steps(fl_session_hook *h, const fl_run_values *v)
 {
     hook_state *st = h->state;
     if (!is_due(st, v->global_step))
         return false;
     double now = seconds_now();
-    fprintf(fl_monitored_session_log(ms), "%sglobal_step/sec: %.3g\n", fl_monitored_session_who(ms),
+    fprintf((FILE *)v->log, "%sglobal_step/sec: %.3g\n", v->who,
             (double)(v->global_step - st->last_step) / (now - st->last_time));
-    fflush(fl_monitored_session_log(ms));
+    fflush((FILE *)v->log);
     st->last_step = v->global_step;
     st->last_time = now;
     return false;
@@ -103,14 +104,14 @@ static int fetch_tensors(fl_session_hook *h, fl_node **extra, int max)
     return n;
 }
 
-static bool log_tensors(fl_session_hook *h, fl_monitored_session *ms, const fl_run_values *v)
+static bool log_tensors(fl_session_hook *h, const fl_run_values *v)
 {
     hook_state *st = h->state;
     bool first = st->last_step < 0;
     if (!first && !(st->every > 0 && v->global_step - st->last_step >= st->every))
         return false;
-    FILE *log = fl_monitored_session_log(ms);
-    fprintf(log, "%sglobal step %ld:", fl_monitored_session_who(ms), v->global_step);
+    FILE *log = (FILE *)v->log;
+    fprintf(log, "%sglobal step %ld:", v->who, v->global_step);
     for (int i = 0; i < st->ntensors; i++)
         fprintf(log, " %s = %g", fl_node_name(st->tensors[i]), fl_tensor_scalar(v->extra[i]));
     fputc('\n', log);
@@ -131,23 +132,23 @@ fl_session_hook *fl_logging_tensor_hook(fl_node *const *tensors, int n, long eve
     return h;
 }
 
-static void save(fl_session_hook *h, fl_monitored_session *ms, long step)
+static void save(fl_session_hook *h, const fl_run_values *v, long step)
 {
     hook_state *st = h->state;
     if (step == st->last_saved)
         return;
-    FILE *log = fl_monitored_session_log(ms);
-    if (fl_session_save(fl_monitored_session_session(ms), st->dir, step) != 0)
-        fprintf(log, "%scheckpoint at global step %ld not saved: %s\n", fl_monitored_session_who(ms), step,
-                fl_session_error(fl_monitored_session_session(ms)));
+    FILE *log = v->log;
+    if (fl_session_save(v->session, st->dir, step) != 0)
+        fprintf(log, "%scheckpoint at global step %ld not saved: %s\n", v->who, step,
+                fl_session_error(v->session));
     else
-        fprintf(log, "%ssaved %s/model.ckpt-%ld\n", fl_monitored_session_who(ms), st->dir, step);
+        fprintf(log, "%ssaved %s/model.ckpt-%ld\n", v->who, st->dir, step);
     fflush(log);
     st->last_saved = step;
     st->last_time = seconds_now();
 }
 
-static bool save_when_due(fl_session_hook *h, fl_monitored_session *ms, const fl_run_values *v)
+static bool save_when_due(fl_session_hook *h, const fl_run_values *v)
 {
     hook_state *st = h->state;
     if (st->last_saved < 0)
@@ -155,13 +156,13 @@ static bool save_when_due(fl_session_hook *h, fl_monitored_session *ms, const fl
     bool by_steps = st->every > 0 && v->global_step - st->last_saved >= st->every;
     bool by_time = st->every_secs > 0 && seconds_now() - st->last_time >= st->every_secs;
     if (by_steps || by_time)
-        save(h, ms, v->global_step);
+        save(h, v, v->global_step);
     return false;
 }
 
-static void save_at_end(fl_session_hook *h, fl_monitored_session *ms)
+static void save_at_end(fl_session_hook *h, const fl_run_values *v)
 {
-    save(h, ms, fl_monitored_session_global_step(ms));
+    save(h, v, v->global_step);
 }
 
 fl_session_hook *fl_checkpoint_saver_hook(const char *dir, double every_secs, long every_steps)

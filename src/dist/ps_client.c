@@ -344,13 +344,6 @@ static void describe_awaited(const fl_ps_client *c, char *out, size_t len)
         snprintf(out, len, "the answer to %s %s", fl_wire_type_name(p->type), p->name);
 }
 
-/* Sleeps on the reply condition until `until` (a CLOCK_REALTIME second). */
-static void wait_until(fl_ps_client *c, double until)
-{
-    struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
-    pthread_cond_timedwait(&c->replied, &c->lock, &ts);
-}
-
 static double wall_now(void)
 {
     struct timespec ts;
@@ -378,7 +371,9 @@ static bool wait_with_deadline(fl_ps_client *c, uint32_t id)
             fflush(c->log);
             next_line = now + c->log_every_s;
         }
-        wait_until(c, next_line < start + c->deadline_s ? next_line : start + c->deadline_s);
+        double until = next_line < start + c->deadline_s ? next_line : start + c->deadline_s;
+        struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+        pthread_cond_timedwait(&c->replied, &c->lock, &ts);
     }
     return true;
 }

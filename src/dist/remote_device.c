@@ -16,15 +16,6 @@ static fl_remote_task tasks[MAX_REMOTE_TASKS];
 static int count;
 static uint64_t stale_of_lost; /* stale updates counted on connections since lost */
 
-/* Synchronous replicas: the step this worker is at, learnt from the token
- * (a WAIT_STEP's answer) the last step ended with. Under lock. */
-static struct {
-    uint64_t step;
-    fl_ps_client *token_client;
-    uint32_t token_id;
-    int32_t token_value;
-} sync_state = {FL_WIRE_STEP_UNKNOWN, NULL, 0, 0};
-
 static double task_deadline_s(void)
 {
     const char *text = getenv("FLOWLAB_TASK_DEADLINE");
@@ -54,9 +45,7 @@ static fl_ps_client *reconnect(fl_remote_task *t)
     if (!fresh)
         return NULL;
     stale_of_lost += fl_ps_client_stale_updates(t->client);
-    if (sync_state.token_client == t->client)
-        sync_state.token_client = NULL;
-    sync_state.step = FL_WIRE_STEP_UNKNOWN;
+    fl_remote_sync_forget(t->client);
     fl_ps_client_close(t->client);
     t->client = fresh;
     return fresh;
@@ -76,40 +65,6 @@ int fl_cluster_reconnect(const fl_cluster *c)
     }
     pthread_mutex_unlock(&lock);
     return made;
-}
-
-uint64_t fl_remote_sync_step(void)
-{
-    pthread_mutex_lock(&lock);
-    fl_ps_client *c = sync_state.token_client;
-    uint32_t id = sync_state.token_id;
-    pthread_mutex_unlock(&lock);
-    /* The token came before the run that asked for it ended; this is quick. */
-    int rc = c ? fl_ps_client_wait(c, id) : -1;
-    pthread_mutex_lock(&lock);
-    if (c && sync_state.token_client == c && sync_state.token_id == id) {
-        sync_state.step = rc == 0 ? (uint64_t)(sync_state.token_value < 0 ? 0 : sync_state.token_value)
-                                  : FL_WIRE_STEP_UNKNOWN;
-        sync_state.token_client = NULL;
-    }
-    uint64_t step = sync_state.step;
-    pthread_mutex_unlock(&lock);
-    return step;
-}
-
-void fl_remote_sync_expect_token(fl_ps_client *c, uint32_t id)
-{
-    pthread_mutex_lock(&lock);
-    sync_state.token_client = c;
-    sync_state.token_id = id;
-    pthread_mutex_unlock(&lock);
-}
-
-/* Where a token's value lands (the reader thread writes it before the
- * reply counts as done, and it is read only after waiting for that). */
-void *fl_remote_sync_token_buffer(void)
-{
-    return &sync_state.token_value;
 }
 
 static fl_device *find(const char *who)
@@ -159,9 +114,8 @@ int fl_cluster_say_goodbye(const fl_cluster *c)
     for (int i = 0; i < count; i++)
         fl_ps_client_close(tasks[i].client);
     count = 0;
-    sync_state.token_client = NULL;
-    sync_state.step = FL_WIRE_STEP_UNKNOWN;
     pthread_mutex_unlock(&lock);
+    fl_remote_sync_forget(NULL);
     return rc;
 }
 

@@ -25,7 +25,7 @@ typedef struct {
 
 static inline fl_ps_client *fl_remote_client(void *impl) { return ((fl_remote_task *)impl)->client; }
 
-/* ---- synchronous replicas: this worker's step ----
+/* ---- synchronous replicas: this worker's step (sync_step.c) ----
  * The global step its variables were read at, which every synchronous
  * update carries (FL_WIRE_STEP_UNKNOWN until it is known: the first step,
  * and after a connection was lost). */
@@ -34,5 +34,8 @@ uint64_t fl_remote_sync_step(void);
 void fl_remote_sync_expect_token(fl_ps_client *c, uint32_t id);
 /* Where the token's value lands: give it to fl_ps_client_wait_step. */
 void *fl_remote_sync_token_buffer(void);
+/* The step is unknown again: a connection was lost (lost: the client, or
+ * NULL for all, when the worker says goodbye). */
+void fl_remote_sync_forget(fl_ps_client *lost);
 
 #endif

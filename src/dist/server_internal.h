@@ -74,7 +74,7 @@ fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w); /* in the s
 fl_op_kind fl_server_apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs);
 void fl_server_on_read(struct bufferevent *bev, void *conn); /* serves the frames buffered */
 
-/* The requests of synchronous replicas (server_sync.c). */
+/* The requests of synchronous replicas (server_conn.c too). */
 void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m);
 void fl_server_serve_wait_step(fl_server_conn *c, uint32_t id, const fl_wire_wait_step *w);
 void fl_server_serve_is_initialized(fl_server_conn *c, uint32_t id, const char *name);

@@ -1,0 +1,158 @@
+/* flowlab_cluster.h: the part of flowlab's public API for chapter 3's
+ * between-graph replication: cluster specs, task servers, the replica
+ * device setter. Included by flowlab.h; include that, not this. */
+#ifndef FLOWLAB_CLUSTER_H
+#define FLOWLAB_CLUSTER_H
+
+#include "flowlab.h"
+
+/* ------------------------------------------------------------------------
+ * Clusters (chapter 3): between-graph replication runs one process per
+ * task. A cluster spec lists the jobs ("ps", "worker", optionally "chief"),
+ * each a list of tasks at host:port, and says which task this process is.
+ * Every task is started with the same spec and its own job and index.
+ * Errors return NULL (or -1) and fl_last_error() names the flag or the
+ * TF_CONFIG key at fault.
+ * ------------------------------------------------------------------------ */
+typedef struct fl_cluster fl_cluster;
+
+/* As TensorFlow's distributed examples take them:
+ *   --ps_hosts=h:2222,h:2223 --worker_hosts=h:2224,h:2225 --job_name=worker --task_index=1
+ * ps_hosts may be NULL or "" (a cluster of workers); worker_hosts may not. */
+fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts,
+                                  const char *job_name, int task_index);
+/* TensorFlow's TF_CONFIG JSON:
+ *   {"cluster": {"chief": ["h:2222"], "ps": ["h:2223"], "worker": ["h:2224"]},
+ *    "task": {"type": "worker", "index": 0}}
+ * Other top-level keys ("environment", "rpc_layer") are ignored. */
+fl_cluster *fl_cluster_from_tf_config(const char *json);
+/* The same, from the TF_CONFIG environment variable. */
+fl_cluster *fl_cluster_from_tf_config_env(void);
+void fl_cluster_free(fl_cluster *cluster);
+
+/* The local task: this process. */
+const char *fl_cluster_job_name(const fl_cluster *cluster); /* "ps", "worker", "chief" */
+int fl_cluster_task_index(const fl_cluster *cluster);
+/* The chief initializes, checkpoints and logs for everyone: the "chief"
+ * task if the spec has one, else worker 0. */
+bool fl_cluster_is_chief(const fl_cluster *cluster);
+
+/* Any task: 0 tasks for a job the spec does not have. */
+int fl_cluster_num_tasks(const fl_cluster *cluster, const char *job);
+/* NULL, or -1, when there is no such task. An IPv6 host comes without brackets. */
+const char *fl_cluster_task_host(const fl_cluster *cluster, const char *job, int task);
+int fl_cluster_task_port(const fl_cluster *cluster, const char *job, int task);
+
+/* Device strings in a cluster. What a device string leaves out is the local
+ * task's, as in TensorFlow: on worker 1, "/gpu:0" is "/job:worker/task:1/gpu:0"
+ * and "/job:ps/task:0" is "/job:ps/task:0/cpu:0". A device string that names
+ * another job must name its task. */
+/* Writes the full canonical name into out; 0, or -1 when device does not
+ * parse or names a task the spec does not have. */
+int fl_cluster_device_name(const fl_cluster *cluster, const char *device, char *out, size_t len);
+/* 1 when device is the local task's, 0 when another task's (a remote
+ * device), -1 as for fl_cluster_device_name. */
+int fl_cluster_device_is_local(const fl_cluster *cluster, const char *device);
+
+/* The replica device setter (TensorFlow's tf.train.replica_device_setter):
+ * a device function each worker pushes while it builds its copy of the model,
+ * so that every worker's variables are the same ones, held by the ps tasks.
+ *   - A Variable node goes to "/job:ps/task:K/cpu:0", K chosen by the strategy:
+ *     FL_PS_ROUND_ROBIN (the default): the i-th variable placed to task i % num_ps;
+ *     FL_PS_GREEDY_BY_BYTES: the task holding the fewest bytes so far (ties to
+ *     the lowest index), bytes = elements x dtype size (4 for float32).
+ *   - Whatever else is built goes to the worker device.
+ *   - A variable's initializer and Assign, its optimizer slots (Momentum's
+ *     accumulator, Adam's m and v) and the update op are colocated with the
+ *     variable by the graph, so they land on its ps task without the setter
+ *     being asked (and count nothing); Adam's beta powers are colocated with
+ *     the first variable updated, as TensorFlow does.
+ *   - A cluster with no ps tasks sends every node to the worker device.
+ *     (TensorFlow's setter is then no device function at all.)
+ *   - An inner device scope wins: the innermost scope decides in this runtime,
+ *     so a node built under fl_device_scope_push inside the setter keeps that
+ *     device as written. TensorFlow instead merges the setter's fields into
+ *     what the inner scope left out (an inner "/gpu:0" under the setter puts a
+ *     variable on "/job:ps/task:K/gpu:0"); flowlab does not merge. An inner
+ *     device function that returns NULL leaves the choice to the setter.
+ * The setter only places nodes: it needs no server, and works on any graph.
+ * Its counts cover every variable it has placed, in any graph it was pushed
+ * on, so use one setter per graph to read a graph's load. */
+typedef enum { FL_PS_ROUND_ROBIN = 0, FL_PS_GREEDY_BY_BYTES = 1 } fl_ps_strategy;
+typedef struct fl_replica_device_setter fl_replica_device_setter;
+
+/* worker_device: where everything but the variables goes, completed as
+ * fl_cluster_device_name does ("/gpu:0" on worker 1 is
+ * "/job:worker/task:1/gpu:0"); NULL or "" for the local task's host,
+ * "/job:<job>/task:<i>/cpu:0". The cluster may be freed afterwards. NULL,
+ * with fl_last_error() saying why, for a NULL cluster, an unknown strategy
+ * or a worker device that does not parse or names a task the spec lacks. */
+fl_replica_device_setter *fl_replica_device_setter_new(const fl_cluster *cluster, const char *worker_device,
+                                                       fl_ps_strategy strategy);
+/* Pushes the setter as a device function on g (pop it with fl_device_pop).
+ * The setter must outlive its use in g. 0, or -1 with the graph's error set. */
+int fl_replica_device_setter_push(fl_graph *g, fl_replica_device_setter *setter);
+void fl_replica_device_setter_free(fl_replica_device_setter *setter);
+
+/* What the setter decided, for teaching and tests. */
+int fl_replica_device_setter_num_ps(const fl_replica_device_setter *setter);
+const char *fl_replica_device_setter_worker_device(const fl_replica_device_setter *setter);
+/* ps task ps_task's load: the bytes and the number of variables placed on it
+ * (either pointer may be NULL). 0, or -1 when there is no such ps task. */
+int fl_replica_device_setter_ps_bytes(const fl_replica_device_setter *setter, int ps_task, int64_t *bytes,
+                                      int *variables);
+
+/* Servers: every task runs one, on an event-loop thread of its own, at its
+ * address in the cluster spec (it listens there only). A ps task's server
+ * holds the variables and their optimizer slots: workers assign them once,
+ * pull their values and push updates, which it applies with the host's
+ * kernels, so a ps needs no model code. A server survives any bytes a
+ * client sends: a bad frame gets an error frame and a closed connection,
+ * logged with the peer and the reason, and everyone else is still served. */
+typedef struct fl_server fl_server;
+
+typedef struct {
+    void *log;              /* a FILE * for the server's log lines (NULL: stderr) */
+    double hello_timeout_s; /* a client that says nothing is dropped after this (0: 10 s) */
+} fl_server_options;
+
+typedef struct {
+    uint64_t connections;    /* accepted so far */
+    uint64_t frames;         /* well-formed requests served */
+    uint64_t bad_frames;     /* connections closed for bad input */
+    uint64_t bytes_in, bytes_out;
+    uint64_t variable_bytes; /* held in variables (ps) */
+    int variables;
+    int goodbyes;            /* workers and chiefs that have finished */
+    uint64_t stale_updates;  /* synchronous updates dropped as stale (chapter 4) */
+} fl_server_stats;
+
+/* Starts the local task's server. NULL when it cannot listen (fl_last_error
+ * names the task and the port: "port 2222 of /job:ps/task:0 is already in
+ * use ..."). The cluster must outlive the server. */
+fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *options);
+/* Waits until every worker (and chief) of the cluster has said goodbye, as a
+ * ps task does before it exits, or until timeout_s seconds pass (0: no
+ * limit). 0 when all have, 1 on the timeout. */
+int fl_server_join(fl_server *server, double timeout_s);
+void fl_server_get_stats(fl_server *server, fl_server_stats *out);
+/* A worker that has finished says so to every ps task of the cluster (also
+ * those it never used), so that they can exit, and closes its connections. */
+int fl_cluster_say_goodbye(const fl_cluster *cluster);
+/* Bytes this process has sent to and received from other tasks so far. */
+void fl_remote_traffic(uint64_t *sent, uint64_t *received);
+/* Synchronous updates (chapter 4) this process sent that the ps tasks
+ * dropped as stale: computed against a step the others had finished. */
+uint64_t fl_remote_stale_updates(void);
+/* After a run failed because a task was lost (killed, restarted): connects
+ * again to every lost task, waiting for it with a line every few seconds up
+ * to FLOWLAB_TASK_DEADLINE. The number of tasks reconnected (0: none was
+ * lost), or -1 after fl_set_error naming the task that did not come back. */
+int fl_cluster_reconnect(const fl_cluster *cluster);
+/* The same for one task ("/job:ps/task:1"); 0 when this process has not
+ * talked to it. */
+int fl_remote_task_traffic(const char *task, uint64_t *sent, uint64_t *received);
+/* Stops serving, closes every connection and frees the server. */
+void fl_server_stop(fl_server *server);
+
+#endif
