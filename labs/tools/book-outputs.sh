@@ -50,7 +50,10 @@ show 02-placement "$TWO $L2 --num_gpus 2 --max_examples 64 --batch_size 32 --tra
 # change from run to run; `make book-sync` after regenerating.
 show 03-cluster "build/labs/tools/launch_cluster --ps 1 --workers 2 -- $L3 --max_examples 2048 --batch_size 64 --train_steps 40 --log_every 10"
 
-# Chapter 5: the table of the last `make bench` (minutes; run it by hand first).
+# Chapter 5
+show 05-gpu "$L1 --device /gpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
+show 05-cpu "$L1 --device /cpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
+# the table of the last `make bench` of the last `make bench` (minutes; run it by hand first).
 if [ -f build/bench/results.txt ]; then
     { echo '$ make bench'; cat build/bench/results.txt; } > "$OUT/05-bench.txt"
     echo "book-outputs: $OUT/05-bench.txt (from build/bench/results.txt)"
