@@ -161,6 +161,9 @@ $(BUILD)/tests/test_lab01: $(LAB01) $(EX01_CHECKS) $(EX01_SOLVED)
 book-check: $(BOOK_CHECK)
 	./$(BOOK_CHECK) $(BOOK_MD)
 
+# book_check is one program in labs/tools/, one concept per header.
+$(BOOK_CHECK): $(wildcard labs/tools/book_*.h)
+
 book-sync: $(BOOK_CHECK)
 	./$(BOOK_CHECK) --write $(BOOK_MD)
 
@@ -221,6 +224,13 @@ figures-02: $(LAB02) $(BUILD)/labs/tools/trace_timeline
 
 .PHONY: figures-02
 # ==== end of chapter 2 ====
+
+# The book's schematics, drawn from hand-written Graphviz (one concept each;
+# not runs of a lab): chapter 0's two kinds of parallelism, chapter 2's copies.
+SCHEMATICS := book/figures/ch0-parallelism.svg book/figures/ch2-copies.svg
+figures: $(SCHEMATICS)
+$(SCHEMATICS): book/figures/%.svg: book/figures/%.dot
+	dot -Tsvg $< -o $@
 
 # ==== chapter 3 (labs/03-between-graph): the lab, its launcher, the fuzz target ====
 LAB03    := $(BUILD)/labs/03-between-graph/between_graph
@@ -318,3 +328,11 @@ exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED) $(EX03_SOLVED)
 	 $(call run_exercise_checks,2,$(EX02_SOLVED)) \
 	 $(call run_exercise_checks,3,$(EX03_SOLVED)) \
 	 exit $$failed
+
+# ==== the book's program output (not part of `make test`; regenerate by hand, like figures) ====
+#   make book-outputs   book/outputs/*.txt from short real runs of the labs (labs/tools/book-outputs.sh);
+#                       then `make book-sync` copies them into the chapters, and `make book-check`
+#                       fails while a block differs from its file (speeds and times may differ)
+.PHONY: book-outputs
+book-outputs: labs $(EX01_OUT)/check_dense_layer
+	sh labs/tools/book-outputs.sh

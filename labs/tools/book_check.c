@@ -1,238 +1,215 @@
-/* book_check.c: keeps the book's code quotes equal to the labs' real source.
+/* book_check.c: keeps the book equal to what it shows. Every fenced block
+ * of a chapter is one of three things:
  *
- * In a chapter, a quote is an include line followed by a fenced code block:
- *
- *     <!-- include: labs/01-single-device/single_device.c#model -->
- *     ```c
- *     ...the lines of region "model"...
- *     ```
- *
- * In the source file, a region is the lines between a line holding
- * "[book:model]" and a line holding "[end:model]" (as comments: `// [book:model]`,
- * `# [book:model]`). The marker lines themselves, and the markers of any
- * region nested inside, are not part of the quote.
+ *   - a code quote: an `<!-- include: PATH#REGION -->` line, then the block,
+ *     which must equal the region of PATH (book_quotes.h);
+ *   - program output: an `<!-- output: FILE -->` line, then a ```text block,
+ *     which must equal FILE, written by a real run (book_outputs.h says
+ *     which numbers may differ: speeds and times);
+ *   - anything else, named by its fence: ```c for an example, ```sh for
+ *     commands to type, ```hex for a byte layout... but never ```text, and
+ *     never a bare ``` or an indented block, so that no output can be shown
+ *     without its file.
+ * Between `<!-- names: HEADER -->` and `<!-- end names -->`, every fl_ name
+ * must exist in HEADER (book_names.h).
  *
  * book_check FILE.md...          fails (exit 1), naming the chapter, line and
- *                                region, when a region is gone or a block differs
- * book_check --write FILE.md...  rewrites every block from its region instead
+ *                                block, when a block differs or breaks a rule
+ * book_check --write FILE.md...  rewrites quotes and outputs from their sources
  *
- * Paths in include lines are relative to the directory book_check runs in (the
- * top of the repository, as `make book-check` runs it). This is not a Markdown
- * parser: it only looks for include lines (at the start of a line; an
- * indented one is an example, not a quote) and the fence that follows each. */
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define INCLUDE_OPEN "<!-- include:"
-#define INCLUDE_CLOSE "-->"
+ * Paths are relative to the directory book_check runs in (the top of the
+ * repository, as `make book-check` runs it). This is not a Markdown parser:
+ * it knows fences, marker lines and indented blocks, nothing else. */
+#include "book_lines.h"
+#include "book_names.h"
+#include "book_outputs.h"
+#include "book_quotes.h"
 
 typedef struct {
-    char **lines;
-    int count;
-} lines;
-
-static void lines_push(lines *l, const char *text, size_t len)
-{
-    l->lines = realloc(l->lines, (size_t)(l->count + 1) * sizeof *l->lines);
-    char *copy = malloc(len + 1);
-    if (!l->lines || !copy) {
-        fprintf(stderr, "book_check: out of memory\n");
-        exit(1);
-    }
-    memcpy(copy, text, len);
-    copy[len] = '\0';
-    l->lines[l->count++] = copy;
-}
-
-static void lines_free(lines *l)
-{
-    for (int i = 0; i < l->count; i++)
-        free(l->lines[i]);
-    free(l->lines);
-    l->lines = NULL;
-    l->count = 0;
-}
-
-/* Reads a whole file as lines without their newlines; false if it cannot. */
-static bool read_lines(const char *path, lines *out)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &cap, f)) >= 0) {
-        if (len > 0 && line[len - 1] == '\n')
-            len--;
-        if (len > 0 && line[len - 1] == '\r')
-            len--;
-        lines_push(out, line, (size_t)len);
-    }
-    free(line);
-    fclose(f);
-    return true;
-}
-
-/* True when line holds the marker "[kind:name]" for exactly this name. */
-static bool has_marker(const char *line, const char *kind, const char *name)
-{
-    char marker[256];
-    snprintf(marker, sizeof marker, "[%s:%s]", kind, name);
-    return strstr(line, marker) != NULL;
-}
-
-static bool is_any_marker(const char *line)
-{
-    return strstr(line, "[book:") || strstr(line, "[end:");
-}
-
-/* The lines of region `name` in `source`; returns 0, or -1 with why set. */
-static int find_region(const char *source, const char *name, lines *out, char *why, size_t len)
-{
-    lines file = {0};
-    if (!read_lines(source, &file)) {
-        snprintf(why, len, "cannot read %s", source);
-        return -1;
-    }
-    int begin = -1, end = -1;
-    for (int i = 0; i < file.count && end < 0; i++) {
-        if (begin < 0 && has_marker(file.lines[i], "book", name))
-            begin = i;
-        else if (begin >= 0 && has_marker(file.lines[i], "end", name))
-            end = i;
-    }
-    if (begin < 0 || end < 0) {
-        if (begin < 0)
-            snprintf(why, len, "region '%s' no longer exists in %s (no [book:%s] line)", name,
-                     source, name);
-        else
-            snprintf(why, len, "region '%s' in %s is never closed (no [end:%s] line)", name,
-                     source, name);
-        lines_free(&file);
-        return -1;
-    }
-    for (int i = begin + 1; i < end; i++)
-        if (!is_any_marker(file.lines[i]))
-            lines_push(out, file.lines[i], strlen(file.lines[i]));
-    lines_free(&file);
-    return 0;
-}
+    const char *chapter;
+    bool write, changed;
+    int problems, blocks;
+    lines result;          /* the chapter as rewritten by --write */
+    lines header;          /* the header of an open names region */
+    char header_path[512]; /* "" outside a names region */
+} chapter_state;
 
 static bool is_fence(const char *line)
 {
     return strncmp(line, "```", 3) == 0;
 }
 
-/* Parses "<!-- include: PATH#NAME -->"; false if the line is not one. */
-static bool parse_include(const char *line, char *path, size_t plen, char *name, size_t nlen)
+static void problem(chapter_state *st, int line, const char *what)
 {
-    const char *p = line; /* at the start of the line: an indented one is an example */
-    if (strncmp(p, INCLUDE_OPEN, strlen(INCLUDE_OPEN)) != 0)
-        return false;
-    p += strlen(INCLUDE_OPEN);
-    while (*p == ' ')
-        p++;
-    const char *hash = strchr(p, '#'), *close = strstr(p, INCLUDE_CLOSE);
-    if (!hash || !close || hash > close)
-        return false;
-    const char *name_end = close;
-    while (name_end > hash + 1 && name_end[-1] == ' ')
-        name_end--;
-    snprintf(path, plen, "%.*s", (int)(hash - p), p);
-    snprintf(name, nlen, "%.*s", (int)(name_end - hash - 1), hash + 1);
-    return path[0] && name[0];
+    fprintf(stderr, "%s:%d: %s\n", st->chapter, line + 1, what);
+    st->problems++;
 }
 
-/* Checks (or, when write is set, rewrites) one chapter; returns the number of
- * problems found. */
-static int check_chapter(const char *chapter, bool write, int *quotes)
+/* What the block after marker line `m` must hold; 1 with want and what set,
+ * 0 when m is no marker line, -1 (reported) when its source is unreadable. */
+static int marker_source(chapter_state *st, const char *m, int line, lines *want, char *what, size_t len)
 {
-    lines md = {0}, result = {0};
+    char path[512], name[128], why[1024];
+    if (parse_include(m, path, sizeof path, name, sizeof name)) {
+        snprintf(what, len, "region '%s' of %s", name, path);
+        if (find_region(path, name, want, why, sizeof why) == 0)
+            return 1;
+        problem(st, line, why);
+        return -1;
+    }
+    if (!parse_output(m, path, sizeof path))
+        return 0;
+    snprintf(what, len, "the output stored in %s", path);
+    if (read_lines(path, want))
+        return 1;
+    snprintf(why, sizeof why, "cannot read %s (`make book-outputs` writes it from a real run)", path);
+    problem(st, line, why);
+    return -1;
+}
+
+/* The block md[fence+1 .. close-1] against want; reports or rewrites. */
+static void compare_block(chapter_state *st, const lines *md, int fence, int close, const lines *want,
+                          const char *what, bool output)
+{
+    char *const *block = md->lines + fence + 1;
+    int n = close - fence - 1, k = -1;
+    if (output)
+        k = first_output_difference(block, n, want);
+    else
+        for (int i = 0; k < 0 && (i < n || i < want->count); i++)
+            if (i >= n || i >= want->count || strcmp(block[i], want->lines[i]))
+                k = i;
+    if (k >= 0 && st->write) {
+        lines_push_all(&st->result, want);
+        printf("%s:%d: updated from %s\n", st->chapter, fence + 1, what);
+        st->changed = true;
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        lines_push(&st->result, block[i], strlen(block[i]));
+    if (k < 0)
+        return;
+    fprintf(stderr, "%s:%d: the block differs from %s at its line %d\n  book: %s\n  file: %s\n"
+                    "  (edit one of them, or run `make book-sync`)\n",
+            st->chapter, fence + 2 + k, what, k + 1, k < n ? block[k] : "(the block ends here)",
+            k < want->count ? want->lines[k] : "(the file ends here)");
+    st->problems++;
+}
+
+/* A fence with no marker line before it: it must say what it is, and it may
+ * not pretend to be output. */
+static void check_unmarked_fence(chapter_state *st, const char *fence, int line)
+{
+    const char *info = fence + 3;
+    if (*info == '\0')
+        problem(st, line, "a bare ``` block: name what it holds (```sh for commands, ```c for code, "
+                          "or an output marker and ```text for a program's output)");
+    else if (strcmp(info, "text") == 0)
+        problem(st, line, "a ```text block is program output: put `<!-- output: book/outputs/NAME.txt -->` "
+                          "before it and let `make book-outputs` write that file from a real run");
+}
+
+/* Handles the fenced block that opens at md[fence]; returns its closing line. */
+static int check_block(chapter_state *st, const lines *md, int fence)
+{
+    int close = fence + 1;
+    while (close < md->count && !is_fence(md->lines[close]))
+        close++;
+    if (close >= md->count) {
+        problem(st, fence, "this ``` block is never closed");
+        return md->count;
+    }
+    lines want = {0};
+    char what[700];
+    const char *before = fence > 0 ? md->lines[fence - 1] : "";
+    int marked = marker_source(st, before, fence - 1, &want, what, sizeof what);
+    bool output = strncmp(before, OUTPUT_OPEN, strlen(OUTPUT_OPEN)) == 0;
+    lines_push(&st->result, md->lines[fence], strlen(md->lines[fence]));
+    if (marked == 0)
+        check_unmarked_fence(st, md->lines[fence], fence);
+    if (marked == 1 && output && strcmp(md->lines[fence], "```text") != 0)
+        problem(st, fence, "an output block opens with ```text");
+    if (marked == 1)
+        compare_block(st, md, fence, close, &want, what, output);
+    else
+        for (int i = fence + 1; i < close; i++)
+            lines_push(&st->result, md->lines[i], strlen(md->lines[i]));
+    lines_push(&st->result, md->lines[close], strlen(md->lines[close]));
+    lines_free(&want);
+    if (marked == 1)
+        st->blocks++;
+    return close;
+}
+
+/* Opens or closes a names region at md[i], or checks its names inside one. */
+static void track_names(chapter_state *st, const char *line, int i)
+{
+    char path[512];
+    if (parse_names(line, path, sizeof path)) {
+        lines_free(&st->header);
+        snprintf(st->header_path, sizeof st->header_path, "%s", path);
+        if (!read_lines(path, &st->header))
+            problem(st, i, "cannot read the header a names region names");
+    } else if (strncmp(line, NAMES_END, strlen(NAMES_END)) == 0) {
+        st->header_path[0] = '\0';
+    } else if (st->header_path[0]) {
+        st->problems += check_names(st->chapter, i + 1, line, &st->header, st->header_path);
+    }
+}
+
+/* A marker line must be followed by its block. */
+static void check_marker_line(chapter_state *st, const lines *md, int i)
+{
+    char path[512], name[128];
+    bool marker = parse_include(md->lines[i], path, sizeof path, name, sizeof name) ||
+                  parse_output(md->lines[i], path, sizeof path);
+    if (marker && (i + 1 >= md->count || !is_fence(md->lines[i + 1])))
+        problem(st, i, "a marker line must be followed at once by its ``` block");
+}
+
+/* Checks (or, with --write, rewrites) one chapter; returns its problems. */
+static int check_chapter(const char *chapter, bool write, int *blocks)
+{
+    chapter_state st = {.chapter = chapter, .write = write};
+    lines md = {0};
     if (!read_lines(chapter, &md)) {
         fprintf(stderr, "%s: cannot read the chapter\n", chapter);
         return 1;
     }
-    int problems = 0;
-    bool changed = false;
     for (int i = 0; i < md.count; i++) {
-        lines_push(&result, md.lines[i], strlen(md.lines[i]));
-        char path[512], name[128], why[1024];
-        if (!parse_include(md.lines[i], path, sizeof path, name, sizeof name))
-            continue;
-        (*quotes)++;
-        int fence = i + 1;
-        if (fence >= md.count || !is_fence(md.lines[fence])) {
-            fprintf(stderr, "%s:%d: the include of %s#%s must be followed by a ``` code block\n",
-                    chapter, i + 1, path, name);
-            problems++;
+        const char *line = md.lines[i];
+        bool after_blank = i > 0 && md.lines[i - 1][0] == '\0';
+        if (is_fence(line)) {
+            i = check_block(&st, &md, i);
             continue;
         }
-        int close = fence + 1;
-        while (close < md.count && !is_fence(md.lines[close]))
-            close++;
-        if (close >= md.count) {
-            fprintf(stderr, "%s:%d: the code block for %s#%s is never closed\n", chapter,
-                    fence + 1, path, name);
-            problems++;
-            continue;
-        }
-        lines region = {0};
-        if (find_region(path, name, &region, why, sizeof why) != 0) {
-            fprintf(stderr, "%s:%d: %s\n", chapter, i + 1, why);
-            problems++;
-            lines_free(&region);
-            continue;
-        }
-        int block = close - fence - 1, differ = -1;
-        for (int k = 0; differ < 0 && (k < block || k < region.count); k++)
-            if (k >= block || k >= region.count || strcmp(md.lines[fence + 1 + k], region.lines[k]))
-                differ = k;
-        if (differ >= 0 && write) {
-            lines_push(&result, md.lines[fence], strlen(md.lines[fence]));
-            for (int k = 0; k < region.count; k++)
-                lines_push(&result, region.lines[k], strlen(region.lines[k]));
-            lines_push(&result, md.lines[close], strlen(md.lines[close]));
-            printf("%s:%d: updated %s#%s\n", chapter, i + 1, path, name);
-            i = close;
-            changed = true;
-        } else if (differ >= 0) {
-            fprintf(stderr, "%s:%d: the code block differs from region '%s' of %s at its line %d\n"
-                            "  book: %s\n  code: %s\n  (edit one of them, or run `make book-sync`)\n",
-                    chapter, fence + 2 + differ, name, path, differ + 1,
-                    differ < block ? md.lines[fence + 1 + differ] : "(the block ends here)",
-                    differ < region.count ? region.lines[differ] : "(the region ends here)");
-            problems++;
-        }
-        lines_free(&region);
+        if (after_blank && (strncmp(line, "    ", 4) == 0 || line[0] == '\t'))
+            problem(&st, i, "an indented block: fence it instead (```sh for commands, ```c for code, "
+                            "an output marker and ```text for output)");
+        check_marker_line(&st, &md, i);
+        track_names(&st, line, i);
+        lines_push(&st.result, line, strlen(line));
     }
-    if (changed) {
-        char tmp[1024];
-        snprintf(tmp, sizeof tmp, "%s.tmp", chapter);
-        FILE *f = fopen(tmp, "w");
-        for (int i = 0; f && i < result.count; i++)
-            fprintf(f, "%s\n", result.lines[i]);
-        if (!f || fclose(f) != 0 || rename(tmp, chapter) != 0) {
-            fprintf(stderr, "%s: cannot rewrite the chapter\n", chapter);
-            problems++;
-        }
-    }
+    if (st.changed && !write_lines(chapter, &st.result))
+        problem(&st, 0, "cannot rewrite the chapter");
+    *blocks += st.blocks;
     lines_free(&md);
-    lines_free(&result);
-    return problems;
+    lines_free(&st.result);
+    lines_free(&st.header);
+    return st.problems;
 }
 
 int main(int argc, char **argv)
 {
     bool write = false;
-    int first = 1, problems = 0, quotes = 0;
+    int first = 1, problems = 0, blocks = 0;
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: book_check [--write] FILE.md...\n"
-               "Checks that every `<!-- include: PATH#REGION -->` quote in the chapters equals\n"
-               "the lines between `[book:REGION]` and `[end:REGION]` in PATH.\n"
-               "  --write   rewrite the quotes from the source instead of checking them\n");
+               "Checks that every `<!-- include: PATH#REGION -->` quote equals the lines between\n"
+               "`[book:REGION]` and `[end:REGION]` in PATH, that every `<!-- output: FILE -->`\n"
+               "block equals FILE (speeds and times may differ), that no other block is shown\n"
+               "as output, and that a `<!-- names: HEADER -->` table names only HEADER's calls.\n"
+               "  --write   rewrite the quotes and outputs from their sources instead\n");
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--write") == 0) {
@@ -244,13 +221,13 @@ int main(int argc, char **argv)
         return 2;
     }
     for (int i = first; i < argc; i++)
-        problems += check_chapter(argv[i], write, &quotes);
+        problems += check_chapter(argv[i], write, &blocks);
     if (problems) {
-        fprintf(stderr, "book_check: %d problem%s in %d quote%s\n", problems,
-                problems == 1 ? "" : "s", quotes, quotes == 1 ? "" : "s");
+        fprintf(stderr, "book_check: %d problem%s in %d chapter%s\n", problems, problems == 1 ? "" : "s",
+                argc - first, argc - first == 1 ? "" : "s");
         return 1;
     }
-    printf("book_check: %d quote%s in %d chapter%s match the code\n", quotes,
-           quotes == 1 ? "" : "s", argc - first, argc - first == 1 ? "" : "s");
+    printf("book_check: %d quoted or output block%s in %d chapter%s match their sources\n", blocks,
+           blocks == 1 ? "" : "s", argc - first, argc - first == 1 ? "" : "s");
     return 0;
 }
