@@ -148,7 +148,7 @@ static void track_names(chapter_state *st, const char *line, int i)
     if (parse_names(line, path, sizeof path)) {
         lines_free(&st->header);
         snprintf(st->header_path, sizeof st->header_path, "%s", path);
-        if (!read_lines(path, &st->header))
+        if (!read_header(path, &st->header))
             problem(st, i, "cannot read the header a names region names");
     } else if (strncmp(line, NAMES_END, strlen(NAMES_END)) == 0) {
         st->header_path[0] = '\0';

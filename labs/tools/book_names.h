@@ -40,6 +40,28 @@ static bool header_has_word(const lines *header, const char *word, size_t len)
     return false;
 }
 
+/* The header and the headers beside it that it includes by a quoted name
+ * (flowlab.h goes on in flowlab_cluster.h and flowlab_monitored.h). */
+static bool read_header(const char *path, lines *out)
+{
+    if (!read_lines(path, out))
+        return false;
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path + 1) : 0;
+    int own = out->count;
+    for (int i = 0; i < own; i++) {
+        char name[256], included[512];
+        if (sscanf(out->lines[i], "#include \"%255[^\"]\"", name) != 1)
+            continue;
+        snprintf(included, sizeof included, "%.*s%s", dir_len, path, name);
+        lines more = {0};
+        if (strcmp(included, path) != 0 && read_lines(included, &more))
+            lines_push_all(out, &more);
+        lines_free(&more);
+    }
+    return true;
+}
+
 /* Reports each fl_/FL_ name of one chapter line that the header lacks;
  * returns how many. */
 static int check_names(const char *chapter, int line_no, const char *line, const lines *header,
