@@ -28,7 +28,8 @@ static fl_tensor to_tensor(const fl_wire_tensor *t)
 
 static int encode_tensor_message(fl_wire_buf *buf, const fl_wire_message *m)
 {
-    const fl_wire_tensor *wt = m->type == FL_WIRE_APPLY ? &m->u.apply.grad : &m->u.named.tensor;
+    bool is_apply = m->type == FL_WIRE_APPLY || m->type == FL_WIRE_SYNC_APPLY;
+    const fl_wire_tensor *wt = is_apply ? &m->u.apply.grad : &m->u.named.tensor;
     fl_tensor t = to_tensor(wt);
     int rc = -1;
     uint32_t id = m->request_id;
@@ -42,6 +43,10 @@ static int encode_tensor_message(fl_wire_buf *buf, const fl_wire_message *m)
         rc = fl_wire_put_assign_add(buf, id, m->u.named.name, &t);
     else if (m->type == FL_WIRE_APPLY)
         rc = fl_wire_put_apply(buf, id, m->u.apply.name, &m->u.apply.opt, &t);
+    else if (m->type == FL_WIRE_SYNC_APPLY)
+        rc = fl_wire_put_sync_apply(buf, id, &m->sync, m->u.apply.name, &m->u.apply.opt, &t);
+    else if (m->type == FL_WIRE_SYNC_ASSIGN || m->type == FL_WIRE_SYNC_ASSIGN_ADD)
+        rc = fl_wire_put_sync_assignment(buf, m->type, id, &m->sync, m->u.named.name, &t);
     free(t.data);
     return rc;
 }
@@ -60,6 +65,9 @@ static int encode_message(fl_wire_buf *buf, const fl_wire_message *m)
     case FL_WIRE_GOODBYE: return fl_wire_put_goodbye(buf, id);
     case FL_WIRE_OK: return fl_wire_put_ok(buf, id);
     case FL_WIRE_ERROR: return fl_wire_put_error(buf, id, m->u.error.code, m->u.error.message);
+    case FL_WIRE_SYNC_DONE: return fl_wire_put_sync_done(buf, id, m->u.outcome);
+    case FL_WIRE_WAIT_STEP: return fl_wire_put_wait_step(buf, id, m->u.wait.name, m->u.wait.step);
+    case FL_WIRE_IS_INITIALIZED: return fl_wire_put_is_initialized(buf, id, m->u.name);
     default: return encode_tensor_message(buf, m);
     }
 }
