@@ -108,10 +108,10 @@ static int open_device(fl_cuda_device *d)
         fl_cuda_check(cudaStreamCreateWithFlags(&d->copy_stream, cudaStreamNonBlocking),
                       "cudaStreamCreate(copies)") != 0)
         return -1;
-    if (fl_cuda_check(cudaMalloc((void **)&d->fault, sizeof *d->fault), "cudaMalloc") != 0 ||
-        fl_cuda_check(cudaMallocHost((void **)&d->fault_host, sizeof *d->fault_host),
-                      "cudaMallocHost") != 0 ||
-        fl_cuda_check(cudaMemsetAsync(d->fault, 0, sizeof *d->fault, d->stream), "cudaMemset") != 0)
+    size_t fault_bytes = FL_CUDA_FAULT_SLOTS * sizeof *d->fault;
+    if (fl_cuda_check(cudaMalloc((void **)&d->fault, fault_bytes), "cudaMalloc") != 0 ||
+        fl_cuda_check(cudaMallocHost((void **)&d->fault_host, fault_bytes), "cudaMallocHost") != 0 ||
+        fl_cuda_check(cudaMemsetAsync(d->fault, 0, fault_bytes, d->stream), "cudaMemset") != 0)
         return -1;
     return open_libraries(d);
 }
@@ -290,37 +290,26 @@ static int cuda_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tenso
     return launchers[n->op](d, n, in, out, ctx);
 }
 
-/* The fault a kernel recorded, as the host kernel would have said it. */
-static int report_fault(fl_cuda_device *d, const fl_cuda_fault *f)
-{
-    if (f->code == FL_CUDA_FAULT_LABEL)
-        fl_set_error("label %d in row %lld is outside [0, %d)", f->label, f->index, f->classes);
-    else
-        fl_set_error("integer division by zero at element %lld", f->index);
-    /* Clear it, so that the next run starts clean. */
-    cudaMemsetAsync(d->fault, 0, sizeof *d->fault, d->stream);
-    cudaStreamSynchronize(d->stream);
-    return -1;
-}
-
-/* The fault record rides at the end of the stream, so one synchronize
- * covers both the work and the check. An error from a kernel that failed
- * (a bad address) also surfaces here, since launches are asynchronous. */
+/* The fault records ride at the end of the stream, so one synchronize
+ * covers both the work and the check; only a step that ran a checking
+ * kernel pays for the copy. An error from a kernel that failed (a bad
+ * address) also surfaces here, since launches are asynchronous. */
 static int cuda_wait(void *impl)
 {
     fl_cuda_device *d = impl;
     if (fl_cuda_check(cudaSetDevice(d->index), "cudaSetDevice") != 0)
         return -1;
-    cudaError_t copied = cudaMemcpyAsync(d->fault_host, d->fault, sizeof *d->fault,
-                                         cudaMemcpyDeviceToHost, d->stream);
+    int nslots = d->nfault_ops;
+    d->nfault_ops = 0;
+    cudaError_t copied = nslots ? cudaMemcpyAsync(d->fault_host, d->fault, nslots * sizeof *d->fault,
+                                                  cudaMemcpyDeviceToHost, d->stream)
+                                : cudaSuccess;
     cudaError_t synced = cudaStreamSynchronize(d->stream);
     fl_cuda_free_pending(d);
     if (fl_cuda_check(synced, "running the enqueued work") != 0 ||
-        fl_cuda_check(copied, "reading the fault record") != 0)
+        fl_cuda_check(copied, "reading the fault records") != 0)
         return -1;
-    if (d->fault_host->code != FL_CUDA_FAULT_NONE)
-        return report_fault(d, d->fault_host);
-    return 0;
+    return fl_cuda_fault_report(d, nslots);
 }
 
 const fl_backend fl_cuda_backend = {

@@ -36,11 +36,23 @@ typedef struct {
     cudnnHandle_t cudnn;
     pthread_mutex_t lock; /* guards pool and pending: two sessions may share a GPU */
     fl_cuda_pool pool;
-    fl_cuda_fault *fault;      /* device memory, zero while all is well */
-    fl_cuda_fault *fault_host; /* pinned host memory that wait() copies it into */
+    /* One fault record per checking op enqueued since the last wait(), so
+     * the error names the op: device memory, zero while all is well, and
+     * pinned host memory that wait() copies the used records into. */
+    fl_cuda_fault *fault;
+    fl_cuda_fault *fault_host;
+    char fault_ops[FL_CUDA_FAULT_SLOTS][64];
+    int nfault_ops;
     void **pending;            /* host buffers being copied in, freed at wait() */
     int npending, pending_capacity;
 } fl_cuda_device;
+
+/* cuda_fault.c: the fault record for node n's kernel (ops past the last slot
+ * share it; the error then names the last of them), and, once wait() has
+ * copied the first nslots records to fault_host, 0 or -1 naming the first
+ * op that found bad input. */
+fl_cuda_fault *fl_cuda_fault_slot(fl_cuda_device *d, const fl_node *n);
+int fl_cuda_fault_report(fl_cuda_device *d, int nslots);
 
 /* cuda_call.c: 0, or -1 after fl_set_error("<what>: <the library's words>"). */
 int fl_cuda_check(cudaError_t e, const char *what);

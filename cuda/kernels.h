@@ -25,6 +25,8 @@ typedef struct {
     long long index;   /* the row (labels) or the element (division) */
 } fl_cuda_fault;
 
+#define FL_CUDA_FAULT_SLOTS 16
+
 typedef enum { FL_CU_ADD, FL_CU_SUB, FL_CU_MUL, FL_CU_DIV } fl_cu_arith;
 typedef enum { FL_CU_RELU, FL_CU_SIGMOID, FL_CU_TANH } fl_cu_act;
 

@@ -8,7 +8,8 @@ static int64_t count_of(const fl_tensor *t) { return fl_shape_size(t->shape); }
 
 /* ---- element-wise arithmetic, suffix broadcasting ---- */
 
-static int arith(fl_cuda_device *d, fl_cu_arith op, fl_tensor *const *in, fl_tensor *out)
+static int arith(fl_cuda_device *d, const fl_node *n, fl_cu_arith op, fl_tensor *const *in,
+                 fl_tensor *out)
 {
     int64_t count = count_of(out), na = count_of(in[0]), nb = count_of(in[1]);
     if (count == 0)
@@ -17,13 +18,13 @@ static int arith(fl_cuda_device *d, fl_cu_arith op, fl_tensor *const *in, fl_ten
         return fl_cuda_launched(fl_cu_arith_f32(op, in[0]->data, na, in[1]->data, nb, out->data,
                                                 count, d->stream));
     return fl_cuda_launched(fl_cu_arith_i32(op, in[0]->data, na, in[1]->data, nb, out->data, count,
-                                            d->fault, d->stream));
+                                            fl_cuda_fault_slot(d, n), d->stream));
 }
 
-FL_CUDA_OP(fl_cuda_add) { (void)n; (void)ctx; return arith(d, FL_CU_ADD, in, out); }
-FL_CUDA_OP(fl_cuda_sub) { (void)n; (void)ctx; return arith(d, FL_CU_SUB, in, out); }
-FL_CUDA_OP(fl_cuda_mul) { (void)n; (void)ctx; return arith(d, FL_CU_MUL, in, out); }
-FL_CUDA_OP(fl_cuda_div) { (void)n; (void)ctx; return arith(d, FL_CU_DIV, in, out); }
+FL_CUDA_OP(fl_cuda_add) { (void)ctx; return arith(d, n, FL_CU_ADD, in, out); }
+FL_CUDA_OP(fl_cuda_sub) { (void)ctx; return arith(d, n, FL_CU_SUB, in, out); }
+FL_CUDA_OP(fl_cuda_mul) { (void)ctx; return arith(d, n, FL_CU_MUL, in, out); }
+FL_CUDA_OP(fl_cuda_div) { (void)ctx; return arith(d, n, FL_CU_DIV, in, out); }
 
 FL_CUDA_OP(fl_cuda_neg)
 {
@@ -130,24 +131,22 @@ FL_CUDA_OP(fl_cuda_softmax_grad)
 /* Labels are checked on the device; a bad one fails the run at wait(). */
 FL_CUDA_OP(fl_cuda_sparse_xent)
 {
-    (void)n;
     (void)ctx;
     int64_t rows = in[1]->shape.dims[0];
     int classes = in[1]->shape.dims[1];
     if (rows == 0)
         return 0;
     return fl_cuda_launched(fl_cu_sparse_xent(in[0]->data, in[1]->data, out->data, rows, classes,
-                                              d->fault, d->stream));
+                                              fl_cuda_fault_slot(d, n), d->stream));
 }
 
 FL_CUDA_OP(fl_cuda_sparse_xent_grad)
 {
-    (void)n;
     (void)ctx;
     int64_t rows = in[2]->shape.dims[0];
     int classes = in[2]->shape.dims[1];
     if (rows == 0)
         return 0;
     return fl_cuda_launched(fl_cu_sparse_xent_grad(in[0]->data, in[1]->data, in[2]->data, out->data,
-                                                   rows, classes, d->fault, d->stream));
+                                                   rows, classes, fl_cuda_fault_slot(d, n), d->stream));
 }

@@ -75,11 +75,6 @@ static int count_of(const char *text, const char *part)
     return n;
 }
 
-static void skip(const char *what, const char *why)
-{
-    printf("ok %d - %s # SKIP %s\n", ++tap_count, what, why);
-}
-
 static bool have(const char *tool)
 {
     char cmd[128];

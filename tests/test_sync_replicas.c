@@ -21,12 +21,23 @@ static void test_same_as_towers(void)
 {
     char cmd[2048];
     run_result sync = {0}, ingraph = {0};
-    snprintf(cmd, sizeof cmd, "timeout 300 %s --ps 1 --workers 2 -- %s --sync_replicas true --batch_size 32 " QUICK,
-             launcher, lab);
-    sync.status = run_command(cmd, &sync.out);
-    snprintf(cmd, sizeof cmd, "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=1 timeout 300 %s "
-             "--num_gpus 2 --batch_size 64 " QUICK, towers);
+    /* Both on PoCL, even where CUDA would be chosen: the towers need two
+     * devices, and one backend on both sides keeps the arithmetic the same. */
+    snprintf(cmd, sizeof cmd, "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=1 FLOWLAB_BACKEND=opencl "
+             "timeout 300 %s --num_gpus 2 --batch_size 64 " QUICK, towers);
     ingraph.status = run_command(cmd, &ingraph.out);
+    if (ingraph.status != 0 && ingraph.out && strstr(ingraph.out, "--num_gpus 2:")) {
+        const char *checks[] = {"both runs exit 0", "the workers' first losses average to the towers' first loss",
+                                "after 20 steps both workers hold the towers' model",
+                                "the global step advanced once per step", "no gradient was stale"};
+        for (int i = 0; i < 5; i++)
+            skip(checks[i], ingraph.out); /* the lab's own words: how many devices there are */
+        free(ingraph.out);
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "FLOWLAB_BACKEND=opencl timeout 300 %s --ps 1 --workers 2 -- %s --sync_replicas true "
+             "--batch_size 32 " QUICK, launcher, lab);
+    sync.status = run_command(cmd, &sync.out);
     ok(sync.status == 0 && ingraph.status == 0, "both runs exit 0");
     double w0 = number_after(sync.out, "worker 0: step 1, global step 0, loss ");
     double w1 = number_after(sync.out, "worker 1: step 1, global step 0, loss ");

@@ -19,6 +19,11 @@
 
 #define REPS 7
 #define ROUNDS 3 /* compared configurations alternate, round by round */
+/* Chapters 2 and 3 scale over CPU cores: PoCL's pthread devices, one core
+ * each, even on a machine whose /gpu:0 is CUDA. */
+#define ON_POCL "FLOWLAB_BACKEND=opencl "
+#define ON_POCL_TWO "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " ON_POCL
+
 #define LAB01 "build/labs/01-single-device/single_device"
 #define LAB02 "build/labs/02-in-graph-towers/in_graph_towers"
 #define LAB03 "build/labs/03-between-graph/between_graph"
@@ -30,6 +35,9 @@
 static FILE *csv;
 static FILE *roofline; /* points for the roofline chart: name, FLOP/byte, GFLOP/s */
 static double openblas_gflops = 0; /* sgemm 1024^3: the machine's GEMM rate */
+
+/* What /gpu:0 is, for the row labels: "PoCL" (OpenCL) or "CUDA". */
+static const char *gpu_label = "PoCL";
 
 static double now(void)
 {
@@ -281,8 +289,9 @@ static void bench_conv(void)
                                   25.0 * shapes[i].c * shapes[i].oc);
             fprintf(roofline, "\"%s\",%.3f,%.3f\n", what, flops / bytes, flops / gpu / 1e9);
         }
-    note("%s", "conv2d: flowlab on PoCL (implicit GEMM, no patch matrix) against /cpu:0's OpenBLAS im2col + sgemm;"
-               " each row times that one op, from the session's per-op trace");
+    note("conv2d: flowlab on %s against /cpu:0's OpenBLAS im2col + sgemm; each row times that one op, from the "
+         "session's per-op trace",
+         strcmp(gpu_label, "CUDA") == 0 ? "CUDA (cuDNN)" : "PoCL (implicit GEMM, no patch matrix)");
 }
 
 /* ---- whole training steps, measured by running the labs ---- */
@@ -343,9 +352,8 @@ static double run_workers_images_per_second(const char *command, int workers, do
  * single-core devices; the same 128 images per worker or tower per step. */
 static void bench_between_graph(void)
 {
-    const char *towers = "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " LAB02
-                         " --num_gpus 2 --train_steps 10 --log_every 1 --batch_size 256 --seed 1";
-    const char *cluster = LAUNCHER " --ps 1 --workers 2 --grace 30 --deadline 300 -- " LAB03
+    const char *towers = ON_POCL_TWO LAB02 " --num_gpus 2 --train_steps 10 --log_every 1 --batch_size 256 --seed 1";
+    const char *cluster = ON_POCL LAUNCHER " --ps 1 --workers 2 --grace 30 --deadline 300 -- " LAB03
                           " --train_steps 24 --log_every 1 --batch_size 128 --seed 1";
     double in_graph_r[ROUNDS], ps_r[ROUNDS], mb_r[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
@@ -360,7 +368,12 @@ static void bench_between_graph(void)
 
 static double pytorch_images_per_second(void)
 {
-    FILE *p = popen("/usr/bin/python3 tests/bench/pytorch_cnn.py --steps 10 2>/dev/null", "r");
+    /* PyTorch on the same kind of device as /gpu:0: its CPU beside PoCL,
+     * its CUDA beside flowlab's. The python3 on PATH: Debian's, or a venv's. */
+    const char *command = strcmp(gpu_label, "CUDA") == 0
+                              ? "python3 tests/bench/pytorch_cnn.py --steps 10 --device cuda 2>/dev/null"
+                              : "python3 tests/bench/pytorch_cnn.py --steps 10 2>/dev/null";
+    FILE *p = popen(command, "r");
     if (!p)
         return NAN;
     double ips = NAN;
@@ -384,14 +397,18 @@ static void bench_training(void)
         torch_r[r] = pytorch_images_per_second();
     }
     double pocl = median(pocl_r, ROUNDS), host = median(host_r, ROUNDS), torch = median(torch_r, ROUNDS);
-    row("training", "chapter 1 step, PoCL vs host", "img/s", pocl, host, "/cpu:0");
+    char what[64];
+    snprintf(what, sizeof what, "chapter 1 step, %s vs host", gpu_label);
+    row("training", what, "img/s", pocl, host, "/cpu:0");
     if (!isnan(torch)) {
-        row("training", "chapter 1 step, PoCL vs PyTorch", "img/s", pocl, torch, "PyTorch");
+        snprintf(what, sizeof what, "chapter 1 step, %s vs PyTorch", gpu_label);
+        row("training", what, "img/s", pocl, torch, "PyTorch");
         row("training", "chapter 1 step, /cpu:0 vs PyTorch", "img/s", host, torch, "PyTorch");
     } else {
         note("%s", "PyTorch is not installed (apt-get install python3-torch): its rows are skipped");
     }
-    row("training", "PoCL step: share of machine GEMM rate", "GFLOP/s", pocl * STEP_FLOPS_PER_IMAGE / 1e9,
+    snprintf(what, sizeof what, "%s step: share of machine GEMM rate", gpu_label);
+    row("training", what, "GFLOP/s", pocl * STEP_FLOPS_PER_IMAGE / 1e9,
         openblas_gflops, "sgemm1024");
 }
 
@@ -459,13 +476,18 @@ static breakdown read_breakdown(const char *path)
     return b;
 }
 
+static bool pocl_has_two_devices(void)
+{
+    return !isnan(run_images_per_second(ON_POCL_TWO LAB02 " --num_gpus 2 --train_steps 4 --log_every 1"));
+}
+
 static void bench_scaling(void)
 {
     enum { SCALING_ROUNDS = 5 };
     const char *flags = "--train_steps 10 --log_every 1 --batch_size 256 --seed 1";
     const char *traced = "--train_steps 5 --log_every 1 --batch_size 256 --seed 1 --trace build/bench/towers.json";
-    const char *one_tower = "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " LAB02 " --num_gpus 1";
-    const char *two_towers = "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 2";
+    const char *one_tower = "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " ON_POCL LAB02 " --num_gpus 1";
+    const char *two_towers = ON_POCL_TWO LAB02 " --num_gpus 2";
     char command[512];
     /* PoCL 3's pthread devices share one pool of worker threads, and
      * POCL_MAX_PTHREAD_COUNT sizes that pool: one worker is one core. */
@@ -477,7 +499,8 @@ static void bench_scaling(void)
         snprintf(command, sizeof command, "%s %s", two_towers, flags);
         two_r[r] = run_images_per_second(command);
         ratio_r[r] = two_r[r] / one_r[r];
-        snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 " LAB02 " --num_gpus 1 %s", flags);
+        snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 " ON_POCL LAB02
+                 " --num_gpus 1 %s", flags);
         both_r[r] = run_images_per_second(command);
         snprintf(command, sizeof command, "%s --controller /gpu:0 %s", two_towers, flags);
         two_gpu_r[r] = run_images_per_second(command);
@@ -546,6 +569,8 @@ int main(int argc, char **argv)
     }
     printf("flowlab bench on %s (%d cores); /gpu:0 is %s\n", devices[0].description, devices[0].compute_units,
            devices[1].description);
+    if (strcmp(devices[1].backend, "cuda") == 0)
+        gpu_label = "CUDA";
     printf("%-9s %-44s %9s %-8s %9s %-10s %7s\n", "group", "measurement", "flowlab", "unit", "baseline", "", "ratio");
     double bandwidth = memory_bandwidth_gbs();
     printf("memory bandwidth (memcpy, read + write): %.1f GB/s\n", bandwidth);
@@ -556,8 +581,12 @@ int main(int argc, char **argv)
             openblas_gflops);
     bench_conv();
     bench_training();
-    bench_scaling();
-    bench_between_graph();
+    if (pocl_has_two_devices()) {
+        bench_scaling();
+        bench_between_graph();
+    } else {
+        note("%s", "no two PoCL devices (apt-get install pocl-opencl-icd): the ch2 and ch3 scaling rows are skipped");
+    }
     fprintf(roofline, "# peak %.3f bandwidth %.3f\n", openblas_gflops, bandwidth);
     fclose(roofline);
     fclose(csv);
