@@ -82,7 +82,7 @@ static void test_training(void)
     free(r.out);
 
     snprintf(args, sizeof args, "%s --device /cpu:0 --train_steps 30 --batch_size 64 --max_examples 1024 "
-             "--log_every 10 --ps_strategy greedy", lab);
+             "--log_every 5 --ps_strategy greedy", lab); /* lines enough for a slow worker, too */
     r = launch("--ps 2 --workers 2 --grace 20 --deadline 240", args);
     check_training("2 ps (greedy), 2 workers", &r, 2);
     contains(r.out, "ps1: ps 1: every worker has finished; held ", "the second ps held variables too");

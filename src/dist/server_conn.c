@@ -54,15 +54,6 @@ void fl_server_close_all(fl_server *s)
     }
 }
 
-/* Sends what s->out holds to this connection and empties it. */
-void fl_server_send_out(fl_server_conn *c)
-{
-    fl_server *s = c->server;
-    bufferevent_write(c->bev, s->out.data, s->out.len);
-    fl_server_count(s, &s->stats.bytes_out, s->out.len);
-    fl_wire_buf_consume(&s->out, s->out.len);
-}
-
 static void close_when_sent(struct bufferevent *bev, void *conn)
 {
     (void)bev;
@@ -105,9 +96,15 @@ static void update_store_stats(fl_server *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* A received tensor, copied into the server's scratch in host order. */
+/* A received tensor in host order: read where it lies in the frame when it
+ * can be (a 13 MB gradient is then not copied; kernels only read their
+ * inputs, and the frame stays until it is served), else copied into the
+ * server's scratch. */
 fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w)
 {
+    const void *in_place = fl_wire_tensor_in_place(w);
+    if (in_place)
+        return (fl_tensor){w->dtype, w->shape, (void *)in_place};
     if (w->bytes > s->scratch_cap) {
         s->scratch = fl_xrealloc(s->scratch, w->bytes);
         s->scratch_cap = w->bytes;

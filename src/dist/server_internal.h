@@ -32,6 +32,7 @@ struct fl_server {
     struct fl_parked_wait *waits; /* WAIT_STEP requests not answered yet (loop thread) */
     const fl_cluster *cluster;
     fl_wire_buf out;      /* the reply being built (loop thread only) */
+    fl_wire_buf spare_out[2]; /* big replies' buffers, back from libevent (loop thread) */
     fl_wire_message *message; /* the request being served (loop thread; large: names, slots) */
     void *scratch;        /* a received tensor in host order (loop thread only) */
     size_t scratch_cap;
@@ -65,12 +66,15 @@ typedef struct fl_server_conn {
 } fl_server_conn;
 
 /* What serving a request takes (server_conn.c). */
-void fl_server_send_out(fl_server_conn *c); /* sends s->out to c and empties it */
+/* server_reply.c: sends s->out to c and empties it; at the end, the spare
+ * reply buffers are freed. */
+void fl_server_send_out(fl_server_conn *c);
+void fl_server_free_spare_replies(fl_server *s);
 /* Bad input: an ERROR, a log line, and the connection closes. */
 void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why);
 /* Answers NOT_INITIALIZED and returns true when the variable has no value. */
 bool fl_server_answer_if_missing(fl_server_conn *c, uint32_t id, const char *name);
-fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w); /* in the server's scratch */
+fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w); /* in the frame or the scratch: read only */
 fl_op_kind fl_server_apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs);
 void fl_server_on_read(struct bufferevent *bev, void *conn); /* serves the frames buffered */
 

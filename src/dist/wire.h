@@ -179,6 +179,9 @@ typedef struct {
 
 /* Copies the elements into dst (count floats or int32s, host byte order). */
 void fl_wire_tensor_read(const fl_wire_tensor *t, void *dst);
+/* The elements where they lie in the frame, when they can be read there as
+ * they are (a little-endian host, 4-byte aligned); else NULL: read them. */
+const void *fl_wire_tensor_in_place(const fl_wire_tensor *t);
 
 typedef struct {
     uint8_t version;

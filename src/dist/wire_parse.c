@@ -139,6 +139,12 @@ static int get_tensor(cursor *c, fl_wire_tensor *t)
     return take(c, bytes, "tensor data", &t->data);
 }
 
+const void *fl_wire_tensor_in_place(const fl_wire_tensor *t)
+{
+    bool aligned = (uintptr_t)t->data % 4 == 0;
+    return wire_host_is_little_endian() && aligned ? t->data : NULL;
+}
+
 void fl_wire_tensor_read(const fl_wire_tensor *t, void *dst)
 {
     unsigned char *out = dst;
