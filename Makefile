@@ -306,7 +306,7 @@ $(BUILD)/tests/test_lab03_exercises: $(EX03_CHECKS) $(EX03_SOLVED)
 $(BUILD)/tests/test_lab03_exercises: private CFLAGS += -I$(EX03_DIR)
 # ==== end of chapter 3's exercises ====
 
-# ==== chapter 4 (labs/04-synchronous-training): exercises ====
+# ==== chapter 4 (labs/04-synchronous-training): exercises, figures ====
 #   make exercises / exercises-solutions cover this chapter too; its checks run
 #   offline (no server, no port opened). Each check links only its own file.
 #   The chapter's program is chapter 3's lab (--sync_replicas true); its
@@ -330,7 +330,26 @@ $(EX04_OUT)/solutions/check_%: $(EX04_DIR)/check_%.c $(EX04_DIR)/solutions/%.c $
 # against the ps's real accumulators and a log the failure drill wrote.
 $(BUILD)/tests/test_lab04_exercises: $(EX04_CHECKS) $(EX04_SOLVED)
 $(BUILD)/tests/test_lab04_exercises: private CFLAGS += -I$(EX04_DIR)
-# ==== end of chapter 4's exercises ====
+
+# The figures of chapter 4, from real runs of chapter 3's lab with 1 ps and 2
+# workers: the global step over time and the loss by global step, synchronous
+# beside asynchronous (every step logged; seconds added up from images/sec by
+# progress_table.sh), then the chief's timeline of synchronous steps 2 to 4.
+CH4_RUN := --max_examples 4096 --batch_size 64 --train_steps 80 --log_every 1
+figures: figures-04
+figures-04: $(LAB03) $(LAUNCHER) $(BUILD)/labs/tools/trace_timeline
+	@mkdir -p book/figures $(BUILD)/ch4
+	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) $(CH4_RUN) --sync_replicas true > $(BUILD)/ch4/sync.log
+	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) $(CH4_RUN) > $(BUILD)/ch4/async.log
+	sh labs/tools/progress_table.sh 64 < $(BUILD)/ch4/sync.log > $(BUILD)/ch4/sync.txt
+	sh labs/tools/progress_table.sh 64 < $(BUILD)/ch4/async.log > $(BUILD)/ch4/async.txt
+	gnuplot -e "sync='$(BUILD)/ch4/sync.txt'; async='$(BUILD)/ch4/async.txt'; \
+	    steps='book/figures/ch4-global-step.svg'; losses='book/figures/ch4-loss.svg'" labs/tools/ch4-progress.gp
+	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) --train_steps 12 --batch_size 64 --log_every 10 \
+	    --max_examples 2048 --sync_replicas true --trace $(BUILD)/ch4/sync-trace.json
+	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch4/sync-trace.json book/figures/ch4-timeline.svg
+.PHONY: figures-04
+# ==== end of chapter 4 ====
 
 # ==== make exercises: every chapter's checks against your files, in chapter order ====
 # Failing checks are expected until you solve them; each FAIL line names the
