@@ -75,8 +75,9 @@ $(BUILD)/tests/%: tests/%.c tests/tap.h tests/gradcheck.h tests/lab_runner.h tes
 tests: $(TEST_BIN)
 
 # The tests of threaded code, run under ThreadSanitizer by `make test-threads`
-# (CI does): the task server and its clients, the data prefetch.
-THREAD_TESTS := test_server test_remote test_connect test_data
+# (CI does): the task server and its clients, the data prefetch, eight
+# worker processes against one ps (test_ps_load).
+THREAD_TESTS := test_server test_remote test_connect test_data test_ps_load
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))

@@ -130,7 +130,9 @@ static int wait_until_ready(fl_monitored_session *ms)
         double waited = seconds_now() - start;
         if (waited >= deadline)
             return fail(ms, "the model was not ready after %.0f s: %d variables have no value (%s first); "
-                        "is the chief (worker 0) running? (FLOWLAB_TASK_DEADLINE)", waited, missing, first);
+                        "is the chief (worker 0) running, and do all workers place the variables alike (the same "
+                        "ps tasks and device function, e.g. --ps_strategy)? (FLOWLAB_TASK_DEADLINE)", waited, missing,
+                        first);
         if (seconds_now() >= next_line) {
             say(ms, "waiting for the chief to initialize or restore %d variables (%s first) for %.0f s", missing,
                 first, waited);

@@ -62,7 +62,6 @@ static void usage(FILE *out)
             "  With --checkpoint_dir the chief restores the latest checkpoint (or initializes) and saves one\n"
             "  every --save_every global steps; the other workers wait for the model to be ready.\n"
             "  --batch_size N        examples per step on each worker (default 128)\n"
-            "  --train_steps N       stop when the global step reaches N (default: --epochs' worth)\n"
             TRAINING_FLAGS_HELP
             "Tasks wait for each other (FLOWLAB_TASK_DEADLINE seconds, default 120) and say so every 5 s.\n",
             program);

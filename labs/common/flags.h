@@ -44,7 +44,8 @@ static inline training_flags training_flags_defaults(const char *program)
 /* The --help lines of training_flags, for a lab's usage text. */
 #define TRAINING_FLAGS_HELP                                                                     \
     "  --epochs N            passes over the training set (default 2)\n"                        \
-    "  --train_steps N       train for N steps in all instead (overrides --epochs)\n"           \
+    "  --train_steps N       train for N steps in all instead (overrides --epochs; between\n"   \
+    "                        graphs, until the global step reaches N)\n"                       \
     "  --learning_rate LR    Adam's learning rate (default 0.001)\n"                            \
     "  --data_dir DIR        MNIST-format files (default " FL_DEFAULT_DATA_DIR ")\n"            \
     "  --seed S              seed for the initial weights and the shuffle (default 1)\n"        \

@@ -1,7 +1,8 @@
-/* ps_client.c: requests to one ps task and their replies. Sending happens on
- * the caller's thread (the executor's), under a lock that keeps the queue
- * of pending requests in the order they hit the wire; a reader thread takes
- * the replies, which a ps sends in the same order, fills the waiting
+/* ps_client.c: requests to one ps task and their replies. A request is
+ * encoded on the caller's thread (the executor's) and handed to the
+ * connection's writer thread (wire_writer.c), under a lock that keeps the
+ * queue of pending requests in the order they hit the wire; a reader thread
+ * takes the replies, which a ps sends in the same order, fills the waiting
  * buffers and wakes whoever waits. */
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 
 #include "ps_client.h"
 #include "runtime.h"
+#include "wire_writer.h"
 
 typedef struct {
     uint32_t id;
@@ -28,7 +30,8 @@ struct fl_ps_client {
     int fd;
     char who[64];             /* "/job:ps/task:0", in every message */
     pthread_t reader;
-    pthread_mutex_t send_lock; /* one request on the wire at a time */
+    fl_wire_writer *writer;    /* puts the requests on the wire, in order */
+    pthread_mutex_t send_lock; /* one request queued at a time */
     fl_wire_buf out;
     pthread_mutex_t lock;      /* everything below */
     pthread_cond_t replied;
@@ -46,20 +49,6 @@ struct fl_ps_client {
     FILE *log;
     char log_prefix[64];
 };
-
-static int write_all(int fd, const unsigned char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
 
 /* 1 when len bytes were read, 0 at a clean end of stream, -1 on error. */
 static int read_all(int fd, unsigned char *p, size_t len)
@@ -201,10 +190,8 @@ static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, vo
     snprintf(p->name, sizeof p->name, "%s", name ? name : "");
     c->sent += c->out.len;
     pthread_mutex_unlock(&c->lock);
-    int rc = write_all(c->fd, c->out.data, c->out.len);
-    fl_wire_buf_consume(&c->out, c->out.len);
-    if (rc != 0) {
-        mark_broken(c, strerror(errno));
+    if (fl_wire_writer_send(c->writer, &c->out) != 0) {
+        mark_broken(c, "sending failed");
         fl_set_error("%s", c->broken_why);
         return 0;
     }
@@ -412,7 +399,7 @@ static int say_hello(fl_ps_client *c, const char *my_job, int my_task)
 {
     char why[FL_WIRE_ERROR_LEN];
     fl_wire_put_hello(&c->out, 0, my_job, (uint32_t)my_task);
-    int rc = write_all(c->fd, c->out.data, c->out.len);
+    int rc = fl_wire_write_all(c->fd, c->out.data, c->out.len);
     fl_wire_buf_consume(&c->out, c->out.len);
     fl_wire_buf reply = {0};
     fl_wire_frame f;
@@ -459,7 +446,13 @@ fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *m
     pthread_mutex_init(&c->send_lock, NULL);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->replied, NULL);
-    if (say_hello(c, my_job, my_task) != 0 || pthread_create(&c->reader, NULL, read_replies, c) != 0) {
+    bool said = say_hello(c, my_job, my_task) == 0;
+    c->writer = said ? fl_wire_writer_start(fd) : NULL;
+    if (!c->writer || pthread_create(&c->reader, NULL, read_replies, c) != 0) {
+        if (c->writer) {
+            shutdown(fd, SHUT_RDWR);
+            fl_wire_writer_stop(c->writer);
+        }
         close(fd);
         pthread_mutex_destroy(&c->send_lock);
         pthread_mutex_destroy(&c->lock);
@@ -486,7 +479,8 @@ void fl_ps_client_close(fl_ps_client *c)
     pthread_mutex_lock(&c->lock);
     c->closing = true;
     pthread_mutex_unlock(&c->lock);
-    shutdown(c->fd, SHUT_RDWR); /* the reader sees the end of the stream and stops */
+    shutdown(c->fd, SHUT_RDWR); /* the writer and the reader see the end of the stream and stop */
+    fl_wire_writer_stop(c->writer);
     pthread_join(c->reader, NULL);
     close(c->fd);
     pthread_mutex_destroy(&c->send_lock);

@@ -45,6 +45,10 @@ static fl_ps_client *reconnect(fl_remote_task *t)
     if (!fresh)
         return NULL;
     stale_of_lost += fl_ps_client_stale_updates(t->client);
+    uint64_t sent, received;
+    fl_ps_client_traffic(t->client, &sent, &received);
+    t->sent_before += sent;
+    t->received_before += received;
     fl_remote_sync_forget(t->client);
     fl_ps_client_close(t->client);
     t->client = fresh;
@@ -87,6 +91,7 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
         fl_ps_client *client = connect_to(c, job, task, who, 0);
         if (client) {
             fl_remote_task *t = &tasks[count];
+            *t = (fl_remote_task){0};
             snprintf(t->who, sizeof t->who, "%s", who);
             snprintf(t->job, sizeof t->job, "%s", job);
             t->task = task;
@@ -129,8 +134,8 @@ int fl_remote_task_traffic(const char *task, uint64_t *sent, uint64_t *received)
             continue;
         uint64_t s, r;
         fl_ps_client_traffic(tasks[i].client, &s, &r);
-        *sent += s;
-        *received += r;
+        *sent += tasks[i].sent_before + s;
+        *received += tasks[i].received_before + r;
         found++;
     }
     pthread_mutex_unlock(&lock);

@@ -21,6 +21,7 @@ typedef struct {
     int task;
     const fl_cluster *cluster;
     fl_ps_client *client;
+    uint64_t sent_before, received_before; /* on connections since lost */
 } fl_remote_task;
 
 static inline fl_ps_client *fl_remote_client(void *impl) { return ((fl_remote_task *)impl)->client; }

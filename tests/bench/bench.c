@@ -355,13 +355,19 @@ static void bench_between_graph(void)
     const char *towers = ON_POCL_TWO LAB02 " --num_gpus 2 --train_steps 10 --log_every 1 --batch_size 256 --seed 1";
     const char *cluster = ON_POCL LAUNCHER " --ps 1 --workers 2 --grace 30 --deadline 300 -- " LAB03
                           " --train_steps 24 --log_every 1 --batch_size 128 --seed 1";
-    double in_graph_r[ROUNDS], ps_r[ROUNDS], mb_r[ROUNDS];
+    char sync_cluster[512];
+    snprintf(sync_cluster, sizeof sync_cluster, "%s --sync_replicas true", cluster);
+    double in_graph_r[ROUNDS], ps_r[ROUNDS], sync_r[ROUNDS], mb_r[ROUNDS], sync_mb;
     for (int r = 0; r < ROUNDS; r++) {
         in_graph_r[r] = run_images_per_second(towers);
         ps_r[r] = run_workers_images_per_second(cluster, 2, &mb_r[r]);
+        sync_r[r] = run_workers_images_per_second(sync_cluster, 2, &sync_mb);
     }
     double in_graph = median(in_graph_r, ROUNDS), ps = median(ps_r, ROUNDS), mb = median(mb_r, ROUNDS);
     row("scaling", "ch3: 1 ps + 2 workers vs ch2's 2 towers", "img/s", ps, in_graph, "2 towers");
+    row("scaling", "ch4: 1 ps + 2 sync workers vs ch2's 2 towers", "img/s", median(sync_r, ROUNDS), in_graph,
+        "2 towers");
+    row("scaling", "ch4: 2 sync workers vs 2 async workers", "img/s", median(sync_r, ROUNDS), ps, "async");
     printf("  ch3: each worker moves %.1f MB per step (pulls the variables, pushes the gradients)\n", mb);
     fprintf(csv, "scaling,ch3 bytes moved per worker step,MB,%.3f,,,\n", mb);
 }
