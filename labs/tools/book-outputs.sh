@@ -50,6 +50,16 @@ show 02-placement "$TWO $L2 --num_gpus 2 --max_examples 64 --batch_size 32 --tra
 # change from run to run; `make book-sync` after regenerating.
 show 03-cluster "build/labs/tools/launch_cluster --ps 1 --workers 2 -- $L3 --max_examples 2048 --batch_size 64 --train_steps 40 --log_every 10"
 
+# Chapter 4: the same lab, synchronous and asynchronous, with a backup
+# worker, and the failure drill (a ps killed and restarted). The workers race,
+# so the order of lines (and, asynchronously, the losses) change from run to run.
+SYNC="--max_examples 2048 --batch_size 64 --train_steps 20 --log_every 5"
+show 04-sync "build/labs/tools/launch_cluster --ps 1 --workers 2 -- $L3 $SYNC --sync_replicas true"
+show 04-async "build/labs/tools/launch_cluster --ps 1 --workers 2 -- $L3 $SYNC"
+show 04-backup "build/labs/tools/launch_cluster --ps 1 --workers 3 -- $L3 --max_examples 2048 --batch_size 32 --train_steps 20 --log_every 10 --sync_replicas true --replicas_to_aggregate 2"
+show 04-ps-dies "sh labs/04-synchronous-training/ps_dies.sh --kill_at 15 -- $L3 --max_examples 2048 --batch_size 32 --train_steps 30 --log_every 5 --sync_replicas true --checkpoint_dir $SCRATCH/ckpt4 --save_every 10"
+sed -i "s#$SCRATCH/ckpt4#ckpt#g" "$OUT/04-ps-dies.txt"
+
 # Chapter 5
 show 05-gpu "$L1 --device /gpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
 show 05-cpu "$L1 --device /cpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"

@@ -1,0 +1,99 @@
+/* test_lab04_exercises.c: chapter 4's exercises, run as a student runs them
+ * (the Makefile builds the checks first): each reference solution passes,
+ * each exercise file's check fails naming the file to edit until solved; the
+ * accumulator answer decides as the ps's real accumulators do, and the
+ * fault-log answer reads the log the failure drill wrote for the book. */
+#include "flowlab.h"
+#include "lab_runner.h"
+#include "dist/ps_sync.h"
+#include "solutions/accumulator.c" /* my_gradient_arrives, the reference answer */
+#include "solutions/fault_log.c"   /* my_read_fault_log, the reference answer */
+
+#define SEQUENCES 200
+#define ARRIVALS 40
+
+static gradient_fate fate_of(fl_wire_sync_outcome outcome)
+{
+    return outcome == FL_WIRE_SYNC_APPLIED ? GRADIENT_APPLIED
+           : outcome == FL_WIRE_SYNC_DROPPED ? GRADIENT_STALE
+                                            : GRADIENT_HELD;
+}
+
+/* One random sequence of gradients (steps near the last one, as workers of
+ * different speeds send them) through a real ps accumulator and the
+ * exercise's; 0 when every decision agrees, else the arrival that differed. */
+static int compare_sequence(unsigned *seed, int replicas)
+{
+    fl_ps_store *store = fl_ps_store_new();
+    fl_ps_sync *sync = fl_ps_sync_new(store);
+    fl_tensor *w = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 2)), *grad = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 2));
+    char err[256];
+    fl_ps_store_init(store, "w", w, err, sizeof err);
+    fl_attrs attrs = {.learning_rate = 0.5f};
+    const char *vars[1] = {"w"};
+    accumulator mine = {0};
+    uint64_t newest = 0;
+    int differed = 0;
+    for (int i = 0; i < ARRIVALS && !differed; i++) {
+        uint64_t step = newest + (uint64_t)(rand_r(seed) % 3);
+        step = step >= 1 ? step - 1 : 0; /* one step back, the same, or one ahead */
+        newest = step > newest ? step : newest;
+        fl_wire_sync s = {step, (uint32_t)replicas};
+        fl_wire_sync_outcome outcome;
+        if (fl_ps_sync_update(sync, FL_OP_APPLY_GRADIENT_DESCENT, &attrs, vars, 1, grad, &s, &outcome, err,
+                              sizeof err) != 0 ||
+            fate_of(outcome) != my_gradient_arrives(&mine, step, replicas))
+            differed = i + 1;
+    }
+    fl_tensor_free(w);
+    fl_tensor_free(grad);
+    fl_ps_sync_free(sync);
+    fl_ps_store_free(store);
+    return differed;
+}
+
+static void test_real_accumulators(void)
+{
+    unsigned seed = 4;
+    int first_difference = 0, sequences = 0;
+    for (int n = 0; n < SEQUENCES && !first_difference; n++, sequences++)
+        first_difference = compare_sequence(&seed, 1 + n % 3);
+    ok(first_difference == 0, "the accumulator answer decides as the ps does in %d random sequences of %d gradients",
+       sequences, ARRIVALS);
+    if (first_difference)
+        diag("sequence %d differed at gradient %d", sequences, first_difference);
+}
+
+/* The drill's output in the book: a ps killed and restored from a checkpoint
+ * saved every 10 steps. */
+static void test_real_log(void)
+{
+    char *log = read_file("book/outputs/04-ps-dies.txt");
+    if (!log) {
+        skip("the fault-log answer reads the drill's log", "book/outputs/04-ps-dies.txt is not here (run from the top of the repository)");
+        return;
+    }
+    fault_report r = {"", 0, 0, 0, 0};
+    int rc = my_read_fault_log(log, &r);
+    ok(rc == 1 && strcmp(r.lost_task, "/job:ps/task:0") == 0 && r.workers_affected == 2,
+       "the fault-log answer reads the drill's log: %s lost, %d workers noticed", r.lost_task, r.workers_affected);
+    ok(r.steps_lost == r.died_at - r.restored_to && r.steps_lost >= 0 && r.steps_lost <= 10,
+       "the drill lost %ld steps (global step %ld -> %ld), no more than the 10 between checkpoints", r.steps_lost,
+       r.died_at, r.restored_to);
+    free(log);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    /* Every check is built together; the first one stands for them all. */
+    lab_runner_start(argv[0], "test_lab04_exercises", "exercises/04-synchronous-training/solutions/check_accumulator");
+    static const char *const names[][2] = {{"accumulator", "accumulator"},
+                                           {"steps_lost", "steps-lost"},
+                                           {"fault_log", "fault-log"}};
+    test_exercise_checks("04-synchronous-training", names, 3);
+    test_real_accumulators();
+    test_real_log();
+    lab_runner_finish();
+    return done_testing();
+}
