@@ -23,6 +23,7 @@ typedef struct {
     fl_session *session;        /* the monitored session's own */
     void *log;                  /* FILE * for lines, and what they start with: */
     const char *who;            /* "worker 1: " ("" for one process) */
+    long start_step;            /* the global step the model was prepared at (or recovered to) */
 } fl_run_values;
 
 typedef struct fl_session_hook fl_session_hook;

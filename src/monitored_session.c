@@ -25,7 +25,7 @@ struct fl_monitored_session {
     fl_session_hook *hooks[MAX_HOOKS];
     int nhooks;
     fl_session_hook *owned[2]; /* the step counter and the saver made here */
-    long step;
+    long step, start_step; /* the global step now, and when the model was last prepared */
     bool stop;
     FILE *log;
     char who[64];
@@ -145,7 +145,9 @@ static int wait_until_ready(fl_monitored_session *ms)
 
 static int prepare(fl_monitored_session *ms)
 {
-    return ms->o.is_chief ? chief_prepare(ms) : wait_until_ready(ms);
+    int rc = ms->o.is_chief ? chief_prepare(ms) : wait_until_ready(ms);
+    ms->start_step = ms->step;
+    return rc;
 }
 
 static void add_hooks(fl_monitored_session *ms, fl_session_hook *const *hooks, int n)
@@ -252,10 +254,24 @@ static int gather_fetches(fl_monitored_session *ms, fl_node *const *fetches, int
 static void run_hooks(fl_monitored_session *ms, fl_tensor **values, const int *first_extra)
 {
     for (int h = 0; h < ms->nhooks; h++) {
-        fl_run_values v = {ms->step, values + first_extra[h], ms->session, ms->log, ms->who};
+        fl_run_values v = {ms->step, values + first_extra[h], ms->session, ms->log, ms->who, ms->start_step};
         if (ms->hooks[h]->after_run && ms->hooks[h]->after_run(ms->hooks[h], &v))
             ms->stop = true;
     }
+}
+
+/* The run's own increment has moved the global step, but the value fetched
+ * in the same run may have been read before it (nothing orders the read
+ * after the increment, and a synchronous step ends only when every replica
+ * has counted). A value that has not moved past the last one seen is read
+ * again, so hooks (stop at step, checkpoint names) see the step reached. */
+static int note_global_step(fl_monitored_session *ms, long fetched)
+{
+    if (fetched > ms->step) {
+        ms->step = fetched;
+        return 0;
+    }
+    return read_global_step(ms);
 }
 
 int fl_monitored_session_run(fl_monitored_session *ms, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
@@ -275,7 +291,8 @@ int fl_monitored_session_run(fl_monitored_session *ms, const fl_feed *feeds, int
     }
     if (rc != 0)
         return fail(ms, "the step failed %d times in a row: %s", MAX_RECOVERIES + 1, fl_session_error(ms->session));
-    ms->step = (long)fl_tensor_scalar(values[nfetches]);
+    if (note_global_step(ms, (long)fl_tensor_scalar(values[nfetches])) != 0)
+        return -1;
     run_hooks(ms, values, first_extra);
     for (int i = 0; i < n; i++) {
         if (i < nfetches && outputs)
@@ -290,7 +307,7 @@ int fl_monitored_session_close(fl_monitored_session *ms)
 {
     if (!ms)
         return 0;
-    fl_run_values v = {ms->step, NULL, ms->session, ms->log, ms->who};
+    fl_run_values v = {ms->step, NULL, ms->session, ms->log, ms->who, ms->start_step};
     for (int h = 0; h < ms->nhooks; h++)
         if (ms->hooks[h]->end)
             ms->hooks[h]->end(ms->hooks[h], &v);

@@ -151,8 +151,11 @@ static void save(fl_session_hook *h, const fl_run_values *v, long step)
 static bool save_when_due(fl_session_hook *h, const fl_run_values *v)
 {
     hook_state *st = h->state;
-    if (st->last_saved < 0)
-        st->last_saved = v->global_step; /* the model restored or initialised is saved already or anew at the end */
+    /* Counted from the step the model was prepared at, as TensorFlow's saver
+     * counts from the session's start: with 10, a fresh model is saved at
+     * 10, 20, ...; one restored at 35 at 45, 55, ... (it is saved already). */
+    if (st->last_saved < 0 || v->global_step < st->last_saved)
+        st->last_saved = v->start_step;
     bool by_steps = st->every > 0 && v->global_step - st->last_saved >= st->every;
     bool by_time = st->every_secs > 0 && seconds_now() - st->last_time >= st->every_secs;
     if (by_steps || by_time)

@@ -42,8 +42,8 @@ static void test_same_as_towers(void)
              "--batch_size 32 " QUICK, launcher, lab);
     sync.status = run_command(cmd, &sync.out);
     ok(sync.status == 0 && ingraph.status == 0, "both runs exit 0");
-    double w0 = number_after(sync.out, "worker 0: step 1, global step 0, loss ");
-    double w1 = number_after(sync.out, "worker 1: step 1, global step 0, loss ");
+    double w0 = number_after(sync.out, "worker 0: step 1, global step 1, loss ");
+    double w1 = number_after(sync.out, "worker 1: step 1, global step 1, loss ");
     double towers_first = number_after(ingraph.out, "Step 0 with loss ");
     ok(w0 > 0 && w1 > 0 && fabs((w0 + w1) / 2 - towers_first) < 1e-4,
        "the workers' first losses average to the towers' first loss (%.6f, %.6f vs %.6f)", w0, w1, towers_first);
@@ -51,7 +51,7 @@ static void test_same_as_towers(void)
     double at = number_after(ingraph.out, "Test accuracy: ");
     ok(a0 > 0.5 && fabs(a0 - at) < 0.005 && a0 == a1,
        "after 20 steps both workers hold the towers' model (accuracy %.4f, %.4f vs %.4f)", a0, a1, at);
-    contains(sync.out, "global step 19", "the global step advanced once per step (20 steps, 2 workers)");
+    contains(sync.out, "step 20, global step 20,", "the global step advanced once per step (20 steps, 2 workers)");
     contains(sync.out, "0 stale gradients dropped", "no gradient was stale with every worker needed");
     if (sync.status != 0 || ingraph.status != 0)
         diag("%s\n%s", sync.out ? sync.out : "", ingraph.out ? ingraph.out : "");

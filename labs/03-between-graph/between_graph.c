@@ -228,7 +228,7 @@ typedef struct {
 static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_dataset *batches, long *steps_done)
 {
     const fl_tensor *images, *labels;
-    long local_steps = 0, images_seen = 0;
+    long local_steps = 0, images_seen = 0, last_logged = 0;
     double last_time = now_seconds(), last_bytes = bytes_moved();
     while (!fl_monitored_session_should_stop(ms) && fl_dataset_next(batches, &images, &labels) == 1) {
         trace_before_step(fl_monitored_session_session(ms), L->o, local_steps);
@@ -246,10 +246,10 @@ static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_datase
         images_seen += my_images.shape.dims[0];
         if (local_steps % L->o->log_every == 0 || local_steps == 1) {
             double now = now_seconds(), bytes = bytes_moved();
-            long steps = local_steps == 1 ? 1 : L->o->log_every;
             log_worker_progress(L->cluster, local_steps, fl_monitored_session_global_step(ms),
                                 fl_tensor_scalar(loss), images_seen, now - last_time,
-                                (bytes - last_bytes) / (double)steps, L->sync);
+                                (bytes - last_bytes) / (double)(local_steps - last_logged), L->sync);
+            last_logged = local_steps;
             last_time = now;
             last_bytes = bytes;
             images_seen = 0;

@@ -57,6 +57,7 @@ start() {
 
 # The highest "global step N" the chief has logged so far (0 before any).
 chief_step() {
+    [ -f "$DIR/worker0.log" ] || { echo 0; return; }
     awk 'match($0, /global step [0-9]+/) { n = substr($0, RSTART + 12, RLENGTH - 12) + 0; if (n > max) max = n }
          END { print max + 0 }' "$DIR/worker0.log"
 }

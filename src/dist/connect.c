@@ -24,7 +24,7 @@ double fl_connect_backoff_s(int attempt)
     return pause < 1.0 ? pause : 1.0;
 }
 
-static void sleep_s(double seconds)
+void fl_sleep_s(double seconds)
 {
     struct timespec ts = {.tv_sec = (time_t)seconds, .tv_nsec = (long)((seconds - (time_t)seconds) * 1e9)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
@@ -94,7 +94,7 @@ int fl_connect_with_retry(const fl_connect_options *o)
             next_log += every;
         }
         double pause = fl_connect_backoff_s(attempt), left = start + o->deadline_s - now;
-        sleep_s(pause < left ? pause : left);
+        fl_sleep_s(pause < left ? pause : left);
     }
     freeaddrinfo(addresses);
     fl_set_error("%s at %s:%d did not answer for %g s (%s); is the task running, and is its address in the "

@@ -23,5 +23,7 @@ int fl_connect_with_retry(const fl_connect_options *o);
 
 /* The pause before try number `attempt` (from 0): 50 ms doubling to 1 s. */
 double fl_connect_backoff_s(int attempt);
+/* Sleeps that long, also through signals. */
+void fl_sleep_s(double seconds);
 
 #endif

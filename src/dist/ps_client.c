@@ -198,18 +198,17 @@ static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, vo
     return id;
 }
 
-/* The next id, under the send lock (taken here, released by finish_request). */
-static uint32_t begin_request(fl_ps_client *c)
+fl_wire_buf *fl_ps_client_begin(fl_ps_client *c, uint32_t *id)
 {
     pthread_mutex_lock(&c->send_lock);
     pthread_mutex_lock(&c->lock);
-    uint32_t id = ++c->next_id;
+    *id = ++c->next_id;
     pthread_mutex_unlock(&c->lock);
-    return id;
+    return &c->out;
 }
 
-static uint32_t finish_request(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst,
-                               size_t bytes, bool *already, const char *name)
+uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
+                             bool *already, const char *name)
 {
     uint32_t sent = 0;
     if (encoded != 0)
@@ -218,73 +217,6 @@ static uint32_t finish_request(fl_ps_client *c, int encoded, uint32_t id, fl_wir
         sent = send_request(c, id, type, dst, bytes, already, name);
     pthread_mutex_unlock(&c->send_lock);
     return sent;
-}
-
-uint32_t fl_ps_client_init(fl_ps_client *c, const char *name, const fl_tensor *value, bool *already)
-{
-    uint32_t id = begin_request(c);
-    int rc = fl_wire_put_init_variable(&c->out, id, name, value);
-    return finish_request(c, rc, id, FL_WIRE_INIT_VARIABLE, NULL, 0, already, name);
-}
-
-uint32_t fl_ps_client_pull(fl_ps_client *c, const char *name, void *dst, size_t bytes)
-{
-    uint32_t id = begin_request(c);
-    int rc = fl_wire_put_pull(&c->out, id, name);
-    return finish_request(c, rc, id, FL_WIRE_PULL, dst, bytes, NULL, name);
-}
-
-uint32_t fl_ps_client_assign(fl_ps_client *c, const char *name, const fl_tensor *value)
-{
-    uint32_t id = begin_request(c);
-    int rc = fl_wire_put_assign(&c->out, id, name, value);
-    return finish_request(c, rc, id, FL_WIRE_ASSIGN, NULL, 0, NULL, name);
-}
-
-uint32_t fl_ps_client_assign_add(fl_ps_client *c, const char *name, const fl_tensor *delta, void *dst,
-                                 size_t bytes)
-{
-    uint32_t id = begin_request(c);
-    int rc = fl_wire_put_assign_add(&c->out, id, name, delta);
-    return finish_request(c, rc, id, FL_WIRE_ASSIGN_ADD, dst, bytes, NULL, name);
-}
-
-uint32_t fl_ps_client_apply(fl_ps_client *c, const char *name, const fl_wire_optimizer_args *opt,
-                            const fl_tensor *grad)
-{
-    uint32_t id = begin_request(c);
-    int rc = fl_wire_put_apply(&c->out, id, name, opt, grad);
-    return finish_request(c, rc, id, FL_WIRE_APPLY, NULL, 0, NULL, name);
-}
-
-uint32_t fl_ps_client_sync_apply(fl_ps_client *c, const fl_wire_sync *sync, const char *name,
-                                 const fl_wire_optimizer_args *opt, const fl_tensor *grad)
-{
-    uint32_t id = begin_request(c);
-    int rc = fl_wire_put_sync_apply(&c->out, id, sync, name, opt, grad);
-    return finish_request(c, rc, id, FL_WIRE_SYNC_APPLY, NULL, 0, NULL, name);
-}
-
-uint32_t fl_ps_client_sync_assignment(fl_ps_client *c, fl_wire_type type, const fl_wire_sync *sync,
-                                      const char *name, const fl_tensor *value)
-{
-    uint32_t id = begin_request(c);
-    int rc = fl_wire_put_sync_assignment(&c->out, type, id, sync, name, value);
-    return finish_request(c, rc, id, type, NULL, 0, NULL, name);
-}
-
-uint32_t fl_ps_client_wait_step(fl_ps_client *c, const char *name, uint64_t step, void *dst)
-{
-    uint32_t id = begin_request(c);
-    int rc = fl_wire_put_wait_step(&c->out, id, name, step);
-    return finish_request(c, rc, id, FL_WIRE_WAIT_STEP, dst, 4, NULL, name);
-}
-
-uint32_t fl_ps_client_is_initialized(fl_ps_client *c, const char *name, bool *has_value)
-{
-    uint32_t id = begin_request(c);
-    int rc = fl_wire_put_is_initialized(&c->out, id, name);
-    return finish_request(c, rc, id, FL_WIRE_IS_INITIALIZED, NULL, 0, has_value, name);
 }
 
 uint64_t fl_ps_client_stale_updates(fl_ps_client *c)
@@ -394,7 +326,8 @@ void fl_ps_client_traffic(fl_ps_client *c, uint64_t *sent, uint64_t *received)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* HELLO, answered by HELLO_OK, before the reader thread starts. */
+/* HELLO, answered by HELLO_OK, before the reader thread starts. -1 when the
+ * connection failed first, -2 when the task answered with a refusal. */
 static int say_hello(fl_ps_client *c, const char *my_job, int my_task)
 {
     char why[FL_WIRE_ERROR_LEN];
@@ -410,7 +343,7 @@ static int say_hello(fl_ps_client *c, const char *my_job, int my_task)
         snprintf(why, sizeof why, "%s", strerror(errno));
     if (rc == 0 && m->type != FL_WIRE_HELLO_OK) {
         snprintf(why, sizeof why, "%s", m->type == FL_WIRE_ERROR ? m->u.error.message : "no HELLO_OK");
-        rc = -1;
+        rc = -2;
     }
     if (rc != 0)
         fl_set_error("%s did not accept /job:%s/task:%d: %s", c->who, my_job, my_task, why);
@@ -427,6 +360,28 @@ static void keep_wait_options(fl_ps_client *c, const fl_connect_options *where)
     snprintf(c->log_prefix, sizeof c->log_prefix, "%s", where->log_prefix ? where->log_prefix : "worker");
 }
 
+/* Connects and says HELLO, returning the socket (also in c->fd) or -1. A
+ * connection dropped before the answer (a task still dying on its port, or
+ * one just starting) is made again, with backoff, until the deadline; a
+ * refusal by the task is final. */
+static int connect_and_greet(fl_ps_client *c, const fl_connect_options *where, const char *my_job, int my_task)
+{
+    double start = fl_now_us();
+    for (int attempt = 0;; attempt++) {
+        c->fd = fl_connect_with_retry(where);
+        if (c->fd < 0)
+            return -1;
+        int rc = say_hello(c, my_job, my_task);
+        if (rc == 0)
+            return c->fd;
+        close(c->fd);
+        double pause = fl_connect_backoff_s(attempt);
+        if (rc == -2 || (fl_now_us() - start) / 1e6 + pause > c->deadline_s)
+            return c->fd = -1;
+        fl_sleep_s(pause);
+    }
+}
+
 fl_ps_client *fl_ps_client_open(const fl_connect_options *where, const char *my_job, int my_task)
 {
     return fl_ps_client_reopen(where, my_job, my_task, 0);
@@ -435,25 +390,22 @@ fl_ps_client *fl_ps_client_open(const fl_connect_options *where, const char *my_
 fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *my_job, int my_task,
                                   uint32_t first_id)
 {
-    int fd = fl_connect_with_retry(where);
-    if (fd < 0)
-        return NULL;
     fl_ps_client *c = fl_xcalloc(1, sizeof *c);
-    c->fd = fd;
     c->next_id = c->completed = first_id;
     keep_wait_options(c, where);
     snprintf(c->who, sizeof c->who, "%s", where->who);
     pthread_mutex_init(&c->send_lock, NULL);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->replied, NULL);
-    bool said = say_hello(c, my_job, my_task) == 0;
-    c->writer = said ? fl_wire_writer_start(fd) : NULL;
+    int fd = connect_and_greet(c, where, my_job, my_task);
+    c->writer = fd >= 0 ? fl_wire_writer_start(fd) : NULL;
     if (!c->writer || pthread_create(&c->reader, NULL, read_replies, c) != 0) {
         if (c->writer) {
             shutdown(fd, SHUT_RDWR);
             fl_wire_writer_stop(c->writer);
         }
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         pthread_mutex_destroy(&c->send_lock);
         pthread_mutex_destroy(&c->lock);
         pthread_cond_destroy(&c->replied);
@@ -462,14 +414,6 @@ fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *m
         return NULL;
     }
     return c;
-}
-
-int fl_ps_client_goodbye(fl_ps_client *c)
-{
-    uint32_t id = begin_request(c);
-    int rc = fl_wire_put_goodbye(&c->out, id);
-    id = finish_request(c, rc, id, FL_WIRE_GOODBYE, NULL, 0, NULL, NULL);
-    return id ? fl_ps_client_wait(c, id) : -1;
 }
 
 void fl_ps_client_close(fl_ps_client *c)

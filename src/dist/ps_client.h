@@ -18,6 +18,14 @@ fl_ps_client *fl_ps_client_open(const fl_connect_options *where, const char *my_
  * before can be mistaken for a request of the new one. */
 fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *my_job, int my_task,
                                   uint32_t first_id);
+/* For ps_requests.c: the buffer to encode request `*id` into (the send
+ * lock is taken), then finish: encoded is the encoder's result; the request
+ * is queued for its reply (dst, bytes, already as below) and sent, and the
+ * lock released. finish returns the id, or 0 after fl_set_error. */
+fl_wire_buf *fl_ps_client_begin(fl_ps_client *c, uint32_t *id);
+uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
+                             bool *already, const char *name);
+
 /* Says GOODBYE (this worker has finished) and waits for the answer. */
 int fl_ps_client_goodbye(fl_ps_client *c);
 void fl_ps_client_close(fl_ps_client *c);
