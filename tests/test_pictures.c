@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "tools.h"
 #include "flowlab.h"
 #include "session_internal.h" /* to pretend a node ran on a second device */
 
@@ -41,17 +42,6 @@ static towers build_towers(void)
     return t;
 }
 
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *text = calloc(1, 1 << 20);
-    text[fread(text, 1, (1 << 20) - 1, f)] = '\0';
-    fclose(f);
-    return text;
-}
-
 /* The fillcolor on the line holding key, into out ("" if none). */
 static const char *fill_of(const char *dot, const char *key, char *out, size_t len)
 {
@@ -73,13 +63,6 @@ static int count_of(const char *text, const char *part)
     for (const char *p = text; p && (p = strstr(p, part)); p += strlen(part))
         n++;
     return n;
-}
-
-static bool have(const char *tool)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
-    return system(cmd) == 0;
 }
 
 static void check_dot_accepts(const char *path)
