@@ -340,6 +340,9 @@ book-outputs: labs $(EX01_OUT)/check_dense_layer
 # ==== figures a reader can read: the bench's CSV, scope-level graph pictures, the book as HTML ====
 #   make bench-charts   redraws book/figures/bench.svg and roofline.svg from the last `make bench`
 #                       (build/bench/*.csv), or from the sample in tests/data/ when there is none
+#   make book-html      the chapters and their figures as HTML pages in build/book-html/ (pandoc);
+#                       open build/book-html/index.html. tests/test_book_html builds it in `make test`,
+#                       tests/test_figures renders every figure the book includes (rsvg-convert)
 $(BENCH): tests/bench/bench_csv.h
 # tests/test_bench_csv reads back what the bench's CSV writer writes.
 $(BUILD)/tests/test_bench_csv: tests/bench/bench_csv.h
@@ -350,4 +353,7 @@ ROOF_CSV   = $(firstword $(wildcard $(BUILD)/bench/roofline.csv) tests/data/benc
 bench-charts:
 	gnuplot -e "csv='$(BENCH_CSV)'; out='book/figures/bench.svg'" tests/bench/chart.gp
 	gnuplot -e "points='$(ROOF_CSV)'; $$(sed -n 's/^# peak \([0-9.]*\) bandwidth \([0-9.]*\)/peak=\1; bw=\2/p' $(ROOF_CSV)); out='book/figures/roofline.svg'" tests/bench/roofline.gp
+.PHONY: book-html
+book-html:
+	sh labs/tools/book-html.sh $(BUILD)/book-html
 # ==== end of figures ====
