@@ -120,8 +120,7 @@ $(BENCH): tests/bench/bench.c labs/tools/trace_events.h $(LIB)
 bench: deps
 	$(MAKE) labs $(BENCH)
 	OPENBLAS_THREAD_TIMEOUT=4 ./$(BENCH) $(BUILD)/bench/results.csv | tee $(BUILD)/bench/results.txt
-	gnuplot -e "csv='$(BUILD)/bench/results.csv'; out='book/figures/bench.svg'" tests/bench/chart.gp
-	gnuplot -e "points='$(BUILD)/bench/roofline.csv'; $$(sed -n 's/^# peak \([0-9.]*\) bandwidth \([0-9.]*\)/peak=\1; bw=\2/p' $(BUILD)/bench/roofline.csv); out='book/figures/roofline.svg'" tests/bench/roofline.gp
+	$(MAKE) bench-charts
 	@echo "table: $(BUILD)/bench/results.txt, charts: book/figures/bench.svg, book/figures/roofline.svg"
 
 clean:
@@ -384,3 +383,24 @@ exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED) $(EX03_SOLVED) $(EX04_SOLVED)
 .PHONY: book-outputs
 book-outputs: labs $(EX01_OUT)/check_dense_layer
 	sh labs/tools/book-outputs.sh
+
+# ==== figures a reader can read: the bench's CSV, scope-level graph pictures, the book as HTML ====
+#   make bench-charts   redraws book/figures/bench.svg and roofline.svg from the last `make bench`
+#                       (build/bench/*.csv), or from the sample in tests/data/ when there is none
+#   make book-html      the chapters and their figures as HTML pages in build/book-html/ (pandoc);
+#                       open build/book-html/index.html. tests/test_book_html builds it in `make test`,
+#                       tests/test_figures renders every figure the book includes (rsvg-convert)
+$(BENCH): tests/bench/bench_csv.h
+# tests/test_bench_csv reads back what the bench's CSV writer writes.
+$(BUILD)/tests/test_bench_csv: tests/bench/bench_csv.h
+$(TEST_BIN): tests/tools.h
+BENCH_CSV  = $(firstword $(wildcard $(BUILD)/bench/results.csv) tests/data/bench-results.csv)
+ROOF_CSV   = $(firstword $(wildcard $(BUILD)/bench/roofline.csv) tests/data/bench-roofline.csv)
+.PHONY: bench-charts
+bench-charts:
+	gnuplot -e "csv='$(BENCH_CSV)'; out='book/figures/bench.svg'" tests/bench/chart.gp
+	gnuplot -e "points='$(ROOF_CSV)'; $$(sed -n 's/^# peak \([0-9.]*\) bandwidth \([0-9.]*\)/peak=\1; bw=\2/p' $(ROOF_CSV)); out='book/figures/roofline.svg'" tests/bench/roofline.gp
+.PHONY: book-html
+book-html:
+	sh labs/tools/book-html.sh $(BUILD)/book-html
+# ==== end of figures ====

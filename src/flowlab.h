@@ -296,10 +296,27 @@ const char *fl_session_node_device(const fl_session *s, const fl_node *n);
 /* ------------------------------------------------------------------------
  * Pictures: the graph as Graphviz DOT and a run's timeline as a Chrome trace.
  * ------------------------------------------------------------------------ */
-/* Nodes coloured by requested device, variables drawn as boxes. */
+/* Every node, coloured by requested device, variables drawn as cylinders. */
 int fl_graph_write_dot(const fl_graph *g, const char *path);
 /* The same, coloured by the device each node actually ran on in s. */
 int fl_session_write_dot(const fl_session *s, const char *path);
+/* How much of the graph a picture shows. FL_DOT_SCOPES draws it as
+ * TensorBoard's graph view does (TensorFlow: tf.summary.FileWriter(logdir,
+ * sess.graph), then TensorBoard's Graphs tab): one box per name scope,
+ * scope_depth levels deep (0 counts as 1; a box's outer scopes are drawn
+ * around it), coloured by its nodes' device (striped when they are several);
+ * an edge between two boxes is labelled with the tensor's shape, or how
+ * many tensors cross it, and is red where they are copied between devices.
+ * A "gradients" scope and an optimizer's scope stay one box at any depth.
+ * FL_DOT_NODES draws every node, as fl_graph_write_dot does. */
+typedef enum { FL_DOT_SCOPES, FL_DOT_NODES } fl_dot_detail;
+typedef struct {
+    fl_dot_detail detail;
+    int scope_depth;
+} fl_dot_options;
+/* NULL options: scopes, one level deep. */
+int fl_graph_write_dot_with(const fl_graph *g, const char *path, const fl_dot_options *options);
+int fl_session_write_dot_with(const fl_session *s, const char *path, const fl_dot_options *options);
 /* While tracing is on, every run records each op's start and duration. */
 void fl_session_set_tracing(fl_session *s, bool on);
 /* Chrome trace JSON (chrome://tracing, Perfetto): one lane per device. */

@@ -1,15 +1,15 @@
-/* graph_dot.c: the graph as a Graphviz DOT picture (dot -Tsvg g.dot).
- * Nodes are coloured by device (requested, or where they ran in a session),
- * boxed by top-level name scope so replication towers stand apart. */
+/* graph_dot.c: the graph as a Graphviz DOT picture (dot -Tsvg g.dot), every
+ * node drawn. Nodes are coloured by device (requested, or where they ran in
+ * a session), boxed by top-level name scope so replication towers stand apart. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "session_internal.h"
+#include "graph_dot.h"
 
-#define MAX_COLOURS 64 /* devices in one legend; more share the last colour */
+#define MAX_COLOURS DOT_MAX_COLOURS
 #define NOT_RUN "not run"
 
 /* ColorBrewer Set3: pastel enough that black labels stay readable. */
@@ -17,24 +17,8 @@ static const char *const PALETTE[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072"
                                       "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5"};
 #define PALETTE_SIZE (int)(sizeof PALETTE / sizeof PALETTE[0])
 
-/* Which device a node is coloured by: "" (none asked for), a device name,
- * or NULL when a session never ran the node. */
-typedef const char *(*device_of_fn)(const void *ctx, const fl_node *n);
-
-typedef struct {
-    FILE *f;
-    const fl_graph *g;
-    device_of_fn device_of;
-    const void *ctx;
-    bool mark_copies; /* a Copy node for each value and device it crosses to */
-    const char *devices[MAX_COLOURS];
-    int ndevices;
-    int *copies_drawn; /* node id * MAX_COLOURS + colour index of each Copy node */
-    int ncopies, copies_cap;
-} dot_writer;
-
 /* Writes len bytes of text inside a DOT double-quoted string. */
-static void put_escaped_n(FILE *f, const char *text, size_t len)
+void dot_put_escaped_n(FILE *f, const char *text, size_t len)
 {
     for (size_t i = 0; i < len && text[i]; i++) {
         if (text[i] == '"' || text[i] == '\\')
@@ -46,10 +30,10 @@ static void put_escaped_n(FILE *f, const char *text, size_t len)
     }
 }
 
-static void put_escaped(FILE *f, const char *text) { put_escaped_n(f, text, strlen(text)); }
+void dot_put_escaped(FILE *f, const char *text) { dot_put_escaped_n(f, text, strlen(text)); }
 
 /* The legend's label for a device string. */
-static const char *device_label(const char *device)
+const char *dot_device_label(const char *device)
 {
     if (!device)
         return NOT_RUN;
@@ -57,9 +41,9 @@ static const char *device_label(const char *device)
 }
 
 /* Colour index of a device, adding it to the legend on first sight. */
-static int colour_index(dot_writer *w, const char *device)
+int dot_colour_index(dot_writer *w, const char *device)
 {
-    const char *label = device_label(device);
+    const char *label = dot_device_label(device);
     for (int i = 0; i < w->ndevices; i++)
         if (strcmp(w->devices[i], label) == 0)
             return i;
@@ -69,14 +53,14 @@ static int colour_index(dot_writer *w, const char *device)
     return w->ndevices++;
 }
 
-static const char *colour_of(int index, const char *label)
+const char *dot_colour_of(int index, const char *label)
 {
     if (strcmp(label, NOT_RUN) == 0)
         return "white";
     return PALETTE[index % PALETTE_SIZE];
 }
 
-static const char *shape_of(const fl_node *n)
+const char *dot_shape_of(const fl_node *n)
 {
     switch (n->op) {
     case FL_OP_VARIABLE: return "cylinder";
@@ -89,16 +73,16 @@ static const char *shape_of(const fl_node *n)
 static void put_node(dot_writer *w, const fl_node *n)
 {
     const char *device = w->device_of(w->ctx, n);
-    int index = colour_index(w, device);
+    int index = dot_colour_index(w, device);
     char shape[64];
     fprintf(w->f, "    n%d [label=\"", n->id);
-    put_escaped(w->f, n->name);
+    dot_put_escaped(w->f, n->name);
     fprintf(w->f, "\\n%s", fl_node_op_type(n));
     if (n->has_output)
         fprintf(w->f, " %s %s", fl_dtype_name(n->dtype), fl_shape_format(n->shape, shape, sizeof shape));
-    fprintf(w->f, "\", shape=%s, fillcolor=\"%s\"%s, tooltip=\"", shape_of(n),
-            colour_of(index, device_label(device)), device ? "" : ", style=\"filled,dashed\"");
-    put_escaped(w->f, device_label(device));
+    fprintf(w->f, "\", shape=%s, fillcolor=\"%s\"%s, tooltip=\"", dot_shape_of(n),
+            dot_colour_of(index, dot_device_label(device)), device ? "" : ", style=\"filled,dashed\"");
+    dot_put_escaped(w->f, dot_device_label(device));
     fputs("\"];\n", w->f);
 }
 
@@ -125,9 +109,9 @@ static void put_cluster(dot_writer *w, const fl_node *first, bool *done)
 {
     size_t len = scope_len(first);
     fputs("  subgraph \"cluster_", w->f);
-    put_escaped_n(w->f, first->name, len);
+    dot_put_escaped_n(w->f, first->name, len);
     fputs("\" {\n    label=\"", w->f);
-    put_escaped_n(w->f, first->name, len);
+    dot_put_escaped_n(w->f, first->name, len);
     fputs("\"; style=rounded; color=gray40;\n", w->f);
     for (int id = 0; id < fl_graph_node_count(w->g); id++) {
         const fl_node *n = fl_graph_node(w->g, id);
@@ -185,14 +169,14 @@ static bool copy_drawn(dot_writer *w, int key)
 static void put_copy(dot_writer *w, const fl_node *from, const fl_node *to)
 {
     const char *src = w->device_of(w->ctx, from), *dst = w->device_of(w->ctx, to);
-    int index = colour_index(w, dst);
+    int index = dot_colour_index(w, dst);
     if (!copy_drawn(w, from->id * MAX_COLOURS + index)) {
         fprintf(w->f, "  c%d_%d [label=\"Copy\\n", from->id, index);
-        put_escaped(w->f, device_label(src));
+        dot_put_escaped(w->f, dot_device_label(src));
         fputs(" -> ", w->f);
-        put_escaped(w->f, device_label(dst));
+        dot_put_escaped(w->f, dot_device_label(dst));
         fprintf(w->f, "\", shape=box, style=\"filled,bold\", color=red, fillcolor=\"%s\"];\n",
-                colour_of(index, device_label(dst)));
+                dot_colour_of(index, dot_device_label(dst)));
         fprintf(w->f, "  n%d -> c%d_%d [color=red, penwidth=2];\n", from->id, from->id, index);
     }
     fprintf(w->f, "  c%d_%d -> n%d [color=red, penwidth=2];\n", from->id, index, to->id);
@@ -218,11 +202,18 @@ static void put_legend(dot_writer *w)
     fputs("  subgraph cluster_legend {\n    label=\"devices\"; style=rounded; color=gray40;\n", w->f);
     for (int i = 0; i < w->ndevices; i++) {
         fprintf(w->f, "    legend_%d [label=\"", i);
-        put_escaped(w->f, w->devices[i]);
-        fprintf(w->f, "\", shape=box, fillcolor=\"%s\"%s];\n", colour_of(i, w->devices[i]),
+        dot_put_escaped(w->f, w->devices[i]);
+        fprintf(w->f, "\", shape=box, fillcolor=\"%s\"%s];\n", dot_colour_of(i, w->devices[i]),
                 strcmp(w->devices[i], NOT_RUN) == 0 ? ", style=\"filled,dashed\"" : "");
     }
     fputs("  }\n", w->f);
+}
+
+/* Every node and every edge: the picture when no put_body is given. */
+static void put_every_node(dot_writer *w)
+{
+    put_nodes(w);
+    put_edges(w);
 }
 
 static void put_graph(dot_writer *w)
@@ -230,18 +221,17 @@ static void put_graph(dot_writer *w)
     fputs("digraph flowlab {\n  rankdir=TB;\n", w->f);
     fputs("  node [style=filled, fontname=\"Helvetica\", fontsize=10];\n", w->f);
     fputs("  edge [fontname=\"Helvetica\", fontsize=9];\n", w->f);
-    put_nodes(w);
-    put_edges(w);
+    (w->put_body ? w->put_body : put_every_node)(w);
     put_legend(w);
     fputs("}\n", w->f);
 }
 
 /* Writes to PATH.tmp.PID and renames it over path, so a viewer never sees
  * half a picture. */
-static int write_dot(dot_writer *w, const char *path)
+int dot_write(dot_writer *w, const char *path)
 {
     if (!path || !path[0]) {
-        fl_set_error("write_dot: no path given");
+        fl_set_error("dot_write_dot: no path given");
         return -1;
     }
     size_t len = strlen(path) + 32;
@@ -268,7 +258,7 @@ static int write_dot(dot_writer *w, const char *path)
     return err ? -1 : 0;
 }
 
-static const char *requested_device(const void *ctx, const fl_node *n)
+const char *dot_requested_device(const void *ctx, const fl_node *n)
 {
     (void)ctx;
     return n->device;
@@ -280,11 +270,11 @@ int fl_graph_write_dot(const fl_graph *g, const char *path)
         fl_set_error("fl_graph_write_dot: no graph");
         return -1;
     }
-    dot_writer w = {.g = g, .device_of = requested_device};
-    return write_dot(&w, path);
+    dot_writer w = {.g = g, .device_of = dot_requested_device};
+    return dot_write(&w, path);
 }
 
-static const char *ran_on(const void *ctx, const fl_node *n)
+const char *dot_ran_on(const void *ctx, const fl_node *n)
 {
     const fl_session *s = ctx;
     if (n->id >= s->nslots || !s->slots[n->id].device)
@@ -298,6 +288,6 @@ int fl_session_write_dot(const fl_session *s, const char *path)
         fl_set_error("fl_session_write_dot: no session");
         return -1;
     }
-    dot_writer w = {.g = s->graph, .device_of = ran_on, .ctx = s, .mark_copies = true};
-    return write_dot(&w, path);
+    dot_writer w = {.g = s->graph, .device_of = dot_ran_on, .ctx = s, .mark_copies = true};
+    return dot_write(&w, path);
 }

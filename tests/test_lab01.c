@@ -294,7 +294,7 @@ static void test_pictures(void)
     free(r.out);
     char *text = read_file(dot);
     contains(text, "digraph", "--graph writes a DOT graph");
-    contains(text, "conv_1/kernel", "the graph shows the model's variables");
+    contains(text, "label=\"conv_1\\n21 ops\", shape=box", "the graph shows the model's scopes, conv_1 as one box");
     free(text);
     text = read_file(trace);
     ok(text && text[0] && strstr(text, "Conv2D"), "--trace writes a trace with the conv ops");

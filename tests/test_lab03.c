@@ -59,7 +59,7 @@ static void test_training(void)
     char args[1200], dot[400];
     snprintf(dot, sizeof dot, "%s/cluster.dot", tmp_dir);
     snprintf(args, sizeof args, "%s --device /cpu:0 --train_steps 30 --batch_size 64 --max_examples 1024 --log_every 10 "
-             "--graph %s", lab, dot);
+             "--graph %s --graph_detail nodes", lab, dot);
     run_result r = launch("--ps 1 --workers 2 --grace 20 --deadline 240", args);
     check_training("1 ps, 2 workers", &r, 1);
     char *picture = read_file(dot);

@@ -1,9 +1,11 @@
-/* test_pictures.c: the graph as DOT (fl_graph_write_dot, fl_session_write_dot)
- * and a run's timeline as Chrome trace JSON (fl_session_write_trace).
- * Checks the text itself, then asks dot and python3 when they are installed. */
+/* test_pictures.c: the graph as DOT, every node (fl_graph_write_dot,
+ * fl_session_write_dot) or one box per name scope (fl_*_write_dot_with), and a
+ * run's timeline as Chrome trace JSON (fl_session_write_trace). Checks the
+ * text itself, then asks dot and python3 when they are installed. */
 #include <unistd.h>
 
 #include "tap.h"
+#include "tools.h"
 #include "flowlab.h"
 #include "session_internal.h" /* to pretend a node ran on a second device */
 
@@ -41,17 +43,6 @@ static towers build_towers(void)
     return t;
 }
 
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *text = calloc(1, 1 << 20);
-    text[fread(text, 1, (1 << 20) - 1, f)] = '\0';
-    fclose(f);
-    return text;
-}
-
 /* The fillcolor on the line holding key, into out ("" if none). */
 static const char *fill_of(const char *dot, const char *key, char *out, size_t len)
 {
@@ -67,19 +58,30 @@ static const char *fill_of(const char *dot, const char *key, char *out, size_t l
     return out;
 }
 
+/* The legend gives /gpu:0, /gpu:1 and /cpu:0 three colours, and the nodes
+ * (or boxes) whose lines hold the three keys wear them, in that order. */
+static bool coloured_by_device(const char *dot, const char *on_gpu0, const char *on_gpu1, const char *on_cpu)
+{
+    const char *legend[] = {"label=\"/gpu:0\"", "label=\"/gpu:1\"", "label=\"/cpu:0\""};
+    const char *keys[] = {on_gpu0, on_gpu1, on_cpu};
+    char want[3][32], got[32];
+    for (int i = 0; i < 3; i++) {
+        fill_of(dot, legend[i], want[i], sizeof want[i]);
+        fill_of(dot, keys[i], got, sizeof got);
+        if (!want[i][0] || strcmp(got, want[i]) != 0) {
+            diag("%s: fill '%s', its device's legend '%s'", keys[i], got, want[i]);
+            return false;
+        }
+    }
+    return strcmp(want[0], want[1]) && strcmp(want[0], want[2]) && strcmp(want[1], want[2]);
+}
+
 static int count_of(const char *text, const char *part)
 {
     int n = 0;
     for (const char *p = text; p && (p = strstr(p, part)); p += strlen(part))
         n++;
     return n;
-}
-
-static bool have(const char *tool)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
-    return system(cmd) == 0;
 }
 
 static void check_dot_accepts(const char *path)
@@ -99,22 +101,13 @@ static void check_graph_dot(const towers *t, const char *path)
 {
     ok(fl_graph_write_dot(t->g, path) == 0, "fl_graph_write_dot writes %s", path);
     char *dot = read_text(path);
-    char gpu0[32], gpu1[32], cpu[32], mm0[32], mm1[32], w[32];
     contains(dot, "digraph", "it is a digraph");
     contains(dot, "subgraph \"cluster_tower_0\"", "tower_0 is a cluster");
     contains(dot, "subgraph \"cluster_tower_1\"", "tower_1 is a cluster");
     contains(dot, "label=\"w\\nVariableV2 float32 [3,4]\", shape=cylinder", "the variable shows its shape, as a cylinder");
     contains(dot, "label=\"x\\nPlaceholder float32 [?,3]\", shape=invhouse", "the placeholder has its own shape");
-    fill_of(dot, "label=\"/gpu:0\"", gpu0, sizeof gpu0);
-    fill_of(dot, "label=\"/gpu:1\"", gpu1, sizeof gpu1);
-    fill_of(dot, "label=\"/cpu:0\"", cpu, sizeof cpu);
-    fill_of(dot, "label=\"tower_0/MatMul\\n", mm0, sizeof mm0);
-    fill_of(dot, "label=\"tower_1/MatMul\\n", mm1, sizeof mm1);
-    fill_of(dot, "label=\"w\\n", w, sizeof w);
-    ok(gpu0[0] && gpu1[0] && cpu[0] && strcmp(gpu0, gpu1) && strcmp(gpu0, cpu) && strcmp(gpu1, cpu),
-       "the legend gives /cpu:0, /gpu:0 and /gpu:1 three colours (%s %s %s)", cpu, gpu0, gpu1);
-    ok(!strcmp(mm0, gpu0) && !strcmp(mm1, gpu1) && !strcmp(w, cpu),
-       "nodes take their requested device's colour");
+    ok(coloured_by_device(dot, "label=\"tower_0/MatMul\\n", "label=\"tower_1/MatMul\\n", "label=\"w\\n"),
+       "the legend gives /gpu:0, /gpu:1 and /cpu:0 three colours, and nodes their requested device's");
     char edge[64];
     snprintf(edge, sizeof edge, "-> n%d [style=dashed", t->mm[1]->id);
     contains(dot, edge, "the control edge into tower_1/MatMul is dashed");
@@ -171,6 +164,96 @@ static void check_session_dot(const towers *t, fl_session *s, const char *path)
        count_of(dot, "label=\"Copy"));
     snprintf(edge, sizeof edge, "c%d_1 -> n%d [color=red", t->w->id, t->mm[1]->id);
     contains(dot, edge, "w's one copy feeds the second MatMul too");
+    free(dot);
+    check_dot_accepts(path);
+}
+
+/* The scope picture of the towers: a box per tower in its device's colour,
+ * the variable's box, shapes on the edges, no node drawn alone but x. */
+static void check_scopes_dot(const towers *t, const char *path)
+{
+    ok(fl_graph_write_dot_with(t->g, path, NULL) == 0, "fl_graph_write_dot_with writes scopes by default");
+    char *dot = read_text(path);
+    contains(dot, "label=\"tower_0\\n3 ops\", shape=box", "tower_0 is one box of 3 ops");
+    contains(dot, "label=\"tower_1\\n3 ops\", shape=box", "tower_1 is one box of 3 ops");
+    contains(dot, "label=\"w\\n3 ops\", shape=box", "w, its Initializer and its Assign are one box");
+    ok(dot && !strstr(dot, "tower_0/MatMul"), "no node of a scope is drawn alone");
+    ok(coloured_by_device(dot, "label=\"tower_0\\n", "label=\"tower_1\\n", "label=\"w\\n"),
+       "each box takes its device's colour: the towers /gpu:0's and /gpu:1's, w /cpu:0's");
+    contains(dot, "[label=\"[3,4]\", weight=4]", "the edge from w to a tower carries w's shape");
+    ok(count_of(dot, "[label=\"[3,4]\"") == 2, "one edge from w into each tower");
+    free(dot);
+    check_dot_accepts(path);
+
+    fl_dot_options nodes = {.detail = FL_DOT_NODES};
+    ok(fl_graph_write_dot_with(t->g, path, &nodes) == 0, "FL_DOT_NODES writes %s", path);
+    dot = read_text(path);
+    int drawn = 0;
+    for (int id = 0; id < fl_graph_node_count(t->g); id++) {
+        char node[32];
+        snprintf(node, sizeof node, "    n%d [label=", id);
+        drawn += dot && strstr(dot, node) != NULL;
+    }
+    ok(drawn == fl_graph_node_count(t->g), "FL_DOT_NODES draws every node (%d of %d)", drawn,
+       fl_graph_node_count(t->g));
+    free(dot);
+    fl_dot_options bad = {.detail = (fl_dot_detail)7};
+    ok(fl_graph_write_dot_with(t->g, path, &bad) == -1, "an unknown detail is refused");
+    contains(fl_last_error(), "FL_DOT_SCOPES or FL_DOT_NODES", "the error says what is allowed");
+}
+
+/* net/layer_a and net/layer_b, differentiated: depth 2 frames net around a
+ * box per layer; the gradients stay one box at any depth. */
+static void check_scope_depth(const char *path)
+{
+    fl_graph *g = fl_graph_new();
+    fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(2, -1, 3), "x");
+    fl_node *w = fl_get_variable(g, "w", fl_shape_make(2, 3, 3), fl_glorot_uniform_initializer(1));
+    fl_name_scope_push(g, "net");
+    fl_name_scope_push(g, "layer_a");
+    fl_node *y = fl_matmul(g, x, w, false, false, NULL);
+    fl_name_scope_pop(g);
+    fl_name_scope_push(g, "layer_b");
+    y = fl_reduce_sum(g, fl_relu(g, y, NULL), NULL, 0, false, NULL);
+    fl_name_scope_pop(g);
+    fl_name_scope_pop(g);
+    fl_node *grad = NULL;
+    fl_gradients(g, y, &w, 1, &grad);
+    fl_dot_options deep = {.scope_depth = 3};
+    ok(fl_graph_write_dot_with(g, path, &deep) == 0, "scope_depth 3 writes %s", path);
+    char *dot = read_text(path);
+    contains(dot, "subgraph \"cluster_net\"", "depth 3: net is a frame");
+    contains(dot, "label=\"layer_a\\n1 op\", shape=box", "around a box for layer_a");
+    contains(dot, "label=\"layer_b\\n2 ops\", shape=box", "and one for layer_b");
+    contains(dot, "label=\"gradients\\n", "the gradients are one box");
+    ok(dot && !strstr(dot, "cluster_gradients"), "even three levels deep");
+    free(dot);
+    check_dot_accepts(path);
+    ok(fl_graph_write_dot_with(g, path, &(fl_dot_options){.scope_depth = 1}) == 0, "scope_depth 1 writes %s", path);
+    dot = read_text(path);
+    contains(dot, "label=\"net\\n3 ops\", shape=box", "depth 1: net is one box");
+    ok(dot && !strstr(dot, "cluster_net"), "and no frame");
+    free(dot);
+    fl_graph_free(g);
+}
+
+/* tower_0/MatMul moved to a pretend /gpu:7: x's edge into tower_0 is a copy. */
+static void check_session_scopes(const towers *t, fl_session *s, const char *path)
+{
+    fl_device fake = *s->slots[t->mm[0]->id].device;
+    fl_device *real = s->slots[t->mm[0]->id].device;
+    snprintf(fake.name, sizeof fake.name, "/gpu:7");
+    s->slots[t->mm[0]->id].device = &fake;
+    ok(fl_session_write_dot_with(s, path, NULL) == 0, "fl_session_write_dot_with writes %s", path);
+    s->slots[t->mm[0]->id].device = real;
+    char *dot = read_text(path);
+    contains(dot, "[label=\"copy [?,3]\", color=red", "x's edge into tower_0 is a red copy with its shape");
+    contains(dot, "label=\"tower_0\\n3 ops\", shape=box, penwidth=2, fillcolor=\"", "tower_0 is drawn");
+    char fill[64];
+    fill_of(dot, "label=\"tower_0\\n", fill, sizeof fill);
+    ok(strchr(fill, ':') && strstr(dot, "style=\"striped\""), "ops on two devices: a striped box (%s)", fill);
+    contains(dot, "label=\"unused\\nIdentity\", shape=ellipse, fillcolor=\"white\", style=\"filled,dashed\"",
+             "a lone node that never ran is white and dashed");
     free(dot);
     check_dot_accepts(path);
 }
@@ -280,6 +363,8 @@ int main(void)
 
     towers t = build_towers();
     check_graph_dot(&t, graph_dot);
+    check_scopes_dot(&t, graph_dot);
+    check_scope_depth(graph_dot);
     fl_session_options opt = {.allow_soft_placement = true};
     fl_session *s = fl_session_new(t.g, &opt);
     fl_node *init = fl_global_variables_initializer(t.g);
@@ -290,6 +375,7 @@ int main(void)
         fl_session_run(s, &feed, 1, &t.total, 1, &out, NULL, 0) != 0)
         diag("run failed: %s", fl_session_error(s));
     check_session_dot(&t, s, session_dot);
+    check_session_scopes(&t, s, session_dot);
     check_trace(trace);
     check_bad_path(&t);
 

@@ -377,7 +377,7 @@ static int train_worker(const fl_cluster *cluster, const training_flags *o, cons
         printf("worker %d: test accuracy %.4f\n", task, accuracy);
     /* --graph: the session's picture, nodes coloured by the task that holds
      * or runs them; one worker (the chief) draws it. */
-    if (rc == 0 && o->graph_path && fl_session_write_dot(s, o->graph_path) != 0)
+    if (rc == 0 && o->graph_path && fl_session_write_dot_with(s, o->graph_path, &o->graph) != 0)
         fprintf(stderr, "%s: --graph: %s\n", program, fl_last_error());
     if (fl_monitored_session_close(ms) != 0 && rc == 0)
         rc = 1;

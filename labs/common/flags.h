@@ -27,6 +27,7 @@ typedef struct {
     const char *checkpoint_dir; /* NULL: no checkpoints */
     int save_every;
     const char *graph_path;  /* NULL: no DOT file */
+    fl_dot_options graph;    /* --graph_detail, --graph_depth: scopes one level deep by default */
     const char *trace_path;  /* NULL: no trace */
     int log_every;
     int max_examples;        /* > 0: use only the first N examples of each split */
@@ -52,6 +53,8 @@ static inline training_flags training_flags_defaults(const char *program)
     "  --checkpoint_dir DIR  resume from DIR's latest checkpoint; save into DIR\n"              \
     "  --save_every N        steps between checkpoints (default 100)\n"                         \
     "  --graph FILE.dot      write the graph, coloured by device, after training\n"             \
+    "  --graph_detail D      scopes (one box per name scope, the default) or nodes (every node)\n" \
+    "  --graph_depth N       with scopes: a box per scope N levels deep (default 1)\n"          \
     "  --trace FILE.json     write a Chrome trace of steps 2 to 4 of this run\n"                \
     "  --log_every N         steps between progress lines (default 100)\n"                      \
     "  --max_examples N      use only the first N training and N test examples\n"               \
@@ -114,6 +117,12 @@ static inline bool parse_training_flag(const char *flag, const char *value, trai
         if (!*value)
             bad_flag(o->program, flag, value, "give a file name such as model.dot");
         o->graph_path = value;
+    } else if (strcmp(flag, "--graph_detail") == 0) {
+        if (strcmp(value, "scopes") != 0 && strcmp(value, "nodes") != 0)
+            bad_flag(o->program, flag, value, "it must be scopes or nodes");
+        o->graph.detail = strcmp(value, "nodes") == 0 ? FL_DOT_NODES : FL_DOT_SCOPES;
+    } else if (strcmp(flag, "--graph_depth") == 0) {
+        o->graph.scope_depth = (int)parse_count(o->program, flag, value, 1);
     } else if (strcmp(flag, "--trace") == 0) {
         if (!*value)
             bad_flag(o->program, flag, value, "give a file name such as trace.json");
@@ -156,7 +165,8 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
 {
     static const char *const training[] = {
         "--epochs", "--train_steps", "--batch_size", "--learning_rate", "--data_dir", "--seed",
-        "--checkpoint_dir", "--save_every", "--graph", "--trace", "--log_every", "--max_examples"};
+        "--checkpoint_dir", "--save_every", "--graph", "--graph_detail", "--graph_depth", "--trace",
+        "--log_every", "--max_examples"};
     for (int i = 1; i < argc; i++) {
         char flag[64];
         const char *arg = argv[i], *value = NULL, *eq = strchr(arg, '=');

@@ -217,7 +217,7 @@ static inline int report_test_accuracy(fl_session *s, const training_flags *o, f
         return 1;
     }
     printf("Test accuracy: %.4f\n", test_accuracy);
-    if (o->graph_path && fl_session_write_dot(s, o->graph_path) != 0) {
+    if (o->graph_path && fl_session_write_dot_with(s, o->graph_path, &o->graph) != 0) {
         fprintf(stderr, "%s: --graph: %s\n", o->program, fl_last_error());
         return 1;
     }

@@ -16,6 +16,7 @@
 #include "flowlab.h"
 #include "session_internal.h" /* the per-op trace events */
 #include "../../labs/tools/trace_events.h" /* the breakdown reads the towers' trace */
+#include "bench_csv.h"
 
 #define REPS 7
 #define ROUNDS 3 /* compared configurations alternate, round by round */
@@ -35,6 +36,13 @@
 static FILE *csv;
 static FILE *roofline; /* points for the roofline chart: name, FLOP/byte, GFLOP/s */
 static double openblas_gflops = 0; /* sgemm 1024^3: the machine's GEMM rate */
+
+/* One point of the roofline chart, as CSV: its short name, FLOP/byte, GFLOP/s. */
+static void roofline_point(const char *name, double intensity, double gflops)
+{
+    bench_csv_text(roofline, name);
+    fprintf(roofline, ",%.3f,%.3f\r\n", intensity, gflops);
+}
 
 /* What /gpu:0 is, for the row labels: "PoCL" (OpenCL) or "CUDA". */
 static const char *gpu_label = "PoCL";
@@ -58,13 +66,15 @@ static double median(double *v, int n)
     return n ? v[n / 2] : NAN;
 }
 
-/* One table row: what, the values, and the ratio that is the point. */
-static void row(const char *group, const char *what, const char *unit, double ours, double theirs,
-                const char *theirs_name)
+/* One table row: what, the values, and the ratio that is the point; label
+ * is what the chart's bar says, in a few words and no comma (gnuplot's
+ * reader cuts a string at one even inside quotes). */
+static void row(const char *group, const char *what, const char *label, const char *unit, double ours,
+                double theirs, const char *theirs_name)
 {
     printf("%-9s %-44s %9.1f %-8s %9.1f %-10s %6.2fx\n", group, what, ours, unit, theirs, theirs_name,
            ours / theirs);
-    fprintf(csv, "%s,%s,%s,%.3f,%s,%.3f,%.4f\n", group, what, unit, ours, theirs_name, theirs, ours / theirs);
+    bench_csv_row(csv, group, what, label, unit, ours, theirs_name, theirs);
     fflush(stdout);
 }
 
@@ -102,14 +112,15 @@ typedef struct {
     const char *name;
     int m, n, k;
     bool ta, tb;
+    const char *label; /* the chart's words */
 } gemm_shape;
 
 static const gemm_shape gemms[] = {
-    {"sgemm 1024^3", 1024, 1024, 1024, false, false},
-    {"dense_1 forward X W", 128, 1024, 3136, false, false},
-    {"dense_1 dX = dY W^T", 128, 3136, 1024, false, true},
-    {"dense_1 dW = X^T dY", 3136, 1024, 128, true, false},
-    {"conv_2 GEMM shape [25088,800]x[800,64]", 25088, 64, 800, false, false},
+    {"sgemm 1024^3", 1024, 1024, 1024, false, false, "sgemm 1024^3"},
+    {"dense_1 forward X W", 128, 1024, 3136, false, false, "dense_1 fwd"},
+    {"dense_1 dX = dY W^T", 128, 3136, 1024, false, true, "dense_1 dX"},
+    {"dense_1 dW = X^T dY", 3136, 1024, 128, true, false, "dense_1 dW"},
+    {"conv_2 GEMM shape [25088,800]x[800,64]", 25088, 64, 800, false, false, "conv_2 as GEMM"},
 };
 
 static double gflops(const gemm_shape *s, double seconds) { return 2.0 * s->m * s->n * s->k / seconds / 1e9; }
@@ -222,10 +233,10 @@ static void bench_gemm(void)
             openblas_gflops = blas;
         /* arithmetic intensity if each matrix crosses memory once */
         double bytes = 4.0 * ((double)s->m * s->k + (double)s->k * s->n + (double)s->m * s->n);
-        fprintf(roofline, "\"%s\",%.3f,%.3f\n", s->name, 2.0 * s->m * s->n * s->k / bytes, ours);
-        row("sgemm", s->name, "GFLOP/s", ours, blas, "OpenBLAS");
+        roofline_point(s->label, 2.0 * s->m * s->n * s->k / bytes, ours);
+        row("sgemm", s->name, s->label, "GFLOP/s", ours, blas, "OpenBLAS");
         if (have_cl)
-            row("sgemm", s->name, "GFLOP/s", ours, gflops(s, time_clblast(&cl, s)), "CLBlast");
+            row("sgemm", s->name, s->label, "GFLOP/s", ours, gflops(s, time_clblast(&cl, s)), "CLBlast");
     }
     if (!have_cl)
         note("%s", "no OpenCL device: CLBlast rows skipped");
@@ -276,18 +287,20 @@ static void bench_conv(void)
 {
     const conv_shape shapes[] = {{"conv_1 [128,28,28,1] 5x5x32", 28, 1, 32}, {"conv_2 [128,14,14,32] 5x5x64", 14, 32, 64}};
     const char *pass[] = {"forward", "backprop input", "backprop filter"};
+    const char *short_pass[] = {"fwd", "dX", "dW"};
     for (int i = 0; i < 2; i++)
         for (int p = 0; p < 3; p++) {
             double gpu = time_conv(&shapes[i], "/gpu:0", p), cpu = time_conv(&shapes[i], "/cpu:0", p);
-            char what[96];
+            char what[96], label[32];
             snprintf(what, sizeof what, "%s %s", shapes[i].name, pass[p]);
+            snprintf(label, sizeof label, "conv_%d %s", i + 1, short_pass[p]);
             /* every pass does the forward's multiply-adds: 2 N H W (5 5 C) Cout */
             double flops = 2.0 * 128 * shapes[i].h * shapes[i].h * 25.0 * shapes[i].c * shapes[i].oc;
-            row("conv2d", what, "GFLOP/s", flops / gpu / 1e9, flops / cpu / 1e9, "OpenBLAS");
+            row("conv2d", what, label, "GFLOP/s", flops / gpu / 1e9, flops / cpu / 1e9, "OpenBLAS");
             /* intensity if image, filter and output each cross memory once */
             double bytes = 4.0 * (128.0 * shapes[i].h * shapes[i].h * (shapes[i].c + shapes[i].oc) +
                                   25.0 * shapes[i].c * shapes[i].oc);
-            fprintf(roofline, "\"%s\",%.3f,%.3f\n", what, flops / bytes, flops / gpu / 1e9);
+            roofline_point(label, flops / bytes, flops / gpu / 1e9);
         }
     note("conv2d: flowlab on %s against /cpu:0's OpenBLAS im2col + sgemm; each row times that one op, from the "
          "session's per-op trace",
@@ -364,12 +377,14 @@ static void bench_between_graph(void)
         sync_r[r] = run_workers_images_per_second(sync_cluster, 2, &sync_mb);
     }
     double in_graph = median(in_graph_r, ROUNDS), ps = median(ps_r, ROUNDS), mb = median(mb_r, ROUNDS);
-    row("scaling", "ch3: 1 ps + 2 workers vs ch2's 2 towers", "img/s", ps, in_graph, "2 towers");
-    row("scaling", "ch4: 1 ps + 2 sync workers vs ch2's 2 towers", "img/s", median(sync_r, ROUNDS), in_graph,
+    row("scaling", "ch3: 1 ps + 2 workers vs ch2's 2 towers", "ch3 1 ps + 2 workers", "img/s", ps, in_graph,
         "2 towers");
-    row("scaling", "ch4: 2 sync workers vs 2 async workers", "img/s", median(sync_r, ROUNDS), ps, "async");
+    row("scaling", "ch4: 1 ps + 2 sync workers vs ch2's 2 towers", "ch4 2 sync workers", "img/s",
+        median(sync_r, ROUNDS), in_graph, "2 towers");
+    row("scaling", "ch4: 2 sync workers vs 2 async workers", "ch4 2 sync workers", "img/s", median(sync_r, ROUNDS),
+        ps, "async");
     printf("  ch3: each worker moves %.1f MB per step (pulls the variables, pushes the gradients)\n", mb);
-    fprintf(csv, "scaling,ch3 bytes moved per worker step,MB,%.3f,,,\n", mb);
+    bench_csv_row(csv, "scaling", "ch3 bytes moved per worker step", "ch3 MB per step", "MB", mb, NULL, NAN);
 }
 
 static double pytorch_images_per_second(void)
@@ -403,19 +418,20 @@ static void bench_training(void)
         torch_r[r] = pytorch_images_per_second();
     }
     double pocl = median(pocl_r, ROUNDS), host = median(host_r, ROUNDS), torch = median(torch_r, ROUNDS);
-    char what[64];
+    char what[64], label[32];
     snprintf(what, sizeof what, "chapter 1 step, %s vs host", gpu_label);
-    row("training", what, "img/s", pocl, host, "/cpu:0");
+    snprintf(label, sizeof label, "ch1 step on %s", gpu_label);
+    row("training", what, label, "img/s", pocl, host, "/cpu:0");
     if (!isnan(torch)) {
         snprintf(what, sizeof what, "chapter 1 step, %s vs PyTorch", gpu_label);
-        row("training", what, "img/s", pocl, torch, "PyTorch");
-        row("training", "chapter 1 step, /cpu:0 vs PyTorch", "img/s", host, torch, "PyTorch");
+        row("training", what, label, "img/s", pocl, torch, "PyTorch");
+        row("training", "chapter 1 step, /cpu:0 vs PyTorch", "ch1 step on /cpu:0", "img/s", host, torch, "PyTorch");
     } else {
         note("%s", "PyTorch is not installed (apt-get install python3-torch): its rows are skipped");
     }
     snprintf(what, sizeof what, "%s step: share of machine GEMM rate", gpu_label);
-    row("training", what, "GFLOP/s", pocl * STEP_FLOPS_PER_IMAGE / 1e9,
-        openblas_gflops, "sgemm1024");
+    snprintf(label, sizeof label, "ch1 step's GFLOP/s on %s", gpu_label);
+    row("training", what, label, "GFLOP/s", pocl * STEP_FLOPS_PER_IMAGE / 1e9, openblas_gflops, "sgemm1024");
 }
 
 /* Where a step's time goes, from a Chrome trace of steps 2-4 of a run:
@@ -513,7 +529,8 @@ static void bench_scaling(void)
     }
     double one_core = median(one_r, SCALING_ROUNDS), one_device_two_cores = median(both_r, SCALING_ROUNDS);
     double two = median(two_r, SCALING_ROUNDS);
-    row("scaling", "ch2: 2 towers (2 cores) vs 1 device (1 core)", "img/s", two, one_core, "1 tower");
+    row("scaling", "ch2: 2 towers (2 cores) vs 1 device (1 core)", "ch2 2 towers on 2 cores", "img/s", two, one_core,
+        "1 tower");
     double lowest = INFINITY, highest = 0;
     for (int r = 0; r < SCALING_ROUNDS; r++) {
         lowest = fmin(lowest, ratio_r[r]);
@@ -523,9 +540,10 @@ static void bench_scaling(void)
     snprintf(spread, sizeof spread, "medians of %d alternating rounds; within one round the ratio ranged %.2f-%.2fx",
              SCALING_ROUNDS, lowest, highest);
     note("ch2 scaling: %s", spread);
-    row("scaling", "ch2: 2 towers vs 1 device, both on 2 cores", "img/s", two, one_device_two_cores, "1 device");
-    row("scaling", "ch2: controller /gpu:0 vs /cpu:0 (2 towers)", "img/s", median(two_gpu_r, SCALING_ROUNDS), two,
-        "on /cpu:0");
+    row("scaling", "ch2: 2 towers vs 1 device, both on 2 cores", "ch2 2 towers (both 2 cores)", "img/s", two,
+        one_device_two_cores, "1 device");
+    row("scaling", "ch2: controller /gpu:0 vs /cpu:0 (2 towers)", "ch2 controller on /gpu:0", "img/s",
+        median(two_gpu_r, SCALING_ROUNDS), two, "on /cpu:0");
     /* A run of its own: a traced step is slower, and no timed run is traced. */
     snprintf(command, sizeof command, "%s %s", two_towers, traced);
     run_images_per_second(command);
@@ -540,11 +558,12 @@ static void bench_scaling(void)
            "averaging and Adam %.1f ms\n",
            b.span_us / 3e3, b.device_us / b.ndevices / 3e3, 100 * b.device_us / b.ndevices / b.span_us,
            b.idle_us / 3e3, 100 * b.idle_us / b.span_us, b.copy_us / 3e3, b.controller_us / 3e3);
-    fprintf(csv, "breakdown,ch2 step wall,ms,%.3f,,,\nbreakdown,ch2 tower device busy,ms,%.3f,,,\n"
-                 "breakdown,ch2 no device busy,ms,%.3f,,,\n"
-                 "breakdown,ch2 copies,ms,%.3f,,,\nbreakdown,ch2 controller ops,ms,%.3f,,,\n",
-            b.span_us / 3e3, b.device_us / b.ndevices / 3e3, b.idle_us / 3e3, b.copy_us / 3e3,
-            b.controller_us / 3e3);
+    const char *parts[] = {"ch2 step wall", "ch2 tower device busy", "ch2 no device busy", "ch2 copies",
+                           "ch2 controller ops"};
+    double ms[] = {b.span_us / 3e3, b.device_us / b.ndevices / 3e3, b.idle_us / 3e3, b.copy_us / 3e3,
+                   b.controller_us / 3e3};
+    for (int i = 0; i < 5; i++)
+        bench_csv_row(csv, "breakdown", parts[i], parts[i], "ms", ms[i], NULL, NAN);
 }
 
 int main(int argc, char **argv)
@@ -561,7 +580,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench: cannot write %s\n", csv_path);
         return 1;
     }
-    fprintf(csv, "group,what,unit,flowlab,baseline,baseline_value,ratio\n");
+    bench_csv_header(csv);
     roofline = fopen("build/bench/roofline.csv", "w");
     if (!roofline) {
         fprintf(stderr, "bench: cannot write build/bench/roofline.csv\n");
@@ -583,8 +602,8 @@ int main(int argc, char **argv)
     bench_gemm();
     printf("roofline: GEMM peak %.1f GFLOP/s (OpenBLAS sgemm 1024^3), %.1f GB/s: ridge at %.1f FLOP/byte\n",
            openblas_gflops, bandwidth, openblas_gflops / bandwidth);
-    fprintf(csv, "machine,memory bandwidth,GB/s,%.3f,,,\nmachine,GEMM peak,GFLOP/s,%.3f,,,\n", bandwidth,
-            openblas_gflops);
+    bench_csv_row(csv, "machine", "memory bandwidth", "memory bandwidth", "GB/s", bandwidth, NULL, NAN);
+    bench_csv_row(csv, "machine", "GEMM peak", "GEMM peak", "GFLOP/s", openblas_gflops, NULL, NAN);
     bench_conv();
     bench_training();
     if (pocl_has_two_devices()) {
