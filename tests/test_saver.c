@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tools.h"
 #include "tap.h"
 #include "flowlab.h"
 
@@ -92,17 +93,6 @@ static bool exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
-}
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *text = calloc(1, 1 << 16);
-    text[fread(text, 1, (1 << 16) - 1, f)] = '\0';
-    fclose(f);
-    return text;
 }
 
 /* Counts the entries of dir whose name contains part. */

@@ -8,6 +8,7 @@
  * parallel. Their ops' intervals overlap either way.) */
 #include <unistd.h>
 
+#include "tools.h"
 #include "tap.h"
 #include "flowlab.h"
 #include "session_internal.h" /* the recorded events, to measure them */
@@ -207,17 +208,6 @@ static int count_of(const char *text, const char *part)
     for (const char *p = text; p && (p = strstr(p, part)); p += strlen(part))
         n++;
     return n;
-}
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *text = calloc(1, 1 << 20);
-    text[fread(text, 1, (1 << 20) - 1, f)] = '\0';
-    fclose(f);
-    return text;
 }
 
 static void check_written(const fl_session *s, int nevents)
