@@ -229,8 +229,49 @@ static void test_bad_input_beside_a_good_worker(void)
     fl_cluster_free(spec);
 }
 
+/* Synchronous replicas' end: worker 0's update counts toward a step that
+ * needs 2 replicas, and its token parks; once worker 1 says goodbye nobody
+ * can complete the step, so the token is answered, not left to the deadline. */
+static void test_straggler_released_at_goodbye(void)
+{
+    char ps_hosts[64], worker_hosts[64];
+    int port = loopback_free_port();
+    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", port);
+    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d,127.0.0.1:%d", loopback_free_port(),
+             loopback_free_port());
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    FILE *log = tmpfile();
+    fl_server_options options = {.log = log};
+    fl_server *ps = fl_server_start(spec, &options);
+    fl_connect_options where = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
+    fl_ps_client *straggler = ps ? fl_ps_client_open(&where, "worker", 0) : NULL;
+    fl_ps_client *other = ps ? fl_ps_client_open(&where, "worker", 1) : NULL;
+    ok(straggler && other, "two workers connect");
+    if (!straggler || !other)
+        return;
+    int32_t zero = 0, one = 1, seen = -1;
+    fl_tensor *start = fl_tensor_from_ints(fl_shape_make(0), &zero), *delta = fl_tensor_from_ints(fl_shape_make(0), &one);
+    fl_wire_sync sync = {.step = 0, .replicas = 2};
+    fl_ps_client_wait(straggler, fl_ps_client_init(straggler, "global_step", start, NULL));
+    fl_ps_client_wait(straggler, fl_ps_client_sync_assignment(straggler, FL_WIRE_SYNC_ASSIGN_ADD, &sync, "global_step", delta));
+    uint32_t token = fl_ps_client_wait_step(straggler, "global_step", FL_WIRE_STEP_UNKNOWN, &seen);
+    usleep(300000);
+    ok(fl_ps_client_done(straggler, token) == 0, "a token for a step 1 of 2 replicas has counted is parked");
+    ok(fl_ps_client_goodbye(other) == 0, "the other worker says goodbye");
+    ok(fl_ps_client_wait(straggler, token) == 0 && seen == 0,
+       "then the straggler's token is answered at once, with the step as it is (%d)", seen);
+    fl_ps_client_close(other);
+    fl_ps_client_close(straggler);
+    fl_tensor_free(start);
+    fl_tensor_free(delta);
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
+    fclose(log);
+}
+
 int main(void)
 {
     test_bad_input_beside_a_good_worker();
+    test_straggler_released_at_goodbye();
     return done_testing();
 }

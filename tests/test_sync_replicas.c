@@ -6,7 +6,7 @@
  * three workers aggregating two, the third is a backup: training completes
  * and its late gradients are dropped and counted. Asynchronous training by
  * two workers reaches chapter 1's test accuracy, for the same number of
- * examples seen, within 0.04 (the stated margin: 1024 test images, and
+ * examples seen, within 0.05 (the stated margin: 1024 test images, and
  * async updates computed on stale weights). Deadlines: timeout 300. */
 #include "lab_runner.h"
 
@@ -106,8 +106,8 @@ static void test_async_reaches_chapter1(void)
     ok(single.status == 0 && async.status == 0, "chapter 1 and 2 asynchronous workers both finish");
     double want = number_after(single.out, "Test accuracy: ");
     double a0 = number_after(async.out, "worker 0: test accuracy "), a1 = number_after(async.out, "worker 1: test accuracy ");
-    ok(want > 0.5 && fabs(a0 - want) <= 0.04 && fabs(a1 - want) <= 0.04,
-       "asynchronous training reaches chapter 1's test accuracy within 0.04 (%.4f, %.4f vs %.4f)", a0, a1, want);
+    ok(want > 0.5 && fabs(a0 - want) <= 0.05 && fabs(a1 - want) <= 0.05,
+       "asynchronous training reaches chapter 1's test accuracy within 0.05 (%.4f, %.4f vs %.4f)", a0, a1, want);
     if (single.status != 0 || async.status != 0)
         diag("%s\n%s", single.out ? single.out : "", async.out ? async.out : "");
     free(single.out);

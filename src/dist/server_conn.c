@@ -82,34 +82,12 @@ static void answer_error(fl_server_conn *c, uint32_t id, fl_wire_error_code code
     fl_server_send_out(c);
 }
 
-static fl_tensor tensor_from_wire(const fl_wire_tensor *w, void *data)
-{
-    fl_wire_tensor_read(w, data);
-    return (fl_tensor){w->dtype, w->shape, data};
-}
-
 static void update_store_stats(fl_server *s)
 {
     pthread_mutex_lock(&s->lock);
     s->stats.variables = fl_ps_store_count(s->store);
     s->stats.variable_bytes = fl_ps_store_bytes(s->store);
     pthread_mutex_unlock(&s->lock);
-}
-
-/* A received tensor in host order: read where it lies in the frame when it
- * can be (a 13 MB gradient is then not copied; kernels only read their
- * inputs, and the frame stays until it is served), else copied into the
- * server's scratch. */
-fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w)
-{
-    const void *in_place = fl_wire_tensor_in_place(w);
-    if (in_place)
-        return (fl_tensor){w->dtype, w->shape, (void *)in_place};
-    if (w->bytes > s->scratch_cap) {
-        s->scratch = fl_xrealloc(s->scratch, w->bytes);
-        s->scratch_cap = w->bytes;
-    }
-    return tensor_from_wire(w, s->scratch);
 }
 
 static void serve_hello(fl_server_conn *c, uint32_t id, const fl_wire_hello *h)
@@ -167,16 +145,6 @@ static void serve_pull(fl_server_conn *c, uint32_t id, const char *name)
     fl_server_send_out(c);
 }
 
-fl_op_kind fl_server_apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs)
-{
-    *attrs = (fl_attrs){.learning_rate = o->learning_rate, .momentum = o->momentum,
-                        .use_nesterov = o->use_nesterov, .beta1 = o->beta1, .beta2 = o->beta2,
-                        .epsilon = o->epsilon};
-    if (kind == FL_WIRE_ADAM)
-        return FL_OP_APPLY_ADAM;
-    return kind == FL_WIRE_MOMENTUM ? FL_OP_APPLY_MOMENTUM : FL_OP_APPLY_GRADIENT_DESCENT;
-}
-
 static void serve_apply(fl_server_conn *c, uint32_t id, const fl_wire_apply *a)
 {
     fl_server *s = c->server;
@@ -218,6 +186,8 @@ static void serve_assignment(fl_server_conn *c, uint32_t id, fl_op_kind op, cons
     fl_server_wake_waits(s, m->name);
 }
 
+static void release_stuck_waits(fl_server *s);
+
 static void serve_goodbye(fl_server_conn *c, uint32_t id)
 {
     fl_server *s = c->server;
@@ -228,6 +198,7 @@ static void serve_goodbye(fl_server_conn *c, uint32_t id)
         fprintf(s->log, "%s: every worker has finished\n", s->log_prefix);
         fflush(s->log);
     }
+    release_stuck_waits(s);
 }
 
 /* ---- synchronous replicas (chapter 4): updates counted toward a step, the
@@ -242,16 +213,6 @@ typedef struct fl_parked_wait {
     struct fl_parked_wait *next;
 } fl_parked_wait;
 
-static fl_op_kind update_op(const fl_wire_message *m, fl_attrs *attrs)
-{
-    memset(attrs, 0, sizeof *attrs);
-    if (m->type == FL_WIRE_SYNC_ASSIGN)
-        return FL_OP_ASSIGN;
-    if (m->type == FL_WIRE_SYNC_ASSIGN_ADD)
-        return FL_OP_ASSIGN_ADD;
-    return fl_server_apply_op(m->u.apply.opt.kind, &m->u.apply.opt, attrs);
-}
-
 void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m)
 {
     fl_server *s = c->server;
@@ -264,7 +225,7 @@ void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m)
         if (fl_server_answer_if_missing(c, m->request_id, vars[i]))
             return;
     fl_attrs attrs;
-    fl_op_kind op = update_op(m, &attrs);
+    fl_op_kind op = fl_server_update_op(m, &attrs);
     fl_tensor arg = fl_server_received(s, is_apply ? &m->u.apply.grad : &m->u.named.tensor);
     fl_wire_sync_outcome outcome;
     char why[FL_WIRE_ERROR_LEN];
@@ -272,6 +233,7 @@ void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m)
         return fl_server_refuse(c, m->request_id, FL_WIRE_E_MISMATCH, why);
     if (outcome == FL_WIRE_SYNC_DROPPED)
         fl_server_count(s, &s->stats.stale_updates, 1);
+    s->sync_replicas = m->sync.replicas;
     if (m->type == FL_WIRE_SYNC_ASSIGN_ADD) {
         c->counted = true;
         c->counted_step = fl_ps_sync_last_step(s->sync);
@@ -282,27 +244,33 @@ void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m)
         fl_server_wake_waits(s, vars[0]);
 }
 
-/* The variable's value as a step: the global step is an int32 scalar. */
-static bool read_step(const fl_tensor *t, uint64_t *step)
-{
-    if (t->dtype != FL_INT32 || fl_shape_size(t->shape) != 1)
-        return false;
-    int32_t v = *(const int32_t *)t->data;
-    *step = v < 0 ? 0 : (uint64_t)v;
-    return true;
-}
-
 /* The step has moved, in either direction: a restore may set it back. */
 static bool answer_wait(fl_server_conn *c, uint32_t id, const char *name, uint64_t step)
 {
     fl_server *s = c->server;
     const fl_tensor *value = fl_ps_store_get(s->store, name);
     uint64_t now;
-    if (!value || !read_step(value, &now) || now == step)
+    if (!value || !fl_server_read_step(value, &now) || now == step)
         return false;
     fl_wire_put_value(&s->out, id, name, value);
     fl_server_send_out(c);
     return true;
+}
+
+/* Whether a synchronous step can still complete: enough tasks have not said
+ * goodbye to bring replicas_to_aggregate updates. Once the others have
+ * finished, a straggler's token is answered at once with the step as it is,
+ * rather than parked for a step nobody will complete. */
+static bool step_can_complete(const fl_server *s)
+{
+    int left = s->num_workers + s->num_chiefs - (int)s->stats.goodbyes;
+    return s->sync_replicas == 0 || left >= (int)s->sync_replicas;
+}
+
+static void answer_now(fl_server_conn *c, uint32_t id, const char *name)
+{
+    fl_wire_put_value(&c->server->out, id, name, fl_ps_store_get(c->server->store, name));
+    fl_server_send_out(c);
 }
 
 void fl_server_serve_wait_step(fl_server_conn *c, uint32_t id, const fl_wire_wait_step *w)
@@ -311,11 +279,13 @@ void fl_server_serve_wait_step(fl_server_conn *c, uint32_t id, const fl_wire_wai
     if (fl_server_answer_if_missing(c, id, w->name))
         return;
     uint64_t now;
-    if (!read_step(fl_ps_store_get(s->store, w->name), &now))
+    if (!fl_server_read_step(fl_ps_store_get(s->store, w->name), &now))
         return fl_server_refuse(c, id, FL_WIRE_E_MISMATCH, "WAIT_STEP: the variable is not an int32 scalar");
     uint64_t step = w->step != FL_WIRE_STEP_UNKNOWN ? w->step : c->counted ? c->counted_step : now;
     if (answer_wait(c, id, w->name, step))
         return;
+    if (!step_can_complete(s))
+        return answer_now(c, id, w->name);
     fl_parked_wait *p = fl_xcalloc(1, sizeof *p);
     *p = (fl_parked_wait){.conn = c, .id = id, .step = step, .next = s->waits};
     snprintf(p->name, sizeof p->name, "%s", w->name);
@@ -347,6 +317,18 @@ void fl_server_wake_waits(fl_server *s, const char *name)
         free(p);
         resume(c);
         link = &s->waits; /* resume may have parked or closed others: start over */
+    }
+}
+
+static void release_stuck_waits(fl_server *s)
+{
+    while (s->waits && !step_can_complete(s)) {
+        fl_parked_wait *p = s->waits;
+        s->waits = p->next;
+        fl_server_conn *c = p->conn;
+        answer_now(c, p->id, p->name);
+        free(p);
+        resume(c);
     }
 }
 

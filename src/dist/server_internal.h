@@ -30,6 +30,7 @@ struct fl_server {
     fl_ps_store *store;   /* touched by the loop thread only */
     fl_ps_sync *sync;     /* synchronous replicas' accumulators (loop thread) */
     struct fl_parked_wait *waits; /* WAIT_STEP requests not answered yet (loop thread) */
+    uint32_t sync_replicas;       /* the last SYNC update's replicas_to_aggregate (loop thread) */
     const fl_cluster *cluster;
     fl_wire_buf out;      /* the reply being built (loop thread only) */
     fl_wire_buf spare_out[2]; /* big replies' buffers, back from libevent (loop thread) */
@@ -74,8 +75,13 @@ void fl_server_free_spare_replies(fl_server *s);
 void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why);
 /* Answers NOT_INITIALIZED and returns true when the variable has no value. */
 bool fl_server_answer_if_missing(fl_server_conn *c, uint32_t id, const char *name);
-fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w); /* in the frame or the scratch: read only */
+/* server_tensors.c: a received tensor (in the frame or the scratch: read
+ * only); the kernel an APPLY's optimizer or a SYNC update runs; the value of
+ * an int32 scalar variable as a step (false for any other variable). */
+fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w);
 fl_op_kind fl_server_apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs);
+fl_op_kind fl_server_update_op(const fl_wire_message *m, fl_attrs *attrs);
+bool fl_server_read_step(const fl_tensor *t, uint64_t *step);
 void fl_server_on_read(struct bufferevent *bev, void *conn); /* serves the frames buffered */
 
 /* The requests of synchronous replicas (server_conn.c too). */
