@@ -114,11 +114,14 @@ static void build_training(fl_graph *g, fl_optimizer *adam, replica_graph *m)
     fl_node *logits = core_model(g, m->image);
     fl_node *per_example = fl_sparse_softmax_cross_entropy_with_logits(g, m->label, logits, NULL);
     m->loss = fl_reduce_mean(g, per_example, NULL, 0, false, "loss");
+    m->nvars = fl_trainable_variables(g, NULL, 0);
+    if (m->nvars > MAX_VARS)
+        return; /* the caller reports it, before pairs[] could overflow */
     // [book:compute_apply]
     fl_grad_var pairs[MAX_VARS];
     m->nvars = fl_compute_gradients(g, m->loss, NULL, 0, pairs);
-    if (m->nvars < 0 || m->nvars > MAX_VARS)
-        return; /* the caller reports the graph's error or the count */
+    if (m->nvars < 0)
+        return; /* the caller reports the graph's error */
     fl_name_scope_push(g, "averaged");
     for (int v = 0; v < m->nvars; v++) {
         m->grads[v] = pairs[v].grad;
@@ -143,10 +146,8 @@ static void build_graph(fl_graph *g, fl_optimizer *adam, const training_flags *o
     fl_graph_set_random_seed(g, o->seed + (unsigned long)j->rank);
     fl_device_scope_push(g, a->device);
     build_training(g, adam, m);
-    if (m->nvars > MAX_VARS) {
-        fl_graph_clear_error(g);
+    if (m->nvars > MAX_VARS)
         abort_job(j, "building the graph", "the model has more variables than MAX_VARS");
-    }
     m->init = fl_global_variables_initializer(g);
     if (variable_io_build(g, &m->io) != 0)
         abort_job(j, "building the graph", replicas_error());
