@@ -89,7 +89,8 @@ test: deps
 	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(TEST_BIN) tests/house_rules.t tests/netns.t
 
 # ---- labs: each folder labs/NN-name/ holds one program, NN-name/name.c ----
-LAB_SRC := $(wildcard labs/*/*.c)
+# Chapter 6's lab is an MPI program of several files, built by mpicc in its own section.
+LAB_SRC := $(filter-out labs/06-allreduce/%,$(wildcard labs/*/*.c))
 LAB_BIN := $(patsubst labs/%.c,$(BUILD)/labs/%,$(LAB_SRC))
 
 $(BUILD)/labs/%: labs/%.c $(LIB)
@@ -404,3 +405,26 @@ bench-charts:
 book-html:
 	sh labs/tools/book-html.sh $(BUILD)/book-html
 # ==== end of figures ====
+
+# ==== chapter 6 (labs/06-allreduce): allreduce on MPI ====
+#   make labs / make tests build the lab and its ring's check with mpicc (Debian's
+#   libopenmpi-dev) when mpicc is there; without it the rest builds and test_lab06 skips.
+MPICC      ?= mpicc
+LAB06      := $(BUILD)/labs/06-allreduce/allreduce
+LAB06_SRC  := $(addprefix labs/06-allreduce/,allreduce.c replicas.c ring_allreduce.c)
+RING_CHECK := $(BUILD)/tests/mpi/ring_check
+ifneq ($(shell command -v $(MPICC) 2>/dev/null),)
+labs: $(LAB06)
+$(LAB06): $(LAB06_SRC) $(wildcard labs/06-allreduce/*.h) $(LAB_COMMON) $(LIB)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(LAB06_SRC) -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+$(RING_CHECK): tests/mpi/ring_check.c labs/06-allreduce/ring_allreduce.c labs/06-allreduce/ring_allreduce.h
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -Ilabs/06-allreduce tests/mpi/ring_check.c labs/06-allreduce/ring_allreduce.c \
+	    -o $@ $(LDFLAGS) -lm
+
+# tests/test_lab06 runs the lab and the ring's check under mpirun, so both are built first.
+$(BUILD)/tests/test_lab06: $(LAB06) $(RING_CHECK)
+endif
+# ==== end of chapter 6 ====

@@ -2,11 +2,12 @@
 # install-deps.sh: installs the Debian packages flowlab needs, only those missing.
 # Called by `make lab` and `make test`; safe to run again at any time.
 # clang and libclang-rt-14-dev (libFuzzer) are for `make fuzz`, chapter 3's wire protocol;
-# pandoc for `make book-html`, librsvg2-bin (rsvg-convert) for the check of the book's figures.
+# pandoc for `make book-html`, librsvg2-bin (rsvg-convert) for the check of the book's figures;
+# libopenmpi-dev and openmpi-bin (mpicc, mpirun) for chapter 6's allreduce lab.
 set -e
 packages="gcc make perl zlib1g-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
 libclblast-dev libopenblas-dev libevent-dev dataset-fashion-mnist graphviz gnuplot-nox
-clang libclang-rt-14-dev pandoc librsvg2-bin"
+clang libclang-rt-14-dev pandoc librsvg2-bin libopenmpi-dev openmpi-bin"
 
 missing=""
 for p in $packages; do

@@ -98,6 +98,24 @@ static inline bool reports_no_leak(const run_result *r)
     return r->out && !strstr(r->out, "LeakSanitizer") && !strstr(r->out, "leaked in");
 }
 
+/* A bad flag and the flag its message must name. */
+typedef struct {
+    const char *args, *flag;
+} bad_flag_case;
+
+/* Each of cases[0..count) run alone exits 2 with a message naming its flag. */
+static inline void test_bad_flags(const bad_flag_case *cases, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        run_result r = run_lab(cases[i].args);
+        ok(r.status == 2 && r.out && strstr(r.out, cases[i].flag), "'%s' exits 2 and names %s",
+           cases[i].args, cases[i].flag);
+        if (r.status != 2)
+            diag("exit %d: %s", r.status, r.out ? r.out : "");
+        free(r.out);
+    }
+}
+
 /* Writes text into DIR/checkpoint (DIR is made): an index the saver cannot read. */
 static inline void write_damaged_index(const char *dir, const char *text)
 {

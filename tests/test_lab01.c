@@ -53,20 +53,13 @@ static void test_flags(void)
     contains(r.out, "--max_examples", "--help documents --max_examples");
     free(r.out);
 
-    static const struct { const char *args, *flag; } bad[] = {
+    static const bad_flag_case bad[] = {
         {"--batch_size 0", "--batch_size"},   {"--batch_size=abc", "--batch_size"},
         {"--learning_rate -1", "--learning_rate"}, {"--epochs 2x", "--epochs"},
         {"--train_steps", "--train_steps"},   {"--device /tpu:0", "--device"},
         {"--log_every 0", "--log_every"},     {"--no_such_flag 1", "--no_such_flag"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        r = run_lab(bad[i].args);
-        ok(r.status == 2 && r.out && strstr(r.out, bad[i].flag),
-           "'%s' exits 2 and names %s", bad[i].args, bad[i].flag);
-        if (r.status != 2)
-            diag("exit %d: %s", r.status, r.out ? r.out : "");
-        free(r.out);
-    }
+    test_bad_flags(bad, sizeof bad / sizeof bad[0]);
     r = run_lab("--data_dir /nonexistent/flowlab-data --train_steps 1");
     ok(r.status != 0 && r.out && strstr(r.out, "/nonexistent/flowlab-data") &&
            strstr(r.out, "dataset-fashion-mnist"),

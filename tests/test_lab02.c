@@ -30,19 +30,12 @@ static void test_flags(int naccelerators)
     contains(r.out, "--controller", "--help documents --controller");
     free(r.out);
 
-    static const struct { const char *args, *flag; } bad[] = {
+    static const bad_flag_case bad[] = {
         {"--num_gpus 0", "--num_gpus"},          {"--num_gpus two", "--num_gpus"},
         {"--controller /tpu:0", "--controller"}, {"--device /gpu:0", "--device"},
         {"--batch_size 0", "--batch_size"},      {"--learning_rate -1", "--learning_rate"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        r = run_lab(bad[i].args);
-        ok(r.status == 2 && r.out && strstr(r.out, bad[i].flag), "'%s' exits 2 and names %s",
-           bad[i].args, bad[i].flag);
-        if (r.status != 2)
-            diag("exit %d: %s", r.status, r.out ? r.out : "");
-        free(r.out);
-    }
+    test_bad_flags(bad, sizeof bad / sizeof bad[0]);
 
     if (naccelerators != 2) {
         printf("ok %d # SKIP needs exactly two accelerators (PoCL's two pthread devices); "

@@ -1,0 +1,380 @@
+/* allreduce.c: chapter 6's lab. Chapter 1's network trained by N processes
+ * started with `mpirun -np N`, each with its own device and a full copy of
+ * the variables: no parameter server at all.
+ *
+ * Rank 0 initialises the variables and broadcasts them. Every step each rank
+ * computes the gradients of its slice of the global batch, the ranks sum
+ * them with one allreduce (MPI_Allreduce, or the ring of ring_allreduce.c
+ * with --allreduce ring) and divide by N, and every rank applies the same
+ * averaged gradients with Adam, so the copies stay identical: each rank
+ * prints a checksum of its variables at the end to show it.
+ *
+ * The model, the flags, the data and the evaluation are chapter 1's, from
+ * labs/common/; what is new is the step (allreduce_step) and replicas.c. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "flowlab.h"
+#include "../common/data.h"
+#include "../common/devices.h"
+#include "../common/evaluate.h"
+#include "../common/flags.h"
+#include "../common/model.h"
+#include "../common/train_loop.h"
+#include "replicas.h"
+
+/* This lab's name, which starts its messages. */
+static const char program[] = "allreduce";
+
+#define MAX_VARS 16 /* the model has 8 trainable variables */
+
+typedef struct {
+    const char *device;          /* each rank's own device: /gpu:0 of its process */
+    allreduce_algorithm algorithm;
+} allreduce_flags;
+
+/* This process's place in the job. */
+typedef struct {
+    int rank, size;
+} job;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: mpirun -np N %s [flags]\n"
+            "Trains chapter 1's convolutional network with N processes, each with its own\n"
+            "device and copy of the variables; every step the gradients are summed over the\n"
+            "processes (allreduce), averaged and applied by each. Rank 0 prints the progress\n"
+            "and the test accuracy; every rank prints a checksum of its variables at the end.\n"
+            "Each process gets one single-core PoCL device unless POCL_DEVICES is set.\n"
+            "  --allreduce mpi|ring  sum with MPI_Allreduce (default) or the ring of this lab\n"
+            "  --device D            each process's device (default /gpu:0; falls back to /cpu:0)\n"
+            "  --batch_size N        examples per step across all processes, the global batch;\n"
+            "                        each gets N / processes (default 128)\n"
+            TRAINING_FLAGS_HELP, program);
+}
+
+static void set_allreduce_flag(const char *flag, const char *value, void *options)
+{
+    allreduce_flags *a = options;
+    if (strcmp(flag, "--allreduce") == 0) {
+        if (strcmp(value, "mpi") != 0 && strcmp(value, "ring") != 0)
+            bad_flag(program, flag, value, "it must be mpi or ring");
+        a->algorithm = strcmp(value, "ring") == 0 ? ALLREDUCE_RING : ALLREDUCE_MPI;
+    } else if (strcmp(flag, "--device") == 0) {
+        char canonical[64];
+        canonical_device(program, flag, value, canonical, sizeof canonical); /* exits 2 if invalid */
+        if (strchr(canonical + 1, '/')) /* "/job:worker/task:0/gpu:0" */
+            bad_flag(program, flag, value, "give a device of this process, such as /gpu:0");
+        a->device = value;
+    }
+}
+
+/* As labs/tools/launch_cluster does for its tasks: one single-core PoCL
+ * device per process, so N ranks on N cores do not fight over threads.
+ * Set before anything opens OpenCL; a caller's choice is kept. */
+static void one_pocl_device_per_process(void)
+{
+    if (getenv("POCL_DEVICES"))
+        return;
+    setenv("POCL_DEVICES", "pthread", 1);
+    setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
+}
+
+/* Stops the whole job: one rank that gives up would leave the others
+ * waiting in the next collective forever. */
+static void abort_job(const job *j, const char *what, const char *why)
+{
+    fprintf(stderr, "%s: rank %d: %s: %s\n", program, j->rank, what, why);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1); /* not reached */
+}
+
+/* What build_graph makes. */
+typedef struct {
+    fl_node *image, *label, *loss, *accuracy, *global_step, *train_op, *init;
+    int nvars;
+    fl_node *grads[MAX_VARS];    /* this rank's gradients, fetched every step */
+    fl_node *averaged[MAX_VARS]; /* placeholders for the averages, fed to train_op */
+    variable_io io;
+} replica_graph;
+
+/* Chapter 1's model and loss; fl_compute_gradients and fl_apply_gradients
+ * where chapter 1 called fl_minimize, with placeholders between them for
+ * the gradients averaged over the ranks. */
+static void build_training(fl_graph *g, fl_optimizer *adam, replica_graph *m)
+{
+    m->image = fl_placeholder(g, FL_FLOAT32, fl_shape_make(4, -1, 28, 28, 1), "image");
+    m->label = fl_placeholder(g, FL_INT32, fl_shape_make(1, -1), "label");
+    fl_node *logits = core_model(g, m->image);
+    fl_node *per_example = fl_sparse_softmax_cross_entropy_with_logits(g, m->label, logits, NULL);
+    m->loss = fl_reduce_mean(g, per_example, NULL, 0, false, "loss");
+    m->nvars = fl_trainable_variables(g, NULL, 0);
+    if (m->nvars > MAX_VARS)
+        return; /* the caller reports it, before pairs[] could overflow */
+    // [book:compute_apply]
+    fl_grad_var pairs[MAX_VARS];
+    m->nvars = fl_compute_gradients(g, m->loss, NULL, 0, pairs);
+    if (m->nvars < 0)
+        return; /* the caller reports the graph's error */
+    fl_name_scope_push(g, "averaged");
+    for (int v = 0; v < m->nvars; v++) {
+        m->grads[v] = pairs[v].grad;
+        m->averaged[v] = fl_placeholder(g, FL_FLOAT32, fl_node_shape(pairs[v].var), "gradient");
+        pairs[v].grad = m->averaged[v];
+    }
+    fl_name_scope_pop(g);
+    m->global_step = fl_get_or_create_global_step(g);
+    m->train_op = fl_apply_gradients(adam, g, pairs, m->nvars, m->global_step, "train");
+    // [end:compute_apply]
+    fl_node *correct = fl_equal(g, fl_argmax(g, logits, 1, "prediction"), m->label, "correct");
+    m->accuracy = fl_reduce_mean(g, fl_cast(g, correct, FL_FLOAT32, NULL), NULL, 0, false,
+                                 "accuracy");
+}
+
+/* The whole graph on the rank's device. Ranks other than 0 draw their
+ * initial values from another seed on purpose: only the broadcast makes the
+ * copies equal, so the checksums would show a broadcast that went wrong. */
+static void build_graph(fl_graph *g, fl_optimizer *adam, const training_flags *o,
+                        const allreduce_flags *a, const job *j, replica_graph *m)
+{
+    fl_graph_set_random_seed(g, o->seed + (unsigned long)j->rank);
+    fl_device_scope_push(g, a->device);
+    build_training(g, adam, m);
+    if (m->nvars > MAX_VARS)
+        abort_job(j, "building the graph", "the model has more variables than MAX_VARS");
+    m->init = fl_global_variables_initializer(g);
+    if (variable_io_build(g, &m->io) != 0)
+        abort_job(j, "building the graph", replicas_error());
+    fl_device_pop(g);
+    if (fl_graph_error(g))
+        abort_job(j, "building the graph", fl_graph_error(g));
+    for (int v = 0; v < m->nvars; v++)
+        if (!m->grads[v])
+            abort_job(j, "building the graph", "the loss does not depend on every variable");
+}
+
+/* Rows [rank*B/N, (rank+1)*B/N) of a global batch: this rank's slice. */
+static fl_tensor *my_slice(const fl_tensor *batch, const job *j)
+{
+    fl_shape shape = batch->shape;
+    int rows = shape.dims[0] / j->size;
+    size_t row_bytes = (size_t)(fl_shape_size(shape) / shape.dims[0]) * 4; /* 4-byte elements */
+    shape.dims[0] = rows;
+    fl_tensor *slice = fl_tensor_new(batch->dtype, shape);
+    memcpy(slice->data, (const char *)batch->data + (size_t)(j->rank * rows) * row_bytes,
+           (size_t)rows * row_bytes);
+    return slice;
+}
+
+/* Runs this rank's forward and backward pass on its slice; fetches the
+ * gradients and the loss into out[0..nvars] (new tensors). */
+static int compute_gradients(fl_session *s, const replica_graph *m, const fl_tensor *images,
+                             const fl_tensor *labels, const job *j, fl_tensor **out)
+{
+    fl_tensor *my_images = my_slice(images, j), *my_labels = my_slice(labels, j);
+    fl_node *fetches[MAX_VARS + 1];
+    memcpy(fetches, m->grads, (size_t)m->nvars * sizeof fetches[0]);
+    fetches[m->nvars] = m->loss;
+    fl_feed feeds[2] = {{m->image, my_images}, {m->label, my_labels}};
+    int rc = fl_session_run(s, feeds, 2, fetches, m->nvars + 1, out, NULL, 0);
+    fl_tensor_free(my_images);
+    fl_tensor_free(my_labels);
+    return rc;
+}
+
+// [book:allreduce_step]
+/* One synchronous step: gradients of this rank's slice, their mean over
+ * the ranks (the loss's too, for the progress line), then the same update
+ * applied by every rank. */
+static void allreduce_step(fl_session *s, const replica_graph *m, const allreduce_flags *a,
+                           const job *j, const fl_tensor *images, const fl_tensor *labels,
+                           float *loss)
+{
+    fl_tensor *values[MAX_VARS + 1] = {0}; /* the gradients, then the loss */
+    if (compute_gradients(s, m, images, labels, j, values) != 0)
+        abort_job(j, "computing the gradients", fl_session_error(s));
+    if (average_across_ranks(values, m->nvars + 1, a->algorithm, MPI_COMM_WORLD) != 0)
+        abort_job(j, "averaging the gradients", replicas_error());
+    fl_feed feeds[MAX_VARS];
+    for (int v = 0; v < m->nvars; v++)
+        feeds[v] = (fl_feed){m->averaged[v], values[v]};
+    if (fl_session_run(s, feeds, m->nvars, NULL, 0, NULL, &m->train_op, 1) != 0)
+        abort_job(j, "applying the gradients", fl_session_error(s));
+    *loss = fl_tensor_scalar(values[m->nvars]);
+    for (int v = 0; v <= m->nvars; v++)
+        fl_tensor_free(values[v]);
+}
+// [end:allreduce_step]
+
+/* Every rank initialises, rank 0 restores --checkpoint_dir's latest
+ * checkpoint if there is one, and all take rank 0's variables (Adam's
+ * slots and the global step with them). Returns the step to resume at. */
+static long start_replicas(fl_session *s, const training_flags *o, const replica_graph *m,
+                           const job *j)
+{
+    if (fl_session_run(s, NULL, 0, NULL, 0, NULL, &m->init, 1) != 0)
+        abort_job(j, "initializing", fl_session_error(s));
+    long step = 0;
+    train_nodes nodes = {m->image, m->label, m->loss, m->train_op, m->global_step};
+    if (restore_latest(s, o, &nodes, &step) != 0) /* said why */
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Bcast(&step, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    // [book:broadcast]
+    if (broadcast_variables(s, &m->io, 0, MPI_COMM_WORLD) != 0)
+        abort_job(j, "broadcasting rank 0's variables", replicas_error());
+    // [end:broadcast]
+    return step;
+}
+
+/* After each step: the trace of steps 2 to 4 and the checkpoints, which
+ * only rank 0's flags ask for (the ranks' variables are the same). */
+static void after_step(fl_session *s, const training_flags *o, train_progress *p, const job *j)
+{
+    if (o->trace_path && p->step - p->first_step == 4)
+        write_trace(s, o);
+    if (o->checkpoint_dir && p->step % o->save_every == 0) {
+        if (fl_session_save(s, o->checkpoint_dir, p->step) != 0)
+            abort_job(j, "--checkpoint_dir", fl_last_error());
+        p->last_saved = p->step;
+    }
+}
+
+/* Runs steps until total_steps updates have been made in all or the epochs
+ * are over. Every rank reads the same shuffled global batches (the same
+ * --seed) and trains on its own slice of each; rank 0 prints the progress,
+ * with the images per second of the whole job. */
+static void train_replicas(fl_session *s, const training_flags *o, const allreduce_flags *a,
+                           const replica_graph *m, const job *j, const lab_data *d,
+                           long total_steps, long first_step)
+{
+    fl_dataset *train_set = open_train_set(o, d, true); /* every batch splits evenly */
+    if (!train_set)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    skip_trained_batches(train_set, first_step);
+    train_progress p = {.step = first_step, .first_step = first_step, .last_saved = first_step,
+                        .last_log_time = now_seconds()};
+    const fl_tensor *images = NULL, *labels = NULL;
+    while (p.step < total_steps) {
+        int got = fl_dataset_next(train_set, &images, &labels);
+        if (got == 0)
+            break; /* the epochs are over, on every rank alike */
+        if (got < 0)
+            abort_job(j, "reading the training data", fl_last_error());
+        trace_before_step(s, o, p.step - p.first_step);
+        float loss = 0;
+        allreduce_step(s, m, a, j, images, labels, &loss);
+        p.images_since_log += images->shape.dims[0]; /* the global batch: the whole job's */
+        if (j->rank == 0 && (p.step % o->log_every == 0 || p.step == p.first_step))
+            log_progress(&p, loss);
+        p.step++;
+        after_step(s, o, &p, j);
+    }
+    if (finish_training(s, o, &p) != 0) /* said why */
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    fl_dataset_free(train_set);
+}
+
+/* Every rank's line, compared by the test: equal checksums, equal copies. */
+static void report_checksum(fl_session *s, const replica_graph *m, const job *j)
+{
+    uint64_t checksum = 0;
+    if (variables_checksum(s, &m->io, &checksum) != 0)
+        abort_job(j, "reading the variables", replicas_error());
+    printf("rank %d of %d: variables checksum %016llx\n", j->rank, j->size,
+           (unsigned long long)checksum);
+    fflush(stdout);
+}
+
+/* Rank 0's line saying where the ranks train and how they sum. */
+static void report_devices(const allreduce_flags *a, const job *j)
+{
+    char wanted[64];
+    canonical_device(program, "--device", a->device, wanted, sizeof wanted);
+    fl_device_info devices[16];
+    int count = fl_list_devices(devices, 16);
+    const fl_device_info *found = NULL;
+    for (int i = 0; i < count; i++)
+        found = strcmp(devices[i].name, wanted) == 0 ? &devices[i] : found;
+    const char *sum = a->algorithm == ALLREDUCE_RING ? "the ring allreduce" : "MPI_Allreduce";
+    if (found)
+        printf("%d process%s, each training on its own %s (%s, %s); gradients summed by %s\n",
+               j->size, j->size == 1 ? "" : "es", wanted, found->description, found->backend, sum);
+    else
+        printf("%d process%s; no %s here, each training on /cpu:0; gradients summed by %s\n",
+               j->size, j->size == 1 ? "" : "es", wanted, sum);
+}
+
+/* The steps to run, from the data; prints rank 0's first line. Exits 2
+ * when the global batch does not split evenly into the ranks. */
+static long plan_steps(const training_flags *o, const lab_data *d, const job *j)
+{
+    if (o->batch_size % j->size != 0) {
+        if (j->rank == 0)
+            fprintf(stderr, "%s: --batch_size %d does not split evenly into %d processes; use "
+                    "a multiple of %d (see --help)\n", program, o->batch_size, j->size, j->size);
+        MPI_Finalize();
+        exit(2);
+    }
+    /* Every batch must split evenly, so a short last batch of an epoch is dropped. */
+    int train_count = d->train_images->shape.dims[0];
+    long total_steps = o->train_steps > 0 ? o->train_steps : o->epochs * (train_count / o->batch_size);
+    if (j->rank == 0)
+        printf("%d training and %d test examples, batch %d (%d per process): %ld steps\n",
+               train_count, d->test_images->shape.dims[0], o->batch_size, o->batch_size / j->size,
+               total_steps);
+    return total_steps;
+}
+
+int main(int argc, char **argv)
+{
+    training_flags o = training_flags_defaults(program);
+    allreduce_flags a = {.device = "/gpu:0", .algorithm = ALLREDUCE_MPI};
+    static const char *const lab_flag_names[] = {"--allreduce", "--device"};
+    lab_flags extra = {lab_flag_names, 2, set_allreduce_flag, &a};
+    one_pocl_device_per_process();
+    /* Before MPI_Init: --help and a bad flag exit at once, alike on every rank. */
+    parse_flags(argc, argv, &o, &extra, usage);
+    MPI_Init(&argc, &argv);
+    job j;
+    MPI_Comm_rank(MPI_COMM_WORLD, &j.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &j.size);
+    /* Rank 0 alone writes the checkpoints, the trace and the graph, and logs placement. */
+    if (j.rank != 0) {
+        o.checkpoint_dir = o.trace_path = o.graph_path = NULL;
+        o.log_device_placement = false;
+    }
+
+    lab_data data;
+    if (load_data(o.data_dir, o.max_examples, &data) != 0) {
+        if (j.rank == 0) /* every rank fails alike */
+            fprintf(stderr, "%s: %s\n", program, fl_last_error());
+        MPI_Finalize();
+        return 1;
+    }
+    long total_steps = plan_steps(&o, &data, &j);
+    fl_graph *g = fl_graph_new();
+    fl_optimizer *adam = fl_adam_optimizer(o.learning_rate, 0.9f, 0.999f, 1e-8f);
+    replica_graph m = {0};
+    build_graph(g, adam, &o, &a, &j, &m);
+    fl_session_options config = {.allow_soft_placement = true,
+                                 .log_device_placement = o.log_device_placement};
+    fl_session *s = fl_session_new(g, &config);
+    if (j.rank == 0)
+        report_devices(&a, &j);
+    long step = start_replicas(s, &o, &m, &j);
+    train_replicas(s, &o, &a, &m, &j, &data, total_steps, step);
+    report_checksum(s, &m, &j);
+    int rc = j.rank == 0 ? report_test_accuracy(s, &o, m.image, m.label, m.accuracy, &data) : 0;
+    fl_session_free(s);
+    fl_optimizer_free(adam);
+    fl_graph_free(g);
+    free_data(&data);
+    MPI_Finalize();
+    return rc;
+}

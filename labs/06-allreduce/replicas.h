@@ -1,0 +1,51 @@
+/* replicas.h: what keeps the ranks' copies of the variables identical in
+ * chapter 6's lab: rank 0's values broadcast at the start, every step's
+ * gradients summed over the ranks and averaged, and a checksum of the
+ * variables that shows, at the end, that the copies never drifted apart. */
+#ifndef LABS_06_REPLICAS_H
+#define LABS_06_REPLICAS_H
+
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "flowlab.h"
+
+#define MAX_REPLICA_VARIABLES 64 /* the model and Adam hold 26 */
+
+/* How the gradients are summed (--allreduce). */
+typedef enum { ALLREDUCE_MPI, ALLREDUCE_RING } allreduce_algorithm;
+
+/* Every global variable (Adam's slots and the global step too), with a
+ * placeholder and an assign per variable so that a run can write values in. */
+typedef struct {
+    int count;
+    fl_node *variables[MAX_REPLICA_VARIABLES];
+    fl_node *values[MAX_REPLICA_VARIABLES]; /* placeholders of the same dtype and shape */
+    fl_node *assign_all;                    /* assigns every value to its variable */
+} variable_io;
+
+/* Adds the placeholders and assigns for every global variable of g, in the
+ * current device scope; call it after the optimizer made its slots.
+ * Returns 0, or -1 with the graph's error set. */
+int variable_io_build(fl_graph *g, variable_io *io);
+
+/* Every rank's variables take root's values (MPI_Bcast). Returns 0, or -1
+ * with replicas_error() saying why. */
+int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm comm);
+
+/* Replaces each float32 tensor by its mean over the ranks of comm: summed
+ * in one buffer by MPI_Allreduce or the ring, then divided by the number of
+ * ranks. Returns 0, or -1 with replicas_error() saying why. */
+int average_across_ranks(fl_tensor *const *tensors, int n, allreduce_algorithm algorithm,
+                         MPI_Comm comm);
+
+/* FNV-1a over the bytes of every global variable's value, in graph order:
+ * equal on two ranks exactly when their variables are bitwise equal (but
+ * for a collision). Returns 0, or -1 with replicas_error() saying why. */
+int variables_checksum(fl_session *s, const variable_io *io, uint64_t *out);
+
+/* Why the last of the functions above failed. */
+const char *replicas_error(void);
+
+#endif
