@@ -1,6 +1,6 @@
 /* ps_client.c: requests to one ps task and their replies. A request is
  * encoded on the caller's thread (the executor's) and handed to the
- * connection's writer thread (wire_writer.c), under a lock that keeps the
+ * connection's writer thread (socket_writer.c), under a lock that keeps the
  * queue of pending requests in the order they hit the wire; a reader thread
  * takes the replies, which a ps sends in the same order, fills the waiting
  * buffers and wakes whoever waits. */
@@ -15,7 +15,7 @@
 
 #include "ps_client.h"
 #include "runtime.h"
-#include "wire_writer.h"
+#include "socket_writer.h"
 
 typedef struct {
     uint32_t id;
@@ -30,7 +30,7 @@ struct fl_ps_client {
     int fd;
     char who[64];             /* "/job:ps/task:0", in every message */
     pthread_t reader;
-    fl_wire_writer *writer;    /* puts the requests on the wire, in order */
+    fl_socket_writer *writer;    /* puts the requests on the wire, in order */
     pthread_mutex_t send_lock; /* one request queued at a time */
     fl_wire_buf out;
     pthread_mutex_t lock;      /* everything below */
@@ -190,7 +190,7 @@ static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, vo
     snprintf(p->name, sizeof p->name, "%s", name ? name : "");
     c->sent += c->out.len;
     pthread_mutex_unlock(&c->lock);
-    if (fl_wire_writer_send(c->writer, &c->out) != 0) {
+    if (fl_socket_writer_send(c->writer, &c->out) != 0) {
         mark_broken(c, "sending failed");
         fl_set_error("%s", c->broken_why);
         return 0;
@@ -332,7 +332,7 @@ static int say_hello(fl_ps_client *c, const char *my_job, int my_task)
 {
     char why[FL_WIRE_ERROR_LEN];
     fl_wire_put_hello(&c->out, 0, my_job, (uint32_t)my_task);
-    int rc = fl_wire_write_all(c->fd, c->out.data, c->out.len);
+    int rc = fl_socket_write_all(c->fd, c->out.data, c->out.len);
     fl_wire_buf_consume(&c->out, c->out.len);
     fl_wire_buf reply = {0};
     fl_wire_frame f;
@@ -398,11 +398,11 @@ fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *m
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->replied, NULL);
     int fd = connect_and_greet(c, where, my_job, my_task);
-    c->writer = fd >= 0 ? fl_wire_writer_start(fd) : NULL;
+    c->writer = fd >= 0 ? fl_socket_writer_start(fd) : NULL;
     if (!c->writer || pthread_create(&c->reader, NULL, read_replies, c) != 0) {
         if (c->writer) {
             shutdown(fd, SHUT_RDWR);
-            fl_wire_writer_stop(c->writer);
+            fl_socket_writer_stop(c->writer);
         }
         if (fd >= 0)
             close(fd);
@@ -424,7 +424,7 @@ void fl_ps_client_close(fl_ps_client *c)
     c->closing = true;
     pthread_mutex_unlock(&c->lock);
     shutdown(c->fd, SHUT_RDWR); /* the writer and the reader see the end of the stream and stop */
-    fl_wire_writer_stop(c->writer);
+    fl_socket_writer_stop(c->writer);
     pthread_join(c->reader, NULL);
     close(c->fd);
     pthread_mutex_destroy(&c->send_lock);

@@ -1,4 +1,4 @@
-/* wire_writer.c: a connection's writer thread (see wire_writer.h): a queue
+/* socket_writer.c: a connection's writer thread (see socket_writer.h): a queue
  * of encoded frames, the thread that writes them in order, and a few spare
  * buffers handed back to the encoder so that a big frame's memory is reused
  * rather than allocated and page-faulted again every step. */
@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 
 #include "runtime.h"
-#include "wire_writer.h"
+#include "socket_writer.h"
 
 #define MAX_QUEUED_BYTES ((size_t)256 << 20) /* beyond this, send() waits */
 #define SPARE_BUFFERS 4
@@ -19,7 +19,7 @@ typedef struct frame {
     struct frame *next;
 } frame;
 
-struct fl_wire_writer {
+struct fl_socket_writer {
     int fd;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -31,7 +31,7 @@ struct fl_wire_writer {
     bool stopping, failed;
 };
 
-int fl_wire_write_all(int fd, const unsigned char *p, size_t len)
+int fl_socket_write_all(int fd, const unsigned char *p, size_t len)
 {
     while (len > 0) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
@@ -46,7 +46,7 @@ int fl_wire_write_all(int fd, const unsigned char *p, size_t len)
 }
 
 /* A written frame's memory back to the spares (or freed, when enough are kept). */
-static void recycle(fl_wire_writer *w, frame *f)
+static void recycle(fl_socket_writer *w, frame *f)
 {
     f->buf.len = 0;
     if (w->nspare < SPARE_BUFFERS)
@@ -58,7 +58,7 @@ static void recycle(fl_wire_writer *w, frame *f)
 
 static void *write_frames(void *writer)
 {
-    fl_wire_writer *w = writer;
+    fl_socket_writer *w = writer;
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (!w->head && !w->stopping)
@@ -67,7 +67,7 @@ static void *write_frames(void *writer)
             break; /* stopping, and everything is out */
         frame *f = w->head;
         pthread_mutex_unlock(&w->lock);
-        int rc = w->failed ? -1 : fl_wire_write_all(w->fd, f->buf.data, f->buf.len);
+        int rc = w->failed ? -1 : fl_socket_write_all(w->fd, f->buf.data, f->buf.len);
         pthread_mutex_lock(&w->lock);
         if (rc != 0 && !w->failed) {
             w->failed = true;
@@ -84,9 +84,9 @@ static void *write_frames(void *writer)
     return NULL;
 }
 
-fl_wire_writer *fl_wire_writer_start(int fd)
+fl_socket_writer *fl_socket_writer_start(int fd)
 {
-    fl_wire_writer *w = fl_xcalloc(1, sizeof *w);
+    fl_socket_writer *w = fl_xcalloc(1, sizeof *w);
     w->fd = fd;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->changed, NULL);
@@ -99,7 +99,7 @@ fl_wire_writer *fl_wire_writer_start(int fd)
     return w;
 }
 
-int fl_wire_writer_send(fl_wire_writer *w, fl_wire_buf *buf)
+int fl_socket_writer_send(fl_socket_writer *w, fl_wire_buf *buf)
 {
     frame *f = fl_xcalloc(1, sizeof *f);
     pthread_mutex_lock(&w->lock);
@@ -124,7 +124,7 @@ int fl_wire_writer_send(fl_wire_writer *w, fl_wire_buf *buf)
     return 0;
 }
 
-void fl_wire_writer_stop(fl_wire_writer *w)
+void fl_socket_writer_stop(fl_socket_writer *w)
 {
     if (!w)
         return;
