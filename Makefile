@@ -82,11 +82,15 @@ THREAD_TESTS := test_server test_remote test_connect test_data test_ps_load
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" FLOWLAB_BACKEND=host \
-	    prove $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
+	    prove $(PROVE_FLAGS) $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
+
+# A failing test's lines and every test's diagnostics ("# ...") in the log,
+# so that a failure in CI says what it waited for without a rerun.
+PROVE_FLAGS ?= --failures --comments
 
 test: deps
 	$(MAKE) tests
-	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(TEST_BIN) tests/house_rules.t tests/netns.t
+	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t
 
 # ---- labs: each folder labs/NN-name/ holds one program, NN-name/name.c ----
 # Chapter 6's lab is an MPI program of several files, built by mpicc in its own section.
