@@ -211,6 +211,8 @@ $(BUILD)/tests/test_trace_timeline: $(BUILD)/labs/tools/trace_timeline
 $(BUILD)/labs/tools/trace_timeline: labs/tools/trace_events.h
 # tests/test_launch_cluster runs the launcher of chapter 3's tasks.
 $(BUILD)/tests/test_launch_cluster: $(BUILD)/labs/tools/launch_cluster
+# launch_cluster is one program in labs/tools/, its flags, ports and output in headers.
+$(BUILD)/labs/tools/launch_cluster: $(wildcard labs/tools/launch_*.h)
 # tests/test_lab02 runs the lab and the checks, so they are built first.
 $(BUILD)/tests/test_lab02: $(LAB02) $(EX02_CHECKS) $(EX02_SOLVED)
 
