@@ -251,8 +251,14 @@ static void test_straggler_released_at_goodbye(void)
     fl_ps_client *straggler = ps ? fl_ps_client_open(&where, "worker", 0) : NULL;
     fl_ps_client *other = ps ? fl_ps_client_open(&where, "worker", 1) : NULL;
     ok(straggler && other, "two workers connect");
-    if (!straggler || !other)
+    if (!straggler || !other) {
+        fl_ps_client_close(straggler);
+        fl_ps_client_close(other);
+        fl_server_stop(ps);
+        fl_cluster_free(spec);
+        fclose(log);
         return;
+    }
     int32_t zero = 0, one = 1, seen = -1;
     fl_tensor *start = fl_tensor_from_ints(fl_shape_make(0), &zero), *delta = fl_tensor_from_ints(fl_shape_make(0), &one);
     fl_wire_sync sync = {.step = 0, .replicas = 2};

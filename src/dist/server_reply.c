@@ -9,7 +9,7 @@
 #include "server_internal.h"
 
 #define HAND_OVER_BYTES ((size_t)256 << 10)
-#define SPARES 2
+#define SPARES ((int)(sizeof ((fl_server *)0)->spare_out / sizeof ((fl_server *)0)->spare_out[0]))
 
 typedef struct {
     fl_server *server;
@@ -25,10 +25,11 @@ static void reply_written(const void *data, size_t len, void *handed)
     handed_reply *h = handed;
     fl_wire_buf *spare = h->server->spare_out;
     h->buf.len = 0;
-    if (!spare[0].data)
-        spare[0] = h->buf;
-    else if (!spare[1].data)
-        spare[1] = h->buf;
+    int free_slot = 0;
+    while (free_slot < SPARES && spare[free_slot].data)
+        free_slot++;
+    if (free_slot < SPARES)
+        spare[free_slot] = h->buf;
     else
         fl_wire_buf_free(&h->buf);
     free(h);
