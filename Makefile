@@ -417,7 +417,7 @@ book-html:
 #   libopenmpi-dev) when mpicc is there; without it the rest builds and test_lab06 skips.
 MPICC      ?= mpicc
 LAB06      := $(BUILD)/labs/06-allreduce/allreduce
-LAB06_SRC  := $(addprefix labs/06-allreduce/,allreduce.c replicas.c ring_allreduce.c)
+LAB06_SRC  := $(wildcard labs/06-allreduce/*.c)
 RING_CHECK := $(BUILD)/tests/mpi/ring_check
 ifneq ($(shell command -v $(MPICC) 2>/dev/null),)
 labs: $(LAB06)

@@ -279,7 +279,8 @@ fl_session *fl_session_new(fl_graph *g, const fl_session_options *options); /* N
 void fl_session_free(fl_session *s);
 const char *fl_session_error(const fl_session *s);
 /* Runs what the fetches and targets need, feeding feeds. outputs[i] receives
- * a new host tensor for fetches[i] (free it with fl_tensor_free).
+ * a new host tensor for fetches[i] (free it with fl_tensor_free); when the
+ * run fails (-1, fl_session_error says why) every outputs[i] is NULL.
  * Order: each node runs after its inputs and control inputs. Nodes are handed
  * to their devices in creation order, but one whose input is still being
  * computed on another device waits while later nodes go ahead; so, as in

@@ -291,8 +291,13 @@ int fl_monitored_session_run(fl_monitored_session *ms, const fl_feed *feeds, int
     }
     if (rc != 0)
         return fail(ms, "the step failed %d times in a row: %s", MAX_RECOVERIES + 1, fl_session_error(ms->session));
-    if (note_global_step(ms, (long)fl_tensor_scalar(values[nfetches])) != 0)
+    /* The step is done; a task lost while reading the step back is
+     * recovered like one lost during the step (recover reads it again). */
+    if (note_global_step(ms, (long)fl_tensor_scalar(values[nfetches])) != 0 && recover(ms) != 0) {
+        for (int i = 0; i < n; i++)
+            fl_tensor_free(values[i]);
         return -1;
+    }
     run_hooks(ms, values, first_extra);
     for (int i = 0; i < n; i++) {
         if (i < nfetches && outputs)

@@ -399,8 +399,13 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
     for (int i = 0; i < nfetches; i++)
         s->slots[fetches[i]->id].fetched = true;
     int rc = execute(s) == 0 ? fetch_outputs(s, fetches, nfetches, outputs) : -1;
-    for (int i = 0; i < nfetches; i++)
+    for (int i = 0; i < nfetches; i++) {
         s->slots[fetches[i]->id].fetched = false;
+        if (rc != 0) { /* a failed run hands back no outputs, not half of them */
+            fl_tensor_free(outputs[i]);
+            outputs[i] = NULL;
+        }
+    }
     fl_session_forget_marks(s);
     if (s->ntraced > 0)
         fl_session_take_device_timings(s);

@@ -119,6 +119,31 @@ static long last_number_after(const task *t, const char *key)
     return value;
 }
 
+/* The task's last lines of output, each as a TAP comment, so that a
+ * failure says what the task said before it ended. */
+static void last_words(const task *t, int lines)
+{
+    char *text = read_file(t->out);
+    if (!text) {
+        diag("%s printed nothing (%s)", t->name, t->out);
+        return;
+    }
+    const char *start = text + strlen(text);
+    for (int seen = 0; start > text && seen <= lines; start--)
+        if (start[-1] == '\n' && ++seen > lines)
+            break;
+    diag("%s's last words:", t->name);
+    for (char *line = strtok((char *)start, "\n"); line; line = strtok(NULL, "\n"))
+        diag("  %s", line);
+    free(text);
+}
+
+static void explain_failure(const task *t, int status)
+{
+    if (status != 0)
+        last_words(t, 12);
+}
+
 /* N from the task's "global step A -> B: N steps lost since the last
  * checkpoint", or -1 when it logged none. */
 static long steps_lost(const task *t)
@@ -210,6 +235,9 @@ static void test_ps_restarted(void)
     int chief_status = wait_exit(chief, 180), other_status = wait_exit(other, 60), ps_status = wait_exit(ps, 30);
     ok(chief_status == 0 && other_status == 0, "ps restarted: both workers finish (exit %d, %d)", chief_status,
        other_status);
+    explain_failure(chief, chief_status);
+    explain_failure(other, other_status);
+    explain_failure(ps, ps_status);
     ok(ps_status == 0, "ps restarted: the new ps exits by itself once both have finished (exit %d)", ps_status);
     ok(wait_for(chief, "restored the latest checkpoint", 1),
        "ps restarted: the chief restored the latest checkpoint into the new ps");
@@ -253,11 +281,10 @@ static void test_ps_gone(void)
         char *text = read_file(c.tasks[w].out);
         const char *last = text ? strstr(text, "/job:ps/task:0") : NULL;
         ok(last != NULL, "ps gone: %s's error names /job:ps/task:0", c.tasks[w].name);
-        if (text) {
-            const char *tail = strlen(text) > 400 ? text + strlen(text) - 400 : text;
-            diag("%s's last words: %s", c.tasks[w].name, tail);
-        }
+        ok(text && !strstr(text, "Sanitizer"), "ps gone: %s ends without a sanitizer report (no leak on the way out)",
+           c.tasks[w].name);
         free(text);
+        last_words(&c.tasks[w], 3);
     }
     setenv("FLOWLAB_TASK_DEADLINE", "60", 1);
     stop_all(&c);
@@ -293,6 +320,8 @@ static void test_sync_worker_restarted(void)
         statuses[w] = wait_exit(&c.tasks[1 + w], 180);
     ok(statuses[0] == 0 && statuses[1] == 0 && statuses[2] == 0,
        "sync worker restarted: all three finish (exit %d, %d, %d)", statuses[0], statuses[1], statuses[2]);
+    for (int w = 0; w < 3; w++)
+        explain_failure(&c.tasks[1 + w], statuses[w]);
     ok(wait_exit(&c.tasks[0], 30) == 0, "sync worker restarted: the ps exits by itself");
     ok(last_number_after(chief, ", global step ") >= 110,
        "sync worker restarted: the chief saw the global step near the end (%ld of 120)",
@@ -322,6 +351,8 @@ static void test_chief_restarted(void)
     int chief_status = wait_exit(chief, 180), other_status = wait_exit(other, 60);
     ok(chief_status == 0 && other_status == 0, "chief restarted: both workers finish (exit %d, %d)", chief_status,
        other_status);
+    explain_failure(chief, chief_status);
+    explain_failure(other, other_status);
     ok(wait_exit(&c.tasks[0], 30) == 0, "chief restarted: the ps exits by itself");
     ok(last_number_after(chief, "model.ckpt-") >= 150,
        "chief restarted: training reached the final global step (last checkpoint %ld)",
