@@ -1,7 +1,8 @@
 /* bench.c: `make bench`, every comparison measured side by side in one run.
  * GEMM and convolution kernels (flowlab on PoCL, CLBlast on PoCL, OpenBLAS),
  * then whole training steps (the labs themselves, and PyTorch when it is
- * installed), then chapter 2's scaling. Medians of several repetitions; one
+ * installed), then chapter 2's scaling beside chapters 3, 4 and 6 (its
+ * allreduce and cost model: bench_allreduce.c). Medians of several repetitions; one
  * table on stdout and the same rows as CSV for the chart. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -16,7 +17,9 @@
 #include "flowlab.h"
 #include "session_internal.h" /* the per-op trace events */
 #include "../../labs/tools/trace_events.h" /* the breakdown reads the towers' trace */
+#include "bench_allreduce.h"
 #include "bench_csv.h"
+#include "bench_table.h"
 
 #define REPS 7
 #define ROUNDS 3 /* compared configurations alternate, round by round */
@@ -33,7 +36,6 @@
  * conv2 20.07M, dense1 6.42M, dense2 0.02M) and twice that backward. */
 #define STEP_FLOPS_PER_IMAGE (3.0 * 27.77e6)
 
-static FILE *csv;
 static FILE *roofline; /* points for the roofline chart: name, FLOP/byte, GFLOP/s */
 static double openblas_gflops = 0; /* sgemm 1024^3: the machine's GEMM rate */
 
@@ -46,44 +48,6 @@ static void roofline_point(const char *name, double intensity, double gflops)
 
 /* What /gpu:0 is, for the row labels: "PoCL" (OpenCL) or "CUDA". */
 static const char *gpu_label = "PoCL";
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n ? v[n / 2] : NAN;
-}
-
-/* One table row: what, the values, and the ratio that is the point; label
- * is what the chart's bar says, in a few words and no comma (gnuplot's
- * reader cuts a string at one even inside quotes). */
-static void row(const char *group, const char *what, const char *label, const char *unit, double ours,
-                double theirs, const char *theirs_name)
-{
-    printf("%-9s %-44s %9.1f %-8s %9.1f %-10s %6.2fx\n", group, what, ours, unit, theirs, theirs_name,
-           ours / theirs);
-    bench_csv_row(csv, group, what, label, unit, ours, theirs_name, theirs);
-    fflush(stdout);
-}
-
-static void note(const char *fmt, const char *arg)
-{
-    printf("  note: ");
-    printf(fmt, arg);
-    printf("\n");
-}
 
 /* ---- the machine: memory bandwidth, for the roofline ---- */
 
@@ -309,25 +273,6 @@ static void bench_conv(void)
 
 /* ---- whole training steps, measured by running the labs ---- */
 
-/* Median images/sec over the progress lines after the first two. */
-static double run_images_per_second(const char *command)
-{
-    FILE *p = popen(command, "r");
-    if (!p)
-        return NAN;
-    char line[512];
-    double v[256];
-    int n = 0, seen = 0;
-    while (fgets(line, sizeof line, p)) {
-        const char *at = strstr(line, "(");
-        double ips;
-        if (strncmp(line, "Step ", 5) == 0 && at && sscanf(at, "(%lf images/sec)", &ips) == 1 && seen++ >= 2 && n < 256)
-            v[n++] = ips;
-    }
-    int status = pclose(p);
-    return status == 0 && n > 0 ? median(v, n) : NAN;
-}
-
 /* A cluster of chapter 3 through the launcher: the sum over workers of each
  * one's median images/sec (its first two progress lines skipped, as above),
  * and the median MB a worker moved per step. */
@@ -360,11 +305,14 @@ static double run_workers_images_per_second(const char *command, int workers, do
     return status == 0 ? total : NAN;
 }
 
-/* Chapter 3 beside chapter 2 on the same two cores: 1 ps + 2 workers, one
- * single-core PoCL device per worker, against two towers on two
- * single-core devices; the same 128 images per worker or tower per step. */
+/* Chapters 3 and 6 beside chapter 2 on the same two cores: 1 ps + 2
+ * workers and 2 allreduce processes, one single-core PoCL device per worker
+ * or process, against two towers on two single-core devices; the same 128
+ * images per worker, process or tower per step. */
 static void bench_between_graph(void)
 {
+    bool allreduce = allreduce_bench_ready();
+    double allreduce_r[ROUNDS];
     const char *towers = ON_POCL_TWO LAB02 " --num_gpus 2 --train_steps 10 --log_every 1 --batch_size 256 --seed 1";
     const char *cluster = ON_POCL LAUNCHER " --ps 1 --workers 2 --grace 30 --deadline 300 -- " LAB03
                           " --train_steps 24 --log_every 1 --batch_size 128 --seed 1";
@@ -375,6 +323,7 @@ static void bench_between_graph(void)
         in_graph_r[r] = run_images_per_second(towers);
         ps_r[r] = run_workers_images_per_second(cluster, 2, &mb_r[r]);
         sync_r[r] = run_workers_images_per_second(sync_cluster, 2, &sync_mb);
+        allreduce_r[r] = allreduce ? run_images_per_second(ALLREDUCE_TWO_PROCESSES) : NAN;
     }
     double in_graph = median(in_graph_r, ROUNDS), ps = median(ps_r, ROUNDS), mb = median(mb_r, ROUNDS);
     row("scaling", "ch3: 1 ps + 2 workers vs ch2's 2 towers", "ch3 1 ps + 2 workers", "img/s", ps, in_graph,
@@ -383,8 +332,19 @@ static void bench_between_graph(void)
         median(sync_r, ROUNDS), in_graph, "2 towers");
     row("scaling", "ch4: 2 sync workers vs 2 async workers", "ch4 2 sync workers", "img/s", median(sync_r, ROUNDS),
         ps, "async");
+    if (allreduce) {
+        double two = median(allreduce_r, ROUNDS);
+        row("scaling", "ch6: allreduce, 2 processes vs ch2's towers", "ch6 allreduce 2 processes", "img/s", two,
+            in_graph, "2 towers");
+        row("scaling", "ch6: allreduce, 2 processes vs ch3's 1 ps + 2", "ch6 allreduce 2 processes", "img/s", two,
+            ps, "1 ps + 2");
+        printf("  ch6 target: allreduce at least 0.9x in-graph: %s (%.2fx)\n",
+               two >= 0.9 * in_graph ? "met" : "MISSED", two / in_graph);
+    } else {
+        note("%s", "no mpirun or no chapter 6 lab (apt-get install libopenmpi-dev openmpi-bin): ch6 rows skipped");
+    }
     printf("  ch3: each worker moves %.1f MB per step (pulls the variables, pushes the gradients)\n", mb);
-    bench_csv_row(csv, "scaling", "ch3 bytes moved per worker step", "ch3 MB per step", "MB", mb, NULL, NAN);
+    bench_csv_row(bench_results, "scaling", "ch3 bytes moved per worker step", "ch3 MB per step", "MB", mb, NULL, NAN);
 }
 
 static double pytorch_images_per_second(void)
@@ -563,7 +523,7 @@ static void bench_scaling(void)
     double ms[] = {b.span_us / 3e3, b.device_us / b.ndevices / 3e3, b.idle_us / 3e3, b.copy_us / 3e3,
                    b.controller_us / 3e3};
     for (int i = 0; i < 5; i++)
-        bench_csv_row(csv, "breakdown", parts[i], parts[i], "ms", ms[i], NULL, NAN);
+        bench_csv_row(bench_results, "breakdown", parts[i], parts[i], "ms", ms[i], NULL, NAN);
 }
 
 int main(int argc, char **argv)
@@ -575,12 +535,12 @@ int main(int argc, char **argv)
                "and writes the rows as CSV (default build/bench/results.csv).\n");
         return 0;
     }
-    csv = fopen(csv_path, "w");
-    if (!csv) {
+    bench_results = fopen(csv_path, "w");
+    if (!bench_results) {
         fprintf(stderr, "bench: cannot write %s\n", csv_path);
         return 1;
     }
-    bench_csv_header(csv);
+    bench_csv_header(bench_results);
     roofline = fopen("build/bench/roofline.csv", "w");
     if (!roofline) {
         fprintf(stderr, "bench: cannot write build/bench/roofline.csv\n");
@@ -602,19 +562,21 @@ int main(int argc, char **argv)
     bench_gemm();
     printf("roofline: GEMM peak %.1f GFLOP/s (OpenBLAS sgemm 1024^3), %.1f GB/s: ridge at %.1f FLOP/byte\n",
            openblas_gflops, bandwidth, openblas_gflops / bandwidth);
-    bench_csv_row(csv, "machine", "memory bandwidth", "memory bandwidth", "GB/s", bandwidth, NULL, NAN);
-    bench_csv_row(csv, "machine", "GEMM peak", "GEMM peak", "GFLOP/s", openblas_gflops, NULL, NAN);
+    bench_csv_row(bench_results, "machine", "memory bandwidth", "memory bandwidth", "GB/s", bandwidth, NULL, NAN);
+    bench_csv_row(bench_results, "machine", "GEMM peak", "GEMM peak", "GFLOP/s", openblas_gflops, NULL, NAN);
     bench_conv();
     bench_training();
     if (pocl_has_two_devices()) {
         bench_scaling();
         bench_between_graph();
+        if (allreduce_bench_ready())
+            bench_allreduce_model();
     } else {
         note("%s", "no two PoCL devices (apt-get install pocl-opencl-icd): the ch2 and ch3 scaling rows are skipped");
     }
     fprintf(roofline, "# peak %.3f bandwidth %.3f\n", openblas_gflops, bandwidth);
     fclose(roofline);
-    fclose(csv);
+    fclose(bench_results);
     printf("rows written to %s\n", csv_path);
     return 0;
 }
