@@ -2,7 +2,8 @@
  * processes beside chapters 2 and 3 (bench.c runs it in their rounds), and
  * the cost model's numbers measured here: alpha and bandwidth of a 2-rank
  * MPI_Allreduce, its time against a memcpy of the same bytes, one worker's
- * compute per step, and the model's N = 2 prediction against the lab. */
+ * compute per step, and the model's N = 2 prediction against the lab at a
+ * batch where compute dominates and one where the allreduce weighs. */
 #ifndef FLOWLAB_BENCH_ALLREDUCE_H
 #define FLOWLAB_BENCH_ALLREDUCE_H
 
