@@ -174,7 +174,7 @@ void bench_allreduce_model(void)
     if (bytes <= 0 || measure_network(bytes, &net) != 0)
         return;
     /* the towers' 128 per process, where compute dominates, and 16, where
-     * the allreduce is a large part of the step and the model has to get it right */
+     * the allreduce and the fixed costs of a step weigh three times more */
     check_model(128, bytes, net);
     check_model(16, bytes, net);
     report_load("after them");
