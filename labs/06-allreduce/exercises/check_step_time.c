@@ -9,8 +9,8 @@
 #include "../../common/check.h"
 
 /* The cluster of the question in step_time.c: 85 ms of compute a step, chapter
- * 1's gradients, 25 Gbit/s links, 50 us of latency. */
-static const step_model stated = {0.085, MODEL_GRADIENT_BYTES, 50e-6, 25e9 / 8, false};
+ * 1's gradients, 25 Gbit/s links, 25 us of latency. */
+static const step_model stated = {0.085, MODEL_GRADIENT_BYTES, 25e-6, 25e9 / 8, false};
 
 static bool near(double got, double want)
 {
@@ -23,7 +23,7 @@ static void check_stated_cluster(void)
     if (step == -2)
         fail("not implemented yet (my_step_seconds returned -2)");
     if (!near(step, want))
-        fail("8 workers, 85 ms of compute, 13.1 MB over 25 Gbit/s with 50 us latency, no overlap: a step takes "
+        fail("8 workers, 85 ms of compute, 13.1 MB over 25 Gbit/s with 25 us latency, no overlap: a step takes "
              "%.3f ms (%.3f ms of it summing); you said %.3f ms", want * 1e3, (want - stated.compute_s) * 1e3,
              step * 1e3);
 }

@@ -12,7 +12,7 @@
  * Then predict, before you run the check: the cluster the check asks about
  * first has 8 workers, each computing for 85 ms a step, chapter 1's 13.1 MB
  * of gradients (MODEL_GRADIENT_BYTES), 25 Gbit/s links (3.125e9 bytes/s) and
- * 50 microseconds of latency. How long is a step without overlap? How much of
+ * 25 microseconds of latency. How long is a step without overlap? How much of
  * it is spent summing, and what is the scaling efficiency (compute time
  * divided by step time)?
  *
