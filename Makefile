@@ -90,7 +90,7 @@ PROVE_FLAGS ?= --failures --comments
 
 test: deps
 	$(MAKE) tests
-	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t
+	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t tests/slurm.t
 
 # ---- labs: each folder labs/NN-name/ holds one program, NN-name/name.c ----
 # Chapter 6's lab is an MPI program of several files, built by mpicc in its own section.
