@@ -90,7 +90,7 @@ PROVE_FLAGS ?= --failures --comments
 
 test: deps
 	$(MAKE) tests
-	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t
+	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t tests/slurm.t
 
 # ---- labs: each folder labs/NN-name/ holds one program, NN-name/name.c ----
 # Chapter 6's lab is an MPI program of several files, built by mpicc in its own section.
@@ -461,11 +461,18 @@ MPICC      ?= mpicc
 LAB06      := $(BUILD)/labs/06-allreduce/allreduce
 LAB06_SRC  := $(wildcard labs/06-allreduce/*.c)
 RING_CHECK := $(BUILD)/tests/mpi/ring_check
+# --allreduce nccl: NCCL ships with the CUDA toolkit; built in when CUDA is and nccl.h is there.
+ifeq ($(CUDA_OK),yes)
+ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
+LAB06_NCCL_FLAGS := -DFL_HAVE_NCCL -I$(CUDA_HOME)/include
+LAB06_NCCL_LIBS  := -L$(CUDA_HOME)/lib64 -lnccl
+endif
+endif
 ifneq ($(shell command -v $(MPICC) 2>/dev/null),)
 labs: $(LAB06)
-$(LAB06): $(LAB06_SRC) $(wildcard labs/06-allreduce/*.h) $(LAB_COMMON) $(LIB)
+$(LAB06): $(LAB06_SRC) $(wildcard labs/06-allreduce/*.h) $(LAB_COMMON) $(LIB) $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(LAB06_SRC) -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+	$(MPICC) $(CFLAGS) $(LAB06_NCCL_FLAGS) $(LAB06_SRC) -o $@ $(LDFLAGS) $(LIB) $(LAB06_NCCL_LIBS) $(LDLIBS)
 
 $(RING_CHECK): tests/mpi/ring_check.c labs/06-allreduce/ring_allreduce.c labs/06-allreduce/ring_allreduce.h
 	@mkdir -p $(dir $@)
