@@ -49,10 +49,10 @@ static void test_fusion_judge(void)
         {"with another run's loss", "loss", .loss = 0.9},
         {"with a speed of 0", "not a speed", .change = true, .row = 2, .run = 1, .speed = 0},
         {"with one threshold 3x faster", "differ by", .change = true, .row = 2, .run = 0, .speed = 4100},
-        {"naming a best its numbers do not support", "fastest runs say", .best = 1048576},
+        {"naming a best its numbers do not support", "fastest runs say", .best = 67108864},
         {"calling a difference within the noise clear", "should be false", .flip_clear = true},
-        /* 64 MiB's second run now beats 1 MiB's fastest, 1353.6: clearly best. */
-        {"calling a clear difference noise", "should be true", .change = true, .row = 4, .run = 1, .speed = 1359},
+        /* 1 MiB's second fastest run now beats 64 KiB's fastest, 1173.4: clearly best. */
+        {"calling a clear difference noise", "should be true", .change = true, .row = 2, .run = 0, .speed = 1180},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = judge_changed(&bad[i], why, sizeof why);
