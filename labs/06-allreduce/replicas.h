@@ -14,7 +14,7 @@
 #define MAX_REPLICA_VARIABLES 64 /* the model and Adam hold 26 */
 
 /* How the gradients are summed (--allreduce). */
-typedef enum { ALLREDUCE_MPI, ALLREDUCE_RING } allreduce_algorithm;
+typedef enum { ALLREDUCE_MPI, ALLREDUCE_RING, ALLREDUCE_NCCL } allreduce_algorithm;
 
 /* Every global variable (Adam's slots and the global step too), with a
  * placeholder and an assign per variable so that a run can write values in. */
@@ -35,8 +35,8 @@ int variable_io_build(fl_graph *g, variable_io *io);
 int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm comm);
 
 /* Replaces each float32 tensor by its mean over the ranks of comm: summed
- * in one buffer by MPI_Allreduce or the ring, then divided by the number of
- * ranks. Returns 0, or -1 with replicas_error() saying why. */
+ * in one buffer by MPI_Allreduce, the ring or NCCL (opened first with
+ * nccl_open), then divided by the number of ranks. Returns 0, or -1 with replicas_error() saying why. */
 int average_across_ranks(fl_tensor *const *tensors, int n, allreduce_algorithm algorithm,
                          MPI_Comm comm);
 
