@@ -380,13 +380,16 @@ EX06_H      := $(wildcard $(EX06_DIR)/*.h) $(EXERCISE_CHECK_H)
 # The reduce-scatter check includes the lab's ring_allreduce.c for its all-gather.
 EX06_RING   := labs/06-allreduce/ring_allreduce.c labs/06-allreduce/ring_allreduce.h
 
-$(EX06_OUT)/check_%: $(EX06_DIR)/check_%.c $(EX06_DIR)/%.c $(EX06_H) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(EX06_DIR) $(EX06_DIR)/check_$*.c $(EX06_DIR)/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+# The step-time check holds answers against the lab's cost model (cost_model.c).
+EX06_MODEL  := labs/06-allreduce/cost_model.c
 
-$(EX06_OUT)/solutions/check_%: $(EX06_DIR)/check_%.c $(EX06_DIR)/solutions/%.c $(EX06_H) $(LIB)
+$(EX06_OUT)/check_%: $(EX06_DIR)/check_%.c $(EX06_DIR)/%.c $(EX06_H) $(EX06_MODEL) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(EX06_DIR) $(EX06_DIR)/check_$*.c $(EX06_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -I$(EX06_DIR) $(EX06_DIR)/check_$*.c $(EX06_DIR)/$*.c $(EX06_MODEL) -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+$(EX06_OUT)/solutions/check_%: $(EX06_DIR)/check_%.c $(EX06_DIR)/solutions/%.c $(EX06_H) $(EX06_MODEL) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX06_DIR) $(EX06_DIR)/check_$*.c $(EX06_DIR)/solutions/$*.c $(EX06_MODEL) -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
 $(EX06_OUT)/check_reduce_scatter: $(EX06_DIR)/check_reduce_scatter.c $(EX06_DIR)/reduce_scatter.c $(EX06_H) $(EX06_RING)
 	@mkdir -p $(dir $@)
@@ -400,6 +403,7 @@ $(EX06_OUT)/solutions/check_reduce_scatter: $(EX06_DIR)/check_reduce_scatter.c $
 # also includes fusion_judge.h to hold tables it should refuse against it.
 $(BUILD)/tests/test_lab06_exercises: $(EX06_CHECKS) $(EX06_SOLVED)
 $(BUILD)/tests/test_lab06_exercises: private CFLAGS += -I$(EX06_DIR)
+$(BUILD)/tests/test_lab06_exercises: $(EX06_MODEL) labs/06-allreduce/cost_model.h
 # ==== end of chapter 6's exercises ====
 
 # ==== make exercises: every chapter's checks against your files, in chapter order ====
