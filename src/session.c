@@ -315,7 +315,8 @@ static int sweep(fl_session *s, int npending, int *oldest)
         }
         s->pending[kept++] = n->id;
     }
-    return kept;
+    /* Fetches finished meanwhile go to fetch_ready now, not at the end. */
+    return fl_session_fetch_finished(s) == 0 ? kept : -1;
 }
 
 /* Hands every needed node to its device. A sweep issues all that can go;
@@ -334,7 +335,7 @@ static int execute(fl_session *s)
             s->pending[npending++] = id;
     while (npending > 0) {
         int oldest, kept = sweep(s, npending, &oldest);
-        if (kept < 0 || fl_session_fetch_finished(s) != 0)
+        if (kept < 0)
             return -1;
         if (kept == npending) { /* nothing could start: wait for the oldest mark */
             if (oldest < 0) /* creation order is topological: cannot happen */

@@ -80,7 +80,7 @@ static int reduce_bucket(reducer *r, int from, int n)
         snprintf(name, sizeof name, "%s %d tensor%s, %.2f MB",
                  r->plan.algorithm == ALLREDUCE_RING ? "ring allreduce" : "MPI_Allreduce", n,
                  n == 1 ? "" : "s", count * 4 / 1e6);
-        fl_session_trace_event(r->plan.trace, "allreduce collectives", name, began,
+        fl_session_trace_event(r->plan.trace, "collectives", name, began,
                                monotonic_us());
     }
     for (size_t k = start; k < start + count; k++)
