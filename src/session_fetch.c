@@ -76,22 +76,6 @@ static int finished(fl_session *s, fl_slot *slot, const fl_node *n, bool block)
     return reached;
 }
 
-int fl_session_fetch_finished(fl_session *s)
-{
-    fl_run_fetches *r = s->run;
-    if (!r || !r->options || !r->options->fetch_ready)
-        return 0;
-    for (int i = 0; i < r->n; i++) {
-        fl_slot *slot = &s->slots[r->fetches[i]->id];
-        if (r->delivered[i] || !slot->issued)
-            continue;
-        int done = finished(s, slot, r->fetches[i], false);
-        if (done < 0 || (done == 1 && hand_over(s, i) != 0))
-            return -1;
-    }
-    return 0;
-}
-
 /* The fetch not handed over yet whose value has the oldest mark (on an
  * in-order queue, the first to finish); -1 when none has a mark. */
 static int oldest_marked(const fl_session *s)
@@ -106,6 +90,29 @@ static int oldest_marked(const fl_session *s)
             oldest = i;
     }
     return oldest;
+}
+
+/* Marked values in the order of their marks, while the oldest has passed
+ * (on an in-order queue the younger ones cannot have); host values, which
+ * are finished once issued, as they come. */
+int fl_session_fetch_finished(fl_session *s)
+{
+    fl_run_fetches *r = s->run;
+    if (!r || !r->options || !r->options->fetch_ready)
+        return 0;
+    for (int i; (i = oldest_marked(s)) >= 0;) {
+        int done = finished(s, &s->slots[r->fetches[i]->id], r->fetches[i], false);
+        if (done < 0 || (done == 1 && hand_over(s, i) != 0))
+            return -1;
+        if (done == 0)
+            break;
+    }
+    for (int i = 0; i < r->n; i++) {
+        const fl_slot *slot = &s->slots[r->fetches[i]->id];
+        if (!r->delivered[i] && slot->issued && slot->device->is_host && hand_over(s, i) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* Without fetch_ready: queue every copy, then wait once. */

@@ -43,7 +43,8 @@ typedef struct {
     long fusion_threshold;       /* bytes fused into one collective at most */
 } allreduce_flags;
 
-#define DEFAULT_FUSION_THRESHOLD (64L << 20) /* Horovod's HOROVOD_FUSION_THRESHOLD */
+/* HOROVOD_FUSION_THRESHOLD's default until Horovod 0.21, which made it 128 MiB. */
+#define DEFAULT_FUSION_THRESHOLD (64L << 20)
 
 /* This process's place in the job. */
 typedef struct {
@@ -64,8 +65,8 @@ static void usage(FILE *out)
             "                        soon as it is ready, during the backward pass; off: all of\n"
             "                        them after it, on the main thread\n"
             "  --fusion_threshold BYTES  gradients ready together are fused into one collective\n"
-            "                        of at most BYTES (default 67108864, 64 MiB, as Horovod);\n"
-            "                        0: one collective per gradient\n"
+            "                        of at most BYTES (default 67108864, 64 MiB, as Horovod\n"
+            "                        before 0.21); 0: one collective per gradient\n"
             "  --device D            each process's device (default /gpu:0; falls back to /cpu:0)\n"
             "  --batch_size N        examples per step across all processes, the global batch;\n"
             "                        each gets N / processes (default 128)\n"
