@@ -91,7 +91,7 @@ PROVE_FLAGS ?= --failures --comments
 
 test: deps
 	$(MAKE) tests
-	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t
+	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t tests/slurm.t
 
 # ---- labs: each folder labs/NN-name/ holds one program, NN-name/name.c ----
 # Chapter 6's lab is an MPI program of several files, built by mpicc in its own section.
@@ -359,6 +359,46 @@ figures-04: $(LAB03) $(LAUNCHER) $(BUILD)/labs/tools/trace_timeline
 .PHONY: figures-04
 # ==== end of chapter 4 ====
 
+# ==== chapter 6 (labs/06-allreduce): exercises ====
+#   make exercises / exercises-solutions cover this chapter too. The step-time
+#   and fusion-threshold checks run offline; the reduce-scatter check is built
+#   with mpicc (left out where there is none) and starts itself under
+#   `mpirun -np 2` and `-np 3`, with the lab's real all-gather.
+MPICC       ?= mpicc
+EX06_DIR    := labs/06-allreduce/exercises
+EX06_NAMES  := step_time fusion_threshold
+ifneq ($(shell command -v $(MPICC) 2>/dev/null),)
+EX06_NAMES  := reduce_scatter $(EX06_NAMES)
+endif
+EX06_OUT    := $(BUILD)/exercises/06-allreduce
+EX06_CHECKS := $(patsubst %,$(EX06_OUT)/check_%,$(EX06_NAMES))
+EX06_SOLVED := $(patsubst %,$(EX06_OUT)/solutions/check_%,$(EX06_NAMES))
+EX06_H      := $(wildcard $(EX06_DIR)/*.h) $(EXERCISE_CHECK_H)
+# The reduce-scatter check includes the lab's ring_allreduce.c for its all-gather.
+EX06_RING   := labs/06-allreduce/ring_allreduce.c labs/06-allreduce/ring_allreduce.h
+
+$(EX06_OUT)/check_%: $(EX06_DIR)/check_%.c $(EX06_DIR)/%.c $(EX06_H) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX06_DIR) $(EX06_DIR)/check_$*.c $(EX06_DIR)/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+$(EX06_OUT)/solutions/check_%: $(EX06_DIR)/check_%.c $(EX06_DIR)/solutions/%.c $(EX06_H) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX06_DIR) $(EX06_DIR)/check_$*.c $(EX06_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+$(EX06_OUT)/check_reduce_scatter: $(EX06_DIR)/check_reduce_scatter.c $(EX06_DIR)/reduce_scatter.c $(EX06_H) $(EX06_RING)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -I$(EX06_DIR) $(EX06_DIR)/check_reduce_scatter.c $(EX06_DIR)/reduce_scatter.c -o $@ $(LDFLAGS) -lm
+
+$(EX06_OUT)/solutions/check_reduce_scatter: $(EX06_DIR)/check_reduce_scatter.c $(EX06_DIR)/solutions/reduce_scatter.c $(EX06_H) $(EX06_RING)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -I$(EX06_DIR) $(EX06_DIR)/check_reduce_scatter.c $(EX06_DIR)/solutions/reduce_scatter.c -o $@ $(LDFLAGS) -lm
+
+# tests/test_lab06_exercises runs the checks, so they are built first; it
+# also includes fusion_judge.h to hold tables it should refuse against it.
+$(BUILD)/tests/test_lab06_exercises: $(EX06_CHECKS) $(EX06_SOLVED)
+$(BUILD)/tests/test_lab06_exercises: private CFLAGS += -I$(EX06_DIR)
+# ==== end of chapter 6's exercises ====
+
 # ==== make exercises: every chapter's checks against your files, in chapter order ====
 # Failing checks are expected until you solve them; each FAIL line names the
 # file to edit, and the exit status is non-zero while any exercise fails.
@@ -367,21 +407,23 @@ figures-04: $(LAB03) $(LAUNCHER) $(BUILD)/labs/tools/trace_timeline
 run_exercise_checks = pass=0; for t in $(2); do if ./$$t; then pass=$$((pass + 1)); else failed=1; fi; done; \
 	echo "chapter $(1): $$pass of $(words $(2)) exercises pass";
 
-exercises: $(EX01_CHECKS) $(EX02_CHECKS) $(EX03_CHECKS) $(EX04_CHECKS)
+exercises: $(EX01_CHECKS) $(EX02_CHECKS) $(EX03_CHECKS) $(EX04_CHECKS) $(EX06_CHECKS)
 	@failed=0; \
 	 $(call run_exercise_checks,1,$(EX01_CHECKS)) \
 	 $(call run_exercise_checks,2,$(EX02_CHECKS)) \
 	 $(call run_exercise_checks,3,$(EX03_CHECKS)) \
 	 $(call run_exercise_checks,4,$(EX04_CHECKS)) \
+	 $(call run_exercise_checks,6,$(EX06_CHECKS)) \
 	 exit $$failed
 
 # The same checks against the reference solutions: fails unless all pass.
-exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED) $(EX03_SOLVED) $(EX04_SOLVED)
+exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED) $(EX03_SOLVED) $(EX04_SOLVED) $(EX06_SOLVED)
 	@failed=0; \
 	 $(call run_exercise_checks,1,$(EX01_SOLVED)) \
 	 $(call run_exercise_checks,2,$(EX02_SOLVED)) \
 	 $(call run_exercise_checks,3,$(EX03_SOLVED)) \
 	 $(call run_exercise_checks,4,$(EX04_SOLVED)) \
+	 $(call run_exercise_checks,6,$(EX06_SOLVED)) \
 	 exit $$failed
 
 # ==== the book's program output (not part of `make test`; regenerate by hand, like figures) ====
@@ -420,11 +462,18 @@ MPICC      ?= mpicc
 LAB06      := $(BUILD)/labs/06-allreduce/allreduce
 LAB06_SRC  := $(wildcard labs/06-allreduce/*.c)
 RING_CHECK := $(BUILD)/tests/mpi/ring_check
+# --allreduce nccl: NCCL ships with the CUDA toolkit; built in when CUDA is and nccl.h is there.
+ifeq ($(CUDA_OK),yes)
+ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
+LAB06_NCCL_FLAGS := -DFL_HAVE_NCCL -I$(CUDA_HOME)/include
+LAB06_NCCL_LIBS  := -L$(CUDA_HOME)/lib64 -lnccl
+endif
+endif
 ifneq ($(shell command -v $(MPICC) 2>/dev/null),)
 labs: $(LAB06)
-$(LAB06): $(LAB06_SRC) $(wildcard labs/06-allreduce/*.h) $(LAB_COMMON) $(LIB)
+$(LAB06): $(LAB06_SRC) $(wildcard labs/06-allreduce/*.h) $(LAB_COMMON) $(LIB) $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(LAB06_SRC) -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+	$(MPICC) $(CFLAGS) $(LAB06_NCCL_FLAGS) $(LAB06_SRC) -o $@ $(LDFLAGS) $(LIB) $(LAB06_NCCL_LIBS) $(LDLIBS)
 
 $(RING_CHECK): tests/mpi/ring_check.c labs/06-allreduce/ring_allreduce.c labs/06-allreduce/ring_allreduce.h
 	@mkdir -p $(dir $@)

@@ -30,6 +30,49 @@ fl_cluster *fl_cluster_from_tf_config(const char *json);
 fl_cluster *fl_cluster_from_tf_config_env(void);
 void fl_cluster_free(fl_cluster *cluster);
 
+/* Launchers (chapter 6): the cluster from the variables a launcher gives
+ * each process it starts, as TensorFlow's cluster resolvers read them.
+ * A launcher says only which of N ranks a process is; num_ps of them are
+ * made ps tasks and the rest workers, the ps taken first as TensorFlow's
+ * SlurmClusterResolver does (ranks 0..num_ps-1 are ps 0..num_ps-1, rank
+ * num_ps is worker 0, ...). Tasks listen on consecutive ports per node
+ * from port_base (TensorFlow uses 8888): the second task on a node gets
+ * port_base + 1. NULL, with fl_last_error() naming the variable at fault,
+ * when a variable is malformed or they disagree.
+ *
+ *   Slurm (srun): SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST
+ *     ("n[1-3,7]", expanded) and SLURM_STEP_TASKS_PER_NODE ("2(x3),1": two
+ *     tasks on each of the first three nodes, one on the fourth). Ranks fill
+ *     the nodes in order, as Slurm's default block distribution places
+ *     them (TensorFlow assumes the same; --distribution=cyclic breaks it). */
+fl_cluster *fl_cluster_from_slurm(int num_ps, int port_base);
+/*   Open MPI (mpirun): OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
+ *     OMPI_COMM_WORLD_LOCAL_RANK and OMPI_COMM_WORLD_LOCAL_SIZE;
+ *   MPICH (Hydra's mpiexec): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID and
+ *     MPI_LOCALNRANKS, read when Open MPI's are not set.
+ *   Neither says which host the other ranks run on, so every rank must be
+ *   on this node (local size = size): the tasks are 127.0.0.1:port_base+rank.
+ *   Across nodes, launch with srun or give TF_CONFIG. */
+fl_cluster *fl_cluster_from_mpi_launcher(int num_ps, int port_base);
+
+/* Which source fl_cluster_from_environment will read, in this order:
+ *   1. "TF_CONFIG", when it is set: written on purpose for this task (it is
+ *      TensorFlow's default resolver), it wins over whatever launched us.
+ *   2. "Slurm", when SLURM_PROCID is set and srun started this process
+ *      itself: either no MPI launcher's variables are set, or they agree
+ *      with Slurm's (same rank and size, as under srun --mpi=pmix or pmi2).
+ *      Slurm ahead of MPI because only Slurm's variables name the hosts.
+ *   3. "Open MPI", then "MPICH", when their rank is set. An mpirun run
+ *      inside a Slurm step (srun -n1 mpirun -np 3 ...) hands every rank the
+ *      step's SLURM_PROCID=0 and SLURM_STEP_NUM_TASKS=1; their disagreement
+ *      with OMPI_COMM_WORLD_* is how step 2 knows to leave them to mpirun.
+ * NULL when none is set. A program's own flags (--ps_hosts, ...) come
+ * before all of these; the labs read them first. */
+const char *fl_cluster_environment_source(void);
+/* The cluster from that source; NULL with fl_last_error() saying why (also
+ * when there is none: "no cluster in the environment: ..."). */
+fl_cluster *fl_cluster_from_environment(int num_ps, int port_base);
+
 /* The local task: this process. */
 const char *fl_cluster_job_name(const fl_cluster *cluster); /* "ps", "worker", "chief" */
 int fl_cluster_task_index(const fl_cluster *cluster);

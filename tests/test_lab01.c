@@ -250,30 +250,55 @@ static double images_per_sec(const run_result *r, long step)
     return rate;
 }
 
-/* A batch larger than the data holds only the data: 100 examples in a batch
- * of 512 take as long as in a batch of 100, so the speeds must be alike
- * (counting the nominal 512 would make the first 5.12 times the second). */
-static void test_speed_of_short_batches(void)
+static int by_value(const void *a, const void *b)
 {
-    const char *common = "--device /cpu:0 --max_examples 100 --log_every 1 --seed 5 "
-                         "--train_steps 4";
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Speed of a batch of 512 over that of a batch of 100, both holding the
+ * same 100 examples: the median over steps 1-5 of the per-step ratio (step
+ * 0 is slower while buffers are made), -1 when a run failed. */
+static double short_batch_speed_ratio(void)
+{
+    const char *common = "--device /cpu:0 --max_examples 100 --log_every 1 --seed 5 --train_steps 6";
     char args[512];
     snprintf(args, sizeof args, "%s --batch_size 512", common);
     run_result large = run_lab(args);
     snprintf(args, sizeof args, "%s --batch_size 100", common);
     run_result exact = run_lab(args);
-    double ratio = 0;
-    bool measured = true;
-    for (long step = 1; step < 4; step++) { /* step 0 is slower while buffers are made */
+    double ratios[5];
+    int n = 0;
+    for (long step = 1; step <= 5; step++) {
         double a = images_per_sec(&large, step), b = images_per_sec(&exact, step);
-        measured = measured && a > 0 && b > 0;
-        ratio += measured ? a / b / 3 : 0;
+        if (a > 0 && b > 0)
+            ratios[n++] = a / b;
     }
-    ok(large.status == 0 && measured && ratio < 2.5,
-       "images/sec counts the examples a batch holds, not --batch_size "
-       "(batch 512 vs 100 of 100 examples: %.2fx)", ratio);
+    bool ran = large.status == 0 && exact.status == 0 && n == 5;
     free(large.out);
     free(exact.out);
+    if (!ran)
+        return -1;
+    qsort(ratios, (size_t)n, sizeof ratios[0], by_value);
+    return ratios[n / 2];
+}
+
+/* A batch larger than the data holds only the data: 100 examples in a batch
+ * of 512 take as long as in a batch of 100, so the speeds must be alike;
+ * counting the nominal 512 would make the first 5.12 times the second, in
+ * every run. A busy machine can slow one run of a pair, so a pair over the
+ * bound is measured again, up to three times: the bug fails all three. */
+static void test_speed_of_short_batches(void)
+{
+    double ratio = -1;
+    int pairs = 0;
+    while (pairs < 3 && (ratio < 0 || ratio >= 2.5)) {
+        ratio = short_batch_speed_ratio();
+        pairs++;
+    }
+    ok(ratio > 0 && ratio < 2.5,
+       "images/sec counts the examples a batch holds, not --batch_size "
+       "(batch 512 vs 100 of 100 examples: %.2fx, median of 5 steps, pair %d of at most 3)", ratio, pairs);
 }
 
 static void test_pictures(void)

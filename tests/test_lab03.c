@@ -96,9 +96,24 @@ static void test_flags(void)
     ok(r.status == 2, "a misspelt --job_name exits 2");
     contains(r.out, "--job_name \"wroker\": not one of ps, worker, chief", "naming the flag and the choices");
     free(r.out);
-    r = run_env("env -u TF_CONFIG", "--train_steps 1");
+    /* Not even a launcher's variables: as when run by hand, also inside an srun or mpirun. */
+    r = run_env("env -u TF_CONFIG -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMI_RANK", "--train_steps 1");
     ok(r.status == 2, "no cluster at all exits 2");
     contains(r.out, "no cluster: give --ps_hosts, --worker_hosts and --job_name, or TF_CONFIG", "saying what to give");
+    free(r.out);
+    /* A launcher's tasks (tests/slurm.t runs them): the ps are taken first, so one task is too few. */
+    r = run_env("env -u TF_CONFIG -u OMPI_COMM_WORLD_RANK -u PMI_RANK SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=1 "
+                "SLURM_STEP_NODELIST=localhost SLURM_STEP_TASKS_PER_NODE=1", "--train_steps 1");
+    ok(r.status == 2, "srun with one task and the default --num_ps 1 exits 2");
+    contains(r.out, "1 ps task and 1 task in all (SLURM_STEP_NUM_TASKS)", "naming the launcher's variable");
+    contains(r.out, "--num_ps", "and the flag that decides it");
+    free(r.out);
+    r = run_lab("--port_base 65536");
+    ok(r.status == 2 && r.out && strstr(r.out, "--port_base: '65536'"), "a --port_base above 65535 is refused");
+    free(r.out);
+    r = run_lab("--help");
+    contains(r.out, "--num_ps N", "--help documents --num_ps");
+    contains(r.out, "--port_base P", "and --port_base");
     free(r.out);
     r = run_lab("--ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --job_name=worker --ps_strategy=random");
     ok(r.status == 2 && r.out && strstr(r.out, "--ps_strategy"), "an unknown --ps_strategy is refused by name");

@@ -10,7 +10,11 @@
  * examples use (or let labs/tools/launch_cluster do it):
  *   between_graph --ps_hosts=127.0.0.1:2222 --worker_hosts=127.0.0.1:2223,127.0.0.1:2224 \
  *                 --job_name=worker --task_index=0
- * or give the cluster in TF_CONFIG instead of the four flags.
+ * or give the cluster in TF_CONFIG instead of the four flags, or let a
+ * cluster's launcher start the tasks (chapter 6): under `srun -n 3` or
+ * `mpirun -np 3` the first --num_ps ranks become the ps tasks and the rest
+ * workers, on ports from --port_base, as TensorFlow's SlurmClusterResolver
+ * does.
  *
  * Lines `// [book:NAME]` ... `// [end:NAME]` mark the regions the book quotes. */
 #include <stdbool.h>
@@ -33,6 +37,7 @@ typedef struct {
     const char *ps_hosts, *worker_hosts, *job_name, *device, *ps_strategy;
     const char *cluster_graph; /* a worker writes who it talked to, and how much */
     long task_index;
+    long num_ps, port_base;    /* a launcher's tasks: how many are ps, their first port */
     bool sync_replicas;        /* chapter 4: synchronous updates */
     long replicas_to_aggregate, total_num_replicas; /* 0: the number of workers */
 } cluster_flags;
@@ -41,13 +46,20 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: %s --ps_hosts H:P,... --worker_hosts H:P,... --job_name ps|worker --task_index N [flags]\n"
+            "   or: srun -n N %s [--num_ps M] [flags]   (or mpirun -np N, or TF_CONFIG set)\n"
             "Chapter 3: trains chapter 1's network by between-graph replication. Run one process per\n"
             "task (labs/tools/launch_cluster starts them all); the ps tasks hold the variables, the\n"
             "workers train asynchronously and print their progress with the global step.\n"
             "  --ps_hosts H:P,...    the ps tasks' addresses (may be empty: no ps)\n"
             "  --worker_hosts H:P,...  the worker tasks' addresses\n"
-            "  --job_name ps|worker  this task's job; without the cluster flags, TF_CONFIG is read\n"
+            "  --job_name ps|worker  this task's job; without the cluster flags, TF_CONFIG is read, else the\n"
+            "                        launcher's variables: Slurm's srun (SLURM_PROCID, SLURM_STEP_NODELIST, ...),\n"
+            "                        Open MPI's mpirun (OMPI_COMM_WORLD_RANK, ...) or MPICH's (PMI_RANK, ...)\n"
             "  --task_index N        this task's index in its job (default 0)\n"
+            "  --num_ps N            with a launcher: its first N ranks are the ps tasks, the rest workers\n"
+            "                        (default 1)\n"
+            "  --port_base P         with a launcher: the tasks on one node listen on P, P+1, ... (default 8888,\n"
+            "                        as TensorFlow's SlurmClusterResolver)\n"
             "  --device D            a worker's device for the model (default /gpu:0; falls back to /cpu:0)\n"
             "  --ps_strategy S       round_robin (default) or greedy: how variables are spread on the ps tasks;\n"
             "                        every worker must use the same one\n"
@@ -64,7 +76,15 @@ static void usage(FILE *out)
             "  --batch_size N        examples per step on each worker (default 128)\n"
             TRAINING_FLAGS_HELP
             "Tasks wait for each other (FLOWLAB_TASK_DEADLINE seconds, default 120) and say so every 5 s.\n",
-            program);
+            program, program);
+}
+
+static long parse_port_base(const char *flag, const char *value)
+{
+    long port = parse_count(program, flag, value, 1);
+    if (port > 65535)
+        bad_flag(program, flag, value, "it must be a port from 1 to 65535");
+    return port;
 }
 
 static void set_cluster_flag(const char *flag, const char *value, void *options)
@@ -82,6 +102,10 @@ static void set_cluster_flag(const char *flag, const char *value, void *options)
         c->cluster_graph = value;
     else if (strcmp(flag, "--task_index") == 0)
         c->task_index = parse_count(program, flag, value, 0);
+    else if (strcmp(flag, "--num_ps") == 0)
+        c->num_ps = parse_count(program, flag, value, 0);
+    else if (strcmp(flag, "--port_base") == 0)
+        c->port_base = parse_port_base(flag, value);
     else if (strcmp(flag, "--replicas_to_aggregate") == 0)
         c->replicas_to_aggregate = parse_count(program, flag, value, 1);
     else if (strcmp(flag, "--total_num_replicas") == 0)
@@ -96,18 +120,31 @@ static void set_cluster_flag(const char *flag, const char *value, void *options)
         bad_flag(program, flag, value, "round_robin or greedy");
 }
 
-/* The cluster from the four flags, or from TF_CONFIG when none is given. */
+/* The cluster from the four flags; without them from the environment:
+ * TF_CONFIG, else the variables of the launcher that started this task. */
 static fl_cluster *read_cluster(const cluster_flags *c)
 {
     bool any = c->ps_hosts || c->worker_hosts || c->job_name;
-    fl_cluster *cluster = any ? fl_cluster_from_flags(c->ps_hosts, c->worker_hosts, c->job_name, (int)c->task_index)
-                              : fl_cluster_from_tf_config_env();
-    if (!cluster) {
-        fprintf(stderr, "%s: %s (see --help)\n", program,
-                any || getenv("TF_CONFIG") ? fl_last_error()
-                                           : "no cluster: give --ps_hosts, --worker_hosts and --job_name, or TF_CONFIG");
+    const char *source = any ? "flags" : fl_cluster_environment_source();
+    if (!source) {
+        fprintf(stderr, "%s: no cluster: give --ps_hosts, --worker_hosts and --job_name, or TF_CONFIG (see --help)\n",
+                program);
         exit(2);
     }
+    bool launcher = !any && strcmp(source, "TF_CONFIG") != 0;
+    fl_cluster *cluster = any ? fl_cluster_from_flags(c->ps_hosts, c->worker_hosts, c->job_name, (int)c->task_index)
+                              : fl_cluster_from_environment((int)c->num_ps, (int)c->port_base);
+    if (!cluster) {
+        fprintf(stderr, "%s: %s%s (see --help)\n", program, fl_last_error(),
+                launcher ? "; --num_ps and --port_base say how the launcher's tasks are used" : "");
+        exit(2);
+    }
+    if (launcher) /* "worker 1 from Slurm's variables: 1 ps and 2 workers; listening on vm:8890" */
+        printf("%s %d from %s's variables: %d ps and %d workers; listening on %s:%d\n", fl_cluster_job_name(cluster),
+               fl_cluster_task_index(cluster), source, fl_cluster_num_tasks(cluster, "ps"),
+               fl_cluster_num_tasks(cluster, "worker"),
+               fl_cluster_task_host(cluster, fl_cluster_job_name(cluster), fl_cluster_task_index(cluster)),
+               fl_cluster_task_port(cluster, fl_cluster_job_name(cluster), fl_cluster_task_index(cluster)));
     return cluster;
 }
 
@@ -432,11 +469,12 @@ static void check_replicas(const fl_cluster *cluster, cluster_flags *c)
 int main(int argc, char **argv)
 {
     training_flags o = training_flags_defaults(program);
-    cluster_flags c = {.device = "/gpu:0", .ps_strategy = "round_robin"};
+    cluster_flags c = {.device = "/gpu:0", .ps_strategy = "round_robin", .num_ps = 1, .port_base = 8888};
     static const char *const names[] = {"--ps_hosts", "--worker_hosts", "--job_name", "--task_index", "--device",
                                         "--ps_strategy", "--cluster_graph", "--sync_replicas",
-                                        "--replicas_to_aggregate", "--total_num_replicas"};
-    lab_flags extra = {names, 10, set_cluster_flag, &c};
+                                        "--replicas_to_aggregate", "--total_num_replicas", "--num_ps",
+                                        "--port_base"};
+    lab_flags extra = {names, sizeof names / sizeof *names, set_cluster_flag, &c};
     parse_flags(argc, argv, &o, &extra, usage);
     fl_cluster *cluster = read_cluster(&c);
     check_replicas(cluster, &c);

@@ -28,6 +28,7 @@
 #include "../common/flags.h"
 #include "../common/model.h"
 #include "../common/train_loop.h"
+#include "nccl_allreduce.h"
 #include "reducer.h"
 #include "replicas.h"
 
@@ -60,7 +61,9 @@ static void usage(FILE *out)
             "processes (allreduce), averaged and applied by each. Rank 0 prints the progress\n"
             "and the test accuracy; every rank prints a checksum of its variables at the end.\n"
             "Each process gets one single-core PoCL device unless POCL_DEVICES is set.\n"
-            "  --allreduce mpi|ring  sum with MPI_Allreduce (default) or the ring of this lab\n"
+            "  --allreduce mpi|ring|nccl  sum with MPI_Allreduce (default), the ring of this lab,\n"
+            "                        or NCCL on each rank's GPU (CUDA builds with NCCL; one GPU\n"
+            "                        per rank, e.g. CUDA_VISIBLE_DEVICES set per rank)\n"
             "  --overlap on|off      on (default): a communication thread sums each gradient as\n"
             "                        soon as it is ready, during the backward pass; off: all of\n"
             "                        them after it, on the main thread\n"
@@ -77,9 +80,11 @@ static void set_allreduce_flag(const char *flag, const char *value, void *option
 {
     allreduce_flags *a = options;
     if (strcmp(flag, "--allreduce") == 0) {
-        if (strcmp(value, "mpi") != 0 && strcmp(value, "ring") != 0)
-            bad_flag(program, flag, value, "it must be mpi or ring");
-        a->algorithm = strcmp(value, "ring") == 0 ? ALLREDUCE_RING : ALLREDUCE_MPI;
+        if (strcmp(value, "mpi") != 0 && strcmp(value, "ring") != 0 && strcmp(value, "nccl") != 0)
+            bad_flag(program, flag, value, "it must be mpi, ring or nccl");
+        a->algorithm = strcmp(value, "ring") == 0   ? ALLREDUCE_RING
+                       : strcmp(value, "nccl") == 0 ? ALLREDUCE_NCCL
+                                                    : ALLREDUCE_MPI;
     } else if (strcmp(flag, "--overlap") == 0) {
         if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
             bad_flag(program, flag, value, "it must be on or off");
@@ -370,7 +375,9 @@ static void report_devices(const allreduce_flags *a, const job *j)
     const fl_device_info *found = NULL;
     for (int i = 0; i < count; i++)
         found = strcmp(devices[i].name, wanted) == 0 ? &devices[i] : found;
-    const char *sum = a->algorithm == ALLREDUCE_RING ? "the ring allreduce" : "MPI_Allreduce";
+    const char *sum = a->algorithm == ALLREDUCE_RING   ? "the ring allreduce"
+                      : a->algorithm == ALLREDUCE_NCCL ? "ncclAllReduce"
+                                                       : "MPI_Allreduce";
     if (found)
         printf("%d process%s, each training on its own %s (%s, %s); gradients summed by %s",
                j->size, j->size == 1 ? "" : "es", wanted, found->description, found->backend, sum);
@@ -449,6 +456,12 @@ int main(int argc, char **argv)
         return 1;
     }
     long total_steps = plan_steps(&o, &data, &j);
+    char why[256];
+    if (a.algorithm == ALLREDUCE_NCCL && nccl_open(MPI_COMM_WORLD, why, sizeof why) != 0) {
+        fprintf(stderr, "%s: rank %d: --allreduce nccl: %s\n", program, j.rank, why);
+        MPI_Finalize();
+        return 2;
+    }
     fl_graph *g = fl_graph_new();
     fl_optimizer *adam = fl_adam_optimizer(o.learning_rate, 0.9f, 0.999f, 1e-8f);
     replica_graph m = {0};
@@ -468,6 +481,7 @@ int main(int argc, char **argv)
     fl_optimizer_free(adam);
     fl_graph_free(g);
     free_data(&data);
+    nccl_close();
     MPI_Finalize();
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "replicas.h"
+#include "nccl_allreduce.h"
 #include "ring_allreduce.h"
 
 static char last_error[512];
@@ -100,6 +101,10 @@ int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm
 // [book:sum_across_ranks]
 int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm, MPI_Comm comm)
 {
+    if (algorithm == ALLREDUCE_NCCL) {
+        char why[256];
+        return nccl_sum(buffer, count, why, sizeof why) == 0 ? 0 : fail("summing the gradients: %s", why);
+    }
     int code = algorithm == ALLREDUCE_RING
                    ? ring_allreduce_sum(buffer, count, comm)
                    : MPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);

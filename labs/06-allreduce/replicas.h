@@ -14,7 +14,7 @@
 #define MAX_REPLICA_VARIABLES 64 /* the model and Adam hold 26 */
 
 /* How the gradients are summed (--allreduce). */
-typedef enum { ALLREDUCE_MPI, ALLREDUCE_RING } allreduce_algorithm;
+typedef enum { ALLREDUCE_MPI, ALLREDUCE_RING, ALLREDUCE_NCCL } allreduce_algorithm;
 
 /* Every global variable (Adam's slots and the global step too), with a
  * placeholder and an assign per variable so that a run can write values in. */
@@ -35,9 +35,10 @@ int variable_io_build(fl_graph *g, variable_io *io);
 int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm comm);
 
 /* Sums buffer[0..count) over the ranks of comm, in place, with
- * MPI_Allreduce or the ring: the one place the lab sums gradients (the
- * communication thread of reducer.c calls it per fused bucket). Called by
- * one thread at a time. Returns 0, or -1 with replicas_error() saying why. */
+ * MPI_Allreduce, the ring or NCCL (opened first with nccl_open): the one
+ * place the lab sums gradients (the communication thread of reducer.c
+ * calls it per fused bucket). Called by one thread at a time. Returns 0,
+ * or -1 with replicas_error() saying why. */
 int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm, MPI_Comm comm);
 
 /* FNV-1a over the bytes of every global variable's value, in graph order:

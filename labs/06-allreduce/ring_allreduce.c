@@ -8,11 +8,13 @@
 
 #include "ring_allreduce.h"
 
+// [book:chunks]
 size_t ring_chunk_start(size_t count, int n, int i)
 {
     size_t base = count / (size_t)n, longer = count % (size_t)n;
     return base * (size_t)i + ((size_t)i < longer ? (size_t)i : longer);
 }
+// [end:chunks]
 
 /* The chunk a rank sends at a step, wrapped round the ring. */
 static int ring_index(int i, int n)
@@ -46,6 +48,7 @@ static int reduce_scatter(float *data, size_t count, float *scratch, int rank, i
     return MPI_SUCCESS;
 }
 
+// [book:all_gather]
 /* Step s of N-1: send the finished chunk rank+1-s to the right, receive the
  * finished chunk rank-s from the left straight into place. */
 static int all_gather(float *data, size_t count, int rank, int n, MPI_Comm comm)
@@ -62,7 +65,9 @@ static int all_gather(float *data, size_t count, int rank, int n, MPI_Comm comm)
     }
     return MPI_SUCCESS;
 }
+// [end:all_gather]
 
+// [book:ring_allreduce_sum]
 int ring_allreduce_sum(float *data, size_t count, MPI_Comm comm)
 {
     int rank, n;
@@ -82,3 +87,4 @@ int ring_allreduce_sum(float *data, size_t count, MPI_Comm comm)
     free(scratch);
     return rc;
 }
+// [end:ring_allreduce_sum]

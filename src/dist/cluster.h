@@ -1,6 +1,6 @@
 /* cluster.h: the insides of fl_cluster, shared by the files that build it
- * (cluster_flags.c, cluster_tf_config.c) and read it (cluster.c,
- * cluster_device.c). Users see only the accessors in flowlab.h. */
+ * (cluster_flags.c, cluster_tf_config.c, the launchers' cluster_slurm.c and
+ * cluster_mpi_launcher.c) and read it (cluster.c, cluster_device.c). Users see only the accessors in flowlab.h. */
 #ifndef FLOWLAB_DIST_CLUSTER_H
 #define FLOWLAB_DIST_CLUSTER_H
 
@@ -46,5 +46,17 @@ const fl_task_address *fl_cluster_find_task(const fl_cluster *c, const char *job
 /* Chooses the local task, once every task is added. */
 int fl_cluster_set_task(fl_cluster *c, const char *job_name, int task_index,
                         const fl_cluster_spelling *spelling);
+
+/* What the launcher resolvers share (cluster_launcher.c). */
+/* The whole number in environment variable name, into *value: 0; 1 when the
+ * variable is not set; -1 after fl_set_error naming it and what it should
+ * hold ("SLURM_PROCID=\"x\": expected a rank from 0 to 3 ..."). */
+int fl_launcher_env_int(const char *name, long min, long max, const char *expected, long *value);
+/* A cluster of n tasks in rank order, rank r at hosts[r]:port_base +
+ * local_index[r] (its place among the tasks of its node), the first num_ps
+ * ps tasks and the rest workers, this process being rank. size_name names
+ * the variable that counted the tasks, in messages. */
+fl_cluster *fl_cluster_from_ranks(const char *const *hosts, const int *local_index, int n, int rank, int num_ps,
+                                  int port_base, const char *size_name);
 
 #endif

@@ -16,6 +16,11 @@
 #include "ps_sync.h"
 #include "wire.h"
 
+/* The most bytes a connection reads or writes per trip through the loop. */
+#define FL_SERVER_MAX_SINGLE_IO (4 << 20)
+/* A frame this long is read into memory of its own (see server_conn.c). */
+#define FL_SERVER_BIG_FRAME (256 << 10)
+
 struct fl_server {
     char name[64];        /* "/job:ps/task:0", for replies and logs */
     char log_prefix[32];  /* "ps 0" */
