@@ -289,6 +289,30 @@ const char *fl_session_error(const fl_session *s);
  * /cpu:0 op never overwrites a variable another device has yet to copy in. */
 int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                    int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
+/* TensorFlow's RunOptions, for what flowlab has: a run that hands each
+ * fetched value over as soon as it is finished, while the rest of the run
+ * goes on (Horovod's and PyTorch DDP's hook: reduce a gradient while the
+ * backward pass computes the next). fetch_ready(index, value, user) is
+ * called once per fetch (a node fetched twice: twice), on the thread that
+ * called fl_session_run_with_options, from inside the run and before it
+ * returns; never from another thread. value is the tensor the run returns
+ * in outputs[index], holding its final value: read or copy it, do not free
+ * it; it stays valid until the run returns, and is freed by the run if the
+ * run then fails (a failed run hands back no outputs). A value is handed
+ * over when its device has finished it: a /cpu:0 value right after its op,
+ * a value on an asynchronous device (OpenCL, CUDA) when the executor sees
+ * its mark passed, else at the end in the order they finish. A run that
+ * fails before any node runs (a bad feed, an unfed placeholder) calls
+ * nothing. The callback must not use the session (no nested run). */
+typedef void (*fl_fetch_ready_fn)(int index, const fl_tensor *value, void *user);
+typedef struct {
+    fl_fetch_ready_fn fetch_ready; /* NULL: none, as fl_session_run */
+    void *user;                    /* passed to fetch_ready */
+} fl_run_options;
+/* fl_session_run with options (NULL: none). */
+int fl_session_run_with_options(fl_session *s, const fl_run_options *options, const fl_feed *feeds,
+                                int nfeeds, fl_node *const *fetches, int nfetches,
+                                fl_tensor **outputs, fl_node *const *targets, int ntargets);
 /* The device n really runs on in s ("/cpu:0", "/gpu:1"): the requested one,
  * or /cpu:0 where soft placement moved it (fl_node_device gives the
  * request). NULL until a run of s has needed n, or when n is not of s's graph. */
@@ -320,7 +344,15 @@ int fl_graph_write_dot_with(const fl_graph *g, const char *path, const fl_dot_op
 int fl_session_write_dot_with(const fl_session *s, const char *path, const fl_dot_options *options);
 /* While tracing is on, every run records each op's start and duration. */
 void fl_session_set_tracing(fl_session *s, bool on);
-/* Chrome trace JSON (chrome://tracing, Perfetto): one lane per device. */
+/* Adds an event the session cannot see (a lab's communication thread's
+ * collective) to its timeline, on a lane of its own named lane, after the
+ * devices' lanes: name from start_us to end_us, in microseconds of
+ * CLOCK_MONOTONIC (the clock the devices' events are on). Recorded only
+ * while tracing is on. Safe from any thread, during a run too. */
+void fl_session_trace_event(fl_session *s, const char *lane, const char *name, double start_us,
+                            double end_us);
+/* Chrome trace JSON (chrome://tracing, Perfetto): one lane per device,
+ * then one per lane of fl_session_trace_event. */
 int fl_session_write_trace(const fl_session *s, const char *path);
 
 /* ------------------------------------------------------------------------

@@ -20,6 +20,7 @@ fl_session *fl_session_new(fl_graph *g, const fl_session_options *options)
     s->graph = g;
     if (options)
         s->options = *options;
+    pthread_mutex_init(&s->external_lock, NULL);
     return s;
 }
 
@@ -46,6 +47,8 @@ void fl_session_free(fl_session *s)
     free(s->needed);
     free(s->feeds);
     free(s->events);
+    free(s->external);
+    pthread_mutex_destroy(&s->external_lock);
     free(s);
 }
 
@@ -268,8 +271,8 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n)
     return newest;
 }
 
-/* Runs n (a source or an op) on its device; a value another device reads
- * gets a mark right behind it. */
+/* Runs n (a source or an op) on its device; a value another device reads,
+ * or one fetched early (session_fetch.c), gets a mark right behind it. */
 static int issue(fl_session *s, fl_node *n)
 {
     fl_slot *slot = &s->slots[n->id];
@@ -279,8 +282,9 @@ static int issue(fl_session *s, fl_node *n)
     slot->issued = true;
     slot->mark_reached = false;
     const fl_backend *b = slot->device->backend;
-    if (!slot->crosses || slot->device->is_host || !b->marks.mark)
-        return 0;
+    bool early = fl_session_wants_early_fetch(s, slot);
+    if (!(slot->crosses || early) || slot->device->is_host || !b->marks.mark)
+        return early ? fl_session_fetch_finished(s) : 0;
     if (!(slot->mark = b->marks.mark(slot->device->impl)))
         return fl_session_fail(s, "%s: marking its value on %s: %s", n->name, slot->device->name,
                                fl_last_error());
@@ -311,7 +315,8 @@ static int sweep(fl_session *s, int npending, int *oldest)
         }
         s->pending[kept++] = n->id;
     }
-    return kept;
+    /* Fetches finished meanwhile go to fetch_ready now, not at the end. */
+    return fl_session_fetch_finished(s) == 0 ? kept : -1;
 }
 
 /* Hands every needed node to its device. A sweep issues all that can go;
@@ -347,43 +352,16 @@ static int execute(fl_session *s)
 }
 // [end:execute]
 
-/* ---- fetching ---- */
-
-/* A run ends when every device it used is idle: host staging buffers and
- * fed values may be reused by the next run. */
-static int wait_for_devices(fl_session *s)
-{
-    const fl_device *waited[32];
-    int nwaited = 0;
-    for (int id = 0; id < s->nslots; id++) {
-        fl_device *d = s->slots[id].device;
-        if (!s->needed[id] || !d || d->is_host)
-            continue;
-        bool seen = false;
-        for (int i = 0; i < nwaited && !seen; i++)
-            seen = waited[i] == d;
-        if (seen || nwaited == 32)
-            continue;
-        waited[nwaited++] = d;
-        if (d->backend->wait(d->impl) != 0)
-            return fl_session_fail(s, "%s: %s", d->name, fl_last_error());
-    }
-    return 0;
-}
-
-static int fetch_outputs(fl_session *s, fl_node *const *fetches, int nfetches, fl_tensor **outputs)
-{
-    for (int i = 0; i < nfetches; i++) {
-        const fl_slot *slot = &s->slots[fetches[i]->id];
-        outputs[i] = fl_tensor_new(slot->value.dtype, slot->value.shape);
-        slot->device->backend->copy_out(slot->device->impl, outputs[i]->data, slot->value.data,
-                                        fl_tensor_bytes(outputs[i]));
-    }
-    return wait_for_devices(s);
-}
-
 int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                    int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets)
+{
+    return fl_session_run_with_options(s, NULL, feeds, nfeeds, fetches, nfetches, outputs, targets,
+                                       ntargets);
+}
+
+int fl_session_run_with_options(fl_session *s, const fl_run_options *options, const fl_feed *feeds,
+                                int nfeeds, fl_node *const *fetches, int nfetches,
+                                fl_tensor **outputs, fl_node *const *targets, int ntargets)
 {
     s->error[0] = '\0';
     for (int i = 0; i < nfetches; i++)
@@ -396,9 +374,13 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
     s->run_count++;
     if (s->tracing && s->trace_origin_us == 0)
         s->trace_origin_us = fl_now_us(); /* before any op: one origin for every lane */
+    bool delivered[nfetches ? nfetches : 1];
+    memset(delivered, 0, sizeof delivered);
+    fl_run_fetches run = {fetches, nfetches, outputs, options, delivered};
+    s->run = &run;
     for (int i = 0; i < nfetches; i++)
         s->slots[fetches[i]->id].fetched = true;
-    int rc = execute(s) == 0 ? fetch_outputs(s, fetches, nfetches, outputs) : -1;
+    int rc = execute(s) == 0 ? fl_session_fetch_the_rest(s) : -1;
     for (int i = 0; i < nfetches; i++) {
         s->slots[fetches[i]->id].fetched = false;
         if (rc != 0) { /* a failed run hands back no outputs, not half of them */
@@ -406,6 +388,7 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
             outputs[i] = NULL;
         }
     }
+    s->run = NULL;
     fl_session_forget_marks(s);
     if (s->ntraced > 0)
         fl_session_take_device_timings(s);

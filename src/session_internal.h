@@ -3,6 +3,8 @@
 #ifndef FLOWLAB_SESSION_INTERNAL_H
 #define FLOWLAB_SESSION_INTERNAL_H
 
+#include <pthread.h>
+
 #include "device.h"
 
 /* An input that comes from another device: a copy of it on this node's
@@ -69,6 +71,23 @@ typedef struct {
 
 #define FL_TRACED_DEVICES 32
 
+/* An event added from outside the executor (fl_session_trace_event), on a
+ * lane named by the caller. Times are absolute, fl_now_us()'s clock. */
+typedef struct {
+    char lane[48];
+    char name[64];
+    double start_us, end_us;
+} fl_external_event;
+
+/* This run's fetches and where their values go (session_fetch.c). */
+typedef struct {
+    fl_node *const *fetches;
+    int n;
+    fl_tensor **outputs;
+    const fl_run_options *options; /* NULL, or no fetch_ready: all copied at the end */
+    bool *delivered;               /* by fetch index */
+} fl_run_fetches;
+
 struct fl_session {
     fl_graph *graph;
     fl_session_options options;
@@ -88,6 +107,12 @@ struct fl_session {
     int64_t marks_made;
     fl_pending_read *reads;
     int nreads, reads_cap;
+    fl_run_fetches *run; /* during a run, else NULL */
+    /* fl_session_trace_event's events, from any thread: under external_lock. */
+    pthread_mutex_t external_lock;
+    bool external_tracing; /* s->tracing, as the other threads may read it */
+    fl_external_event *external;
+    int nexternal, external_cap;
 };
 
 int fl_session_fail(fl_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -113,6 +138,17 @@ int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor
 /* After a run: releases its marks and forgets its pending reads. */
 void fl_session_forget_marks(fl_session *s);
 void fl_session_release_copies(fl_slot *slot, int ninputs);
+
+/* ---- session_fetch.c: handing the fetched values over ---- */
+/* Whether the value of the node in slot is fetched by a run that wants it
+ * as soon as it is finished (it then gets a mark on its device). */
+bool fl_session_wants_early_fetch(const fl_session *s, const fl_slot *slot);
+/* Hands over, without blocking, every issued fetch whose value is finished
+ * (a host value; a marked one whose mark has passed). -1 with the error set. */
+int fl_session_fetch_finished(fl_session *s);
+/* At the end of a run: hands over every fetch not handed over yet, in the
+ * order they finish, then waits until the devices are idle. */
+int fl_session_fetch_the_rest(fl_session *s);
 
 /* ---- trace.c: the timeline's bookkeeping (times on fl_now_us()'s clock) ---- */
 void fl_session_trace_op(fl_session *s, const fl_node *n, const fl_device *d, double start,

@@ -16,11 +16,37 @@ void fl_session_set_tracing(fl_session *s, bool on)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&s->external_lock);
     if (on && !s->tracing) {
         s->nevents = 0;
+        s->nexternal = 0;
         s->trace_origin_us = 0;
     }
     s->tracing = on;
+    s->external_tracing = on;
+    pthread_mutex_unlock(&s->external_lock);
+}
+
+/* Another thread's event: kept apart from the executor's, under a lock, so
+ * that the executor records its own without one. */
+void fl_session_trace_event(fl_session *s, const char *lane, const char *name, double start_us,
+                            double end_us)
+{
+    if (!s || !lane || !name)
+        return;
+    pthread_mutex_lock(&s->external_lock);
+    if (s->external_tracing) {
+        if (s->nexternal == s->external_cap) {
+            s->external_cap = s->external_cap ? s->external_cap * 2 : 64;
+            s->external = fl_xrealloc(s->external, (size_t)s->external_cap * sizeof *s->external);
+        }
+        fl_external_event *e = &s->external[s->nexternal++];
+        snprintf(e->lane, sizeof e->lane, "%s", lane);
+        snprintf(e->name, sizeof e->name, "%s", name);
+        e->start_us = start_us;
+        e->end_us = end_us;
+    }
+    pthread_mutex_unlock(&s->external_lock);
 }
 
 static void add_event(fl_session *s, int node, int copy_of, const fl_device *d, double start,
@@ -144,6 +170,40 @@ static void put_event(FILE *f, const fl_session *s, const fl_trace_event *e, int
     fputs("\"}}", f);
 }
 
+/* The lanes of fl_session_trace_event, after the devices' nlanes, in order
+ * of first appearance; their events' times from the trace's origin. */
+static void put_external_events(FILE *f, fl_session *s, int nlanes)
+{
+    pthread_mutex_lock(&s->external_lock);
+    const char *names[32];
+    int nnames = 0;
+    for (int i = 0; i < s->nexternal; i++) {
+        const fl_external_event *e = &s->external[i];
+        int lane = 0;
+        while (lane < nnames && strcmp(names[lane], e->lane) != 0)
+            lane++;
+        if (lane == 32)
+            continue; /* more lanes than anyone reads: dropped */
+        int tid = nlanes + lane + 1;
+        if (lane == nnames) {
+            names[nnames++] = e->lane;
+            fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+                       "\"args\":{\"name\":\"", tid);
+            put_json_string(f, e->lane);
+            fprintf(f, "\"}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,"
+                       "\"tid\":%d,\"args\":{\"sort_index\":%d}}", tid, tid - 1);
+        }
+        fputs(",\n{\"name\":\"", f);
+        put_json_string(f, e->name);
+        fprintf(f, "\",\"cat\":\"external\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,"
+                   "\"dur\":%.3f,\"args\":{\"lane\":\"", tid, e->start_us - s->trace_origin_us,
+                e->end_us - e->start_us);
+        put_json_string(f, e->lane);
+        fputs("\"}}", f);
+    }
+    pthread_mutex_unlock(&s->external_lock);
+}
+
 static void put_trace(FILE *f, const fl_session *s)
 {
     int count = s->nevents;
@@ -156,6 +216,7 @@ static void put_trace(FILE *f, const fl_session *s)
     put_lane_names(f, lanes, nlanes);
     for (int i = 0; i < count; i++)
         put_event(f, s, &s->events[i], tids[i]);
+    put_external_events(f, (fl_session *)s, nlanes); /* its lock is not the trace's content */
     fputs("\n],\"displayTimeUnit\":\"ms\"}\n", f);
     free(tids);
     free(lanes);

@@ -2,8 +2,11 @@
  * student runs them, under `mpirun` with a `timeout`: flags and their errors,
  * 2 processes training to a falling loss with bitwise-equal variables on
  * both ranks, the ring giving MPI_Allreduce's result, 1 process of batch B
- * printing the losses of 2 of B/2, a resumed run, and the ring's own check
- * against MPI_Allreduce on 1, 2 and 3 ranks. Skipped where MPI is absent. */
+ * printing the losses of 2 of B/2, a resumed run, the ring's own check
+ * against MPI_Allreduce on 1, 2 and 3 ranks, the same training with the
+ * gradients reduced during the backward pass or after it, fused or not, and
+ * a trace whose collectives overlap the backward convolutions only with
+ * --overlap on. Skipped where MPI is absent. */
 #include "flowlab.h"
 #include "lab_runner.h"
 
@@ -75,6 +78,8 @@ static void test_flags(void)
     ok(r.status == 0, "--help exits 0");
     contains(r.out, "--allreduce mpi|ring|nccl", "--help documents --allreduce");
     contains(r.out, "mpirun -np N", "and how to start the lab");
+    contains(r.out, "--overlap on|off", "--help documents --overlap");
+    contains(r.out, "--fusion_threshold BYTES", "and --fusion_threshold");
     free(r.out);
 
     static const bad_flag_case bad[] = {
@@ -82,6 +87,8 @@ static void test_flags(void)
         {"--device /tpu:0", "--device"},         {"--device /job:worker/task:0/gpu:0", "--device"},
         {"--batch_size 0", "--batch_size"},      {"--learning_rate -1", "--learning_rate"},
         {"--num_gpus 2", "--num_gpus"},          {"--train_steps x", "--train_steps"},
+        {"--overlap yes", "--overlap"},          {"--overlap", "--overlap"},
+        {"--fusion_threshold -1", "--fusion_threshold"}, {"--fusion_threshold 64MB", "--fusion_threshold"},
     };
     test_bad_flags(bad, sizeof bad / sizeof bad[0]);
 }
@@ -171,6 +178,109 @@ static void test_resume(void)
     free(unbroken.out);
 }
 
+/* With 2 ranks every element's sum is a + b whatever the buckets, so
+ * reducing during the backward pass or after it, fused or one collective
+ * per tensor, by MPI or the ring, must train exactly alike: the losses
+ * digit for digit and the variables bitwise (the default run's). */
+static void test_overlap_and_fusion(void)
+{
+    static const char *const variants[] = {
+        "--overlap off", "--fusion_threshold 0", "--fusion_threshold 100000",
+        "--overlap off --fusion_threshold 0", "--allreduce ring --overlap off",
+        "--allreduce ring --fusion_threshold 0",
+    };
+    run_result base = mpirun(2, lab, QUICK);
+    char base_sum[17], sum[17];
+    bool base_ok = base.status == 0 && base.nsteps == 10 && all_ranks_equal(&base, 2, base_sum);
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        char args[512];
+        snprintf(args, sizeof args, QUICK " %s", variants[v]);
+        run_result r = mpirun(2, lab, args);
+        bool same = base_ok && r.status == 0 && r.nsteps == base.nsteps;
+        for (int i = 0; same && i < r.nsteps; i++)
+            same = strcmp(r.line[i], base.line[i]) == 0;
+        ok(same, "%s: the default run's losses, digit for digit (%s -> %s)", variants[v],
+           r.nsteps ? r.line[0] : "none", r.nsteps ? r.line[r.nsteps - 1] : "none");
+        ok(all_ranks_equal(&r, 2, sum) && strcmp(sum, base_sum) == 0,
+           "%s: both ranks end with the default run's variables, bitwise (%s)", variants[v], sum);
+        if (r.status != 0)
+            diag("%s", r.out ? r.out : "");
+        free(r.out);
+    }
+    free(base.out);
+}
+
+/* The trace's events on the lane of the collectives, and the backward
+ * convolutions, as [start, end) in microseconds. */
+typedef struct {
+    double start, end;
+} span;
+
+static int spans_of(const char *json, const char *cat_prefix, span *out, int max)
+{
+    int n = 0;
+    for (const char *line = json; line && *line && n < max; line = strchr(line, '\n')) {
+        line += *line == '\n';
+        const char *cat = strstr(line, "\"cat\":\""), *nl = strchr(line, '\n');
+        const char *ts = strstr(line, "\"ts\":"), *dur = strstr(line, "\"dur\":");
+        if (!cat || !ts || !dur || (nl && (cat > nl || dur > nl)))
+            continue;
+        if (strncmp(cat + 7, cat_prefix, strlen(cat_prefix)) != 0)
+            continue;
+        out[n].start = atof(ts + 5);
+        out[n].end = out[n].start + atof(dur + 6);
+        n++;
+    }
+    return n;
+}
+
+/* How many collectives start while a backward convolution runs. */
+static int collectives_during_backward_convs(const char *path, int *ncollectives, int *nconvs)
+{
+    static span collectives[512], convs[512];
+    char *json = read_file(path);
+    *ncollectives = json ? spans_of(json, "external", collectives, 512) : 0;
+    *nconvs = json ? spans_of(json, "Conv2DBackprop", convs, 512) : 0;
+    free(json);
+    int during = 0;
+    for (int c = 0; c < *ncollectives; c++) {
+        bool inside = false;
+        for (int k = 0; k < *nconvs && !inside; k++)
+            inside = convs[k].start <= collectives[c].start && collectives[c].start < convs[k].end;
+        during += inside;
+    }
+    return during;
+}
+
+/* Steps 2 to 4 traced on rank 0: with --overlap on some collective starts
+ * while a backward convolution is still running; with off, none does (the
+ * device is idle while the main thread sums). */
+static void test_overlap_trace(void)
+{
+    const char *modes[] = {"on", "off"};
+    for (int m = 0; m < 2; m++) {
+        char args[1024], path[512];
+        snprintf(path, sizeof path, "%s/overlap_%s.json", tmp_dir, modes[m]);
+        snprintf(args, sizeof args, "--max_examples 512 --batch_size 64 --log_every 1 --seed 5 "
+                 "--train_steps 6 --overlap %s --trace %s", modes[m], path);
+        run_result r = mpirun(2, lab, args);
+        int ncollectives = 0, nconvs = 0;
+        int during = r.status == 0 ? collectives_during_backward_convs(path, &ncollectives, &nconvs) : -1;
+        ok(r.status == 0 && ncollectives > 0 && nconvs > 0,
+           "--overlap %s --trace: the trace has the collectives' lane (%d) and the backward "
+           "convolutions (%d)", modes[m], ncollectives, nconvs);
+        if (m == 0)
+            ok(during > 0, "--overlap on: %d collective%s start while a backward convolution runs",
+               during, during == 1 ? "" : "s");
+        else
+            ok(during == 0, "--overlap off: no collective starts while a backward convolution "
+               "runs (%d do)", during);
+        if (r.status != 0)
+            diag("%s", r.out ? r.out : "");
+        free(r.out);
+    }
+}
+
 /* tests/mpi/ring_check on 1, 2 and 3 ranks: every size passes. */
 static void test_ring_check(void)
 {
@@ -256,6 +366,8 @@ int main(int argc, char **argv)
         test_two_processes();
         test_three_and_errors();
         test_resume();
+        test_overlap_and_fusion();
+        test_overlap_trace();
         test_nccl();
     }
     lab_runner_finish();

@@ -1,8 +1,11 @@
 /* test_trace_timeline.c: labs/tools/trace_timeline, which draws a lab's
  * --trace as the book's timeline figure. A traced host session of three
- * ops gives a trace; the SVG must hold one box per op, the device's lane
- * and the legend, and bad input must get a message naming the file. */
+ * ops and one event of another thread's gives a trace; the SVG must hold
+ * one box per op, the device's lane, the other thread's lane (chapter 6's
+ * collectives) and the legend, and bad input must get a message naming
+ * the file. */
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -30,6 +33,10 @@ static int write_trace(const char *path)
     fl_tensor *out = NULL;
     fl_session_set_tracing(s, true);
     int rc = fl_session_run(s, NULL, 0, &sum, 1, &out, NULL, 0);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double us = now.tv_sec * 1e6 + now.tv_nsec / 1e3;
+    fl_session_trace_event(s, "collectives", "MPI_Allreduce 2 tensors", us - 50, us);
     rc = rc ? rc : fl_session_write_trace(s, path);
     fl_tensor_free(out);
     fl_session_free(s);
@@ -46,12 +53,16 @@ static void draws_a_trace(const char *trace, const char *svg_path)
     free(out);
     char *svg = read_file(svg_path);
     ok(svg && strncmp(svg, "<svg ", 5) == 0, "the output is an SVG document");
-    ok(svg && count_of(svg, "<title>") == 3, "one box per op run: 3 (got %d)", svg ? count_of(svg, "<title>") : -1);
+    ok(svg && count_of(svg, "<title>") == 4, "one box per op run and one for the other thread's "
+       "event: 4 (got %d)", svg ? count_of(svg, "<title>") : -1);
+    ok(svg && strstr(svg, ">collectives</text>") &&
+           strstr(svg, "fill=\"#2ca02c\"><title>MPI_Allreduce 2 tensors"),
+       "the other thread's event is a green box on a lane of its own");
     ok(svg && strstr(svg, ">/cpu:0</text>"), "the lane is named after its device");
     ok(svg && strstr(svg, "<title>tower_0/gradients/mm (") && strstr(svg, "fill=\"#3182bd\"><title>tower_0/"),
        "a gradients op is a backward box, with its name to hover");
     ok(svg && strstr(svg, "fill=\"#ff7f0e\"><title>average_gradients/sum"), "an average_gradients op is orange");
-    ok(svg && count_of(svg, "width=\"14\" height=\"14\"") == 5, "the legend has five kinds");
+    ok(svg && count_of(svg, "width=\"14\" height=\"14\"") == 6, "the legend has six kinds");
     ok(svg && strstr(svg, "</svg>\n"), "the document is closed");
     free(svg);
 }

@@ -87,12 +87,19 @@ int nccl_open(MPI_Comm comm, char *why, size_t len)
 
 static int grow_buffer(size_t count, char *why, size_t len)
 {
+    /* CUDA's current device is per thread, and nccl_sum runs on the lab's
+     * communication thread (reducer.c), not the thread nccl_open ran on. */
+    cudaError_t e = cudaSetDevice(nccl.device);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "cudaSetDevice(%d): %s", nccl.device, cudaGetErrorString(e));
+        return -1;
+    }
     if (count <= nccl.capacity)
         return 0;
     cudaFree(nccl.buffer);
     nccl.buffer = NULL;
     nccl.capacity = 0;
-    cudaError_t e = cudaMalloc((void **)&nccl.buffer, count * sizeof(float));
+    e = cudaMalloc((void **)&nccl.buffer, count * sizeof(float));
     if (e != cudaSuccess) {
         snprintf(why, len, "cudaMalloc of %zu gradient values on GPU %d: %s", count, nccl.device,
                  cudaGetErrorString(e));

@@ -1,6 +1,6 @@
 /* replicas.c: the ranks' copies of the variables, kept identical (see
  * replicas.h): reading and writing them through a session, broadcasting
- * rank 0's, averaging the gradients over the ranks, checksumming them. */
+ * rank 0's, summing a buffer over the ranks, checksumming them. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,9 +98,8 @@ int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm
     return rc;
 }
 
-/* Sums buffer[0..count) over the ranks, in place. */
-static int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm,
-                            MPI_Comm comm)
+// [book:sum_across_ranks]
+int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm, MPI_Comm comm)
 {
     if (algorithm == ALLREDUCE_NCCL) {
         char why[256];
@@ -111,34 +110,7 @@ static int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm alg
                    : MPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);
     return code == MPI_SUCCESS ? 0 : mpi_failed("summing the gradients", code);
 }
-
-int average_across_ranks(fl_tensor *const *tensors, int n, allreduce_algorithm algorithm,
-                         MPI_Comm comm)
-{
-    /* One buffer for all: one collective per step instead of one per tensor. */
-    size_t total = 0;
-    for (int i = 0; i < n; i++)
-        total += (size_t)fl_shape_size(tensors[i]->shape);
-    float *buffer = malloc((total ? total : 1) * sizeof *buffer);
-    if (!buffer)
-        return fail("no memory for %zu gradient values", total);
-    size_t at = 0;
-    for (int i = 0; i < n; i++) {
-        memcpy(buffer + at, fl_tensor_floats(tensors[i]), tensor_bytes(tensors[i]));
-        at += (size_t)fl_shape_size(tensors[i]->shape);
-    }
-    int rc = sum_across_ranks(buffer, total, algorithm, comm);
-    int ranks;
-    MPI_Comm_size(comm, &ranks);
-    at = 0;
-    for (int i = 0; rc == 0 && i < n; i++) {
-        float *values = fl_tensor_floats(tensors[i]);
-        for (int64_t k = 0; k < fl_shape_size(tensors[i]->shape); k++)
-            values[k] = buffer[at++] / (float)ranks;
-    }
-    free(buffer);
-    return rc;
-}
+// [end:sum_across_ranks]
 
 int variables_checksum(fl_session *s, const variable_io *io, uint64_t *out)
 {

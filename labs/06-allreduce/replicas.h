@@ -1,6 +1,6 @@
 /* replicas.h: what keeps the ranks' copies of the variables identical in
  * chapter 6's lab: rank 0's values broadcast at the start, every step's
- * gradients summed over the ranks and averaged, and a checksum of the
+ * gradients summed over the ranks (reducer.h averages them), and a checksum of the
  * variables that shows, at the end, that the copies never drifted apart. */
 #ifndef LABS_06_REPLICAS_H
 #define LABS_06_REPLICAS_H
@@ -34,11 +34,12 @@ int variable_io_build(fl_graph *g, variable_io *io);
  * with replicas_error() saying why. */
 int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm comm);
 
-/* Replaces each float32 tensor by its mean over the ranks of comm: summed
- * in one buffer by MPI_Allreduce, the ring or NCCL (opened first with
- * nccl_open), then divided by the number of ranks. Returns 0, or -1 with replicas_error() saying why. */
-int average_across_ranks(fl_tensor *const *tensors, int n, allreduce_algorithm algorithm,
-                         MPI_Comm comm);
+/* Sums buffer[0..count) over the ranks of comm, in place, with
+ * MPI_Allreduce, the ring or NCCL (opened first with nccl_open): the one
+ * place the lab sums gradients (the communication thread of reducer.c
+ * calls it per fused bucket). Called by one thread at a time. Returns 0,
+ * or -1 with replicas_error() saying why. */
+int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm, MPI_Comm comm);
 
 /* FNV-1a over the bytes of every global variable's value, in graph order:
  * equal on two ranks exactly when their variables are bitwise equal (but

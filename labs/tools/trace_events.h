@@ -58,10 +58,11 @@ static inline void trace_add_event(trace_events *t, const char *line)
     char tid[16], ts[32], dur[32];
     if (trace_field(line, "\"name\":\"", e.name, sizeof e.name) ||
         trace_field(line, "\"cat\":\"", e.cat, sizeof e.cat) ||
-        trace_field(line, "\"device\":\"", e.device, sizeof e.device) ||
         trace_field(line, "\"tid\":", tid, sizeof tid) || trace_field(line, "\"ts\":", ts, sizeof ts) ||
         trace_field(line, "\"dur\":", dur, sizeof dur))
         return;
+    /* fl_session_trace_event's events have a lane but no device: "" */
+    trace_field(line, "\"device\":\"", e.device, sizeof e.device);
     e.lane = atoi(tid) - 1;
     e.start = atof(ts);
     e.dur = atof(dur);

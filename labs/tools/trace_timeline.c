@@ -20,7 +20,7 @@ static int read_trace(const char *path, trace_events *t)
     return 0;
 }
 
-/* What a box is, by its op: the legend's five kinds. */
+/* What a box is, by its op: the legend's six kinds. */
 typedef struct {
     const char *label, *colour;
 } kind;
@@ -28,12 +28,15 @@ typedef struct {
 static const kind kinds[] = {
     {"forward", "#9ecae1"},          {"backward (gradients)", "#3182bd"}, {"copy between devices", "#d62728"},
     {"averaging the towers", "#ff7f0e"}, {"Adam's update, global step", "#756bb1"},
+    {"collectives", "#2ca02c"},
 };
 
 static const kind *kind_of(const trace_event *e)
 {
     if (strcmp(e->cat, "Copy") == 0)
         return &kinds[2];
+    if (strcmp(e->cat, "external") == 0) /* fl_session_trace_event's: chapter 6's allreduces */
+        return &kinds[5];
     if (strncmp(e->name, "average_gradients", 17) == 0)
         return &kinds[3];
     if (strncmp(e->name, "train/", 6) == 0)
@@ -82,7 +85,7 @@ static void draw(FILE *out, const trace_events *t)
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/>", x, y - 11, kinds[k].colour);
         fprintf(out, "<text x=\"%d\" y=\"%d\">%s</text>\n", x + 18, y, kinds[k].label);
-        x += 190;
+        x += 18 + 7 * (int)strlen(kinds[k].label) + 24; /* about 7 px a letter */
     }
     fputs("</svg>\n", out);
 }
@@ -93,7 +96,8 @@ int main(int argc, char **argv)
         printf("usage: trace_timeline TRACE.json OUT.svg\n"
                "Draws a trace written by a lab's --trace as an SVG timeline: one lane per\n"
                "device, one box per op (hover for its name and time), coloured as forward,\n"
-               "backward, copy between devices, averaging, or Adam's update.\n");
+               "backward, copy between devices, averaging, Adam's update, or a collective on\n"
+               "another thread's lane (chapter 6).\n");
         return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
     trace_events t;
