@@ -56,6 +56,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: mpirun -np N %s [flags]\n"
+            "   or: srun --mpi=pmix -n N %s [flags]   (under Slurm)\n"
             "Trains chapter 1's convolutional network with N processes, each with its own\n"
             "device and copy of the variables; every step the gradients are summed over the\n"
             "processes (allreduce), averaged and applied by each. Rank 0 prints the progress\n"
@@ -73,7 +74,7 @@ static void usage(FILE *out)
             "  --device D            each process's device (default /gpu:0; falls back to /cpu:0)\n"
             "  --batch_size N        examples per step across all processes, the global batch;\n"
             "                        each gets N / processes (default 128)\n"
-            TRAINING_FLAGS_HELP, program);
+            TRAINING_FLAGS_HELP, program, program);
 }
 
 static void set_allreduce_flag(const char *flag, const char *value, void *options)
