@@ -21,9 +21,7 @@ void fl_session_release_copies(fl_slot *slot, int ninputs)
     slot->copies = NULL;
 }
 
-/* Copies a value its device has finished into host memory. A device with
- * marks copies it at once, even with later work still in its queue. */
-static int copy_finished_out(fl_device *src, void *host_dst, const void *from, size_t bytes)
+int fl_session_copy_finished_out(fl_device *src, void *host_dst, const void *from, size_t bytes)
 {
     const fl_backend *b = src->backend;
     if (b->marks.copy_out_now)
@@ -57,12 +55,12 @@ static int transfer(fl_session *s, fl_edge_copy *c, fl_device *src, fl_device *d
         return rc ? rc : note_pending_read(s, dst, from);
     }
     if (dst->is_host)
-        return copy_finished_out(src, c->buffer, from, bytes);
+        return fl_session_copy_finished_out(src, c->buffer, from, bytes);
     if (bytes > c->host_capacity) {
         c->host = fl_xrealloc(c->host, bytes);
         c->host_capacity = bytes;
     }
-    int rc = copy_finished_out(src, c->host, from, bytes);
+    int rc = fl_session_copy_finished_out(src, c->host, from, bytes);
     return rc ? rc : dst->backend->copy_in(dst->impl, c->buffer, c->host, bytes);
 }
 

@@ -41,18 +41,9 @@ static int hand_over(fl_session *s, int i)
     fl_run_fetches *r = s->run;
     const fl_node *n = r->fetches[i];
     const fl_slot *slot = &s->slots[n->id];
-    const fl_backend *b = slot->device->backend;
     r->outputs[i] = fl_tensor_new(slot->value.dtype, slot->value.shape);
-    size_t bytes = fl_tensor_bytes(r->outputs[i]);
-    void *impl = slot->device->impl, *to = r->outputs[i]->data;
-    int rc;
-    if (b->marks.copy_out_now && !slot->device->is_host) {
-        rc = b->marks.copy_out_now(impl, to, slot->value.data, bytes);
-    } else { /* the host's copy is a memcpy; another device's, queued */
-        rc = b->copy_out(impl, to, slot->value.data, bytes);
-        rc = rc || slot->device->is_host ? rc : b->wait(impl);
-    }
-    if (rc != 0)
+    if (fl_session_copy_finished_out(slot->device, r->outputs[i]->data, slot->value.data,
+                                     fl_tensor_bytes(r->outputs[i])) != 0)
         return fl_session_fail(s, "%s: copying the fetched value from %s: %s", n->name,
                                slot->device->name, fl_last_error());
     r->delivered[i] = true;

@@ -376,9 +376,7 @@ static void report_devices(const allreduce_flags *a, const job *j)
     const fl_device_info *found = NULL;
     for (int i = 0; i < count; i++)
         found = strcmp(devices[i].name, wanted) == 0 ? &devices[i] : found;
-    const char *sum = a->algorithm == ALLREDUCE_RING   ? "the ring allreduce"
-                      : a->algorithm == ALLREDUCE_NCCL ? "ncclAllReduce"
-                                                       : "MPI_Allreduce";
+    const char *sum = allreduce_algorithm_name(a->algorithm);
     if (found)
         printf("%d process%s, each training on its own %s (%s, %s); gradients summed by %s",
                j->size, j->size == 1 ? "" : "es", wanted, found->description, found->backend, sum);

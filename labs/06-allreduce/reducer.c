@@ -77,8 +77,7 @@ static int reduce_bucket(reducer *r, int from, int n)
     }
     if (r->plan.trace) {
         char name[64];
-        snprintf(name, sizeof name, "%s %d tensor%s, %.2f MB",
-                 r->plan.algorithm == ALLREDUCE_RING ? "ring allreduce" : "MPI_Allreduce", n,
+        snprintf(name, sizeof name, "%s, %d tensor%s, %.2f MB", allreduce_algorithm_name(r->plan.algorithm), n,
                  n == 1 ? "" : "s", count * 4 / 1e6);
         fl_session_trace_event(r->plan.trace, "collectives", name, began,
                                monotonic_us());

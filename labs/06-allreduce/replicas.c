@@ -98,6 +98,15 @@ int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm
     return rc;
 }
 
+const char *allreduce_algorithm_name(allreduce_algorithm algorithm)
+{
+    switch (algorithm) {
+    case ALLREDUCE_RING: return "the ring allreduce";
+    case ALLREDUCE_NCCL: return "ncclAllReduce";
+    default: return "MPI_Allreduce";
+    }
+}
+
 // [book:sum_across_ranks]
 int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm, MPI_Comm comm)
 {

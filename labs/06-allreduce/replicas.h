@@ -41,6 +41,10 @@ int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm
  * or -1 with replicas_error() saying why. */
 int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm, MPI_Comm comm);
 
+/* What sums with algorithm, for messages and the trace: "MPI_Allreduce",
+ * "the ring allreduce" or "ncclAllReduce". */
+const char *allreduce_algorithm_name(allreduce_algorithm algorithm);
+
 /* FNV-1a over the bytes of every global variable's value, in graph order:
  * equal on two ranks exactly when their variables are bitwise equal (but
  * for a collision). Returns 0, or -1 with replicas_error() saying why. */
