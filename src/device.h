@@ -72,6 +72,10 @@ typedef struct fl_backend {
      * until the next wait. */
     int (*copy_in)(void *impl, void *dst, const void *host_src, size_t bytes);
     int (*copy_out)(void *impl, void *host_dst, const void *src, size_t bytes);
+    /* Optional: where a buffer kept in this process's memory lies (a remote
+     * device's copy of a variable), so that a copy between it and another
+     * device goes straight there instead of through a host staging buffer. */
+    void *(*host_memory)(void *impl, void *buffer);
     bool (*has_kernel)(fl_op_kind op);
     /* Enqueues the node's kernel; in and out hold this backend's buffers. */
     int (*run)(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *out,

@@ -45,17 +45,29 @@ static int note_pending_read(fl_session *s, fl_device *dst, const void *host)
     return 0;
 }
 
+/* Where a device's buffer lies in host memory: the host's own, or one a
+ * backend keeps there (host_memory); NULL for a device's own memory. */
+static void *in_host_memory(const fl_device *d, const void *buffer)
+{
+    if (d->is_host)
+        return (void *)buffer;
+    return d->backend->host_memory ? d->backend->host_memory(d->impl, (void *)buffer) : NULL;
+}
+
 /* Moves a finished value from src's buffer to dst's, through host memory
- * when neither side is the host. */
+ * when neither side lies there. */
 static int transfer(fl_session *s, fl_edge_copy *c, fl_device *src, fl_device *dst, const void *from,
                     size_t bytes)
 {
-    if (src->is_host) {
-        int rc = dst->backend->copy_in(dst->impl, c->buffer, from, bytes);
-        return rc ? rc : note_pending_read(s, dst, from);
+    const void *from_host = in_host_memory(src, from);
+    void *to_host = in_host_memory(dst, c->buffer);
+    if (to_host)
+        return src->is_host ? dst->backend->copy_in(dst->impl, c->buffer, from, bytes)
+                            : fl_session_copy_finished_out(src, to_host, from, bytes);
+    if (from_host) {
+        int rc = dst->backend->copy_in(dst->impl, c->buffer, from_host, bytes);
+        return rc ? rc : note_pending_read(s, dst, from_host);
     }
-    if (dst->is_host)
-        return fl_session_copy_finished_out(src, c->buffer, from, bytes);
     if (bytes > c->host_capacity) {
         c->host = fl_xrealloc(c->host, bytes);
         c->host_capacity = bytes;
@@ -136,23 +148,25 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
     return 0;
 }
 
-static bool reads_input(const fl_pending_read *p, const fl_node *n, fl_tensor *const *in)
+static bool reads_input(const fl_pending_read *p, const fl_device *d, const fl_node *n, fl_tensor *const *in)
 {
     for (int i = 0; i < n->ninputs; i++)
-        if (p->host == in[i]->data)
+        if (p->host == in_host_memory(d, in[i]->data))
             return true;
     return false;
 }
 
-/* An op that writes variables in place (Assign, ApplyAdam and its slots)
- * on the host waits until no device is still to copy them in. */
+/* An op that writes variables in place (Assign, ApplyAdam and its slots;
+ * a remote AssignAdd, whose reply is the new value) in host memory waits
+ * until no device is still to copy them in. */
 int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in)
 {
-    if (!s->slots[n->id].device->is_host || !fl_op_def_of(n->op)->aliases_input0)
+    const fl_device *d = s->slots[n->id].device;
+    if (!fl_op_def_of(n->op)->aliases_input0 || !(d->is_host || d->backend->host_memory))
         return 0;
     for (int r = 0; r < s->nreads; r++) {
         fl_pending_read *p = &s->reads[r];
-        if (!reads_input(p, n, in))
+        if (!reads_input(p, d, n, in))
             continue;
         if (wait_for_mark(p->device, p->mark) != 0)
             return fl_session_fail(s, "%s: waiting for %s to copy %s in: %s", n->name,

@@ -113,10 +113,49 @@ static void test_global_step(void)
     fl_ps_store_free(s);
 }
 
+/* A value lent to a reply on its way out keeps its bytes through updates:
+ * the update changes a copy, and the lent one is freed with its last loan
+ * (ASan's leak check sees the frees). */
+static void test_loans(void)
+{
+    fl_ps_store *s = fl_ps_store_new();
+    char err[256] = "";
+    fl_tensor *w = filled(FL_FLOAT32, fl_shape_make(1, 4), 1.0f), *grad = filled(FL_FLOAT32, fl_shape_make(1, 4), 1.0f);
+    fl_ps_store_init(s, "w", w, err, sizeof err);
+    const char *just_w[] = {"w"};
+    fl_attrs sgd = {.learning_rate = 0.5f};
+    const fl_tensor *lent = NULL, *lent_again = NULL;
+    ok(fl_ps_store_lend(s, "nothing", &lent) == NULL, "an unknown variable is not lent");
+    fl_ps_loan *first = fl_ps_store_lend(s, "w", &lent);
+    fl_ps_loan *second = fl_ps_store_lend(s, "w", &lent_again);
+    ok(first && first == second && lent == lent_again && lent == fl_ps_store_get(s, "w"),
+       "two replies borrow the same value, where it lies");
+    ok(fl_ps_store_run(s, FL_OP_APPLY_GRADIENT_DESCENT, &sgd, just_w, 1, grad, err, sizeof err) == 0,
+       "an update runs while the value is lent");
+    is_near(fl_tensor_floats(lent)[3], 1.0, 0, "the lent bytes are still the value that was read");
+    ok(fl_ps_store_get(s, "w") != lent, "the variable's value is a copy now");
+    is_near(fl_tensor_floats(fl_ps_store_get(s, "w"))[3], 0.5, 1e-7, "and the copy was updated");
+    fl_ps_store_give_back(first);
+    is_near(fl_tensor_floats(lent)[0], 1.0, 0, "one loan back, the other still reads the old value");
+    fl_ps_store_give_back(second);
+
+    const fl_tensor *now = fl_ps_store_get(s, "w");
+    ok(fl_ps_store_run(s, FL_OP_APPLY_GRADIENT_DESCENT, &sgd, just_w, 1, grad, err, sizeof err) == 0 &&
+           fl_ps_store_get(s, "w") == now,
+       "with no loan out, an update is in place again");
+    fl_ps_loan *late = fl_ps_store_lend(s, "w", &lent);
+    fl_ps_store_free(s);
+    is_near(fl_tensor_floats(lent)[0], 0.0, 1e-7, "a value lent when the store is freed lives until its loan ends");
+    fl_ps_store_give_back(late);
+    fl_tensor_free(w);
+    fl_tensor_free(grad);
+}
+
 int main(void)
 {
     test_init_once();
     test_updates();
     test_global_step();
+    test_loans();
     return done_testing();
 }

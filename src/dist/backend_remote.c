@@ -65,6 +65,15 @@ static int remote_copy_out(void *impl, void *host_dst, const void *src, size_t b
     return 0;
 }
 
+/* The executor copies to and from a device's buffer here directly. A value
+ * read is final once its pull's reply is in: the session waits for that
+ * (its mark) before it copies. */
+static void *remote_host_memory(void *impl, void *buffer)
+{
+    (void)impl;
+    return ((remote_buffer *)buffer)->data;
+}
+
 static bool remote_has_kernel(fl_op_kind op)
 {
     switch (op) {
@@ -238,6 +247,7 @@ const fl_backend fl_remote_backend = {
     .release = remote_release,
     .copy_in = remote_copy_in,
     .copy_out = remote_copy_out,
+    .host_memory = remote_host_memory,
     .has_kernel = remote_has_kernel,
     .run = remote_run,
     .wait = remote_wait,

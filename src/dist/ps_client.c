@@ -13,9 +13,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "frame_reader.h"
 #include "ps_client.h"
 #include "runtime.h"
 #include "socket_writer.h"
+
 
 typedef struct {
     uint32_t id;
@@ -50,21 +52,6 @@ struct fl_ps_client {
     char log_prefix[64];
 };
 
-/* 1 when len bytes were read, 0 at a clean end of stream, -1 on error. */
-static int read_all(int fd, unsigned char *p, size_t len)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = recv(fd, p + got, len - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n == 0 && got == 0 ? 0 : -1;
-        got += (size_t)n;
-    }
-    return 1;
-}
-
 static void mark_broken(fl_ps_client *c, const char *why)
 {
     pthread_mutex_lock(&c->lock);
@@ -93,7 +80,7 @@ static void complete(fl_ps_client *c, const fl_wire_message *m)
     } else if (m->type == FL_WIRE_VALUE) {
         if (m->u.named.tensor.bytes != p->bytes)
             note_error(c, p->id, "%s sent a value of another size for %s", m->u.named.name);
-        else if (p->dst)
+        else if (p->dst && m->u.named.tensor.data != p->dst) /* not received in place */
             fl_wire_tensor_read(&m->u.named.tensor, p->dst);
     } else if (m->type == FL_WIRE_INIT_DONE && p->already) {
         *p->already = m->u.already_initialized;
@@ -106,29 +93,30 @@ static void complete(fl_ps_client *c, const fl_wire_message *m)
     pthread_cond_broadcast(&c->replied);
 }
 
+/* A big VALUE's data is received straight into the buffer its request
+ * awaits (frame_reader.c): that buffer when the frame is the reply to the
+ * oldest request and the request awaits data, else NULL. */
+static void *awaited_destination(void *client, const fl_wire_frame *f, size_t *bytes)
+{
+    fl_ps_client *c = client;
+    void *dst = NULL;
+    pthread_mutex_lock(&c->lock);
+    const pending_request *p = c->count > 0 ? &c->queue[c->head] : NULL;
+    if (p && p->id == f->request_id && p->dst) {
+        dst = p->dst;
+        *bytes = p->bytes;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return dst;
+}
+
 /* Reads one frame into buf. 1: a frame in *f; 0: the stream ended; -1: bad. */
 static int read_frame(fl_ps_client *c, fl_wire_buf *buf, fl_wire_frame *f, char *why, size_t len)
 {
-    unsigned char header[FL_WIRE_HEADER_BYTES];
-    int rc = read_all(c->fd, header, sizeof header);
-    if (rc <= 0) {
-        snprintf(why, len, rc == 0 ? "the task closed the connection" : "%s", strerror(errno));
-        return rc;
-    }
-    if (fl_wire_decode(header, sizeof header, f, why, len) == FL_WIRE_BAD)
-        return -1;
-    size_t total = fl_wire_frame_length(header);
-    if (total > buf->cap) {
-        buf->data = fl_xrealloc(buf->data, total);
-        buf->cap = total;
-    }
-    memcpy(buf->data, header, sizeof header);
-    if (read_all(c->fd, buf->data + sizeof header, total - sizeof header) != 1) {
-        snprintf(why, len, "the connection ended inside a frame");
-        return -1;
-    }
-    c->received += total;
-    return fl_wire_decode(buf->data, total, f, why, len) == FL_WIRE_FRAME ? 1 : -1;
+    int rc = fl_read_frame(c->fd, buf, f, awaited_destination, c, why, len);
+    if (rc == 1)
+        c->received += f->frame_len;
+    return rc;
 }
 
 static void *read_replies(void *client)

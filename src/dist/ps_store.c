@@ -1,7 +1,8 @@
 /* ps_store.c: a parameter server's variables and the state ops that change
  * them. A variable is a host tensor under its full name; an update runs the
  * host backend's kernel on a node made for the occasion, so the formulas
- * are the very ones /cpu:0 uses (and the accelerators are tested against). */
+ * are the very ones /cpu:0 uses (and the accelerators are tested against).
+ * A value lent to a reply on its way out is copied before it is changed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +11,41 @@
 #include "name_table.h"
 #include "ps_store.h"
 
+/* One buffer of a variable's value, and the replies still sending it. */
+struct fl_ps_loan {
+    fl_tensor *tensor;
+    int loans;
+    bool replaced; /* no longer the variable's value: freed with its last loan */
+};
+
+typedef struct {
+    fl_ps_loan *now; /* the value */
+} ps_variable;
+
 struct fl_ps_store {
-    fl_name_table by_name; /* name -> fl_tensor * */
-    fl_tensor **values;    /* every variable, for freeing and counting */
+    fl_name_table by_name;  /* name -> ps_variable * */
+    ps_variable **values;   /* every variable, for freeing and counting */
     int count, capacity;
     size_t bytes;
 };
+
+static fl_ps_loan *new_value(fl_tensor *tensor)
+{
+    fl_ps_loan *v = fl_xcalloc(1, sizeof *v);
+    v->tensor = tensor;
+    return v;
+}
+
+/* A value nobody sends is freed now; one still lent, with its last loan. */
+static void drop_value(fl_ps_loan *v)
+{
+    if (v->loans > 0) {
+        v->replaced = true;
+        return;
+    }
+    fl_tensor_free(v->tensor);
+    free(v);
+}
 
 fl_ps_store *fl_ps_store_new(void)
 {
@@ -28,8 +58,10 @@ void fl_ps_store_free(fl_ps_store *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < s->count; i++)
-        fl_tensor_free(s->values[i]);
+    for (int i = 0; i < s->count; i++) {
+        drop_value(s->values[i]->now);
+        free(s->values[i]);
+    }
     free(s->values);
     fl_name_table_free(&s->by_name);
     free(s);
@@ -37,7 +69,38 @@ void fl_ps_store_free(fl_ps_store *s)
 
 const fl_tensor *fl_ps_store_get(const fl_ps_store *s, const char *name)
 {
-    return fl_name_table_get(&s->by_name, name);
+    const ps_variable *v = fl_name_table_get(&s->by_name, name);
+    return v ? v->now->tensor : NULL;
+}
+
+fl_ps_loan *fl_ps_store_lend(fl_ps_store *s, const char *name, const fl_tensor **value)
+{
+    ps_variable *v = fl_name_table_get(&s->by_name, name);
+    if (!v)
+        return NULL;
+    v->now->loans++;
+    *value = v->now->tensor;
+    return v->now;
+}
+
+void fl_ps_store_give_back(fl_ps_loan *loan)
+{
+    if (--loan->loans == 0 && loan->replaced)
+        drop_value(loan);
+}
+
+/* The variable's value, ready to be changed in place: a copy when the
+ * value is lent to a reply still on its way. */
+static fl_tensor *value_to_change(ps_variable *v)
+{
+    if (v->now->loans == 0)
+        return v->now->tensor;
+    const fl_tensor *lent = v->now->tensor;
+    fl_tensor *copy = fl_tensor_new(lent->dtype, lent->shape);
+    memcpy(copy->data, lent->data, fl_tensor_bytes(lent));
+    drop_value(v->now);
+    v->now = new_value(copy);
+    return copy;
 }
 
 int fl_ps_store_count(const fl_ps_store *s) { return s->count; }
@@ -66,9 +129,11 @@ int fl_ps_store_init(fl_ps_store *s, const char *name, const fl_tensor *value, c
         s->capacity = s->capacity ? 2 * s->capacity : 16;
         s->values = fl_xrealloc(s->values, (size_t)s->capacity * sizeof *s->values);
     }
-    s->values[s->count++] = copy;
+    ps_variable *v = fl_xcalloc(1, sizeof *v);
+    v->now = new_value(copy);
+    s->values[s->count++] = v;
     s->bytes += fl_tensor_bytes(copy);
-    fl_name_table_put(&s->by_name, name, copy);
+    fl_name_table_put(&s->by_name, name, v);
     return 1;
 }
 
@@ -117,8 +182,10 @@ int fl_ps_store_run(fl_ps_store *s, fl_op_kind op, const fl_attrs *attrs, const 
         return -1;
     }
     fl_tensor *in[6];
+    ps_variable *v[5];
     for (int i = 0; i < nvars; i++) {
-        in[i] = fl_name_table_get(&s->by_name, vars[i]);
+        v[i] = fl_name_table_get(&s->by_name, vars[i]);
+        in[i] = v[i] ? v[i]->now->tensor : NULL;
         if (!in[i]) {
             snprintf(err, len, "%s: variable %s has no value on this ps yet (the chief initialises "
                                "variables; is it running?)", fl_op_def_of(op)->type, vars[i]);
@@ -127,6 +194,8 @@ int fl_ps_store_run(fl_ps_store *s, fl_op_kind op, const fl_attrs *attrs, const 
     }
     if (check_slots(op, in, vars, nvars, err, len) || check_fits(vars[0], in[0], arg, err, len))
         return -1;
+    for (int i = 0; i < nvars; i++)
+        in[i] = value_to_change(v[i]);
     in[nvars] = (fl_tensor *)arg; /* kernels only read their last input */
     fl_node node = {.op = op, .name = (char *)vars[0], .dtype = in[0]->dtype, .shape = in[0]->shape,
                     .attrs = *attrs, .ninputs = nvars + 1};

@@ -21,6 +21,14 @@ int fl_ps_store_init(fl_ps_store *s, const char *name, const fl_tensor *value, c
 
 /* The variable's value, or NULL when there is no such variable yet. */
 const fl_tensor *fl_ps_store_get(const fl_ps_store *s, const char *name);
+
+/* Lends the variable's value to a reply that sends it from where it lies,
+ * without copying it (NULL when there is no such variable). Until the loan
+ * is given back, an update changes a fresh copy instead, so the bytes on
+ * their way stay the value that was read. */
+typedef struct fl_ps_loan fl_ps_loan;
+fl_ps_loan *fl_ps_store_lend(fl_ps_store *s, const char *name, const fl_tensor **value);
+void fl_ps_store_give_back(fl_ps_loan *loan);
 int fl_ps_store_count(const fl_ps_store *s);
 /* Bytes held, for the server's log and the load test's flat-memory check. */
 size_t fl_ps_store_bytes(const fl_ps_store *s);

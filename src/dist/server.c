@@ -80,7 +80,6 @@ static void free_server(fl_server *s)
     fl_ps_sync_free(s->sync);
     fl_ps_store_free(s->store);
     fl_wire_buf_free(&s->out);
-    fl_server_free_spare_replies(s);
     free(s->scratch);
     free(s->message);
     free(s->worker_done);

@@ -141,8 +141,7 @@ static void serve_pull(fl_server_conn *c, uint32_t id, const char *name)
 {
     if (fl_server_answer_if_missing(c, id, name))
         return;
-    fl_wire_put_value(&c->server->out, id, name, fl_ps_store_get(c->server->store, name));
-    fl_server_send_out(c);
+    fl_server_send_value(c, id, name);
 }
 
 static void serve_apply(fl_server_conn *c, uint32_t id, const fl_wire_apply *a)
@@ -176,11 +175,12 @@ static void serve_assignment(fl_server_conn *c, uint32_t id, fl_op_kind op, cons
     char why[FL_WIRE_ERROR_LEN];
     if (fl_ps_store_run(s->store, op, &none, vars, 1, &value, why, sizeof why) != 0)
         return fl_server_refuse(c, id, FL_WIRE_E_MISMATCH, why);
-    if (op == FL_OP_ASSIGN_ADD)
-        fl_wire_put_value(&s->out, id, m->name, fl_ps_store_get(s->store, m->name));
-    else
+    if (op == FL_OP_ASSIGN_ADD) {
+        fl_server_send_value(c, id, m->name);
+    } else {
         fl_wire_put_ok(&s->out, id);
-    fl_server_send_out(c);
+        fl_server_send_out(c);
+    }
     if (op == FL_OP_ASSIGN) /* a restore: what synchronous replicas held is void */
         fl_ps_sync_reset(s->sync, m->name);
     fl_server_wake_waits(s, m->name);
@@ -252,8 +252,7 @@ static bool answer_wait(fl_server_conn *c, uint32_t id, const char *name, uint64
     uint64_t now;
     if (!value || !fl_server_read_step(value, &now) || now == step)
         return false;
-    fl_wire_put_value(&s->out, id, name, value);
-    fl_server_send_out(c);
+    fl_server_send_value(c, id, name);
     return true;
 }
 
@@ -269,8 +268,7 @@ static bool step_can_complete(const fl_server *s)
 
 static void answer_now(fl_server_conn *c, uint32_t id, const char *name)
 {
-    fl_wire_put_value(&c->server->out, id, name, fl_ps_store_get(c->server->store, name));
-    fl_server_send_out(c);
+    fl_server_send_value(c, id, name);
 }
 
 void fl_server_serve_wait_step(fl_server_conn *c, uint32_t id, const fl_wire_wait_step *w)

@@ -38,7 +38,6 @@ struct fl_server {
     uint32_t sync_replicas;       /* the last SYNC update's replicas_to_aggregate (loop thread) */
     const fl_cluster *cluster;
     fl_wire_buf out;      /* the reply being built (loop thread only) */
-    fl_wire_buf spare_out[2]; /* big replies' buffers, back from libevent (loop thread) */
     fl_wire_message *message; /* the request being served (loop thread; large: names, slots) */
     void *scratch;        /* a received tensor in host order (loop thread only) */
     size_t scratch_cap;
@@ -75,7 +74,8 @@ typedef struct fl_server_conn {
 /* server_reply.c: sends s->out to c and empties it; at the end, the spare
  * reply buffers are freed. */
 void fl_server_send_out(fl_server_conn *c);
-void fl_server_free_spare_replies(fl_server *s);
+/* A VALUE reply with variable `name`'s value, which the caller checked exists. */
+void fl_server_send_value(fl_server_conn *c, uint32_t id, const char *name);
 /* Bad input: an ERROR, a log line, and the connection closes. */
 void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why);
 /* Answers NOT_INITIALIZED and returns true when the variable has no value. */

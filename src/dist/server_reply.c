@@ -1,72 +1,60 @@
-/* server_reply.c: a reply on its way to a connection. A small one is copied
- * into the connection's output; a big one (a pull of dense_1's kernel is
- * 13 MB) is handed to libevent as it is, saving a copy per pull, and its
- * buffer comes back for the next big reply once the bytes are written. */
+/* server_reply.c: a reply on its way to a connection. Most are small and
+ * copied into the connection's output. A variable's value (a pull of
+ * dense_1's kernel is 13 MB) goes out from where it lies: the store lends
+ * it until libevent has written its bytes, and an update meanwhile changes
+ * a copy (ps_store.c), so no reply copies a big value. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <stdlib.h>
 
 #include "server_internal.h"
 
-#define HAND_OVER_BYTES ((size_t)256 << 10)
-#define SPARES ((int)(sizeof ((fl_server *)0)->spare_out / sizeof ((fl_server *)0)->spare_out[0]))
-
-typedef struct {
-    fl_server *server;
-    fl_wire_buf buf;
-} handed_reply;
-
-/* libevent calls this (on the loop thread) once the bytes are written, or
- * when the connection is freed with them still queued. */
-static void reply_written(const void *data, size_t len, void *handed)
-{
-    (void)data;
-    (void)len;
-    handed_reply *h = handed;
-    fl_wire_buf *spare = h->server->spare_out;
-    h->buf.len = 0;
-    int free_slot = 0;
-    while (free_slot < SPARES && spare[free_slot].data)
-        free_slot++;
-    if (free_slot < SPARES)
-        spare[free_slot] = h->buf;
-    else
-        fl_wire_buf_free(&h->buf);
-    free(h);
-}
-
-/* A buffer for the next reply: a spare one, or an empty one. */
-static fl_wire_buf take_spare(fl_server *s)
-{
-    for (int i = 0; i < SPARES; i++)
-        if (s->spare_out[i].data) {
-            fl_wire_buf b = s->spare_out[i];
-            s->spare_out[i] = (fl_wire_buf){0};
-            return b;
-        }
-    return (fl_wire_buf){0};
-}
+#define LEND_BYTES ((size_t)64 << 10)
 
 void fl_server_send_out(fl_server_conn *c)
 {
     fl_server *s = c->server;
     fl_server_count(s, &s->stats.bytes_out, s->out.len);
-    if (s->out.len < HAND_OVER_BYTES) {
-        bufferevent_write(c->bev, s->out.data, s->out.len);
-        fl_wire_buf_consume(&s->out, s->out.len);
-        return;
-    }
-    handed_reply *h = fl_xmalloc(sizeof *h);
-    *h = (handed_reply){s, s->out};
-    s->out = take_spare(s);
-    if (evbuffer_add_reference(bufferevent_get_output(c->bev), h->buf.data, h->buf.len, reply_written, h) != 0) {
-        bufferevent_write(c->bev, h->buf.data, h->buf.len); /* out of memory for the reference: copy */
-        reply_written(NULL, 0, h);
-    }
+    bufferevent_write(c->bev, s->out.data, s->out.len);
+    fl_wire_buf_consume(&s->out, s->out.len);
 }
 
-void fl_server_free_spare_replies(fl_server *s)
+/* libevent calls this on the loop thread once the bytes are written, or
+ * when the connection is freed with them still queued. */
+static void value_written(const void *data, size_t len, void *loan)
 {
-    for (int i = 0; i < SPARES; i++)
-        fl_wire_buf_free(&s->spare_out[i]);
+    (void)data;
+    (void)len;
+    fl_ps_store_give_back(loan);
+}
+
+/* The frame's head is copied, its data handed to libevent by reference. */
+static bool send_lent(fl_server_conn *c, uint32_t id, const char *name)
+{
+    fl_server *s = c->server;
+    const fl_tensor *value;
+    fl_ps_loan *loan = fl_ps_store_lend(s->store, name, &value);
+    size_t bytes = fl_tensor_bytes(value);
+    if (fl_wire_put_value_head(&s->out, id, name, value) != 0) {
+        fl_ps_store_give_back(loan);
+        return false;
+    }
+    fl_server_send_out(c);
+    fl_server_count(s, &s->stats.bytes_out, bytes);
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (evbuffer_add_reference(out, value->data, bytes, value_written, loan) != 0) {
+        evbuffer_add(out, value->data, bytes); /* out of memory for the reference: copy */
+        fl_ps_store_give_back(loan);
+    }
+    return true;
+}
+
+void fl_server_send_value(fl_server_conn *c, uint32_t id, const char *name)
+{
+    fl_server *s = c->server;
+    const fl_tensor *value = fl_ps_store_get(s->store, name);
+    if (fl_tensor_bytes(value) >= LEND_BYTES && send_lent(c, id, name))
+        return;
+    fl_wire_put_value(&s->out, id, name, value);
+    fl_server_send_out(c);
 }

@@ -125,6 +125,10 @@ int fl_wire_put_init_variable(fl_wire_buf *buf, uint32_t id, const char *name, c
 int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool already_initialized);
 int fl_wire_put_pull(fl_wire_buf *buf, uint32_t id, const char *name);
 int fl_wire_put_value(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
+/* A VALUE frame but for its tensor's data, which the caller sends right after
+ * these bytes from where it lies (a ps sends a 13 MB variable without copying
+ * it). -1 on a host whose byte order is not the wire's: use fl_wire_put_value. */
+int fl_wire_put_value_head(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
 int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
                       const fl_wire_optimizer_args *opt, const fl_tensor *grad);
 int fl_wire_put_applied(fl_wire_buf *buf, uint32_t id, uint64_t version);
@@ -153,6 +157,11 @@ typedef struct {
     uint32_t payload_len;
     const unsigned char *payload; /* inside the caller's bytes */
     size_t frame_len;             /* header + payload: what to drain afterwards */
+    /* When tail_len > 0, the payload's last tail_len bytes lie at tail, not
+     * after the rest: a reader received a tensor's data straight into its
+     * destination. They must be that tensor's data exactly, or the parse fails. */
+    const unsigned char *tail;
+    size_t tail_len;
 } fl_wire_frame;
 
 /* FL_WIRE_FRAME: *frame describes the first frame_len bytes. FL_WIRE_NEED_MORE: every
@@ -161,9 +170,15 @@ typedef struct {
  * soon as its bytes arrive, so garbage is refused before a whole header is in. */
 fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, char *err,
                               size_t errlen);
+/* The host's byte order is the wire's (little-endian): tensor data can be
+ * used where it lies, and a frame's tensor data received where it belongs. */
+bool fl_wire_host_order_is_wire_order(void);
 /* The whole frame's length (header and payload) from a header fl_wire_decode has
  * already accepted: how many bytes to wait for before decoding the frame. */
 size_t fl_wire_frame_length(const void *header);
+/* What such a header announces: type, request id and lengths, with no
+ * payload yet (a reader that places the payload's bytes itself). */
+fl_wire_frame fl_wire_frame_announced(const void *header);
 /* At end of stream: 0 when no bytes are left over, else -1 and a message such as
  * "connection closed inside a frame header (7 of 16 bytes)". */
 int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen);

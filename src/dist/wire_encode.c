@@ -52,7 +52,7 @@ static int put_name(fl_wire_buf *buf, long start, fl_wire_type type, const char 
 /* dtype u8, rank u8, rank dims as i32, data length u32, then the elements as
  * little-endian words: the host order of the machines people train on, so
  * receiving a tensor there is one memcpy. */
-static int put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t)
+static int put_tensor_head(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t, size_t *bytes)
 {
     char why[FL_WIRE_ERROR_LEN];
     int64_t count;
@@ -68,9 +68,19 @@ static int put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_
     for (int i = 0; i < t->shape.rank; i++)
         if (put_u32(buf, (uint32_t)t->shape.dims[i]) != 0)
             return refuse(buf, start, type, "out of memory");
-    size_t bytes = (size_t)count * 4;
+    *bytes = (size_t)count * 4;
+    if (put_u32(buf, (uint32_t)*bytes) != 0)
+        return refuse(buf, start, type, "out of memory");
+    return 0;
+}
+
+static int put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t)
+{
+    size_t bytes;
     unsigned char *out = NULL;
-    if (put_u32(buf, (uint32_t)bytes) != 0 || !(out = wire_extend(buf, bytes)))
+    if (put_tensor_head(buf, start, type, t, &bytes) != 0)
+        return -1;
+    if (!(out = wire_extend(buf, bytes)))
         return refuse(buf, start, type, "out of memory");
     const unsigned char *src = t->data;
     if (wire_host_is_little_endian()) {
@@ -135,6 +145,20 @@ int fl_wire_put_init_variable(fl_wire_buf *buf, uint32_t id, const char *name, c
 int fl_wire_put_value(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value)
 {
     return put_named_tensor(buf, FL_WIRE_VALUE, id, name, value);
+}
+
+int fl_wire_put_value_head(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value)
+{
+    long start = wire_begin(buf, FL_WIRE_VALUE, id);
+    size_t bytes;
+    if (start < 0)
+        return -1;
+    if (!wire_host_is_little_endian())
+        return wire_abort(buf, start, "VALUE: this host's byte order is not the wire's; copy the value");
+    if (put_name(buf, start, FL_WIRE_VALUE, "name", name) != 0 ||
+        put_tensor_head(buf, start, FL_WIRE_VALUE, value, &bytes) != 0)
+        return -1;
+    return wire_end_before(buf, start, bytes);
 }
 
 int fl_wire_put_assign_add(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *delta)

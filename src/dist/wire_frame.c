@@ -158,10 +158,12 @@ int wire_abort(fl_wire_buf *buf, long start, const char *fmt, ...)
     return -1;
 }
 
-int wire_end(fl_wire_buf *buf, long start)
+int wire_end(fl_wire_buf *buf, long start) { return wire_end_before(buf, start, 0); }
+
+int wire_end_before(fl_wire_buf *buf, long start, size_t following)
 {
     unsigned char *h = buf->data + start;
-    size_t payload = buf->len - (size_t)start - FL_WIRE_HEADER_BYTES;
+    size_t payload = buf->len - (size_t)start - FL_WIRE_HEADER_BYTES + following;
     fl_wire_type type = (fl_wire_type)h[5];
     if (payload > MAX_PAYLOAD[type])
         return wire_abort(buf, start, "%s: payload of %zu bytes over the %u limit",
@@ -239,12 +241,22 @@ fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *fram
     frame->payload_len = payload;
     frame->payload = b + FL_WIRE_HEADER_BYTES;
     frame->frame_len = FL_WIRE_HEADER_BYTES + (size_t)payload;
+    frame->tail = NULL;
+    frame->tail_len = 0;
     return FL_WIRE_FRAME;
 }
 
 size_t fl_wire_frame_length(const void *header)
 {
     return FL_WIRE_HEADER_BYTES + (size_t)wire_load_u32((const unsigned char *)header + 12);
+}
+
+fl_wire_frame fl_wire_frame_announced(const void *header)
+{
+    const unsigned char *b = header;
+    uint32_t payload = wire_load_u32(b + 12);
+    return (fl_wire_frame){.type = (fl_wire_type)b[5], .request_id = wire_load_u32(b + 8),
+                           .payload_len = payload, .frame_len = FL_WIRE_HEADER_BYTES + (size_t)payload};
 }
 
 int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen)

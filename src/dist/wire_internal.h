@@ -56,6 +56,8 @@ long wire_begin(fl_wire_buf *buf, fl_wire_type type, uint32_t id);
 int wire_append(fl_wire_buf *buf, const void *bytes, size_t len);
 unsigned char *wire_extend(fl_wire_buf *buf, size_t len); /* room for len bytes, or NULL */
 int wire_end(fl_wire_buf *buf, long start);
+/* wire_end for a frame whose last `following` bytes the caller sends itself. */
+int wire_end_before(fl_wire_buf *buf, long start, size_t following);
 int wire_abort(fl_wire_buf *buf, long start, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

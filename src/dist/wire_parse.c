@@ -11,7 +11,9 @@
 
 typedef struct {
     const unsigned char *p;
-    size_t left;
+    size_t left;              /* in memory at p */
+    const unsigned char *tail; /* the payload's last tail_len bytes (fl_wire_frame) */
+    size_t tail_len;
     fl_wire_type type;
     char *err;
     size_t errlen;
@@ -34,7 +36,12 @@ static int fail(cursor *c, const char *fmt, ...)
 static int open_cursor(cursor *c, const fl_wire_frame *f, bool type_ok, const char *parser,
                        char *err, size_t errlen)
 {
-    *c = (cursor){f->payload, f->payload_len, f->type, err, errlen};
+    *c = (cursor){f->payload, f->payload_len, NULL, 0, f->type, err, errlen};
+    if (f->tail_len > f->payload_len)
+        return fail(c, "%zu bytes received apart from a payload of %u", f->tail_len, (unsigned)f->payload_len);
+    c->left -= f->tail_len;
+    c->tail = f->tail;
+    c->tail_len = f->tail_len;
     if (!type_ok)
         return fail(c, "not a frame for the %s parser", parser);
     return 0;
@@ -43,6 +50,8 @@ static int open_cursor(cursor *c, const fl_wire_frame *f, bool type_ok, const ch
 static int take(cursor *c, size_t n, const char *what, const unsigned char **out)
 {
     *out = NULL;
+    if (n > c->left && c->tail_len)
+        return fail(c, "the %s is not in the bytes before the %zu received apart", what, c->tail_len);
     if (n > c->left)
         return fail(c, "payload ends inside the %s (needs %zu bytes, %zu left)", what, n, c->left);
     *out = c->p;
@@ -72,9 +81,9 @@ static int get_u32(cursor *c, const char *what, uint32_t *v)
 /* No bytes may follow the last field: they would mean sender and receiver disagree. */
 static int finish(cursor *c)
 {
-    if (c->left != 0)
-        return fail(c, "%zu trailing byte%s after the last field", c->left,
-                    c->left == 1 ? "" : "s");
+    size_t left = c->left + c->tail_len;
+    if (left != 0)
+        return fail(c, "%zu trailing byte%s after the last field", left, left == 1 ? "" : "s");
     return 0;
 }
 
@@ -136,8 +145,16 @@ static int get_tensor(cursor *c, fl_wire_tensor *t)
                     (unsigned)bytes);
     }
     t->bytes = bytes;
-    return take(c, bytes, "tensor data", &t->data);
+    if (c->tail_len == 0)
+        return take(c, bytes, "tensor data", &t->data);
+    if (c->left != 0 || bytes != c->tail_len) /* the tail is taken whole, as this tensor's data */
+        return fail(c, "tensor data of %u bytes, but %zu were received apart", (unsigned)bytes, c->tail_len);
+    t->data = c->tail;
+    c->tail_len = 0;
+    return 0;
 }
+
+bool fl_wire_host_order_is_wire_order(void) { return wire_host_is_little_endian(); }
 
 const void *fl_wire_tensor_in_place(const fl_wire_tensor *t)
 {
