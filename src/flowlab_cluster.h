@@ -168,6 +168,9 @@ typedef struct {
     int variables;
     int goodbyes;            /* workers and chiefs that have finished */
     uint64_t stale_updates;  /* synchronous updates dropped as stale (chapter 4) */
+    /* Received tensor bytes copied before use. A big tensor (a gradient) is
+     * received where it can be used as it lies, so these are small ones. */
+    uint64_t copied_in_bytes;
 } fl_server_stats;
 
 /* Starts the local task's server. NULL when it cannot listen (fl_last_error

@@ -279,8 +279,47 @@ static void test_straggler_released_at_goodbye(void)
     fclose(log);
 }
 
+/* Big tensors cross without copies: a gradient lands where the ps can
+ * apply it as it lies, a value goes out from the variable itself, and a
+ * worker receives it straight into the buffer that awaits it. */
+static void test_big_tensors_in_place(void)
+{
+    fl_cluster *spec;
+    int port;
+    fl_server *ps = start_ps(&spec, &port, NULL);
+    if (!ok(ps != NULL, "a ps for big tensors"))
+        return;
+    fl_connect_options where = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
+    fl_ps_client *c = fl_ps_client_open(&where, "worker", 0);
+    enum { N = 300001 }; /* 1.2 MB, and an odd count of floats */
+    fl_tensor *w = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, N)), *grad = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, N));
+    for (int i = 0; i < N; i++) {
+        fl_tensor_floats(w)[i] = (float)i;
+        fl_tensor_floats(grad)[i] = 1.0f;
+    }
+    fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 0.5f};
+    bool ran = c && fl_ps_client_wait(c, fl_ps_client_init(c, "dense_1/kernel", w, NULL)) == 0;
+    for (int k = 0; ran && k < 3; k++)
+        ran = fl_ps_client_wait(c, fl_ps_client_apply(c, "dense_1/kernel", &sgd, grad)) == 0;
+    float *back = calloc(N, sizeof *back);
+    ran = ran && fl_ps_client_wait(c, fl_ps_client_pull(c, "dense_1/kernel", back, N * sizeof *back)) == 0;
+    ok(ran && back[0] == -1.5f && back[N - 1] == (float)(N - 1) - 1.5f,
+       "three big updates and a pull round trip (first %g, last %g)", back[0], back[N - 1]);
+    fl_server_stats st;
+    fl_server_get_stats(ps, &st);
+    ok(st.copied_in_bytes == 0, "the ps copied none of the 4.8 MB it received before using it (%llu bytes)",
+       (unsigned long long)st.copied_in_bytes);
+    free(back);
+    fl_tensor_free(w);
+    fl_tensor_free(grad);
+    fl_ps_client_close(c);
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
+}
+
 int main(void)
 {
+    test_big_tensors_in_place();
     test_bad_input_beside_a_good_worker();
     test_straggler_released_at_goodbye();
     return done_testing();

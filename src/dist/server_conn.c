@@ -381,13 +381,32 @@ static void serve_frame(fl_server_conn *c, const fl_wire_frame *f)
 
 /* A big frame (a gradient of 13 MB) gets one piece of memory before its
  * bytes arrive: libevent then reads them in behind its start, and the
- * pullup that hands the frame to the decoder has nothing to copy. */
+ * pullup that hands the frame to the decoder has nothing to copy. A tensor
+ * ends such a frame, so placing the frame's end on a 4-byte boundary puts
+ * the tensor's data on one too, and the ps applies a gradient where it
+ * lies (fl_server_received). */
 static void make_room_for_frame(struct evbuffer *in, size_t have, size_t need)
 {
     if (need < FL_SERVER_BIG_FRAME)
         return;
-    evbuffer_pullup(in, -1); /* the little that is in, into one piece */
-    evbuffer_expand(in, need - have);
+    struct evbuffer_iovec room;
+    unsigned char *first = fl_xmalloc(have);
+    /* The input's end is the bufferevent's, frozen to others; it reads
+     * again only after this callback, on this thread, so thaw it here. */
+    evbuffer_unfreeze(in, 0);
+    evbuffer_remove(in, first, have); /* the little that is in; the buffer is empty now */
+    if (evbuffer_reserve_space(in, (ev_ssize_t)need + 3, &room, 1) == 1) {
+        size_t skip = (4 - ((uintptr_t)room.iov_base + need) % 4) % 4;
+        memcpy((unsigned char *)room.iov_base + skip, first, have);
+        room.iov_len = skip + have;
+        evbuffer_commit_space(in, &room, 1);
+        evbuffer_drain(in, skip);
+    } else {
+        evbuffer_add(in, first, have);
+        evbuffer_expand(in, need - have);
+    }
+    evbuffer_freeze(in, 0);
+    free(first);
 }
 
 /* libevent calls this when at least the read watermark's bytes are in. */

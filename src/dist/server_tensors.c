@@ -20,6 +20,7 @@ fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w)
     const void *in_place = fl_wire_tensor_in_place(w);
     if (in_place)
         return (fl_tensor){w->dtype, w->shape, (void *)in_place};
+    fl_server_count(s, &s->stats.copied_in_bytes, w->bytes);
     if (w->bytes > s->scratch_cap) {
         s->scratch = fl_xrealloc(s->scratch, w->bytes);
         s->scratch_cap = w->bytes;
