@@ -70,6 +70,44 @@ static int train(model *m, const fl_cluster *cluster, int n, double *losses, fl_
     return rc;
 }
 
+/* The worker's device reads the global step straight from where the pull
+ * put it (the remote device's host memory, src/session_copies.c); an
+ * AssignAdd ordered after that read must not overwrite the value before
+ * the device has taken it in, however late its queue runs. */
+static void read_before_increment(model *m, fl_session *s)
+{
+    fl_device_info devices[2];
+    const char *device = fl_list_devices(devices, 2) > 1 ? "/job:worker/task:0/gpu:0" : "/job:worker/task:0/cpu:0";
+    fl_device_scope_push(m->g, device);
+    fl_node *seen = fl_cast(m->g, m->step, FL_FLOAT32, "seen");
+    fl_device_pop(m->g);
+    const int32_t one_value = 1;
+    fl_tensor *one = fl_tensor_from_ints(fl_shape_make(0), &one_value);
+    fl_node *delta = fl_constant(m->g, one, NULL);
+    fl_tensor_free(one);
+    fl_control_dependencies_push(m->g, &seen, 1);
+    fl_device_scope_push(m->g, "/job:ps/task:0/cpu:0");
+    fl_node *bump = fl_assign_add(m->g, m->step, delta, "bump");
+    fl_device_pop(m->g);
+    fl_control_dependencies_pop(m->g);
+    fl_tensor *before = NULL;
+    fl_session_run(s, NULL, 0, &m->step, 1, &before, NULL, 0);
+    int first = before ? fl_tensor_ints(before)[0] : -1, in_order = 0;
+    enum { ROUNDS = 200 };
+    for (int k = 0; k < ROUNDS; k++) {
+        fl_tensor *t = NULL;
+        int rc = fl_session_run(s, NULL, 0, &seen, 1, &t, &bump, 1);
+        if (rc != 0 && k == 0)
+            diag("%s", fl_session_error(s));
+        if (rc == 0 && fl_tensor_floats(t)[0] == (float)(first + k))
+            in_order++;
+        fl_tensor_free(t);
+    }
+    ok(first >= 0 && in_order == ROUNDS, "on %s, %d of %d reads of the step saw it before their own increment",
+       device, in_order, ROUNDS);
+    fl_tensor_free(before);
+}
+
 static void test_worker_against_ps(void)
 {
     char ps_hosts[64], worker_hosts[64];
@@ -121,6 +159,8 @@ static void test_worker_against_ps(void)
     ok(fl_session_run(s_there, NULL, 0, &twice, 1, &t, NULL, 0) != 0, "a Mul placed on the ps is refused");
     contains(fl_session_error(s_there), "twice: a Mul cannot run on /job:ps/task:0/cpu:0", "saying where");
     contains(fl_session_error(s_there), "put it on this worker's device", "and what to do instead");
+
+    read_before_increment(&there, s_there);
 
     ok(fl_server_join(ps, 0.2) == 1, "the ps waits while its worker has not finished");
     ok(fl_cluster_say_goodbye(worker_spec) == 0, "the worker says goodbye");
