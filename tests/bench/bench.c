@@ -275,10 +275,13 @@ static void bench_conv(void)
 
 /* A cluster of chapter 3 through the launcher: the sum over workers of each
  * one's median images/sec (its first two progress lines skipped, as above),
- * and the median MB a worker moved per step. */
+ * and the median MB a worker moved per step. The launcher's own lines are
+ * read too, so they stay out of the table; a failure's is printed as a note. */
 static double run_workers_images_per_second(const char *command, int workers, double *mb_per_step)
 {
-    FILE *p = popen(command, "r");
+    char with_launcher[1024], failure[512] = "";
+    snprintf(with_launcher, sizeof with_launcher, "%s 2>&1", command);
+    FILE *p = popen(with_launcher, "r");
     if (!p)
         return NAN;
     enum { MAX_LINES = 256 };
@@ -289,6 +292,8 @@ static double run_workers_images_per_second(const char *command, int workers, do
         int task;
         long step, global;
         double loss, ips, moved;
+        if (strncmp(line, "launch_cluster: ", 16) == 0 && strstr(line, "failed") && !failure[0])
+            snprintf(failure, sizeof failure, "%.*s", (int)strcspn(line, "\n"), line);
         const char *at = strstr(line, "worker ");
         if (at && sscanf(at, "worker %d: step %ld, global step %ld, loss %lf (%lf images/sec, %lf MB", &task, &step,
                          &global, &loss, &ips, &moved) == 6 && task >= 0 && task < workers && seen[task]++ >= 2 &&
@@ -302,6 +307,8 @@ static double run_workers_images_per_second(const char *command, int workers, do
     for (int k = 0; k < workers; k++)
         total += n[k] ? median(v[k], n[k]) : NAN;
     *mb_per_step = nmb ? median(mb, nmb) : NAN;
+    if (status != 0)
+        note("a chapter 3 cluster failed: %s", failure[0] ? failure : "the launcher exited non-zero");
     return status == 0 ? total : NAN;
 }
 
