@@ -428,11 +428,14 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
                           ? FL_WIRE_HEADER_BYTES
                           : fl_wire_frame_length(evbuffer_pullup(in, FL_WIRE_HEADER_BYTES));
         if (len < need) { /* wake me when the whole frame is here */
-            make_room_for_frame(in, len, need);
+            if (c->room_made != need) /* once per frame: a parked connection comes back here */
+                make_room_for_frame(in, len, need);
+            c->room_made = need;
             bufferevent_setwatermark(bev, EV_READ, need, 0);
             return;
         }
         bufferevent_setwatermark(bev, EV_READ, 0, 0);
+        c->room_made = 0;
         fl_server_count(c->server, &c->server->stats.bytes_in, need);
         if (fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)need), need, &f, why, sizeof why) != FL_WIRE_FRAME)
             return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);

@@ -67,12 +67,12 @@ typedef struct fl_server_conn {
     bool parked;   /* a WAIT_STEP awaits its answer: reading paused */
     bool counted;  /* it has sent a SYNC_ASSIGN_ADD ... */
     uint64_t counted_step; /* ... counted toward this step */
+    size_t room_made;      /* the length of the big frame memory was made for, until it is served */
     struct fl_server_conn *next;
 } fl_server_conn;
 
 /* What serving a request takes (server_conn.c). */
-/* server_reply.c: sends s->out to c and empties it; at the end, the spare
- * reply buffers are freed. */
+/* server_reply.c: sends s->out to c and empties it. */
 void fl_server_send_out(fl_server_conn *c);
 /* A VALUE reply with variable `name`'s value, which the caller checked exists. */
 void fl_server_send_value(fl_server_conn *c, uint32_t id, const char *name);
