@@ -61,10 +61,9 @@ static int transfer(fl_session *s, fl_edge_copy *c, fl_device *src, fl_device *d
 {
     const void *from_host = in_host_memory(src, from);
     void *to_host = in_host_memory(dst, c->buffer);
-    if (to_host)
-        return src->is_host ? dst->backend->copy_in(dst->impl, c->buffer, from, bytes)
-                            : fl_session_copy_finished_out(src, to_host, from, bytes);
-    if (from_host) {
+    if (to_host && !src->is_host) /* lands in host memory: a blocking copy out */
+        return fl_session_copy_finished_out(src, to_host, from, bytes);
+    if (from_host) { /* read from host memory, later: remember it */
         int rc = dst->backend->copy_in(dst->impl, c->buffer, from_host, bytes);
         return rc ? rc : note_pending_read(s, dst, from_host);
     }

@@ -18,7 +18,6 @@
 #include "runtime.h"
 #include "socket_writer.h"
 
-
 typedef struct {
     uint32_t id;
     fl_wire_type type; /* the request's */

@@ -390,23 +390,20 @@ static void make_room_for_frame(struct evbuffer *in, size_t have, size_t need)
     if (need < FL_SERVER_BIG_FRAME)
         return;
     struct evbuffer_iovec room;
-    unsigned char *first = fl_xmalloc(have);
     /* The input's end is the bufferevent's, frozen to others; it reads
      * again only after this callback, on this thread, so thaw it here. */
     evbuffer_unfreeze(in, 0);
-    evbuffer_remove(in, first, have); /* the little that is in; the buffer is empty now */
-    if (evbuffer_reserve_space(in, (ev_ssize_t)need + 3, &room, 1) == 1) {
+    if (evbuffer_reserve_space(in, (ev_ssize_t)(need + 3), &room, 1) == 1) {
         size_t skip = (4 - ((uintptr_t)room.iov_base + need) % 4) % 4;
-        memcpy((unsigned char *)room.iov_base + skip, first, have);
+        evbuffer_copyout(in, (unsigned char *)room.iov_base + skip, have); /* the little that is in */
         room.iov_len = skip + have;
         evbuffer_commit_space(in, &room, 1);
-        evbuffer_drain(in, skip);
+        evbuffer_drain(in, have + skip); /* the first copy, and the bytes skipped */
     } else {
-        evbuffer_add(in, first, have);
+        evbuffer_pullup(in, -1);
         evbuffer_expand(in, need - have);
     }
     evbuffer_freeze(in, 0);
-    free(first);
 }
 
 /* libevent calls this when at least the read watermark's bytes are in. */
