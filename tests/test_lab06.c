@@ -254,7 +254,11 @@ static int collectives_during_backward_convs(const char *path, int *ncollectives
 
 /* Steps 2 to 4 traced on rank 0: with --overlap on some collective starts
  * while a backward convolution is still running; with off, none does (the
- * device is idle while the main thread sums). */
+ * device is idle while the main thread sums). Whether the communication
+ * thread gets a core during a convolution is up to the scheduler, which on
+ * a loaded machine (the sanitizers, prove -j2) may not give it one in a
+ * short run: "on" is traced up to three times, and a lab that never
+ * overlaps fails all three. */
 static void test_overlap_trace(void)
 {
     const char *modes[] = {"on", "off"};
@@ -263,9 +267,18 @@ static void test_overlap_trace(void)
         snprintf(path, sizeof path, "%s/overlap_%s.json", tmp_dir, modes[m]);
         snprintf(args, sizeof args, "--max_examples 512 --batch_size 64 --log_every 1 --seed 5 "
                  "--train_steps 6 --overlap %s --trace %s", modes[m], path);
-        run_result r = mpirun(2, lab, args);
-        int ncollectives = 0, nconvs = 0;
-        int during = r.status == 0 ? collectives_during_backward_convs(path, &ncollectives, &nconvs) : -1;
+        run_result r = {0};
+        int ncollectives = 0, nconvs = 0, during = -1;
+        for (int attempt = 0; attempt < (m == 0 ? 3 : 1) && during <= 0; attempt++) {
+            if (attempt > 0) {
+                diag("--overlap on: no collective overlapped in traced run %d; tracing again", attempt);
+                free(r.out);
+            }
+            r = mpirun(2, lab, args);
+            during = r.status == 0 ? collectives_during_backward_convs(path, &ncollectives, &nconvs) : -1;
+            if (r.status != 0)
+                break;
+        }
         ok(r.status == 0 && ncollectives > 0 && nconvs > 0,
            "--overlap %s --trace: the trace has the collectives' lane (%d) and the backward "
            "convolutions (%d)", modes[m], ncollectives, nconvs);
