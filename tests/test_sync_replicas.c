@@ -91,13 +91,17 @@ static void test_backup_worker(void)
     free(r.out);
 }
 
-/* Chapter 1 for 150 steps of 32 against 2 asynchronous workers whose
- * global step reaches 150 (75 steps of 32 each): the same examples seen. */
+/* Chapter 1 for 300 steps of 32 against 2 asynchronous workers whose
+ * global step reaches 300 (150 steps of 32 each): the same examples seen.
+ * Not fewer: at 150 steps the model is still moving fast, and how stale
+ * each worker's weights were (the scheduler's doing) spread the async
+ * accuracy over 16 runs from 0.73 to 0.80 against chapter 1's 0.80; at
+ * 300 it lay within 0.012 of chapter 1's 0.829 in 8 runs. */
 static void test_async_reaches_chapter1(void)
 {
     char cmd[2048], chapter1[600];
     run_result async = {0}, single = {0};
-    const char *flags = "--device /cpu:0 --train_steps 150 --batch_size 32 --max_examples 2048 --log_every 50 --seed 1";
+    const char *flags = "--device /cpu:0 --train_steps 300 --batch_size 32 --max_examples 2048 --log_every 50 --seed 1";
     snprintf(chapter1, sizeof chapter1, "%s/labs/01-single-device/single_device", build_dir);
     snprintf(cmd, sizeof cmd, "timeout 300 %s %s", chapter1, flags);
     single.status = run_command(cmd, &single.out);
