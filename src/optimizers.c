@@ -51,7 +51,7 @@ fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, f
 
 /* SyncReplicasOptimizer: the same updates, each marked synchronous, so a
  * ps holding the variable counts them toward the worker's step and runs
- * the mean of the first replicas_to_aggregate once (src/dist/ps_sync.c).
+ * the mean of the first replicas_to_aggregate once (src/distributed_runtime/ps_sync.c).
  * With total_num_replicas larger, the others are backups whose late
  * updates are dropped. On variables a process holds itself the updates run
  * at once, as there is nobody to wait for. */

@@ -8,7 +8,7 @@
 
 #include "device.h"
 #include "placement.h"
-#include "dist/remote_device.h"
+#include "distributed_runtime/remote_device.h"
 
 /* The host has one device, /cpu:0; /cpu:1 names nothing, as /gpu:7 does
  * on a machine with one accelerator. */

@@ -3,7 +3,7 @@
  * edge cases of the small JSON reader behind TF_CONFIG. */
 #include "tap.h"
 #include "flowlab.h"
-#include "dist/json.h" /* the reader itself, for its edge cases */
+#include "cluster/json.h" /* the reader itself, for its edge cases */
 
 /* The spec is refused with exactly message. */
 static void flags_refused(const char *ps, const char *workers, const char *job, int index,

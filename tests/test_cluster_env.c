@@ -1,5 +1,5 @@
 /* test_cluster_env.c: the cluster from a launcher's environment
- * (src/dist/cluster_slurm.c, cluster_mpi_launcher.c, cluster_environment.c):
+ * (src/cluster/cluster_slurm.c, cluster_mpi_launcher.c, cluster_environment.c):
  * Slurm's step variables, Open MPI's and MPICH's ranks, the ps taken first,
  * ports per node from the base, the order of the sources, and every
  * malformed or contradictory variable refused with a message naming it. */

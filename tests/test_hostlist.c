@@ -1,10 +1,10 @@
-/* test_hostlist.c: Slurm's compressed host lists expanded (src/dist/hostlist.c),
+/* test_hostlist.c: Slurm's compressed host lists expanded (src/distributed_runtime/hostlist.c),
  * as SLURM_STEP_NODELIST gives them: plain names, brackets of numbers and
  * ranges, zero padding, text after a bracket, several brackets in a name,
  * and every malformed list refused with a message naming the list. */
 #include "flowlab.h"
 #include "runtime.h"
-#include "dist/hostlist.h"
+#include "cluster/hostlist.h"
 #include "tap.h"
 
 /* Expands list and joins the hosts with spaces, or returns "error". */

@@ -8,7 +8,7 @@
 
 #include "flowlab.h"
 #include "lab_runner.h"
-#include "dist/connect.h"
+#include "distributed_runtime/connect.h"
 #include "solutions/waiting_log.c" /* my_longest_wait, the reference answer */
 
 /* A loopback port nobody listens on: bound by the kernel's choice, then closed. */

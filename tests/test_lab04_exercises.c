@@ -5,7 +5,7 @@
  * fault-log answer reads the log the failure drill wrote for the book. */
 #include "flowlab.h"
 #include "lab_runner.h"
-#include "dist/ps_sync.h"
+#include "distributed_runtime/ps_sync.h"
 #include "solutions/accumulator.c" /* my_gradient_arrives, the reference answer */
 #include "solutions/fault_log.c"   /* my_read_fault_log, the reference answer */
 

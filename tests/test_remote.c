@@ -1,5 +1,5 @@
 /* test_remote.c: a worker's session with its variables on a ps task (the
- * remote backend, src/dist/backend_remote.c) against a real ps server on a
+ * remote backend, src/distributed_runtime/backend_remote.c) against a real ps server on a
  * loopback port: the same losses as the same graph kept local, the values
  * on the ps, Adam's slots there, a refused op, and the ps done once the
  * worker says goodbye. The ps runs in this process, on its own thread. */

@@ -1,4 +1,4 @@
-/* test_server.c: a live ps server (src/dist/server*.c) against bad input
+/* test_server.c: a live ps server (src/distributed_runtime/server*.c) against bad input
  * while a good worker keeps updating a variable: each bad connection gets an
  * ERROR frame where the stream allows one and is closed, the server goes on,
  * and the worker loses no update. Also: a port already in use, a client
@@ -11,7 +11,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
-#include "dist/ps_client.h"
+#include "distributed_runtime/ps_client.h"
 #include "loopback.h"
 
 enum { GOOD_UPDATES = 300, WIDTH = 1000 };

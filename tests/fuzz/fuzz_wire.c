@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/wire.h"
+#include "distributed_runtime/wire.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

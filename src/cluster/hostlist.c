@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "runtime.h"
-#include "dist/hostlist.h"
+#include "hostlist.h"
 
 /* A growing list of names. */
 typedef struct {

@@ -1,0 +1,41 @@
+# labs/03-between-graph/lab.mk: chapter 3's lab, its figures and exercises; included by the Makefile.
+LAB03    := $(BUILD)/labs/03-between-graph/between_graph
+LAUNCHER := $(BUILD)/labs/tools/launch_cluster
+# tests/test_lab03 runs the lab through the launcher, so both are built first.
+$(BUILD)/tests/test_lab03: $(LAB03) $(LAUNCHER)
+$(LAB03): $(LAB_COMMON)
+
+# The figure of chapter 3: who talks to whom, with the bytes worker 0 moved
+# per step, from a short run of 1 ps and 2 workers; then 2 ps tasks.
+figures: figures-03
+figures-03: $(LAB03) $(LAUNCHER)
+	@mkdir -p book/figures
+	./$(LAUNCHER) --ps 2 --workers 2 -- ./$(LAB03) --train_steps 20 --batch_size 128 --log_every 10 \
+	    --max_examples 2048 --ps_strategy greedy --cluster_graph book/figures/ch3-cluster.dot
+	dot -Tsvg book/figures/ch3-cluster.dot -o book/figures/ch3-cluster.svg
+	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) --train_steps 12 --batch_size 128 --log_every 10 \
+	    --max_examples 2048 --trace $(BUILD)/ch3-worker-trace.json
+	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch3-worker-trace.json book/figures/ch3-timeline.svg
+.PHONY: figures-03
+
+# Exercises:
+#   make exercises / exercises-solutions cover this chapter too; its checks
+#   run offline (no server, no port opened). Each check links only its own file.
+EX03_DIR    := labs/03-between-graph/exercises
+EX03_NAMES  := round_robin ps_load waiting_log
+EX03_OUT    := $(BUILD)/exercises/03-between-graph
+EX03_CHECKS := $(patsubst %,$(EX03_OUT)/check_%,$(EX03_NAMES))
+EX03_SOLVED := $(patsubst %,$(EX03_OUT)/solutions/check_%,$(EX03_NAMES))
+
+$(EX03_OUT)/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+$(EX03_OUT)/solutions/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/solutions/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+# tests/test_lab03_exercises runs the checks, so they are built first; it
+# also includes the reference waiting_log.c to read a log the runtime wrote.
+$(BUILD)/tests/test_lab03_exercises: $(EX03_CHECKS) $(EX03_SOLVED)
+$(BUILD)/tests/test_lab03_exercises: private CFLAGS += -I$(EX03_DIR)

@@ -1,0 +1,28 @@
+# tests/bench/bench.mk: make bench (one table of side-by-side measurements, CSV
+# and charts) and make bench-charts; included by the Makefile.
+BENCH := $(BUILD)/bench/bench
+# bench.c and its parts: the table they share, and chapter 6's allreduce rows with its cost model.
+BENCH_SRC := tests/bench/bench.c tests/bench/bench_table.c tests/bench/bench_allreduce.c labs/06-allreduce/cost_model.c
+$(BENCH): $(BENCH_SRC) tests/bench/bench_table.h tests/bench/bench_allreduce.h tests/bench/bench_csv.h \
+          labs/06-allreduce/cost_model.h labs/tools/trace_events.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BENCH_SRC) -o $@ $(LDFLAGS) $(LIB) -lclblast $(LDLIBS)
+
+# ALLREDUCE_PROBE (chapter 6's lab.mk) is empty where there is no mpicc.
+bench: deps
+	$(MAKE) labs $(BENCH) $(ALLREDUCE_PROBE)
+	OPENBLAS_THREAD_TIMEOUT=4 ./$(BENCH) $(BUILD)/bench/results.csv | tee $(BUILD)/bench/results.txt
+	$(MAKE) bench-charts
+	@echo "table: $(BUILD)/bench/results.txt, charts: book/figures/bench.svg, book/figures/roofline.svg"
+
+# tests/test_bench_csv reads back what the bench's CSV writer writes.
+$(BUILD)/tests/test_bench_csv: tests/bench/bench_csv.h
+
+#   make bench-charts   redraws book/figures/bench.svg and roofline.svg from the last `make bench`
+#                       (build/bench/*.csv), or from the sample in tests/data/ when there is none
+BENCH_CSV  = $(firstword $(wildcard $(BUILD)/bench/results.csv) tests/data/bench-results.csv)
+ROOF_CSV   = $(firstword $(wildcard $(BUILD)/bench/roofline.csv) tests/data/bench-roofline.csv)
+.PHONY: bench bench-charts
+bench-charts:
+	gnuplot -e "csv='$(BENCH_CSV)'; out='book/figures/bench.svg'" tests/bench/chart.gp
+	gnuplot -e "points='$(ROOF_CSV)'; $$(sed -n 's/^# peak \([0-9.]*\) bandwidth \([0-9.]*\)/peak=\1; bw=\2/p' $(ROOF_CSV)); out='book/figures/roofline.svg'" tests/bench/roofline.gp

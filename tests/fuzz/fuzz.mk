@@ -1,0 +1,29 @@
+# tests/fuzz/fuzz.mk: the wire protocol's fuzz target (make fuzz); included by the Makefile.
+#   make fuzz                  builds tests/fuzz/fuzz_wire with libFuzzer (Debian's clang and
+#                              libclang-rt-14-dev) and runs it for FUZZ_SECONDS (30) on seeds
+#                              that make_corpus writes with the encoders
+# Exits 0 when no input crashed the decoder or the parsers; a crash fails the target and
+# leaves the input that caused it in build/fuzz/ (replay: build/fuzz/fuzz_wire FILE).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_DIR     := build/fuzz
+WIRE_SRC     := $(wildcard src/distributed_runtime/wire*.c)
+WIRE_HDR     := $(wildcard src/distributed_runtime/wire*.h) src/flowlab.h
+FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -Isrc \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+
+$(FUZZ_DIR)/fuzz_wire: tests/fuzz/fuzz_wire.c $(WIRE_SRC) $(WIRE_HDR)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_wire.c $(WIRE_SRC) -o $@
+
+$(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c $(WIRE_SRC) $(WIRE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror -Isrc tests/fuzz/make_corpus.c $(WIRE_SRC) -o $@ -lm
+
+fuzz: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/make_corpus
+	@mkdir -p $(FUZZ_DIR)/corpus
+	./$(FUZZ_DIR)/make_corpus $(FUZZ_DIR)/corpus
+	./$(FUZZ_DIR)/fuzz_wire -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus
+
+.PHONY: fuzz

@@ -1,0 +1,31 @@
+# tests/tests.mk: the TAP suite (make test, make test SANITIZE=1) and the threaded
+# code's tests under ThreadSanitizer (make test-threads); included by the Makefile.
+TEST_SRC  := $(wildcard tests/test_*.c)
+TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+$(BUILD)/tests/%: tests/%.c tests/tap.h tests/gradcheck.h tests/lab_runner.h tests/loopback.h $(LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+tests: $(TEST_BIN)
+
+# The tests of threaded code, run under ThreadSanitizer by `make test-threads`
+# (CI does): the task server and its clients, the data prefetch, eight
+# worker processes against one ps (test_ps_load), a run handing its fetches over
+# early while another thread adds trace events (test_fetch_ready).
+THREAD_TESTS := test_server test_remote test_connect test_data test_ps_load test_fetch_ready test_frame_reader
+
+test-threads: deps
+	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" FLOWLAB_BACKEND=host \
+	    prove $(PROVE_FLAGS) $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
+
+# A failing test's lines and every test's diagnostics ("# ...") in the log,
+# so that a failure in CI says what it waited for without a rerun.
+PROVE_FLAGS ?= --failures --comments
+
+test: deps
+	$(MAKE) tests
+	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t tests/slurm.t
+
+
+$(TEST_BIN): tests/tools.h
