@@ -28,6 +28,8 @@ fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts
 fl_cluster *fl_cluster_from_tf_config(const char *json);
 /* The same, from the TF_CONFIG environment variable. */
 fl_cluster *fl_cluster_from_tf_config_env(void);
+/* Also closes the connections the cluster's remote devices opened (each
+ * cluster owns its own): free it after the sessions that use it. */
 void fl_cluster_free(fl_cluster *cluster);
 
 /* Launchers (chapter 6): the cluster from the variables a launcher gives
@@ -185,19 +187,20 @@ void fl_server_get_stats(fl_server *server, fl_server_stats *out);
 /* A worker that has finished says so to every ps task of the cluster (also
  * those it never used), so that they can exit, and closes its connections. */
 int fl_cluster_say_goodbye(const fl_cluster *cluster);
-/* Bytes this process has sent to and received from other tasks so far. */
-void fl_remote_traffic(uint64_t *sent, uint64_t *received);
-/* Synchronous updates (chapter 4) this process sent that the ps tasks
- * dropped as stale: computed against a step the others had finished. */
-uint64_t fl_remote_stale_updates(void);
+/* Bytes this process has sent to and received from the cluster's other
+ * tasks so far (each cluster counts its own connections). */
+void fl_remote_traffic(const fl_cluster *cluster, uint64_t *sent, uint64_t *received);
+/* Synchronous updates (chapter 4) sent through this cluster that the ps
+ * tasks dropped as stale: computed against a step the others had finished. */
+uint64_t fl_remote_stale_updates(const fl_cluster *cluster);
 /* After a run failed because a task was lost (killed, restarted): connects
  * again to every lost task, waiting for it with a line every few seconds up
  * to FLOWLAB_TASK_DEADLINE. The number of tasks reconnected (0: none was
  * lost), or -1 after fl_set_error naming the task that did not come back. */
 int fl_cluster_reconnect(const fl_cluster *cluster);
 /* The same for one task ("/job:ps/task:1"); 0 when this process has not
- * talked to it. */
-int fl_remote_task_traffic(const char *task, uint64_t *sent, uint64_t *received);
+ * talked to it through this cluster. */
+int fl_remote_task_traffic(const fl_cluster *cluster, const char *task, uint64_t *sent, uint64_t *received);
 /* Stops serving, closes every connection and frees the server. */
 void fl_server_stop(fl_server *server);
 

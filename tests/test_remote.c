@@ -146,7 +146,7 @@ static void test_worker_against_ps(void)
        "a pulled weight equals the local one");
     ok(step && fl_tensor_ints(step)[0] == STEPS, "the global step on the ps counted %d updates", STEPS);
     uint64_t sent, received;
-    fl_remote_traffic(&sent, &received);
+    fl_remote_traffic(worker_spec, &sent, &received);
     ok(sent > 0 && received > 0, "traffic is counted: %llu bytes sent, %llu received", (unsigned long long)sent,
        (unsigned long long)received);
 

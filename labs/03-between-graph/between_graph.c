@@ -223,15 +223,15 @@ static void log_worker_progress(const fl_cluster *cluster, long local_steps, lon
            fl_cluster_task_index(cluster), local_steps, global_step, loss, (double)images / seconds,
            bytes_per_step / 1e6);
     if (sync)
-        printf(", %llu stale gradients dropped", (unsigned long long)fl_remote_stale_updates());
+        printf(", %llu stale gradients dropped", (unsigned long long)fl_remote_stale_updates(cluster));
     printf(")\n");
     fflush(stdout);
 }
 
-static double bytes_moved(void)
+static double bytes_moved(const fl_cluster *cluster)
 {
     uint64_t sent, received;
-    fl_remote_traffic(&sent, &received);
+    fl_remote_traffic(cluster, &sent, &received);
     return (double)(sent + received);
 }
 
@@ -266,7 +266,7 @@ static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_datase
 {
     const fl_tensor *images, *labels;
     long local_steps = 0, images_seen = 0, last_logged = 0;
-    double last_time = now_seconds(), last_bytes = bytes_moved();
+    double last_time = now_seconds(), last_bytes = bytes_moved(L->cluster);
     while (!fl_monitored_session_should_stop(ms) && fl_dataset_next(batches, &images, &labels) == 1) {
         trace_before_step(fl_monitored_session_session(ms), L->o, local_steps);
         fl_tensor my_images = slice_of(images, L->part, L->parts), my_labels = slice_of(labels, L->part, L->parts);
@@ -282,7 +282,7 @@ static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_datase
             write_trace(fl_monitored_session_session(ms), L->o);
         images_seen += my_images.shape.dims[0];
         if (local_steps % L->o->log_every == 0 || local_steps == 1) {
-            double now = now_seconds(), bytes = bytes_moved();
+            double now = now_seconds(), bytes = bytes_moved(L->cluster);
             log_worker_progress(L->cluster, local_steps, fl_monitored_session_global_step(ms),
                                 fl_tensor_scalar(loss), images_seen, now - last_time,
                                 (bytes - last_bytes) / (double)(local_steps - last_logged), L->sync);
@@ -307,7 +307,7 @@ static void traffic_by_ps(const fl_cluster *cluster, uint64_t *sent, uint64_t *r
     for (int k = 0; k < fl_cluster_num_tasks(cluster, "ps") && k < MAX_PS; k++) {
         char task[64];
         snprintf(task, sizeof task, "/job:ps/task:%d", k);
-        fl_remote_task_traffic(task, &sent[k], &received[k]);
+        fl_remote_task_traffic(cluster, task, &sent[k], &received[k]);
     }
 }
 

@@ -1,6 +1,7 @@
 /* cluster.c: the cluster spec of between-graph replication (chapter 3): jobs
  * of host:port tasks, which task this process is, and what a program asks of
  * them. The parsers that fill it are cluster_flags.c and cluster_tf_config.c. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +40,31 @@ void fl_cluster_free(fl_cluster *c)
 {
     if (!c)
         return;
+    if (c->free_runtime)
+        c->free_runtime(c->runtime);
     for (int j = 0; j < FL_JOB_COUNT; j++) {
         for (int t = 0; t < c->num_tasks[j]; t++)
             free(c->tasks[j][t].host);
         free(c->tasks[j]);
     }
     free(c);
+}
+
+void *fl_cluster_runtime(const fl_cluster *c, void *(*make_runtime)(const fl_cluster *c),
+                         void (*free_runtime)(void *runtime))
+{
+    static pthread_mutex_t making = PTHREAD_MUTEX_INITIALIZER; /* guards every cluster's slot */
+    /* The slot is the cluster's own, filled once; the spec itself, which
+     * callers see as const, never changes. */
+    fl_cluster *owner = (fl_cluster *)c;
+    pthread_mutex_lock(&making);
+    if (!owner->runtime) {
+        owner->runtime = make_runtime(c);
+        owner->free_runtime = free_runtime;
+    }
+    void *runtime = owner->runtime;
+    pthread_mutex_unlock(&making);
+    return runtime;
 }
 
 /* A host name or IPv4 address; inside brackets, an IPv6 address (with an

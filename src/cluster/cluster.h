@@ -20,6 +20,11 @@ struct fl_cluster {
     int num_tasks[FL_JOB_COUNT];
     fl_job job; /* the local task: this process */
     int task_index;
+    /* What the distributed runtime keeps for this cluster (its connections,
+     * the synchronous step), made on first use by fl_cluster_runtime and
+     * freed with the cluster; this room never looks inside. */
+    void *runtime;
+    void (*free_runtime)(void *runtime);
 };
 
 /* How a source of cluster specs spells things in its error messages. */
@@ -46,6 +51,13 @@ const fl_task_address *fl_cluster_find_task(const fl_cluster *c, const char *job
 /* Chooses the local task, once every task is added. */
 int fl_cluster_set_task(fl_cluster *c, const char *job_name, int task_index,
                         const fl_cluster_spelling *spelling);
+
+/* The distributed runtime's state for c: made by make_runtime on first use
+ * (under a lock, so that two threads cannot both make it), freed by
+ * free_runtime when the cluster is freed. The runtime depends on the
+ * cluster, never the other way: it hands this room its two functions. */
+void *fl_cluster_runtime(const fl_cluster *c, void *(*make_runtime)(const fl_cluster *c),
+                         void (*free_runtime)(void *runtime));
 
 /* What the launcher resolvers share (cluster_launcher.c). */
 /* The whole number in environment variable name, into *value: 0; 1 when the

@@ -121,10 +121,10 @@ static fl_wire_optimizer_args optimizer_args(const fl_node *n, fl_tensor *const 
 /* A synchronous update (chapter 4): counted toward this worker's step. The
  * global step's increment is followed by a WAIT_STEP, so the run ends only
  * when the step is over: the next run reads the updated variables. */
-static uint32_t send_sync(fl_ps_client *c, const fl_node *n, fl_tensor *const *in, const char *name,
-                          const fl_tensor *last)
+static uint32_t send_sync(fl_ps_client *c, fl_sync_step *step, const fl_node *n, fl_tensor *const *in,
+                          const char *name, const fl_tensor *last)
 {
-    fl_wire_sync sync = {fl_remote_sync_step(), (uint32_t)n->attrs.replicas_to_aggregate};
+    fl_wire_sync sync = {fl_sync_step_now(step), (uint32_t)n->attrs.replicas_to_aggregate};
     if (n->op == FL_OP_ASSIGN)
         return fl_ps_client_sync_assignment(c, FL_WIRE_SYNC_ASSIGN, &sync, name, last);
     if (n->op == FL_OP_APPLY_GRADIENT_DESCENT || n->op == FL_OP_APPLY_MOMENTUM || n->op == FL_OP_APPLY_ADAM) {
@@ -133,16 +133,17 @@ static uint32_t send_sync(fl_ps_client *c, const fl_node *n, fl_tensor *const *i
     }
     if (!fl_ps_client_sync_assignment(c, FL_WIRE_SYNC_ASSIGN_ADD, &sync, name, last))
         return 0;
-    uint32_t token = fl_ps_client_wait_step(c, name, FL_WIRE_STEP_UNKNOWN, fl_remote_sync_token_buffer());
+    uint32_t token = fl_ps_client_wait_step(c, name, FL_WIRE_STEP_UNKNOWN, fl_sync_step_token_buffer(step));
     if (token)
-        fl_remote_sync_expect_token(c, token);
+        fl_sync_step_expect_token(step, c, token);
     return token;
 }
 // [end:send_sync]
 
 // [book:send_op]
-static uint32_t send_op(fl_ps_client *c, const fl_node *n, fl_tensor *const *in, fl_tensor *out)
+static uint32_t send_op(fl_remote_task *task, const fl_node *n, fl_tensor *const *in, fl_tensor *out)
 {
+    fl_ps_client *c = task->client;
     if (n->op == FL_OP_VARIABLE) {
         remote_buffer *b = out->data;
         snprintf(b->name, sizeof b->name, "%s", n->name);
@@ -153,7 +154,7 @@ static uint32_t send_op(fl_ps_client *c, const fl_node *n, fl_tensor *const *in,
     if (n->op == FL_OP_ASSIGN && n->inputs[0]->initializer == n)
         return fl_ps_client_init(c, var->name, &last, NULL);
     if (n->attrs.replicas_to_aggregate > 0)
-        return send_sync(c, n, in, var->name, &last);
+        return send_sync(c, task->sync, n, in, var->name, &last);
     if (n->op == FL_OP_ASSIGN)
         return fl_ps_client_assign(c, var->name, &last);
     if (n->op == FL_OP_ASSIGN_ADD) /* the reply is the sum: the new global step */
@@ -167,7 +168,7 @@ static int remote_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_ten
                       const fl_kernel_ctx *ctx)
 {
     (void)ctx;
-    return send_op(fl_remote_client(impl), n, in, out) ? 0 : -1;
+    return send_op(impl, n, in, out) ? 0 : -1;
 }
 
 static int remote_wait(void *impl)

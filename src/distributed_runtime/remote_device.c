@@ -1,20 +1,50 @@
-/* remote_device.c: which remote devices this process has opened. A worker
+/* remote_device.c: which remote devices a cluster has opened. A worker
  * reaches each ps task it uses once, on first use, and says goodbye to all
  * of them when it has finished (fl_cluster_say_goodbye), which is how a ps
- * knows it may exit. */
+ * knows it may exit. All of it is the cluster's own state (made on first
+ * use, freed with the cluster): two clusters in one process share nothing. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/cluster.h"
 #include "remote_device.h"
 
 #define MAX_REMOTE_TASKS 64
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static fl_device devices[MAX_REMOTE_TASKS];
-static fl_remote_task tasks[MAX_REMOTE_TASKS];
-static int count;
-static uint64_t stale_of_lost; /* stale updates counted on connections since lost */
+/* A cluster's connections and synchronous step: its runtime state. */
+typedef struct {
+    pthread_mutex_t lock; /* the tasks and counters below */
+    fl_device devices[MAX_REMOTE_TASKS];
+    fl_remote_task tasks[MAX_REMOTE_TASKS];
+    int count;
+    uint64_t stale_of_lost; /* stale updates counted on connections since lost */
+    fl_sync_step *sync;
+} cluster_connections;
+
+static void *connections_new(const fl_cluster *c)
+{
+    (void)c;
+    cluster_connections *r = fl_xcalloc(1, sizeof *r);
+    pthread_mutex_init(&r->lock, NULL);
+    r->sync = fl_sync_step_new();
+    return r;
+}
+
+static void connections_free(void *runtime)
+{
+    cluster_connections *r = runtime;
+    for (int i = 0; i < r->count; i++)
+        fl_ps_client_close(r->tasks[i].client);
+    fl_sync_step_free(r->sync);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+static cluster_connections *connections_of(const fl_cluster *c)
+{
+    return fl_cluster_runtime(c, connections_new, connections_free);
+}
 
 static double task_deadline_s(void)
 {
@@ -36,7 +66,7 @@ static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, 
 
 /* A lost connection made again; the worker's step is unknown until the
  * next token, since the task may have been restarted and restored. */
-static fl_ps_client *reconnect(fl_remote_task *t)
+static fl_ps_client *reconnect(cluster_connections *r, fl_remote_task *t)
 {
     fprintf(stderr, "%s %d: lost %s; connecting again\n", fl_cluster_job_name(t->cluster),
             fl_cluster_task_index(t->cluster), t->who);
@@ -44,12 +74,12 @@ static fl_ps_client *reconnect(fl_remote_task *t)
     fl_ps_client *fresh = connect_to(t->cluster, t->job, t->task, t->who, last);
     if (!fresh)
         return NULL;
-    stale_of_lost += fl_ps_client_stale_updates(t->client);
+    r->stale_of_lost += fl_ps_client_stale_updates(t->client);
     uint64_t sent, received;
     fl_ps_client_traffic(t->client, &sent, &received);
     t->sent_before += sent;
     t->received_before += received;
-    fl_remote_sync_forget(t->client);
+    fl_sync_step_forget(r->sync, t->client);
     fl_ps_client_close(t->client);
     t->client = fresh;
     return fresh;
@@ -59,50 +89,55 @@ static fl_ps_client *reconnect(fl_remote_task *t)
  * fail, not go on over a new connection as if nothing happened. */
 int fl_cluster_reconnect(const fl_cluster *c)
 {
-    (void)c; /* every task this process talks to is in its one cluster */
+    cluster_connections *r = connections_of(c);
     int made = 0;
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < count && made >= 0; i++) {
-        if (!fl_ps_client_broken(tasks[i].client))
+    pthread_mutex_lock(&r->lock);
+    for (int i = 0; i < r->count && made >= 0; i++) {
+        if (!fl_ps_client_broken(r->tasks[i].client))
             continue;
-        made = reconnect(&tasks[i]) ? made + 1 : -1;
+        made = reconnect(r, &r->tasks[i]) ? made + 1 : -1;
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&r->lock);
     return made;
 }
 
-static fl_device *find(const char *who)
+static fl_device *find(cluster_connections *r, const char *who)
 {
-    for (int i = 0; i < count; i++)
-        if (strcmp(tasks[i].who, who) == 0)
-            return &devices[i];
+    for (int i = 0; i < r->count; i++)
+        if (strcmp(r->tasks[i].who, who) == 0)
+            return &r->devices[i];
     return NULL;
+}
+
+/* The next device of r, for a task just connected to. Lock held. */
+static fl_device *add_device(cluster_connections *r, const fl_cluster *c, const char *job, int task,
+                             const char *who, fl_ps_client *client)
+{
+    fl_remote_task *t = &r->tasks[r->count];
+    *t = (fl_remote_task){.task = task, .cluster = c, .client = client, .sync = r->sync};
+    snprintf(t->who, sizeof t->who, "%s", who);
+    snprintf(t->job, sizeof t->job, "%s", job);
+    fl_device *d = &r->devices[r->count++];
+    *d = (fl_device){.backend = &fl_remote_backend, .impl = t, .index = task};
+    snprintf(d->name, sizeof d->name, "%s/cpu:0", who);
+    return d;
 }
 
 fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
 {
     char who[64];
     snprintf(who, sizeof who, "/job:%s/task:%d", job, task);
-    pthread_mutex_lock(&lock);
-    fl_device *d = find(who);
-    if (!d && count == MAX_REMOTE_TASKS)
-        fl_set_error("%s: this process already talks to %d tasks, the most it can", who, MAX_REMOTE_TASKS);
-    if (!d && count < MAX_REMOTE_TASKS) {
+    cluster_connections *r = connections_of(c);
+    pthread_mutex_lock(&r->lock);
+    fl_device *d = find(r, who);
+    if (!d && r->count == MAX_REMOTE_TASKS)
+        fl_set_error("%s: this cluster already talks to %d tasks, the most it can", who, MAX_REMOTE_TASKS);
+    if (!d && r->count < MAX_REMOTE_TASKS) {
         fl_ps_client *client = connect_to(c, job, task, who, 0);
-        if (client) {
-            fl_remote_task *t = &tasks[count];
-            *t = (fl_remote_task){0};
-            snprintf(t->who, sizeof t->who, "%s", who);
-            snprintf(t->job, sizeof t->job, "%s", job);
-            t->task = task;
-            t->cluster = c;
-            t->client = client;
-            d = &devices[count++];
-            *d = (fl_device){.backend = &fl_remote_backend, .impl = t, .index = task};
-            snprintf(d->name, sizeof d->name, "%s/cpu:0", who);
-        }
+        if (client)
+            d = add_device(r, c, job, task, who, client);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&r->lock);
     return d;
 }
 
@@ -115,44 +150,48 @@ int fl_cluster_say_goodbye(const fl_cluster *c)
         if (!client || fl_ps_client_goodbye(client) != 0)
             rc = -1;
     }
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < count; i++)
-        fl_ps_client_close(tasks[i].client);
-    count = 0;
-    pthread_mutex_unlock(&lock);
-    fl_remote_sync_forget(NULL);
+    cluster_connections *r = connections_of(c);
+    pthread_mutex_lock(&r->lock);
+    for (int i = 0; i < r->count; i++)
+        fl_ps_client_close(r->tasks[i].client);
+    r->count = 0;
+    pthread_mutex_unlock(&r->lock);
+    fl_sync_step_forget(r->sync, NULL);
     return rc;
 }
 
-int fl_remote_task_traffic(const char *task, uint64_t *sent, uint64_t *received)
+int fl_remote_task_traffic(const fl_cluster *c, const char *task, uint64_t *sent, uint64_t *received)
 {
+    cluster_connections *r = connections_of(c);
     *sent = *received = 0;
     int found = 0;
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < count; i++) {
-        if (task && strcmp(task, tasks[i].who) != 0)
+    pthread_mutex_lock(&r->lock);
+    for (int i = 0; i < r->count; i++) {
+        const fl_remote_task *t = &r->tasks[i];
+        if (task && strcmp(task, t->who) != 0)
             continue;
-        uint64_t s, r;
-        fl_ps_client_traffic(tasks[i].client, &s, &r);
-        *sent += tasks[i].sent_before + s;
-        *received += tasks[i].received_before + r;
+        uint64_t s, got;
+        fl_ps_client_traffic(t->client, &s, &got);
+        *sent += t->sent_before + s;
+        *received += t->received_before + got;
         found++;
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&r->lock);
     return found;
 }
 
-uint64_t fl_remote_stale_updates(void)
+uint64_t fl_remote_stale_updates(const fl_cluster *c)
 {
-    pthread_mutex_lock(&lock);
-    uint64_t n = stale_of_lost;
-    for (int i = 0; i < count; i++)
-        n += fl_ps_client_stale_updates(tasks[i].client);
-    pthread_mutex_unlock(&lock);
+    cluster_connections *r = connections_of(c);
+    pthread_mutex_lock(&r->lock);
+    uint64_t n = r->stale_of_lost;
+    for (int i = 0; i < r->count; i++)
+        n += fl_ps_client_stale_updates(r->tasks[i].client);
+    pthread_mutex_unlock(&r->lock);
     return n;
 }
 
-void fl_remote_traffic(uint64_t *sent, uint64_t *received)
+void fl_remote_traffic(const fl_cluster *c, uint64_t *sent, uint64_t *received)
 {
-    fl_remote_task_traffic(NULL, sent, received);
+    fl_remote_task_traffic(c, NULL, sent, received);
 }

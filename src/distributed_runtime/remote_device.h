@@ -1,11 +1,12 @@
 /* remote_device.h: the devices of other tasks ("/job:ps/task:0/cpu:0"): one
- * per task, connected on first use and kept for the life of the process,
- * behind the remote backend (backend_remote.c). */
+ * per task and cluster, connected on first use and kept by the cluster (its
+ * runtime state, freed with it), behind the remote backend (backend_remote.c). */
 #ifndef FLOWLAB_DIST_REMOTE_DEVICE_H
 #define FLOWLAB_DIST_REMOTE_DEVICE_H
 
 #include "device.h"
 #include "ps_client.h"
+#include "sync_step.h"
 
 extern const fl_backend fl_remote_backend;
 
@@ -21,22 +22,10 @@ typedef struct {
     int task;
     const fl_cluster *cluster;
     fl_ps_client *client;
+    fl_sync_step *sync; /* the cluster's synchronous step (chapter 4) */
     uint64_t sent_before, received_before; /* on connections since lost */
 } fl_remote_task;
 
 static inline fl_ps_client *fl_remote_client(void *impl) { return ((fl_remote_task *)impl)->client; }
-
-/* ---- synchronous replicas: this worker's step (sync_step.c) ----
- * The global step its variables were read at, which every synchronous
- * update carries (FL_WIRE_STEP_UNKNOWN until it is known: the first step,
- * and after a connection was lost). */
-uint64_t fl_remote_sync_step(void);
-/* The step will be the value a WAIT_STEP request `id` on c brings back. */
-void fl_remote_sync_expect_token(fl_ps_client *c, uint32_t id);
-/* Where the token's value lands: give it to fl_ps_client_wait_step. */
-void *fl_remote_sync_token_buffer(void);
-/* The step is unknown again: a connection was lost (lost: the client, or
- * NULL for all, when the worker says goodbye). */
-void fl_remote_sync_forget(fl_ps_client *lost);
 
 #endif
