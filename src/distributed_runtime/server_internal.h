@@ -1,6 +1,8 @@
-/* server_internal.h: what the task server's two files share: server.c (the
- * listening socket, the event-loop thread, join and stop) and server_conn.c
- * (one connection: frames in, replies out, bad input refused). */
+/* server_internal.h: what the task server's files share: server.c (the
+ * listening socket, the event-loop thread, join and stop), server_conn.c
+ * (one connection's frames in), server_requests.c and server_sync.c (each
+ * request served), server_reply.c (replies out), server_close.c (bad input
+ * refused, connections closed). */
 #ifndef FLOWLAB_DIST_SERVER_INTERNAL_H
 #define FLOWLAB_DIST_SERVER_INTERNAL_H
 
@@ -34,7 +36,6 @@ struct fl_server {
     bool thread_started;
     fl_ps_store *store;   /* touched by the loop thread only */
     fl_ps_sync *sync;     /* synchronous replicas' accumulators (loop thread) */
-    struct fl_parked_wait *waits; /* WAIT_STEP requests not answered yet (loop thread) */
     uint32_t sync_replicas;       /* the last SYNC update's replicas_to_aggregate (loop thread) */
     const fl_cluster *cluster;
     fl_wire_buf out;      /* the reply being built (loop thread only) */
@@ -64,22 +65,33 @@ typedef struct fl_server_conn {
     int task;
     bool said_goodbye;
     bool closing;  /* refused: closes once the ERROR is out */
-    bool parked;   /* a WAIT_STEP awaits its answer: reading paused */
+    bool parked;   /* a WAIT_STEP awaits its answer: reading paused (server_sync.c) ... */
+    uint32_t parked_id;                        /* ... that request, */
+    char parked_name[FL_WIRE_MAX_NAME + 1];    /* on this variable, */
+    uint64_t parked_step;                      /* until it moves from this step */
     bool counted;  /* it has sent a SYNC_ASSIGN_ADD ... */
     uint64_t counted_step; /* ... counted toward this step */
     size_t room_made;      /* the length of the big frame memory was made for, until it is served */
     struct fl_server_conn *next;
 } fl_server_conn;
 
-/* What serving a request takes (server_conn.c). */
+/* What serving a request takes. */
 /* server_reply.c: sends s->out to c and empties it. */
 void fl_server_send_out(fl_server_conn *c);
 /* A VALUE reply with variable `name`'s value, which the caller checked exists. */
 void fl_server_send_value(fl_server_conn *c, uint32_t id, const char *name);
-/* Bad input: an ERROR, a log line, and the connection closes. */
-void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why);
 /* Answers NOT_INITIALIZED and returns true when the variable has no value. */
 bool fl_server_answer_if_missing(fl_server_conn *c, uint32_t id, const char *name);
+/* server_close.c: bad input: an ERROR, a log line, and the connection
+ * closes once the error is out. */
+void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why);
+/* A log line naming the connection's peer and task: "ps 0: lost 127.0.0.1:40312 (...): why". */
+void fl_server_log_conn(const fl_server_conn *c, const char *what, const char *detail);
+/* Unlinks and frees c now (its parked WAIT_STEP, if any, goes with it). */
+void fl_server_free_conn(fl_server_conn *c);
+/* server_requests.c: one whole frame, checked for its place in the
+ * conversation, parsed and served. */
+void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f);
 /* server_tensors.c: a received tensor (in the frame or the scratch: read
  * only); the kernel an APPLY's optimizer or a SYNC update runs; the value of
  * an int32 scalar variable as a step (false for any other variable). */
@@ -87,20 +99,22 @@ fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w);
 fl_op_kind fl_server_apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs);
 fl_op_kind fl_server_update_op(const fl_wire_message *m, fl_attrs *attrs);
 bool fl_server_read_step(const fl_tensor *t, uint64_t *step);
-void fl_server_on_read(struct bufferevent *bev, void *conn); /* serves the frames buffered */
+/* server_conn.c: serves the frames buffered (libevent's read callback). */
+void fl_server_on_read(struct bufferevent *bev, void *conn);
 
-/* The requests of synchronous replicas (server_conn.c too). */
+/* The requests of synchronous replicas (server_sync.c). */
 void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m);
 void fl_server_serve_wait_step(fl_server_conn *c, uint32_t id, const fl_wire_wait_step *w);
-void fl_server_serve_is_initialized(fl_server_conn *c, uint32_t id, const char *name);
 /* Answers the parked WAIT_STEPs on variable `name` whose value has moved. */
 void fl_server_wake_waits(fl_server *s, const char *name);
-void fl_server_forget_waits(fl_server_conn *c); /* c is closing */
+/* After a goodbye: answers the parked WAIT_STEPs at once while too few
+ * workers are left to complete a step. */
+void fl_server_release_stuck_waits(fl_server *s);
 
 /* libevent's accept callback: a new connection to serve (server_conn.c). */
 void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *address,
                       int length, void *server);
-/* Closes and frees every open connection: after the loop has ended. */
+/* server_close.c: closes and frees every open connection: after the loop has ended. */
 void fl_server_close_all(fl_server *s);
 /* Counts a goodbye from job/task; true when it was the last one expected. */
 bool fl_server_note_goodbye(fl_server *s, const char *job, int task);

@@ -2,7 +2,9 @@
  * copied into the connection's output. A variable's value (a pull of
  * dense_1's kernel is 13 MB) goes out from where it lies: the store lends
  * it until libevent has written its bytes, and an update meanwhile changes
- * a copy (ps_store.c), so no reply copies a big value. */
+ * a copy (ps_store.c), so no reply copies a big value. A request for a
+ * variable that has no value yet is answered with an ERROR, and the
+ * connection stays. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <stdlib.h>
@@ -57,4 +59,23 @@ void fl_server_send_value(fl_server_conn *c, uint32_t id, const char *name)
         return;
     fl_wire_put_value(&s->out, id, name, value);
     fl_server_send_out(c);
+}
+
+/* A request that cannot be served now, though nothing was wrong with it
+ * (a variable not initialised yet): an ERROR reply, and the connection stays. */
+static void answer_error(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why)
+{
+    fl_wire_put_error(&c->server->out, id, code, why);
+    fl_server_send_out(c);
+}
+
+bool fl_server_answer_if_missing(fl_server_conn *c, uint32_t id, const char *name)
+{
+    if (fl_ps_store_get(c->server->store, name))
+        return false;
+    char why[FL_WIRE_ERROR_LEN];
+    snprintf(why, sizeof why, "variable %s has no value on %s yet (the chief initialises variables)", name,
+             c->server->name);
+    answer_error(c, id, FL_WIRE_E_NOT_INITIALIZED, why);
+    return true;
 }

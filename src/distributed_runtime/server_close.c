@@ -1,0 +1,66 @@
+/* server_close.c: how a task server's connection ends: refused for bad
+ * input (an ERROR frame if the stream allows one, a log line naming the
+ * peer and the reason, then closed once the error is out), lost at its
+ * peer's end, or closed at stop after its last replies are out. */
+#include <stdlib.h>
+
+#include <event2/buffer.h>
+
+#include "server_internal.h"
+
+void fl_server_log_conn(const fl_server_conn *c, const char *what, const char *detail)
+{
+    fl_server *s = c->server;
+    fprintf(s->log, "%s: %s %s%s%s: %s\n", s->log_prefix, what, c->peer, c->who[0] ? " " : "", c->who, detail);
+    fflush(s->log);
+}
+
+static void unlink_conn(fl_server_conn *c)
+{
+    for (fl_server_conn **p = &c->server->conns; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            return;
+        }
+    }
+}
+
+/* A parked WAIT_STEP is the connection's own (server_sync.c): it goes too. */
+void fl_server_free_conn(fl_server_conn *c)
+{
+    unlink_conn(c);
+    bufferevent_free(c->bev);
+    free(c);
+}
+
+/* At stop: replies still queued (the OK to the last worker's goodbye) go
+ * out before the connections close, so no worker sees its goodbye lost. */
+void fl_server_close_all(fl_server *s)
+{
+    while (s->conns) {
+        struct evbuffer *out = bufferevent_get_output(s->conns->bev);
+        evbuffer_unfreeze(out, 1); /* a socket bufferevent keeps its output's front for itself */
+        for (int tries = 0; tries < 100 && evbuffer_get_length(out) > 0; tries++)
+            if (evbuffer_write(out, bufferevent_getfd(s->conns->bev)) < 0)
+                break;
+        fl_server_free_conn(s->conns);
+    }
+}
+
+static void close_when_sent(struct bufferevent *bev, void *conn)
+{
+    (void)bev;
+    fl_server_free_conn(conn);
+}
+
+void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why)
+{
+    fl_server *s = c->server;
+    fl_server_log_conn(c, "closing", why);
+    fl_server_count(s, &s->stats.bad_frames, 1);
+    fl_wire_put_error(&s->out, id, code, why);
+    fl_server_send_out(c);
+    c->closing = true;
+    bufferevent_disable(c->bev, EV_READ);
+    bufferevent_setcb(c->bev, NULL, close_when_sent, NULL, c);
+}
