@@ -23,7 +23,6 @@ struct fl_ps_sync {
     fl_name_table by_name; /* variable name -> accumulator */
     accumulator **all;
     int count, capacity;
-    uint64_t dropped;
     uint64_t last_step;
 };
 
@@ -48,7 +47,6 @@ void fl_ps_sync_free(fl_ps_sync *s)
     free(s);
 }
 
-uint64_t fl_ps_sync_dropped(const fl_ps_sync *s) { return s->dropped; }
 uint64_t fl_ps_sync_last_step(const fl_ps_sync *s) { return s->last_step; }
 
 void fl_ps_sync_reset(fl_ps_sync *s, const char *name)
@@ -147,7 +145,6 @@ int fl_ps_sync_update(fl_ps_sync *s, fl_op_kind op, const fl_attrs *attrs, const
     uint64_t step = sync->step == FL_WIRE_STEP_UNKNOWN ? step_now(a, var) : sync->step;
     s->last_step = step;
     if (is_stale(a, step)) {
-        s->dropped++;
         *outcome = FL_WIRE_SYNC_DROPPED;
         return 0;
     }

@@ -30,7 +30,4 @@ uint64_t fl_ps_sync_last_step(const fl_ps_sync *s);
  * its accumulator held, and the steps it had run, no longer count. */
 void fl_ps_sync_reset(fl_ps_sync *s, const char *name);
 
-/* Updates dropped as stale so far. */
-uint64_t fl_ps_sync_dropped(const fl_ps_sync *s);
-
 #endif

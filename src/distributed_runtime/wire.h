@@ -101,7 +101,6 @@ typedef enum {
 } fl_wire_sync_outcome;
 
 const char *fl_wire_type_name(int type);        /* "PULL"; "type 99" is not given, "?" */
-const char *fl_wire_error_code_name(int code);  /* "UNKNOWN_VARIABLE" */
 const char *fl_wire_optimizer_name(int kind);   /* "Adam" */
 /* The reply a request expects (PULL -> VALUE); 0 for a type that is no request.
  * Any request may also be answered by ERROR. */

@@ -47,17 +47,6 @@ const char *fl_wire_type_name(int type)
     return TYPE_NAMES[type];
 }
 
-const char *fl_wire_error_code_name(int code)
-{
-    static const char *const names[FL_WIRE_ERROR_CODE_COUNT] = {
-        NULL, "BAD_FRAME", "OUT_OF_ORDER", "UNKNOWN_VARIABLE", "MISMATCH", "NOT_INITIALIZED",
-        "INTERNAL",
-    };
-    if (code <= 0 || code >= FL_WIRE_ERROR_CODE_COUNT)
-        return "?";
-    return names[code];
-}
-
 const char *fl_wire_optimizer_name(int kind)
 {
     static const char *const names[] = {"GradientDescent", "Momentum", "Adam"};
