@@ -16,7 +16,7 @@ struct fl_optimizer {
     optimizer_kind kind;
     float learning_rate, momentum, beta1, beta2, epsilon;
     bool use_nesterov;
-    int replicas_to_aggregate, total_num_replicas; /* 0: updates run at once */
+    int replicas_to_aggregate; /* 0: updates run at once */
 };
 
 static fl_optimizer *new_optimizer(optimizer_kind kind, float learning_rate)
@@ -53,7 +53,8 @@ fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, f
  * ps holding the variable counts them toward the worker's step and runs
  * the mean of the first replicas_to_aggregate once (src/distributed_runtime/ps_sync.c).
  * With total_num_replicas larger, the others are backups whose late
- * updates are dropped. On variables a process holds itself the updates run
+ * updates are dropped; it is only checked here, since a ps learns how many
+ * workers are left from the cluster spec and their goodbyes. On variables a process holds itself the updates run
  * at once, as there is nobody to wait for. */
 fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
                                          int total_num_replicas)
@@ -67,7 +68,6 @@ fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_t
     fl_optimizer *sync = fl_xmalloc(sizeof *sync);
     *sync = *opt;
     sync->replicas_to_aggregate = replicas_to_aggregate;
-    sync->total_num_replicas = total_num_replicas;
     return sync;
 }
 
