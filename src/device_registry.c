@@ -76,11 +76,16 @@ static void choose_backend(void)
         return;
     }
     const fl_backend_entry *e = entry_named(wanted);
-    if (!e)
-        snprintf(why_none, sizeof why_none, "FLOWLAB_BACKEND=%s is not a backend built into this "
-                 "flowlab (use opencl or cuda, or unset it)", wanted);
-    else
+    if (e) {
         active = usable_backend(e);
+        return;
+    }
+    char built[128] = "";
+    for (int i = 0; fl_backend_entries[i]; i++)
+        snprintf(built + strlen(built), sizeof built - strlen(built), "%s%s", i ? ", " : "", fl_backend_entries[i]->name);
+    snprintf(why_none, sizeof why_none, "FLOWLAB_BACKEND=%s is not a backend built into this flowlab "
+             "(built: %s; unset it, or see that backend's backend.mk for what its build needs)", wanted,
+             built[0] ? built : "none");
 }
 
 static void ensure_chosen(void)
