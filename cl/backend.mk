@@ -6,7 +6,7 @@ CL_KERNELS := $(sort $(wildcard cl/*.cl))
 BACKENDS    += cl
 BACKEND_OBJ += $(patsubst cl/%.c,$(BUILD)/obj/cl_%.o,$(CL_SRC)) $(BUILD)/obj/cl_sources.o
 # OpenCL 1.2 calls only: every OpenCL driver in use has them.
-CFLAGS     += -DFL_HAVE_OPENCL -DCL_TARGET_OPENCL_VERSION=120
+CFLAGS     += -DCL_TARGET_OPENCL_VERSION=120
 LDLIBS     += -lclblast -lOpenCL
 
 $(BUILD)/obj/cl_%.o: cl/%.c src/runtime.h | $(BUILD)/obj
