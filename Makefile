@@ -46,16 +46,20 @@ LIB_SRC := $(CORE_SRC) $(CLUSTER_SRC) $(DISTRIBUTED_RUNTIME_SRC)
 LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 LIB     := $(BUILD)/libflowlab.a
 
-# Each accelerator backend adds its objects to BACKEND_OBJ, its defines to
-# CFLAGS (FL_HAVE_OPENCL, FL_HAVE_CUDA) and its libraries to LDLIBS.
+# Each accelerator backend is a folder with a backend.mk, which appends the
+# folder's name to BACKENDS, its objects to BACKEND_OBJ and the libraries
+# every program needs to LDLIBS (README: "Adding a backend").
+BACKENDS    :=
 BACKEND_OBJ :=
 # /cpu:0 runs matmul and conv2d through OpenBLAS's CBLAS when it is installed.
 ifeq ($(shell pkg-config --exists openblas 2>/dev/null && echo yes),yes)
 CFLAGS  += -DFL_HAVE_CBLAS $(shell pkg-config --cflags openblas)
 LDLIBS  += $(shell pkg-config --libs openblas)
 endif
--include cl/backend.mk
+# One line per backend, in order of preference for the automatic choice.
 -include cuda/backend.mk
+-include cl/backend.mk
+include src/backends.mk
 LIB_OBJ += $(BACKEND_OBJ)
 
 # What the labs share (flags, the model, the data), for their dependencies.

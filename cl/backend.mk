@@ -3,9 +3,10 @@
 # as $(BUILD)/gen/cl_sources.c (made by cl/embed_sources.c, a build tool).
 CL_SRC     := $(filter-out cl/embed_sources.c,$(wildcard cl/*.c))
 CL_KERNELS := $(sort $(wildcard cl/*.cl))
+BACKENDS    += cl
 BACKEND_OBJ += $(patsubst cl/%.c,$(BUILD)/obj/cl_%.o,$(CL_SRC)) $(BUILD)/obj/cl_sources.o
 # OpenCL 1.2 calls only: every OpenCL driver in use has them.
-CFLAGS     += -DFL_HAVE_OPENCL -DCL_TARGET_OPENCL_VERSION=120
+CFLAGS     += -DCL_TARGET_OPENCL_VERSION=120
 LDLIBS     += -lclblast -lOpenCL
 
 $(BUILD)/obj/cl_%.o: cl/%.c src/runtime.h | $(BUILD)/obj
@@ -23,7 +24,3 @@ $(BUILD)/gen/cl_sources.c: $(BUILD)/gen/embed_sources $(CL_KERNELS)
 
 $(BUILD)/obj/cl_sources.o: $(BUILD)/gen/cl_sources.c cl/opencl_sources.h | $(BUILD)/obj
 	$(CC) $(CFLAGS) -Icl -c $< -o $@
-
-# The registry compiles in the OpenCL backend only with FL_HAVE_OPENCL:
-# rebuild it when this file (which adds the define) changes.
-$(BUILD)/obj/device_registry.o: cl/backend.mk

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend_entry.h"
 #include "backend_opencl.h"
 #include "launch.h"
 
@@ -331,6 +332,9 @@ const fl_backend fl_opencl_backend = {
         .take_timings = cl_take_timings,
     },
 };
+
+/* The registry's entry (src/backend_entry.h): linked into every program. */
+const fl_backend_entry fl_cl_backend_entry = {.name = "opencl", .linked = &fl_opencl_backend};
 
 #if defined(__SANITIZE_ADDRESS__)
 /* Under AddressSanitizer: PoCL and the LLVM inside it keep some compiler

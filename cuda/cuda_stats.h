@@ -1,5 +1,6 @@
 /* cuda_stats.h: what tests may ask the CUDA backend, without CUDA headers.
- * Only with FL_HAVE_CUDA; impl is the fl_device's impl of a /gpu:N. */
+ * Exported by the module (cuda/module.map): tests find it with dlsym; impl
+ * is the fl_device's impl of a /gpu:N. */
 #ifndef FLOWLAB_CUDA_STATS_H
 #define FLOWLAB_CUDA_STATS_H
 

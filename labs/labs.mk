@@ -9,6 +9,8 @@ $(BUILD)/labs/%: labs/%.c $(LIB)
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
 labs: $(LAB_BIN)
+# tests/test_backend_module reads ldd of every lab and runs flowlab-devices.
+$(BUILD)/tests/test_backend_module: $(LAB_BIN)
 
 # The main lab, as the README's quick start runs it.
 lab: deps

@@ -98,8 +98,8 @@ struct fl_device {
 };
 
 extern const fl_backend fl_host_backend;
-extern const fl_backend fl_opencl_backend; /* cl/backend_opencl.c, with FL_HAVE_OPENCL */
-extern const fl_backend fl_cuda_backend;   /* cuda/backend_cuda.c, with FL_HAVE_CUDA */
+extern const fl_backend fl_opencl_backend; /* cl/backend_opencl.c, when the build has OpenCL */
+extern const fl_backend fl_cuda_backend;   /* cuda/backend_cuda.c, inside the CUDA module only */
 
 /* The backend behind /gpu:N, or NULL when there are no accelerators. */
 const fl_backend *fl_active_backend(void);

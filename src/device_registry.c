@@ -1,26 +1,17 @@
 /* device_registry.c: which devices exist and what they are called.
  * "/cpu:0" is the host; "/gpu:N" is the N-th device of the active
  * accelerator backend, chosen by FLOWLAB_BACKEND=opencl|cuda|host or else
- * automatically (CUDA when it has a device, else OpenCL). Devices are opened
- * on first use and stay open for the life of the process. */
+ * automatically (the first backend of the build's list that has a device:
+ * CUDA, else OpenCL). Devices are opened on first use and stay open for the
+ * life of the process. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
+#include "backend_entry.h"
 
 #define FL_MAX_ACCELERATORS 16
-
-static const fl_backend *const accelerator_backends[] = {
-#ifdef FL_HAVE_CUDA
-    &fl_cuda_backend,
-#endif
-#ifdef FL_HAVE_OPENCL
-    &fl_opencl_backend,
-#endif
-    NULL,
-};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool chosen;
@@ -29,49 +20,72 @@ static char why_none[FL_ERROR_LEN]; /* said when /gpu:N is asked for and none ex
 static fl_device host_device;
 static fl_device accelerators[FL_MAX_ACCELERATORS];
 
-static const fl_backend *backend_named(const char *name)
+static const fl_backend_entry *entry_named(const char *name)
 {
-    for (int i = 0; accelerator_backends[i]; i++)
-        if (strcmp(accelerator_backends[i]->name, name) == 0)
-            return accelerator_backends[i];
+    for (int i = 0; fl_backend_entries[i]; i++)
+        if (strcmp(fl_backend_entries[i]->name, name) == 0)
+            return fl_backend_entries[i];
+    return NULL;
+}
+
+/* The entry's table, opening its module only when a driver answers, so that
+ * a machine without the hardware never maps the module's libraries. NULL
+ * with why when there is none. */
+static const fl_backend *backend_of(const fl_backend_entry *e, char *why, size_t len)
+{
+    if (e->linked)
+        return e->linked;
+    if (!e->driver_answers(why, len))
+        return NULL;
+    return fl_backend_module_open(e, why, len);
+}
+
+/* The entry's table when it has a device; else appends why not to why_none. */
+static const fl_backend *usable_backend(const fl_backend_entry *e)
+{
+    char why[FL_ERROR_LEN];
+    const fl_backend *b = backend_of(e, why, sizeof why);
+    if (b && b->device_count() > 0)
+        return b;
+    size_t used = strlen(why_none);
+    snprintf(why_none + used, sizeof why_none - used, "%s%s", used ? "; " : "", b ? b->why_unavailable() : why);
     return NULL;
 }
 
 /* Every built-in backend's reason, so that the hint fits this machine: a
  * CUDA build on a laptop without NVIDIA's driver also says why PoCL is not
  * there ("...; no OpenCL platform found; install PoCL: ..."). */
-static void say_why_none_is_available(void)
+static void choose_automatically(void)
 {
-    snprintf(why_none, sizeof why_none, "this flowlab was built without an accelerator backend");
-    for (int i = 0; accelerator_backends[i]; i++) {
-        size_t used = i == 0 ? 0 : strlen(why_none);
-        snprintf(why_none + used, sizeof why_none - used, "%s%s", i == 0 ? "" : "; ",
-                 accelerator_backends[i]->why_unavailable());
-    }
+    why_none[0] = '\0';
+    for (int i = 0; fl_backend_entries[i] && !active; i++)
+        active = usable_backend(fl_backend_entries[i]);
+    if (!fl_backend_entries[0])
+        snprintf(why_none, sizeof why_none, "this flowlab was built without an accelerator backend");
 }
 
 static void choose_backend(void)
 {
     const char *wanted = getenv("FLOWLAB_BACKEND");
-    if (wanted && wanted[0] && strcmp(wanted, "host") != 0) {
-        active = backend_named(wanted);
-        if (!active)
-            snprintf(why_none, sizeof why_none, "FLOWLAB_BACKEND=%s is not a backend built into this "
-                     "flowlab (use opencl or cuda, or unset it)", wanted);
-        else if (active->device_count() == 0)
-            snprintf(why_none, sizeof why_none, "%s", active->why_unavailable());
-        return;
-    }
     if (wanted && strcmp(wanted, "host") == 0) {
         snprintf(why_none, sizeof why_none, "FLOWLAB_BACKEND=host turns accelerators off");
         return;
     }
-    for (int i = 0; accelerator_backends[i]; i++)
-        if (accelerator_backends[i]->device_count() > 0) {
-            active = accelerator_backends[i];
-            return;
-        }
-    say_why_none_is_available();
+    if (!wanted || !wanted[0]) {
+        choose_automatically();
+        return;
+    }
+    const fl_backend_entry *e = entry_named(wanted);
+    if (e) {
+        active = usable_backend(e);
+        return;
+    }
+    char built[128] = "";
+    for (int i = 0; fl_backend_entries[i]; i++)
+        snprintf(built + strlen(built), sizeof built - strlen(built), "%s%s", i ? ", " : "", fl_backend_entries[i]->name);
+    snprintf(why_none, sizeof why_none, "FLOWLAB_BACKEND=%s is not a backend built into this flowlab "
+             "(built: %s; unset it, or see that backend's backend.mk for what its build needs)", wanted,
+             built[0] ? built : "none");
 }
 
 static void ensure_chosen(void)

@@ -57,10 +57,12 @@ LAB06      := $(BUILD)/labs/06-allreduce/allreduce
 LAB06_SRC  := $(wildcard labs/06-allreduce/*.c)
 RING_CHECK := $(BUILD)/tests/mpi/ring_check
 # --allreduce nccl: NCCL ships with the CUDA toolkit; built in when CUDA is and nccl.h is there.
+# This lab alone links NCCL and cudart (nccl_allreduce.c calls both); the CUDA backend is a
+# module the registry opens at run time (cuda/backend.mk).
 ifeq ($(CUDA_OK),yes)
 ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
 LAB06_NCCL_FLAGS := -DFL_HAVE_NCCL -I$(CUDA_HOME)/include
-LAB06_NCCL_LIBS  := -L$(CUDA_HOME)/lib64 -lnccl
+LAB06_NCCL_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart
 endif
 endif
 ifneq ($(shell command -v $(MPICC) 2>/dev/null),)
