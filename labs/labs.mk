@@ -36,6 +36,11 @@ exercises: $(EX01_CHECKS) $(EX02_CHECKS) $(EX03_CHECKS) $(EX04_CHECKS) $(EX06_CH
 	 exit $$failed
 
 # The same checks against the reference solutions: fails unless all pass.
+# A hand-out (make handout) has no solutions: say so instead of a make error.
+ifeq ($(wildcard labs/*/exercises/solutions),)
+exercises-solutions:
+	@echo "exercises-solutions: this tree has no labs/*/exercises/solutions/ (a hand-out?)" >&2; exit 1
+else
 exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED) $(EX03_SOLVED) $(EX04_SOLVED) $(EX06_SOLVED)
 	@failed=0; \
 	 $(call run_exercise_checks,1,$(EX01_SOLVED)) \
@@ -44,4 +49,11 @@ exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED) $(EX03_SOLVED) $(EX04_SOLVED)
 	 $(call run_exercise_checks,4,$(EX04_SOLVED)) \
 	 $(call run_exercise_checks,6,$(EX06_SOLVED)) \
 	 exit $$failed
+endif
 
+# ==== make handout DEST=dir: a student's tree without the reference solutions ====
+# labs/tools/handout.sh copies every file git knows of except
+# labs/*/exercises/solutions/; tests/handout.t checks the result.
+.PHONY: handout
+handout:
+	@sh labs/tools/handout.sh "$(DEST)"

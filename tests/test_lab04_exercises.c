@@ -2,12 +2,14 @@
  * (the Makefile builds the checks first): each reference solution passes,
  * each exercise file's check fails naming the file to edit until solved; the
  * accumulator answer decides as the ps's real accumulators do, and the
- * fault-log answer reads the log the failure drill wrote for the book. */
+ * checkpoint-interval answer's lost work is what steps-lost says a failure
+ * costs on average. */
 #include "flowlab.h"
 #include "lab_runner.h"
 #include "distributed_runtime/ps_sync.h"
 #include "solutions/accumulator.c" /* my_gradient_arrives, the reference answer */
-#include "solutions/fault_log.c"   /* my_read_fault_log, the reference answer */
+#include "solutions/steps_lost.c"  /* my_steps_lost, the reference answer */
+#include "solutions/checkpoint_interval.c" /* my_expected_waste, my_best_save_every */
 
 #define SEQUENCES 200
 #define ARRIVALS 40
@@ -64,23 +66,25 @@ static void test_real_accumulators(void)
         diag("sequence %d differed at gradient %d", sequences, first_difference);
 }
 
-/* The drill's output in the book: a ps killed and restored from a checkpoint
- * saved every 10 steps. */
-static void test_real_log(void)
+/* A ps failure at a global step drawn evenly from a long run loses, on
+ * average, what steps-lost says: (N-1)/2 steps with a save every N. The
+ * checkpoint-interval model charges half an interval, N/2 steps: the two
+ * agree to half a step, and its best N balances the two shares. */
+static void test_waste_against_steps_lost(void)
 {
-    char *log = read_file("book/outputs/04-ps-dies.txt");
-    if (!log) {
-        skip("the fault-log answer reads the drill's log", "book/outputs/04-ps-dies.txt is not here (run from the top of the repository)");
-        return;
+    const long every = 40, run = 4000;
+    double lost = 0;
+    for (long died_at = 0; died_at < run; died_at++) {
+        long restored;
+        lost += (double)my_steps_lost(0, every, died_at, &restored);
     }
-    fault_report r = {"", 0, 0, 0, 0};
-    int rc = my_read_fault_log(log, &r);
-    ok(rc == 1 && strcmp(r.lost_task, "/job:ps/task:0") == 0 && r.workers_affected == 2,
-       "the fault-log answer reads the drill's log: %s lost, %d workers noticed", r.lost_task, r.workers_affected);
-    ok(r.steps_lost == r.died_at - r.restored_to && r.steps_lost >= 0 && r.steps_lost <= 10,
-       "the drill lost %ld steps (global step %ld -> %ld), no more than the 10 between checkpoints", r.steps_lost,
-       r.died_at, r.restored_to);
-    free(log);
+    double mean_lost = lost / run, step_s = 0.5, save_s = 2, mtbf_s = 3600;
+    double modelled = (my_expected_waste(step_s, save_s, mtbf_s, every) - save_s / (every * step_s)) * mtbf_s / step_s;
+    ok(fabs(mean_lost - modelled) <= 0.5 + 1e-9, "a failure loses %.2f steps on average with a save every %ld; the model "
+       "charges %.2f", mean_lost, every, modelled);
+    long best = my_best_save_every(step_s, save_s, mtbf_s, 100000);
+    ok(best == 240, "a 0.5 s step, a 2 s save, a failure an hour: save every %ld steps (sqrt(2 x 2 x 3600) = 120 s)",
+       best);
 }
 
 int main(int argc, char **argv)
@@ -90,10 +94,10 @@ int main(int argc, char **argv)
     lab_runner_start(argv[0], "test_lab04_exercises", "exercises/04-synchronous-training/solutions/check_accumulator");
     static const char *const names[][2] = {{"accumulator", "accumulator"},
                                            {"steps_lost", "steps-lost"},
-                                           {"fault_log", "fault-log"}};
+                                           {"checkpoint_interval", "checkpoint-interval"}};
     test_exercise_checks("04-synchronous-training", names, 3);
     test_real_accumulators();
-    test_real_log();
+    test_waste_against_steps_lost();
     lab_runner_finish();
     return done_testing();
 }

@@ -22,7 +22,7 @@ figures-03: $(LAB03) $(LAUNCHER)
 #   make exercises / exercises-solutions cover this chapter too; its checks
 #   run offline (no server, no port opened). Each check links only its own file.
 EX03_DIR    := labs/03-between-graph/exercises
-EX03_NAMES  := round_robin ps_load waiting_log
+EX03_NAMES  := round_robin ps_load staleness
 EX03_OUT    := $(BUILD)/exercises/03-between-graph
 EX03_CHECKS := $(patsubst %,$(EX03_OUT)/check_%,$(EX03_NAMES))
 EX03_SOLVED := $(patsubst %,$(EX03_OUT)/solutions/check_%,$(EX03_NAMES))
@@ -36,6 +36,6 @@ $(EX03_OUT)/solutions/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/solutions/%.c $
 	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
 # tests/test_lab03_exercises runs the checks, so they are built first; it
-# also includes the reference waiting_log.c to read a log the runtime wrote.
+# also includes the reference staleness.c to hold it against chapter 4's claim.
 $(BUILD)/tests/test_lab03_exercises: $(EX03_CHECKS) $(EX03_SOLVED)
 $(BUILD)/tests/test_lab03_exercises: private CFLAGS += -I$(EX03_DIR)

@@ -4,7 +4,7 @@
 #   The chapter's program is chapter 3's lab (--sync_replicas true); its
 #   failure drill is labs/04-synchronous-training/ps_dies.sh.
 EX04_DIR    := labs/04-synchronous-training/exercises
-EX04_NAMES  := accumulator steps_lost fault_log
+EX04_NAMES  := accumulator steps_lost checkpoint_interval
 EX04_OUT    := $(BUILD)/exercises/04-synchronous-training
 EX04_CHECKS := $(patsubst %,$(EX04_OUT)/check_%,$(EX04_NAMES))
 EX04_SOLVED := $(patsubst %,$(EX04_OUT)/solutions/check_%,$(EX04_NAMES))
@@ -18,8 +18,9 @@ $(EX04_OUT)/solutions/check_%: $(EX04_DIR)/check_%.c $(EX04_DIR)/solutions/%.c $
 	$(CC) $(CFLAGS) -I$(EX04_DIR) $(EX04_DIR)/check_$*.c $(EX04_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
 # tests/test_lab04_exercises runs the checks, so they are built first; it
-# also includes the reference accumulator.c and fault_log.c to hold them
-# against the ps's real accumulators and a log the failure drill wrote.
+# also includes the reference accumulator.c, steps_lost.c and
+# checkpoint_interval.c to hold them against the ps's real accumulators and
+# against each other.
 $(BUILD)/tests/test_lab04_exercises: $(EX04_CHECKS) $(EX04_SOLVED)
 $(BUILD)/tests/test_lab04_exercises: private CFLAGS += -I$(EX04_DIR)
 

@@ -1,6 +1,6 @@
 /* exercises.h: the three functions chapter 3's exercises ask you to write.
  * Each lives in its own file in this folder (round_robin.c, ps_load.c,
- * waiting_log.c); edit that file, then run `make exercises` from the top of
+ * staleness.c); edit that file, then run `make exercises` from the top of
  * the repository. None needs a server: the checks run offline. Reference
  * answers are in solutions/, but try first. */
 #ifndef LAB03_EXERCISES_H
@@ -38,24 +38,21 @@ const char *my_round_robin(const fl_node *node, void *user);
 int my_ps_load(const fl_shape *shapes, int nvars, int num_ps, fl_ps_strategy strategy,
                int64_t *bytes);
 
-/* Exercise waiting-log: log is the whole output of one worker task, lines
- * ending in '\n'. While a ps task is not up yet, the worker retries and says
- * so every few seconds, the seconds counted from its first try:
- *   worker 1: waiting for /job:ps/task:1 at 127.0.0.1:2223 for 5 s (Connection refused)
- *   worker 1: waiting for /job:ps/task:1 at 127.0.0.1:2223 for 10 s (Connection refused)
- *   worker 1: reached /job:ps/task:1 at 127.0.0.1:2223 after 12 s
- * A line may start with something else before "worker" (the launcher puts
- * the task's name first), and most lines are about other things (steps,
- * losses). The worker waited for a task as long as its "reached" line says,
- * or, if it was never reached, as long as its last "waiting" line says.
- * Fill *out with the task waited for longest (the one named first in the log
- * on a tie) and return 1; return 0, leaving *out alone, when the log shows
- * no wait. */
-typedef struct {
-    char task[64];  /* "/job:ps/task:1" */
-    double seconds; /* how long the worker waited for it */
-    bool reached;   /* whether the log says the worker reached it in the end */
-} wait_report;
-int my_longest_wait(const char *log, wait_report *out);
+/* Exercise staleness: asynchronous training as chapter 3 runs it, with
+ * `workers` workers, worker w taking step_ms[w] milliseconds for each step
+ * (pull, compute, push). At time 0 every worker reads the variables at
+ * global step 0. When a worker finishes a step, the ps applies its gradient
+ * at once: the gradient's staleness is the global step just before it is
+ * applied minus the global step the worker read (the updates of others that
+ * landed while it computed); then the global step goes up by one, and the
+ * worker reads the variables again, at the new global step, and starts its
+ * next step. Workers that finish at the same time are applied lowest index
+ * first. Simulate the first `updates` updates: set histogram[0 ..
+ * max_staleness] to zero, add one to histogram[s] for each gradient s
+ * steps stale (histogram[max_staleness] for any s >= max_staleness), and
+ * return the mean staleness. Return -1, writing nothing, when workers < 1,
+ * updates < 1, max_staleness < 0 or a step_ms is below 1. Then answer the
+ * questions in staleness.c. */
+double my_async_staleness(const int *step_ms, int workers, int updates, long *histogram, int max_staleness);
 
 #endif

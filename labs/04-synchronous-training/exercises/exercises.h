@@ -1,6 +1,6 @@
 /* exercises.h: the three functions chapter 4's exercises ask you to write.
  * Each lives in its own file in this folder (accumulator.c, steps_lost.c,
- * fault_log.c); edit that file, then run `make exercises` from the top of
+ * checkpoint_interval.c); edit that file, then run `make exercises` from the top of
  * the repository. None needs a server: the checks run offline. Reference
  * answers are in solutions/, but try first. */
 #ifndef LAB04_EXERCISES_H
@@ -45,26 +45,21 @@ gradient_fate my_gradient_arrives(accumulator *a, uint64_t step, int replicas_to
  * started_at < 0, save_every < 0 or died_at < started_at. */
 long my_steps_lost(long started_at, long save_every, long died_at, long *restored_to);
 
-/* Exercise fault-log: log is the whole output of a cluster's run (every
- * task's lines, each line starting with the task's name, as the launcher and
- * labs/04-synchronous-training/ps_dies.sh write them). When a worker loses
- * a task it says
- *   worker0: worker 0: the step failed (... lost the connection to /job:ps/task:0: ...); connecting again
- * and, when the chief has restored an older model, each worker says
- *   worker0: worker 0: global step 19 -> 11: 8 steps lost since the last checkpoint
- * Fill *out and return 1 when the log shows a lost task; return 0, leaving
- * *out alone, when it shows none. lost_task is the task named in the first
- * "lost the connection to" line; workers_affected counts the different
- * workers that said "the step failed"; died_at, restored_to and steps_lost
- * come from the chief's (worker 0's) "steps lost" line, or are all -1 when
- * it wrote none. Lines may end without '\n' at the end of the log. */
-typedef struct {
-    char lost_task[64];   /* "/job:ps/task:0" */
-    int workers_affected; /* workers whose step failed */
-    long died_at;         /* the global step the chief had reached */
-    long restored_to;     /* the global step it went on from */
-    long steps_lost;      /* died_at - restored_to */
-} fault_report;
-int my_read_fault_log(const char *log, fault_report *out);
+/* Exercise checkpoint-interval: choose how often the chief saves. A step
+ * takes step_s seconds; saving a checkpoint stops training for save_s
+ * seconds; the ps fails on average once every mtbf_s seconds. With a
+ * checkpoint every N steps, the saves take save_s / (N x step_s) of the
+ * training time, and a failure, landing anywhere in an interval, loses half
+ * an interval of work on average: N x step_s / 2 seconds, a share
+ * N x step_s / (2 x mtbf_s) of the time between failures. So
+ *     my_expected_waste(N) = save_s / (N x step_s) + N x step_s / (2 x mtbf_s),
+ * the share of time lost to saving and to redoing steps (the restart itself
+ * costs the same for every N and is left out). my_best_save_every returns the
+ * N from 1 to max_steps with the least waste (the smallest such N on a
+ * tie). Both return -1 when step_s, save_s or mtbf_s is not above 0, or
+ * when N (save_every) or max_steps is below 1. Then answer the questions in
+ * checkpoint_interval.c. */
+double my_expected_waste(double step_s, double save_s, double mtbf_s, long save_every);
+long my_best_save_every(double step_s, double save_s, double mtbf_s, long max_steps);
 
 #endif
