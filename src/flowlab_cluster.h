@@ -183,8 +183,16 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
 int fl_server_join(fl_server *server, double timeout_s);
 void fl_server_get_stats(fl_server *server, fl_server_stats *out);
 /* A worker that has finished says so to every ps task of the cluster (also
- * those it never used), so that they can exit, and closes its connections. */
+ * those it never used), so that they can exit, and closes its connections.
+ * fl_monitored_session_close does it for a worker: call it yourself only in
+ * a program without a monitored session. */
 int fl_cluster_say_goodbye(const fl_cluster *cluster);
+/* What the cluster lends a session: give it as fl_session_options.cluster.
+ * Devices on other tasks are reached through it, and a monitored session
+ * takes the task's name, whether it is the chief, the reconnection after a
+ * lost task and the goodbye at close from it. Owned by the cluster (freed
+ * with it); NULL for a NULL cluster. */
+const fl_cluster_plugin *fl_cluster_session_plugin(const fl_cluster *cluster);
 /* Bytes this process has sent to and received from other tasks so far. */
 void fl_remote_traffic(uint64_t *sent, uint64_t *received);
 /* Synchronous updates (chapter 4) this process sent that the ps tasks

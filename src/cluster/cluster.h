@@ -20,6 +20,11 @@ struct fl_cluster {
     int num_tasks[FL_JOB_COUNT];
     fl_job job; /* the local task: this process */
     int task_index;
+    /* What the distributed runtime lends a session, filled there by
+     * fl_cluster_session_plugin: kept here to be freed with the cluster,
+     * though this room never calls the runtime. */
+    fl_cluster_plugin session_plugin;
+    char task_name[48]; /* "worker 1", for the plugin's log lines */
 };
 
 /* How a source of cluster specs spells things in its error messages. */
