@@ -217,17 +217,6 @@ typedef struct fl_optimizer fl_optimizer;
 fl_optimizer *fl_gradient_descent_optimizer(float learning_rate);
 fl_optimizer *fl_momentum_optimizer(float learning_rate, float momentum, bool use_nesterov);
 fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, float epsilon);
-/* Chapter 4's SyncReplicasOptimizer: a new optimizer making opt's updates
- * synchronous on the ps tasks. Each ps averages the first
- * replicas_to_aggregate gradients for a step, applies them once, and drops
- * any computed against an older step; the global step advances once per
- * step, and each worker's train op waits for it (the "token"), so the next
- * step reads the updated variables. total_num_replicas >=
- * replicas_to_aggregate: the extra workers are backups. Use it with every
- * worker, pass global_step to minimize/apply_gradients. On variables a
- * process holds itself it behaves as opt. NULL after fl_set_error. */
-fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
-                                         int total_num_replicas);
 void fl_optimizer_free(fl_optimizer *opt);
 /* Builds the update ops (slot variables sit beside their variable) and, when
  * global_step is given, increments it after every update. Pairs with a NULL

@@ -145,6 +145,19 @@ const char *fl_replica_device_setter_worker_device(const fl_replica_device_sette
 int fl_replica_device_setter_ps_bytes(const fl_replica_device_setter *setter, int ps_task, int64_t *bytes,
                                       int *variables);
 
+/* Chapter 4's SyncReplicasOptimizer: a new optimizer making opt's updates
+ * synchronous on the ps tasks. Each ps averages the first
+ * replicas_to_aggregate gradients for a step, applies them once, and drops
+ * any computed against an older step; the global step advances once per
+ * step, and each worker's train op waits for it (the "token"), so the next
+ * step reads the updated variables. total_num_replicas >=
+ * replicas_to_aggregate: the extra workers are backups. Use it with every
+ * worker, pass global_step to minimize/apply_gradients. On variables a
+ * process holds itself it behaves as opt. NULL, with fl_last_error() saying
+ * why, for counts out of range. Free it with fl_optimizer_free. */
+fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
+                                         int total_num_replicas);
+
 /* Servers: every task runs one, on an event-loop thread of its own, at its
  * address in the cluster spec (it listens there only). A ps task's server
  * holds the variables and their optimizer slots: workers assign them once,
