@@ -217,17 +217,6 @@ typedef struct fl_optimizer fl_optimizer;
 fl_optimizer *fl_gradient_descent_optimizer(float learning_rate);
 fl_optimizer *fl_momentum_optimizer(float learning_rate, float momentum, bool use_nesterov);
 fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, float epsilon);
-/* Chapter 4's SyncReplicasOptimizer: a new optimizer making opt's updates
- * synchronous on the ps tasks. Each ps averages the first
- * replicas_to_aggregate gradients for a step, applies them once, and drops
- * any computed against an older step; the global step advances once per
- * step, and each worker's train op waits for it (the "token"), so the next
- * step reads the updated variables. total_num_replicas >=
- * replicas_to_aggregate: the extra workers are backups. Use it with every
- * worker, pass global_step to minimize/apply_gradients. On variables a
- * process holds itself it behaves as opt. NULL after fl_set_error. */
-fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
-                                         int total_num_replicas);
 void fl_optimizer_free(fl_optimizer *opt);
 /* Builds the update ops (slot variables sit beside their variable) and, when
  * global_step is given, increments it after every update. Pairs with a NULL
@@ -256,16 +245,39 @@ int fl_list_devices(fl_device_info *out, int max);
  * Sessions.
  * ------------------------------------------------------------------------ */
 typedef struct fl_cluster fl_cluster; /* chapter 3: see "Clusters" below */
+typedef struct fl_device fl_device;   /* a device behind the backend seam (src/device.h) */
+
+/* What a cluster runtime lends a session (TensorFlow plugs its distributed
+ * runtime in the same way, through session factories). The core calls only
+ * these; it names no symbol of the cluster code. A program gets one from
+ * fl_cluster_session_plugin(cluster) (flowlab_cluster.h). */
+typedef struct fl_cluster_plugin {
+    void *state;   /* the runtime's own (its fl_cluster) */
+    /* Placement: the device a "/job:.../task:..." name stands for. *is_local
+     * set (and NULL returned) when it is this process's own task, which the
+     * core then places as usual. NULL otherwise means an error, with
+     * fl_last_error() saying why. */
+    fl_device *(*resolve_device)(void *state, const char *device, bool *is_local);
+    /* The monitored session: this task's name for log lines ("worker 1"),
+     * whether it is the chief, reconnecting lost tasks after a run failed with
+     * UNAVAILABLE or ABORTED (tasks reconnected, or -1), and saying goodbye
+     * to the ps tasks at close. */
+    const char *(*task_name)(void *state);
+    bool (*is_chief)(void *state);
+    int (*recover)(void *state);
+    int (*say_goodbye)(void *state);
+} fl_cluster_plugin;
 
 typedef struct {
     bool log_device_placement; /* print each node's device on first use */
     bool allow_soft_placement; /* fall back to /cpu:0 when a device or kernel is missing */
     uint64_t seed;             /* nonzero: overrides the graph's random seed */
-    /* Between-graph replication: the cluster this process is a task of. A
-     * node on "/job:ps/task:0/cpu:0" then runs on that task (a remote
-     * device: variables and their updates only); one on the local task's
-     * devices runs here. NULL: devices that name a task are refused. */
-    const fl_cluster *cluster;
+    /* Between-graph replication: the cluster this process is a task of, as
+     * fl_cluster_session_plugin(cluster) lends it. A node on
+     * "/job:ps/task:0/cpu:0" then runs on that task (a remote device:
+     * variables and their updates only); one on the local task's devices
+     * runs here. NULL: devices that name a task are refused. */
+    const fl_cluster_plugin *cluster;
 } fl_session_options;
 
 typedef struct fl_session fl_session;

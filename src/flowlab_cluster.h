@@ -147,6 +147,19 @@ const char *fl_replica_device_setter_worker_device(const fl_replica_device_sette
 int fl_replica_device_setter_ps_bytes(const fl_replica_device_setter *setter, int ps_task, int64_t *bytes,
                                       int *variables);
 
+/* Chapter 4's SyncReplicasOptimizer: a new optimizer making opt's updates
+ * synchronous on the ps tasks. Each ps averages the first
+ * replicas_to_aggregate gradients for a step, applies them once, and drops
+ * any computed against an older step; the global step advances once per
+ * step, and each worker's train op waits for it (the "token"), so the next
+ * step reads the updated variables. total_num_replicas >=
+ * replicas_to_aggregate: the extra workers are backups. Use it with every
+ * worker, pass global_step to minimize/apply_gradients. On variables a
+ * process holds itself it behaves as opt. NULL, with fl_last_error() saying
+ * why, for counts out of range. Free it with fl_optimizer_free. */
+fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
+                                         int total_num_replicas);
+
 /* Servers: every task runs one, on an event-loop thread of its own, at its
  * address in the cluster spec (it listens there only). A ps task's server
  * holds the variables and their optimizer slots: workers assign them once,
@@ -185,8 +198,16 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
 int fl_server_join(fl_server *server, double timeout_s);
 void fl_server_get_stats(fl_server *server, fl_server_stats *out);
 /* A worker that has finished says so to every ps task of the cluster (also
- * those it never used), so that they can exit, and closes its connections. */
+ * those it never used), so that they can exit, and closes its connections.
+ * fl_monitored_session_close does it for a worker: call it yourself only in
+ * a program without a monitored session. */
 int fl_cluster_say_goodbye(const fl_cluster *cluster);
+/* What the cluster lends a session: give it as fl_session_options.cluster.
+ * Devices on other tasks are reached through it, and a monitored session
+ * takes the task's name, whether it is the chief, the reconnection after a
+ * lost task and the goodbye at close from it. Owned by the cluster (freed
+ * with it); NULL for a NULL cluster. */
+const fl_cluster_plugin *fl_cluster_session_plugin(const fl_cluster *cluster);
 /* Bytes this process has sent to and received from the cluster's other
  * tasks so far (each cluster counts its own connections). */
 void fl_remote_traffic(const fl_cluster *cluster, uint64_t *sent, uint64_t *received);

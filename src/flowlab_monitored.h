@@ -48,9 +48,13 @@ fl_session_hook *fl_logging_tensor_hook(fl_node *const *tensors, int n, long eve
 fl_session_hook *fl_checkpoint_saver_hook(const char *dir, double every_secs, long every_steps);
 void fl_session_hook_free(fl_session_hook *h);
 
+/* Which process is the chief. By default the cluster says (config->cluster:
+ * the chief task, else worker 0); one process without a cluster is the chief.
+ * A program may say otherwise, e.g. to make a restarted worker the chief. */
+typedef enum { FL_CHIEF_FROM_CLUSTER = 0, FL_CHIEF_YES = 1, FL_CHIEF_NO = 2 } fl_chief_choice;
+
 typedef struct {
-    const fl_cluster *cluster;      /* NULL: one process, which is the chief */
-    bool is_chief;                  /* with a cluster: fl_cluster_is_chief */
+    fl_chief_choice chief;          /* FL_CHIEF_FROM_CLUSTER unless overridden */
     const char *checkpoint_dir;     /* restore from / save to (NULL: none) */
     double save_checkpoint_secs;    /* the chief's saver (both 0 with a dir: every 600 s) */
     long save_checkpoint_steps;
@@ -59,7 +63,7 @@ typedef struct {
     int nhooks;
     fl_session_hook *const *chief_only_hooks;
     int nchief_hooks;
-    const fl_session_options *config;
+    const fl_session_options *config; /* with .cluster (fl_cluster_session_plugin) for a worker */
     void *log;                      /* FILE * for the session's lines (NULL: stdout) */
 } fl_monitored_session_options;
 
@@ -75,7 +79,10 @@ bool fl_monitored_session_should_stop(const fl_monitored_session *ms);
 long fl_monitored_session_global_step(const fl_monitored_session *ms);
 fl_session *fl_monitored_session_session(fl_monitored_session *ms); /* e.g. to evaluate */
 const char *fl_monitored_session_error(const fl_monitored_session *ms);
-/* Runs the hooks' end (the chief's saver saves) and frees the session. */
+/* Runs the hooks' end (the chief's saver saves) and frees the session; a
+ * worker of a cluster then says goodbye to the ps tasks (so a program does
+ * not call fl_cluster_say_goodbye after it). 0, or -1 when a run had failed
+ * or the goodbye did not reach every ps task. */
 int fl_monitored_session_close(fl_monitored_session *ms);
 
 #endif

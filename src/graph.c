@@ -49,6 +49,8 @@ struct fl_graph {
     char error[FL_ERROR_LEN];
     uint64_t seed;
     uint64_t op_seed_counter;
+    void *runtime_records; /* the cluster runtime's, freed by its own function */
+    void (*free_runtime_records)(void *);
 };
 
 fl_graph *fl_graph_new(void)
@@ -80,7 +82,17 @@ void fl_graph_free(fl_graph *g)
         free(g->controls[i].nodes);
     fl_name_table_free(&g->by_name);
     fl_name_table_free(&g->variables_by_name);
+    if (g->free_runtime_records)
+        g->free_runtime_records(g->runtime_records);
     free(g);
+}
+
+void *fl_graph_runtime_records(const fl_graph *g) { return g->runtime_records; }
+
+void fl_graph_set_runtime_records(fl_graph *g, void *records, void (*free_records)(void *))
+{
+    g->runtime_records = records;
+    g->free_runtime_records = free_records;
 }
 
 /* ---- errors ---- */

@@ -22,6 +22,8 @@ struct fl_monitored_session {
     fl_session *session;
     fl_node *global_step, *init;
     fl_monitored_session_options o;
+    const fl_cluster_plugin *cluster; /* o.config's, or NULL: one process */
+    bool is_chief;
     fl_session_hook *hooks[MAX_HOOKS];
     int nhooks;
     fl_session_hook *owned[2]; /* the step counter and the saver made here */
@@ -130,9 +132,9 @@ static int wait_until_ready(fl_monitored_session *ms)
         double waited = seconds_now() - start;
         if (waited >= deadline)
             return fail(ms, "the model was not ready after %.0f s: %d variables have no value (%s first); "
-                        "is the chief (worker 0) running, and do all workers place the variables alike (the same "
-                        "ps tasks and device function, e.g. --ps_strategy)? (FLOWLAB_TASK_DEADLINE)", waited, missing,
-                        first);
+                        "is the chief (the chief task, else worker 0, unless fl_monitored_session_options.chief "
+                        "says otherwise) running, and do all workers place the variables alike (the same ps tasks "
+                        "and device function, e.g. --ps_strategy)? (FLOWLAB_TASK_DEADLINE)", waited, missing, first);
         if (seconds_now() >= next_line) {
             say(ms, "waiting for the chief to initialize or restore %d variables (%s first) for %.0f s", missing,
                 first, waited);
@@ -145,7 +147,7 @@ static int wait_until_ready(fl_monitored_session *ms)
 
 static int prepare(fl_monitored_session *ms)
 {
-    int rc = ms->o.is_chief ? chief_prepare(ms) : wait_until_ready(ms);
+    int rc = ms->is_chief ? chief_prepare(ms) : wait_until_ready(ms);
     ms->start_step = ms->step;
     return rc;
 }
@@ -164,13 +166,22 @@ static void make_hooks(fl_monitored_session *ms)
     if (o->log_step_count_steps >= 0)
         ms->owned[0] = fl_step_counter_hook(o->log_step_count_steps ? o->log_step_count_steps : 100);
     bool by_default = o->save_checkpoint_secs <= 0 && o->save_checkpoint_steps <= 0;
-    if (o->is_chief && o->checkpoint_dir)
+    if (ms->is_chief && o->checkpoint_dir)
         ms->owned[1] = fl_checkpoint_saver_hook(o->checkpoint_dir, by_default ? 600 : o->save_checkpoint_secs,
                                                 o->save_checkpoint_steps);
     add_hooks(ms, ms->owned, 2);
     add_hooks(ms, o->hooks, o->nhooks);
-    if (o->is_chief)
+    if (ms->is_chief)
         add_hooks(ms, o->chief_only_hooks, o->nchief_hooks);
+}
+
+/* The cluster knows which task is the chief; a program may say otherwise.
+ * One process without a cluster is its own chief. */
+static bool is_chief(const fl_cluster_plugin *cluster, fl_chief_choice chief)
+{
+    if (chief != FL_CHIEF_FROM_CLUSTER)
+        return chief == FL_CHIEF_YES;
+    return !cluster || cluster->is_chief(cluster->state);
 }
 
 static void free_session(fl_monitored_session *ms)
@@ -192,10 +203,11 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
     ms->graph = g;
     ms->global_step = global_step;
     ms->o = *o;
-    ms->o.is_chief = o->cluster ? o->is_chief : true;
+    ms->cluster = o->config ? o->config->cluster : NULL;
+    ms->is_chief = is_chief(ms->cluster, o->chief);
     ms->log = o->log ? o->log : stdout;
-    if (o->cluster)
-        snprintf(ms->who, sizeof ms->who, "%s %d: ", fl_cluster_job_name(o->cluster), fl_cluster_task_index(o->cluster));
+    if (ms->cluster)
+        snprintf(ms->who, sizeof ms->who, "%s: ", ms->cluster->task_name(ms->cluster->state));
     ms->init = fl_global_variables_initializer(g);
     ms->session = fl_session_new(g, o->config);
     make_hooks(ms);
@@ -208,6 +220,13 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
     return ms;
 }
 
+/* Whether the failed run may have lost a task, which the cluster can
+ * reconnect: only a run with a cluster can. */
+static bool run_failed_for_a_lost_task(const fl_monitored_session *ms)
+{
+    return ms->cluster != NULL;
+}
+
 // [book:recover]
 /* A run failed. If it was a lost task that is back, prepare the model again
  * (a restarted ps gets the latest checkpoint from the chief) and say how
@@ -216,10 +235,10 @@ static int recover(fl_monitored_session *ms)
 {
     char why[FL_ERROR_LEN];
     snprintf(why, sizeof why, "%s", fl_session_error(ms->session));
-    if (!ms->o.cluster)
+    if (!run_failed_for_a_lost_task(ms))
         return fail(ms, "%s", why);
     say(ms, "the step failed (%s); connecting again", why);
-    int reconnected = fl_cluster_reconnect(ms->o.cluster);
+    int reconnected = ms->cluster->recover(ms->cluster->state);
     if (reconnected < 0)
         return fail(ms, "%s", fl_last_error());
     if (reconnected == 0)
@@ -317,6 +336,11 @@ int fl_monitored_session_close(fl_monitored_session *ms)
         if (ms->hooks[h]->end)
             ms->hooks[h]->end(ms->hooks[h], &v);
     int rc = ms->error[0] ? -1 : 0;
+    const fl_cluster_plugin *cluster = ms->cluster;
     free_session(ms);
+    /* After the chief's last save: the ps tasks may exit once every worker
+     * has said goodbye. */
+    if (cluster && cluster->say_goodbye(cluster->state) != 0)
+        rc = -1;
     return rc;
 }

@@ -16,7 +16,10 @@ struct fl_optimizer {
     optimizer_kind kind;
     float learning_rate, momentum, beta1, beta2, epsilon;
     bool use_nesterov;
-    int replicas_to_aggregate; /* 0: updates run at once */
+    /* A wrapper's mark on each state op built (NULL: none), e.g. the
+     * cluster runtime's SyncReplicasOptimizer (src/distributed_runtime/). */
+    void (*mark)(fl_node *op, int value);
+    int mark_value;
 };
 
 static fl_optimizer *new_optimizer(optimizer_kind kind, float learning_rate)
@@ -49,35 +52,22 @@ fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, f
     return opt;
 }
 
-/* SyncReplicasOptimizer: the same updates, each marked synchronous, so a
- * ps holding the variable counts them toward the worker's step and runs
- * the mean of the first replicas_to_aggregate once (src/distributed_runtime/ps_sync.c).
- * With total_num_replicas larger, the others are backups whose late
- * updates are dropped; it is only checked here, since a ps learns how many
- * workers are left from the cluster spec and their goodbyes. On variables a process holds itself the updates run
- * at once, as there is nobody to wait for. */
-fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
-                                         int total_num_replicas)
+fl_optimizer *fl_optimizer_marking(const fl_optimizer *opt, void (*mark)(fl_node *op, int value), int value)
 {
-    if (!opt || replicas_to_aggregate < 1 || replicas_to_aggregate > 65535 ||
-        total_num_replicas < replicas_to_aggregate) {
-        fl_set_error("fl_sync_replicas_optimizer: replicas_to_aggregate must be 1..65535 and at most "
-                     "total_num_replicas (got %d of %d)", replicas_to_aggregate, total_num_replicas);
-        return NULL;
-    }
-    fl_optimizer *sync = fl_xmalloc(sizeof *sync);
-    *sync = *opt;
-    sync->replicas_to_aggregate = replicas_to_aggregate;
-    return sync;
+    fl_optimizer *marking = fl_xmalloc(sizeof *marking);
+    *marking = *opt;
+    marking->mark = mark;
+    marking->mark_value = value;
+    return marking;
 }
 
 void fl_optimizer_free(fl_optimizer *opt) { free(opt); }
 
-/* Every state op the optimizer builds carries the mark (NULL passes through). */
+/* Every state op the optimizer builds gets the mark (NULL passes through). */
 static fl_node *marked(const fl_optimizer *opt, fl_node *n)
 {
-    if (n)
-        n->attrs.replicas_to_aggregate = opt->replicas_to_aggregate;
+    if (n && opt->mark)
+        opt->mark(n, opt->mark_value);
     return n;
 }
 

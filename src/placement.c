@@ -8,7 +8,6 @@
 
 #include "device.h"
 #include "placement.h"
-#include "distributed_runtime/remote_device.h"
 
 /* The host has one device, /cpu:0; /cpu:1 names nothing, as /gpu:7 does
  * on a machine with one accelerator. */
@@ -31,30 +30,24 @@ static bool can_run(const fl_device *dev, const fl_node *n)
            n->op == FL_OP_CONST || n->op == FL_OP_VARIABLE;
 }
 
-/* A node whose device names a task: the local task's devices are this
- * process's own (*local set: place as usual); another task's device is a
- * remote one, which runs the state ops only. */
-static fl_device *place_on_task(const fl_node *n, const fl_session_options *opt, fl_device_name *d,
-                                bool *local, char *err, size_t len)
+/* A node whose device names a task: the session's cluster plugin resolves
+ * it. The local task's devices are this process's own (*local set: place
+ * as usual); another task's device is a remote one, which runs the state
+ * ops only. */
+static fl_device *place_on_task(const fl_node *n, const fl_session_options *opt, bool *local, char *err,
+                                size_t len)
 {
     if (!opt->cluster) {
         snprintf(err, len, "%s: device %s names a cluster task, but the session has no cluster: set "
-                 "fl_session_options.cluster (chapter 3), or drop the /job: and /task: parts to run it here",
+                 "fl_session_options.cluster = fl_cluster_session_plugin(cluster) (chapter 3), or drop the "
+                 "/job: and /task: parts to run it here",
                  n->name, n->device);
         return NULL;
     }
-    int is_local = fl_cluster_device_is_local(opt->cluster, n->device);
-    if (is_local < 0) {
-        snprintf(err, len, "%s: %s", n->name, fl_last_error());
-        return NULL;
-    }
-    if (is_local) {
-        *local = true;
-        return NULL;
-    }
-    fl_device *dev = fl_remote_device(opt->cluster, d->job, d->task);
+    fl_device *dev = opt->cluster->resolve_device(opt->cluster->state, n->device, local);
     if (!dev) {
-        snprintf(err, len, "%s: cannot reach %s: %s", n->name, n->device, fl_last_error());
+        if (!*local)
+            snprintf(err, len, "%s: %s", n->name, fl_last_error());
         return NULL;
     }
     if (dev->backend->has_kernel(n->op) || !n->has_output)
@@ -75,7 +68,7 @@ fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *
     }
     if (d.job[0] || d.task >= 0) { /* soft placement must not hide a cluster */
         bool local = false;
-        fl_device *remote = place_on_task(n, opt, &d, &local, err, len);
+        fl_device *remote = place_on_task(n, opt, &local, err, len);
         if (!local)
             return remote;
     }

@@ -71,7 +71,6 @@ typedef struct {
     fl_dtype dtype;                       /* Cast */
     float learning_rate, momentum, beta1, beta2, epsilon;
     bool use_nesterov;
-    int replicas_to_aggregate;            /* Apply*, Assign*: >0 on a ps, a synchronous update */
 } fl_attrs;
 
 struct fl_node {
@@ -147,6 +146,17 @@ int fl_graph_variable_count(const fl_graph *g);
 fl_node *fl_graph_variable(const fl_graph *g, int index);
 /* Open device scope on name while building nodes colocated with another. */
 int fl_device_scope_push_colocated(fl_graph *g, const fl_node *with);
+/* What the cluster runtime records about a graph's nodes (which updates are
+ * synchronous), kept with the graph and freed with it by free_records; the
+ * core never reads it. NULL until set. */
+void *fl_graph_runtime_records(const fl_graph *g);
+void fl_graph_set_runtime_records(fl_graph *g, void *records, void (*free_records)(void *));
+
+/* ---- optimizers.c ---- */
+/* A copy of opt that hands every state op it builds (the updates, Adam's
+ * beta power assignments, the global step's increment) to mark(op, value):
+ * how the cluster runtime's SyncReplicasOptimizer marks them synchronous. */
+fl_optimizer *fl_optimizer_marking(const fl_optimizer *opt, void (*mark)(fl_node *op, int value), int value);
 
 /* ---- device_string.c ---- */
 typedef struct {

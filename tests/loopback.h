@@ -5,6 +5,7 @@
 #define FLOWLAB_TESTS_LOOPBACK_H
 
 #include <netinet/in.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -71,6 +72,14 @@ static inline int loopback_connect(int port, int seconds)
         return -1;
     }
     return fd;
+}
+
+/* A cluster of one ps and one worker on ports nothing uses now, as the
+ * --ps_hosts and --worker_hosts of fl_cluster_from_flags. */
+static inline void loopback_cluster_hosts(char *ps_hosts, char *worker_hosts, size_t len)
+{
+    snprintf(ps_hosts, len, "127.0.0.1:%d", loopback_free_port());
+    snprintf(worker_hosts, len, "127.0.0.1:%d", loopback_free_port());
 }
 
 #endif

@@ -92,15 +92,15 @@ static int run_worker(int index, int out, int go)
     fl_node *loss = fl_reduce_mean(g, fl_mul(g, err, err, NULL), NULL, 0, false, "loss");
     fl_optimizer *sgd = fl_gradient_descent_optimizer(0.01f);
     fl_node *train_op = fl_minimize(sgd, g, loss, step, NULL);
-    fl_session_options config = {.cluster = cluster};
-    fl_monitored_session_options o = {.cluster = cluster, .is_chief = index == 0, .log_step_count_steps = -1,
-                                      .config = &config, .log = stderr};
+    fl_session_options config = {.cluster = fl_cluster_session_plugin(cluster)};
+    fl_monitored_session_options o = {.log_step_count_steps = -1, .config = &config, .log = stderr};
     fl_monitored_session *ms = fl_monitored_training_session(g, step, &o);
     int rc = ms ? train(ms, xy, train_op, step, out, go, index) : 1;
-    if (!ms)
+    if (!ms) {
         fprintf(stderr, "worker %d: %s\n", index, fl_last_error());
+        fl_cluster_say_goodbye(cluster); /* closing a monitored session would have said it */
+    }
     fl_monitored_session_close(ms);
-    fl_cluster_say_goodbye(cluster);
     fl_optimizer_free(sgd);
     fl_graph_free(g);
     fl_replica_device_setter_free(setter);

@@ -52,7 +52,7 @@ static int train(model *m, const fl_cluster *cluster, int n, double *losses, fl_
     const float xs[8] = {1, 2, 3, 1, 0, 1, 2, 2}, ys[4] = {5, 5, 2, 6};
     fl_tensor *x = fl_tensor_from_floats(fl_shape_make(2, 4, 2), xs);
     fl_tensor *y = fl_tensor_from_floats(fl_shape_make(2, 4, 1), ys);
-    fl_session_options opt = {.cluster = cluster};
+    fl_session_options opt = {.cluster = fl_cluster_session_plugin(cluster)};
     fl_session *s = fl_session_new(m->g, &opt);
     int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &m->init, 1);
     fl_feed feeds[2] = {{m->x, x}, {m->y, y}};
@@ -111,8 +111,7 @@ static void read_before_increment(model *m, fl_session *s)
 static void test_worker_against_ps(void)
 {
     char ps_hosts[64], worker_hosts[64];
-    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", loopback_free_port());
-    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d", loopback_free_port());
+    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
     fl_cluster *ps_spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
     fl_cluster *worker_spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 0);
     fl_server *ps = fl_server_start(ps_spec, NULL);

@@ -12,7 +12,7 @@ tests: $(TEST_BIN)
 # (CI does): the task server and its clients, the data prefetch, eight
 # worker processes against one ps (test_ps_load), a run handing its fetches over
 # early while another thread adds trace events (test_fetch_ready).
-THREAD_TESTS := test_server test_remote test_connect test_data test_ps_load test_fetch_ready test_frame_reader test_two_clusters
+THREAD_TESTS := test_server test_remote test_monitored_cluster test_connect test_data test_ps_load test_fetch_ready test_frame_reader test_two_clusters
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))

@@ -358,16 +358,23 @@ static fl_dataset *worker_batches(const training_flags *o, const lab_data *data,
     return fl_dataset_new(data->train_images, data->train_labels, &order);
 }
 
+/* Where no monitored session was opened to say it at close: a ps waits
+ * for every worker's goodbye. */
+static void say_goodbye(const fl_cluster *cluster)
+{
+    if (fl_cluster_say_goodbye(cluster) != 0)
+        fprintf(stderr, "%s: saying goodbye: %s\n", program, fl_last_error());
+}
+
 // [book:monitored]
 /* The chief initializes or restores the model and saves checkpoints; the
  * others wait for it; all stop when the global step reaches total_steps. */
 static fl_monitored_session *open_session(const fl_cluster *cluster, const training_flags *o, const worker_graph *w,
                                           fl_session_hook *stop)
 {
-    fl_session_options config = {.allow_soft_placement = true, .cluster = cluster,
+    fl_session_options config = {.allow_soft_placement = true, .cluster = fl_cluster_session_plugin(cluster),
                                  .log_device_placement = o->log_device_placement};
-    fl_monitored_session_options m = {.cluster = cluster, .is_chief = fl_cluster_is_chief(cluster),
-                                      .checkpoint_dir = o->checkpoint_dir, .save_checkpoint_steps = o->save_every,
+    fl_monitored_session_options m = {.checkpoint_dir = o->checkpoint_dir, .save_checkpoint_steps = o->save_every,
                                       .log_step_count_steps = -1, .hooks = &stop, .nhooks = 1, .config = &config};
     return fl_monitored_training_session(w->g, w->global_step, &m);
 }
@@ -386,6 +393,7 @@ static int train_worker(const fl_cluster *cluster, const training_flags *o, cons
     if (!ms) {
         fprintf(stderr, "%s: worker %d: %s\n", program, task, fl_last_error());
         fl_session_hook_free(stop);
+        say_goodbye(cluster);
         return 1;
     }
     worker_loop L = {cluster, o, w, c->sync_replicas ? task : 0,
@@ -437,13 +445,12 @@ static int run_worker(const fl_cluster *cluster, const training_flags *o, const 
     o = &mine;
     worker_graph w = build_worker_graph(cluster, o, c, strategy);
     int rc = 1;
-    if (fl_graph_error(w.g))
+    if (fl_graph_error(w.g)) {
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(w.g));
-    else
-        rc = train_worker(cluster, o, c, &w, data);
-    /* Said on every path: a ps waits for every worker's goodbye. */
-    if (fl_cluster_say_goodbye(cluster) != 0)
-        fprintf(stderr, "%s: saying goodbye: %s\n", program, fl_last_error());
+        say_goodbye(cluster);
+    } else {
+        rc = train_worker(cluster, o, c, &w, data); /* closing its monitored session says goodbye */
+    }
     fl_server_stop(server);
     fl_optimizer_free(w.adam);
     fl_replica_device_setter_free(w.setter);

@@ -11,6 +11,7 @@
 
 #include "device.h"
 #include "remote_device.h"
+#include "sync_replicas_optimizer.h"
 
 typedef struct {
     char name[FL_WIRE_MAX_NAME + 1]; /* the variable it stands for; "" for a staged input */
@@ -122,9 +123,9 @@ static fl_wire_optimizer_args optimizer_args(const fl_node *n, fl_tensor *const 
  * global step's increment is followed by a WAIT_STEP, so the run ends only
  * when the step is over: the next run reads the updated variables. */
 static uint32_t send_sync(fl_ps_client *c, fl_sync_step *step, const fl_node *n, fl_tensor *const *in,
-                          const char *name, const fl_tensor *last)
+                          const char *name, const fl_tensor *last, int replicas_to_aggregate)
 {
-    fl_wire_sync sync = {fl_sync_step_now(step), (uint32_t)n->attrs.replicas_to_aggregate};
+    fl_wire_sync sync = {fl_sync_step_now(step), (uint32_t)replicas_to_aggregate};
     if (n->op == FL_OP_ASSIGN)
         return fl_ps_client_sync_assignment(c, FL_WIRE_SYNC_ASSIGN, &sync, name, last);
     if (n->op == FL_OP_APPLY_GRADIENT_DESCENT || n->op == FL_OP_APPLY_MOMENTUM || n->op == FL_OP_APPLY_ADAM) {
@@ -153,8 +154,9 @@ static uint32_t send_op(fl_remote_task *task, const fl_node *n, fl_tensor *const
     fl_tensor last = staged(in[n->ninputs - 1]);
     if (n->op == FL_OP_ASSIGN && n->inputs[0]->initializer == n)
         return fl_ps_client_init(c, var->name, &last, NULL);
-    if (n->attrs.replicas_to_aggregate > 0)
-        return send_sync(c, task->sync, n, in, var->name, &last);
+    int replicas_to_aggregate = fl_sync_replicas_to_aggregate(n); /* 0: not synchronous */
+    if (replicas_to_aggregate > 0)
+        return send_sync(c, task->sync, n, in, var->name, &last, replicas_to_aggregate);
     if (n->op == FL_OP_ASSIGN)
         return fl_ps_client_assign(c, var->name, &last);
     if (n->op == FL_OP_ASSIGN_ADD) /* the reply is the sum: the new global step */

@@ -1,0 +1,53 @@
+/* session_plugin.c: what the distributed runtime lends a session through
+ * fl_session_options.cluster: devices of other tasks for placement, and the
+ * task's name, chief, reconnection and goodbye for the monitored session. */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "cluster/cluster.h"
+#include "remote_device.h"
+
+/* A "/job:.../task:..." device: this task's own (*is_local), or another
+ * task's remote device, connecting to it the first time. */
+static fl_device *resolve_device(void *state, const char *device, bool *is_local)
+{
+    const fl_cluster *c = state;
+    int local = fl_cluster_device_is_local(c, device);
+    *is_local = local == 1;
+    if (local != 0)
+        return NULL; /* local, or an error fl_last_error() names */
+    fl_device_name d = {.task = -1};
+    if (fl_parse_device(device, &d, NULL, 0) != 0)
+        return NULL;
+    fl_device *remote = fl_remote_device(c, d.job, d.task);
+    if (!remote) {
+        char why[FL_ERROR_LEN];
+        snprintf(why, sizeof why, "%s", fl_last_error());
+        fl_set_error("cannot reach %s: %s", device, why);
+    }
+    return remote;
+}
+
+static const char *task_name(void *state) { return ((fl_cluster *)state)->task_name; }
+static bool is_chief(void *state) { return fl_cluster_is_chief(state); }
+static int recover(void *state) { return fl_cluster_reconnect(state); }
+static int say_goodbye(void *state) { return fl_cluster_say_goodbye(state); }
+
+/* The plugin lives in the cluster, so it is freed with it; filled under a
+ * lock since two threads may ask for it at once. */
+const fl_cluster_plugin *fl_cluster_session_plugin(const fl_cluster *cluster)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    if (!cluster)
+        return NULL;
+    fl_cluster *c = (fl_cluster *)cluster; /* its own storage, made writable here only */
+    pthread_mutex_lock(&lock);
+    if (!c->session_plugin.state) {
+        snprintf(c->task_name, sizeof c->task_name, "%s %d", fl_cluster_job_name(c), fl_cluster_task_index(c));
+        c->session_plugin = (fl_cluster_plugin){.state = c, .resolve_device = resolve_device,
+                                                .task_name = task_name, .is_chief = is_chief,
+                                                .recover = recover, .say_goodbye = say_goodbye};
+    }
+    pthread_mutex_unlock(&lock);
+    return &c->session_plugin;
+}
