@@ -44,7 +44,7 @@ static int fail(fl_monitored_session *ms, const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(ms->error, sizeof ms->error, fmt, args);
     va_end(args);
-    fl_set_error("%s", ms->error);
+    fl_set_error_code(fl_last_error_code(), "%s", ms->error); /* the failed run's code */
     return -1;
 }
 
@@ -185,7 +185,8 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
                                                     const fl_monitored_session_options *o)
 {
     if (!g || !global_step || !o) {
-        fl_set_error("fl_monitored_training_session: the graph, the global step and the options are needed");
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "fl_monitored_training_session: the graph, the global step and the options are needed");
         return NULL;
     }
     fl_monitored_session *ms = fl_xcalloc(1, sizeof *ms);
@@ -209,6 +210,15 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
 }
 
 // [book:recover]
+/* Whether a failed run may succeed when tried again, as TensorFlow's
+ * MonitoredSession decides: a task was lost (UNAVAILABLE) or a synchronous
+ * step was abandoned (ABORTED). Anything else (a bad feed, a missing
+ * variable) fails the same way every time, and is returned at once. */
+static bool is_recoverable(fl_error_code code)
+{
+    return code == FL_UNAVAILABLE || code == FL_ABORTED;
+}
+
 /* A run failed. If it was a lost task that is back, prepare the model again
  * (a restarted ps gets the latest checkpoint from the chief) and say how
  * many steps that cost; 0 when the run may be tried again. */
@@ -216,7 +226,7 @@ static int recover(fl_monitored_session *ms)
 {
     char why[FL_ERROR_LEN];
     snprintf(why, sizeof why, "%s", fl_session_error(ms->session));
-    if (!ms->o.cluster)
+    if (!ms->o.cluster || !is_recoverable(fl_session_error_code(ms->session)))
         return fail(ms, "%s", why);
     say(ms, "the step failed (%s); connecting again", why);
     int reconnected = fl_cluster_reconnect(ms->o.cluster);

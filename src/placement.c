@@ -19,8 +19,8 @@ static fl_device *requested_device(const fl_device_name *d)
     if (d->index == 0)
         return fl_host_device();
     char list[256];
-    fl_set_error("there is no /cpu:%d; the devices are %s (the host is one device, /cpu:0)",
-                 d->index, fl_device_list(list, sizeof list));
+    fl_set_error_code(FL_NOT_FOUND, "there is no /cpu:%d; the devices are %s (the host is one device, /cpu:0)",
+                      d->index, fl_device_list(list, sizeof list));
     return NULL;
 }
 
@@ -93,6 +93,7 @@ fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *
         return fl_host_device();
     snprintf(err, len, "%s: %s has no %s kernel for %s (allow_soft_placement falls back to /cpu:0)",
              n->name, dev->name, dev->backend->name, fl_node_op_type(n));
+    fl_set_error_code(FL_UNIMPLEMENTED, "%s", err);
     return NULL;
 }
 

@@ -10,8 +10,15 @@
 #define FL_DEVICE_LEN 64
 
 /* ---- errors.c ---- */
+/* fl_set_error: a message with code FL_UNKNOWN; fl_set_error_code: with a
+ * code; fl_prefix_error("%s: ", node): puts context before the current
+ * message and keeps its code (the message may be passed to none of them). */
 void fl_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fl_set_error_code(fl_error_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void fl_prefix_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fl_clear_error(void);
+/* The code an errno from a file or socket call stands for (ENOENT: NOT_FOUND). */
+fl_error_code fl_errno_code(int err);
 
 /* ---- clock.c: CLOCK_MONOTONIC in microseconds, the clock of every trace ---- */
 double fl_now_us(void);

@@ -76,6 +76,7 @@ int fl_session_place(fl_session *s, fl_node *n)
     if (slot->device)
         return 0;
     char err[FL_ERROR_LEN];
+    fl_clear_error(); /* placement sets a code where it knows one */
     slot->device = fl_place_node(n, &s->options, err, sizeof err);
     if (!slot->device)
         return fl_session_fail(s, "%s", err);
@@ -128,9 +129,10 @@ static int run_source(fl_session *s, fl_node *n)
     }
     if (n->op == FL_OP_PLACEHOLDER) {
         char shape[64];
-        return fl_session_fail(s, "%s: placeholder %s %s was not fed; pass a value for it in the "
-                                  "feeds of fl_session_run", n->name, fl_dtype_name(n->dtype),
-                               fl_shape_format(n->shape, shape, sizeof shape));
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                    "%s: placeholder %s %s was not fed; pass a value for it in the "
+                                    "feeds of fl_session_run", n->name, fl_dtype_name(n->dtype),
+                                    fl_shape_format(n->shape, shape, sizeof shape));
     }
     /* Variables and constants: one buffer for the session's lifetime. */
     if (!slot->buffer) {
@@ -151,9 +153,10 @@ static int check_initialized(fl_session *s, fl_node *n)
         bool assigning = i == 0 && n->op == FL_OP_ASSIGN;
         if (in->op == FL_OP_VARIABLE && !s->slots[in->id].initialized && !assigning &&
             !s->feeds[in->id])
-            return fl_session_fail(s, "%s: reads variable %s before it is initialized; run "
-                                      "fl_global_variables_initializer() first (or restore a checkpoint)",
-                                   n->name, in->name);
+            return fl_session_fail_code(s, FL_FAILED_PRECONDITION,
+                                        "%s: reads variable %s before it is initialized; run "
+                                        "fl_global_variables_initializer() first (or restore a checkpoint)",
+                                        n->name, in->name);
     }
     return 0;
 }
@@ -169,9 +172,10 @@ static int run_op(fl_session *s, fl_node *n)
         const fl_slot *from = &s->slots[n->inputs[i]->id];
         bool writes = i == 0 && fl_op_def_of(n->op)->aliases_input0;
         if (from->device != slot->device && writes)
-            return fl_session_fail(s, "%s: writes %s, which lives on %s, but runs on %s; place the "
-                                      "update beside its variable", n->name, n->inputs[i]->name,
-                                   from->device->name, slot->device->name);
+            return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                        "%s: writes %s, which lives on %s, but runs on %s; place the "
+                                        "update beside its variable", n->name, n->inputs[i]->name,
+                                        from->device->name, slot->device->name);
         in[i] = &s->slots[n->inputs[i]->id].value;
         if (from->device != slot->device && fl_session_copy_input(s, n, i, &in[i]) != 0)
             return -1;
@@ -180,7 +184,7 @@ static int run_op(fl_session *s, fl_node *n)
     char err[FL_ERROR_LEN] = "";
     fl_shape shape;
     if (fl_op_def_of(n->op)->infer(n, in_shapes, &shape, err) != 0)
-        return fl_session_fail(s, "%s: %s", n->name, err);
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: %s", n->name, err);
     if (fl_op_def_of(n->op)->aliases_input0) {
         slot->value = (fl_tensor){n->dtype, shape, in[0]->data};
     } else if (n->has_output) {
@@ -339,7 +343,8 @@ static int execute(fl_session *s)
             return -1;
         if (kept == npending) { /* nothing could start: wait for the oldest mark */
             if (oldest < 0) /* creation order is topological: cannot happen */
-                return fl_session_fail(s, "no node of this run can start: is the graph a cycle?");
+                return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                            "no node of this run can start: is the graph a cycle?");
             if (issue(s, fl_graph_node(s->graph, s->pending[oldest])) != 0)
                 return -1;
             kept--;
@@ -367,7 +372,7 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
     for (int i = 0; i < nfetches; i++)
         outputs[i] = NULL;
     if (fl_graph_failed(s->graph))
-        return fl_session_fail(s, "the graph has an error: %s", fl_graph_error(s->graph));
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
     fl_session_grow(s);
     if (fl_session_prune(s, feeds, nfeeds, fetches, nfetches, targets, ntargets) != 0)
         return -1;

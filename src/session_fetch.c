@@ -128,7 +128,7 @@ int fl_session_fetch_the_rest(fl_session *s)
         fl_slot *slot = &s->slots[r->fetches[i]->id];
         int done = finished(s, slot, r->fetches[i], true);
         if (done == 0)
-            return fl_session_fail(s, "%s: %s waited, but its value is not finished",
+            return fl_session_fail_code(s, FL_INTERNAL, "%s: %s waited, but its value is not finished",
                                    r->fetches[i]->name, slot->device->name);
         if (done < 0 || hand_over(s, i) != 0)
             return -1;

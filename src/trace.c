@@ -226,7 +226,7 @@ static void put_trace(FILE *f, const fl_session *s)
 int fl_session_write_trace(const fl_session *s, const char *path)
 {
     if (!s || !path || !path[0]) {
-        fl_set_error("fl_session_write_trace: no session or no path given");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_session_write_trace: no session or no path given");
         return -1;
     }
     size_t len = strlen(path) + 32;
@@ -245,7 +245,7 @@ int fl_session_write_trace(const fl_session *s, const char *path)
         err = errno;
     if (err) {
         unlink(temp);
-        fl_set_error("%s: cannot write the trace: %s", path, strerror(err));
+        fl_set_error_code(fl_errno_code(err), "%s: cannot write the trace: %s", path, strerror(err));
     }
     free(temp);
     return err ? -1 : 0;

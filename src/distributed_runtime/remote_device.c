@@ -86,7 +86,8 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
     pthread_mutex_lock(&lock);
     fl_device *d = find(who);
     if (!d && count == MAX_REMOTE_TASKS)
-        fl_set_error("%s: this process already talks to %d tasks, the most it can", who, MAX_REMOTE_TASKS);
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "%s: this process already talks to %d tasks, the most it can", who,
+                          MAX_REMOTE_TASKS);
     if (!d && count < MAX_REMOTE_TASKS) {
         fl_ps_client *client = connect_to(c, job, task, who, 0);
         if (client) {
