@@ -94,12 +94,6 @@ fl_device *fl_host_device(void)
     return &host_device;
 }
 
-const fl_backend *fl_active_backend(void)
-{
-    ensure_chosen();
-    return active;
-}
-
 int fl_accelerator_count(void)
 {
     ensure_chosen();

@@ -101,11 +101,12 @@ void fl_session_ensure_buffer(fl_slot *slot, size_t bytes)
     slot->capacity = bytes;
 }
 
-/* A device that keeps variables elsewhere (another task's, over the
- * network) has a kernel for reading one: it starts fetching the value as
- * soon as the variable is issued, when another device will read it, so
- * that the fetches of a step are in flight together. */
-static int read_variable(fl_session *s, fl_node *n)
+/* A variable held by another process (a ps task's, over the network): its
+ * device has a kernel for the Variable op, a pull, started as soon as the
+ * variable is issued when another device will read it or it is fetched, so
+ * that the pulls of a step are in flight together. A variable held here has
+ * no kernel: its buffer is its value. */
+static int start_pulling_remote_variable(fl_session *s, fl_node *n)
 {
     fl_slot *slot = &s->slots[n->id];
     const fl_backend *b = slot->device->backend;
@@ -143,7 +144,7 @@ static int run_source(fl_session *s, fl_node *n)
             return slot->device->backend->copy_in(slot->device->impl, slot->buffer, n->value->data,
                                                   fl_tensor_bytes(n->value));
     }
-    return read_variable(s, n);
+    return start_pulling_remote_variable(s, n);
 }
 
 static int check_initialized(fl_session *s, fl_node *n)
@@ -263,8 +264,7 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n)
         fl_slot *from = &s->slots[n->inputs[i]->id];
         if (from->device == s->slots[n->id].device || from->device->is_host || from->mark_reached)
             continue;
-        fl_device *d = from->device;
-        int reached = from->mark ? d->backend->marks.reached(d->impl, from->mark, false) : 0;
+        int reached = fl_device_reached(from->device, from->mark, false);
         if (reached != 0) { /* an error shows when the copy waits for it */
             from->mark_reached = reached == 1;
             continue;
@@ -285,13 +285,14 @@ static int issue(fl_session *s, fl_node *n)
         return -1;
     slot->issued = true;
     slot->mark_reached = false;
-    const fl_backend *b = slot->device->backend;
     bool early = fl_session_wants_early_fetch(s, slot);
-    if (!(slot->crosses || early) || slot->device->is_host || !b->marks.mark)
+    if (!(slot->crosses || early) || slot->device->is_host)
         return early ? fl_session_fetch_finished(s) : 0;
-    if (!(slot->mark = b->marks.mark(slot->device->impl)))
+    if (fl_device_mark(slot->device, &slot->mark) != 0)
         return fl_session_fail(s, "%s: marking its value on %s: %s", n->name, slot->device->name,
                                fl_last_error());
+    if (!slot->mark) /* a device without marks: the value is known finished when it is idle */
+        return early ? fl_session_fetch_finished(s) : 0;
     slot->mark_seq = ++s->marks_made;
     return 0;
 }

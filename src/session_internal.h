@@ -142,7 +142,6 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out);
 /* Copies a value its device has finished into host memory. A device with
  * marks copies it at once, even with later work still in its queue; any
  * other waits for its queue. Returns the backend's status. */
-int fl_session_copy_finished_out(fl_device *src, void *host_dst, const void *from, size_t bytes);
 /* Before a host op writes a variable in place: waits until no device is
  * still to copy its old value in. */
 int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in);

@@ -43,9 +43,7 @@ static fl_tensor *copy_out_variable(fl_session *s, const fl_node *var)
     fl_clear_error();
     /* A variable another task holds is read there: the session's buffer
      * only mirrors the last value read, and optimizer slots are never read. */
-    int rc = d->backend->variables.read
-                 ? d->backend->variables.read(d->impl, var->name, t->data, fl_tensor_bytes(t))
-                 : d->backend->copy_out(d->impl, t->data, slot->value.data, fl_tensor_bytes(t));
+    int rc = fl_device_read_variable(d, var->name, t->data, slot->value.data, fl_tensor_bytes(t));
     if (rc != 0 || d->backend->wait(d->impl) != 0) {
         fl_session_fail(s, "saving %s: copying it from %s failed: %s", var->name, d->name,
                         fl_last_error());
@@ -304,8 +302,7 @@ static int copy_in_variable(fl_session *s, fl_node *var, const fl_tensor *t)
     fl_device *d = slot->device;
     fl_clear_error();
     /* wait before returning: t is freed once every variable is loaded */
-    int rc = d->backend->variables.write ? d->backend->variables.write(d->impl, var->name, t)
-                                         : d->backend->copy_in(d->impl, slot->buffer, t->data, bytes);
+    int rc = fl_device_write_variable(d, var->name, slot->buffer, t);
     if (rc != 0 || d->backend->wait(d->impl) != 0)
         return fl_session_fail(s, "restoring %s: copying it to %s failed: %s", var->name,
                                d->name, fl_last_error());
