@@ -60,20 +60,6 @@ static void say(fl_monitored_session *ms, const char *fmt, ...)
     va_end(args);
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double task_deadline_s(void)
-{
-    const char *text = getenv("FLOWLAB_TASK_DEADLINE");
-    double seconds = text ? atof(text) : 0;
-    return seconds > 0 ? seconds : 120;
-}
-
 static int read_global_step(fl_monitored_session *ms)
 {
     fl_tensor *value = NULL;
@@ -119,7 +105,7 @@ static int chief_prepare(fl_monitored_session *ms)
  * few seconds, and give up at the deadline with what was missing. */
 static int wait_until_ready(fl_monitored_session *ms)
 {
-    double start = seconds_now(), next_line = start + 5, deadline = task_deadline_s();
+    double start = fl_now_s(), next_line = start + 5, deadline = fl_task_deadline_s();
     for (;;) {
         const char *first = NULL;
         int missing = fl_session_uninitialized_variables(ms->session, &first, 1);
@@ -127,13 +113,13 @@ static int wait_until_ready(fl_monitored_session *ms)
             return fail(ms, "%s", fl_session_error(ms->session));
         if (missing == 0)
             return read_global_step(ms);
-        double waited = seconds_now() - start;
+        double waited = fl_now_s() - start;
         if (waited >= deadline)
             return fail(ms, "the model was not ready after %.0f s: %d variables have no value (%s first); "
                         "is the chief (worker 0) running, and do all workers place the variables alike (the same "
                         "ps tasks and device function, e.g. --ps_strategy)? (FLOWLAB_TASK_DEADLINE)", waited, missing,
                         first);
-        if (seconds_now() >= next_line) {
+        if (fl_now_s() >= next_line) {
             say(ms, "waiting for the chief to initialize or restore %d variables (%s first) for %.0f s", missing,
                 first, waited);
             next_line += 5;

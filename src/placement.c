@@ -2,7 +2,8 @@
  * The node's requested device names it; a node with none runs on /cpu:0.
  * With allow_soft_placement, a missing device or kernel falls back to the
  * host; with log_device_placement, each decision is printed once. A device
- * of a cluster task (/job:, /task:) is refused until chapter 3 builds them. */
+ * of a cluster task (/job:, /task:) is this process's own or another task's
+ * (a remote device, which runs state ops only), as the session's cluster says. */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
 /* runtime.h: what the runtime's files share and labs never see.
- * The node structure, the op table (one entry per op: shape inference and a
- * gradient rule), the device seam every backend fills, and small helpers. */
+ * Errors with their codes, the clock, the node structure, the op table (one
+ * entry per op: shape inference and a gradient rule) and small helpers. The
+ * backend seam is device.h. */
 #ifndef FLOWLAB_RUNTIME_H
 #define FLOWLAB_RUNTIME_H
 
@@ -22,6 +23,9 @@ fl_error_code fl_errno_code(int err);
 
 /* ---- clock.c: CLOCK_MONOTONIC in microseconds, the clock of every trace ---- */
 double fl_now_us(void);
+double fl_now_s(void); /* the same clock in seconds, for waits and rates */
+/* How long to wait for a peer task (FLOWLAB_TASK_DEADLINE, 120 s by default). */
+double fl_task_deadline_s(void);
 
 /* ---- tensor.c ---- */
 size_t fl_dtype_size(fl_dtype dtype);

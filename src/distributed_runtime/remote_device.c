@@ -16,20 +16,13 @@ static fl_remote_task tasks[MAX_REMOTE_TASKS];
 static int count;
 static uint64_t stale_of_lost; /* stale updates counted on connections since lost */
 
-static double task_deadline_s(void)
-{
-    const char *text = getenv("FLOWLAB_TASK_DEADLINE");
-    double seconds = text ? atof(text) : 0;
-    return seconds > 0 ? seconds : 120;
-}
-
 static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who,
                                 uint32_t first_id)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s %d", fl_cluster_job_name(c), fl_cluster_task_index(c));
     fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
-                            .port = fl_cluster_task_port(c, job, task), .deadline_s = task_deadline_s(),
+                            .port = fl_cluster_task_port(c, job, task), .deadline_s = fl_task_deadline_s(),
                             .log_prefix = prefix};
     return fl_ps_client_reopen(&o, fl_cluster_job_name(c), fl_cluster_task_index(c), first_id);
 }

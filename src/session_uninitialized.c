@@ -1,4 +1,4 @@
-/* session_ready.c: TensorFlow's report_uninitialized_variables. Which of the
+/* session_uninitialized.c: TensorFlow's report_uninitialized_variables. Which of the
  * graph's variables have no value yet, asking the device that holds each:
  * a variable on a ps task has one once any worker (the chief) gave it one,
  * and this session then counts it as initialised too. A worker that is not
