@@ -1,6 +1,6 @@
 /* remote_device.h: the devices of other tasks ("/job:ps/task:0/cpu:0"): one
- * per task, connected on first use and kept for the life of the process,
- * behind the remote backend (backend_remote.c). */
+ * per task, connected on first use and kept for the life of the process
+ * (cluster_connections.c), behind the remote backend (backend_remote.c). */
 #ifndef FLOWLAB_DIST_REMOTE_DEVICE_H
 #define FLOWLAB_DIST_REMOTE_DEVICE_H
 

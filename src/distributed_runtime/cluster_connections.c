@@ -1,7 +1,8 @@
-/* remote_device.c: which remote devices this process has opened. A worker
- * reaches each ps task it uses once, on first use, and says goodbye to all
- * of them when it has finished (fl_cluster_say_goodbye), which is how a ps
- * knows it may exit. */
+/* cluster_connections.c: this process's connections to the other tasks, one
+ * remote device each. A worker reaches each ps task it uses once, on first
+ * use (fl_remote_device), connects again to those it lost, between runs
+ * (fl_cluster_reconnect), and says goodbye to all of them when it has
+ * finished (fl_cluster_say_goodbye), which is how a ps knows it may exit. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
