@@ -2,7 +2,7 @@
  * canonical codes), set where the message is set, kept when a caller adds
  * context, and kept by the session whose run it failed: a shape error, an
  * unfed placeholder, an uninitialized variable, a missing device, a missing
- * or corrupted checkpoint, and a ps that does not answer. */
+ * or corrupted checkpoint, bad cluster flags, and a ps that does not answer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -99,6 +99,14 @@ static void test_checkpoints(void)
     fl_tensor_free(t);
 }
 
+static void test_flags(void)
+{
+    ok(!fl_cluster_from_flags("127.0.0.1:port", "127.0.0.1:2223", "worker", 0), "a port that is not a number");
+    is_code(fl_last_error_code(), FL_INVALID_ARGUMENT, "a bad flag is");
+    ok(!fl_cluster_from_flags("127.0.0.1:2222", "127.0.0.1:2223", "worker", 3), "worker 3 of one");
+    is_code(fl_last_error_code(), FL_INVALID_ARGUMENT, "a task index past the list is");
+}
+
 /* A ps that never started: the worker's run waits out the deadline. */
 static void test_unreachable_ps(void)
 {
@@ -127,6 +135,7 @@ int main(void)
     test_graph_and_session();
     test_devices();
     test_checkpoints();
+    test_flags();
     test_unreachable_ps();
     return done_testing();
 }
