@@ -188,23 +188,25 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
     make_hooks(ms);
     if (!ms->init || !ms->session || prepare(ms) != 0) {
         if (!ms->init || !ms->session)
-            fl_set_error("%s", fl_graph_error(g) ? fl_graph_error(g) : fl_last_error());
+            fl_set_error_code(fl_graph_error(g) ? FL_INVALID_ARGUMENT : fl_last_error_code(), "%s",
+                              fl_graph_error(g) ? fl_graph_error(g) : fl_last_error());
         free_session(ms);
         return NULL;
     }
     return ms;
 }
 
-// [book:recover]
-/* Whether a failed run may succeed when tried again, as TensorFlow's
- * MonitoredSession decides: a task was lost (UNAVAILABLE) or a synchronous
- * step was abandoned (ABORTED). Anything else (a bad feed, a missing
- * variable) fails the same way every time, and is returned at once. */
-static bool is_recoverable(fl_error_code code)
+/* Whether the failed run may succeed when tried again, as TensorFlow's
+ * MonitoredSession decides, from its code: a task was lost (UNAVAILABLE) or
+ * a synchronous step was abandoned (ABORTED). Anything else (a bad feed, a
+ * missing variable) fails the same way every time, and is returned at once. */
+static bool run_failed_for_a_lost_task(const fl_monitored_session *ms)
 {
-    return code == FL_UNAVAILABLE || code == FL_ABORTED;
+    fl_error_code code = fl_session_error_code(ms->session);
+    return ms->o.cluster && (code == FL_UNAVAILABLE || code == FL_ABORTED);
 }
 
+// [book:recover]
 /* A run failed. If it was a lost task that is back, prepare the model again
  * (a restarted ps gets the latest checkpoint from the chief) and say how
  * many steps that cost; 0 when the run may be tried again. */
@@ -212,7 +214,7 @@ static int recover(fl_monitored_session *ms)
 {
     char why[FL_ERROR_LEN];
     snprintf(why, sizeof why, "%s", fl_session_error(ms->session));
-    if (!ms->o.cluster || !is_recoverable(fl_session_error_code(ms->session)))
+    if (!run_failed_for_a_lost_task(ms))
         return fail(ms, "%s", why);
     say(ms, "the step failed (%s); connecting again", why);
     int reconnected = fl_cluster_reconnect(ms->o.cluster);
