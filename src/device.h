@@ -1,6 +1,7 @@
 /* device.h: the backend seam. One table of small functions per backend
- * (host, OpenCL, CUDA) and a registry that maps device names to devices.
- * The session talks to devices only through this table. */
+ * (host, OpenCL, CUDA, remote): a required core and optional groups, each
+ * group wrapped once with its fallback (device.c), and a registry that maps
+ * device names to devices. The session talks to devices only through these. */
 #ifndef FLOWLAB_DEVICE_H
 #define FLOWLAB_DEVICE_H
 
@@ -20,7 +21,10 @@ typedef struct {
     double start_us, end_us;
 } fl_op_timing;
 
-/* Optional marks, so that a value one device has finished can be copied
+/* The optional groups. A backend fills a whole group or leaves it all NULL;
+ * callers use the fl_device_* wrappers below, never the members.
+ *
+ * Marks, so that a value one device has finished can be copied
  * while that device goes on with the rest of its queue (all NULL: the
  * session waits for the whole device instead). mark() returns a handle on
  * everything enqueued so far, or NULL after fl_set_error.
@@ -36,7 +40,7 @@ typedef struct {
     void (*release_mark)(void *impl, void *mark);
 } fl_backend_marks;
 
-/* Optional timing by the device itself (all NULL: the session times run()
+/* Timing by the device itself (all NULL: the session times run()
  * on the host, which for an asynchronous device is only the enqueue).
  * set_tracing(impl, true) makes the device time each op it runs from now
  * on; 0 when it can, -1 when it cannot. set_tracing(impl, false) stops and
@@ -48,9 +52,7 @@ typedef struct {
     int (*take_timings)(void *impl, fl_op_timing *out, int max);
 } fl_backend_tracing;
 
-/* The core every backend fills, then the optional groups. */
-/* Optional, for a device whose variables live in another process (a ps
- * task): the saver and the readiness check ask it by name instead of
+/* For a device whose variables live in another process (a ps task): the saver and the readiness check ask it by name instead of
  * copying the session's buffer, which only mirrors the last value read.
  * has_value: 1, 0, or -1 on error. write: gives the variable a value
  * whether or not it had one (a restore). Each waits for its answer. */
@@ -60,6 +62,15 @@ typedef struct {
     int (*write)(void *impl, const char *name, const fl_tensor *host_value);
 } fl_backend_variables;
 
+/* For a device that keeps some buffers in this process's memory (a remote
+ * device's copy of a variable): address_of(impl, buffer) says where, so that
+ * a copy between it and another device goes straight there instead of
+ * through a host staging buffer; NULL for a buffer that is not there. */
+typedef struct {
+    void *(*address_of)(void *impl, void *buffer);
+} fl_backend_host_memory;
+
+/* The core every backend fills, then the optional groups. */
 typedef struct fl_backend {
     const char *name; /* "host", "opencl", "cuda" */
     int (*device_count)(void);
@@ -72,10 +83,6 @@ typedef struct fl_backend {
      * until the next wait. */
     int (*copy_in)(void *impl, void *dst, const void *host_src, size_t bytes);
     int (*copy_out)(void *impl, void *host_dst, const void *src, size_t bytes);
-    /* Optional: where a buffer kept in this process's memory lies (a remote
-     * device's copy of a variable), so that a copy between it and another
-     * device goes straight there instead of through a host staging buffer. */
-    void *(*host_memory)(void *impl, void *buffer);
     bool (*has_kernel)(fl_op_kind op);
     /* Enqueues the node's kernel; in and out hold this backend's buffers. */
     int (*run)(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
@@ -86,6 +93,7 @@ typedef struct fl_backend {
     fl_backend_marks marks;     /* optional */
     fl_backend_tracing tracing; /* optional */
     fl_backend_variables variables; /* optional */
+    fl_backend_host_memory host_memory; /* optional */
 } fl_backend;
 
 struct fl_device {
@@ -101,8 +109,6 @@ extern const fl_backend fl_host_backend;
 extern const fl_backend fl_opencl_backend; /* cl/backend_opencl.c, when the build has OpenCL */
 extern const fl_backend fl_cuda_backend;   /* cuda/backend_cuda.c, inside the CUDA module only */
 
-/* The backend behind /gpu:N, or NULL when there are no accelerators. */
-const fl_backend *fl_active_backend(void);
 /* The host device, always present. */
 fl_device *fl_host_device(void);
 /* "/gpu:N" of the active accelerator backend, or NULL (fl_last_error says
@@ -112,5 +118,32 @@ int fl_accelerator_count(void);
 /* Lists the devices that exist, as "/cpu:0, /gpu:0" into buf. */
 const char *fl_device_list(char *buf, size_t len);
 void *fl_device_alloc(fl_device *d, size_t bytes);
+
+/* ---- device.c: the optional groups, each with its fallback ---- */
+/* A mark behind everything enqueued on d so far: 0 with *mark set, or 0
+ * with *mark NULL on a device without marks (wait for all of it instead);
+ * -1 on error. */
+int fl_device_mark(fl_device *d, void **mark);
+/* Whether d is past mark: 1, 0 (not yet; only when !block), -1 on error. A
+ * NULL mark stands for the whole queue: blocking waits for d to be idle. */
+int fl_device_reached(fl_device *d, void *mark, bool block);
+void fl_device_release_mark(fl_device *d, void *mark); /* NULL: nothing */
+/* A blocking copy out of a value finished before a reached mark, not queued
+ * behind later work where the device can (else copy_out, then wait). */
+int fl_device_copy_out_now(fl_device *d, void *host_dst, const void *src, size_t bytes);
+/* Device timing: 0 when d now times (or stops timing) its ops, -1 when it
+ * cannot (the session times run() on the host instead). */
+int fl_device_set_tracing(fl_device *d, bool on);
+/* Up to max timings, in run order; 0 on a device that does not time. */
+int fl_device_take_timings(fl_device *d, fl_op_timing *out, int max);
+/* A variable by name, for the saver and the readiness check. Where d keeps
+ * its variables in this process, the session's own buffer holds the value
+ * and its own record says whether there is one (here). */
+int fl_device_variable_has_value(fl_device *d, const char *name, bool here);
+int fl_device_read_variable(fl_device *d, const char *name, void *host_dst, const void *buffer, size_t bytes);
+int fl_device_write_variable(fl_device *d, const char *name, void *buffer, const fl_tensor *value);
+/* Where buffer lies in this process's memory (a host device's: the buffer
+ * itself), or NULL when it lies in the device's own memory. */
+void *fl_device_host_memory(const fl_device *d, const void *buffer);
 
 #endif

@@ -108,12 +108,6 @@ fl_device *fl_host_device(void)
     return &host_device;
 }
 
-const fl_backend *fl_active_backend(void)
-{
-    ensure_chosen();
-    return active;
-}
-
 int fl_accelerator_count(void)
 {
     ensure_chosen();
@@ -131,7 +125,8 @@ fl_device *fl_accelerator(int index)
         char why[FL_ERROR_LEN + 4] = "";
         if (why_none[0])
             snprintf(why, sizeof why, " (%s)", why_none);
-        fl_set_error("there is no /gpu:%d; the devices are %s%s", index, fl_device_list(list, sizeof list), why);
+        fl_set_error_code(FL_NOT_FOUND,
+                          "there is no /gpu:%d; the devices are %s%s", index, fl_device_list(list, sizeof list), why);
         return NULL;
     }
     pthread_mutex_lock(&lock);
@@ -144,7 +139,8 @@ fl_device *fl_accelerator(int index)
     }
     pthread_mutex_unlock(&lock);
     if (!d->impl) {
-        fl_set_error("/gpu:%d (%s) could not be opened: %s", index, active->name, active->why_unavailable());
+        fl_set_error_code(FL_INTERNAL,
+                          "/gpu:%d (%s) could not be opened: %s", index, active->name, active->why_unavailable());
         return NULL;
     }
     return d;
@@ -177,6 +173,6 @@ int fl_list_devices(fl_device_info *out, int max)
         count++;
     }
     if (fl_accelerator_count() == 0)
-        fl_set_error("%s", why_none);
+        fl_set_error_code(FL_NOT_FOUND, "%s", why_none);
     return count;
 }

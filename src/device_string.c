@@ -91,9 +91,9 @@ int fl_parse_device(const char *text, fl_device_name *out, char *canonical, size
         ok = parse_kind(&p, &d) == 0 && *p == '\0';
     }
     if (!ok) {
-        fl_set_error("device string '%s' does not parse; expected /cpu:N or /gpu:N, "
-                     "optionally after /job:NAME/task:N",
-                     text ? text : "(null)");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "device string '%s' does not parse; expected /cpu:N or /gpu:N, "
+                          "optionally after /job:NAME/task:N",
+                          text ? text : "(null)");
         return -1;
     }
     if (out)

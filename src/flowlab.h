@@ -21,6 +21,36 @@ extern "C" {
  * ------------------------------------------------------------------------ */
 const char *fl_last_error(void);
 
+/* Beside each message, a code saying what kind of failure it was, so that a
+ * program branches on the code and never on the text (TensorFlow's canonical
+ * codes and numbers, tf_status.h). Set where the message is set and kept
+ * when a caller adds context to the message ("train/Apply_1: " + the
+ * device's message keeps the device's code); fl_session_error_code gives the
+ * code of the error that failed a session's last run. FL_UNKNOWN where no
+ * code fits; FL_OK when no error was recorded. The monitored session tries
+ * again after FL_UNAVAILABLE (a task did not answer, a connection was lost)
+ * and FL_ABORTED (a synchronous step was abandoned) and after nothing else. */
+typedef enum {
+    FL_OK = 0,
+    FL_CANCELLED = 1,
+    FL_UNKNOWN = 2,
+    FL_INVALID_ARGUMENT = 3,   /* a bad argument, shape, dtype, feed or flag */
+    FL_DEADLINE_EXCEEDED = 4,  /* waited past a deadline (FLOWLAB_TASK_DEADLINE) */
+    FL_NOT_FOUND = 5,          /* no such file, node, variable, checkpoint or device */
+    FL_ALREADY_EXISTS = 6,
+    FL_PERMISSION_DENIED = 7,
+    FL_RESOURCE_EXHAUSTED = 8, /* a fixed table or a device's memory is full */
+    FL_FAILED_PRECONDITION = 9, /* e.g. a variable read before it is initialized */
+    FL_ABORTED = 10,           /* a synchronous step abandoned: try it again */
+    FL_OUT_OF_RANGE = 11,
+    FL_UNIMPLEMENTED = 12,     /* e.g. no kernel for an op on a device */
+    FL_INTERNAL = 13,
+    FL_UNAVAILABLE = 14,       /* a task did not answer or the connection was lost */
+    FL_DATA_LOSS = 15,         /* a corrupted checkpoint or frame */
+} fl_error_code;
+fl_error_code fl_last_error_code(void);
+const char *fl_error_code_name(fl_error_code code); /* "UNAVAILABLE" */
+
 /* ------------------------------------------------------------------------
  * Tensors: float32 or int32, rank 0 to 4, row-major; images are NHWC.
  * ------------------------------------------------------------------------ */
@@ -290,6 +320,7 @@ typedef struct {
 fl_session *fl_session_new(fl_graph *g, const fl_session_options *options); /* NULL: defaults */
 void fl_session_free(fl_session *s);
 const char *fl_session_error(const fl_session *s);
+fl_error_code fl_session_error_code(const fl_session *s); /* FL_OK after a run that succeeded */
 /* Runs what the fetches and targets need, feeding feeds. outputs[i] receives
  * a new host tensor for fetches[i] (free it with fl_tensor_free); when the
  * run fails (-1, fl_session_error says why) every outputs[i] is NULL.

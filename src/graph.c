@@ -114,7 +114,7 @@ fl_node *fl_graph_fail(fl_graph *g, const char *node_name, const char *fmt, ...)
         snprintf(g->error, sizeof g->error, "%s: %s", node_name, what);
     else
         snprintf(g->error, sizeof g->error, "%s", what);
-    fl_set_error("%s", g->error);
+    fl_set_error_code(FL_INVALID_ARGUMENT, "%s", g->error);
     return NULL;
 }
 

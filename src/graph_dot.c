@@ -231,7 +231,7 @@ static void put_graph(dot_writer *w)
 int dot_write(dot_writer *w, const char *path)
 {
     if (!path || !path[0]) {
-        fl_set_error("dot_write_dot: no path given");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "dot_write_dot: no path given");
         return -1;
     }
     size_t len = strlen(path) + 32;
@@ -252,7 +252,7 @@ int dot_write(dot_writer *w, const char *path)
         err = errno;
     if (err) {
         unlink(temp);
-        fl_set_error("%s: cannot write the DOT file: %s", path, strerror(err));
+        fl_set_error_code(fl_errno_code(err), "%s: cannot write the DOT file: %s", path, strerror(err));
     }
     free(temp);
     return err ? -1 : 0;
@@ -267,7 +267,7 @@ const char *dot_requested_device(const void *ctx, const fl_node *n)
 int fl_graph_write_dot(const fl_graph *g, const char *path)
 {
     if (!g) {
-        fl_set_error("fl_graph_write_dot: no graph");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_graph_write_dot: no graph");
         return -1;
     }
     dot_writer w = {.g = g, .device_of = dot_requested_device};
@@ -285,7 +285,7 @@ const char *dot_ran_on(const void *ctx, const fl_node *n)
 int fl_session_write_dot(const fl_session *s, const char *path)
 {
     if (!s) {
-        fl_set_error("fl_session_write_dot: no session");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_session_write_dot: no session");
         return -1;
     }
     dot_writer w = {.g = s->graph, .device_of = dot_ran_on, .ctx = s, .mark_copies = true};

@@ -284,7 +284,8 @@ static int write_scopes(dot_writer *w, const char *path, const fl_dot_options *o
 {
     if (options && ((int)options->detail < FL_DOT_SCOPES || options->detail > FL_DOT_NODES ||
                     options->scope_depth < 0)) {
-        fl_set_error("%s: detail must be FL_DOT_SCOPES or FL_DOT_NODES and scope_depth 0 or more", who);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s: detail must be FL_DOT_SCOPES or FL_DOT_NODES and scope_depth 0 or more", who);
         return -1;
     }
     scope_picture p = {.g = w->g, .depth = options && options->scope_depth > 0 ? options->scope_depth : 1};
@@ -304,7 +305,7 @@ static int write_scopes(dot_writer *w, const char *path, const fl_dot_options *o
 int fl_graph_write_dot_with(const fl_graph *g, const char *path, const fl_dot_options *options)
 {
     if (!g) {
-        fl_set_error("fl_graph_write_dot_with: no graph");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_graph_write_dot_with: no graph");
         return -1;
     }
     if (options && options->detail == FL_DOT_NODES)

@@ -46,7 +46,7 @@ static int fail(fl_monitored_session *ms, const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(ms->error, sizeof ms->error, fmt, args);
     va_end(args);
-    fl_set_error("%s", ms->error);
+    fl_set_error_code(fl_last_error_code(), "%s", ms->error); /* the failed run's code */
     return -1;
 }
 
@@ -60,20 +60,6 @@ static void say(fl_monitored_session *ms, const char *fmt, ...)
     fputc('\n', ms->log);
     fflush(ms->log);
     va_end(args);
-}
-
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double task_deadline_s(void)
-{
-    const char *text = getenv("FLOWLAB_TASK_DEADLINE");
-    double seconds = text ? atof(text) : 0;
-    return seconds > 0 ? seconds : 120;
 }
 
 static int read_global_step(fl_monitored_session *ms)
@@ -121,7 +107,7 @@ static int chief_prepare(fl_monitored_session *ms)
  * few seconds, and give up at the deadline with what was missing. */
 static int wait_until_ready(fl_monitored_session *ms)
 {
-    double start = seconds_now(), next_line = start + 5, deadline = task_deadline_s();
+    double start = fl_now_s(), next_line = start + 5, deadline = fl_task_deadline_s();
     for (;;) {
         const char *first = NULL;
         int missing = fl_session_uninitialized_variables(ms->session, &first, 1);
@@ -129,13 +115,13 @@ static int wait_until_ready(fl_monitored_session *ms)
             return fail(ms, "%s", fl_session_error(ms->session));
         if (missing == 0)
             return read_global_step(ms);
-        double waited = seconds_now() - start;
+        double waited = fl_now_s() - start;
         if (waited >= deadline)
             return fail(ms, "the model was not ready after %.0f s: %d variables have no value (%s first); "
                         "is the chief (the chief task, else worker 0, unless fl_monitored_session_options.chief "
                         "says otherwise) running, and do all workers place the variables alike (the same ps tasks "
                         "and device function, e.g. --ps_strategy)? (FLOWLAB_TASK_DEADLINE)", waited, missing, first);
-        if (seconds_now() >= next_line) {
+        if (fl_now_s() >= next_line) {
             say(ms, "waiting for the chief to initialize or restore %d variables (%s first) for %.0f s", missing,
                 first, waited);
             next_line += 5;
@@ -196,7 +182,8 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
                                                     const fl_monitored_session_options *o)
 {
     if (!g || !global_step || !o) {
-        fl_set_error("fl_monitored_training_session: the graph, the global step and the options are needed");
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "fl_monitored_training_session: the graph, the global step and the options are needed");
         return NULL;
     }
     fl_monitored_session *ms = fl_xcalloc(1, sizeof *ms);
@@ -213,18 +200,23 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
     make_hooks(ms);
     if (!ms->init || !ms->session || prepare(ms) != 0) {
         if (!ms->init || !ms->session)
-            fl_set_error("%s", fl_graph_error(g) ? fl_graph_error(g) : fl_last_error());
+            fl_set_error_code(fl_graph_error(g) ? FL_INVALID_ARGUMENT : fl_last_error_code(), "%s",
+                              fl_graph_error(g) ? fl_graph_error(g) : fl_last_error());
         free_session(ms);
         return NULL;
     }
     return ms;
 }
 
-/* Whether the failed run may have lost a task, which the cluster can
- * reconnect: only a run with a cluster can. */
+/* Whether the failed run may succeed when tried again, as TensorFlow's
+ * MonitoredSession decides, from its code: a task was lost (UNAVAILABLE) or
+ * a synchronous step was abandoned (ABORTED). Anything else (a bad feed, a
+ * missing variable) fails the same way every time, and is returned at once.
+ * Only a run with a cluster can reconnect. */
 static bool run_failed_for_a_lost_task(const fl_monitored_session *ms)
 {
-    return ms->cluster != NULL;
+    fl_error_code code = fl_session_error_code(ms->session);
+    return ms->cluster != NULL && (code == FL_UNAVAILABLE || code == FL_ABORTED);
 }
 
 // [book:recover]

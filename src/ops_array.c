@@ -428,7 +428,7 @@ int fl_check_copy_size(const fl_tensor *from, const fl_tensor *to)
     if (fl_tensor_bytes(from) == fl_tensor_bytes(to))
         return 0;
     char sf[64], st[64];
-    fl_set_error("cannot copy %s into %s", fl_shape_format(from->shape, sf, sizeof sf),
-                 fl_shape_format(to->shape, st, sizeof st));
+    fl_set_error_code(FL_INVALID_ARGUMENT, "cannot copy %s into %s", fl_shape_format(from->shape, sf, sizeof sf),
+                      fl_shape_format(to->shape, st, sizeof st));
     return -1;
 }

@@ -2,7 +2,8 @@
  * The node's requested device names it; a node with none runs on /cpu:0.
  * With allow_soft_placement, a missing device or kernel falls back to the
  * host; with log_device_placement, each decision is printed once. A device
- * of a cluster task (/job:, /task:) is refused until chapter 3 builds them. */
+ * of a cluster task (/job:, /task:) is this process's own or another task's
+ * (a remote device, which runs state ops only), as the session's cluster says. */
 #include <stdio.h>
 #include <string.h>
 
@@ -18,8 +19,8 @@ static fl_device *requested_device(const fl_device_name *d)
     if (d->index == 0)
         return fl_host_device();
     char list[256];
-    fl_set_error("there is no /cpu:%d; the devices are %s (the host is one device, /cpu:0)",
-                 d->index, fl_device_list(list, sizeof list));
+    fl_set_error_code(FL_NOT_FOUND, "there is no /cpu:%d; the devices are %s (the host is one device, /cpu:0)",
+                      d->index, fl_device_list(list, sizeof list));
     return NULL;
 }
 
@@ -42,12 +43,15 @@ static fl_device *place_on_task(const fl_node *n, const fl_session_options *opt,
                  "fl_session_options.cluster = fl_cluster_session_plugin(cluster) (chapter 3), or drop the "
                  "/job: and /task: parts to run it here",
                  n->name, n->device);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s", err);
         return NULL;
     }
     fl_device *dev = opt->cluster->resolve_device(opt->cluster->state, n->device, local);
     if (!dev) {
-        if (!*local)
-            snprintf(err, len, "%s: %s", n->name, fl_last_error());
+        if (!*local) { /* the resolver's code (UNAVAILABLE, INVALID_ARGUMENT) stays */
+            fl_prefix_error("%s: ", n->name);
+            snprintf(err, len, "%s", fl_last_error());
+        }
         return NULL;
     }
     if (dev->backend->has_kernel(n->op) || !n->has_output)
@@ -56,6 +60,7 @@ static fl_device *place_on_task(const fl_node *n, const fl_session_options *opt,
              "their reads and updates (Variable, Assign, AssignAdd, Apply*); put it on this worker's "
              "device, as fl_replica_device_setter does",
              n->name, fl_node_op_type(n), dev->name);
+    fl_set_error_code(FL_INVALID_ARGUMENT, "%s", err);
     return NULL;
 }
 
@@ -86,6 +91,7 @@ fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *
         return fl_host_device();
     snprintf(err, len, "%s: %s has no %s kernel for %s (allow_soft_placement falls back to /cpu:0)",
              n->name, dev->name, dev->backend->name, fl_node_op_type(n));
+    fl_set_error_code(FL_UNIMPLEMENTED, "%s", err);
     return NULL;
 }
 

@@ -1,6 +1,7 @@
 /* runtime.h: what the runtime's files share and labs never see.
- * The node structure, the op table (one entry per op: shape inference and a
- * gradient rule), the device seam every backend fills, and small helpers. */
+ * Errors with their codes, the clock, the node structure, the op table (one
+ * entry per op: shape inference and a gradient rule) and small helpers. The
+ * backend seam is device.h. */
 #ifndef FLOWLAB_RUNTIME_H
 #define FLOWLAB_RUNTIME_H
 
@@ -10,11 +11,21 @@
 #define FL_DEVICE_LEN 64
 
 /* ---- errors.c ---- */
+/* fl_set_error: a message with code FL_UNKNOWN; fl_set_error_code: with a
+ * code; fl_prefix_error("%s: ", node): puts context before the current
+ * message and keeps its code (the message may be passed to none of them). */
 void fl_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fl_set_error_code(fl_error_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void fl_prefix_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fl_clear_error(void);
+/* The code an errno from a file or socket call stands for (ENOENT: NOT_FOUND). */
+fl_error_code fl_errno_code(int err);
 
 /* ---- clock.c: CLOCK_MONOTONIC in microseconds, the clock of every trace ---- */
 double fl_now_us(void);
+double fl_now_s(void); /* the same clock in seconds, for waits and rates */
+/* How long to wait for a peer task (FLOWLAB_TASK_DEADLINE, 120 s by default). */
+double fl_task_deadline_s(void);
 
 /* ---- tensor.c ---- */
 size_t fl_dtype_size(fl_dtype dtype);

@@ -76,6 +76,7 @@ int fl_session_place(fl_session *s, fl_node *n)
     if (slot->device)
         return 0;
     char err[FL_ERROR_LEN];
+    fl_clear_error(); /* placement sets a code where it knows one */
     slot->device = fl_place_node(n, &s->options, err, sizeof err);
     if (!slot->device)
         return fl_session_fail(s, "%s", err);
@@ -100,11 +101,12 @@ void fl_session_ensure_buffer(fl_slot *slot, size_t bytes)
     slot->capacity = bytes;
 }
 
-/* A device that keeps variables elsewhere (another task's, over the
- * network) has a kernel for reading one: it starts fetching the value as
- * soon as the variable is issued, when another device will read it, so
- * that the fetches of a step are in flight together. */
-static int read_variable(fl_session *s, fl_node *n)
+/* A variable held by another process (a ps task's, over the network): its
+ * device has a kernel for the Variable op, a pull, started as soon as the
+ * variable is issued when another device will read it or it is fetched, so
+ * that the pulls of a step are in flight together. A variable held here has
+ * no kernel: its buffer is its value. */
+static int start_pulling_remote_variable(fl_session *s, fl_node *n)
 {
     fl_slot *slot = &s->slots[n->id];
     const fl_backend *b = slot->device->backend;
@@ -128,9 +130,10 @@ static int run_source(fl_session *s, fl_node *n)
     }
     if (n->op == FL_OP_PLACEHOLDER) {
         char shape[64];
-        return fl_session_fail(s, "%s: placeholder %s %s was not fed; pass a value for it in the "
-                                  "feeds of fl_session_run", n->name, fl_dtype_name(n->dtype),
-                               fl_shape_format(n->shape, shape, sizeof shape));
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                    "%s: placeholder %s %s was not fed; pass a value for it in the "
+                                    "feeds of fl_session_run", n->name, fl_dtype_name(n->dtype),
+                                    fl_shape_format(n->shape, shape, sizeof shape));
     }
     /* Variables and constants: one buffer for the session's lifetime. */
     if (!slot->buffer) {
@@ -141,7 +144,7 @@ static int run_source(fl_session *s, fl_node *n)
             return slot->device->backend->copy_in(slot->device->impl, slot->buffer, n->value->data,
                                                   fl_tensor_bytes(n->value));
     }
-    return read_variable(s, n);
+    return start_pulling_remote_variable(s, n);
 }
 
 static int check_initialized(fl_session *s, fl_node *n)
@@ -151,9 +154,10 @@ static int check_initialized(fl_session *s, fl_node *n)
         bool assigning = i == 0 && n->op == FL_OP_ASSIGN;
         if (in->op == FL_OP_VARIABLE && !s->slots[in->id].initialized && !assigning &&
             !s->feeds[in->id])
-            return fl_session_fail(s, "%s: reads variable %s before it is initialized; run "
-                                      "fl_global_variables_initializer() first (or restore a checkpoint)",
-                                   n->name, in->name);
+            return fl_session_fail_code(s, FL_FAILED_PRECONDITION,
+                                        "%s: reads variable %s before it is initialized; run "
+                                        "fl_global_variables_initializer() first (or restore a checkpoint)",
+                                        n->name, in->name);
     }
     return 0;
 }
@@ -169,9 +173,10 @@ static int run_op(fl_session *s, fl_node *n)
         const fl_slot *from = &s->slots[n->inputs[i]->id];
         bool writes = i == 0 && fl_op_def_of(n->op)->aliases_input0;
         if (from->device != slot->device && writes)
-            return fl_session_fail(s, "%s: writes %s, which lives on %s, but runs on %s; place the "
-                                      "update beside its variable", n->name, n->inputs[i]->name,
-                                   from->device->name, slot->device->name);
+            return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                        "%s: writes %s, which lives on %s, but runs on %s; place the "
+                                        "update beside its variable", n->name, n->inputs[i]->name,
+                                        from->device->name, slot->device->name);
         in[i] = &s->slots[n->inputs[i]->id].value;
         if (from->device != slot->device && fl_session_copy_input(s, n, i, &in[i]) != 0)
             return -1;
@@ -180,7 +185,7 @@ static int run_op(fl_session *s, fl_node *n)
     char err[FL_ERROR_LEN] = "";
     fl_shape shape;
     if (fl_op_def_of(n->op)->infer(n, in_shapes, &shape, err) != 0)
-        return fl_session_fail(s, "%s: %s", n->name, err);
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: %s", n->name, err);
     if (fl_op_def_of(n->op)->aliases_input0) {
         slot->value = (fl_tensor){n->dtype, shape, in[0]->data};
     } else if (n->has_output) {
@@ -259,8 +264,7 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n)
         fl_slot *from = &s->slots[n->inputs[i]->id];
         if (from->device == s->slots[n->id].device || from->device->is_host || from->mark_reached)
             continue;
-        fl_device *d = from->device;
-        int reached = from->mark ? d->backend->marks.reached(d->impl, from->mark, false) : 0;
+        int reached = fl_device_reached(from->device, from->mark, false);
         if (reached != 0) { /* an error shows when the copy waits for it */
             from->mark_reached = reached == 1;
             continue;
@@ -281,13 +285,14 @@ static int issue(fl_session *s, fl_node *n)
         return -1;
     slot->issued = true;
     slot->mark_reached = false;
-    const fl_backend *b = slot->device->backend;
     bool early = fl_session_wants_early_fetch(s, slot);
-    if (!(slot->crosses || early) || slot->device->is_host || !b->marks.mark)
+    if (!(slot->crosses || early) || slot->device->is_host)
         return early ? fl_session_fetch_finished(s) : 0;
-    if (!(slot->mark = b->marks.mark(slot->device->impl)))
+    if (fl_device_mark(slot->device, &slot->mark) != 0)
         return fl_session_fail(s, "%s: marking its value on %s: %s", n->name, slot->device->name,
                                fl_last_error());
+    if (!slot->mark) /* a device without marks: the value is known finished when it is idle */
+        return early ? fl_session_fetch_finished(s) : 0;
     slot->mark_seq = ++s->marks_made;
     return 0;
 }
@@ -339,7 +344,8 @@ static int execute(fl_session *s)
             return -1;
         if (kept == npending) { /* nothing could start: wait for the oldest mark */
             if (oldest < 0) /* creation order is topological: cannot happen */
-                return fl_session_fail(s, "no node of this run can start: is the graph a cycle?");
+                return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                            "no node of this run can start: is the graph a cycle?");
             if (issue(s, fl_graph_node(s->graph, s->pending[oldest])) != 0)
                 return -1;
             kept--;
@@ -367,7 +373,7 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
     for (int i = 0; i < nfetches; i++)
         outputs[i] = NULL;
     if (fl_graph_failed(s->graph))
-        return fl_session_fail(s, "the graph has an error: %s", fl_graph_error(s->graph));
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
     fl_session_grow(s);
     if (fl_session_prune(s, feeds, nfeeds, fetches, nfetches, targets, ntargets) != 0)
         return -1;

@@ -21,21 +21,12 @@ void fl_session_release_copies(fl_slot *slot, int ninputs)
     slot->copies = NULL;
 }
 
-int fl_session_copy_finished_out(fl_device *src, void *host_dst, const void *from, size_t bytes)
-{
-    const fl_backend *b = src->backend;
-    if (b->marks.copy_out_now)
-        return b->marks.copy_out_now(src->impl, host_dst, from, bytes);
-    int rc = b->copy_out(src->impl, host_dst, from, bytes);
-    return rc ? rc : b->wait(src->impl);
-}
-
 /* Remembers that dst will read host memory at `host` some time after now,
  * so that a host op does not overwrite it first (fl_session_wait_for_pending_reads). */
 static int note_pending_read(fl_session *s, fl_device *dst, const void *host)
 {
-    void *mark = NULL;
-    if (dst->backend->marks.mark && !(mark = dst->backend->marks.mark(dst->impl)))
+    void *mark;
+    if (fl_device_mark(dst, &mark) != 0)
         return -1;
     if (s->nreads == s->reads_cap) {
         s->reads_cap = s->reads_cap ? s->reads_cap * 2 : 64;
@@ -45,24 +36,15 @@ static int note_pending_read(fl_session *s, fl_device *dst, const void *host)
     return 0;
 }
 
-/* Where a device's buffer lies in host memory: the host's own, or one a
- * backend keeps there (host_memory); NULL for a device's own memory. */
-static void *in_host_memory(const fl_device *d, const void *buffer)
-{
-    if (d->is_host)
-        return (void *)buffer;
-    return d->backend->host_memory ? d->backend->host_memory(d->impl, (void *)buffer) : NULL;
-}
-
 /* Moves a finished value from src's buffer to dst's, through host memory
  * when neither side lies there. */
 static int transfer(fl_session *s, fl_edge_copy *c, fl_device *src, fl_device *dst, const void *from,
                     size_t bytes)
 {
-    const void *from_host = in_host_memory(src, from);
-    void *to_host = in_host_memory(dst, c->buffer);
+    const void *from_host = fl_device_host_memory(src, from);
+    void *to_host = fl_device_host_memory(dst, c->buffer);
     if (to_host && !src->is_host) /* lands in host memory: a blocking copy out */
-        return fl_session_copy_finished_out(src, to_host, from, bytes);
+        return fl_device_copy_out_now(src, to_host, from, bytes);
     if (from_host) { /* read from host memory, later: remember it */
         int rc = dst->backend->copy_in(dst->impl, c->buffer, from_host, bytes);
         return rc ? rc : note_pending_read(s, dst, from_host);
@@ -71,7 +53,7 @@ static int transfer(fl_session *s, fl_edge_copy *c, fl_device *src, fl_device *d
         c->host = fl_xrealloc(c->host, bytes);
         c->host_capacity = bytes;
     }
-    int rc = fl_session_copy_finished_out(src, c->host, from, bytes);
+    int rc = fl_device_copy_out_now(src, c->host, from, bytes);
     return rc ? rc : dst->backend->copy_in(dst->impl, c->buffer, c->host, bytes);
 }
 
@@ -79,9 +61,7 @@ static int transfer(fl_session *s, fl_edge_copy *c, fl_device *src, fl_device *d
  * marks (mark NULL). */
 static int wait_for_mark(fl_device *d, void *mark)
 {
-    if (!mark)
-        return d->backend->wait(d->impl);
-    return d->backend->marks.reached(d->impl, mark, true) == 1 ? 0 : -1;
+    return fl_device_reached(d, mark, true) == 1 ? 0 : -1;
 }
 
 /* Blocks until the value in slot `from` is finished on its device. */
@@ -150,7 +130,7 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
 static bool reads_input(const fl_pending_read *p, const fl_device *d, const fl_node *n, fl_tensor *const *in)
 {
     for (int i = 0; i < n->ninputs; i++)
-        if (p->host == in_host_memory(d, in[i]->data))
+        if (p->host == fl_device_host_memory(d, in[i]->data))
             return true;
     return false;
 }
@@ -161,7 +141,7 @@ static bool reads_input(const fl_pending_read *p, const fl_device *d, const fl_n
 int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in)
 {
     const fl_device *d = s->slots[n->id].device;
-    if (!fl_op_def_of(n->op)->aliases_input0 || !(d->is_host || d->backend->host_memory))
+    if (!fl_op_def_of(n->op)->aliases_input0) /* only a write in place can overwrite what is read */
         return 0;
     for (int r = 0; r < s->nreads; r++) {
         fl_pending_read *p = &s->reads[r];
@@ -179,13 +159,11 @@ void fl_session_forget_marks(fl_session *s)
 {
     for (int id = 0; id < s->nslots; id++) {
         fl_slot *slot = &s->slots[id];
-        if (slot->mark)
-            slot->device->backend->marks.release_mark(slot->device->impl, slot->mark);
+        fl_device_release_mark(slot->device, slot->mark);
         slot->mark = NULL;
         slot->mark_reached = false;
     }
     for (int r = 0; r < s->nreads; r++)
-        if (s->reads[r].mark)
-            s->reads[r].device->backend->marks.release_mark(s->reads[r].device->impl, s->reads[r].mark);
+        fl_device_release_mark(s->reads[r].device, s->reads[r].mark);
     s->nreads = 0;
 }

@@ -1,19 +1,38 @@
-/* session_error.c: a session's last error, kept for fl_session_error and
- * mirrored into fl_last_error. Its own file because every part of the
- * executor (session.c, session_copies.c, session_prune.c) reports through it. */
+/* session_error.c: a session's last error and its code, kept for
+ * fl_session_error and mirrored into fl_last_error. Its own file because
+ * every part of the executor (session.c, session_copies.c, session_prune.c)
+ * reports through it. */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "session_internal.h"
 
 const char *fl_session_error(const fl_session *s) { return s->error; }
+fl_error_code fl_session_error_code(const fl_session *s) { return s->error[0] ? s->error_code : FL_OK; }
+
+static int fail(fl_session *s, fl_error_code code, const char *fmt, va_list args)
+{
+    vsnprintf(s->error, sizeof s->error, fmt, args);
+    fl_set_error_code(code, "%s", s->error);
+    s->error_code = fl_last_error_code(); /* never OK */
+    return -1;
+}
 
 int fl_session_fail(fl_session *s, const char *fmt, ...)
 {
+    fl_error_code code = fl_last_error_code(); /* read before the arguments' message is replaced */
     va_list args;
     va_start(args, fmt);
-    vsnprintf(s->error, sizeof s->error, fmt, args);
+    fail(s, code, fmt, args);
     va_end(args);
-    fl_set_error("%s", s->error);
+    return -1;
+}
+
+int fl_session_fail_code(fl_session *s, fl_error_code code, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fail(s, code, fmt, args);
+    va_end(args);
     return -1;
 }

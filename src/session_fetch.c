@@ -42,7 +42,7 @@ static int hand_over(fl_session *s, int i)
     const fl_node *n = r->fetches[i];
     const fl_slot *slot = &s->slots[n->id];
     r->outputs[i] = fl_tensor_new(slot->value.dtype, slot->value.shape);
-    if (fl_session_copy_finished_out(slot->device, r->outputs[i]->data, slot->value.data,
+    if (fl_device_copy_out_now(slot->device, r->outputs[i]->data, slot->value.data,
                                      fl_tensor_bytes(r->outputs[i])) != 0)
         return fl_session_fail(s, "%s: copying the fetched value from %s: %s", n->name,
                                slot->device->name, fl_last_error());
@@ -59,8 +59,8 @@ static int finished(fl_session *s, fl_slot *slot, const fl_node *n, bool block)
         return 1;
     if (!slot->mark)
         return 0; /* a device without marks: known finished when idle */
-    const fl_device *d = slot->device;
-    int reached = d->backend->marks.reached(d->impl, slot->mark, block);
+    fl_device *d = slot->device;
+    int reached = fl_device_reached(d, slot->mark, block);
     if (reached < 0)
         return fl_session_fail(s, "%s: waiting for it on %s: %s", n->name, d->name, fl_last_error());
     slot->mark_reached = reached == 1;
@@ -128,7 +128,7 @@ int fl_session_fetch_the_rest(fl_session *s)
         fl_slot *slot = &s->slots[r->fetches[i]->id];
         int done = finished(s, slot, r->fetches[i], true);
         if (done == 0)
-            return fl_session_fail(s, "%s: %s waited, but its value is not finished",
+            return fl_session_fail_code(s, FL_INTERNAL, "%s: %s waited, but its value is not finished",
                                    r->fetches[i]->name, slot->device->name);
         if (done < 0 || hand_over(s, i) != 0)
             return -1;

@@ -92,6 +92,7 @@ struct fl_session {
     fl_graph *graph;
     fl_session_options options;
     char error[FL_ERROR_LEN];
+    fl_error_code error_code; /* error's, while error is not empty */
     fl_slot *slots; /* by node id */
     int nslots;
     bool *needed;
@@ -115,7 +116,13 @@ struct fl_session {
     int nexternal, external_cap;
 };
 
+/* The run (or save, restore) failed: the message goes to fl_session_error
+ * and fl_last_error. fl_session_fail adds context to an error already set
+ * (fl_last_error in its arguments) and keeps that error's code;
+ * fl_session_fail_code is for a failure found here, with its own code. */
 int fl_session_fail(fl_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int fl_session_fail_code(fl_session *s, fl_error_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Gives every node of the graph (it may have grown) a slot. */
 void fl_session_grow(fl_session *s);
 /* Chooses n's device once (logging it when asked); -1 with the error set. */
@@ -135,7 +142,6 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out);
 /* Copies a value its device has finished into host memory. A device with
  * marks copies it at once, even with later work still in its queue; any
  * other waits for its queue. Returns the backend's status. */
-int fl_session_copy_finished_out(fl_device *src, void *host_dst, const void *from, size_t bytes);
 /* Before a host op writes a variable in place: waits until no device is
  * still to copy its old value in. */
 int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in);

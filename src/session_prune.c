@@ -12,16 +12,18 @@ static int check_feed(fl_session *s, const fl_feed *f)
 {
     char want[64], got[64];
     if (!f->node || !f->value || f->node->graph != s->graph)
-        return fl_session_fail(s, "a feed has a NULL node or value, or a node from another graph");
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                    "a feed has a NULL node or value, or a node from another graph");
     const fl_node *n = f->node;
     if (f->value->dtype != n->dtype)
-        return fl_session_fail(s, "%s: fed %s but it is %s", n->name, fl_dtype_name(f->value->dtype),
-                               fl_dtype_name(n->dtype));
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                    "%s: fed %s but it is %s", n->name, fl_dtype_name(f->value->dtype),
+                                    fl_dtype_name(n->dtype));
     bool fits = f->value->shape.rank == n->shape.rank;
     for (int i = 0; fits && i < n->shape.rank; i++)
         fits = n->shape.dims[i] < 0 || n->shape.dims[i] == f->value->shape.dims[i];
     if (!fits)
-        return fl_session_fail(s, "%s: fed a tensor of shape %s but it takes %s", n->name,
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: fed a tensor of shape %s but it takes %s", n->name,
                                fl_shape_format(f->value->shape, got, sizeof got),
                                fl_shape_format(n->shape, want, sizeof want));
     return 0;
@@ -69,8 +71,9 @@ static int check_roots(fl_session *s, fl_node *const *nodes, int n, const char *
 {
     for (int i = 0; i < n; i++)
         if (!nodes[i] || nodes[i]->graph != s->graph)
-            return fl_session_fail(s, "%s %d is NULL or from another graph (did building it fail? "
-                                      "see fl_graph_error)", what, i);
+            return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                        "%s %d is NULL or from another graph (did building it fail? "
+                                        "see fl_graph_error)", what, i);
     return 0;
 }
 
@@ -83,8 +86,9 @@ int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *c
         return -1;
     for (int i = 0; i < nfetches; i++)
         if (!fetches[i]->has_output)
-            return fl_session_fail(s, "%s: a %s has no value to fetch; pass it as a target instead",
-                                   fetches[i]->name, fl_node_op_type(fetches[i]));
+            return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                        "%s: a %s has no value to fetch; pass it as a target instead",
+                                        fetches[i]->name, fl_node_op_type(fetches[i]));
     if (record_feeds(s, feeds, nfeeds) != 0)
         return -1;
     memset(s->needed, 0, (size_t)s->nslots * sizeof *s->needed);

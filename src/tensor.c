@@ -115,7 +115,8 @@ fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape)
 {
     if (!fl_shape_known(shape)) {
         char buf[64];
-        fl_set_error("fl_tensor_new: shape %s must be fully known", fl_shape_format(shape, buf, sizeof buf));
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "fl_tensor_new: shape %s must be fully known", fl_shape_format(shape, buf, sizeof buf));
         return NULL;
     }
     fl_tensor *t = fl_xmalloc(sizeof *t);

@@ -79,10 +79,9 @@ bool fl_session_device_times_ops(fl_session *s, fl_device *d)
     for (int i = 0; i < s->ntraced; i++)
         if (s->traced[i].device == d)
             return s->traced[i].timed;
-    const fl_backend *b = d->backend;
-    if (!b->tracing.set_tracing || !b->tracing.take_timings || s->ntraced == FL_TRACED_DEVICES)
+    if (s->ntraced == FL_TRACED_DEVICES)
         return false; /* the host clock around run() times it */
-    bool timed = b->tracing.set_tracing(d->impl, true) == 0;
+    bool timed = fl_device_set_tracing(d, true) == 0;
     s->traced[s->ntraced++] = (fl_traced_device){d, timed};
     return timed;
 }
@@ -98,11 +97,11 @@ void fl_session_take_device_timings(fl_session *s)
         fl_device *d = s->traced[i].device;
         int got = s->traced[i].timed ? BATCH : 0;
         while (got == BATCH) { /* a full batch: more may wait */
-            got = d->backend->tracing.take_timings(d->impl, batch, BATCH);
+            got = fl_device_take_timings(d, batch, BATCH);
             for (int k = 0; k < got; k++)
                 add_event(s, batch[k].node, -1, d, batch[k].start_us, batch[k].end_us);
         }
-        d->backend->tracing.set_tracing(d->impl, false);
+        fl_device_set_tracing(d, false);
     }
     s->ntraced = 0;
 }
@@ -226,7 +225,7 @@ static void put_trace(FILE *f, const fl_session *s)
 int fl_session_write_trace(const fl_session *s, const char *path)
 {
     if (!s || !path || !path[0]) {
-        fl_set_error("fl_session_write_trace: no session or no path given");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_session_write_trace: no session or no path given");
         return -1;
     }
     size_t len = strlen(path) + 32;
@@ -245,7 +244,7 @@ int fl_session_write_trace(const fl_session *s, const char *path)
         err = errno;
     if (err) {
         unlink(temp);
-        fl_set_error("%s: cannot write the trace: %s", path, strerror(err));
+        fl_set_error_code(fl_errno_code(err), "%s: cannot write the trace: %s", path, strerror(err));
     }
     free(temp);
     return err ? -1 : 0;

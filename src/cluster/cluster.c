@@ -86,13 +86,14 @@ static int parse_port(const char *text, const char *address, const char *where)
 {
     size_t digits = strspn(text, "0123456789");
     if (digits == 0 || text[digits] != '\0') {
-        fl_set_error("%s: \"%s\": the port \"%s\" is not a number", where, address, text);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: \"%s\": the port \"%s\" is not a number", where, address, text);
         return -1;
     }
     /* Six digits or more cannot be a port, and could overflow strtol. */
     long port = digits > 5 ? 0 : strtol(text, NULL, 10);
     if (port < 1 || port > 65535) {
-        fl_set_error("%s: \"%s\": port %s is out of range (1 to 65535)", where, address, text);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s: \"%s\": port %s is out of range (1 to 65535)", where, address, text);
         return -1;
     }
     return (int)port;
@@ -103,24 +104,27 @@ static int split_address(const char *address, const char *where, char **host, in
 {
     const char *colon = strrchr(address, ':');
     if (!*address) {
-        fl_set_error("%s: an empty entry; separate host:port entries with one ',' and no ',' at the ends",
-                     where);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s: an empty entry; separate host:port entries with one ',' and no ',' at the ends",
+                          where);
         return -1;
     }
     if (!colon || (address[0] == '[' && colon[-1] != ']')) {
-        fl_set_error("%s: \"%s\" has no \":port\"; write host:port, as in localhost:2222", where, address);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s: \"%s\" has no \":port\"; write host:port, as in localhost:2222", where, address);
         return -1;
     }
     bool bracketed = address[0] == '[' && colon[-1] == ']';
     const char *h = address + bracketed;
     size_t len = (size_t)(colon - address) - 2 * bracketed;
     if (len == 0) {
-        fl_set_error("%s: \"%s\" has no host before the \":port\"", where, address);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: \"%s\" has no host before the \":port\"", where, address);
         return -1;
     }
     if (!host_is_valid(h, len, bracketed)) {
-        fl_set_error("%s: \"%s\": the host is not a host name or an address (IPv6 goes in brackets, "
-                     "as in [::1]:2222)", where, address);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s: \"%s\": the host is not a host name or an address (IPv6 goes in brackets, "
+                          "as in [::1]:2222)", where, address);
         return -1;
     }
     *port = parse_port(colon + 1, address, where);
@@ -141,7 +145,8 @@ static int check_unique(const fl_cluster *c, const char *host, int port, const c
     for (int j = 0; j < FL_JOB_COUNT; j++)
         for (int t = 0; t < c->num_tasks[j]; t++)
             if (c->tasks[j][t].port == port && strcasecmp(c->tasks[j][t].host, host) == 0) {
-                fl_set_error("%s: \"%s\" is also %s task %d", where, address, job_names[j], t);
+                fl_set_error_code(FL_INVALID_ARGUMENT,
+                                  "%s: \"%s\" is also %s task %d", where, address, job_names[j], t);
                 return -1;
             }
     return 0;
@@ -169,18 +174,20 @@ int fl_cluster_set_task(fl_cluster *c, const char *job_name, int task_index,
 {
     int job = fl_job_from_name(job_name);
     if (job < 0) {
-        fl_set_error("%s \"%s\": not one of ps, worker, chief", spelling->job_key, job_name);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s \"%s\": not one of ps, worker, chief", spelling->job_key, job_name);
         return -1;
     }
     int n = c->num_tasks[job];
     if (n == 0) {
-        fl_set_error("%s \"%s\": the cluster has no %s tasks", spelling->job_key, job_name, job_name);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s \"%s\": the cluster has no %s tasks", spelling->job_key, job_name, job_name);
         return -1;
     }
     if (task_index < 0 || task_index >= n) {
         char count[48];
-        fl_set_error("%s %d: %s lists %s", spelling->index_key, task_index, spelling->list_key[job],
-                     fl_task_count_text(n, count, sizeof count));
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s %d: %s lists %s", spelling->index_key, task_index, spelling->list_key[job],
+                          fl_task_count_text(n, count, sizeof count));
         return -1;
     }
     c->job = (fl_job)job;
@@ -212,17 +219,18 @@ const fl_task_address *fl_cluster_find_task(const fl_cluster *c, const char *job
 {
     int j = fl_job_from_name(job);
     if (!c) {
-        fl_set_error("%s: the cluster is NULL", caller);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: the cluster is NULL", caller);
         return NULL;
     }
     if (j < 0) {
-        fl_set_error("%s: job \"%s\" is not one of ps, worker, chief", caller, job ? job : "(null)");
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s: job \"%s\" is not one of ps, worker, chief", caller, job ? job : "(null)");
         return NULL;
     }
     if (index < 0 || index >= c->num_tasks[j]) {
         char count[48];
-        fl_set_error("%s: no %s task %d; job %s has %s", caller, job, index, job,
-                     fl_task_count_text(c->num_tasks[j], count, sizeof count));
+        fl_set_error_code(FL_NOT_FOUND, "%s: no %s task %d; job %s has %s", caller, job, index, job,
+                          fl_task_count_text(c->num_tasks[j], count, sizeof count));
         return NULL;
     }
     return &c->tasks[j][index];

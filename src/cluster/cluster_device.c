@@ -13,7 +13,7 @@ static int complete_device(const fl_cluster *c, const char *device, fl_device_na
     const char *text = device ? device : "";
     *d = (fl_device_name){.task = -1};
     if (!c) {
-        fl_set_error("device \"%s\": the cluster is NULL", text);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "device \"%s\": the cluster is NULL", text);
         return -1;
     }
     /* "" places nothing: it runs on the local task's host. */
@@ -23,8 +23,9 @@ static int complete_device(const fl_cluster *c, const char *device, fl_device_na
         snprintf(d->job, sizeof d->job, "%s", fl_job_name(c->job));
     if (d->task < 0 && strcmp(d->job, fl_job_name(c->job)) != 0) {
         /* Guessing task 0 would put another task's work on one ps unseen. */
-        fl_set_error("device \"%s\" names job %s but no task; name one, as in /job:%s/task:0", text,
-                     d->job, d->job);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "device \"%s\" names job %s but no task; name one, as in /job:%s/task:0", text,
+                          d->job, d->job);
         return -1;
     }
     if (d->task < 0)
@@ -42,7 +43,7 @@ int fl_cluster_device_name(const fl_cluster *c, const char *device, char *out, s
     const char *kind = d.is_gpu ? "gpu" : "cpu";
     int n = snprintf(out, len, "/job:%s/task:%d/%s:%d", d.job, d.task, kind, d.index);
     if (n < 0 || (size_t)n >= len) {
-        fl_set_error("fl_cluster_device_name: %d bytes do not fit in %zu", n + 1, len);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_cluster_device_name: %d bytes do not fit in %zu", n + 1, len);
         return -1;
     }
     return 0;

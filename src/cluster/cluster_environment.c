@@ -44,8 +44,8 @@ fl_cluster *fl_cluster_from_environment(int num_ps, int port_base)
 {
     const char *source = fl_cluster_environment_source();
     if (!source) {
-        fl_set_error("no cluster in the environment: none of TF_CONFIG, SLURM_PROCID (srun), "
-                     "OMPI_COMM_WORLD_RANK (Open MPI's mpirun) or PMI_RANK (MPICH's mpiexec) is set");
+        fl_set_error_code(FL_NOT_FOUND, "no cluster in the environment: none of TF_CONFIG, SLURM_PROCID (srun), "
+                          "OMPI_COMM_WORLD_RANK (Open MPI's mpirun) or PMI_RANK (MPICH's mpiexec) is set");
         return NULL;
     }
     if (strcmp(source, "TF_CONFIG") == 0)

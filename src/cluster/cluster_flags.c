@@ -35,11 +35,11 @@ fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts
                                   const char *job_name, int task_index)
 {
     if (!worker_hosts || !*worker_hosts) {
-        fl_set_error("--worker_hosts is empty; list the workers as host:port,host:port");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "--worker_hosts is empty; list the workers as host:port,host:port");
         return NULL;
     }
     if (!job_name || !*job_name) {
-        fl_set_error("--job_name is missing; say which job this task is in: ps or worker");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "--job_name is missing; say which job this task is in: ps or worker");
         return NULL;
     }
     fl_cluster *c = fl_cluster_new();

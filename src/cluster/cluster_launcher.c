@@ -16,7 +16,7 @@ int fl_launcher_env_int(const char *name, long min, long max, const char *expect
     errno = 0;
     long v = strtol(text, &end, 10);
     if (end == text || *end || errno == ERANGE || v < min || v > max) {
-        fl_set_error("%s=\"%s\": expected %s", name, text, expected);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s=\"%s\": expected %s", name, text, expected);
         return -1;
     }
     *value = v;
@@ -36,21 +36,23 @@ fl_cluster *fl_cluster_from_ranks(const char *const *hosts, const int *local_ind
                                   int port_base, const char *size_name)
 {
     if (num_ps < 0) {
-        fl_set_error("%d ps tasks: expected 0 or more", num_ps);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%d ps tasks: expected 0 or more", num_ps);
         return NULL;
     }
     if (num_ps >= n) {
-        fl_set_error("%d ps task%s and %d task%s in all (%s): the ps tasks are taken first and at least one "
-                     "worker must be left; ask the launcher for more tasks or fewer ps",
-                     num_ps, num_ps == 1 ? "" : "s", n, n == 1 ? "" : "s", size_name);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%d ps task%s and %d task%s in all (%s): the ps tasks are taken first and at least one "
+                          "worker must be left; ask the launcher for more tasks or fewer ps",
+                          num_ps, num_ps == 1 ? "" : "s", n, n == 1 ? "" : "s", size_name);
         return NULL;
     }
     fl_cluster *c = fl_cluster_new();
     for (int r = 0; r < n; r++) {
         long port = (long)port_base + local_index[r];
         if (port_base < 1 || port > 65535) {
-            fl_set_error("port base %d: rank %d would listen on port %ld, outside 1 to 65535 (TensorFlow's "
-                         "base is 8888)", port_base, r, port);
+            fl_set_error_code(FL_INVALID_ARGUMENT,
+                              "port base %d: rank %d would listen on port %ld, outside 1 to 65535 (TensorFlow's "
+                              "base is 8888)", port_base, r, port);
             fl_cluster_free(c);
             return NULL;
         }

@@ -24,8 +24,9 @@ static int read_required(const mpi_variables *v, const char *name, long min, lon
 {
     int rc = fl_launcher_env_int(name, min, max, expected, value);
     if (rc == 1)
-        fl_set_error("%s is not set though %s is: %s's variables are incomplete; give the cluster in TF_CONFIG "
-                     "instead", name, v->rank, v->launcher);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s is not set though %s is: %s's variables are incomplete; give the cluster in TF_CONFIG "
+                          "instead", name, v->rank, v->launcher);
     return rc == 0 ? 0 : -1;
 }
 
@@ -41,9 +42,10 @@ static int read_job(const mpi_variables *v, long *size, long *rank)
         read_required(v, v->local_size, 1, *size, "the number of processes on this node", &local_size) != 0)
         return -1;
     if (local_size != *size) {
-        fl_set_error("%s is %ld but %s is %ld: the processes span several nodes and %s's variables do not say "
-                     "which; launch with srun or give the cluster in TF_CONFIG",
-                     v->local_size, local_size, v->size, *size, v->launcher);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s is %ld but %s is %ld: the processes span several nodes and %s's variables do not say "
+                          "which; launch with srun or give the cluster in TF_CONFIG",
+                          v->local_size, local_size, v->size, *size, v->launcher);
         return -1;
     }
     snprintf(expected, sizeof expected, "%ld, as %s (all processes are on this node)", *rank, v->rank);
@@ -54,8 +56,9 @@ fl_cluster *fl_cluster_from_mpi_launcher(int num_ps, int port_base)
 {
     const mpi_variables *v = getenv(open_mpi.rank) ? &open_mpi : getenv(mpich.rank) ? &mpich : NULL;
     if (!v) {
-        fl_set_error("neither OMPI_COMM_WORLD_RANK (Open MPI's mpirun) nor PMI_RANK (MPICH's mpiexec) is set: "
-                     "this process was not started by an MPI launcher");
+        fl_set_error_code(FL_NOT_FOUND,
+                          "neither OMPI_COMM_WORLD_RANK (Open MPI's mpirun) nor PMI_RANK (MPICH's mpiexec) is set: "
+                          "this process was not started by an MPI launcher");
         return NULL;
     }
     long size, rank;

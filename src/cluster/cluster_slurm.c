@@ -52,9 +52,10 @@ static int parse_tasks_per_node(const char *text, int **counts)
         const char *item = p;
         long tasks, nodes;
         if (read_item(&p, &tasks, &nodes) != 0 || (*p && *p != ',') || n + nodes > FL_HOSTLIST_MAX_HOSTS) {
-            fl_set_error("SLURM_STEP_TASKS_PER_NODE=\"%s\": \"%.*s\" is not a count of tasks such as 2 or 2(x3) "
-                         "(2 tasks on each of 3 nodes), at most %d nodes",
-                         text, (int)strcspn(item, ","), item, FL_HOSTLIST_MAX_HOSTS);
+            fl_set_error_code(FL_INVALID_ARGUMENT,
+                              "SLURM_STEP_TASKS_PER_NODE=\"%s\": \"%.*s\" is not a count of tasks such as 2 or 2(x3) "
+                              "(2 tasks on each of 3 nodes), at most %d nodes",
+                              text, (int)strcspn(item, ","), item, FL_HOSTLIST_MAX_HOSTS);
             free(*counts);
             *counts = NULL;
             return -1;
@@ -76,16 +77,18 @@ static int check_step(int num_nodes, int num_counts, const int *counts, long num
 {
     const char *nodelist = getenv("SLURM_STEP_NODELIST"), *per_node = getenv("SLURM_STEP_TASKS_PER_NODE");
     if (num_nodes != num_counts) {
-        fl_set_error("SLURM_STEP_NODELIST=\"%s\" names %d node%s but SLURM_STEP_TASKS_PER_NODE=\"%s\" counts "
-                     "tasks on %d", nodelist, num_nodes, num_nodes == 1 ? "" : "s", per_node, num_counts);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "SLURM_STEP_NODELIST=\"%s\" names %d node%s but SLURM_STEP_TASKS_PER_NODE=\"%s\" counts "
+                          "tasks on %d", nodelist, num_nodes, num_nodes == 1 ? "" : "s", per_node, num_counts);
         return -1;
     }
     long sum = 0;
     for (int i = 0; i < num_counts; i++)
         sum += counts[i];
     if (sum != num_tasks) {
-        fl_set_error("SLURM_STEP_TASKS_PER_NODE=\"%s\" adds up to %ld task%s but SLURM_STEP_NUM_TASKS is %ld",
-                     per_node, sum, sum == 1 ? "" : "s", num_tasks);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "SLURM_STEP_TASKS_PER_NODE=\"%s\" adds up to %ld task%s but SLURM_STEP_NUM_TASKS is %ld",
+                          per_node, sum, sum == 1 ? "" : "s", num_tasks);
         return -1;
     }
     return 0;
@@ -116,8 +119,9 @@ static int read_rank(long *num_tasks, long *rank)
 {
     for (size_t i = 0; i < sizeof slurm_variables / sizeof *slurm_variables; i++)
         if (!getenv(slurm_variables[i])) {
-            fl_set_error("%s is not set: start each task with srun (an salloc shell or a batch script "
-                         "is not a job step)", slurm_variables[i]);
+            fl_set_error_code(FL_NOT_FOUND,
+                              "%s is not set: start each task with srun (an salloc shell or a batch script "
+                              "is not a job step)", slurm_variables[i]);
             return -1;
         }
     if (fl_launcher_env_int("SLURM_STEP_NUM_TASKS", 1, FL_HOSTLIST_MAX_HOSTS, "the step's number of tasks",
@@ -143,7 +147,7 @@ fl_cluster *fl_cluster_from_slurm(int num_ps, int port_base)
     if (num_nodes < 0) {
         char why[FL_ERROR_LEN / 2];
         snprintf(why, sizeof why, "%s", fl_last_error());
-        fl_set_error("SLURM_STEP_NODELIST: %s", why);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "SLURM_STEP_NODELIST: %s", why);
         free(counts);
         return NULL;
     }

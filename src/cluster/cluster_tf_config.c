@@ -24,20 +24,21 @@ static int add_job(fl_cluster *c, const char *name, const fl_json *list)
 {
     int job = fl_job_from_name(name);
     if (job < 0) {
-        fl_set_error("TF_CONFIG: \"cluster.%s\": not one of ps, worker, chief", name);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "TF_CONFIG: \"cluster.%s\": not one of ps, worker, chief", name);
         return -1;
     }
     if (list->type != FL_JSON_ARRAY) {
-        fl_set_error("TF_CONFIG: \"cluster.%s\" must be an array of \"host:port\" strings; got %s", name,
-                     fl_json_type_name(list->type));
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "TF_CONFIG: \"cluster.%s\" must be an array of \"host:port\" strings; got %s", name,
+                          fl_json_type_name(list->type));
         return -1;
     }
     for (int i = 0; i < list->count; i++) {
         char where[96];
         snprintf(where, sizeof where, "TF_CONFIG: \"cluster.%s[%d]\"", name, i);
         if (list->items[i].type != FL_JSON_STRING) {
-            fl_set_error("%s must be a \"host:port\" string; got %s", where,
-                         fl_json_type_name(list->items[i].type));
+            fl_set_error_code(FL_INVALID_ARGUMENT, "%s must be a \"host:port\" string; got %s", where,
+                              fl_json_type_name(list->items[i].type));
             return -1;
         }
         if (fl_cluster_add_task(c, (fl_job)job, list->items[i].string, where) != 0)
@@ -53,11 +54,12 @@ static const fl_json *require(const fl_json *object, const char *key, fl_json_ty
 {
     const fl_json *v = fl_json_member(object, key);
     if (!v) {
-        fl_set_error("TF_CONFIG: missing \"%s\", %s", path, what);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "TF_CONFIG: missing \"%s\", %s", path, what);
         return NULL;
     }
     if (v->type != type) {
-        fl_set_error("TF_CONFIG: \"%s\" must be %s; got %s", path, what, fl_json_type_name(v->type));
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "TF_CONFIG: \"%s\" must be %s; got %s", path, what, fl_json_type_name(v->type));
         return NULL;
     }
     return v;
@@ -73,13 +75,15 @@ static int read_cluster(fl_cluster *c, const fl_json *root)
         if (add_job(c, cluster->keys[i], &cluster->items[i]) != 0)
             return -1;
     if (c->num_tasks[FL_JOB_CHIEF] > 1) {
-        fl_set_error("TF_CONFIG: \"cluster.chief\" lists %d tasks; a cluster has one chief at most",
-                     c->num_tasks[FL_JOB_CHIEF]);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "TF_CONFIG: \"cluster.chief\" lists %d tasks; a cluster has one chief at most",
+                          c->num_tasks[FL_JOB_CHIEF]);
         return -1;
     }
     if (c->num_tasks[FL_JOB_WORKER] + c->num_tasks[FL_JOB_CHIEF] == 0) {
-        fl_set_error("TF_CONFIG: \"cluster\" lists no \"worker\" or \"chief\" task; expected %s",
-                     TF_CONFIG_EXAMPLE);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "TF_CONFIG: \"cluster\" lists no \"worker\" or \"chief\" task; expected %s",
+                          TF_CONFIG_EXAMPLE);
         return -1;
     }
     return 0;
@@ -98,7 +102,8 @@ static int read_task(fl_cluster *c, const fl_json *root)
     if (!index)
         return -1;
     if (index->number != floor(index->number) || fabs(index->number) > INT_MAX) {
-        fl_set_error("TF_CONFIG: \"task.index\" must be a whole number; got %g", index->number);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "TF_CONFIG: \"task.index\" must be a whole number; got %g", index->number);
         return -1;
     }
     return fl_cluster_set_task(c, type->string, (int)index->number, &tf_config_spelling);
@@ -109,14 +114,14 @@ fl_cluster *fl_cluster_from_tf_config(const char *json)
     char err[FL_ERROR_LEN / 2];
     fl_json *root = fl_json_parse(json, err, sizeof err);
     if (!root) {
-        fl_set_error("TF_CONFIG: %s", err);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "TF_CONFIG: %s", err);
         return NULL;
     }
     fl_cluster *c = fl_cluster_new();
     int rc = -1;
     if (root->type != FL_JSON_OBJECT)
-        fl_set_error("TF_CONFIG must be a JSON object, %s; got %s", TF_CONFIG_EXAMPLE,
-                     fl_json_type_name(root->type));
+        fl_set_error_code(FL_INVALID_ARGUMENT, "TF_CONFIG must be a JSON object, %s; got %s", TF_CONFIG_EXAMPLE,
+                          fl_json_type_name(root->type));
     else if (read_cluster(c, root) == 0)
         rc = read_task(c, root);
     fl_json_free(root);
@@ -131,8 +136,8 @@ fl_cluster *fl_cluster_from_tf_config_env(void)
 {
     const char *json = getenv("TF_CONFIG");
     if (!json) {
-        fl_set_error("TF_CONFIG is not set; export it as %s, or pass flags to fl_cluster_from_flags",
-                     TF_CONFIG_EXAMPLE);
+        fl_set_error_code(FL_NOT_FOUND, "TF_CONFIG is not set; export it as %s, or pass flags to fl_cluster_from_flags",
+                          TF_CONFIG_EXAMPLE);
         return NULL;
     }
     return fl_cluster_from_tf_config(json);

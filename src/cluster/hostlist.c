@@ -20,7 +20,7 @@ static int add_name(name_list *l, char *name, const char *hostlist)
 {
     if (l->count == FL_HOSTLIST_MAX_HOSTS) {
         free(name);
-        fl_set_error("host list \"%s\": more than %d hosts", hostlist, FL_HOSTLIST_MAX_HOSTS);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "host list \"%s\": more than %d hosts", hostlist, FL_HOSTLIST_MAX_HOSTS);
         return -1;
     }
     if (l->count == l->capacity) {
@@ -65,8 +65,9 @@ static int expand_range(const char *prefix, int prefix_len, const char *range, s
     long lo, hi;
     int width;
     if (parse_range(range, range_len, &lo, &hi, &width) != 0) {
-        fl_set_error("host list \"%s\": \"%.*s\" is not a number or a range from low to high such as 1-3",
-                     hostlist, (int)range_len, range);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "host list \"%s\": \"%.*s\" is not a number or a range from low to high such as 1-3",
+                          hostlist, (int)range_len, range);
         return -1;
     }
     for (long n = lo; n <= hi; n++)
@@ -87,11 +88,11 @@ static int expand_bracket(const char *name, size_t len, const char *open, name_l
 {
     const char *close = memchr(open, ']', len - (size_t)(open - name));
     if (!close) {
-        fl_set_error("host list \"%s\": a '[' without its ']'", hostlist);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "host list \"%s\": a '[' without its ']'", hostlist);
         return -1;
     }
     if (memchr(open + 1, '[', (size_t)(close - open - 1))) {
-        fl_set_error("host list \"%s\": brackets inside brackets", hostlist);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "host list \"%s\": brackets inside brackets", hostlist);
         return -1;
     }
     name_list suffixes = {0};
@@ -116,7 +117,7 @@ static int expand_name(const char *name, size_t len, name_list *out, const char 
     const char *open = memchr(name, '[', len);
     const char *close = memchr(name, ']', len);
     if (close && (!open || close < open)) {
-        fl_set_error("host list \"%s\": a ']' without its '['", hostlist);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "host list \"%s\": a ']' without its '['", hostlist);
         return -1;
     }
     if (open)
@@ -138,7 +139,7 @@ int fl_hostlist_expand(const char *hostlist, char ***hosts)
         if (*p && (*p != ',' || depth > 0))
             continue;
         if (p == start) {
-            fl_set_error("host list \"%s\": an empty host name", hostlist);
+            fl_set_error_code(FL_INVALID_ARGUMENT, "host list \"%s\": an empty host name", hostlist);
             fl_hostlist_free(out.names, out.count);
             return -1;
         }

@@ -21,13 +21,14 @@ fl_replica_device_setter *fl_replica_device_setter_new(const fl_cluster *cluster
                                                        fl_ps_strategy strategy)
 {
     if (!cluster) {
-        fl_set_error("fl_replica_device_setter_new: the cluster is NULL");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_replica_device_setter_new: the cluster is NULL");
         return NULL;
     }
     if (strategy != FL_PS_ROUND_ROBIN && strategy != FL_PS_GREEDY_BY_BYTES) {
-        fl_set_error("fl_replica_device_setter_new: strategy %d is neither FL_PS_ROUND_ROBIN (0) nor "
-                     "FL_PS_GREEDY_BY_BYTES (1)",
-                     (int)strategy);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "fl_replica_device_setter_new: strategy %d is neither FL_PS_ROUND_ROBIN (0) nor "
+                          "FL_PS_GREEDY_BY_BYTES (1)",
+                          (int)strategy);
         return NULL;
     }
     char device[FL_DEVICE_LEN];
@@ -96,7 +97,7 @@ static const char *place(const fl_node *node, void *user)
 int fl_replica_device_setter_push(fl_graph *g, fl_replica_device_setter *s)
 {
     if (!g) {
-        fl_set_error("fl_replica_device_setter_push: the graph is NULL");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_replica_device_setter_push: the graph is NULL");
         return -1;
     }
     if (!s) {
@@ -117,8 +118,8 @@ int fl_replica_device_setter_ps_bytes(const fl_replica_device_setter *s, int ps_
                                       int *variables)
 {
     if (!s || ps_task < 0 || ps_task >= s->num_ps) {
-        fl_set_error("fl_replica_device_setter_ps_bytes: no ps task %d; the cluster has %d", ps_task,
-                     s ? s->num_ps : 0);
+        fl_set_error_code(FL_NOT_FOUND, "fl_replica_device_setter_ps_bytes: no ps task %d; the cluster has %d", ps_task,
+                          s ? s->num_ps : 0);
         return -1;
     }
     if (bytes)

@@ -250,7 +250,6 @@ const fl_backend fl_remote_backend = {
     .release = remote_release,
     .copy_in = remote_copy_in,
     .copy_out = remote_copy_out,
-    .host_memory = remote_host_memory,
     .has_kernel = remote_has_kernel,
     .run = remote_run,
     .wait = remote_wait,
@@ -266,4 +265,5 @@ const fl_backend fl_remote_backend = {
         .read = remote_read,
         .write = remote_write,
     },
+    .host_memory = {.address_of = remote_host_memory},
 };

@@ -59,8 +59,8 @@ static int resolve(const fl_connect_options *o, struct addrinfo **out)
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     int rc = getaddrinfo(o->host, port, &hints, out);
     if (rc != 0) {
-        fl_set_error("%s at %s:%d: cannot resolve \"%s\": %s (check the cluster spec's host names)", o->who,
-                     o->host, o->port, o->host, gai_strerror(rc));
+        fl_set_error_code(FL_UNAVAILABLE, "%s at %s:%d: cannot resolve \"%s\": %s (check the cluster spec's host "
+                          "names)", o->who, o->host, o->port, o->host, gai_strerror(rc));
         return -1;
     }
     return 0;
@@ -97,8 +97,8 @@ int fl_connect_with_retry(const fl_connect_options *o)
         fl_sleep_s(pause < left ? pause : left);
     }
     freeaddrinfo(addresses);
-    fl_set_error("%s at %s:%d did not answer for %g s (%s); is the task running, and is its address in the "
-                 "cluster spec right?",
-                 o->who, o->host, o->port, o->deadline_s, strerror(why));
+    fl_set_error_code(FL_UNAVAILABLE, "%s at %s:%d did not answer for %g s (%s); is the task running, and is its "
+                      "address in the cluster spec right?",
+                      o->who, o->host, o->port, o->deadline_s, strerror(why));
     return -1;
 }

@@ -41,6 +41,7 @@ struct fl_ps_client {
     uint32_t next_id, completed;
     uint32_t error_id;         /* the first request that failed, 0: none */
     char error[FL_WIRE_ERROR_LEN + 64];
+    fl_error_code error_code;  /* error's, for fl_last_error_code */
     bool broken, closing;
     char broken_why[FL_WIRE_ERROR_LEN + 64];
     uint64_t sent, received;
@@ -62,12 +63,27 @@ static void mark_broken(fl_ps_client *c, const char *why)
 }
 
 /* Records the first failed request's message, for whoever waits for it. */
-static void note_error(fl_ps_client *c, uint32_t id, const char *fmt, const char *detail)
+static void note_error(fl_ps_client *c, uint32_t id, fl_error_code code, const char *fmt, const char *detail)
 {
     if (c->error_id)
         return;
     c->error_id = id;
+    c->error_code = code;
     snprintf(c->error, sizeof c->error, fmt, c->who, detail);
+}
+
+/* What a ps's refusal (an ERROR frame's code) means to the caller. */
+static fl_error_code refusal_code(fl_wire_error_code code)
+{
+    switch (code) {
+    case FL_WIRE_E_BAD_FRAME: return FL_DATA_LOSS;
+    case FL_WIRE_E_OUT_OF_ORDER: return FL_FAILED_PRECONDITION;
+    case FL_WIRE_E_UNKNOWN_VARIABLE: return FL_NOT_FOUND;
+    case FL_WIRE_E_MISMATCH: return FL_INVALID_ARGUMENT;
+    case FL_WIRE_E_NOT_INITIALIZED: return FL_FAILED_PRECONDITION;
+    case FL_WIRE_E_INTERNAL: return FL_INTERNAL;
+    }
+    return FL_UNKNOWN;
 }
 
 /* A reply to the oldest pending request: fill its buffer, note an error. */
@@ -75,10 +91,10 @@ static void complete(fl_ps_client *c, const fl_wire_message *m)
 {
     pending_request *p = &c->queue[c->head];
     if (m->type == FL_WIRE_ERROR) {
-        note_error(c, p->id, "%s refused it: %s", m->u.error.message);
+        note_error(c, p->id, refusal_code(m->u.error.code), "%s refused it: %s", m->u.error.message);
     } else if (m->type == FL_WIRE_VALUE) {
         if (m->u.named.tensor.bytes != p->bytes)
-            note_error(c, p->id, "%s sent a value of another size for %s", m->u.named.name);
+            note_error(c, p->id, FL_DATA_LOSS, "%s sent a value of another size for %s", m->u.named.name);
         else if (p->dst && m->u.named.tensor.data != p->dst) /* not received in place */
             fl_wire_tensor_read(&m->u.named.tensor, p->dst);
     } else if (m->type == FL_WIRE_INIT_DONE && p->already) {
@@ -158,7 +174,7 @@ static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, vo
 {
     pthread_mutex_lock(&c->lock);
     if (c->broken) {
-        fl_set_error("%s", c->broken_why);
+        fl_set_error_code(FL_UNAVAILABLE, "%s", c->broken_why);
         pthread_mutex_unlock(&c->lock);
         return 0;
     }
@@ -179,7 +195,7 @@ static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, vo
     pthread_mutex_unlock(&c->lock);
     if (fl_socket_writer_send(c->writer, &c->out) != 0) {
         mark_broken(c, "sending failed");
-        fl_set_error("%s", c->broken_why);
+        fl_set_error_code(FL_UNAVAILABLE, "%s", c->broken_why);
         return 0;
     }
     return id;
@@ -199,7 +215,7 @@ uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_
 {
     uint32_t sent = 0;
     if (encoded != 0)
-        fl_set_error("%s: %s", c->who, c->out.error);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: %s", c->who, c->out.error);
     else
         sent = send_request(c, id, type, dst, bytes, already, name);
     pthread_mutex_unlock(&c->send_lock);
@@ -288,17 +304,17 @@ int fl_ps_client_wait(fl_ps_client *c, uint32_t id)
 {
     pthread_mutex_lock(&c->lock);
     if (!wait_with_deadline(c, id)) {
-        fl_set_error("%s", c->broken_why);
+        fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s", c->broken_why);
         pthread_mutex_unlock(&c->lock);
         return -1;
     }
     int rc = 0;
     if (c->error_id && c->error_id <= id) { /* reported once, to the first who waits past it */
-        fl_set_error("%s", c->error);
+        fl_set_error_code(c->error_code, "%s", c->error);
         c->error_id = 0;
         rc = -1;
     } else if (c->completed < id) {
-        fl_set_error("%s", c->broken_why);
+        fl_set_error_code(FL_UNAVAILABLE, "%s", c->broken_why);
         rc = -1;
     }
     pthread_mutex_unlock(&c->lock);
@@ -333,7 +349,8 @@ static int say_hello(fl_ps_client *c, const char *my_job, int my_task)
         rc = -2;
     }
     if (rc != 0)
-        fl_set_error("%s did not accept /job:%s/task:%d: %s", c->who, my_job, my_task, why);
+        fl_set_error_code(rc == -2 ? FL_FAILED_PRECONDITION : FL_UNAVAILABLE, "%s did not accept /job:%s/task:%d: %s",
+                          c->who, my_job, my_task, why);
     free(m);
     fl_wire_buf_free(&reply);
     return rc;

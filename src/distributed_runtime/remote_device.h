@@ -1,6 +1,7 @@
 /* remote_device.h: the devices of other tasks ("/job:ps/task:0/cpu:0"): one
  * per task and cluster, connected on first use and kept by the cluster (its
- * runtime state, freed with it), behind the remote backend (backend_remote.c). */
+ * runtime state, freed with it: cluster_connections.c), behind the remote
+ * backend (backend_remote.c). */
 #ifndef FLOWLAB_DIST_REMOTE_DEVICE_H
 #define FLOWLAB_DIST_REMOTE_DEVICE_H
 

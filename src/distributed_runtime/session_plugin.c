@@ -20,11 +20,8 @@ static fl_device *resolve_device(void *state, const char *device, bool *is_local
     if (fl_parse_device(device, &d, NULL, 0) != 0)
         return NULL;
     fl_device *remote = fl_remote_device(c, d.job, d.task);
-    if (!remote) {
-        char why[FL_ERROR_LEN];
-        snprintf(why, sizeof why, "%s", fl_last_error());
-        fl_set_error("cannot reach %s: %s", device, why);
-    }
+    if (!remote)
+        fl_prefix_error("cannot reach %s: ", device); /* keeps UNAVAILABLE */
     return remote;
 }
 

@@ -120,7 +120,7 @@ static int broadcast_int(arith op, const int32_t *a, int64_t na, const int32_t *
 {
     for (int64_t i = 0; i < count; i++)
         if (apply_int(op, a[i % na], b[i % nb], &o[i]) != 0) {
-            fl_set_error("integer division by zero at element %lld", (long long)i);
+            fl_set_error_code(FL_INVALID_ARGUMENT, "integer division by zero at element %lld", (long long)i);
             return -1;
         }
     return 0;

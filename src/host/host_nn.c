@@ -114,7 +114,7 @@ static int check_label(int32_t label, int classes, int64_t row)
 {
     if (label >= 0 && label < classes)
         return 0;
-    fl_set_error("label %d in row %lld is outside [0, %d)", label, (long long)row, classes);
+    fl_set_error_code(FL_INVALID_ARGUMENT, "label %d in row %lld is outside [0, %d)", label, (long long)row, classes);
     return -1;
 }
 

@@ -47,7 +47,7 @@ static const char *describe_tensor(const reader *r, char *buf, size_t len)
 static int fail_truncated(const reader *r)
 {
     char what[FL_ERROR_LEN];
-    fl_set_error("%s: file is truncated in %s", r->path, describe_tensor(r, what, sizeof what));
+    fl_set_error_code(FL_DATA_LOSS, "%s: file is truncated in %s", r->path, describe_tensor(r, what, sizeof what));
     return -1;
 }
 
@@ -90,9 +90,9 @@ static int get_crc(reader *r, const char *what)
         return -1;
     if (stored == actual)
         return 0;
-    fl_set_error("%s: %s is corrupted (CRC 0x%08x, expected 0x%08x): a byte changed after it "
-                 "was written; restore an earlier checkpoint",
-                 r->path, what, (unsigned)actual, (unsigned)stored);
+    fl_set_error_code(FL_DATA_LOSS, "%s: %s is corrupted (CRC 0x%08x, expected 0x%08x): a byte changed after it "
+                      "was written; restore an earlier checkpoint",
+                      r->path, what, (unsigned)actual, (unsigned)stored);
     return -1;
 }
 
@@ -102,13 +102,13 @@ static char *get_name(reader *r)
     if (get_u32(r, &len) != 0)
         return NULL;
     if (len == 0) {
-        fl_set_error("%s: tensor %d of %d has an empty name", r->path, r->index + 1, r->count);
+        fl_set_error_code(FL_DATA_LOSS, "%s: tensor %d of %d has an empty name", r->path, r->index + 1, r->count);
         return NULL;
     }
     if (len > r->left) {
-        fl_set_error("%s: tensor %d of %d claims a %u-byte name but only %llu bytes are left "
-                     "(truncated or corrupted file)",
-                     r->path, r->index + 1, r->count, (unsigned)len, (unsigned long long)r->left);
+        fl_set_error_code(FL_DATA_LOSS, "%s: tensor %d of %d claims a %u-byte name but only %llu bytes are left "
+                          "(truncated or corrupted file)",
+                          r->path, r->index + 1, r->count, (unsigned)len, (unsigned long long)r->left);
         return NULL;
     }
     char *name = fl_xmalloc((size_t)len + 1);
@@ -118,8 +118,8 @@ static char *get_name(reader *r)
     }
     name[len] = '\0';
     if (strlen(name) != len) {
-        fl_set_error("%s: tensor %d of %d has a NUL byte in its name", r->path, r->index + 1,
-                     r->count);
+        fl_set_error_code(FL_DATA_LOSS, "%s: tensor %d of %d has a NUL byte in its name", r->path, r->index + 1,
+                          r->count);
         free(name);
         return NULL;
     }
@@ -132,8 +132,8 @@ static int get_dtype(reader *r, fl_dtype *dtype)
     if (get_u32(r, &code) != 0)
         return -1;
     if (code != FILE_DTYPE_FLOAT32 && code != FILE_DTYPE_INT32) {
-        fl_set_error("%s: tensor '%s' has unknown dtype code %u", r->path, r->name,
-                     (unsigned)code);
+        fl_set_error_code(FL_DATA_LOSS, "%s: tensor '%s' has unknown dtype code %u", r->path, r->name,
+                          (unsigned)code);
         return -1;
     }
     *dtype = code == FILE_DTYPE_INT32 ? FL_INT32 : FL_FLOAT32;
@@ -146,8 +146,8 @@ static int get_shape(reader *r, fl_shape *shape)
     if (get_u32(r, &rank) != 0)
         return -1;
     if (rank > FL_MAX_RANK) {
-        fl_set_error("%s: tensor '%s' has rank %u (at most %d)", r->path, r->name,
-                     (unsigned)rank, FL_MAX_RANK);
+        fl_set_error_code(FL_DATA_LOSS, "%s: tensor '%s' has rank %u (at most %d)", r->path, r->name,
+                          (unsigned)rank, FL_MAX_RANK);
         return -1;
     }
     shape->rank = (int)rank;
@@ -157,8 +157,8 @@ static int get_shape(reader *r, fl_shape *shape)
             return -1;
         shape->dims[i] = (int32_t)dim;
         if (shape->dims[i] < 0) {
-            fl_set_error("%s: tensor '%s' has negative dimension %d", r->path, r->name,
-                         shape->dims[i]);
+            fl_set_error_code(FL_DATA_LOSS, "%s: tensor '%s' has negative dimension %d", r->path, r->name,
+                              shape->dims[i]);
             return -1;
         }
     }
@@ -173,14 +173,14 @@ static int get_payload_bytes(reader *r, fl_dtype dtype, fl_shape shape, uint64_t
     uint64_t expected;
     char text[64];
     if (!fl_checkpoint_payload_bytes(shape, &expected)) {
-        fl_set_error("%s: tensor '%s' has shape %s, too large to be real (corrupted file)",
-                     r->path, r->name, fl_shape_format(shape, text, sizeof text));
+        fl_set_error_code(FL_DATA_LOSS, "%s: tensor '%s' has shape %s, too large to be real (corrupted file)",
+                          r->path, r->name, fl_shape_format(shape, text, sizeof text));
         return -1;
     }
     if (*bytes != expected) {
-        fl_set_error("%s: tensor '%s' stores %llu payload bytes but %s %s needs %llu", r->path,
-                     r->name, (unsigned long long)*bytes, fl_dtype_name(dtype),
-                     fl_shape_format(shape, text, sizeof text), (unsigned long long)expected);
+        fl_set_error_code(FL_DATA_LOSS, "%s: tensor '%s' stores %llu payload bytes but %s %s needs %llu", r->path,
+                          r->name, (unsigned long long)*bytes, fl_dtype_name(dtype),
+                          fl_shape_format(shape, text, sizeof text), (unsigned long long)expected);
         return -1;
     }
     return 0;
@@ -242,11 +242,11 @@ static int check_version(const reader *r, uint32_t version)
 {
     if (version == CHECKPOINT_VERSION)
         return 0;
-    fl_set_error("%s: checkpoint format version %u is not supported (this build reads %u)%s",
-                 r->path, (unsigned)version, CHECKPOINT_VERSION,
-                 version < CHECKPOINT_VERSION
-                     ? "; it was written by an older flowlab: train again to save a new one"
-                     : "");
+    fl_set_error_code(FL_UNIMPLEMENTED, "%s: checkpoint format version %u is not supported (this build reads %u)%s",
+                      r->path, (unsigned)version, CHECKPOINT_VERSION,
+                      version < CHECKPOINT_VERSION
+                          ? "; it was written by an older flowlab: train again to save a new one"
+                          : "");
     return -1;
 }
 
@@ -256,21 +256,21 @@ static int get_header(reader *r)
     unsigned char magic[sizeof fl_checkpoint_magic];
     uint32_t version, count;
     if (r->left < HEADER_BYTES) {
-        fl_set_error("%s: not a flowlab checkpoint (%llu bytes, too short for the header)",
-                     r->path, (unsigned long long)r->left);
+        fl_set_error_code(FL_DATA_LOSS, "%s: not a flowlab checkpoint (%llu bytes, too short for the header)",
+                          r->path, (unsigned long long)r->left);
         return -1;
     }
     if (get_bytes(r, magic, sizeof magic) != 0 || get_u32(r, &version) != 0 ||
         get_u32(r, &count) != 0)
         return -1;
     if (memcmp(magic, fl_checkpoint_magic, sizeof magic) != 0) {
-        fl_set_error("%s: not a flowlab checkpoint (bad magic)", r->path);
+        fl_set_error_code(FL_DATA_LOSS, "%s: not a flowlab checkpoint (bad magic)", r->path);
         return -1;
     }
     if (check_version(r, version) != 0 || get_crc(r, "the header") != 0)
         return -1;
     if (count > INT_MAX) {
-        fl_set_error("%s: header claims %u tensors (corrupted file)", r->path, (unsigned)count);
+        fl_set_error_code(FL_DATA_LOSS, "%s: header claims %u tensors (corrupted file)", r->path, (unsigned)count);
         return -1;
     }
     return (int)count;
@@ -288,8 +288,8 @@ static int read_tensors(reader *r, fl_named_tensor *tensors, int capacity, int *
             return -1;
     }
     if (r->left != 0) {
-        fl_set_error("%s: %llu unexpected bytes after the last tensor", r->path,
-                     (unsigned long long)r->left);
+        fl_set_error_code(FL_DATA_LOSS, "%s: %llu unexpected bytes after the last tensor", r->path,
+                          (unsigned long long)r->left);
         return -1;
     }
     return fl_checkpoint_check_unique_names(r->path, tensors, r->count);
@@ -324,19 +324,19 @@ static int read_opened(reader *r, fl_named_tensor **out, int *n)
 int fl_checkpoint_read(const char *path, fl_named_tensor **out, int *n)
 {
     if (!path || !out || !n) {
-        fl_set_error("fl_checkpoint_read: path, out and n must not be NULL");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_checkpoint_read: path, out and n must not be NULL");
         return -1;
     }
     *out = NULL;
     *n = 0;
     FILE *file = fopen(path, "rb");
     if (!file) {
-        fl_set_error("%s: cannot open checkpoint: %s", path, strerror(errno));
+        fl_set_error_code(fl_errno_code(errno), "%s: cannot open checkpoint: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fileno(file), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fl_set_error("%s: not a regular file", path);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: not a regular file", path);
         fclose(file);
         return -1;
     }

@@ -102,20 +102,20 @@ static void put_checkpoint(writer *w, const fl_named_tensor *tensors, int n)
 static int check_tensor(const char *path, const fl_named_tensor *nt, int index)
 {
     if (!nt->name || !nt->name[0]) {
-        fl_set_error("%s: tensor %d has no name", path, index);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: tensor %d has no name", path, index);
         return -1;
     }
     if (strlen(nt->name) > UINT32_MAX) {
-        fl_set_error("%s: tensor %d has a name too long to store", path, index);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: tensor %d has a name too long to store", path, index);
         return -1;
     }
     const fl_tensor *t = nt->tensor;
     if (!t) {
-        fl_set_error("%s: tensor '%s' is NULL", path, nt->name);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: tensor '%s' is NULL", path, nt->name);
         return -1;
     }
     if (t->dtype != FL_FLOAT32 && t->dtype != FL_INT32) {
-        fl_set_error("%s: tensor '%s' has unknown dtype %d", path, nt->name, (int)t->dtype);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: tensor '%s' has unknown dtype %d", path, nt->name, (int)t->dtype);
         return -1;
     }
     char shape[64];
@@ -124,12 +124,13 @@ static int check_tensor(const char *path, const fl_named_tensor *nt, int index)
     if (t->shape.rank < 0 || t->shape.rank > FL_MAX_RANK ||
         !fl_checkpoint_payload_bytes(t->shape, &bytes) || !fl_shape_known(t->shape) ||
         bytes > SIZE_MAX) {
-        fl_set_error("%s: tensor '%s' has shape %s; a checkpoint needs a known shape of rank 0 to %d",
-                     path, nt->name, fl_shape_format(t->shape, shape, sizeof shape), FL_MAX_RANK);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s: tensor '%s' has shape %s; a checkpoint needs a known shape of rank 0 to %d",
+                          path, nt->name, fl_shape_format(t->shape, shape, sizeof shape), FL_MAX_RANK);
         return -1;
     }
     if (bytes > 0 && !t->data) {
-        fl_set_error("%s: tensor '%s' has no data", path, nt->name);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: tensor '%s' has no data", path, nt->name);
         return -1;
     }
     return 0;
@@ -138,8 +139,8 @@ static int check_tensor(const char *path, const fl_named_tensor *nt, int index)
 static int check_tensors(const char *path, const fl_named_tensor *tensors, int n)
 {
     if (n < 0 || (n > 0 && !tensors)) {
-        fl_set_error("%s: fl_checkpoint_write needs n >= 0 tensors (got %d%s)", path, n,
-                     tensors ? "" : ", tensors NULL");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: fl_checkpoint_write needs n >= 0 tensors (got %d%s)", path, n,
+                          tensors ? "" : ", tensors NULL");
         return -1;
     }
     for (int i = 0; i < n; i++)
@@ -157,7 +158,7 @@ static int write_temp_file(const char *path, const char *temp,
 {
     FILE *file = fopen(temp, "wb");
     if (!file) {
-        fl_set_error("%s: cannot create temporary file %s: %s", path, temp, strerror(errno));
+        fl_set_error_code(fl_errno_code(errno), "%s: cannot create temporary file %s: %s", path, temp, strerror(errno));
         return -1;
     }
     writer w = {file, 0, 0};
@@ -169,7 +170,7 @@ static int write_temp_file(const char *path, const char *temp,
     if (fclose(file) != 0 && !w.error)
         w.error = errno;
     if (w.error) {
-        fl_set_error("%s: writing %s failed: %s", path, temp, strerror(w.error));
+        fl_set_error_code(fl_errno_code(w.error), "%s: writing %s failed: %s", path, temp, strerror(w.error));
         return -1;
     }
     return 0;
@@ -207,7 +208,7 @@ static void discard_temp(char *temp)
 int fl_checkpoint_write(const char *path, const fl_named_tensor *tensors, int n)
 {
     if (!path || !path[0]) {
-        fl_set_error("fl_checkpoint_write: no path given");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_checkpoint_write: no path given");
         return -1;
     }
     if (check_tensors(path, tensors, n) != 0)
@@ -221,7 +222,7 @@ int fl_checkpoint_write(const char *path, const fl_named_tensor *tensors, int n)
     /* rename() replaces path atomically: a reader sees the old checkpoint
      * or the new one, never a mixture, even if we crash right here. */
     if (rename(temp, path) != 0) {
-        fl_set_error("%s: cannot rename %s over it: %s", path, temp, strerror(errno));
+        fl_set_error_code(fl_errno_code(errno), "%s: cannot rename %s over it: %s", path, temp, strerror(errno));
         discard_temp(temp);
         return -1;
     }

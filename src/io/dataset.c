@@ -171,45 +171,47 @@ static int check_arguments(const fl_tensor *images, const fl_tensor *labels,
 {
     char ibuf[64], lbuf[64];
     if (!images || !labels || !options) {
-        fl_set_error("fl_dataset_new: images, labels and options must all be given");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_dataset_new: images, labels and options must all be given");
         return -1;
     }
     if (options->batch_size < 1) {
-        fl_set_error("fl_dataset_new: batch_size is %d; it must be at least 1",
-                     options->batch_size);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_dataset_new: batch_size is %d; it must be at least 1",
+                          options->batch_size);
         return -1;
     }
     if (options->prefetch < 0) {
-        fl_set_error("fl_dataset_new: prefetch is %d; use 0 for none or a count of batches",
-                     options->prefetch);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_dataset_new: prefetch is %d; use 0 for none or a count of batches",
+                          options->prefetch);
         return -1;
     }
     if (images->shape.rank < 1 || !fl_shape_known(images->shape)) {
-        fl_set_error("fl_dataset_new: images shape %s needs a known first axis of examples",
-                     fl_shape_format(images->shape, ibuf, sizeof ibuf));
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_dataset_new: images shape %s needs a known first axis of examples",
+                          fl_shape_format(images->shape, ibuf, sizeof ibuf));
         return -1;
     }
     if (labels->shape.rank != 1 || !fl_shape_known(labels->shape)) {
-        fl_set_error("fl_dataset_new: labels must be rank 1 [N], one class per example; got %s",
-                     fl_shape_format(labels->shape, lbuf, sizeof lbuf));
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "fl_dataset_new: labels must be rank 1 [N], one class per example; got %s",
+                          fl_shape_format(labels->shape, lbuf, sizeof lbuf));
         return -1;
     }
     if (!same_first_axis(images, labels)) {
-        fl_set_error("fl_dataset_new: images %s has %d examples but labels %s has %d; the first "
-                     "axis is the example and must agree",
-                     fl_shape_format(images->shape, ibuf, sizeof ibuf), images->shape.dims[0],
-                     fl_shape_format(labels->shape, lbuf, sizeof lbuf), labels->shape.dims[0]);
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "fl_dataset_new: images %s has %d examples but labels %s has %d; the first "
+                          "axis is the example and must agree",
+                          fl_shape_format(images->shape, ibuf, sizeof ibuf), images->shape.dims[0],
+                          fl_shape_format(labels->shape, lbuf, sizeof lbuf), labels->shape.dims[0]);
         return -1;
     }
     if (images->shape.dims[0] == 0) {
-        fl_set_error("fl_dataset_new: there are no examples to make batches from");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_dataset_new: there are no examples to make batches from");
         return -1;
     }
     /* Otherwise a dataset that repeats forever would loop without a batch. */
     if (options->drop_remainder && options->batch_size > images->shape.dims[0]) {
-        fl_set_error("fl_dataset_new: batch_size %d is more than the %d examples and "
-                     "drop_remainder is set, so there would be no batch; lower batch_size",
-                     options->batch_size, images->shape.dims[0]);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_dataset_new: batch_size %d is more than the %d examples and "
+                          "drop_remainder is set, so there would be no batch; lower batch_size",
+                          options->batch_size, images->shape.dims[0]);
         return -1;
     }
     return 0;
@@ -250,7 +252,7 @@ static int start_prefetch(fl_dataset *ds)
     pthread_cond_init(&ds->batch_ready, NULL);
     pthread_cond_init(&ds->slot_free, NULL);
     if (pthread_create(&ds->thread, NULL, prefetch_main, ds) != 0) {
-        fl_set_error("fl_dataset_new: cannot start the prefetch thread; try prefetch 0");
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "fl_dataset_new: cannot start the prefetch thread; try prefetch 0");
         return -1;
     }
     ds->threaded = true;
@@ -321,7 +323,7 @@ int fl_dataset_next(fl_dataset *ds, const fl_tensor **images, const fl_tensor **
     if (labels)
         *labels = NULL;
     if (!ds || !images || !labels) {
-        fl_set_error("fl_dataset_next: the dataset, images and labels must all be given");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_dataset_next: the dataset, images and labels must all be given");
         return -1;
     }
     batch_slot *slot = NULL;

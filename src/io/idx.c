@@ -63,10 +63,10 @@ static void set_read_error(const char *path, gzFile file)
     gzerror(file, &errnum);
     /* Z_ERRNO is the system refusing (a directory, an I/O error), not bad data. */
     if (errnum == Z_ERRNO)
-        fl_set_error("%s: cannot read: %s", path, zlib_reason(path, file));
+        fl_set_error_code(fl_errno_code(errno), "%s: cannot read: %s", path, zlib_reason(path, file));
     else
-        fl_set_error("%s: cannot read: %s; the file may be damaged, fetch it again", path,
-                     zlib_reason(path, file));
+        fl_set_error_code(FL_DATA_LOSS, "%s: cannot read: %s; the file may be damaged, fetch it again", path,
+                          zlib_reason(path, file));
 }
 
 static gzFile open_idx(const char *path)
@@ -78,9 +78,9 @@ static gzFile open_idx(const char *path)
         return file;
     }
     if (errno == ENOENT)
-        fl_set_error("%s: no such file; " INSTALL_HINT, path);
+        fl_set_error_code(FL_NOT_FOUND, "%s: no such file; " INSTALL_HINT, path);
     else
-        fl_set_error("%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+        fl_set_error_code(fl_errno_code(errno), "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
     return NULL;
 }
 
@@ -101,26 +101,27 @@ static int check_magic(const char *path, uint32_t magic, int want_rank)
     if (magic >> 16 != 0) {
         const char *hint = magic >> 16 == 0x1f8b ? "it is gzip-compressed twice; gunzip it once"
                                                  : "is it an MNIST-format file?";
-        fl_set_error("%s: not an IDX file (magic 0x%08x, expected %s); %s", path, magic,
-                     expected_magic_text(want_rank), hint);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: not an IDX file (magic 0x%08x, expected %s); %s", path, magic,
+                          expected_magic_text(want_rank), hint);
         return -1;
     }
     if (type != IDX_UNSIGNED_BYTE) {
-        fl_set_error("%s: IDX data type 0x%02x (magic 0x%08x) is not unsigned bytes (0x08); "
-                     "flowlab reads only byte IDX files such as MNIST's",
-                     path, type, magic);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: IDX data type 0x%02x (magic 0x%08x) is not unsigned bytes (0x08); "
+                          "flowlab reads only byte IDX files such as MNIST's",
+                          path, type, magic);
         return -1;
     }
     if (want_rank != 0 && rank != want_rank) {
-        fl_set_error("%s: IDX file of rank %d (magic 0x%08x, expected %s); are the images and "
-                     "labels files swapped?",
-                     path, rank, magic, expected_magic_text(want_rank));
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s: IDX file of rank %d (magic 0x%08x, expected %s); are the images and "
+                          "labels files swapped?",
+                          path, rank, magic, expected_magic_text(want_rank));
         return -1;
     }
     if (rank != 1 && rank != 3) {
-        fl_set_error("%s: IDX file of rank %d (magic 0x%08x, expected %s); flowlab reads "
-                     "labels (rank 1) and images (rank 3)",
-                     path, rank, magic, expected_magic_text(want_rank));
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: IDX file of rank %d (magic 0x%08x, expected %s); flowlab reads "
+                          "labels (rank 1) and images (rank 3)",
+                          path, rank, magic, expected_magic_text(want_rank));
         return -1;
     }
     return rank;
@@ -137,9 +138,9 @@ static int read_header(const char *path, gzFile file, int want_rank, fl_shape *s
         return -1;
     }
     if (got < 4) {
-        fl_set_error("%s: not an IDX file (only %lld bytes, too short for the 4-byte magic); "
-                     "is it an MNIST-format file?",
-                     path, (long long)got);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: not an IDX file (only %lld bytes, too short for the 4-byte magic); "
+                          "is it an MNIST-format file?",
+                          path, (long long)got);
         return -1;
     }
     int rank = check_magic(path, big_endian_u32(header), want_rank);
@@ -153,9 +154,9 @@ static int read_header(const char *path, gzFile file, int want_rank, fl_shape *s
         return -1;
     }
     if (got < 4 * rank) {
-        fl_set_error("%s: truncated: the header ends after %lld of its %d bytes; the file is "
-                     "incomplete, fetch it again",
-                     path, (long long)(4 + got), header_bytes);
+        fl_set_error_code(FL_DATA_LOSS, "%s: truncated: the header ends after %lld of its %d bytes; the file is "
+                          "incomplete, fetch it again",
+                          path, (long long)(4 + got), header_bytes);
         return -1;
     }
 
@@ -164,15 +165,16 @@ static int read_header(const char *path, gzFile file, int want_rank, fl_shape *s
     for (int i = 0; i < rank; i++) {
         uint32_t size = big_endian_u32(header + 4 + 4 * i);
         if (size > INT_MAX) {
-            fl_set_error("%s: dimension %d of the header is %u, beyond flowlab's limit of %d; "
-                         "the header is probably damaged",
-                         path, i, size, INT_MAX);
+            fl_set_error_code(FL_INVALID_ARGUMENT,
+                              "%s: dimension %d of the header is %u, beyond flowlab's limit of %d; "
+                              "the header is probably damaged",
+                              path, i, size, INT_MAX);
             return -1;
         }
         if (size != 0 && total > MAX_PAYLOAD_BYTES / size) {
-            fl_set_error("%s: the header describes more than %llu bytes of data; "
-                         "the header is probably damaged",
-                         path, (unsigned long long)MAX_PAYLOAD_BYTES);
+            fl_set_error_code(FL_INVALID_ARGUMENT, "%s: the header describes more than %llu bytes of data; "
+                              "the header is probably damaged",
+                              path, (unsigned long long)MAX_PAYLOAD_BYTES);
             return -1;
         }
         total *= size;
@@ -200,10 +202,10 @@ static void set_truncated_error(const char *path, fl_shape shape, uint64_t have)
     char described[96];
     /* item_bytes is 0 only for 0x0 images; then no byte can be missing. */
     int64_t whole_items = item_bytes ? (int64_t)(have / item_bytes) : 0;
-    fl_set_error("%s: truncated: header says %s but the file ends after %lld of them; the file "
-                 "is incomplete, fetch it again",
-                 path, describe_items(shape, shape.dims[0], described, sizeof described),
-                 (long long)whole_items);
+    fl_set_error_code(FL_DATA_LOSS, "%s: truncated: header says %s but the file ends after %lld of them; the file "
+                      "is incomplete, fetch it again",
+                      path, describe_items(shape, shape.dims[0], described, sizeof described),
+                      (long long)whole_items);
 }
 
 /* Reads exactly `expected` bytes; *out is malloc'd. */
@@ -249,15 +251,16 @@ static int check_end(const char *path, gzFile file, fl_shape shape)
     }
     if (got > 0) {
         char described[96];
-        fl_set_error("%s: more bytes follow the %s its header describes; is it the right file?",
-                     path, describe_items(shape, shape.dims[0], described, sizeof described));
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s: more bytes follow the %s its header describes; is it the right file?",
+                          path, describe_items(shape, shape.dims[0], described, sizeof described));
         return -1;
     }
     int errnum = Z_OK;
     gzerror(file, &errnum);
     if (errnum != Z_OK) {
-        fl_set_error("%s: the compressed data ends early (%s); fetch the file again", path,
-                     zlib_reason(path, file));
+        fl_set_error_code(FL_DATA_LOSS, "%s: the compressed data ends early (%s); fetch the file again", path,
+                          zlib_reason(path, file));
         return -1;
     }
     return 0;
@@ -289,7 +292,7 @@ static int idx_read(const char *path, int want_rank, fl_shape *shape, uint8_t **
 int fl_idx_read(const char *path, fl_shape *shape, uint8_t **bytes)
 {
     if (!path || !shape || !bytes) {
-        fl_set_error("fl_idx_read: path, shape and bytes must all be given");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_idx_read: path, shape and bytes must all be given");
         return -1;
     }
     *bytes = NULL;
@@ -354,9 +357,9 @@ static int load_split(const char *image_path, const char *label_path, fl_tensor 
     }
     int status = 0;
     if (image_shape.dims[0] != label_shape.dims[0]) {
-        fl_set_error("%s has %d images but %s has %d labels; both files must come from the "
-                     "same split",
-                     image_path, image_shape.dims[0], label_path, label_shape.dims[0]);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s has %d images but %s has %d labels; both files must come from the "
+                          "same split",
+                          image_path, image_shape.dims[0], label_path, label_shape.dims[0]);
         status = -1;
     } else {
         *images = images_from_bytes(image_shape, image_bytes);
@@ -371,13 +374,13 @@ int fl_mnist_load(const char *data_dir, const char *split, fl_tensor **images,
                   fl_tensor **labels)
 {
     if (!images || !labels) {
-        fl_set_error("fl_mnist_load: images and labels must both be given");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_mnist_load: images and labels must both be given");
         return -1;
     }
     *images = NULL;
     *labels = NULL;
     if (!split || !*split) {
-        fl_set_error("fl_mnist_load: no split given; use \"train\" or \"t10k\"");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_mnist_load: no split given; use \"train\" or \"t10k\"");
         return -1;
     }
     const char *dir = data_dir && *data_dir ? data_dir : FL_DEFAULT_DATA_DIR;

@@ -43,9 +43,7 @@ static fl_tensor *copy_out_variable(fl_session *s, const fl_node *var)
     fl_clear_error();
     /* A variable another task holds is read there: the session's buffer
      * only mirrors the last value read, and optimizer slots are never read. */
-    int rc = d->backend->variables.read
-                 ? d->backend->variables.read(d->impl, var->name, t->data, fl_tensor_bytes(t))
-                 : d->backend->copy_out(d->impl, t->data, slot->value.data, fl_tensor_bytes(t));
+    int rc = fl_device_read_variable(d, var->name, t->data, slot->value.data, fl_tensor_bytes(t));
     if (rc != 0 || d->backend->wait(d->impl) != 0) {
         fl_session_fail(s, "saving %s: copying it from %s failed: %s", var->name, d->name,
                         fl_last_error());
@@ -83,10 +81,10 @@ static int ensure_directory(fl_session *s, const char *dir)
 {
     struct stat st;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return fl_session_fail(s, "%s: cannot create the checkpoint directory: %s", dir,
-                               strerror(errno));
+        return fl_session_fail_code(s, fl_errno_code(errno), "%s: cannot create the checkpoint directory: %s",
+                                    dir, strerror(errno));
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return fl_session_fail(s, "%s: exists and is not a directory", dir);
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: exists and is not a directory", dir);
     return 0;
 }
 
@@ -168,7 +166,7 @@ static int write_state_file(fl_session *s, const char *dir, char names[][NAME_LE
         err = errno;
     if (err) {
         unlink(temp);
-        fl_session_fail(s, "%s: cannot write it: %s", path, strerror(err));
+        fl_session_fail_code(s, fl_errno_code(err), "%s: cannot write it: %s", path, strerror(err));
     }
     free(temp);
     free(path);
@@ -205,10 +203,10 @@ static int record_checkpoint(fl_session *s, const char *dir, const char *name)
 int fl_session_save(fl_session *s, const char *dir, int64_t step)
 {
     if (!s || !dir || !dir[0])
-        return s ? fl_session_fail(s, "fl_session_save: no directory given") : -1;
+        return s ? fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_save: no directory given") : -1;
     s->error[0] = '\0';
     if (fl_graph_failed(s->graph))
-        return fl_session_fail(s, "the graph has an error: %s", fl_graph_error(s->graph));
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
     if (ensure_directory(s, dir) != 0)
         return -1;
     fl_remove_stale_temps(dir, is_saver_file);
@@ -218,8 +216,9 @@ int fl_session_save(fl_session *s, const char *dir, int64_t step)
         return -1;
     if (n == 0) {
         fl_checkpoint_free(tensors, 0);
-        return fl_session_fail(s, "%s: nothing to save: no variable is initialized in this session "
-                                  "(run fl_global_variables_initializer() first)", dir);
+        return fl_session_fail_code(s, FL_FAILED_PRECONDITION,
+                                    "%s: nothing to save: no variable is initialized in this session "
+                                    "(run fl_global_variables_initializer() first)", dir);
     }
     char name[NAME_LEN];
     snprintf(name, sizeof name, CKPT_PREFIX "%lld", (long long)step);
@@ -243,7 +242,7 @@ static char *latest_path(fl_session *s, const char *dir, int *rc)
     *rc = 0;
     if (!f) {
         if (errno != ENOENT && errno != ENOTDIR)
-            *rc = fl_session_fail(s, "%s: cannot open: %s", state, strerror(errno));
+            *rc = fl_session_fail_code(s, fl_errno_code(errno), "%s: cannot open: %s", state, strerror(errno));
         free(state);
         return NULL;
     }
@@ -253,7 +252,7 @@ static char *latest_path(fl_session *s, const char *dir, int *rc)
         found = quoted_value(line, "model_checkpoint_path", name, sizeof name);
     fclose(f);
     if (!found) {
-        *rc = fl_session_fail(s, "%s: no model_checkpoint_path line naming the latest checkpoint",
+        *rc = fl_session_fail_code(s, FL_DATA_LOSS, "%s: no model_checkpoint_path line naming the latest checkpoint",
                               state);
         free(state);
         return NULL;
@@ -281,13 +280,14 @@ static int check_variables(fl_session *s, const char *path, fl_node *const *vars
         const fl_node *v = vars[i];
         const fl_tensor *t = find_tensor(tensors, n, v->name);
         if (!t)
-            return fl_session_fail(s, "%s: variable %s is not in the checkpoint (was it saved "
+            return fl_session_fail_code(s, FL_NOT_FOUND, "%s: variable %s is not in the checkpoint (was it saved "
                                       "from the same model?)", path, v->name);
         if (t->dtype != v->dtype || !fl_shape_equal(t->shape, v->attrs.shape))
-            return fl_session_fail(s, "%s: variable %s is %s %s in the graph but %s %s in the "
-                                      "checkpoint", path, v->name, fl_dtype_name(v->dtype),
-                                   fl_shape_format(v->attrs.shape, want, sizeof want),
-                                   fl_dtype_name(t->dtype), fl_shape_format(t->shape, got, sizeof got));
+            return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
+                                        "%s: variable %s is %s %s in the graph but %s %s in the "
+                                        "checkpoint", path, v->name, fl_dtype_name(v->dtype),
+                                        fl_shape_format(v->attrs.shape, want, sizeof want),
+                                        fl_dtype_name(t->dtype), fl_shape_format(t->shape, got, sizeof got));
     }
     return 0;
 }
@@ -302,8 +302,7 @@ static int copy_in_variable(fl_session *s, fl_node *var, const fl_tensor *t)
     fl_device *d = slot->device;
     fl_clear_error();
     /* wait before returning: t is freed once every variable is loaded */
-    int rc = d->backend->variables.write ? d->backend->variables.write(d->impl, var->name, t)
-                                         : d->backend->copy_in(d->impl, slot->buffer, t->data, bytes);
+    int rc = fl_device_write_variable(d, var->name, slot->buffer, t);
     if (rc != 0 || d->backend->wait(d->impl) != 0)
         return fl_session_fail(s, "restoring %s: copying it to %s failed: %s", var->name,
                                d->name, fl_last_error());
@@ -364,10 +363,10 @@ static int restore_previous(fl_session *s, const char *dir, const char *refused)
 int fl_session_restore_latest(fl_session *s, const char *dir)
 {
     if (!s || !dir || !dir[0])
-        return s ? fl_session_fail(s, "fl_session_restore_latest: no directory given") : -1;
+        return s ? fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_restore_latest: no directory given") : -1;
     s->error[0] = '\0';
     if (fl_graph_failed(s->graph))
-        return fl_session_fail(s, "the graph has an error: %s", fl_graph_error(s->graph));
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
     fl_remove_stale_temps(dir, is_saver_file);
     int rc;
     char *path = latest_path(s, dir, &rc);

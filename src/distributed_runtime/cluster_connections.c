@@ -1,8 +1,10 @@
-/* remote_device.c: which remote devices a cluster has opened. A worker
- * reaches each ps task it uses once, on first use, and says goodbye to all
- * of them when it has finished (fl_cluster_say_goodbye), which is how a ps
- * knows it may exit. All of it is the cluster's own state (made on first
- * use, freed with the cluster): two clusters in one process share nothing. */
+/* cluster_connections.c: a cluster's connections to the other tasks, one
+ * remote device each. A worker reaches each ps task it uses once, on first
+ * use (fl_remote_device), connects again to those it lost, between runs
+ * (fl_cluster_reconnect), and says goodbye to all of them when it has
+ * finished (fl_cluster_say_goodbye), which is how a ps knows it may exit.
+ * All of it is the cluster's own state (made on first use, freed with the
+ * cluster): two clusters in one process share nothing. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,20 +48,13 @@ static cluster_connections *connections_of(const fl_cluster *c)
     return fl_cluster_runtime(c, connections_new, connections_free);
 }
 
-static double task_deadline_s(void)
-{
-    const char *text = getenv("FLOWLAB_TASK_DEADLINE");
-    double seconds = text ? atof(text) : 0;
-    return seconds > 0 ? seconds : 120;
-}
-
 static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who,
                                 uint32_t first_id)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s %d", fl_cluster_job_name(c), fl_cluster_task_index(c));
     fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
-                            .port = fl_cluster_task_port(c, job, task), .deadline_s = task_deadline_s(),
+                            .port = fl_cluster_task_port(c, job, task), .deadline_s = fl_task_deadline_s(),
                             .log_prefix = prefix};
     return fl_ps_client_reopen(&o, fl_cluster_job_name(c), fl_cluster_task_index(c), first_id);
 }
@@ -131,7 +126,8 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
     pthread_mutex_lock(&r->lock);
     fl_device *d = find(r, who);
     if (!d && r->count == MAX_REMOTE_TASKS)
-        fl_set_error("%s: this cluster already talks to %d tasks, the most it can", who, MAX_REMOTE_TASKS);
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "%s: this cluster already talks to %d tasks, the most it can", who,
+                          MAX_REMOTE_TASKS);
     if (!d && r->count < MAX_REMOTE_TASKS) {
         fl_ps_client *client = connect_to(c, job, task, who, 0);
         if (client)

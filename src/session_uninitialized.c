@@ -1,4 +1,4 @@
-/* session_ready.c: TensorFlow's report_uninitialized_variables. Which of the
+/* session_uninitialized.c: TensorFlow's report_uninitialized_variables. Which of the
  * graph's variables have no value yet, asking the device that holds each:
  * a variable on a ps task has one once any worker (the chief) gave it one,
  * and this session then counts it as initialised too. A worker that is not
@@ -13,10 +13,7 @@ static int has_value(fl_session *s, fl_node *var)
     if (fl_session_place(s, var) != 0)
         return -1;
     fl_slot *slot = &s->slots[var->id];
-    const fl_backend *b = slot->device->backend;
-    if (!b->variables.has_value)
-        return slot->initialized ? 1 : 0;
-    int has = b->variables.has_value(slot->device->impl, var->name);
+    int has = fl_device_variable_has_value(slot->device, var->name, slot->initialized);
     if (has < 0)
         return fl_session_fail(s, "asking %s whether %s has a value: %s", slot->device->name, var->name,
                                fl_last_error());

@@ -1,9 +1,8 @@
-/* session_hooks.c: the monitored session's built-in hooks, TensorFlow's
+/* monitored_session_hooks.c: the monitored session's built-in hooks, TensorFlow's
  * StopAtStepHook, StepCounterHook, LoggingTensorHook and
  * CheckpointSaverHook. Each is a small state and one after_run. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <stdio.h>
 
@@ -16,13 +15,6 @@ typedef struct {
     fl_node *tensors[16];
     int ntensors;
 } hook_state;
-
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void free_state(void *state)
 {
@@ -37,7 +29,7 @@ static fl_session_hook *new_hook(const char *name)
     fl_session_hook *h = fl_xcalloc(1, sizeof *h);
     hook_state *st = fl_xcalloc(1, sizeof *st);
     st->last_step = st->last_saved = -1;
-    st->last_time = seconds_now();
+    st->last_time = fl_now_s();
     *h = (fl_session_hook){.name = name, .free_state = free_state, .state = st};
     return h;
 }
@@ -79,7 +71,7 @@ static bool count_steps(fl_session_hook *h, const fl_run_values *v)
     hook_state *st = h->state;
     if (!is_due(st, v->global_step))
         return false;
-    double now = seconds_now();
+    double now = fl_now_s();
     fprintf((FILE *)v->log, "%sglobal_step/sec: %.3g\n", v->who,
             (double)(v->global_step - st->last_step) / (now - st->last_time));
     fflush((FILE *)v->log);
@@ -145,7 +137,7 @@ static void save(fl_session_hook *h, const fl_run_values *v, long step)
         fprintf(log, "%ssaved %s/model.ckpt-%ld\n", v->who, st->dir, step);
     fflush(log);
     st->last_saved = step;
-    st->last_time = seconds_now();
+    st->last_time = fl_now_s();
 }
 
 static bool save_when_due(fl_session_hook *h, const fl_run_values *v)
@@ -157,7 +149,7 @@ static bool save_when_due(fl_session_hook *h, const fl_run_values *v)
     if (st->last_saved < 0 || v->global_step < st->last_saved)
         st->last_saved = v->start_step;
     bool by_steps = st->every > 0 && v->global_step - st->last_saved >= st->every;
-    bool by_time = st->every_secs > 0 && seconds_now() - st->last_time >= st->every_secs;
+    bool by_time = st->every_secs > 0 && fl_now_s() - st->last_time >= st->every_secs;
     if (by_steps || by_time)
         save(h, v, v->global_step);
     return false;
