@@ -225,7 +225,8 @@ fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, f
  * step reads the updated variables. total_num_replicas >=
  * replicas_to_aggregate: the extra workers are backups. Use it with every
  * worker, pass global_step to minimize/apply_gradients. On variables a
- * process holds itself it behaves as opt. NULL after fl_set_error. */
+ * process holds itself it behaves as opt. NULL (fl_last_error() says why)
+ * when the arguments do not fit. */
 fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
                                          int total_num_replicas);
 void fl_optimizer_free(fl_optimizer *opt);
@@ -371,8 +372,12 @@ void fl_checkpoint_free(fl_named_tensor *tensors, int n);
 
 /* Saves every global variable to DIR/model.ckpt-STEP and records it in
  * DIR/checkpoint; restore_latest returns 1 when it restored, 0 when DIR has
- * no checkpoint yet, -1 on error. */
+ * no checkpoint yet, -1 on error. A save keeps the newest max_to_keep
+ * checkpoints and deletes older ones (TensorFlow's Saver max_to_keep; 0
+ * keeps every file); fl_session_save keeps FL_DEFAULT_MAX_TO_KEEP. */
+#define FL_DEFAULT_MAX_TO_KEEP 5
 int fl_session_save(fl_session *s, const char *dir, int64_t step);
+int fl_session_save_keeping(fl_session *s, const char *dir, int64_t step, int max_to_keep);
 int fl_session_restore_latest(fl_session *s, const char *dir);
 
 /* Which global variables have no value yet (TensorFlow's

@@ -193,7 +193,7 @@ uint64_t fl_remote_stale_updates(void);
 /* After a run failed because a task was lost (killed, restarted): connects
  * again to every lost task, waiting for it with a line every few seconds up
  * to FLOWLAB_TASK_DEADLINE. The number of tasks reconnected (0: none was
- * lost), or -1 after fl_set_error naming the task that did not come back. */
+ * lost), or -1, and fl_last_error() names the task that did not come back. */
 int fl_cluster_reconnect(const fl_cluster *cluster);
 /* The same for one task ("/job:ps/task:1"); 0 when this process has not
  * talked to it. */

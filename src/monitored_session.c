@@ -164,9 +164,12 @@ static void make_hooks(fl_monitored_session *ms)
     if (o->log_step_count_steps >= 0)
         ms->owned[0] = fl_step_counter_hook(o->log_step_count_steps ? o->log_step_count_steps : 100);
     bool by_default = o->save_checkpoint_secs <= 0 && o->save_checkpoint_steps <= 0;
+    int keep = o->max_checkpoints_to_keep < 0 ? 0 : o->max_checkpoints_to_keep; /* the saver's 0 keeps all */
+    if (o->max_checkpoints_to_keep == 0)
+        keep = FL_DEFAULT_MAX_TO_KEEP;
     if (o->is_chief && o->checkpoint_dir)
         ms->owned[1] = fl_checkpoint_saver_hook(o->checkpoint_dir, by_default ? 600 : o->save_checkpoint_secs,
-                                                o->save_checkpoint_steps);
+                                                o->save_checkpoint_steps, keep);
     add_hooks(ms, ms->owned, 2);
     add_hooks(ms, o->hooks, o->nhooks);
     if (o->is_chief)
