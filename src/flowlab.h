@@ -55,6 +55,12 @@ void fl_tensor_free(fl_tensor *t);
 float *fl_tensor_floats(const fl_tensor *t);   /* NULL unless float32 */
 int32_t *fl_tensor_ints(const fl_tensor *t);   /* NULL unless int32 */
 float fl_tensor_scalar(const fl_tensor *t);    /* element 0 as a float */
+/* Gives t a new shape with the same number of elements, in place (the data
+ * stays as it is, row-major): fl_tensor_reshape(images, fl_shape_make(2, -1,
+ * 784)) flattens fl_mnist_load's [N,28,28,1]. One dimension may be -1, worked
+ * out from the others. 0, or -1 (t unchanged) and fl_last_error() names both
+ * shapes. */
+int fl_tensor_reshape(fl_tensor *t, fl_shape shape);
 
 /* ------------------------------------------------------------------------
  * Graphs and nodes.  A node is one operation with one output tensor.
