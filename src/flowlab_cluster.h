@@ -175,7 +175,11 @@ typedef struct {
 
 /* Starts the local task's server. NULL when it cannot listen (fl_last_error
  * names the task and the port: "port 2222 of /job:ps/task:0 is already in
- * use ..."). The cluster must outlive the server. */
+ * use ..."). The cluster must outlive the server. A ps task must run one. A
+ * worker in between-graph training needs none: it opens its own connections
+ * to the ps tasks, and nothing connects to it (chapter 3's lab starts one on
+ * every task anyway, as TensorFlow does, which also claims its port of the
+ * spec). */
 fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *options);
 /* Waits until every worker (and chief) of the cluster has said goodbye, as a
  * ps task does before it exits, or until timeout_s seconds pass (0: no

@@ -262,6 +262,7 @@ static void test_lost_connection_names_the_op(void)
     fl_tensor_free(value);
     pthread_join(ps, NULL);
     close(listener);
+    fl_cluster_say_goodbye(spec); /* fails (the ps is gone) but closes the connection */
     fl_cluster_free(spec);
 }
 
