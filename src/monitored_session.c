@@ -211,6 +211,25 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
     return ms;
 }
 
+/* The step of the latest checkpoint, read when a run fails, before the
+ * chief restores a restarted ps from it: a worker that is back after the
+ * chief has trained on (asynchronous training) finds a later step, which
+ * would hide the loss. -1 for the chief, which knows what it restored, and
+ * without a checkpoint directory. */
+static long checkpoint_to_restore(const fl_monitored_session *ms)
+{
+    return ms->o.is_chief || !ms->o.checkpoint_dir ? -1 : fl_latest_checkpoint_step(ms->o.checkpoint_dir);
+}
+
+/* Every worker says what the lost task cost: from the global step it had
+ * seen to the checkpoint the model went back to (or the step it found). */
+static void report_steps_lost(fl_monitored_session *ms, long before, long checkpoint)
+{
+    long after = checkpoint >= 0 && checkpoint < ms->step ? checkpoint : ms->step;
+    if (after < before)
+        say(ms, "global step %ld -> %ld: %ld steps lost since the last checkpoint", before, after, before - after);
+}
+
 // [book:recover]
 /* A run failed. If it was a lost task that is back, prepare the model again
  * (a restarted ps gets the latest checkpoint from the chief) and say how
@@ -222,6 +241,7 @@ static int recover(fl_monitored_session *ms)
     if (!ms->o.cluster)
         return fail(ms, "%s", why);
     say(ms, "the step failed (%s); connecting again", why);
+    long checkpoint = checkpoint_to_restore(ms);
     int reconnected = fl_cluster_reconnect(ms->o.cluster);
     if (reconnected < 0)
         return fail(ms, "%s", fl_last_error());
@@ -230,9 +250,7 @@ static int recover(fl_monitored_session *ms)
     long before = ms->step;
     if (prepare(ms) != 0)
         return -1;
-    if (ms->step < before)
-        say(ms, "global step %ld -> %ld: %ld steps lost since the last checkpoint", before, ms->step,
-            before - ms->step);
+    report_steps_lost(ms, before, checkpoint);
     return 0;
 }
 // [end:recover]

@@ -13,6 +13,9 @@
 void fl_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fl_clear_error(void);
 
+/* ---- io/saver.c: the step of DIR's latest checkpoint, -1 when it has none ---- */
+long fl_latest_checkpoint_step(const char *dir);
+
 /* ---- clock.c: CLOCK_MONOTONIC in microseconds, the clock of every trace ---- */
 double fl_now_us(void);
 

@@ -247,6 +247,10 @@ static void test_ps_restarted(void)
     ok(lost >= 0 && lost <= SAVE_EVERY + 2,
        "ps restarted: the chief logs the steps lost (%ld), at most the checkpoint interval (%d, + 1 per worker)",
        lost, SAVE_EVERY);
+    long other_lost = steps_lost(other);
+    ok(other_lost > 0 && other_lost <= SAVE_EVERY + 2,
+       "ps restarted: the other worker logs them too (%ld), though asynchronous training went on without it",
+       other_lost);
     char *other_text = read_file(other->out);
     ok(other_text && strstr(other_text, "test accuracy") && !strstr(other_text, "images/sec, -"),
        "ps restarted: the bytes moved per step stay counted across the new connection (none negative)");

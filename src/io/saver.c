@@ -247,6 +247,13 @@ int fl_session_save_keeping(fl_session *s, const char *dir, int64_t step, int ma
 
 /* ---- restoring ---- */
 
+long fl_latest_checkpoint_step(const char *dir)
+{
+    char names[MAX_LISTED][NAME_LEN];
+    int n = dir ? read_listed(dir, names, MAX_LISTED) : 0;
+    return n > 0 ? atol(names[n - 1] + strlen(CKPT_PREFIX)) : -1;
+}
+
 /* The checkpoint DIR/checkpoint names, as a path; NULL with *rc 0 when there
  * is none yet, NULL with *rc -1 on an error. */
 static char *latest_path(fl_session *s, const char *dir, int *rc)
