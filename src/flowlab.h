@@ -85,6 +85,12 @@ void fl_tensor_free(fl_tensor *t);
 float *fl_tensor_floats(const fl_tensor *t);   /* NULL unless float32 */
 int32_t *fl_tensor_ints(const fl_tensor *t);   /* NULL unless int32 */
 float fl_tensor_scalar(const fl_tensor *t);    /* element 0 as a float */
+/* Gives t a new shape with the same number of elements, in place (the data
+ * stays as it is, row-major): fl_tensor_reshape(images, fl_shape_make(2, -1,
+ * 784)) flattens fl_mnist_load's [N,28,28,1]. One dimension may be -1, worked
+ * out from the others. 0, or -1 (t unchanged) and fl_last_error() names both
+ * shapes. */
+int fl_tensor_reshape(fl_tensor *t, fl_shape shape);
 
 /* ------------------------------------------------------------------------
  * Graphs and nodes.  A node is one operation with one output tensor.
@@ -414,8 +420,12 @@ void fl_checkpoint_free(fl_named_tensor *tensors, int n);
 
 /* Saves every global variable to DIR/model.ckpt-STEP and records it in
  * DIR/checkpoint; restore_latest returns 1 when it restored, 0 when DIR has
- * no checkpoint yet, -1 on error. */
+ * no checkpoint yet, -1 on error. A save keeps the newest max_to_keep
+ * checkpoints and deletes older ones (TensorFlow's Saver max_to_keep; 0
+ * keeps every file); fl_session_save keeps FL_DEFAULT_MAX_TO_KEEP. */
+#define FL_DEFAULT_MAX_TO_KEEP 5
 int fl_session_save(fl_session *s, const char *dir, int64_t step);
+int fl_session_save_keeping(fl_session *s, const char *dir, int64_t step, int max_to_keep);
 int fl_session_restore_latest(fl_session *s, const char *dir);
 
 /* Which global variables have no value yet (TensorFlow's

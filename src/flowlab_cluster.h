@@ -190,7 +190,11 @@ typedef struct {
 
 /* Starts the local task's server. NULL when it cannot listen (fl_last_error
  * names the task and the port: "port 2222 of /job:ps/task:0 is already in
- * use ..."). The cluster must outlive the server. */
+ * use ..."). The cluster must outlive the server. A ps task must run one. A
+ * worker in between-graph training needs none: it opens its own connections
+ * to the ps tasks, and nothing connects to it (chapter 3's lab starts one on
+ * every task anyway, as TensorFlow does, which also claims its port of the
+ * spec). */
 fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *options);
 /* Waits until every worker (and chief) of the cluster has said goodbye, as a
  * ps task does before it exits, or until timeout_s seconds pass (0: no
@@ -217,7 +221,7 @@ uint64_t fl_remote_stale_updates(const fl_cluster *cluster);
 /* After a run failed because a task was lost (killed, restarted): connects
  * again to every lost task, waiting for it with a line every few seconds up
  * to FLOWLAB_TASK_DEADLINE. The number of tasks reconnected (0: none was
- * lost), or -1 after fl_set_error naming the task that did not come back. */
+ * lost), or -1, and fl_last_error() names the task that did not come back. */
 int fl_cluster_reconnect(const fl_cluster *cluster);
 /* The same for one task ("/job:ps/task:1"); 0 when this process has not
  * talked to it through this cluster. */

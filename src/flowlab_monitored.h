@@ -44,8 +44,9 @@ fl_session_hook *fl_step_counter_hook(long every_n_steps);  /* logs global steps
 /* Logs the tensors' values every n global steps (scalars: their value). */
 fl_session_hook *fl_logging_tensor_hook(fl_node *const *tensors, int n, long every_n_steps);
 /* Saves DIR/model.ckpt-STEP every secs seconds or every steps global steps
- * (0: not by that measure) and at the end; the chief's. */
-fl_session_hook *fl_checkpoint_saver_hook(const char *dir, double every_secs, long every_steps);
+ * (0: not by that measure) and at the end, keeping the newest max_to_keep
+ * checkpoints (0: every one; see fl_session_save_keeping); the chief's. */
+fl_session_hook *fl_checkpoint_saver_hook(const char *dir, double every_secs, long every_steps, int max_to_keep);
 void fl_session_hook_free(fl_session_hook *h);
 
 /* Which process is the chief. By default the cluster says (config->cluster:
@@ -58,6 +59,7 @@ typedef struct {
     const char *checkpoint_dir;     /* restore from / save to (NULL: none) */
     double save_checkpoint_secs;    /* the chief's saver (both 0 with a dir: every 600 s) */
     long save_checkpoint_steps;
+    int max_checkpoints_to_keep;    /* older ones are deleted (0: FL_DEFAULT_MAX_TO_KEEP, 5; -1: keep all) */
     long log_step_count_steps;      /* global steps/sec every N steps (0: 100; -1: never) */
     fl_session_hook *const *hooks;  /* every worker's; not freed by close */
     int nhooks;
@@ -67,9 +69,9 @@ typedef struct {
     void *log;                      /* FILE * for the session's lines (NULL: stdout) */
 } fl_monitored_session_options;
 
-/* Makes the session and prepares the model (see above). NULL after
- * fl_set_error: no model within the deadline, a checkpoint that fits no
- * variable, a task that never answered. */
+/* Makes the session and prepares the model (see above). NULL, and
+ * fl_last_error() says why: no model within the deadline, a checkpoint that
+ * fits no variable, a task that never answered. */
 fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global_step,
                                                     const fl_monitored_session_options *o);
 /* fl_session_run's arguments; 0, or -1 with fl_monitored_session_error. */

@@ -152,9 +152,12 @@ static void make_hooks(fl_monitored_session *ms)
     if (o->log_step_count_steps >= 0)
         ms->owned[0] = fl_step_counter_hook(o->log_step_count_steps ? o->log_step_count_steps : 100);
     bool by_default = o->save_checkpoint_secs <= 0 && o->save_checkpoint_steps <= 0;
+    int keep = o->max_checkpoints_to_keep < 0 ? 0 : o->max_checkpoints_to_keep; /* the saver's 0 keeps all */
+    if (o->max_checkpoints_to_keep == 0)
+        keep = FL_DEFAULT_MAX_TO_KEEP;
     if (ms->is_chief && o->checkpoint_dir)
         ms->owned[1] = fl_checkpoint_saver_hook(o->checkpoint_dir, by_default ? 600 : o->save_checkpoint_secs,
-                                                o->save_checkpoint_steps);
+                                                o->save_checkpoint_steps, keep);
     add_hooks(ms, ms->owned, 2);
     add_hooks(ms, o->hooks, o->nhooks);
     if (ms->is_chief)
@@ -219,6 +222,25 @@ static bool run_failed_for_a_lost_task(const fl_monitored_session *ms)
     return ms->cluster != NULL && (code == FL_UNAVAILABLE || code == FL_ABORTED);
 }
 
+/* The step of the latest checkpoint, read when a run fails, before the
+ * chief restores a restarted ps from it: a worker that is back after the
+ * chief has trained on (asynchronous training) finds a later step, which
+ * would hide the loss. -1 for the chief, which knows what it restored, and
+ * without a checkpoint directory. */
+static long checkpoint_to_restore(const fl_monitored_session *ms)
+{
+    return ms->is_chief || !ms->o.checkpoint_dir ? -1 : fl_latest_checkpoint_step(ms->o.checkpoint_dir);
+}
+
+/* Every worker says what the lost task cost: from the global step it had
+ * seen to the checkpoint the model went back to (or the step it found). */
+static void report_steps_lost(fl_monitored_session *ms, long before, long checkpoint)
+{
+    long after = checkpoint >= 0 && checkpoint < ms->step ? checkpoint : ms->step;
+    if (after < before)
+        say(ms, "global step %ld -> %ld: %ld steps lost since the last checkpoint", before, after, before - after);
+}
+
 // [book:recover]
 /* A run failed. If it was a lost task that is back, prepare the model again
  * (a restarted ps gets the latest checkpoint from the chief) and say how
@@ -230,6 +252,7 @@ static int recover(fl_monitored_session *ms)
     if (!run_failed_for_a_lost_task(ms))
         return fail(ms, "%s", why);
     say(ms, "the step failed (%s); connecting again", why);
+    long checkpoint = checkpoint_to_restore(ms);
     int reconnected = ms->cluster->recover(ms->cluster->state);
     if (reconnected < 0)
         return fail(ms, "%s", fl_last_error());
@@ -238,9 +261,7 @@ static int recover(fl_monitored_session *ms)
     long before = ms->step;
     if (prepare(ms) != 0)
         return -1;
-    if (ms->step < before)
-        say(ms, "global step %ld -> %ld: %ld steps lost since the last checkpoint", before, ms->step,
-            before - ms->step);
+    report_steps_lost(ms, before, checkpoint);
     return 0;
 }
 // [end:recover]

@@ -12,6 +12,7 @@ typedef struct {
     long every, last_step, last_saved;
     double every_secs, last_time;
     char *dir;
+    int max_to_keep;
     fl_node *tensors[16];
     int ntensors;
 } hook_state;
@@ -130,7 +131,7 @@ static void save(fl_session_hook *h, const fl_run_values *v, long step)
     if (step == st->last_saved)
         return;
     FILE *log = v->log;
-    if (fl_session_save(v->session, st->dir, step) != 0)
+    if (fl_session_save_keeping(v->session, st->dir, step, st->max_to_keep) != 0)
         fprintf(log, "%scheckpoint at global step %ld not saved: %s\n", v->who, step,
                 fl_session_error(v->session));
     else
@@ -160,11 +161,12 @@ static void save_at_end(fl_session_hook *h, const fl_run_values *v)
     save(h, v, v->global_step);
 }
 
-fl_session_hook *fl_checkpoint_saver_hook(const char *dir, double every_secs, long every_steps)
+fl_session_hook *fl_checkpoint_saver_hook(const char *dir, double every_secs, long every_steps, int max_to_keep)
 {
     fl_session_hook *h = new_hook("CheckpointSaverHook");
     hook_state *st = h->state;
     st->dir = fl_xstrdup(dir);
+    st->max_to_keep = max_to_keep;
     st->every = every_steps;
     st->every_secs = every_secs;
     h->after_run = save_when_due;

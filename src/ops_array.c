@@ -48,37 +48,6 @@ static int grad_none(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
 
 /* ---- Reshape(x) to attrs.shape, or Reshape(x, like) to like's run-time shape ---- */
 
-/* Like fl_shape_format, but a target's -1 prints as -1, not as unknown. */
-static const char *format_target(fl_shape s, char *buf, size_t len)
-{
-    size_t used = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < s.rank && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? "," : "", s.dims[i]);
-    if (used < len)
-        snprintf(buf + used, len - used, "]");
-    return buf;
-}
-
-/* target with its -1 (if any) worked out for count elements. */
-static int resolve_target(fl_shape target, int64_t count, fl_shape *out)
-{
-    int64_t known = 1;
-    int inferred = -1;
-    for (int i = 0; i < target.rank; i++) {
-        if (target.dims[i] == -1)
-            inferred = i;
-        else
-            known *= target.dims[i];
-    }
-    *out = target;
-    if (inferred < 0)
-        return known == count ? 0 : -1;
-    if (known == 0 || count % known != 0)
-        return -1;
-    out->dims[inferred] = (int)(count / known);
-    return 0;
-}
-
 static int infer_reshape(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
     bool like = n->ninputs == 2;
@@ -89,12 +58,12 @@ static int infer_reshape(const fl_node *n, const fl_shape *in, fl_shape *out, ch
         *out = target;
         return 0;
     }
-    if (resolve_target(target, count, out) == 0)
+    if (fl_reshape_target_resolve(target, count, out) == 0)
         return 0;
     char sx[64], st[64];
     snprintf(err, FL_ERROR_LEN, "cannot reshape %s (%lld elements) into %s",
              fl_shape_format(in[0], sx, sizeof sx), (long long)count,
-             format_target(target, st, sizeof st));
+             fl_reshape_target_format(target, st, sizeof st));
     return -1;
 }
 
@@ -108,26 +77,11 @@ const fl_op_def fl_def_reshape = {"Reshape", infer_reshape, grad_reshape, true};
 
 static int check_target(fl_graph *g, const char *name, fl_shape shape)
 {
-    if (shape.rank < 0 || shape.rank > FL_MAX_RANK) {
-        fl_graph_fail(g, name, "the target shape's rank must be 0 to %d", FL_MAX_RANK);
-        return -1;
-    }
-    int inferred = 0;
-    for (int i = 0; i < shape.rank; i++) {
-        if (shape.dims[i] < -1) {
-            fl_graph_fail(g, name, "dimension %d of the target is %d; only -1 (inferred) may be negative",
-                          i, shape.dims[i]);
-            return -1;
-        }
-        inferred += shape.dims[i] == -1;
-    }
-    if (inferred > 1) {
-        char st[64];
-        fl_graph_fail(g, name, "only one dimension may be -1, got %s",
-                      format_target(shape, st, sizeof st));
-        return -1;
-    }
-    return 0;
+    char why[128];
+    if (fl_reshape_target_check(shape, why, sizeof why) == 0)
+        return 0;
+    fl_graph_fail(g, name, "%s", why);
+    return -1;
 }
 
 fl_node *fl_reshape(fl_graph *g, fl_node *x, fl_shape shape, const char *name)

@@ -21,6 +21,9 @@ void fl_clear_error(void);
 /* The code an errno from a file or socket call stands for (ENOENT: NOT_FOUND). */
 fl_error_code fl_errno_code(int err);
 
+/* ---- io/saver.c: the step of DIR's latest checkpoint, -1 when it has none ---- */
+long fl_latest_checkpoint_step(const char *dir);
+
 /* ---- clock.c: CLOCK_MONOTONIC in microseconds, the clock of every trace ---- */
 double fl_now_us(void);
 double fl_now_s(void); /* the same clock in seconds, for waits and rates */
@@ -31,6 +34,12 @@ double fl_task_deadline_s(void);
 size_t fl_dtype_size(fl_dtype dtype);
 size_t fl_tensor_bytes(const fl_tensor *t);
 bool fl_shape_known(fl_shape shape);
+/* A reshape's target (fl_reshape, fl_tensor_reshape): at most one -1, the
+ * dimension inferred. check: 0, or -1 with why; format prints -1 as -1;
+ * resolve works the -1 out for count elements (-1 when they do not fit). */
+int fl_reshape_target_check(fl_shape target, char *why, size_t len);
+const char *fl_reshape_target_format(fl_shape target, char *buf, size_t len);
+int fl_reshape_target_resolve(fl_shape target, int64_t count, fl_shape *out);
 /* Exit with a message: only for running out of memory, never for user input. */
 void *fl_xmalloc(size_t bytes);
 void *fl_xcalloc(size_t count, size_t size);

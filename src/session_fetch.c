@@ -28,8 +28,8 @@ static int wait_for_devices(fl_session *s)
         if (seen || nwaited == 32)
             continue;
         waited[nwaited++] = d;
-        if (d->backend->wait(d->impl) != 0)
-            return fl_session_fail(s, "%s: %s", d->name, fl_last_error());
+        if (d->backend->wait(d->impl) != 0) /* the backend's message names the op where it knows it */
+            return fl_session_fail(s, "%s (on %s)", fl_last_error(), d->name);
     }
     return 0;
 }

@@ -178,3 +178,80 @@ fl_axis_view fl_view_around(fl_shape shape, int axis)
         v.inner *= shape.dims[d];
     return v;
 }
+
+/* ---- reshape targets, shared by fl_reshape and fl_tensor_reshape ---- */
+
+const char *fl_reshape_target_format(fl_shape s, char *buf, size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < s.rank && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? "," : "", s.dims[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+    return buf;
+}
+
+int fl_reshape_target_check(fl_shape target, char *why, size_t len)
+{
+    if (target.rank < 0 || target.rank > FL_MAX_RANK) {
+        snprintf(why, len, "the target shape's rank must be 0 to %d", FL_MAX_RANK);
+        return -1;
+    }
+    int inferred = 0;
+    for (int i = 0; i < target.rank; i++) {
+        if (target.dims[i] < -1) {
+            snprintf(why, len, "dimension %d of the target is %d; only -1 (inferred) may be negative", i,
+                     target.dims[i]);
+            return -1;
+        }
+        inferred += target.dims[i] == -1;
+    }
+    if (inferred <= 1)
+        return 0;
+    char st[64];
+    snprintf(why, len, "only one dimension may be -1, got %s", fl_reshape_target_format(target, st, sizeof st));
+    return -1;
+}
+
+int fl_reshape_target_resolve(fl_shape target, int64_t count, fl_shape *out)
+{
+    int64_t known = 1;
+    int inferred = -1;
+    for (int i = 0; i < target.rank; i++) {
+        if (target.dims[i] == -1)
+            inferred = i;
+        else
+            known *= target.dims[i];
+    }
+    *out = target;
+    if (inferred < 0)
+        return known == count ? 0 : -1;
+    if (known == 0 || count % known != 0)
+        return -1;
+    out->dims[inferred] = (int)(count / known);
+    return 0;
+}
+
+int fl_tensor_reshape(fl_tensor *t, fl_shape shape)
+{
+    if (!t) {
+        fl_set_error("fl_tensor_reshape: no tensor given");
+        return -1;
+    }
+    char why[128], have[64], want[64];
+    int64_t count = fl_shape_size(t->shape);
+    fl_reshape_target_format(shape, want, sizeof want);
+    fl_shape_format(t->shape, have, sizeof have);
+    if (fl_reshape_target_check(shape, why, sizeof why) != 0) {
+        fl_set_error("fl_tensor_reshape: cannot reshape %s into %s: %s", have, want, why);
+        return -1;
+    }
+    fl_shape resolved;
+    if (fl_reshape_target_resolve(shape, count, &resolved) != 0) {
+        fl_set_error("fl_tensor_reshape: cannot reshape %s (%lld elements) into %s; a reshape keeps the "
+                     "number of elements (one dimension may be -1)", have, (long long)count, want);
+        return -1;
+    }
+    t->shape = resolved;
+    return 0;
+}

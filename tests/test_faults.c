@@ -229,9 +229,19 @@ static void test_ps_restarted(void)
     start_all(&c);
     bool reached = wait_for(chief, "model.ckpt-", 90) && wait_for_global_step(chief, 2 * SAVE_EVERY + 5, 90);
     ok(reached, "ps restarted: the chief saved a checkpoint and trained past global step %d", 2 * SAVE_EVERY + 5);
+    /* The other worker is held (SIGSTOP) while the ps dies and comes back,
+     * and let go once the chief has restored and trained on past where the
+     * other had been: the step the other finds then hides the loss, which
+     * it must still report (it reads the checkpoint's step on failing). */
+    kill(other->pid, SIGSTOP);
     kill9(ps);
     long saved = last_number_after(chief, "model.ckpt-");
     start(ps);
+    bool trained_on = wait_for(chief, "restored the latest checkpoint", 90) &&
+                      wait_for_global_step(chief, saved + SAVE_EVERY / 2, 90);
+    kill(other->pid, SIGCONT);
+    ok(trained_on, "ps restarted: with the other worker held, the chief restored and trained on past %ld",
+       saved + SAVE_EVERY / 2);
     int chief_status = wait_exit(chief, 180), other_status = wait_exit(other, 60), ps_status = wait_exit(ps, 30);
     ok(chief_status == 0 && other_status == 0, "ps restarted: both workers finish (exit %d, %d)", chief_status,
        other_status);
@@ -247,6 +257,10 @@ static void test_ps_restarted(void)
     ok(lost >= 0 && lost <= SAVE_EVERY + 2,
        "ps restarted: the chief logs the steps lost (%ld), at most the checkpoint interval (%d, + 1 per worker)",
        lost, SAVE_EVERY);
+    long other_lost = steps_lost(other);
+    ok(other_lost > 0 && other_lost <= SAVE_EVERY + 2,
+       "ps restarted: the other worker logs them too (%ld), though asynchronous training went on without it",
+       other_lost);
     char *other_text = read_file(other->out);
     ok(other_text && strstr(other_text, "test accuracy") && !strstr(other_text, "images/sec, -"),
        "ps restarted: the bytes moved per step stay counted across the new connection (none negative)");

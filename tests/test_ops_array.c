@@ -154,6 +154,41 @@ static void test_reshape_errors(void)
                             "reshaped: cannot reshape [5,3] (15 elements) into [-1,4]");
 }
 
+/* ---- fl_tensor_reshape: a host tensor's shape, in place ---- */
+
+static void check_tensor_reshape_error(const char *what, fl_shape target, const char *want)
+{
+    fl_tensor *t = iota(fl_shape_make(4, 3, 2, 2, 1), 0, 1);
+    ok(fl_tensor_reshape(t, target) == -1, "%s: fl_tensor_reshape returns -1", what);
+    ok(strcmp(fl_last_error(), want) == 0, "%s: the message names both shapes", what);
+    if (strcmp(fl_last_error(), want) != 0)
+        diag("got:  %s\nwant: %s", fl_last_error(), want);
+    char buf[32];
+    ok(strcmp(fl_shape_format(t->shape, buf, sizeof buf), "[3,2,2,1]") == 0, "%s: the tensor keeps its shape", what);
+    fl_tensor_free(t);
+}
+
+static void test_tensor_reshape(void)
+{
+    fl_tensor *images = iota(fl_shape_make(4, 3, 2, 2, 1), 0, 1); /* like fl_mnist_load's [N,28,28,1] */
+    const float *before = fl_tensor_floats(images);
+    char buf[32];
+    ok(fl_tensor_reshape(images, fl_shape_make(2, -1, 4)) == 0 &&
+           strcmp(fl_shape_format(images->shape, buf, sizeof buf), "[3,4]") == 0,
+       "[3,2,2,1] flattened with [-1,4] is [3,4]");
+    ok(fl_tensor_floats(images) == before && fl_tensor_floats(images)[7] == 7.0f,
+       "in place: the same data, row-major as before");
+    ok(fl_tensor_reshape(images, fl_shape_make(1, 12)) == 0 && images->shape.rank == 1, "[3,4] to [12]");
+    fl_tensor_free(images);
+    check_tensor_reshape_error("sizes differ", shape2(-1, 5),
+                               "fl_tensor_reshape: cannot reshape [3,2,2,1] (12 elements) into [-1,5]; a reshape "
+                               "keeps the number of elements (one dimension may be -1)");
+    check_tensor_reshape_error("two -1s", shape2(-1, -1),
+                               "fl_tensor_reshape: cannot reshape [3,2,2,1] into [-1,-1]: only one dimension may "
+                               "be -1, got [-1,-1]");
+    ok(fl_tensor_reshape(NULL, shape2(1, 1)) == -1, "no tensor: -1");
+}
+
 /* ---- Concat ---- */
 
 static void test_concat(void)
@@ -541,6 +576,7 @@ int main(void)
     test_copy_size_check();
     test_reshape();
     test_reshape_errors();
+    test_tensor_reshape();
     test_concat();
     test_concat_errors();
     test_slice();

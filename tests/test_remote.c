@@ -1,14 +1,20 @@
 /* test_remote.c: a worker's session with its variables on a ps task (the
  * remote backend, src/distributed_runtime/backend_remote.c) against a real ps server on a
  * loopback port: the same losses as the same graph kept local, the values
- * on the ps, Adam's slots there, a refused op, and the ps done once the
- * worker says goodbye. The ps runs in this process, on its own thread. */
+ * on the ps, Adam's slots there, a refused op, the ps done once the worker
+ * says goodbye, a worker with no server of its own, and a lost connection
+ * naming the op whose reply never came. The ps runs in this process, on its
+ * own thread. */
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "tap.h"
 #include "flowlab.h"
+#include "distributed_runtime/frame_reader.h"
+#include "distributed_runtime/socket_writer.h"
 #include "loopback.h"
 
 typedef struct {
@@ -160,6 +166,10 @@ static void test_worker_against_ps(void)
     contains(fl_session_error(s_there), "put it on this worker's device", "and what to do instead");
 
     read_before_increment(&there, s_there);
+    int worker_port = atoi(strchr(worker_hosts, ':') + 1), fd = loopback_bind(&worker_port, 1);
+    ok(fd >= 0, "the worker trained with no server of its own: its address %s is still free", worker_hosts);
+    if (fd >= 0)
+        close(fd);
 
     ok(fl_server_join(ps, 0.2) == 1, "the ps waits while its worker has not finished");
     ok(fl_cluster_say_goodbye(worker_spec) == 0, "the worker says goodbye");
@@ -178,8 +188,86 @@ static void test_worker_against_ps(void)
     fl_cluster_free(worker_spec);
 }
 
+/* ---- a lost connection names the op ---- */
+
+/* A ps that says hello and answers pulls of a [2,1] variable with zeros,
+ * then hangs up on the first other request, which stays unanswered. */
+static void *answer_pulls_then_hang_up(void *listener)
+{
+    int fd = accept(*(int *)listener, NULL, NULL);
+    struct timeval deadline = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    fl_wire_buf in = {0}, out = {0};
+    fl_wire_frame f;
+    char why[FL_WIRE_ERROR_LEN], name[FL_WIRE_MAX_NAME + 1];
+    fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(2, 2, 1));
+    while (fd >= 0 && fl_read_frame(fd, &in, &f, NULL, NULL, why, sizeof why) == 1) {
+        if (f.type == FL_WIRE_HELLO)
+            fl_wire_put_hello_ok(&out, f.request_id, "ps", 0);
+        else if (f.type == FL_WIRE_PULL && fl_wire_parse_pull(&f, name, why, sizeof why) == 0)
+            fl_wire_put_value(&out, f.request_id, name, zeros);
+        else
+            break;
+        if (fl_socket_write_all(fd, out.data, out.len) != 0)
+            break;
+        fl_wire_buf_consume(&out, out.len);
+    }
+    if (fd >= 0)
+        close(fd);
+    fl_tensor_free(zeros);
+    fl_wire_buf_free(&in);
+    fl_wire_buf_free(&out);
+    return NULL;
+}
+
+/* The book's "train/ApplyAdam_4: lost the connection to /job:ps/task:0":
+ * a run that loses its ps while a request is in flight names the node that
+ * sent it first, then the task and the device, not the device alone. */
+static void test_lost_connection_names_the_op(void)
+{
+    int port = 0, listener = loopback_bind(&port, 1);
+    struct timeval deadline = {10, 0};
+    setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    char ps_hosts[64], worker_hosts[64];
+    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", port);
+    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d", loopback_free_port());
+    pthread_t ps;
+    if (listener < 0 || pthread_create(&ps, NULL, answer_pulls_then_hang_up, &listener) != 0) {
+        ok(false, "a stand-in ps listens on a loopback port");
+        return;
+    }
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 0);
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, "/job:ps/task:0/cpu:0");
+    fl_node *w = fl_get_variable(g, "w", fl_shape_make(2, 2, 1), fl_zeros_initializer());
+    fl_device_pop(g);
+    const float ones[2] = {1, 1};
+    fl_tensor *value = fl_tensor_from_floats(fl_shape_make(2, 2, 1), ones);
+    fl_node *v = fl_constant(g, value, "ones");
+    fl_device_scope_push(g, "/job:ps/task:0/cpu:0");
+    fl_node *assign = fl_assign(g, w, v, "assign_w");
+    fl_device_pop(g);
+    fl_session_options opt = {.cluster = fl_cluster_session_plugin(spec)};
+    fl_session *s = fl_session_new(g, &opt);
+    ok(fl_session_run(s, NULL, 0, NULL, 0, NULL, &assign, 1) != 0, "a run whose ps hangs up fails");
+    const char *error = fl_session_error(s);
+    const char *want = "assign_w: lost the connection to /job:ps/task:0";
+    ok(strncmp(error, want, strlen(want)) == 0, "the message starts with the op whose reply never came, then the task");
+    if (strncmp(error, want, strlen(want)) != 0)
+        diag("got: %s", error);
+    contains(error, "(on /job:ps/task:0/cpu:0)", "and names the device");
+    fl_session_free(s);
+    fl_graph_free(g);
+    fl_tensor_free(value);
+    pthread_join(ps, NULL);
+    close(listener);
+    fl_cluster_say_goodbye(spec); /* fails (the ps is gone) but closes the connection */
+    fl_cluster_free(spec);
+}
+
 int main(void)
 {
     test_worker_against_ps();
+    test_lost_connection_names_the_op();
     return done_testing();
 }

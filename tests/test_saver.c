@@ -389,6 +389,49 @@ static void check_on_accelerator(const char *dir)
     fl_graph_free(m.g);
 }
 
+/* Saves steps 1..saves keeping max_to_keep; true when exactly the steps
+ * after first_kept remain and DIR/checkpoint names the last one. */
+static bool keeps(const model *m, const char *dir, int saves, int max_to_keep, int first_kept)
+{
+    fl_session *s = fl_session_new(m->g, &OPTIONS);
+    fl_node *init = fl_global_variables_initializer(m->g);
+    fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
+    int failed = 0, wrong = 0;
+    for (int step = 1; step <= saves; step++)
+        failed += fl_session_save_keeping(s, dir, step, max_to_keep) != 0;
+    char name[64], line[128] = "", want[128];
+    for (int step = 1; step <= saves; step++) {
+        snprintf(name, sizeof name, "model.ckpt-%d", step);
+        wrong += exists(path_in(dir, name)) != (step >= first_kept);
+    }
+    FILE *f = fopen(path_in(dir, "checkpoint"), "r");
+    if (f && !fgets(line, sizeof line, f))
+        line[0] = '\0';
+    if (f)
+        fclose(f);
+    snprintf(want, sizeof want, "model_checkpoint_path: \"model.ckpt-%d\"\n", saves);
+    fl_session_free(s);
+    remove_dir(dir);
+    mkdir(dir, 0700);
+    return failed == 0 && wrong == 0 && strcmp(line, want) == 0;
+}
+
+/* TensorFlow's max_to_keep: older checkpoints are deleted, 0 keeps all (also
+ * past the 64 that DIR/checkpoint lists), a negative count is refused. */
+static void check_max_to_keep(const model *m, const char *dir)
+{
+    ok(keeps(m, dir, 4, 2, 3), "max_to_keep 2: after 4 saves only the newest 2 remain, the last named latest");
+    ok(keeps(m, dir, 4, 0, 1), "max_to_keep 0: all 4 checkpoints remain");
+    ok(keeps(m, dir, 70, 0, 1), "max_to_keep 0: all 70 remain, the last named latest");
+    ok(keeps(m, dir, 7, FL_DEFAULT_MAX_TO_KEEP, 3), "the default keeps the newest 5");
+    fl_session *s = fl_session_new(m->g, &OPTIONS);
+    fl_node *init = fl_global_variables_initializer(m->g);
+    fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
+    ok(fl_session_save_keeping(s, dir, 1, -1) == -1 && strstr(fl_session_error(s), "max_to_keep -1"),
+       "a negative max_to_keep is refused, naming it");
+    fl_session_free(s);
+}
+
 static char *make_temp_dir(char *buf, size_t len)
 {
     snprintf(buf, len, "/tmp/test_saver.XXXXXX");
@@ -397,8 +440,8 @@ static char *make_temp_dir(char *buf, size_t len)
 
 int main(void)
 {
-    char dir[64], empty[64], bad[64], gpu[64], bad_name[64], stale[64];
-    if (!make_temp_dir(dir, sizeof dir) || !make_temp_dir(empty, sizeof empty) ||
+    char dir[64], empty[64], bad[64], gpu[64], bad_name[64], stale[64], keep[64];
+    if (!make_temp_dir(dir, sizeof dir) || !make_temp_dir(empty, sizeof empty) || !make_temp_dir(keep, sizeof keep) ||
         !make_temp_dir(bad, sizeof bad) || !make_temp_dir(gpu, sizeof gpu) ||
         !make_temp_dir(bad_name, sizeof bad_name) || !make_temp_dir(stale, sizeof stale))
         skip_all("cannot make a temporary directory");
@@ -414,6 +457,7 @@ int main(void)
     check_corrupted(&m, bad);
     check_corrupted_name(&m, bad_name);
     check_stale_temps(&m, stale);
+    check_max_to_keep(&m, keep);
     check_on_accelerator(gpu);
     ok(count_named(dir, ".tmp") == 0 && count_named(bad, ".tmp") == 0, "no temporary files anywhere");
     fl_graph_free(m.g);
@@ -423,5 +467,6 @@ int main(void)
     remove_dir(gpu);
     remove_dir(bad_name);
     remove_dir(stale);
+    remove_dir(keep);
     return done_testing();
 }

@@ -170,7 +170,12 @@ static int remote_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_ten
                       const fl_kernel_ctx *ctx)
 {
     (void)ctx;
-    return send_op(impl, n, in, out) ? 0 : -1;
+    fl_ps_client *c = fl_remote_client(impl);
+    uint32_t before = fl_ps_client_last_id(c);
+    if (!send_op(impl, n, in, out))
+        return -1;
+    fl_ps_client_name_sender(c, before, n->name); /* a lost connection names the op, not the device */
+    return 0;
 }
 
 static int remote_wait(void *impl)

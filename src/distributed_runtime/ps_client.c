@@ -25,6 +25,7 @@ typedef struct {
     size_t bytes;
     bool *already;     /* an INIT_DONE reply's flag goes here */
     char name[48];     /* the variable, for "waiting for" lines */
+    char op[48];       /* the node that sent it, which a lost connection names */
 } pending_request;
 
 struct fl_ps_client {
@@ -189,7 +190,7 @@ static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, vo
         c->capacity = capacity;
     }
     pending_request *p = &c->queue[(c->head + c->count++) % c->capacity];
-    *p = (pending_request){id, type, dst, bytes, already, ""};
+    *p = (pending_request){id, type, dst, bytes, already, "", ""};
     snprintf(p->name, sizeof p->name, "%s", name ? name : "");
     c->sent += c->out.len;
     pthread_mutex_unlock(&c->lock);
@@ -220,6 +221,17 @@ uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_
         sent = send_request(c, id, type, dst, bytes, already, name);
     pthread_mutex_unlock(&c->send_lock);
     return sent;
+}
+
+void fl_ps_client_name_sender(fl_ps_client *c, uint32_t after, const char *op)
+{
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->count; i++) {
+        pending_request *p = &c->queue[(c->head + i) % c->capacity];
+        if (p->id > after)
+            snprintf(p->op, sizeof p->op, "%s", op);
+    }
+    pthread_mutex_unlock(&c->lock);
 }
 
 uint64_t fl_ps_client_stale_updates(fl_ps_client *c)
@@ -300,11 +312,22 @@ static bool wait_with_deadline(fl_ps_client *c, uint32_t id)
     return true;
 }
 
+/* Why the replies stopped, led by the node whose request is the oldest
+ * left unanswered: "train/ApplyAdam_4: lost the connection to ...". Lock held. */
+static void set_lost_error(const fl_ps_client *c, fl_error_code code)
+{
+    const char *op = c->count > 0 ? c->queue[c->head].op : "";
+    if (op[0])
+        fl_set_error_code(code, "%s: %s", op, c->broken_why);
+    else
+        fl_set_error_code(code, "%s", c->broken_why);
+}
+
 int fl_ps_client_wait(fl_ps_client *c, uint32_t id)
 {
     pthread_mutex_lock(&c->lock);
     if (!wait_with_deadline(c, id)) {
-        fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s", c->broken_why);
+        set_lost_error(c, FL_DEADLINE_EXCEEDED);
         pthread_mutex_unlock(&c->lock);
         return -1;
     }
@@ -314,7 +337,7 @@ int fl_ps_client_wait(fl_ps_client *c, uint32_t id)
         c->error_id = 0;
         rc = -1;
     } else if (c->completed < id) {
-        fl_set_error_code(FL_UNAVAILABLE, "%s", c->broken_why);
+        set_lost_error(c, FL_UNAVAILABLE);
         rc = -1;
     }
     pthread_mutex_unlock(&c->lock);

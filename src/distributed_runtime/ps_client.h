@@ -60,6 +60,9 @@ uint64_t fl_ps_client_stale_updates(fl_ps_client *c);
 /* True once the connection is lost: requests fail until a new one is made. */
 bool fl_ps_client_broken(fl_ps_client *c);
 
+/* Names the node that sent the requests after id `after` still awaiting
+ * replies, so that waiting for them on a lost connection names it. */
+void fl_ps_client_name_sender(fl_ps_client *c, uint32_t after, const char *op);
 /* The id of the last request sent (0: none yet). */
 uint32_t fl_ps_client_last_id(fl_ps_client *c);
 /* 1 when the replies up to id have come, 0 when not yet, -1 when the

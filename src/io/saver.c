@@ -13,7 +13,6 @@
 #include "session_internal.h"
 #include "temp_files.h"
 
-#define KEEP_CHECKPOINTS 5 /* TensorFlow's max_to_keep default */
 #define STATE_FILE "checkpoint"
 #define CKPT_PREFIX "model.ckpt-"
 #define NAME_LEN 64         /* "model.ckpt-" and a 64-bit step fit easily */
@@ -122,7 +121,8 @@ static bool quoted_value(const char *line, const char *key, char *out, size_t le
     return true;
 }
 
-/* The checkpoints DIR/checkpoint lists, oldest first; the file may be absent. */
+/* The newest max checkpoints DIR/checkpoint lists, oldest first; the file
+ * may be absent. */
 static int read_listed(const char *dir, char names[][NAME_LEN], int max)
 {
     char *path = join_path(dir, STATE_FILE);
@@ -132,10 +132,14 @@ static int read_listed(const char *dir, char names[][NAME_LEN], int max)
         return 0;
     int n = 0;
     char line[512];
-    while (n < max && fgets(line, sizeof line, f))
-        if (quoted_value(line, "all_model_checkpoint_paths", names[n], NAME_LEN) &&
-            is_checkpoint_name(names[n]))
-            n++;
+    char name[NAME_LEN];
+    while (fgets(line, sizeof line, f)) {
+        if (!quoted_value(line, "all_model_checkpoint_paths", name, NAME_LEN) || !is_checkpoint_name(name))
+            continue;
+        if (n == max) /* a list kept with max_to_keep 0 outgrows ours: keep its newest */
+            memmove(names[0], names[1], (size_t)--n * NAME_LEN);
+        memcpy(names[n++], name, NAME_LEN);
+    }
     fclose(f);
     return n;
 }
@@ -180,10 +184,10 @@ static void delete_checkpoint(const char *dir, const char *name)
     free(path);
 }
 
-/* Adds name as the newest checkpoint, keeps the newest KEEP_CHECKPOINTS in
- * DIR/checkpoint and only then deletes the rest, so the state file never
- * names a file that is gone. */
-static int record_checkpoint(fl_session *s, const char *dir, const char *name)
+/* Adds name as the newest checkpoint, keeps the newest max_to_keep (0: all;
+ * DIR/checkpoint then lists the newest MAX_LISTED) in DIR/checkpoint and only
+ * then deletes the rest, so the state file never names a file that is gone. */
+static int record_checkpoint(fl_session *s, const char *dir, const char *name, int max_to_keep)
 {
     char names[MAX_LISTED + 1][NAME_LEN];
     int listed = read_listed(dir, names, MAX_LISTED);
@@ -192,8 +196,9 @@ static int record_checkpoint(fl_session *s, const char *dir, const char *name)
         if (strcmp(names[i], name) != 0)
             memcpy(names[n++], names[i], NAME_LEN);
     snprintf(names[n++], NAME_LEN, "%s", name);
-    int drop = n > KEEP_CHECKPOINTS ? n - KEEP_CHECKPOINTS : 0;
-    if (write_state_file(s, dir, names + drop, n - drop) != 0)
+    int drop = max_to_keep > 0 && n > max_to_keep ? n - max_to_keep : 0;
+    int unlisted = n - drop > MAX_LISTED ? n - drop - MAX_LISTED : 0;
+    if (write_state_file(s, dir, names + drop + unlisted, n - drop - unlisted) != 0)
         return -1;
     for (int i = 0; i < drop; i++)
         delete_checkpoint(dir, names[i]);
@@ -202,8 +207,16 @@ static int record_checkpoint(fl_session *s, const char *dir, const char *name)
 
 int fl_session_save(fl_session *s, const char *dir, int64_t step)
 {
+    return fl_session_save_keeping(s, dir, step, FL_DEFAULT_MAX_TO_KEEP);
+}
+
+int fl_session_save_keeping(fl_session *s, const char *dir, int64_t step, int max_to_keep)
+{
     if (!s || !dir || !dir[0])
         return s ? fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_save: no directory given") : -1;
+    if (max_to_keep < 0)
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: max_to_keep %d: give the number of checkpoints "
+                                    "to keep, or 0 for all", dir, max_to_keep);
     s->error[0] = '\0';
     if (fl_graph_failed(s->graph))
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
@@ -228,10 +241,17 @@ int fl_session_save(fl_session *s, const char *dir, int64_t step)
     free(path);
     if (rc != 0)
         return fl_session_fail(s, "%s", fl_last_error());
-    return record_checkpoint(s, dir, name);
+    return record_checkpoint(s, dir, name, max_to_keep);
 }
 
 /* ---- restoring ---- */
+
+long fl_latest_checkpoint_step(const char *dir)
+{
+    char names[MAX_LISTED][NAME_LEN];
+    int n = dir ? read_listed(dir, names, MAX_LISTED) : 0;
+    return n > 0 ? atol(names[n - 1] + strlen(CKPT_PREFIX)) : -1;
+}
 
 /* The checkpoint DIR/checkpoint names, as a path; NULL with *rc 0 when there
  * is none yet, NULL with *rc -1 on an error. */
