@@ -11,7 +11,8 @@ tests: $(TEST_BIN)
 # The tests of threaded code, run under ThreadSanitizer by `make test-threads`
 # (CI does): the task server and its clients, the data prefetch, eight
 # worker processes against one ps (test_ps_load), a run handing its fetches over
-# early while another thread adds trace events (test_fetch_ready).
+# early while another thread adds trace events (test_fetch_ready), two clusters in
+# one process, each with its own connections and reader threads (test_two_clusters).
 THREAD_TESTS := test_server test_remote test_monitored_cluster test_connect test_data test_ps_load test_fetch_ready test_frame_reader test_two_clusters
 
 test-threads: deps

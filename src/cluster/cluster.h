@@ -20,9 +20,10 @@ struct fl_cluster {
     int num_tasks[FL_JOB_COUNT];
     fl_job job; /* the local task: this process */
     int task_index;
-    /* What the distributed runtime keeps for this cluster (its connections,
-     * the synchronous step), made on first use by fl_cluster_runtime and
-     * freed with the cluster; this room never looks inside. */
+    /* What the distributed runtime keeps for this cluster (its
+     * fl_cluster_state: connections, the synchronous step), made on first
+     * use by fl_cluster_runtime and freed with the cluster; this room never
+     * looks inside. */
     void *runtime;
     void (*free_runtime)(void *runtime);
     /* What the distributed runtime lends a session, filled there by

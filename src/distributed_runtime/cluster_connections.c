@@ -12,30 +12,18 @@
 #include "cluster/cluster.h"
 #include "remote_device.h"
 
-#define MAX_REMOTE_TASKS 64
-
-/* A cluster's connections and synchronous step: its runtime state. */
-typedef struct {
-    pthread_mutex_t lock; /* the tasks and counters below */
-    fl_device devices[MAX_REMOTE_TASKS];
-    fl_remote_task tasks[MAX_REMOTE_TASKS];
-    int count;
-    uint64_t stale_of_lost; /* stale updates counted on connections since lost */
-    fl_sync_step *sync;
-} cluster_connections;
-
-static void *connections_new(const fl_cluster *c)
+static void *state_new(const fl_cluster *c)
 {
     (void)c;
-    cluster_connections *r = fl_xcalloc(1, sizeof *r);
+    fl_cluster_state *r = fl_xcalloc(1, sizeof *r);
     pthread_mutex_init(&r->lock, NULL);
     r->sync = fl_sync_step_new();
     return r;
 }
 
-static void connections_free(void *runtime)
+static void state_free(void *runtime)
 {
-    cluster_connections *r = runtime;
+    fl_cluster_state *r = runtime;
     for (int i = 0; i < r->count; i++)
         fl_ps_client_close(r->tasks[i].client);
     fl_sync_step_free(r->sync);
@@ -43,9 +31,9 @@ static void connections_free(void *runtime)
     free(r);
 }
 
-static cluster_connections *connections_of(const fl_cluster *c)
+fl_cluster_state *fl_cluster_state_of(const fl_cluster *c)
 {
-    return fl_cluster_runtime(c, connections_new, connections_free);
+    return fl_cluster_runtime(c, state_new, state_free);
 }
 
 static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who,
@@ -61,7 +49,7 @@ static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, 
 
 /* A lost connection made again; the worker's step is unknown until the
  * next token, since the task may have been restarted and restored. */
-static fl_ps_client *reconnect(cluster_connections *r, fl_remote_task *t)
+static fl_ps_client *reconnect(fl_cluster_state *r, fl_remote_task *t)
 {
     fprintf(stderr, "%s %d: lost %s; connecting again\n", fl_cluster_job_name(t->cluster),
             fl_cluster_task_index(t->cluster), t->who);
@@ -84,7 +72,7 @@ static fl_ps_client *reconnect(cluster_connections *r, fl_remote_task *t)
  * fail, not go on over a new connection as if nothing happened. */
 int fl_cluster_reconnect(const fl_cluster *c)
 {
-    cluster_connections *r = connections_of(c);
+    fl_cluster_state *r = fl_cluster_state_of(c);
     int made = 0;
     pthread_mutex_lock(&r->lock);
     for (int i = 0; i < r->count && made >= 0; i++) {
@@ -96,7 +84,7 @@ int fl_cluster_reconnect(const fl_cluster *c)
     return made;
 }
 
-static fl_device *find(cluster_connections *r, const char *who)
+static fl_device *find(fl_cluster_state *r, const char *who)
 {
     for (int i = 0; i < r->count; i++)
         if (strcmp(r->tasks[i].who, who) == 0)
@@ -105,7 +93,7 @@ static fl_device *find(cluster_connections *r, const char *who)
 }
 
 /* The next device of r, for a task just connected to. Lock held. */
-static fl_device *add_device(cluster_connections *r, const fl_cluster *c, const char *job, int task,
+static fl_device *add_device(fl_cluster_state *r, const fl_cluster *c, const char *job, int task,
                              const char *who, fl_ps_client *client)
 {
     fl_remote_task *t = &r->tasks[r->count];
@@ -122,13 +110,13 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
 {
     char who[64];
     snprintf(who, sizeof who, "/job:%s/task:%d", job, task);
-    cluster_connections *r = connections_of(c);
+    fl_cluster_state *r = fl_cluster_state_of(c);
     pthread_mutex_lock(&r->lock);
     fl_device *d = find(r, who);
-    if (!d && r->count == MAX_REMOTE_TASKS)
+    if (!d && r->count == FL_MAX_REMOTE_TASKS)
         fl_set_error_code(FL_RESOURCE_EXHAUSTED, "%s: this cluster already talks to %d tasks, the most it can", who,
-                          MAX_REMOTE_TASKS);
-    if (!d && r->count < MAX_REMOTE_TASKS) {
+                          FL_MAX_REMOTE_TASKS);
+    if (!d && r->count < FL_MAX_REMOTE_TASKS) {
         fl_ps_client *client = connect_to(c, job, task, who, 0);
         if (client)
             d = add_device(r, c, job, task, who, client);
@@ -146,7 +134,7 @@ int fl_cluster_say_goodbye(const fl_cluster *c)
         if (!client || fl_ps_client_goodbye(client) != 0)
             rc = -1;
     }
-    cluster_connections *r = connections_of(c);
+    fl_cluster_state *r = fl_cluster_state_of(c);
     pthread_mutex_lock(&r->lock);
     for (int i = 0; i < r->count; i++)
         fl_ps_client_close(r->tasks[i].client);
@@ -158,7 +146,7 @@ int fl_cluster_say_goodbye(const fl_cluster *c)
 
 int fl_remote_task_traffic(const fl_cluster *c, const char *task, uint64_t *sent, uint64_t *received)
 {
-    cluster_connections *r = connections_of(c);
+    fl_cluster_state *r = fl_cluster_state_of(c);
     *sent = *received = 0;
     int found = 0;
     pthread_mutex_lock(&r->lock);
@@ -178,7 +166,7 @@ int fl_remote_task_traffic(const fl_cluster *c, const char *task, uint64_t *sent
 
 uint64_t fl_remote_stale_updates(const fl_cluster *c)
 {
-    cluster_connections *r = connections_of(c);
+    fl_cluster_state *r = fl_cluster_state_of(c);
     pthread_mutex_lock(&r->lock);
     uint64_t n = r->stale_of_lost;
     for (int i = 0; i < r->count; i++)

@@ -5,6 +5,8 @@
 #ifndef FLOWLAB_DIST_REMOTE_DEVICE_H
 #define FLOWLAB_DIST_REMOTE_DEVICE_H
 
+#include <pthread.h>
+
 #include "device.h"
 #include "ps_client.h"
 #include "sync_step.h"
@@ -28,5 +30,22 @@ typedef struct {
 } fl_remote_task;
 
 static inline fl_ps_client *fl_remote_client(void *impl) { return ((fl_remote_task *)impl)->client; }
+
+#define FL_MAX_REMOTE_TASKS 64
+
+/* What the runtime keeps for one cluster, in the cluster's runtime slot
+ * (made on first use, freed with the cluster): its remote devices, their
+ * connections and counters, its synchronous step. Anything else the runtime
+ * keeps per cluster belongs here too, so two clusters share nothing. */
+typedef struct {
+    pthread_mutex_t lock; /* the tasks and counters below */
+    fl_device devices[FL_MAX_REMOTE_TASKS];
+    fl_remote_task tasks[FL_MAX_REMOTE_TASKS];
+    int count;
+    uint64_t stale_of_lost; /* stale updates counted on connections since lost */
+    fl_sync_step *sync;
+} fl_cluster_state;
+
+fl_cluster_state *fl_cluster_state_of(const fl_cluster *c);
 
 #endif
