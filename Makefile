@@ -1,7 +1,8 @@
 # flowlab: one make for everything. Each room keeps its own rules beside it
 # (src/*/*.mk, cl/backend.mk, cuda/backend.mk, labs/*/lab.mk, tests/*.mk,
 # book/book.mk); this file sets the flags, builds the library and includes them.
-#   make                   the library (build/libflowlab.a) and the labs
+#   make                   the libraries (build/libflowlab.a, the core; build/libflowlab_cluster.a,
+#                          the cluster rooms, chapter 3 on) and the labs
 #   make lab               the main lab (chapter 1), as the README's quick start runs it
 #   make test              the TAP suite under prove; SANITIZE=1: under ASan + UBSan
 #   make test-threads      the threaded code's tests under ThreadSanitizer
@@ -38,13 +39,13 @@ LDLIBS  := -lz -lm -pthread
 LDFLAGS := $(SANFLAGS)
 
 # The core: src/ is the graph and the executor; src/host/ is /cpu:0; src/io/
-# the file formats. The cluster rooms add theirs (chapter 3 on).
+# the file formats. The cluster rooms (chapter 3 on) build an archive of their
+# own, linked only into the programs that use them ($(CLUSTER_LINK)).
 CORE_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c)
+LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CORE_SRC))
+LIB     := $(BUILD)/libflowlab.a
 include src/cluster/cluster.mk
 include src/distributed_runtime/distributed_runtime.mk
-LIB_SRC := $(CORE_SRC) $(CLUSTER_SRC) $(DISTRIBUTED_RUNTIME_SRC)
-LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
-LIB     := $(BUILD)/libflowlab.a
 
 # Each accelerator backend is a folder with a backend.mk, which appends the
 # folder's name to BACKENDS, its objects to BACKEND_OBJ and the libraries
@@ -65,7 +66,7 @@ LIB_OBJ += $(BACKEND_OBJ)
 # What the labs share (flags, the model, the data), for their dependencies.
 LAB_COMMON := $(wildcard labs/common/*.h)
 
-.PHONY: all lib labs lab tests test test-threads deps clean flags
+.PHONY: all lib labs lab tests test test-threads deps clean flags flags-cluster
 all: lib labs
 # The .mk files define targets of their own: `make` alone still builds all.
 .DEFAULT_GOAL := all
@@ -74,7 +75,7 @@ all: lib labs
 deps:
 	@sh labs/install-deps.sh
 
-lib: $(LIB)
+lib: $(LIB) $(CLUSTER_LIB)
 
 $(BUILD)/obj/%.o: src/%.c src/flowlab.h src/flowlab_cluster.h src/flowlab_monitored.h src/runtime.h | $(BUILD)/obj
 	@mkdir -p $(dir $@)
@@ -89,8 +90,11 @@ $(BUILD)/obj $(BUILD)/tests:
 
 # What your own program needs to compile and link against flowlab:
 #   cc -std=c11 my_program.c $(make -s -C path/to/flowlab flags)
+# and a program of a cluster (chapter 3 on: fl_cluster_*, fl_server_*), flags-cluster.
 flags:
 	@echo "-I$(CURDIR)/src $(CURDIR)/$(LIB) $(LDFLAGS) $(LDLIBS)"
+flags-cluster:
+	@echo "-I$(CURDIR)/src $(CURDIR)/$(CLUSTER_LIB) $(CURDIR)/$(LIB) $(LDFLAGS) $(LDLIBS) $(CLUSTER_LDLIBS)"
 
 clean:
 	rm -rf build build-sanitize build-tsan

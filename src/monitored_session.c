@@ -353,7 +353,11 @@ int fl_monitored_session_close(fl_monitored_session *ms)
     free_session(ms);
     /* After the chief's last save: the ps tasks may exit once every worker
      * has said goodbye. */
-    if (cluster && cluster->say_goodbye(cluster->state) != 0)
+    if (cluster && cluster->say_goodbye(cluster->state) != 0) {
+        char why[FL_ERROR_LEN];
+        snprintf(why, sizeof why, "%s", fl_last_error());
+        fl_set_error("fl_monitored_session_close: saying goodbye to the ps tasks: %s", why);
         rc = -1;
+    }
     return rc;
 }

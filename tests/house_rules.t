@@ -3,13 +3,18 @@
 # by prove beside the C tests). Files stay under 500 lines and functions under
 # 80; src/ names neither cl/ nor cuda/, and only src/host/ includes the host
 # kernel list; no two object files call each other (read from the symbols nm
-# lists in the built library, so the rule holds for what is really linked).
+# lists in the built libraries, so the rule holds for what is really linked);
+# the core names nothing of the cluster rooms and no two folders depend on
+# each other both ways (read from nm of the built objects); the programs of
+# chapters 0-2 link no libevent (read from ldd).
 use strict;
 use warnings;
 
 my $max_file_lines = 500;
 my $max_function_lines = 80;
 my $library = $ENV{FLOWLAB_LIB} // 'build/libflowlab.a';
+my $build = $ENV{BUILD} // 'build';
+(my $cluster_library = $library) =~ s{libflowlab\.a$}{libflowlab_cluster.a};
 my $tests = 0;
 my $failed = 0;
 
@@ -82,7 +87,7 @@ if (!-f $library) {
     print "ok " . ++$tests . " # SKIP $library is not built (make lib)\n";
 } else {
     my (%defines, %uses, $object);
-    for (`nm $library 2>/dev/null`) {
+    for (`nm $library 2>/dev/null`, (-f $cluster_library ? `nm $cluster_library 2>/dev/null` : ())) {
         if (/^(\S+\.o):$/) { $object = $1; next; }
         next unless $object && /^\s*(?:[0-9a-f]+\s+)?([A-Za-z])\s+(\S+)$/;
         my ($type, $symbol) = ($1, $2);
@@ -103,7 +108,77 @@ if (!-f $library) {
             push @loops, "$a uses $calls{$a}{$b}[0], $b uses $calls{$b}{$a}[0]";
         }
     }
-    ok(!@loops, 'no two object files of the library call each other', @loops);
+    ok(!@loops, 'no two object files of the libraries call each other', @loops);
+}
+
+# ---- folders: the core stands alone, and no two folders depend both ways ----
+# A folder is src/, src/<room>/, cl/ or cuda/; an object's folder is read
+# from its path under $build/obj (the backends' objects are cl_*.o, cuda_*.o).
+sub folder_of {
+    my ($object) = @_;
+    return $1 if $object =~ m{/obj/(cl|cuda)(?:_|/)[^/]*$};
+    return "src/$1" if $object =~ m{/obj/([^/]+)/[^/]+\.o$};
+    return 'src';
+}
+my %cluster_rooms = map { $_ => 1 } qw(src/cluster src/distributed_runtime);
+# The seam's registration: the device registry names each backend's table
+# (fl_host_backend, fl_opencl_backend, ...) and every backend uses the core;
+# that is how a backend plugs in, not a loop.
+sub is_backend_table { return $_[0] =~ /^fl_\w+_backend$/ }
+# Known, to be undone: the monitored session (src/) saves and restores
+# through src/io/saver.c, which runs sessions.
+my %known_two_way = ('src src/io' => 1);
+my @objects = grep { -f } glob("$build/obj/*.o $build/obj/*/*.o");
+if (!@objects) {
+    print "ok " . ++$tests . " # SKIP $build/obj holds no objects (make lib)\n";
+} else {
+    my (%defined_in, %uses);
+    for my $object (@objects) {
+        for (`nm $object 2>/dev/null`) {
+            next unless /^\s*(?:[0-9a-f]+\s+)?([A-Za-z])\s+(\S+)$/;
+            my ($type, $symbol) = ($1, $2);
+            if ($type eq 'U') { $uses{$object}{$symbol} = 1 }
+            elsif ($type =~ /[TDBR]/) { $defined_in{$symbol} = folder_of($object) }
+        }
+    }
+    my (@core_names_cluster, %depends);
+    for my $object (sort keys %uses) {
+        my $from = folder_of($object);
+        for my $symbol (sort keys %{ $uses{$object} }) {
+            my $to = $defined_in{$symbol};
+            next unless $to && $to ne $from;
+            push @core_names_cluster, "$object names $symbol ($to)" if $cluster_rooms{$to} && !$cluster_rooms{$from};
+            $depends{$from}{$to} //= "$object names $symbol" unless is_backend_table($symbol);
+        }
+    }
+    ok(!@core_names_cluster, 'no object outside src/cluster and src/distributed_runtime names a symbol of theirs',
+       @core_names_cluster);
+    my @both_ways;
+    for my $a (sort keys %depends) {
+        for my $b (sort keys %{ $depends{$a} }) {
+            next unless $a lt $b && $depends{$b}{$a} && !$known_two_way{"$a $b"};
+            push @both_ways, "$a -> $b ($depends{$a}{$b}) and $b -> $a ($depends{$b}{$a})";
+        }
+    }
+    ok(!@both_ways, 'no two folders depend on each other both ways', @both_ways);
+}
+
+# ---- the core's programs: chapters 0-2 and flowlab-devices link no libevent ----
+for my $program (qw(labs/00-xor/xor labs/01-single-device/single_device labs/02-in-graph-towers/in_graph_towers
+                    labs/tools/flowlab-devices)) {
+    my $path = "$build/$program";
+    if (!-x $path) {
+        ok(0, "$path links no libevent", "$path is not built (make labs)");
+        next;
+    }
+    my @event = grep { /libevent/ } `ldd $path 2>&1`;
+    ok(!@event, "$path links no libevent (the cluster rooms' library)", map { s/^\s+|\s+$//gr } @event);
+    # A linker that drops unused libraries (--as-needed) would hide a link
+    # line naming them: read make's own line for the program too.
+    my ($line) = grep { / -o \Q$path\E / } `make -s -n -W $program.c $path BUILD=$build 2>/dev/null`;
+    my $clean = $line && $line !~ /-levent|libflowlab_cluster/;
+    ok($clean, "and its link line names neither libevent nor the cluster archive",
+       $clean ? () : ($line // "make -n printed no link line for $path"));
 }
 
 print "1..$tests\n";

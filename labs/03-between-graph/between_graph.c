@@ -424,8 +424,10 @@ static int train_worker(const fl_cluster *cluster, const training_flags *o, cons
      * or runs them; one worker (the chief) draws it. */
     if (rc == 0 && o->graph_path && fl_session_write_dot_with(s, o->graph_path, &o->graph) != 0)
         fprintf(stderr, "%s: --graph: %s\n", program, fl_last_error());
-    if (fl_monitored_session_close(ms) != 0 && rc == 0)
+    if (fl_monitored_session_close(ms) != 0 && rc == 0) {
+        fprintf(stderr, "%s: worker %d: %s\n", program, task, fl_last_error());
         rc = 1;
+    }
     fl_session_hook_free(stop);
     return rc;
 }

@@ -4,6 +4,11 @@ LAUNCHER := $(BUILD)/labs/tools/launch_cluster
 # tests/test_lab03 runs the lab through the launcher, so both are built first.
 $(BUILD)/tests/test_lab03: $(LAB03) $(LAUNCHER)
 $(LAB03): $(LAB_COMMON)
+# A program of a cluster: it links the cluster rooms' archive and libevent,
+# which the labs of chapters 0-2 do not.
+$(LAB03): labs/03-between-graph/between_graph.c $(LIB) $(CLUSTER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
 # The figure of chapter 3: who talks to whom, with the bytes worker 0 moved
 # per step, from a short run of 1 ps and 2 workers; then 2 ps tasks.
@@ -27,13 +32,13 @@ EX03_OUT    := $(BUILD)/exercises/03-between-graph
 EX03_CHECKS := $(patsubst %,$(EX03_OUT)/check_%,$(EX03_NAMES))
 EX03_SOLVED := $(patsubst %,$(EX03_OUT)/solutions/check_%,$(EX03_NAMES))
 
-$(EX03_OUT)/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB)
+$(EX03_OUT)/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/$*.c -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
-$(EX03_OUT)/solutions/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/solutions/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB)
+$(EX03_OUT)/solutions/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/solutions/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
 # tests/test_lab03_exercises runs the checks, so they are built first; it
 # also includes the reference staleness.c to hold it against chapter 4's claim.
