@@ -39,9 +39,9 @@ LDLIBS  := -lz -lm -pthread
 LDFLAGS := $(SANFLAGS)
 
 # The core: src/ is the graph and the executor; src/host/ is /cpu:0; src/io/
-# the file formats. The cluster rooms (chapter 3 on) build an archive of their
+# the file formats; src/training/ the monitored session and its hooks. The cluster rooms (chapter 3 on) build an archive of their
 # own, linked only into the programs that use them ($(CLUSTER_LINK)).
-CORE_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c)
+CORE_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c src/training/*.c)
 LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CORE_SRC))
 LIB     := $(BUILD)/libflowlab.a
 include src/cluster/cluster.mk

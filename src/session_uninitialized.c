@@ -2,7 +2,7 @@
  * graph's variables have no value yet, asking the device that holds each:
  * a variable on a ps task has one once any worker (the chief) gave it one,
  * and this session then counts it as initialised too. A worker that is not
- * the chief waits on this before it trains (monitored_session.c). */
+ * the chief waits on this before it trains (training/monitored_session.c). */
 #include <stdlib.h>
 
 #include "session_internal.h"
