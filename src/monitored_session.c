@@ -173,6 +173,16 @@ static void make_hooks(fl_monitored_session *ms)
         add_hooks(ms, o->chief_only_hooks, o->nchief_hooks);
 }
 
+/* The hooks see the prepared model before any step: a stop hook whose step
+ * a restored checkpoint has already reached stops the loop before it trains. */
+static void after_create_session(fl_monitored_session *ms)
+{
+    fl_run_values v = {ms->step, NULL, ms->session, ms->log, ms->who, ms->start_step};
+    for (int h = 0; h < ms->nhooks; h++)
+        if (ms->hooks[h]->after_create_session && ms->hooks[h]->after_create_session(ms->hooks[h], &v))
+            ms->stop = true;
+}
+
 static void free_session(fl_monitored_session *ms)
 {
     fl_session_hook_free(ms->owned[0]);
@@ -205,6 +215,7 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
         free_session(ms);
         return NULL;
     }
+    after_create_session(ms);
     return ms;
 }
 
