@@ -164,7 +164,7 @@ static int run_ps(const fl_cluster *cluster)
     fl_server_join(server, 0);
     fl_server_stats st;
     fl_server_get_stats(server, &st);
-    printf("ps %d: every worker has finished; held %d variables (%.1f MB); %llu requests; exiting\n",
+    printf("ps %d: held %d variables (%.1f MB); %llu requests; exiting\n",
            fl_cluster_task_index(cluster), st.variables, (double)st.variable_bytes / 1e6,
            (unsigned long long)st.frames);
     fl_server_stop(server);
