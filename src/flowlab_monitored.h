@@ -33,6 +33,9 @@ struct fl_session_hook {
     int (*before_run)(fl_session_hook *h, fl_node **extra, int max);
     /* After a run; true asks the session to stop. May be NULL. */
     bool (*after_run)(fl_session_hook *h, const fl_run_values *v);
+    /* Once the model is ready, before the first run; true asks the session
+     * to stop before any step (TensorFlow's after_create_session). May be NULL. */
+    bool (*after_create_session)(fl_session_hook *h, const fl_run_values *v);
     void (*end)(fl_session_hook *h, const fl_run_values *v); /* at close (extra: NULL); may be NULL */
     void (*free_state)(void *state);                            /* may be NULL */
     void *state;

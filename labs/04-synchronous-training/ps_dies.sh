@@ -55,10 +55,13 @@ start() {
     PIDS="$PIDS $TASK_PID"
 }
 
-# The highest "global step N" the chief has logged so far (0 before any).
+# The highest global step the chief has logged in a progress line ("step K,
+# global step N") so far, 0 before any. A restore line ("restored ...: global
+# step N") does not count: a checkpoint left by an earlier run is not progress.
 chief_step() {
     [ -f "$DIR/worker0.log" ] || { echo 0; return; }
-    awk 'match($0, /global step [0-9]+/) { n = substr($0, RSTART + 12, RLENGTH - 12) + 0; if (n > max) max = n }
+    awk 'match($0, /step [0-9]+, global step [0-9]+/) { s = substr($0, RSTART, RLENGTH); sub(/.*global step /, "", s);
+             if (s + 0 > max) max = s + 0 }
          END { print max + 0 }' "$DIR/worker0.log"
 }
 
@@ -70,7 +73,8 @@ start worker1 worker 1 "$@"
 W1=$TASK_PID
 until [ "$(chief_step)" -ge "$KILL_AT" ]; do
     if ! kill -0 "$W0" 2>/dev/null; then
-        echo "ps_dies: the chief ended before global step $KILL_AT" >&2
+        echo "ps_dies: the chief ended before global step $KILL_AT (did it restore a --checkpoint_dir" \
+             "an earlier run left at or past --train_steps? give a fresh one)" >&2
         exit 1
     fi
     sleep 0.05

@@ -1,8 +1,11 @@
 /* reducer.c: the communication thread of chapter 6's lab (see reducer.h).
  * The tensors sit in one buffer in the order of the schedule, so a bucket
  * of consecutive tensors is one contiguous range: fusing costs no copy
- * beyond the one that brings a tensor in. The ranks agree on each bucket's
- * size before summing it, so the collectives match on every rank. */
+ * beyond the one that brings a tensor in. The buckets are planned once,
+ * from the tensors' sizes in the schedule's order, as PyTorch DDP plans its
+ * buckets: the same on every rank and in every step and run, so the
+ * collectives match on every rank and every sum is cut the same way (a
+ * 3-rank float sum depends on where a bucket's chunks start). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@ struct reducer {
     float *buffer;                /* every tensor, in the schedule's order */
     size_t offset[MAX_REDUCED];   /* by index: where it starts in buffer */
     bool ready[MAX_REDUCED];      /* by position in the schedule */
+    int bucket_length[MAX_REDUCED]; /* by the position a bucket starts at: its tensors */
     int next;                     /* the first position not reduced yet */
     bool failed, stopping;
     char error[512];
@@ -32,35 +36,44 @@ static double monotonic_us(void) /* the clock fl_session_trace_event takes */
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-/* How many tensors from position `from` on are ready here and fit, together,
- * under the threshold (the first always does). Called under the lock. */
-static int ready_to_fuse(const reducer *r, int from)
+/* A bucket ships once it holds this much (PyTorch DDP's first bucket is
+ * 1 MiB for the same reason): chapter 1's model then sums dense_1/kernel's
+ * 12.8 MB while the convolutions' backward pass still runs. */
+#define BUCKET_MIN_BYTES (1u << 20)
+
+static size_t bytes_at(const reducer *r, int position)
 {
-    size_t bytes = 0;
-    int k = from;
-    while (k < r->plan.count && r->ready[k]) {
-        size_t more = r->plan.elements[r->plan.order[k]] * sizeof(float);
-        if (k > from && bytes + more > r->plan.fusion_threshold)
-            break;
-        bytes += more;
-        k++;
-    }
-    return k - from;
+    return r->plan.elements[r->plan.order[position]] * sizeof(float);
 }
 
-/* Horovod's negotiation, reduced to one number: the ranks take the
- * smallest of their ready counts, so every rank's next collective covers
- * the same tensors even when they finished them at different times. */
-static int agree(reducer *r, int mine, int *agreed)
+/* Consecutive tensors of the schedule share a bucket until it holds
+ * BUCKET_MIN_BYTES or the next one would take it past the threshold
+ * (threshold 0: a bucket per tensor). Sizes and order alone decide, never
+ * timing, so every rank plans the same buckets without asking the others. */
+static void plan_buckets(reducer *r)
 {
-    *agreed = mine;
-    if (!r->plan.background || r->plan.fusion_threshold == 0)
-        return 0; /* everything is ready, or one tensor a bucket: the same everywhere */
-    int code = MPI_Allreduce(&mine, agreed, 1, MPI_INT, MPI_MIN, r->plan.comm);
-    if (code == MPI_SUCCESS)
-        return 0;
-    snprintf(r->error, sizeof r->error, "agreeing on the next bucket: MPI error %d", code);
-    return -1;
+    for (int k = 0; k < r->plan.count;) {
+        int from = k;
+        size_t bytes = bytes_at(r, k++);
+        while (k < r->plan.count && bytes < BUCKET_MIN_BYTES && bytes + bytes_at(r, k) <= r->plan.fusion_threshold)
+            bytes += bytes_at(r, k++);
+        r->bucket_length[from] = k - from;
+    }
+}
+
+/* The first tensor of the bucket at position `from` that has not arrived
+ * here; from + its length when all have. Called under the lock. */
+static int first_missing(const reducer *r, int from)
+{
+    int k = from;
+    while (k < from + r->bucket_length[from] && r->ready[k])
+        k++;
+    return k;
+}
+
+static bool bucket_ready(const reducer *r, int from)
+{
+    return first_missing(r, from) == from + r->bucket_length[from];
 }
 
 /* Sums positions [from, from + n) over the ranks and divides by their
@@ -87,21 +100,19 @@ static int reduce_bucket(reducer *r, int from, int n)
     return 0;
 }
 
-/* One bucket, when position r->next is ready; called with the lock held,
- * which it drops around the collectives. */
+/* The bucket at r->next, once all its tensors are ready; called with the
+ * lock held, which it drops around the collectives. */
 static void reduce_next(reducer *r)
 {
-    int from = r->next, agreed = 0, mine = ready_to_fuse(r, from);
+    int from = r->next, n = r->bucket_length[from];
     pthread_mutex_unlock(&r->lock);
-    int rc = agree(r, mine, &agreed);
-    if (rc == 0)
-        rc = reduce_bucket(r, from, agreed);
+    int rc = reduce_bucket(r, from, n);
     pthread_mutex_lock(&r->lock);
     if (rc != 0) {
         r->failed = true;
-        agreed = r->plan.count - from; /* the step is lost: reducer_wait returns */
+        n = r->plan.count - from; /* the step is lost: reducer_wait returns */
     }
-    r->next = from + agreed;
+    r->next = from + n;
     pthread_cond_broadcast(&r->changed);
 }
 
@@ -110,7 +121,7 @@ static void *communicate(void *arg)
     reducer *r = arg;
     pthread_mutex_lock(&r->lock);
     while (!r->stopping) {
-        if (r->next < r->plan.count && r->ready[r->next])
+        if (r->next < r->plan.count && bucket_ready(r, r->next))
             reduce_next(r);
         else
             pthread_cond_wait(&r->changed, &r->lock);
@@ -136,6 +147,7 @@ reducer *reducer_start(const reducer_plan *plan)
         return NULL;
     }
     MPI_Comm_size(plan->comm, &r->ranks);
+    plan_buckets(r);
     r->next = plan->count; /* nothing to do before the first step */
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->changed, NULL);
@@ -179,7 +191,7 @@ int reducer_wait(reducer *r)
 {
     pthread_mutex_lock(&r->lock);
     while (r->next < r->plan.count && !r->failed) {
-        if (!r->plan.background && r->ready[r->next])
+        if (!r->plan.background && bucket_ready(r, r->next))
             reduce_next(r); /* --overlap off: the caller's thread makes the collectives */
         else if (!r->plan.background)
             break; /* a tensor never arrived: said below */
@@ -189,7 +201,7 @@ int reducer_wait(reducer *r)
     int rc = r->failed || r->next < r->plan.count ? -1 : 0;
     if (r->next < r->plan.count && !r->failed)
         snprintf(r->error, sizeof r->error, "tensor %d of the schedule never arrived",
-                 r->plan.order[r->next]);
+                 r->plan.order[first_missing(r, r->next)]);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* reducer.h: averaging a step's gradients over the ranks as they become
- * ready, Horovod's way: one background thread makes every collective, small
- * tensors are fused into one buffer up to a threshold, and every rank runs
- * the same collectives in the same order with the same sizes. */
+ * ready: one background thread makes every collective, as Horovod's does;
+ * small tensors are fused into buckets up to a threshold, planned once from
+ * their sizes as PyTorch DDP plans its buckets, so every rank runs the same
+ * collectives in the same order with the same sizes, step after step. */
 #ifndef LABS_06_REDUCER_H
 #define LABS_06_REDUCER_H
 

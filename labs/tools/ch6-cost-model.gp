@@ -33,7 +33,7 @@ set style line 8 lc rgb "#a50f15" pt 9 ps 1.8
 # parameter servers, 88% with Horovod; Horovod's benchmark page, 512 GPUs
 # (128 servers of 4 Pascal GPUs, RoCE 25 Gbit/s): 90%.
 set label "TensorFlow ps, 128 GPUs: ~50%" at 128,0.5 offset -1,-1.3 right font ",10" tc rgb "#a50f15"
-set label "Horovod, 128 GPUs: 88%" at 128,0.88 offset -1.2,1.0 right font ",10" tc rgb "#08519c"
+set label "Horovod, 128 GPUs: 88%" at 128,0.88 offset 1.2,-1.5 left font ",10" tc rgb "#08519c"
 set label "Horovod, 512 GPUs: 90%" at 512,0.90 offset 1,1.1 right font ",10" tc rgb "#08519c"
 
 plot dir.'/inception-ps8.csv' every ::2 using 1:4 with lines ls 1 \

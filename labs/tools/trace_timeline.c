@@ -2,6 +2,8 @@
  * timeline, one lane per device and one box per op, coloured by what the op
  * does, so the book can show a real run (make figures). Reads only the
  * one-event-per-line JSON that fl_session_write_trace writes. */
+#include <stdbool.h>
+
 #include "trace_events.h"
 
 enum { WIDTH = 1000, LEFT = 90, LANE = 34, TOP = 30 };
@@ -81,8 +83,14 @@ static void draw(FILE *out, const trace_events *t)
         escaped(out, e->name);
         fprintf(out, " (%.2f ms)</title></rect>\n", e->dur / 1000);
     }
+    /* The legend names only the kinds this trace has: chapters 3 and 4 average no towers. */
+    bool used[sizeof kinds / sizeof kinds[0]] = {false};
+    for (int i = 0; i < t->count; i++)
+        used[kind_of(&t->events[i]) - kinds] = true;
     int y = TOP + t->nlanes * LANE + 30, x = LEFT;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        if (!used[k])
+            continue;
         fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/>", x, y - 11, kinds[k].colour);
         fprintf(out, "<text x=\"%d\" y=\"%d\">%s</text>\n", x + 18, y, kinds[k].label);
         x += 18 + 7 * (int)strlen(kinds[k].label) + 24; /* about 7 px a letter */

@@ -173,6 +173,16 @@ static bool is_chief(const fl_cluster_plugin *cluster, fl_chief_choice chief)
     return !cluster || cluster->is_chief(cluster->state);
 }
 
+/* The hooks see the prepared model before any step: a stop hook whose step
+ * a restored checkpoint has already reached stops the loop before it trains. */
+static void after_create_session(fl_monitored_session *ms)
+{
+    fl_run_values v = {ms->step, NULL, ms->session, ms->log, ms->who, ms->start_step};
+    for (int h = 0; h < ms->nhooks; h++)
+        if (ms->hooks[h]->after_create_session && ms->hooks[h]->after_create_session(ms->hooks[h], &v))
+            ms->stop = true;
+}
+
 static void free_session(fl_monitored_session *ms)
 {
     fl_session_hook_free(ms->owned[0]);
@@ -208,6 +218,7 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
         free_session(ms);
         return NULL;
     }
+    after_create_session(ms);
     return ms;
 }
 

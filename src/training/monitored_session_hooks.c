@@ -54,6 +54,8 @@ fl_session_hook *fl_stop_at_step_hook(long last_step)
     fl_session_hook *h = new_hook("StopAtStepHook");
     ((hook_state *)h->state)->every = last_step;
     h->after_run = stop_at_step;
+    /* A run restored at or past last_step trains no step at all. */
+    h->after_create_session = stop_at_step;
     return h;
 }
 

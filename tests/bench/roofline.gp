@@ -19,13 +19,17 @@ set yrange [1:2*peak]
 set grid
 set key top left font ",9"
 roof(x) = (bw * x < peak) ? bw * x : peak
-# The k-th point in a row at one intensity has its number k places to the right.
-k = 0; prevx = 0
-beside(x) = (k = (x == prevx ? k + 1 : 0), prevx = x, x * 10 ** (0.05 + 0.11 * k))
+# Each number sits just right of its point, at its point's height. A point
+# at the previous one's intensity and about its height (within 15%) moves its
+# number one digit further right, so the numbers of a cluster read as a row
+# beside it instead of floating away.
+k = 0; prevx = 0; prevy = 0
+near(x, y) = x == prevx && abs(log10(y / prevy)) < 0.06
+beside(x, y) = (k = (near(x, y) ? k + 1 : 0), prevx = x, prevy = y, x * 10 ** (0.035 + 0.065 * k))
 plot roof(x) title "roof: min(peak, bandwidth x intensity)" linewidth 2 linecolor rgb "#444444", \
      points using 2:3 with points pointtype 7 pointsize 0.8 linecolor rgb "#4a7ab5" notitle, \
-     k = 0, prevx = 0, \
-     points using (beside($2)):3:(sprintf("%d", $0 + 1)) with labels left font ",9" textcolor rgb "#1d3f6e" notitle
+     k = 0, prevx = 0, prevy = 1, \
+     points using (beside($2, $3)):3:(sprintf("%d", $0 + 1)) with labels left font ",9" textcolor rgb "#1d3f6e" notitle
 
 # ---- right: the key to the numbers ----
 unset logscale; unset grid; unset xlabel; unset ylabel
