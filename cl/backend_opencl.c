@@ -269,7 +269,7 @@ static int cl_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor 
 {
     fl_cl_device *d = impl;
     if (!launchers[n->op]) {
-        fl_set_error("the OpenCL backend has no kernel for %s", fl_node_op_type(n));
+        fl_set_error_code(FL_UNIMPLEMENTED, "the OpenCL backend has no kernel for %s", fl_node_op_type(n));
         return -1;
     }
     pthread_mutex_lock(&d->lock);

@@ -38,8 +38,8 @@ static int plan_chunks(const fl_conv_geometry *g, chunking *ch)
     int64_t images = row_bytes ? (int64_t)CHUNK_BYTES / row_bytes : g->batch;
     images = images < 1 ? 1 : images > g->batch ? g->batch : images;
     if (images * pixels * taps > INT_MAX || pixels * g->batch > INT_MAX) {
-        fl_set_error("a convolution's im2col matrix of %lld x %lld is too large",
-                     (long long)(images * pixels), (long long)taps);
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "a convolution's im2col matrix of %lld x %lld is too large",
+                          (long long)(images * pixels), (long long)taps);
         return -1;
     }
     if (images > 0) { /* even chunks: 128 images in 3 chunks of 43, not 56 + 56 + 16 */

@@ -21,8 +21,9 @@ static int check_size(const fl_conv_geometry *g)
     int64_t channels = g->c > g->oc ? g->c : g->oc;
     if (pixels * channels < INT_MAX && (int64_t)g->kh * g->kw * channels * (g->c + TILE_COLS) < INT_MAX)
         return 0;
-    fl_set_error("a convolution of [%d,%d,%d,%d] by a %dx%d window is too large for the OpenCL kernels",
-                 g->batch, g->h, g->w, g->c, g->kh, g->kw);
+    fl_set_error_code(FL_UNIMPLEMENTED,
+                      "a convolution of [%d,%d,%d,%d] by a %dx%d window is too large for the OpenCL kernels",
+                      g->batch, g->h, g->w, g->c, g->kh, g->kw);
     return -1;
 }
 

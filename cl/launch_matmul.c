@@ -32,7 +32,7 @@ static int clblast_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int 
         (size_t)(ta ? m : k), (cl_mem)b, b_at, (size_t)(tb ? k : n), accumulate ? 1.0f : 0.0f, (cl_mem)c, c_at,
         (size_t)n, &queue, NULL);
     if (status != CLBlastSuccess) {
-        fl_set_error("GEMM (CLBlastSgemm %dx%dx%d) failed with status %d", m, n, k, (int)status);
+        fl_set_error_code(FL_INTERNAL, "GEMM (CLBlastSgemm %dx%dx%d) failed with status %d", m, n, k, (int)status);
         return -1;
     }
     return 0;
@@ -45,7 +45,7 @@ int fl_cl_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const 
         return clblast_gemm_at(d, ta, tb, m, n, k, a, a_at, b, b_at, c, c_at, accumulate);
     if (fl_cl_gemm_enqueue(d->gemm, d->queue, ta, tb, m, n, k, (cl_mem)a, a_at, (cl_mem)b, b_at,
                            (cl_mem)c, c_at, accumulate ? 1.0f : 0.0f, 0, NULL, NULL) != 0) {
-        fl_set_error("GEMM (cl/gemm.c): %s", fl_cl_gemm_error(d->gemm));
+        fl_set_error_code(FL_INTERNAL, "GEMM (cl/gemm.c): %s", fl_cl_gemm_error(d->gemm));
         return -1;
     }
     return 0;

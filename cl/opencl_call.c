@@ -122,8 +122,8 @@ int fl_cl_count(const fl_tensor *t)
     int64_t n = fl_shape_size(t->shape);
     if (n > INT_MAX - 4096) { /* kernels index with int; leave room for rounding */
         char shape[64];
-        fl_set_error("a tensor of shape %s is too large for the OpenCL kernels (2^31 elements)",
-                     fl_shape_format(t->shape, shape, sizeof shape));
+        fl_set_error_code(FL_UNIMPLEMENTED, "a tensor of shape %s is too large for the OpenCL kernels (2^31 elements)",
+                          fl_shape_format(t->shape, shape, sizeof shape));
         return -1;
     }
     return (int)n;
@@ -131,7 +131,7 @@ int fl_cl_count(const fl_tensor *t)
 
 int fl_cl_fail(const char *what, cl_int err)
 {
-    fl_set_error("%s failed: %s (%d)", what, fl_cl_error_name(err), (int)err);
+    fl_set_error_code(FL_INTERNAL, "%s failed: %s (%d)", what, fl_cl_error_name(err), (int)err);
     return -1;
 }
 

@@ -83,7 +83,7 @@ static int build_kernels(fl_cl_device *d)
         cl_int err;
         d->kernels[k] = clCreateKernel(d->program, fl_cl_kernel_name(k), &err);
         if (err != CL_SUCCESS) {
-            fl_set_error("clCreateKernel(%s): %s", fl_cl_kernel_name(k), fl_cl_error_name(err));
+            fl_set_error_code(FL_INTERNAL, "clCreateKernel(%s): %s", fl_cl_kernel_name(k), fl_cl_error_name(err));
             return -1;
         }
     }
@@ -94,7 +94,7 @@ static int build_gemm(fl_cl_device *d)
 {
     const fl_cl_source *matmul = source_named("matmul.cl");
     if (!matmul) {
-        fl_set_error("cl/matmul.cl was not embedded into this flowlab");
+        fl_set_error_code(FL_INTERNAL, "cl/matmul.cl was not embedded into this flowlab");
         return -1;
     }
     d->gemm_program = fl_cl_program_build(d->context, d->id, "gemm", matmul->text, "");
@@ -102,7 +102,7 @@ static int build_gemm(fl_cl_device *d)
         return -1;
     d->gemm = fl_cl_gemm_new(d->context, d->id, d->gemm_program);
     if (!d->gemm) {
-        fl_set_error("fl_cl_gemm_new: %s", fl_cl_gemm_error(NULL));
+        fl_set_error_code(FL_INTERNAL, "fl_cl_gemm_new: %s", fl_cl_gemm_error(NULL));
         return -1;
     }
     return 0;
@@ -200,10 +200,10 @@ static int report_fault(fl_cl_device *d, const int *fault)
     int slot = fault[1] >= 0 && fault[1] < d->nfault_ops ? fault[1] : 0;
     const char *op = d->nfault_ops ? d->fault_ops[slot].op : "an op";
     if (fault[0] == FL_CL_FAULT_LABEL)
-        fl_set_error("%s: label %d in row %d is outside [0, %d)", op, fault[3], fault[2],
-                     d->fault_ops[slot].classes);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: label %d in row %d is outside [0, %d)", op, fault[3], fault[2],
+                          d->fault_ops[slot].classes);
     else
-        fl_set_error("%s: integer division by zero at element %d", op, fault[2]);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: integer division by zero at element %d", op, fault[2]);
     int zeros[4] = {0};
     clEnqueueWriteBuffer(d->queue, d->fault, CL_TRUE, 0, sizeof zeros, zeros, 0, NULL, NULL);
     return -1;

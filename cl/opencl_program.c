@@ -167,8 +167,8 @@ static cl_program from_source(cl_context context, cl_device_id device, const cha
     if (err != CL_SUCCESS) {
         print_build_log(p, device, label);
         clReleaseProgram(p);
-        fl_set_error("building the OpenCL program \"%s\" failed: %s (the build log is on stderr)",
-                     label, fl_cl_error_name(err));
+        fl_set_error_code(FL_INTERNAL, "building the OpenCL program \"%s\" failed: %s (the build log is on stderr)",
+                          label, fl_cl_error_name(err));
         return NULL;
     }
     return p;

@@ -317,7 +317,7 @@ int fl_graph_write_dot_with(const fl_graph *g, const char *path, const fl_dot_op
 int fl_session_write_dot_with(const fl_session *s, const char *path, const fl_dot_options *options)
 {
     if (!s) {
-        fl_set_error("fl_session_write_dot_with: no session");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_session_write_dot_with: no session");
         return -1;
     }
     if (options && options->detail == FL_DOT_NODES)

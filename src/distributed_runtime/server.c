@@ -28,8 +28,8 @@ static int resolve_own_address(const fl_cluster *c, struct addrinfo **out)
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
     int rc = getaddrinfo(fl_cluster_task_host(c, job, task), port, &hints, out);
     if (rc != 0) {
-        fl_set_error("/job:%s/task:%d: cannot resolve its own host \"%s\": %s", job, task,
-                     fl_cluster_task_host(c, job, task), gai_strerror(rc));
+        fl_set_error_code(FL_INVALID_ARGUMENT, "/job:%s/task:%d: cannot resolve its own host \"%s\": %s", job, task,
+                          fl_cluster_task_host(c, job, task), gai_strerror(rc));
         return -1;
     }
     return 0;
@@ -50,12 +50,14 @@ static int listen_on_own_address(fl_server *s, const fl_cluster *c)
     const char *host = fl_cluster_task_host(c, s->job, s->task);
     int port = fl_cluster_task_port(c, s->job, s->task);
     if (why == EADDRINUSE)
-        fl_set_error("port %d of %s is already in use (at %s:%d): is another task or an earlier run still "
-                     "there? Stop it, or give this task another port in the cluster spec",
-                     port, s->name, host, port);
+        fl_set_error_code(FL_UNAVAILABLE,
+                          "port %d of %s is already in use (at %s:%d): is another task or an earlier run still "
+                          "there? Stop it, or give this task another port in the cluster spec",
+                          port, s->name, host, port);
     else
-        fl_set_error("%s cannot listen at %s:%d: %s (is %s an address of this machine?)", s->name, host, port,
-                     strerror(why), host);
+        fl_set_error_code(fl_errno_code(why),
+                          "%s cannot listen at %s:%d: %s (is %s an address of this machine?)", s->name, host, port,
+                          strerror(why), host);
     return -1;
 }
 
@@ -114,7 +116,7 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
 fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *options)
 {
     if (!cluster) {
-        fl_set_error("fl_server_start: no cluster spec");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_server_start: no cluster spec");
         return NULL;
     }
     pthread_once(&libevent_threads_once, use_pthreads);
@@ -122,12 +124,12 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
     s->base = event_base_new();
     if (!s->base || listen_on_own_address(s, cluster) != 0) {
         if (!s->base)
-            fl_set_error("%s: libevent could not make an event loop", s->name);
+            fl_set_error_code(FL_INTERNAL, "%s: libevent could not make an event loop", s->name);
         free_server(s);
         return NULL;
     }
     if (pthread_create(&s->thread, NULL, run_loop, s) != 0) {
-        fl_set_error("%s: cannot start the server's thread", s->name);
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "%s: cannot start the server's thread", s->name);
         free_server(s);
         return NULL;
     }
