@@ -22,3 +22,7 @@ $(BUILD)/obj/backends.o: $(BUILD)/gen/backends.c src/backend_entry.h src/device.
 	$(CC) $(CFLAGS) -c $< -o $@
 
 LIB_OBJ += $(BUILD)/obj/backends.o
+
+# The registry opens module backends with dlopen: in libc since glibc 2.34,
+# in libdl before it (and still there, as a stub, after).
+LDLIBS += -ldl

@@ -60,8 +60,23 @@ static void choose_automatically(void)
     why_none[0] = '\0';
     for (int i = 0; fl_backend_entries[i] && !active; i++)
         active = usable_backend(fl_backend_entries[i]);
-    if (!fl_backend_entries[0])
+    if (active)
+        why_none[0] = '\0'; /* the reasons of the backends passed over do not matter */
+    else if (!fl_backend_entries[0])
         snprintf(why_none, sizeof why_none, "this flowlab was built without an accelerator backend");
+}
+
+/* FLOWLAB_BACKEND names a backend this build does not have: list those it has. */
+static void say_not_built(const char *wanted)
+{
+    char built[128] = "";
+    for (int i = 0; fl_backend_entries[i]; i++) {
+        size_t used = strlen(built);
+        snprintf(built + used, sizeof built - used, "%s%s", used ? ", " : "", fl_backend_entries[i]->name);
+    }
+    snprintf(why_none, sizeof why_none, "FLOWLAB_BACKEND=%s is not a backend built into this flowlab "
+             "(built: %s; unset it, or see that backend's backend.mk for what its build needs)", wanted,
+             built[0] ? built : "none");
 }
 
 static void choose_backend(void)
@@ -80,12 +95,7 @@ static void choose_backend(void)
         active = usable_backend(e);
         return;
     }
-    char built[128] = "";
-    for (int i = 0; fl_backend_entries[i]; i++)
-        snprintf(built + strlen(built), sizeof built - strlen(built), "%s%s", i ? ", " : "", fl_backend_entries[i]->name);
-    snprintf(why_none, sizeof why_none, "FLOWLAB_BACKEND=%s is not a backend built into this flowlab "
-             "(built: %s; unset it, or see that backend's backend.mk for what its build needs)", wanted,
-             built[0] ? built : "none");
+    say_not_built(wanted);
 }
 
 static void ensure_chosen(void)
