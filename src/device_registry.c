@@ -186,3 +186,25 @@ int fl_list_devices(fl_device_info *out, int max)
         fl_set_error_code(FL_NOT_FOUND, "%s", why_none);
     return count;
 }
+
+/* Asks each built backend in turn; the active one is not asked again. */
+static void describe_backend(const fl_backend_entry *e, fl_backend_info *info)
+{
+    *info = (fl_backend_info){0};
+    snprintf(info->name, sizeof info->name, "%s", e->name);
+    char why[FL_ERROR_LEN] = "";
+    const fl_backend *b = backend_of(e, why, sizeof why);
+    info->active = b && b == active;
+    info->devices = b ? b->device_count() : 0;
+    if (info->devices == 0)
+        snprintf(info->why_unavailable, sizeof info->why_unavailable, "%s", b ? b->why_unavailable() : why);
+}
+
+int fl_list_backends(fl_backend_info *out, int max)
+{
+    ensure_chosen();
+    int count = 0;
+    for (int i = 0; fl_backend_entries[i] && count < max; i++)
+        describe_backend(fl_backend_entries[i], &out[count++]);
+    return count;
+}

@@ -277,6 +277,19 @@ typedef struct {
  * (<= max). When there is no accelerator, fl_last_error() says why. */
 int fl_list_devices(fl_device_info *out, int max);
 
+/* Each accelerator backend this flowlab was built with, in the order the
+ * automatic choice tries them: how many devices it has on this machine and,
+ * when none, why ("no NVIDIA driver: libcuda.so.1 not found ..."). A backend
+ * kept in a module (CUDA) is opened only when its driver answers. Returns
+ * the count (<= max). */
+typedef struct {
+    char name[16];             /* "cuda", "opencl" */
+    int devices;               /* 0: unavailable here */
+    bool active;               /* the backend behind /gpu:N */
+    char why_unavailable[256]; /* "" when it has devices */
+} fl_backend_info;
+int fl_list_backends(fl_backend_info *out, int max);
+
 /* ------------------------------------------------------------------------
  * Sessions.
  * ------------------------------------------------------------------------ */

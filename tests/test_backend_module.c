@@ -109,20 +109,44 @@ static void test_labs_link_no_cuda(void)
     ok(bad == 0, "none links cuBLAS or cuDNN, and only lab 6 links cudart");
 }
 
-static void test_devices_tool_says_why(void)
+/* flowlab-devices' output with env before it ("" for none), or NULL. */
+static char *devices_tool_output(const char *env, int *status)
 {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "FLOWLAB_BACKEND=cuda %s/labs/tools/flowlab-devices 2>&1", build_dir());
+    snprintf(cmd, sizeof cmd, "%s %s/labs/tools/flowlab-devices 2>&1", env, build_dir());
     FILE *p = popen(cmd, "r");
     char *out = calloc(1, 8192);
     size_t n = p ? fread(out, 1, 8191, p) : 0;
-    int status = p ? pclose(p) : -1;
+    *status = p ? pclose(p) : -1;
     out[n] = '\0';
+    return out;
+}
+
+static void test_devices_tool_says_why(void)
+{
+    int status;
+    char *out = devices_tool_output("FLOWLAB_BACKEND=cuda", &status);
     ok(status == 0, "FLOWLAB_BACKEND=cuda flowlab-devices exits 0");
     if (strstr(out, "/gpu:0"))
         contains(out, "cuda", "and lists the CUDA device");
     else
         contains(out, "no accelerator: ", "and says why there is no CUDA device");
+    free(out);
+    /* Left to choose, it still names each built backend that has no device here, and why. */
+    unsetenv("FLOWLAB_BACKEND");
+    fl_backend_info backends[8];
+    int nb = fl_list_backends(backends, 8);
+    out = devices_tool_output("env -u FLOWLAB_BACKEND", &status);
+    ok(status == 0 && nb > 0, "flowlab-devices exits 0 with %d backends built", nb);
+    for (int i = 0; i < nb; i++) {
+        char want[300];
+        snprintf(want, sizeof want, "%s: unavailable: %s", backends[i].name, backends[i].why_unavailable);
+        if (backends[i].devices == 0)
+            contains(out, want, "an unavailable backend is named with its reason");
+        else
+            ok(!strstr(out, want), "%s has %d devices and is not called unavailable", backends[i].name,
+               backends[i].devices);
+    }
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
         diag("%s", line);
     free(out);

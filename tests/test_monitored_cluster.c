@@ -42,6 +42,8 @@ static void free_model(model *m)
 /* Opens a monitored session on worker `task` of a cluster of two workers
  * and no ps; 0 when it opened (and was closed), -1 with *why set otherwise.
  * *log gets the session's lines. */
+static fl_error_code open_code; /* the code of the last open_as that failed */
+
 static int open_as(int task, fl_chief_choice chief, char **log, char *why, size_t len)
 {
     char workers[64];
@@ -54,6 +56,7 @@ static int open_as(int task, fl_chief_choice chief, char **log, char *why, size_
     fl_monitored_session_options o = {.chief = chief, .log_step_count_steps = -1, .config = &config, .log = lines};
     fl_monitored_session *ms = fl_monitored_training_session(m.g, m.step, &o);
     snprintf(why, len, "%s", ms ? "" : fl_last_error());
+    open_code = ms ? FL_OK : fl_last_error_code();
     int rc = ms ? fl_monitored_session_close(ms) : -1;
     fclose(lines);
     free_model(&m);
@@ -70,6 +73,8 @@ static void test_who_is_chief(void)
     free(log);
     ok(open_as(1, FL_CHIEF_FROM_CLUSTER, &log, why, sizeof why) != 0, "worker 1 is not: it waits for the chief");
     ok(strstr(why, "fl_monitored_session_options.chief") != NULL, "and its hint names the override (%s)", why);
+    ok(open_code == FL_DEADLINE_EXCEEDED, "giving up at the deadline is DEADLINE_EXCEEDED (%s)",
+       fl_error_code_name(open_code));
     free(log);
     ok(open_as(1, FL_CHIEF_YES, &log, why, sizeof why) == 0 && strstr(log, "worker 1: initialized"),
        "FL_CHIEF_YES makes worker 1 the chief (%s)", why);

@@ -1,5 +1,6 @@
 /* flowlab-devices.c: lists the devices flowlab can place nodes on, with
- * their backend, memory and compute units. /gpu:N follows the active
+ * their backend, memory and compute units, then each backend this flowlab
+ * was built with that has no device here, and why. /gpu:N follows the active
  * backend (FLOWLAB_BACKEND=opencl|cuda|host, else the first that has one). */
 #include <stdio.h>
 #include <string.h>
@@ -28,5 +29,10 @@ int main(int argc, char **argv)
                devices[i].description);
     if (n == 1)
         printf("no accelerator: %s\n", fl_last_error());
+    fl_backend_info backends[8];
+    int nb = fl_list_backends(backends, 8);
+    for (int i = 0; i < nb; i++)
+        if (backends[i].devices == 0)
+            printf("%s: unavailable: %s\n", backends[i].name, backends[i].why_unavailable);
     return 0;
 }

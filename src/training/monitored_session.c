@@ -116,11 +116,13 @@ static int wait_until_ready(fl_monitored_session *ms)
         if (missing == 0)
             return read_global_step(ms);
         double waited = fl_now_s() - start;
-        if (waited >= deadline)
+        if (waited >= deadline) {
+            fl_set_error_code(FL_DEADLINE_EXCEEDED, "the model was not ready"); /* fail() keeps the code */
             return fail(ms, "the model was not ready after %.0f s: %d variables have no value (%s first); "
                         "is the chief (the chief task, else worker 0, unless fl_monitored_session_options.chief "
                         "says otherwise) running, and do all workers place the variables alike (the same ps tasks "
                         "and device function, e.g. --ps_strategy)? (FLOWLAB_TASK_DEADLINE)", waited, missing, first);
+        }
         if (fl_now_s() >= next_line) {
             say(ms, "waiting for the chief to initialize or restore %d variables (%s first) for %.0f s", missing,
                 first, waited);
