@@ -15,6 +15,9 @@
 CC      ?= cc
 SANITIZE ?= 0
 BUILD   := build
+# Where `make figures*` draws: build/figures/ unless asked for the book's own
+# copies (make figures FIGURES_DIR=book/figures), so a run leaves git clean.
+FIGURES_DIR ?= $(BUILD)/figures
 ifeq ($(SANITIZE),1)
 BUILD   := build-sanitize
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

@@ -29,7 +29,8 @@ book-html:
 
 # The book's schematics, drawn from hand-written Graphviz (one concept each;
 # not runs of a lab): chapter 0's two kinds of parallelism, chapter 2's copies.
-SCHEMATICS := book/figures/ch0-parallelism.svg book/figures/ch2-copies.svg
+SCHEMATICS := $(FIGURES_DIR)/ch0-parallelism.svg $(FIGURES_DIR)/ch2-copies.svg
 figures: $(SCHEMATICS)
-$(SCHEMATICS): book/figures/%.svg: book/figures/%.dot
+$(SCHEMATICS): $(FIGURES_DIR)/%.svg: book/figures/%.dot
+	@mkdir -p $(dir $@)
 	dot -Tsvg $< -o $@

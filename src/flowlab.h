@@ -254,6 +254,9 @@ fl_optimizer *fl_gradient_descent_optimizer(float learning_rate);
 fl_optimizer *fl_momentum_optimizer(float learning_rate, float momentum, bool use_nesterov);
 fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, float epsilon);
 void fl_optimizer_free(fl_optimizer *opt);
+/* Sets the rate of every update op opt has built, for the next session run
+ * (a warm-up or decay schedule); in-process devices only. */
+void fl_optimizer_set_learning_rate(fl_optimizer *opt, float learning_rate);
 /* Builds the update ops (slot variables sit beside their variable) and, when
  * global_step is given, increments it after every update. Pairs with a NULL
  * grad are skipped. Returns the train op. */

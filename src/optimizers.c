@@ -20,6 +20,10 @@ struct fl_optimizer {
      * cluster runtime's SyncReplicasOptimizer (src/distributed_runtime/). */
     void (*mark)(fl_node *op, int value);
     int mark_value;
+    /* The update ops built, so that fl_optimizer_set_learning_rate reaches
+     * them: each op reads its rate from its attrs when it runs. */
+    fl_node **updates;
+    int nupdates;
 };
 
 static fl_optimizer *new_optimizer(optimizer_kind kind, float learning_rate)
@@ -58,10 +62,35 @@ fl_optimizer *fl_optimizer_marking(const fl_optimizer *opt, void (*mark)(fl_node
     *marking = *opt;
     marking->mark = mark;
     marking->mark_value = value;
+    marking->updates = NULL; /* its own ops, not the wrapped optimizer's */
+    marking->nupdates = 0;
     return marking;
 }
 
-void fl_optimizer_free(fl_optimizer *opt) { free(opt); }
+void fl_optimizer_free(fl_optimizer *opt)
+{
+    if (!opt)
+        return;
+    free(opt->updates);
+    free(opt);
+}
+
+/* A schedule (a warm-up, a decay) sets the rate between steps; TensorFlow
+ * feeds a learning-rate tensor instead, here the rate is an op attribute. */
+void fl_optimizer_set_learning_rate(fl_optimizer *opt, float learning_rate)
+{
+    opt->learning_rate = learning_rate;
+    for (int i = 0; i < opt->nupdates; i++)
+        opt->updates[i]->attrs.learning_rate = learning_rate;
+}
+
+static void remember_update(fl_optimizer *opt, fl_node *update)
+{
+    if (!update)
+        return;
+    opt->updates = fl_xrealloc(opt->updates, (size_t)(opt->nupdates + 1) * sizeof *opt->updates);
+    opt->updates[opt->nupdates++] = update;
+}
 
 /* Every state op the optimizer builds gets the mark (NULL passes through). */
 static fl_node *marked(const fl_optimizer *opt, fl_node *n)
@@ -122,7 +151,9 @@ static fl_node *update_op(fl_optimizer *opt, fl_graph *g, fl_node *var, fl_node 
     }
     spec.inputs = inputs;
     spec.default_name = fl_op_def_of(spec.op)->type;
-    return fl_add_node(g, &spec);
+    fl_node *update = fl_add_node(g, &spec);
+    remember_update(opt, update);
+    return update;
 }
 
 /* Adam's beta1^t and beta2^t, one pair per device that holds variables,

@@ -145,11 +145,13 @@ static void explain_failure(const task *t, int status)
 }
 
 /* N from the task's "global step A -> B: N steps lost since the last
- * checkpoint", or -1 when it logged none. */
+ * checkpoint" ("1 step lost" for one), or -1 when it logged none. */
 static long steps_lost(const task *t)
 {
     char *text = read_file(t->out);
     const char *end = text ? strstr(text, " steps lost since the last checkpoint") : NULL;
+    if (text && !end)
+        end = strstr(text, " step lost since the last checkpoint");
     const char *start = end;
     while (start && start > text && start[-1] != ' ')
         start--;

@@ -51,6 +51,7 @@ static void test_flags(void)
     run_result r = run_lab("--help");
     ok(r.status == 0, "--help exits 0");
     contains(r.out, "--max_examples", "--help documents --max_examples");
+    contains(r.out, "--warmup_steps", "--help documents --warmup_steps");
     free(r.out);
 
     static const bad_flag_case bad[] = {
@@ -58,6 +59,7 @@ static void test_flags(void)
         {"--learning_rate -1", "--learning_rate"}, {"--epochs 2x", "--epochs"},
         {"--train_steps", "--train_steps"},   {"--device /tpu:0", "--device"},
         {"--log_every 0", "--log_every"},     {"--no_such_flag 1", "--no_such_flag"},
+        {"--warmup_steps 0", "--warmup_steps"},
     };
     test_bad_flags(bad, sizeof bad / sizeof bad[0]);
     r = run_lab("--data_dir /nonexistent/flowlab-data --train_steps 1");

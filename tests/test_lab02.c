@@ -34,6 +34,7 @@ static void test_flags(int naccelerators)
         {"--num_gpus 0", "--num_gpus"},          {"--num_gpus two", "--num_gpus"},
         {"--controller /tpu:0", "--controller"}, {"--device /gpu:0", "--device"},
         {"--batch_size 0", "--batch_size"},      {"--learning_rate -1", "--learning_rate"},
+        {"--warmup_steps 8", "--warmup_steps"}, /* chapter 1's lab only */
     };
     test_bad_flags(bad, sizeof bad / sizeof bad[0]);
 

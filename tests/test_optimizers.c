@@ -12,7 +12,8 @@ typedef struct {
     fl_node *var, *train, *step;
 } fixture;
 
-static fixture setup(fl_optimizer *opt)
+/* The fixture, with opt still the caller's to free. */
+static fixture setup_keeping(fl_optimizer *opt)
 {
     fixture f = {fl_graph_new(), NULL, NULL, NULL, NULL};
     const float start[2] = {1, 2}, c[2] = {0.5f, -1};
@@ -31,6 +32,12 @@ static fixture setup(fl_optimizer *opt)
     fl_session_run(f.s, NULL, 0, NULL, 0, NULL, &set, 1);
     fl_tensor_free(ct);
     fl_tensor_free(st);
+    return f;
+}
+
+static fixture setup(fl_optimizer *opt)
+{
+    fixture f = setup_keeping(opt);
     fl_optimizer_free(opt);
     return f;
 }
@@ -52,6 +59,20 @@ static void teardown(fixture *f)
 {
     fl_session_free(f->s);
     fl_graph_free(f->g);
+}
+
+/* A schedule (--warmup_steps) sets the rate between runs: the next update
+ * uses the new one, and the step after it keeps it. */
+static void test_set_learning_rate(void)
+{
+    fl_optimizer *sgd = fl_gradient_descent_optimizer(0.1f);
+    fixture f = setup_keeping(sgd);
+    step_and_check(&f, 0.95f, 2.1f, "SGD at 0.1: var - 0.1 * grad");
+    fl_optimizer_set_learning_rate(sgd, 0.4f);
+    step_and_check(&f, 0.75f, 2.5f, "set_learning_rate(0.4): the next update moves 4 times as far");
+    step_and_check(&f, 0.55f, 2.9f, "and the one after it keeps the new rate");
+    fl_optimizer_free(sgd);
+    teardown(&f);
 }
 
 /* A variable big enough that /cpu:0 splits the update across threads
@@ -138,6 +159,7 @@ int main(void)
     teardown(&f);
 
     test_large_variables();
+    test_set_learning_rate();
 
     /* A gradient that does not match its variable is refused by name. */
     fl_graph *g = fl_graph_new();

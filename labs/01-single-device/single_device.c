@@ -84,6 +84,7 @@ static void report_device(const char *requested)
 int main(int argc, char **argv)
 {
     training_flags o = training_flags_defaults(program);
+    o.offers_warmup = true; /* train() gets the optimizer (train_nodes) */
     const char *device = "/gpu:0";
     static const char *const lab_flag_names[] = {"--device"};
     lab_flags extra = {lab_flag_names, 1, set_device, &device};
@@ -149,7 +150,7 @@ int main(int argc, char **argv)
     }
     // [end:session]
 
-    train_nodes nodes = {image, label, loss, train_op, global_step};
+    train_nodes nodes = {image, label, loss, train_op, global_step, adam};
     int rc = train(s, &o, &nodes, &data, total_steps, false);
     if (rc == 0)
         rc = report_test_accuracy(s, &o, image, label, accuracy, &data);

@@ -304,7 +304,7 @@ int main(int argc, char **argv)
     }
     // [end:session]
 
-    train_nodes nodes = {m.image, m.label, m.loss, m.train_op, m.global_step};
+    train_nodes nodes = {m.image, m.label, m.loss, m.train_op, m.global_step, NULL};
     int rc = train(s, &o, &nodes, &data, total_steps, true);
     if (rc == 0)
         rc = report_test_accuracy(s, &o, m.image, m.label, m.accuracy, &data);

@@ -36,12 +36,12 @@ $(BUILD)/tests/test_lab02: $(LAB02) $(EX02_CHECKS) $(EX02_SOLVED)
 # timeline of steps 2-4 of a two-tower run (two PoCL devices sharing two cores).
 figures: figures-02
 figures-02: $(LAB02) $(BUILD)/labs/tools/trace_timeline
-	@mkdir -p book/figures
+	@mkdir -p $(FIGURES_DIR)
 	POCL_DEVICES="pthread pthread" POCL_MAX_PTHREAD_COUNT=1 ./$(LAB02) --num_gpus 2 \
-	    --train_steps 1 --max_examples 64 --batch_size 32 --graph book/figures/ch2-towers.dot
-	dot -Tsvg book/figures/ch2-towers.dot -o book/figures/ch2-towers.svg
+	    --train_steps 1 --max_examples 64 --batch_size 32 --graph $(FIGURES_DIR)/ch2-towers.dot
+	dot -Tsvg $(FIGURES_DIR)/ch2-towers.dot -o $(FIGURES_DIR)/ch2-towers.svg
 	POCL_DEVICES="pthread pthread" POCL_MAX_PTHREAD_COUNT=2 ./$(LAB02) --num_gpus 2 \
 	    --train_steps 5 --batch_size 256 --trace $(BUILD)/ch2-towers-trace.json
-	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch2-towers-trace.json book/figures/ch2-timeline.svg
+	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch2-towers-trace.json $(FIGURES_DIR)/ch2-timeline.svg
 
 .PHONY: figures-02

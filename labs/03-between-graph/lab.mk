@@ -14,13 +14,13 @@ $(LAB03): labs/03-between-graph/between_graph.c $(LIB) $(CLUSTER_LIB)
 # per step, from a short run of 1 ps and 2 workers; then 2 ps tasks.
 figures: figures-03
 figures-03: $(LAB03) $(LAUNCHER)
-	@mkdir -p book/figures
+	@mkdir -p $(FIGURES_DIR)
 	./$(LAUNCHER) --ps 2 --workers 2 -- ./$(LAB03) --train_steps 20 --batch_size 128 --log_every 10 \
-	    --max_examples 2048 --ps_strategy greedy --cluster_graph book/figures/ch3-cluster.dot
-	dot -Tsvg book/figures/ch3-cluster.dot -o book/figures/ch3-cluster.svg
+	    --max_examples 2048 --ps_strategy greedy --cluster_graph $(FIGURES_DIR)/ch3-cluster.dot
+	dot -Tsvg $(FIGURES_DIR)/ch3-cluster.dot -o $(FIGURES_DIR)/ch3-cluster.svg
 	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) --train_steps 12 --batch_size 128 --log_every 10 \
 	    --max_examples 2048 --trace $(BUILD)/ch3-worker-trace.json
-	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch3-worker-trace.json book/figures/ch3-timeline.svg
+	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch3-worker-trace.json $(FIGURES_DIR)/ch3-timeline.svg
 .PHONY: figures-03
 
 # Exercises:

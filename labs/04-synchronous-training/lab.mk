@@ -31,14 +31,14 @@ $(BUILD)/tests/test_lab04_exercises: private CFLAGS += -I$(EX04_DIR)
 CH4_RUN := --max_examples 4096 --batch_size 64 --train_steps 80 --log_every 1
 figures: figures-04
 figures-04: $(LAB03) $(LAUNCHER) $(BUILD)/labs/tools/trace_timeline
-	@mkdir -p book/figures $(BUILD)/ch4
+	@mkdir -p $(FIGURES_DIR) $(BUILD)/ch4
 	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) $(CH4_RUN) --sync_replicas true > $(BUILD)/ch4/sync.log
 	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) $(CH4_RUN) > $(BUILD)/ch4/async.log
 	sh labs/tools/progress_table.sh 64 < $(BUILD)/ch4/sync.log > $(BUILD)/ch4/sync.txt
 	sh labs/tools/progress_table.sh 64 < $(BUILD)/ch4/async.log > $(BUILD)/ch4/async.txt
 	gnuplot -e "sync='$(BUILD)/ch4/sync.txt'; async='$(BUILD)/ch4/async.txt'; \
-	    steps='book/figures/ch4-global-step.svg'; losses='book/figures/ch4-loss.svg'" labs/tools/ch4-progress.gp
+	    steps='$(FIGURES_DIR)/ch4-global-step.svg'; losses='$(FIGURES_DIR)/ch4-loss.svg'" labs/tools/ch4-progress.gp
 	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) --train_steps 12 --batch_size 64 --log_every 10 \
 	    --max_examples 2048 --sync_replicas true --trace $(BUILD)/ch4/sync-trace.json
-	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch4/sync-trace.json book/figures/ch4-timeline.svg
+	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch4/sync-trace.json $(FIGURES_DIR)/ch4-timeline.svg
 .PHONY: figures-04

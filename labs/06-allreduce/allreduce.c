@@ -296,7 +296,7 @@ static long start_replicas(fl_session *s, const training_flags *o, const replica
     if (fl_session_run(s, NULL, 0, NULL, 0, NULL, &m->init, 1) != 0)
         abort_job(j, "initializing", fl_session_error(s));
     long step = 0;
-    train_nodes nodes = {m->image, m->label, m->loss, m->train_op, m->global_step};
+    train_nodes nodes = {m->image, m->label, m->loss, m->train_op, m->global_step, NULL};
     if (restore_latest(s, o, &nodes, &step) != 0) /* said why */
         MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Bcast(&step, 1, MPI_LONG, 0, MPI_COMM_WORLD);

@@ -43,7 +43,7 @@ $(BUILD)/tests/test_lab06_exercises: $(EX06_MODEL) labs/06-allreduce/cost_model.
 
 #   make labs / make tests build the lab and its ring's check with mpicc (Debian's
 #   libopenmpi-dev) when mpicc is there; without it the rest builds and test_lab06 skips.
-#   make figures-06   book/figures/ch6-cost-model.svg: the cost model's scaling to 512 workers
+#   make figures-06   ch6-cost-model.svg (into FIGURES_DIR): the cost model's scaling to 512 workers
 # The cost model (labs/06-allreduce/cost_model.c) is plain C: mpicc links it into the lab, cc
 # into labs/tools/cost_model and the bench; tests/test_cost_model includes it.
 COST_MODEL := $(BUILD)/labs/tools/cost_model
@@ -94,7 +94,7 @@ CH6_NET   := --alpha_us 25 --bandwidth_gbit 25
 CH6_MPI   := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 1
 figures: figures-06
 figures-06: $(COST_MODEL) $(LAB06)
-	@mkdir -p book/figures $(BUILD)/ch6
+	@mkdir -p $(FIGURES_DIR) $(BUILD)/ch6
 	./$(COST_MODEL) $(CH6_NET) --bytes 95407136 --compute_ms 451 --batch_size 64 --ps_shards 8 \
 	    --csv $(BUILD)/ch6/inception-ps8.csv
 	./$(COST_MODEL) $(CH6_NET) --bytes 95407136 --compute_ms 451 --batch_size 64 --ps_shards 32 \
@@ -103,6 +103,6 @@ figures-06: $(COST_MODEL) $(LAB06)
 	    | sed -n 's/^Step .*(\([0-9.]*\) images\/sec)$$/\1/p' | tail -n +3 | sort -n \
 	    | awk '{v[NR] = $$1} END {if (NR) printf "%.1f", 128000 / v[int((NR + 1) / 2)]}') && \
 	./$(COST_MODEL) $(CH6_NET) --compute_ms "$$ms" --ps_shards 8 --csv $(BUILD)/ch6/chapter1.csv && \
-	gnuplot -e "dir='$(BUILD)/ch6'; ch1_ms='$$ms'; out='book/figures/ch6-cost-model.svg'" labs/tools/ch6-cost-model.gp
+	gnuplot -e "dir='$(BUILD)/ch6'; ch1_ms='$$ms'; out='$(FIGURES_DIR)/ch6-cost-model.svg'" labs/tools/ch6-cost-model.gp
 .PHONY: figures-06
 endif

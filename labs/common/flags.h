@@ -22,6 +22,8 @@ typedef struct {
     long train_steps; /* > 0: overrides epochs */
     int batch_size;
     float learning_rate;
+    long warmup_steps; /* > 0: the rate rises linearly to learning_rate over these steps */
+    bool offers_warmup; /* set by a lab whose training loop gets its optimizer (train_nodes) */
     const char *data_dir;
     unsigned long seed;
     const char *checkpoint_dir; /* NULL: no checkpoints */
@@ -48,6 +50,8 @@ static inline training_flags training_flags_defaults(const char *program)
     "  --train_steps N       train for N steps in all instead (overrides --epochs; between\n"   \
     "                        graphs, until the global step reaches N)\n"                       \
     "  --learning_rate LR    Adam's learning rate (default 0.001)\n"                            \
+    "  --warmup_steps N      raise the rate linearly from LR/N to LR over the first N steps\n" \
+    "                        (Goyal et al. 2017; chapter 1's lab only; default 0: none)\n"  \
     "  --data_dir DIR        MNIST-format files (default " FL_DEFAULT_DATA_DIR ")\n"            \
     "  --seed S              seed for the initial weights and the shuffle (default 1)\n"        \
     "  --checkpoint_dir DIR  resume from DIR's latest checkpoint; save into DIR\n"              \
@@ -97,6 +101,11 @@ static inline bool parse_training_flag(const char *flag, const char *value, trai
         o->learning_rate = strtof(value, &end);
         if (!*value || *end || !(o->learning_rate > 0) || o->learning_rate > 1e3f)
             bad_flag(o->program, flag, value, "it must be a positive number such as 0.001");
+    } else if (strcmp(flag, "--warmup_steps") == 0) {
+        if (!o->offers_warmup)
+            bad_flag(o->program, flag, value, "this lab has no learning-rate schedule; "
+                     "chapter 1's single_device has");
+        o->warmup_steps = parse_count(o->program, flag, value, 1);
     } else if (strcmp(flag, "--data_dir") == 0) {
         if (!*value)
             bad_flag(o->program, flag, value, "give a directory");
@@ -164,7 +173,7 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
                         void (*usage)(FILE *out))
 {
     static const char *const training[] = {
-        "--epochs", "--train_steps", "--batch_size", "--learning_rate", "--data_dir", "--seed",
+        "--epochs", "--train_steps", "--batch_size", "--learning_rate", "--warmup_steps", "--data_dir", "--seed",
         "--checkpoint_dir", "--save_every", "--graph", "--graph_detail", "--graph_depth", "--trace",
         "--log_every", "--max_examples"};
     for (int i = 1; i < argc; i++) {

@@ -15,9 +15,11 @@
 #include "timing.h"
 
 /* The nodes the loop runs: placeholders for one (global) batch, the loss it
- * prints, the train op and the global step that counts updates. */
+ * prints, the train op and the global step that counts updates; and the
+ * optimizer, for --warmup_steps (NULL in a lab that does not offer it). */
 typedef struct {
     fl_node *image, *label, *loss, *train_op, *global_step;
+    fl_optimizer *optimizer;
 } train_nodes;
 
 /* Where a run of the loop is: the global step, and what the progress line
@@ -111,6 +113,17 @@ static inline void log_progress(train_progress *p, float loss)
     p->images_since_log = 0;
 }
 
+/* --warmup_steps: the rate of global step `step` rises linearly from
+ * LR/N to LR over the first N steps, then stays at LR (Goyal et al. 2017).
+ * Only a lab with training_flags.offers_warmup accepts the flag. */
+static inline void warm_up(const training_flags *o, const train_nodes *t, long step)
+{
+    if (o->warmup_steps <= 0 || step > o->warmup_steps)
+        return;
+    float fraction = step < o->warmup_steps ? (float)(step + 1) / (float)o->warmup_steps : 1.0f;
+    fl_optimizer_set_learning_rate(t->optimizer, o->learning_rate * fraction);
+}
+
 /* One update: feeds the batch, runs the train op and fetches the loss for
  * the progress line. Returns 0, or -1 with the session's error set. */
 static inline int run_step(fl_session *s, const training_flags *o, const train_nodes *t,
@@ -152,6 +165,7 @@ static inline int run_steps(fl_session *s, const training_flags *o, const train_
         if (got < 0)
             return step_failed(s, o, p->step);
         trace_before_step(s, o, p->step - p->first_step);
+        warm_up(o, t, p->step);
         if (run_step(s, o, t, images, labels, p) != 0)
             return step_failed(s, o, p->step);
         p->step++;

@@ -251,7 +251,8 @@ static void report_steps_lost(fl_monitored_session *ms, long before, long checkp
 {
     long after = checkpoint >= 0 && checkpoint < ms->step ? checkpoint : ms->step;
     if (after < before)
-        say(ms, "global step %ld -> %ld: %ld steps lost since the last checkpoint", before, after, before - after);
+        say(ms, "global step %ld -> %ld: %ld %s lost since the last checkpoint", before, after,
+            before - after, before - after == 1 ? "step" : "steps");
 }
 
 // [book:recover]

@@ -13,16 +13,16 @@ bench: deps
 	$(MAKE) labs $(BENCH) $(ALLREDUCE_PROBE)
 	OPENBLAS_THREAD_TIMEOUT=4 ./$(BENCH) $(BUILD)/bench/results.csv | tee $(BUILD)/bench/results.txt
 	$(MAKE) bench-charts
-	@echo "table: $(BUILD)/bench/results.txt, charts: book/figures/bench.svg, book/figures/roofline.svg"
+	@echo "table: $(BUILD)/bench/results.txt, charts: $(FIGURES_DIR)/bench.svg, $(FIGURES_DIR)/roofline.svg"
 
 # tests/test_bench_csv reads back what the bench's CSV writer writes.
 $(BUILD)/tests/test_bench_csv: tests/bench/bench_csv.h
 
-#   make bench-charts   redraws book/figures/bench.svg and roofline.svg from the last `make bench`
+#   make bench-charts   redraws bench.svg and roofline.svg (into FIGURES_DIR) from the last `make bench`
 #                       (build/bench/*.csv), or from the sample in tests/data/ when there is none
 BENCH_CSV  = $(firstword $(wildcard $(BUILD)/bench/results.csv) tests/data/bench-results.csv)
 ROOF_CSV   = $(firstword $(wildcard $(BUILD)/bench/roofline.csv) tests/data/bench-roofline.csv)
 .PHONY: bench bench-charts
 bench-charts:
-	gnuplot -e "csv='$(BENCH_CSV)'; out='book/figures/bench.svg'" tests/bench/chart.gp
-	gnuplot -e "points='$(ROOF_CSV)'; $$(sed -n 's/^# peak \([0-9.]*\) bandwidth \([0-9.]*\)/peak=\1; bw=\2/p' $(ROOF_CSV)); out='book/figures/roofline.svg'" tests/bench/roofline.gp
+	gnuplot -e "csv='$(BENCH_CSV)'; out='$(FIGURES_DIR)/bench.svg'" tests/bench/chart.gp
+	gnuplot -e "points='$(ROOF_CSV)'; $$(sed -n 's/^# peak \([0-9.]*\) bandwidth \([0-9.]*\)/peak=\1; bw=\2/p' $(ROOF_CSV)); out='$(FIGURES_DIR)/roofline.svg'" tests/bench/roofline.gp
