@@ -24,5 +24,6 @@ BENCH_CSV  = $(firstword $(wildcard $(BUILD)/bench/results.csv) tests/data/bench
 ROOF_CSV   = $(firstword $(wildcard $(BUILD)/bench/roofline.csv) tests/data/bench-roofline.csv)
 .PHONY: bench bench-charts
 bench-charts:
+	@mkdir -p $(FIGURES_DIR)
 	gnuplot -e "csv='$(BENCH_CSV)'; out='$(FIGURES_DIR)/bench.svg'" tests/bench/chart.gp
 	gnuplot -e "points='$(ROOF_CSV)'; $$(sed -n 's/^# peak \([0-9.]*\) bandwidth \([0-9.]*\)/peak=\1; bw=\2/p' $(ROOF_CSV)); out='$(FIGURES_DIR)/roofline.svg'" tests/bench/roofline.gp
