@@ -26,11 +26,6 @@ struct fl_cluster {
      * looks inside. */
     void *runtime;
     void (*free_runtime)(void *runtime);
-    /* What the distributed runtime lends a session, filled there by
-     * fl_cluster_session_plugin: kept here to be freed with the cluster,
-     * though this room never calls the runtime. */
-    fl_cluster_plugin session_plugin;
-    char task_name[48]; /* "worker 1", for the plugin's log lines */
 };
 
 /* How a source of cluster specs spells things in its error messages. */

@@ -14,8 +14,8 @@
 
 static void *state_new(const fl_cluster *c)
 {
-    (void)c;
     fl_cluster_state *r = fl_xcalloc(1, sizeof *r);
+    snprintf(r->task_name, sizeof r->task_name, "%s %d", fl_cluster_job_name(c), fl_cluster_task_index(c));
     pthread_mutex_init(&r->lock, NULL);
     r->sync = fl_sync_step_new();
     return r;
@@ -39,8 +39,7 @@ fl_cluster_state *fl_cluster_state_of(const fl_cluster *c)
 static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who,
                                 uint32_t first_id)
 {
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s %d", fl_cluster_job_name(c), fl_cluster_task_index(c));
+    const char *prefix = fl_cluster_state_of(c)->task_name;
     fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
                             .port = fl_cluster_task_port(c, job, task), .deadline_s = fl_task_deadline_s(),
                             .log_prefix = prefix};

@@ -25,26 +25,23 @@ static fl_device *resolve_device(void *state, const char *device, bool *is_local
     return remote;
 }
 
-static const char *task_name(void *state) { return ((fl_cluster *)state)->task_name; }
+static const char *task_name(void *state) { return fl_cluster_state_of(state)->task_name; }
 static bool is_chief(void *state) { return fl_cluster_is_chief(state); }
 static int recover(void *state) { return fl_cluster_reconnect(state); }
 static int say_goodbye(void *state) { return fl_cluster_say_goodbye(state); }
 
-/* The plugin lives in the cluster, so it is freed with it; filled under a
- * lock since two threads may ask for it at once. */
+/* The plugin lives in the cluster's runtime state, so it is freed with the
+ * cluster; filled under the state's lock, since two threads may ask at once. */
 const fl_cluster_plugin *fl_cluster_session_plugin(const fl_cluster *cluster)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     if (!cluster)
         return NULL;
-    fl_cluster *c = (fl_cluster *)cluster; /* its own storage, made writable here only */
-    pthread_mutex_lock(&lock);
-    if (!c->session_plugin.state) {
-        snprintf(c->task_name, sizeof c->task_name, "%s %d", fl_cluster_job_name(c), fl_cluster_task_index(c));
-        c->session_plugin = (fl_cluster_plugin){.state = c, .resolve_device = resolve_device,
+    fl_cluster_state *r = fl_cluster_state_of(cluster);
+    pthread_mutex_lock(&r->lock);
+    if (!r->session_plugin.state)
+        r->session_plugin = (fl_cluster_plugin){.state = (void *)cluster, .resolve_device = resolve_device,
                                                 .task_name = task_name, .is_chief = is_chief,
                                                 .recover = recover, .say_goodbye = say_goodbye};
-    }
-    pthread_mutex_unlock(&lock);
-    return &c->session_plugin;
+    pthread_mutex_unlock(&r->lock);
+    return &r->session_plugin;
 }
