@@ -276,15 +276,16 @@ static int cuda_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tenso
         return -1;
     for (int i = 0; i < n->ninputs; i++)
         if (!in[i]->data && fl_tensor_bytes(in[i]) > 0) {
-            fl_set_error("input %d has no buffer on /gpu:%d (out of GPU memory?)", i, d->index);
+            fl_set_error_code(FL_RESOURCE_EXHAUSTED, "input %d has no buffer on /gpu:%d (out of GPU memory?)", i,
+                              d->index);
             return -1;
         }
     if (n->has_output && !out->data && fl_tensor_bytes(out) > 0) {
-        fl_set_error("no buffer for the output on /gpu:%d (out of GPU memory?)", d->index);
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "no buffer for the output on /gpu:%d (out of GPU memory?)", d->index);
         return -1;
     }
     if (!cuda_has_kernel(n->op)) {
-        fl_set_error("the CUDA backend has no kernel for %s", fl_op_def_of(n->op)->type);
+        fl_set_error_code(FL_UNIMPLEMENTED, "the CUDA backend has no kernel for %s", fl_op_def_of(n->op)->type);
         return -1;
     }
     return launchers[n->op](d, n, in, out, ctx);

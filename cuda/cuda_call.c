@@ -8,7 +8,7 @@ int fl_cuda_check(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess)
         return 0;
-    fl_set_error("%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    fl_set_error_code(FL_INTERNAL, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
     return -1;
 }
 
@@ -16,7 +16,7 @@ int fl_cublas_check(cublasStatus_t s, const char *what)
 {
     if (s == CUBLAS_STATUS_SUCCESS)
         return 0;
-    fl_set_error("%s: %s", what, cublasGetStatusString(s));
+    fl_set_error_code(FL_INTERNAL, "%s: %s", what, cublasGetStatusString(s));
     return -1;
 }
 
@@ -24,7 +24,7 @@ int fl_cudnn_check(cudnnStatus_t s, const char *what)
 {
     if (s == CUDNN_STATUS_SUCCESS)
         return 0;
-    fl_set_error("%s: %s", what, cudnnGetErrorString(s));
+    fl_set_error_code(FL_INTERNAL, "%s: %s", what, cudnnGetErrorString(s));
     return -1;
 }
 

@@ -19,10 +19,11 @@ static int report_fault(fl_cuda_device *d, int nslots)
     for (int i = 0; i < nslots; i++) {
         const fl_cuda_fault *f = &d->fault_host[i];
         if (f->code == FL_CUDA_FAULT_LABEL)
-            fl_set_error("%s: label %d in row %lld is outside [0, %d)", d->fault_ops[i], f->label, f->index,
-                         f->classes);
+            fl_set_error_code(FL_INVALID_ARGUMENT, "%s: label %d in row %lld is outside [0, %d)", d->fault_ops[i],
+                              f->label, f->index, f->classes);
         else if (f->code == FL_CUDA_FAULT_INT_DIV)
-            fl_set_error("%s: integer division by zero at element %lld", d->fault_ops[i], f->index);
+            fl_set_error_code(FL_INVALID_ARGUMENT, "%s: integer division by zero at element %lld", d->fault_ops[i],
+                              f->index);
         if (f->code != FL_CUDA_FAULT_NONE)
             break;
     }

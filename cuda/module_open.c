@@ -23,7 +23,7 @@ const fl_backend *fl_cuda_module_open(const fl_module_core *from, char *why, siz
     return &fl_cuda_backend;
 }
 
-/* Formatted here: the core's fl_set_error takes the finished message. */
+/* Formatted here: the core's functions take the finished message. */
 void fl_set_error(const char *fmt, ...)
 {
     char message[FL_ERROR_LEN];
@@ -32,6 +32,16 @@ void fl_set_error(const char *fmt, ...)
     vsnprintf(message, sizeof message, fmt, args);
     va_end(args);
     core->set_error("%s", message);
+}
+
+void fl_set_error_code(fl_error_code code, const char *fmt, ...)
+{
+    char message[FL_ERROR_LEN];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    core->set_error_code(code, "%s", message);
 }
 
 const char *fl_last_error(void) { return core->last_error(); }

@@ -37,6 +37,7 @@ typedef struct fl_module_core {
      * module built from other headers is refused, not run. */
     size_t core_size, backend_size, node_size, tensor_size;
     void (*set_error)(const char *fmt, ...);
+    void (*set_error_code)(fl_error_code code, const char *fmt, ...);
     const char *(*last_error)(void);
     void *(*xmalloc)(size_t bytes);
     void *(*xcalloc)(size_t count, size_t size);

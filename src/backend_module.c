@@ -14,6 +14,7 @@ static const fl_module_core core = {
     .node_size = sizeof(fl_node),
     .tensor_size = sizeof(fl_tensor),
     .set_error = fl_set_error,
+    .set_error_code = fl_set_error_code,
     .last_error = fl_last_error,
     .xmalloc = fl_xmalloc,
     .xcalloc = fl_xcalloc,

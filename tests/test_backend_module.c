@@ -63,6 +63,8 @@ static void test_module_reports_through_the_core(const fl_backend_entry *e)
     fl_set_error("stale");
     ok(b->open(0) == NULL, "opening /gpu:0 without a GPU fails");
     ok(strcmp(fl_last_error(), "stale") != 0, "and the module's message reached fl_last_error: %s", fl_last_error());
+    ok(fl_last_error_code() != FL_UNKNOWN, "with the module's code, as the core's own errors have (%s)",
+       fl_error_code_name(fl_last_error_code()));
 }
 
 static void test_bad_modules(const fl_backend_entry *e)
