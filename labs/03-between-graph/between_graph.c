@@ -29,6 +29,7 @@
 #include "../common/model.h"
 #include "../common/timing.h"
 #include "../common/train_loop.h" /* --trace: trace_before_step, write_trace */
+#include "cluster_graph.h"           /* --cluster_graph */
 
 static const char program[] = "between_graph";
 
@@ -297,57 +298,6 @@ static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_datase
 }
 // [end:loop]
 
-/* --cluster_graph: the tasks, what each ps holds, and the bytes this worker
- * moved to and from each per step, measured (a figure of chapter 3). */
-#define MAX_PS 64
-
-/* What this process has moved to and from each ps task so far. */
-static void traffic_by_ps(const fl_cluster *cluster, uint64_t *sent, uint64_t *received)
-{
-    for (int k = 0; k < fl_cluster_num_tasks(cluster, "ps") && k < MAX_PS; k++) {
-        char task[64];
-        snprintf(task, sizeof task, "/job:ps/task:%d", k);
-        fl_remote_task_traffic(cluster, task, &sent[k], &received[k]);
-    }
-}
-
-/* The bytes moved per step during training: since *before (taken when
- * training started, after the initial values went out). */
-static int write_cluster_graph(const char *path, const fl_cluster *cluster, const worker_graph *w, long steps,
-                               const uint64_t *sent_before, const uint64_t *received_before)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    int me = fl_cluster_task_index(cluster), workers = fl_cluster_num_tasks(cluster, "worker");
-    fprintf(f, "digraph cluster {\n  rankdir=LR; ranksep=1.2; nodesep=0.5;\n"
-               "  node [shape=box, style=\"rounded,filled\", fontname=Helvetica];\n"
-               "  edge [fontname=Helvetica, fontsize=10];\n");
-    for (int k = 0; k < workers; k++)
-        fprintf(f, "  \"/job:worker/task:%d\" [label=\"worker %d%s\", fillcolor=\"%s\"];\n", k, k,
-                k == me ? "\\n(measured here)" : "", k == me ? "#9ecae1" : "#deebf7");
-    uint64_t sent_now[MAX_PS] = {0}, received_now[MAX_PS] = {0};
-    traffic_by_ps(cluster, sent_now, received_now);
-    for (int k = 0; k < fl_cluster_num_tasks(cluster, "ps") && k < MAX_PS; k++) {
-        char task[64];
-        int64_t bytes = 0;
-        int variables = 0;
-        uint64_t sent = sent_now[k] - sent_before[k], received = received_now[k] - received_before[k];
-        snprintf(task, sizeof task, "/job:ps/task:%d", k);
-        fl_replica_device_setter_ps_bytes(w->setter, k, &bytes, &variables);
-        fprintf(f, "  \"%s\" [label=\"ps %d\\n%d variables, %.1f MB\\n(and their Adam slots)\", fillcolor=\"#fdd0a2\"];\n",
-                task, k, variables, (double)bytes / 1e6);
-        /* One edge each way in one: two labelled edges per pair collided with the others. */
-        fprintf(f, "  \"/job:worker/task:%d\" -> \"%s\" [dir=both, label=\"pushes %.1f MB/step\\npulls %.1f MB/step\"];\n",
-                me, task, (double)sent / (double)steps / 1e6, (double)received / (double)steps / 1e6);
-        for (int other = 0; other < workers; other++)
-            if (other != me)
-                fprintf(f, "  \"/job:worker/task:%d\" -> \"%s\" [dir=both, style=dashed, color=gray];\n", other, task);
-    }
-    fprintf(f, "}\n");
-    return fclose(f);
-}
-
 /* The dataset: each worker its own order (seed + task), or with
  * --sync_replicas one shared order of global batches to slice. */
 static fl_dataset *worker_batches(const training_flags *o, const lab_data *data, int task, int parts)
@@ -408,7 +358,7 @@ static int train_worker(const fl_cluster *cluster, const training_flags *o, cons
     if (!batches)
         fprintf(stderr, "%s: worker %d: %s\n", program, task, fl_last_error());
     if (rc == 0 && c->cluster_graph && fl_cluster_is_chief(cluster) && steps > 0 &&
-        write_cluster_graph(c->cluster_graph, cluster, w, steps, sent, received) != 0)
+        write_cluster_graph(c->cluster_graph, cluster, w->setter, steps, sent, received) != 0)
         fprintf(stderr, "%s: --cluster_graph %s: cannot write it\n", program, c->cluster_graph);
     fl_dataset_free(batches);
     fl_session *s = fl_monitored_session_session(ms);

@@ -3,7 +3,7 @@ LAB03    := $(BUILD)/labs/03-between-graph/between_graph
 LAUNCHER := $(BUILD)/labs/tools/launch_cluster
 # tests/test_lab03 runs the lab through the launcher, so both are built first.
 $(BUILD)/tests/test_lab03: $(LAB03) $(LAUNCHER)
-$(LAB03): $(LAB_COMMON)
+$(LAB03): $(LAB_COMMON) $(wildcard labs/03-between-graph/*.h)
 # A program of a cluster: it links the cluster rooms' archive and libevent,
 # which the labs of chapters 0-2 do not.
 $(LAB03): labs/03-between-graph/between_graph.c $(LIB) $(CLUSTER_LIB)
