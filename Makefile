@@ -110,6 +110,7 @@ include labs/02-in-graph-towers/lab.mk
 include labs/03-between-graph/lab.mk
 include labs/04-synchronous-training/lab.mk
 include labs/06-allreduce/lab.mk
+include labs/07-model-parallel/lab.mk
 include labs/labs.mk
 include tests/fuzz/fuzz.mk
 include tests/bench/bench.mk

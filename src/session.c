@@ -162,6 +162,16 @@ static int check_initialized(fl_session *s, fl_node *n)
     return 0;
 }
 
+/* Reshape, Identity and StopGradient only give their input another name:
+ * on another device they read a copy of it, as TensorFlow's do (chapter 7's
+ * stages meet at a reshape). Every other op whose output is its input 0
+ * writes it in place, and must run where it lives. */
+static bool writes_input0(const fl_node *n)
+{
+    bool renames = n->op == FL_OP_RESHAPE || n->op == FL_OP_IDENTITY || n->op == FL_OP_STOP_GRADIENT;
+    return fl_op_def_of(n->op)->aliases_input0 && !renames;
+}
+
 static int run_op(fl_session *s, fl_node *n)
 {
     fl_slot *slot = &s->slots[n->id];
@@ -171,7 +181,7 @@ static int run_op(fl_session *s, fl_node *n)
     fl_shape in_shapes[n->ninputs ? n->ninputs : 1];
     for (int i = 0; i < n->ninputs; i++) {
         const fl_slot *from = &s->slots[n->inputs[i]->id];
-        bool writes = i == 0 && fl_op_def_of(n->op)->aliases_input0;
+        bool writes = i == 0 && writes_input0(n);
         if (from->device != slot->device && writes)
             return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
                                         "%s: writes %s, which lives on %s, but runs on %s; place the "

@@ -60,6 +60,8 @@ typedef struct {
     const fl_device *device;
     double start_us, duration_us; /* since the session's first traced run */
     int copy_of; /* a cross-device copy of this node's value into `node`; -1 for an op */
+    size_t bytes; /* a copy's size: what chapter 7 counts per step; 0 for an op */
+    const fl_device *from; /* the device a copy came from; NULL for an op */
 } fl_trace_event;
 
 /* A device a traced run has used, and whether it times its own ops (an

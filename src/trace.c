@@ -57,7 +57,7 @@ static void add_event(fl_session *s, int node, int copy_of, const fl_device *d, 
         s->events = fl_xrealloc(s->events, (size_t)s->events_cap * sizeof *s->events);
     }
     s->events[s->nevents++] =
-        (fl_trace_event){node, d, start - s->trace_origin_us, end - start, copy_of};
+        (fl_trace_event){node, d, start - s->trace_origin_us, end - start, copy_of, 0, NULL};
 }
 
 void fl_session_trace_op(fl_session *s, const fl_node *n, const fl_device *d, double start,
@@ -70,6 +70,8 @@ void fl_session_trace_copy(fl_session *s, int reader, int value, const fl_device
                            double end)
 {
     add_event(s, reader, value, d, start, end);
+    s->events[s->nevents - 1].bytes = fl_tensor_bytes(&s->slots[value].value);
+    s->events[s->nevents - 1].from = s->slots[value].device;
 }
 
 /* Whether d times its own ops in this traced run: an asynchronous device
@@ -166,6 +168,10 @@ static void put_event(FILE *f, const fl_session *s, const fl_trace_event *e, int
     put_json_string(f, op);
     fputs("\",\"device\":\"", f);
     put_json_string(f, device_name(e->device));
+    if (e->copy_of >= 0) { /* what a copy moved and whence: chapter 7 counts bytes per step */
+        fprintf(f, "\",\"bytes\":\"%zu\",\"from\":\"", e->bytes);
+        put_json_string(f, device_name(e->from));
+    }
     fputs("\"}}", f);
 }
 

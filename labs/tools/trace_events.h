@@ -13,8 +13,10 @@ enum { TRACE_MAX_LANES = 16 };
 
 typedef struct {
     char name[160], cat[32], device[32];
+    char from[32];     /* the device a copy came from; "" for an op */
     int lane;          /* the trace's tid - 1 */
     double start, dur; /* microseconds */
+    double bytes;      /* what a copy (cat "Copy") moved; 0 for an op */
 } trace_event;
 
 typedef struct {
@@ -63,6 +65,10 @@ static inline void trace_add_event(trace_events *t, const char *line)
         return;
     /* fl_session_trace_event's events have a lane but no device: "" */
     trace_field(line, "\"device\":\"", e.device, sizeof e.device);
+    char bytes[32];
+    if (trace_field(line, "\"bytes\":\"", bytes, sizeof bytes) == 0)
+        e.bytes = atof(bytes);
+    trace_field(line, "\"from\":\"", e.from, sizeof e.from);
     e.lane = atoi(tid) - 1;
     e.start = atof(ts);
     e.dur = atof(dur);

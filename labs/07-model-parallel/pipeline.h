@@ -1,0 +1,164 @@
+/* pipeline.h: chapter 7's vertical split. Chapter 1's network cut between
+ * its layers into two stages (the convolutions, then the dense layers), each
+ * on its own device, and GPipe's pipeline over them: the batch is cut into
+ * micro-batches that flow through the stages, and their gradients are
+ * accumulated and applied once. Replicas of the pipeline compose the two
+ * kinds of parallelism: each replica has its own devices and its share of
+ * the batch, and the gradients are averaged over every replica's micro-batches. */
+#ifndef LAB07_PIPELINE_H
+#define LAB07_PIPELINE_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "flowlab.h"
+#include "../common/model.h"
+
+#define MAX_REPLICAS 2
+#define MAX_PIECES 64 /* replicas x micro-batches */
+#define MAX_VARS 16   /* the model has 8 trainable variables */
+#define NUM_STAGES 2
+
+/* Where each stage of each replica runs: devices[r][s]. With the model on
+ * one device, both stages name the same one. */
+typedef struct {
+    int replicas, micro_batches;
+    char devices[MAX_REPLICAS][NUM_STAGES][16];
+} pipeline_plan;
+
+// [book:stages]
+/* Stage 0: the convolutions, image [n,28,28,1] -> features [n,7,7,64]. */
+static fl_node *stage_0(fl_graph *g, fl_node *image)
+{
+    fl_node *net = conv_relu(g, image, 1, 32, "conv_1");
+    net = fl_max_pool2d(g, net, 2, 2, 2, 2, FL_VALID, NULL);
+    net = conv_relu(g, net, 32, 64, "conv_2");
+    return fl_max_pool2d(g, net, 2, 2, 2, 2, FL_VALID, NULL);
+}
+
+/* Stage 1: the dense layers, features [n,7,7,64] -> logits [n,10]. The
+ * reshape is here, not in stage 0: a reshape only renames its input's
+ * memory, so it (and its gradient, a reshape too) must run where that is. */
+static fl_node *stage_1(fl_graph *g, fl_node *features)
+{
+    fl_node *net = fl_reshape(g, features, fl_shape_make(2, -1, 7 * 7 * 64), NULL);
+    net = dense(g, net, 7 * 7 * 64, 1024, true, "dense_1");
+    return dense(g, net, 1024, 10, false, "dense_2");
+}
+// [end:stages]
+
+// [book:place_by_stage]
+/* A device function for the backward pass: a gradient op is named after
+ * the forward op it differentiates ("micro_batch_1/gradients/stage_0/
+ * conv_1/Conv2D_grad/..."), so the stage in its name says where it runs,
+ * beside the activations it reads. Anything else (the loss's gradient
+ * seed) runs on the last stage. TensorFlow's colocate_gradients_with_ops. */
+static const char *place_by_stage(const fl_node *node, void *user)
+{
+    char (*devices)[16] = user; /* one replica's devices[NUM_STAGES] */
+    const char *name = fl_node_name(node);
+    if (strstr(name, "stage_0/"))
+        return devices[0];
+    if (strstr(name, "stage_1/"))
+        return devices[1];
+    return devices[NUM_STAGES - 1];
+}
+// [end:place_by_stage]
+
+/* Both stages of one piece of the batch, each in its name scope and on its
+ * device; the variables are made by the first piece and shared by the rest. */
+static fl_node *build_stages(fl_graph *g, fl_node *image, char (*devices)[16], bool reuse)
+{
+    fl_variable_scope_push(g, "model", reuse ? FL_REUSE : FL_REUSE_INHERIT);
+    fl_name_scope_push(g, "stage_0");
+    fl_device_scope_push(g, devices[0]);
+    fl_node *features = stage_0(g, image);
+    fl_device_pop(g);
+    fl_name_scope_pop(g);
+    fl_name_scope_push(g, "stage_1");
+    fl_device_scope_push(g, devices[1]);
+    fl_node *logits = stage_1(g, features);
+    fl_device_pop(g);
+    fl_name_scope_pop(g);
+    fl_variable_scope_pop(g);
+    return logits;
+}
+
+static fl_node *mean_loss(fl_graph *g, fl_node *logits, fl_node *label)
+{
+    fl_node *per_example = fl_sparse_softmax_cross_entropy_with_logits(g, label, logits, NULL);
+    return fl_reduce_mean(g, per_example, NULL, 0, false, "loss");
+}
+
+/* What build_pipeline gives the training loop. */
+typedef struct {
+    fl_node *loss;                 /* the mean of the pieces' losses: the batch's */
+    fl_grad_var grads[MAX_VARS];   /* accumulated over every piece */
+    int nvars;
+} pipeline_out;
+
+// [book:accumulate]
+/* grads[p][v] is piece p's gradient of variable v. Each variable's mean
+ * over the pieces is summed on the variable's own device, so a stage's
+ * gradients never leave it; they are applied once, after the last piece. */
+static void accumulate_gradients(fl_graph *g, fl_grad_var grads[][MAX_VARS], int npieces,
+                                 int nvars, fl_grad_var *out)
+{
+    for (int v = 0; v < nvars; v++) {
+        fl_node *parts[MAX_PIECES];
+        int n = 0;
+        for (int p = 0; p < npieces; p++)
+            if (grads[p][v].grad)
+                parts[n++] = grads[p][v].grad;
+        fl_node *var = grads[0][v].var, *mean = NULL;
+        fl_device_scope_push(g, fl_node_device(var));
+        if (n > 0)
+            mean = fl_mul(g, fl_add_n(g, parts, n, NULL), fl_scalar(g, 1.0f / (float)npieces, NULL),
+                          NULL);
+        fl_device_pop(g);
+        out[v] = (fl_grad_var){mean, var};
+    }
+}
+// [end:accumulate]
+
+// [book:pipeline]
+/* Cuts the batch into replicas x micro_batches pieces (on the host, where it
+ * is fed), runs both stages and the backward pass of each piece on its
+ * replica's devices, and accumulates the gradients. Piece p belongs to
+ * replica p / micro_batches. */
+static pipeline_out build_pipeline(fl_graph *g, const pipeline_plan *plan, fl_node *image,
+                                   fl_node *label)
+{
+    pipeline_out out = {0};
+    int npieces = plan->replicas * plan->micro_batches;
+    fl_node *images[MAX_PIECES], *labels[MAX_PIECES], *losses[MAX_PIECES];
+    fl_grad_var grads[MAX_PIECES][MAX_VARS];
+    fl_device_scope_push(g, "/cpu:0");
+    fl_split(g, image, npieces, 0, images, "split_image");
+    fl_split(g, label, npieces, 0, labels, "split_label");
+    fl_device_pop(g);
+    for (int p = 0; p < npieces; p++) {
+        int r = p / plan->micro_batches, m = p % plan->micro_batches;
+        char scope[48];
+        snprintf(scope, sizeof scope, "replica_%d/micro_batch_%d", r, m);
+        fl_name_scope_push(g, plan->replicas > 1 ? scope : strchr(scope, '/') + 1);
+        char (*devices)[16] = (char (*)[16])plan->devices[r];
+        fl_device_function_push(g, place_by_stage, devices);
+        fl_node *logits = build_stages(g, images[p], devices, p > 0);
+        losses[p] = mean_loss(g, logits, labels[p]);
+        out.nvars = fl_compute_gradients(g, losses[p], NULL, 0, grads[p]);
+        fl_device_pop(g);
+        fl_name_scope_pop(g);
+        if (out.nvars < 0 || out.nvars > MAX_VARS)
+            return out; /* the graph's error says why (or main: too many variables) */
+    }
+    accumulate_gradients(g, grads, npieces, out.nvars, out.grads);
+    fl_device_scope_push(g, "/cpu:0");
+    out.loss = fl_mul(g, fl_add_n(g, losses, npieces, NULL), fl_scalar(g, 1.0f / (float)npieces, NULL),
+                      "loss");
+    fl_device_pop(g);
+    return out;
+}
+// [end:pipeline]
+
+#endif

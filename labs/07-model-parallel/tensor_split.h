@@ -1,0 +1,139 @@
+/* tensor_split.h: chapter 7's horizontal split (tensor parallelism). The
+ * matrix multiply of dense_1, x [N,3136] times W [3136,1024], is cut in two
+ * and each half of W lives on its own device: by columns (each device
+ * computes half of the outputs, joined by a concat) or by rows (each device
+ * multiplies half of x's features by half of W's rows, and the two partial
+ * products are summed). Everything else runs on the first device. */
+#ifndef LAB07_TENSOR_SPLIT_H
+#define LAB07_TENSOR_SPLIT_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "flowlab.h"
+#include "../common/model.h"
+#include "pipeline.h"
+
+typedef enum { SPLIT_COLUMNS, SPLIT_ROWS } tensor_split;
+
+#define DENSE_1_IN (7 * 7 * 64)
+#define DENSE_1_UNITS 1024
+
+/* The two shards of dense_1's kernel, each a variable on its own device.
+ * They start as the halves of the kernel one device would have: that kernel
+ * is made first, with the same initializer and seed, on the host, where it
+ * only serves to initialize the shards (load_shards); so the losses can
+ * equal one device's. The shards' own initializer takes no seed from the
+ * graph, so every later variable gets the seed it gets on one device. */
+static void shard_variables(fl_graph *g, tensor_split split, char (*devices)[16], fl_node **shards,
+                            fl_node **full)
+{
+    fl_device_scope_push(g, "/cpu:0");
+    *full = fl_get_variable_typed(g, "kernel", FL_FLOAT32,
+                                  fl_shape_make(2, DENSE_1_IN, DENSE_1_UNITS),
+                                  fl_glorot_uniform_initializer(0), false);
+    fl_device_pop(g);
+    fl_shape half = split == SPLIT_COLUMNS ? fl_shape_make(2, DENSE_1_IN, DENSE_1_UNITS / 2)
+                                           : fl_shape_make(2, DENSE_1_IN / 2, DENSE_1_UNITS);
+    fl_initializer zeros = fl_zeros_initializer();
+    zeros.seed = 1; /* not drawn from the graph's counter: see above */
+    for (int d = 0; d < 2; d++) {
+        char name[32];
+        snprintf(name, sizeof name, "kernel_shard_%d", d);
+        fl_device_scope_push(g, devices[d]);
+        shards[d] = fl_get_variable(g, name, half, zeros);
+        fl_device_pop(g);
+    }
+}
+
+// [book:tensor_split]
+/* dense_1 with its kernel in two shards: y = relu(x W + b), [N,1024]. The
+ * multiply by shard d runs in name scope shard_d on devices[d]; the join
+ * (concat or sum), the bias and the relu on devices[0]. */
+static fl_node *split_dense_1(fl_graph *g, fl_node *x, tensor_split split, char (*devices)[16],
+                              fl_node **shards, fl_node **full)
+{
+    fl_variable_scope_push(g, "dense_1", FL_REUSE_INHERIT);
+    shard_variables(g, split, devices, shards, full);
+    fl_node *bias = fl_get_variable(g, "bias", fl_shape_make(1, DENSE_1_UNITS), fl_zeros_initializer());
+    fl_node *parts[2];
+    for (int d = 0; d < 2; d++) {
+        /* rows: device d reads its half of x's features (cut on devices[0]) */
+        fl_node *input = split == SPLIT_COLUMNS ? x
+                         : fl_slice(g, x, 1, d * DENSE_1_IN / 2, DENSE_1_IN / 2, NULL);
+        char scope[16];
+        snprintf(scope, sizeof scope, "shard_%d", d);
+        fl_name_scope_push(g, scope);
+        fl_device_scope_push(g, devices[d]);
+        parts[d] = fl_matmul(g, input, shards[d], false, false, NULL);
+        fl_device_pop(g);
+        fl_name_scope_pop(g);
+    }
+    fl_node *y = split == SPLIT_COLUMNS ? fl_concat(g, parts, 2, 1, "concat")
+                                        : fl_add(g, parts[0], parts[1], "sum");
+    fl_variable_scope_pop(g);
+    return fl_relu(g, fl_add(g, y, bias, NULL), NULL);
+}
+// [end:tensor_split]
+
+/* A device function for the backward pass: the gradient of an op of
+ * shard 1 runs on its device; everything else on devices[0]. */
+static const char *place_by_shard(const fl_node *node, void *user)
+{
+    char (*devices)[16] = user;
+    return strstr(fl_node_name(node), "shard_1/") ? devices[1] : devices[0];
+}
+
+/* The whole model with dense_1 split; the model's variables are made by
+ * the first call, shared by later ones (reuse). */
+static fl_node *split_model(fl_graph *g, fl_node *image, tensor_split split, char (*devices)[16],
+                            bool reuse, fl_node **shards, fl_node **full)
+{
+    fl_variable_scope_push(g, "model", reuse ? FL_REUSE : FL_REUSE_INHERIT);
+    fl_device_scope_push(g, devices[0]);
+    fl_node *features = fl_reshape(g, stage_0(g, image), fl_shape_make(2, -1, DENSE_1_IN), NULL);
+    fl_node *net = split_dense_1(g, features, split, devices, shards, full);
+    fl_node *logits = dense(g, net, DENSE_1_UNITS, 10, false, "dense_2");
+    fl_device_pop(g);
+    fl_variable_scope_pop(g);
+    return logits;
+}
+
+/* The op that gives each shard its half of the host's kernel: run once,
+ * after the variables' initializer (a restored checkpoint has the shards). */
+static fl_node *load_shards(fl_graph *g, tensor_split split, fl_node **shards, fl_node *full)
+{
+    fl_node *assigns[2];
+    for (int d = 0; d < 2; d++) {
+        int axis = split == SPLIT_COLUMNS ? 1 : 0;
+        int size = split == SPLIT_COLUMNS ? DENSE_1_UNITS / 2 : DENSE_1_IN / 2;
+        fl_device_scope_push(g, "/cpu:0");
+        fl_node *half = fl_slice(g, full, axis, d * size, size, NULL);
+        fl_device_pop(g);
+        fl_device_scope_push(g, fl_node_device(shards[d]));
+        assigns[d] = fl_assign(g, shards[d], half, NULL);
+        fl_device_pop(g);
+    }
+    return fl_group(g, assigns, 2, "load_shards");
+}
+
+/* Training with dense_1 split: the loss of the whole batch and its
+ * gradients, each computed where its forward op ran. */
+static pipeline_out build_tensor_split(fl_graph *g, tensor_split split, char (*devices)[16],
+                                       fl_node *image, fl_node *label, fl_node **load)
+{
+    pipeline_out out = {0};
+    fl_node *shards[2], *full = NULL;
+    fl_node *logits = split_model(g, image, split, devices, false, shards, &full);
+    fl_device_scope_push(g, devices[0]);
+    out.loss = mean_loss(g, logits, label);
+    fl_device_function_push(g, place_by_shard, devices);
+    out.nvars = fl_compute_gradients(g, out.loss, NULL, 0, out.grads);
+    fl_device_pop(g);
+    fl_device_pop(g);
+    if (full)
+        *load = load_shards(g, split, shards, full);
+    return out;
+}
+
+#endif
