@@ -8,4 +8,4 @@ LAB07_REPORT := $(BUILD)/labs/07-model-parallel/trace_report
 $(LAB07): $(LAB_COMMON) labs/07-model-parallel/pipeline.h labs/07-model-parallel/tensor_split.h
 $(LAB07_REPORT): labs/tools/trace_events.h
 # tests/test_lab07 runs the lab and its trace report.
-$(BUILD)/tests/test_lab07: $(LAB07)
+$(BUILD)/tests/test_lab07: $(LAB07) $(LAB07_REPORT)

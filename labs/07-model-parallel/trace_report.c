@@ -1,0 +1,186 @@
+/* trace_report.c: what chapter 7 reads from a lab's --trace file: how long
+ * each accelerator was busy and idle (a pipeline's "bubble"), set beside
+ * GPipe's (S-1)/(M+S-1), the time of each layer (to choose where to cut
+ * between stages) and the bytes copied between accelerators per step. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tools/trace_events.h"
+
+static const char program[] = "trace_report";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: %s TRACE.json [--steps N] [--micro_batches M] [--stages S] [--csv]\n"
+            "Reads a Chrome trace written by a lab's --trace (steps 2 to 4 of a run) and\n"
+            "prints, for each accelerator (/gpu:N), the time its ops ran and the fraction\n"
+            "of the traced time it was idle; then the time of each layer and the bytes\n"
+            "copied between accelerators per step.\n"
+            "  --steps N           steps the trace holds (default 3)\n"
+            "  --micro_batches M   print GPipe's bubble (S-1)/(M+S-1) beside the idle time\n"
+            "  --stages S          pipeline stages for that formula (default 2)\n"
+            "  --csv               one line instead: M,formula,idle of each accelerator...,mean\n",
+            program);
+}
+
+typedef struct {
+    const char *path;
+    int steps, micro_batches, stages;
+    bool csv;
+} report_flags;
+
+static int parse_int(const char *flag, const char *value)
+{
+    char *end = NULL;
+    long v = value ? strtol(value, &end, 10) : 0;
+    if (!value || !*value || *end || v < 1 || v > 1000000) {
+        fprintf(stderr, "%s: %s: '%s' is not valid; it must be a whole number of at least 1 "
+                "(see --help)\n", program, flag, value ? value : "");
+        exit(2);
+    }
+    return (int)v;
+}
+
+static report_flags parse(int argc, char **argv)
+{
+    report_flags f = {.steps = 3, .stages = 2};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (strcmp(a, "--csv") == 0) {
+            f.csv = true;
+        } else if (strcmp(a, "--steps") == 0 || strcmp(a, "--micro_batches") == 0 ||
+                   strcmp(a, "--stages") == 0) {
+            int v = parse_int(a, next);
+            i++;
+            *(strcmp(a, "--steps") == 0 ? &f.steps : a[2] == 'm' ? &f.micro_batches : &f.stages) = v;
+        } else if (a[0] == '-' || f.path) {
+            fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", program, a);
+            exit(2);
+        } else {
+            f.path = a;
+        }
+    }
+    if (!f.path) {
+        usage(stderr);
+        exit(2);
+    }
+    return f;
+}
+
+static bool is_accelerator(const char *device) { return strncmp(device, "/gpu:", 5) == 0; }
+
+/* An op an accelerator ran (its own timing), not a copy the host made into it. */
+static bool is_device_op(const trace_events *t, const trace_event *e)
+{
+    return strcmp(e->cat, "Copy") != 0 && e->lane < t->nlanes && is_accelerator(t->lanes[e->lane]);
+}
+
+// [book:idle]
+/* busy[lane]: the time each accelerator ran ops; *span: from the first op
+ * on any accelerator to the end of the last. Idle is span - busy. */
+static void busy_times(const trace_events *t, double *busy, double *span)
+{
+    double first = 1e300, last = -1e300;
+    for (int i = 0; i < t->count; i++) {
+        const trace_event *e = &t->events[i];
+        if (!is_device_op(t, e))
+            continue;
+        busy[e->lane] += e->dur;
+        first = e->start < first ? e->start : first;
+        last = e->start + e->dur > last ? e->start + e->dur : last;
+    }
+    *span = last > first ? last - first : 0;
+}
+// [end:idle]
+
+/* The layer an op belongs to: the part of its name after "stage_N/" or
+ * "model/" up to the next '/' ("conv_1"), or "" for none. */
+static void layer_of(const char *name, char *out, size_t len)
+{
+    static const char *const layers[] = {"conv_1", "conv_2", "dense_1", "dense_2"};
+    out[0] = '\0';
+    for (size_t k = 0; k < sizeof layers / sizeof layers[0]; k++)
+        if (strstr(name, layers[k]))
+            snprintf(out, len, "%s", layers[k]);
+}
+
+static void print_layers(const trace_events *t, int steps)
+{
+    static const char *const layers[] = {"conv_1", "conv_2", "dense_1", "dense_2"};
+    double ms[4] = {0};
+    for (int i = 0; i < t->count; i++) {
+        char layer[16];
+        layer_of(t->events[i].name, layer, sizeof layer);
+        for (int k = 0; k < 4; k++)
+            if (is_device_op(t, &t->events[i]) && strcmp(layer, layers[k]) == 0)
+                ms[k] += t->events[i].dur / 1000.0 / steps;
+    }
+    printf("per step, forward and backward: ");
+    for (int k = 0; k < 4; k++)
+        printf("%s %.1f ms%s", layers[k], ms[k], k < 3 ? ", " : "\n");
+}
+
+/* Bytes copied from one accelerator into another, per step. */
+static double bytes_between_accelerators(const trace_events *t, int steps)
+{
+    double bytes = 0;
+    for (int i = 0; i < t->count; i++) {
+        const trace_event *e = &t->events[i];
+        if (strcmp(e->cat, "Copy") == 0 && is_accelerator(e->from) && is_accelerator(e->device))
+            bytes += e->bytes;
+    }
+    return bytes / steps;
+}
+
+int main(int argc, char **argv)
+{
+    report_flags f = parse(argc, argv);
+    trace_events t;
+    if (trace_events_read(f.path, &t) != 0) {
+        fprintf(stderr, "%s: cannot read %s; write one with a lab's --trace FILE.json\n", program, f.path);
+        return 1;
+    }
+    double busy[TRACE_MAX_LANES] = {0}, span = 0, idle_sum = 0;
+    busy_times(&t, busy, &span);
+    int n = 0;
+    double formula = f.micro_batches ? (f.stages - 1.0) / (f.micro_batches + f.stages - 1.0) : 0;
+    if (f.csv)
+        printf("%d,%.4f", f.micro_batches, formula);
+    for (int lane = 0; lane < t.nlanes; lane++) {
+        if (!is_accelerator(t.lanes[lane]))
+            continue;
+        double idle = span > 0 ? 1.0 - busy[lane] / span : 0;
+        idle_sum += idle;
+        n++;
+        if (f.csv)
+            printf(",%.4f", idle);
+        else
+            printf("%s busy %.1f ms of %.1f ms: idle %.1f%%\n", t.lanes[lane], busy[lane] / 1000.0,
+                   span / 1000.0, 100.0 * idle);
+    }
+    if (n == 0) {
+        fprintf(stderr, "%s: %s has no op of an accelerator (/gpu:N)\n", program, f.path);
+        trace_events_free(&t);
+        return 1;
+    }
+    if (f.csv) {
+        printf(",%.4f\n", idle_sum / n);
+    } else {
+        printf("mean idle %.1f%%", 100.0 * idle_sum / n);
+        if (f.micro_batches)
+            printf("; GPipe's bubble (S-1)/(M+S-1) for S = %d, M = %d: %.1f%%", f.stages,
+                   f.micro_batches, 100.0 * formula);
+        printf("\n");
+        print_layers(&t, f.steps);
+        double bytes = bytes_between_accelerators(&t, f.steps);
+        printf("copied between accelerators: %.0f bytes (%.2f MB) per step\n", bytes, bytes / 1e6);
+    }
+    trace_events_free(&t);
+    return 0;
+}

@@ -1,0 +1,174 @@
+/* test_lab07.c: chapter 7's lab (model parallelism), run as a student runs
+ * it, with PoCL asked for single-core devices (/gpu:0, /gpu:1, and four
+ * for the replicas): its flags and their errors; then the equivalence of
+ * every split with the whole model on one device, from the same seed: by
+ * layers, as a pipeline of 4 micro-batches, dense_1 by columns and by rows,
+ * and two replicas of a 2-stage pipeline; the idle time of each device in
+ * the split by layers' trace; and the bytes each horizontal split copies
+ * per step, against the count of the chapter. */
+#include "flowlab.h"
+#include "lab_runner.h"
+
+/* Every split adds the same float32 numbers as one device, in another
+ * order only where micro-batches or replicas are summed: the printed losses
+ * (6 decimals) agreed exactly or in the last digit when this was written; a
+ * relative 1e-4 leaves room for other OpenCL drivers. */
+#define SAME_LOSS_TOLERANCE 1e-4
+
+#define TWO_DEVICES "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=1"
+#define FOUR_DEVICES "POCL_DEVICES='pthread pthread pthread pthread' POCL_MAX_PTHREAD_COUNT=1"
+#define QUICK "--max_examples 256 --batch_size 32 --log_every 1 --seed 5 --train_steps 5 "
+#define BATCH 32
+
+static char report[600]; /* the trace report program */
+
+static void test_flags(void)
+{
+    run_result r = run_lab("--help");
+    ok(r.status == 0, "--help exits 0");
+    contains(r.out, "--micro_batches", "--help documents --micro_batches");
+    contains(r.out, "--split", "--help documents --split");
+    free(r.out);
+    static const bad_flag_case bad[] = {
+        {"--split diagonal", "--split"},
+        {"--micro_batches 0", "--micro_batches"},
+        {"--replicas 3", "--replicas"},
+        {"--split columns --micro_batches 2", "--micro_batches"},
+        {"--batch_size 30 --micro_batches 4", "--batch_size"},
+    };
+    test_bad_flags(bad, sizeof bad / sizeof bad[0]);
+    r = run_env(TWO_DEVICES, "--replicas 2");
+    ok(r.status == 2 && r.out && strstr(r.out, "needs 4 accelerators") && strstr(r.out, "POCL_DEVICES"),
+       "--replicas 2 on two devices exits 2, saying how to get four");
+    free(r.out);
+}
+
+/* The worst relative difference between two runs' losses; 1 when they
+ * did not both print the same steps. */
+static double worst_difference(const run_result *a, const run_result *b)
+{
+    if (a->status != 0 || b->status != 0 || a->nsteps != b->nsteps || a->nsteps == 0)
+        return 1;
+    double worst = 0;
+    for (int i = 0; i < a->nsteps; i++) {
+        double d = fabs(a->loss[i] - b->loss[i]) / fabs(a->loss[i]);
+        worst = d > worst ? d : worst;
+        if (a->step[i] != b->step[i])
+            return 1;
+    }
+    return worst;
+}
+
+/* Runs the lab with args (on env's devices) and checks its losses against
+ * the one-device run's. */
+static void same_losses(const run_result *one, const char *env, const char *args, const char *what)
+{
+    char all[512];
+    snprintf(all, sizeof all, QUICK "%s", args);
+    run_result r = run_env(env, all);
+    double worst = worst_difference(one, &r);
+    ok(worst <= SAME_LOSS_TOLERANCE, "%s prints one device's losses within %.0e (worst %.2g)", what,
+       SAME_LOSS_TOLERANCE, worst);
+    if (r.status != 0)
+        diag("%s", r.out ? r.out : "");
+    free(r.out);
+}
+
+/* The trace report's output for a run of the lab with args and --trace. */
+static char *traced_report(const char *args, const char *report_args)
+{
+    char all[800], cmd[1600], trace[300];
+    snprintf(trace, sizeof trace, "%s/trace.json", tmp_dir);
+    snprintf(all, sizeof all, QUICK "%s --trace %s", args, trace);
+    run_result r = run_env(TWO_DEVICES, all);
+    if (r.status != 0)
+        diag("%s", r.out ? r.out : "");
+    free(r.out);
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s %s", report, trace, report_args);
+    if (run_command(cmd, &out) != 0)
+        diag("%s: %s", cmd, out ? out : "");
+    return out;
+}
+
+static double number_after(const char *text, const char *key)
+{
+    const char *at = text ? strstr(text, key) : NULL;
+    return at ? atof(at + strlen(key)) : -1;
+}
+
+/* M = 1: the two stages take turns, so the devices' idle fractions sum to
+ * about 1 (S - 1): each is idle for about half of the step on average. */
+static void test_idle_time(void)
+{
+    char *out = traced_report("--split layers", "--micro_batches 1");
+    double idle = number_after(out, "mean idle ");
+    ok(idle >= 35 && idle <= 70, "split by layers, the devices are idle %.1f%% of the time on average "
+       "(about half: one stage waits while the other runs)", idle);
+    ok(out && strstr(out, "GPipe's bubble (S-1)/(M+S-1) for S = 2, M = 1: 50.0%"),
+       "the report sets GPipe's 50%% beside it");
+    if (out)
+        diag("%s", out);
+    free(out);
+}
+
+/* The bytes per step each horizontal split moves between the devices,
+ * forward and backward: columns send x [N,3136] to /gpu:1 and get half of
+ * y [N,512] back (and the same sizes again as gradients); rows send half of
+ * x [N,1568] and get a partial sum [N,1024] back. */
+static void test_split_bytes(void)
+{
+    static const struct { const char *split; long floats; } cases[] = {
+        {"columns", 2L * BATCH * (3136 + 512)}, {"rows", 2L * BATCH * (1568 + 1024)}};
+    for (int i = 0; i < 2; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "--split %s", cases[i].split);
+        char *out = traced_report(args, "");
+        double bytes = number_after(out, "copied between accelerators: ");
+        ok(bytes == 4.0 * cases[i].floats, "the %s split copies %.0f bytes per step between the "
+           "devices, as counted: 4 x %ld", cases[i].split, bytes, cases[i].floats);
+        free(out);
+    }
+}
+
+static void test_equivalence(void)
+{
+    run_result one = run_env(TWO_DEVICES, QUICK "--split none");
+    double first = one.nsteps ? one.loss[0] : 0, last = one.nsteps ? one.loss[one.nsteps - 1] : 0;
+    ok(one.status == 0 && one.nsteps == 5 && last < first,
+       "the whole model on one device trains 5 steps (loss %.3f -> %.3f)", first, last);
+    if (one.status != 0)
+        diag("%s", one.out ? one.out : "");
+    same_losses(&one, TWO_DEVICES, "--split layers", "split by layers on two devices,");
+    same_losses(&one, TWO_DEVICES, "--split layers --micro_batches 4", "a pipeline of 4 micro-batches");
+    same_losses(&one, TWO_DEVICES, "--split columns", "dense_1 split by columns");
+    same_losses(&one, TWO_DEVICES, "--split rows", "dense_1 split by rows");
+    same_losses(&one, FOUR_DEVICES, "--replicas 2 --micro_batches 2",
+                "2 replicas of a 2-stage pipeline on 4 devices, same global batch,");
+    free(one.out);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    lab_runner_start(argv[0], "test_lab07", "labs/07-model-parallel/model_parallel");
+    snprintf(report, sizeof report, "%s/labs/07-model-parallel/trace_report", build_dir);
+    setenv("POCL_DEVICES", "pthread pthread", 1);
+    setenv("POCL_MAX_PTHREAD_COUNT", "1", 1);
+    fl_device_info devices[16];
+    int naccelerators = fl_list_devices(devices, 16) - 1;
+    test_flags();
+    if (access(FL_DEFAULT_DATA_DIR, R_OK) != 0) {
+        printf("ok %d # SKIP no data in %s (apt-get install dataset-fashion-mnist)\n",
+               ++tap_count, FL_DEFAULT_DATA_DIR);
+    } else if (naccelerators < 2) {
+        printf("ok %d # SKIP the splits need two accelerators (PoCL's pthread devices); found %d\n",
+               ++tap_count, naccelerators);
+    } else {
+        test_equivalence();
+        test_idle_time();
+        test_split_bytes();
+    }
+    lab_runner_finish();
+    return done_testing();
+}
