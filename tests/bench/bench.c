@@ -19,6 +19,7 @@
 #include "../../labs/tools/trace_events.h" /* the breakdown reads the towers' trace */
 #include "bench_allreduce.h"
 #include "bench_csv.h"
+#include "bench_pipeline.h"
 #include "bench_table.h"
 
 #define REPS 7
@@ -580,6 +581,7 @@ int main(int argc, char **argv)
         bench_between_graph();
         if (allreduce_bench_ready())
             bench_allreduce_model();
+        bench_pipeline();
     } else {
         note("%s", "no two PoCL devices (apt-get install pocl-opencl-icd): the ch2 and ch3 scaling rows are skipped");
     }
