@@ -26,13 +26,14 @@ lab: deps
 run_exercise_checks = pass=0; for t in $(2); do if ./$$t; then pass=$$((pass + 1)); else failed=1; fi; done; \
 	echo "chapter $(1): $$pass of $(words $(2)) exercises pass";
 
-exercises: $(EX01_CHECKS) $(EX02_CHECKS) $(EX03_CHECKS) $(EX04_CHECKS) $(EX06_CHECKS)
+exercises: $(EX01_CHECKS) $(EX02_CHECKS) $(EX03_CHECKS) $(EX04_CHECKS) $(EX06_CHECKS) $(EX07_CHECKS)
 	@failed=0; \
 	 $(call run_exercise_checks,1,$(EX01_CHECKS)) \
 	 $(call run_exercise_checks,2,$(EX02_CHECKS)) \
 	 $(call run_exercise_checks,3,$(EX03_CHECKS)) \
 	 $(call run_exercise_checks,4,$(EX04_CHECKS)) \
 	 $(call run_exercise_checks,6,$(EX06_CHECKS)) \
+	 $(call run_exercise_checks,7,$(EX07_CHECKS)) \
 	 exit $$failed
 
 # The same checks against the reference solutions: fails unless all pass.
@@ -41,13 +42,14 @@ ifeq ($(wildcard labs/*/exercises/solutions),)
 exercises-solutions:
 	@echo "exercises-solutions: this tree has no labs/*/exercises/solutions/ (a hand-out?)" >&2; exit 1
 else
-exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED) $(EX03_SOLVED) $(EX04_SOLVED) $(EX06_SOLVED)
+exercises-solutions: $(EX01_SOLVED) $(EX02_SOLVED) $(EX03_SOLVED) $(EX04_SOLVED) $(EX06_SOLVED) $(EX07_SOLVED)
 	@failed=0; \
 	 $(call run_exercise_checks,1,$(EX01_SOLVED)) \
 	 $(call run_exercise_checks,2,$(EX02_SOLVED)) \
 	 $(call run_exercise_checks,3,$(EX03_SOLVED)) \
 	 $(call run_exercise_checks,4,$(EX04_SOLVED)) \
 	 $(call run_exercise_checks,6,$(EX06_SOLVED)) \
+	 $(call run_exercise_checks,7,$(EX07_SOLVED)) \
 	 exit $$failed
 endif
 
