@@ -75,6 +75,21 @@ else
     echo "book-outputs: no $L6 (needs mpicc: apt-get install libopenmpi-dev openmpi-bin); chapter 6's outputs kept"
 fi
 
+# Chapter 7: the splits from one seed (their losses equal the reference's),
+# a split's idle time and bytes from its trace, two replicas on four devices.
+L7=build/labs/07-model-parallel/model_parallel
+R7=build/labs/07-model-parallel/trace_report
+FOUR='POCL_DEVICES="pthread pthread pthread pthread" POCL_MAX_PTHREAD_COUNT=2'
+Q7="--max_examples 256 --batch_size 32 --train_steps 5 --log_every 1"
+show 07-none "$TWO $L7 --split none $Q7"
+show 07-layers "$TWO $L7 --split layers $Q7"
+show 07-pipeline "$TWO $L7 --split layers --micro_batches 4 $Q7"
+show 07-replicas "$FOUR $L7 --replicas 2 --micro_batches 2 $Q7"
+show 07-idle "$TWO $L7 --split layers $Q7 --trace $SCRATCH/t.json > /dev/null && $R7 $SCRATCH/t.json --micro_batches 1"
+show 07-columns "$TWO $L7 --split columns $Q7 --trace $SCRATCH/t.json > /dev/null && $R7 $SCRATCH/t.json | tail -n 1"
+show 07-rows "$TWO $L7 --split rows $Q7 --trace $SCRATCH/t.json > /dev/null && $R7 $SCRATCH/t.json | tail -n 1"
+sed -i "s#$SCRATCH/t.json#trace.json#g" "$OUT/07-idle.txt" "$OUT/07-columns.txt" "$OUT/07-rows.txt"
+
 # Chapter 5
 show 05-gpu "$L1 --device /gpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
 show 05-cpu "$L1 --device /cpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
@@ -82,6 +97,10 @@ show 05-cpu "$L1 --device /cpu:0 --max_examples 1024 --batch_size 128 --train_st
 if [ -f build/bench/results.txt ]; then
     { echo '$ make bench'; cat build/bench/results.txt; } > "$OUT/05-bench.txt"
     echo "book-outputs: $OUT/05-bench.txt (from build/bench/results.txt)"
+    if grep -q "ch7: pipeline" build/bench/results.txt; then
+        { echo '$ make bench | grep -A 1 "ch7: pipeline"'; grep -A 1 "ch7: pipeline" build/bench/results.txt; } > "$OUT/07-bench.txt"
+        echo "book-outputs: $OUT/07-bench.txt (from build/bench/results.txt)"
+    fi
 else
     echo "book-outputs: no build/bench/results.txt: run \`make bench\` to refresh $OUT/05-bench.txt"
 fi
