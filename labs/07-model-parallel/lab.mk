@@ -1,6 +1,7 @@
 # labs/07-model-parallel/lab.mk: chapter 7's lab (model parallelism), its trace
 # report, exercises and figure; included by the Makefile.
 #   make figures-07   the pipeline's bubble at M = 1, 2, 4, 8 from real runs (ch7-bubble.csv, .svg)
+#                     and the timelines of M = 1 and M = 4 (ch7-timeline-m1.svg, -m4.svg)
 LAB07        := $(BUILD)/labs/07-model-parallel/model_parallel
 LAB07_REPORT := $(BUILD)/labs/07-model-parallel/trace_report
 
@@ -32,9 +33,10 @@ $(BUILD)/tests/test_lab07: $(LAB07) $(LAB07_REPORT)
 
 # The bubble: steps 2-4 of the split by layers traced with M = 1, 2, 4, 8
 # micro-batches of a batch of 128, on two PoCL devices sharing two workers,
-# each device's idle fraction beside GPipe's formula (about a minute).
+# each device's idle fraction beside GPipe's formula (about a minute); then
+# the traces of M = 1 and M = 4 drawn as timelines.
 figures: figures-07
-figures-07: $(LAB07) $(LAB07_REPORT)
+figures-07: $(LAB07) $(LAB07_REPORT) $(BUILD)/labs/tools/trace_timeline
 	@mkdir -p $(FIGURES_DIR) $(BUILD)/ch7
 	echo "micro_batches,formula,gpu0_idle,gpu1_idle,mean_idle" > $(FIGURES_DIR)/ch7-bubble.csv
 	for m in 1 2 4 8; do \
@@ -43,4 +45,6 @@ figures-07: $(LAB07) $(LAB07_REPORT)
 	    ./$(LAB07_REPORT) $(BUILD)/ch7/bubble-$$m.json --micro_batches $$m --csv >> $(FIGURES_DIR)/ch7-bubble.csv \
 	    || exit 1; done
 	gnuplot -e "csv='$(FIGURES_DIR)/ch7-bubble.csv'; out='$(FIGURES_DIR)/ch7-bubble.svg'" labs/tools/ch7-bubble.gp
+	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch7/bubble-1.json $(FIGURES_DIR)/ch7-timeline-m1.svg
+	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch7/bubble-4.json $(FIGURES_DIR)/ch7-timeline-m4.svg
 .PHONY: figures-07
