@@ -54,11 +54,15 @@ static report_flags parse(int argc, char **argv)
             exit(0);
         } else if (strcmp(a, "--csv") == 0) {
             f.csv = true;
-        } else if (strcmp(a, "--steps") == 0 || strcmp(a, "--micro_batches") == 0 ||
-                   strcmp(a, "--stages") == 0) {
-            int v = parse_int(a, next);
+        } else if (strcmp(a, "--steps") == 0) {
+            f.steps = parse_int(a, next);
             i++;
-            *(strcmp(a, "--steps") == 0 ? &f.steps : a[2] == 'm' ? &f.micro_batches : &f.stages) = v;
+        } else if (strcmp(a, "--micro_batches") == 0) {
+            f.micro_batches = parse_int(a, next);
+            i++;
+        } else if (strcmp(a, "--stages") == 0) {
+            f.stages = parse_int(a, next);
+            i++;
         } else if (a[0] == '-' || f.path) {
             fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", program, a);
             exit(2);
@@ -99,31 +103,24 @@ static void busy_times(const trace_events *t, double *busy, double *span)
 }
 // [end:idle]
 
-/* The layer an op belongs to: the part of its name after "stage_N/" or
- * "model/" up to the next '/' ("conv_1"), or "" for none. */
-static void layer_of(const char *name, char *out, size_t len)
-{
-    static const char *const layers[] = {"conv_1", "conv_2", "dense_1", "dense_2"};
-    out[0] = '\0';
-    for (size_t k = 0; k < sizeof layers / sizeof layers[0]; k++)
-        if (strstr(name, layers[k]))
-            snprintf(out, len, "%s", layers[k]);
-}
+/* Chapter 1's layers; an op belongs to the one its name contains
+ * ("micro_batch_0/model/stage_0/conv_1/Conv2D", and its gradient's ops). */
+static const char *const layers[] = {"conv_1", "conv_2", "dense_1", "dense_2"};
+enum { NUM_LAYERS = sizeof layers / sizeof layers[0] };
 
+/* Each layer's time per step, forward and backward, on the accelerators. */
 static void print_layers(const trace_events *t, int steps)
 {
-    static const char *const layers[] = {"conv_1", "conv_2", "dense_1", "dense_2"};
-    double ms[4] = {0};
-    for (int i = 0; i < t->count; i++) {
-        char layer[16];
-        layer_of(t->events[i].name, layer, sizeof layer);
-        for (int k = 0; k < 4; k++)
-            if (is_device_op(t, &t->events[i]) && strcmp(layer, layers[k]) == 0)
+    double ms[NUM_LAYERS] = {0};
+    for (int i = 0; i < t->count; i++)
+        for (int k = 0; k < NUM_LAYERS; k++)
+            if (is_device_op(t, &t->events[i]) && strstr(t->events[i].name, layers[k])) {
                 ms[k] += t->events[i].dur / 1000.0 / steps;
-    }
+                break;
+            }
     printf("per step, forward and backward: ");
-    for (int k = 0; k < 4; k++)
-        printf("%s %.1f ms%s", layers[k], ms[k], k < 3 ? ", " : "\n");
+    for (int k = 0; k < NUM_LAYERS; k++)
+        printf("%s %.1f ms%s", layers[k], ms[k], k + 1 < NUM_LAYERS ? ", " : "\n");
 }
 
 /* Bytes copied from one accelerator into another, per step. */
