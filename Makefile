@@ -10,6 +10,7 @@
 #   make bench             side-by-side measurements (tests/bench/bench.mk)
 #   make exercises         every chapter's exercise checks against your files
 #   make book-check        the book's quotes against the labs' source
+#   make install PREFIX=/usr/local [DESTDIR=...], make uninstall   (src/install.mk)
 #   make clean
 
 CC      ?= cc
@@ -108,6 +109,7 @@ clean:
 -include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/*/*.d)
 
 include tests/tests.mk
+include src/install.mk
 include labs/01-single-device/lab.mk
 include labs/02-in-graph-towers/lab.mk
 include labs/03-between-graph/lab.mk
