@@ -9,11 +9,12 @@
 /* ------------------------------------------------------------------------
  * Summaries for TensorBoard (src/summary/). A writer owns one event file,
  * LOG_DIR/events.out.tfevents.<seconds>.<host>.<pid>, created with LOG_DIR
- * (not its parents). Each call appends one record; records reach the disk
- * every FLOWLAB_SUMMARY_FLUSH_SECS (2 s), at a flush and at close, and only
- * whole, so a killed run leaves a file TensorBoard reads to its last
- * record. Open it with `tensorboard --logdir LOG_DIR`. Every call returns
- * 0, or -1 with fl_last_error() naming the file.
+ * (not its parents). Each call appends one record; the writer's thread
+ * writes them every FLOWLAB_SUMMARY_FLUSH_SECS (2 s; 0: at once, no thread),
+ * as do a flush and close, and only whole, so a killed run leaves a file
+ * TensorBoard reads to its last record. Threads may share a writer.
+ * Open it with `tensorboard --logdir LOG_DIR`. Every call returns 0, or -1
+ * with fl_last_error() naming the file.
  * ------------------------------------------------------------------------ */
 typedef struct fl_summary_file_writer fl_summary_file_writer;
 

@@ -149,6 +149,28 @@ static void test_killed_run(const char *dir)
     free_events(ev, n > 0 ? n : 0);
 }
 
+/* Without a flush, the writer's thread writes a record within about
+ * FLOWLAB_SUMMARY_FLUSH_SECS (0.2 s here; the test waits up to 20 s). */
+static void test_flush_thread(const char *dir)
+{
+    setenv("FLOWLAB_SUMMARY_FLUSH_SECS", "0.2", 1);
+    fl_summary_file_writer *w = fl_summary_file_writer_new(dir);
+    unsetenv("FLOWLAB_SUMMARY_FLUSH_SECS");
+    if (!ok(w != NULL, "a writer that flushes every 0.2 s"))
+        return;
+    fl_summary_add_scalar(w, "loss", 0.5, 1);
+    Tensorflow__Event *ev[MAX_EVENTS];
+    int n = 0;
+    for (int tries = 0; tries < 200 && n < 2; tries++) {
+        usleep(100 * 1000);
+        free_events(ev, n);
+        n = read_events(fl_summary_file_writer_path(w), ev);
+    }
+    ok(n == 2, "the thread wrote the scalar without a flush (%d records after waiting)", n);
+    free_events(ev, n > 0 ? n : 0);
+    ok(fl_summary_file_writer_close(w) == 0, "closing stops the thread");
+}
+
 static void test_errors(const char *dir)
 {
     char file[600];
@@ -177,6 +199,8 @@ int main(void)
     test_crc32c();
     test_events(dir);
     test_errors(dir);
+    snprintf(killed, sizeof killed, "%s/flushed", dir);
+    test_flush_thread(killed);
     snprintf(killed, sizeof killed, "%s/killed", dir);
     test_killed_run(killed);
     remove_temp_dir(dir);

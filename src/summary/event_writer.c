@@ -2,9 +2,12 @@
  * a tf.summary.FileWriter writes and TensorBoard reads: a sequence of
  * TFRecords, each an encoded Event. Records are kept whole in memory and
  * written with one write(2) at a flush, so a run that is killed leaves only
- * whole records on disk, which TensorBoard reads up to the last. */
+ * whole records on disk, which TensorBoard reads up to the last. A thread
+ * flushes every flush_secs, as FileWriter's does, so a lab that stalls
+ * (waiting for a ps, evaluating) still shows its latest points. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +22,13 @@
 struct fl_summary_file_writer {
     int fd;
     char *path;
+    pthread_mutex_t lock;   /* pending, and the file's end */
     unsigned char *pending; /* whole records not yet written */
     size_t npending, cap;
-    double last_flush_s;
-    double flush_secs;
+    double flush_secs;      /* 0: every record is written at once, no thread */
+    pthread_t flusher;
+    pthread_cond_t wake;
+    bool closing;
 };
 
 static double wall_time_s(void)
@@ -61,10 +67,8 @@ static void append_record(fl_summary_file_writer *w, const unsigned char *data, 
     w->npending = need;
 }
 
-int fl_summary_file_writer_flush(fl_summary_file_writer *w)
+static int write_pending(fl_summary_file_writer *w)
 {
-    if (!w)
-        return 0;
     size_t done = 0;
     while (done < w->npending) {
         ssize_t n = write(w->fd, w->pending + done, w->npending - done);
@@ -77,8 +81,36 @@ int fl_summary_file_writer_flush(fl_summary_file_writer *w)
         done += (size_t)n;
     }
     w->npending = 0;
-    w->last_flush_s = fl_now_s();
     return 0;
+}
+
+int fl_summary_file_writer_flush(fl_summary_file_writer *w)
+{
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    int rc = write_pending(w);
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
+/* The flusher: every flush_secs until close. A failed write is reported by
+ * the next flush or close, which tries again. */
+static void *flush_periodically(void *arg)
+{
+    fl_summary_file_writer *w = arg;
+    pthread_mutex_lock(&w->lock);
+    while (!w->closing) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        double secs = until.tv_sec + until.tv_nsec / 1e9 + w->flush_secs;
+        until.tv_sec = (time_t)secs;
+        until.tv_nsec = (long)((secs - (double)until.tv_sec) * 1e9);
+        if (pthread_cond_timedwait(&w->wake, &w->lock, &until) != 0 && !w->closing)
+            write_pending(w);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
 }
 
 int fl_summary_write_event(fl_summary_file_writer *w, Tensorflow__Event *event)
@@ -87,11 +119,12 @@ int fl_summary_write_event(fl_summary_file_writer *w, Tensorflow__Event *event)
     size_t len = tensorflow__event__get_packed_size(event);
     unsigned char *data = fl_xmalloc(len ? len : 1);
     tensorflow__event__pack(event, data);
+    pthread_mutex_lock(&w->lock);
     append_record(w, data, len);
+    int rc = w->flush_secs > 0 ? 0 : write_pending(w);
+    pthread_mutex_unlock(&w->lock);
     free(data);
-    if (fl_now_s() - w->last_flush_s >= w->flush_secs)
-        return fl_summary_file_writer_flush(w);
-    return 0;
+    return rc;
 }
 
 /* FLOWLAB_SUMMARY_FLUSH_SECS, as TensorFlow's flush_secs (its default is
@@ -151,7 +184,10 @@ fl_summary_file_writer *fl_summary_file_writer_new(const char *log_dir)
         return NULL;
     }
     w->flush_secs = flush_secs_from_env();
-    w->last_flush_s = fl_now_s();
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->wake, NULL);
+    if (w->flush_secs > 0 && pthread_create(&w->flusher, NULL, flush_periodically, w) != 0)
+        w->flush_secs = 0; /* no thread: write each record at once instead */
     /* The first record says what the file is, as TensorFlow's writer does. */
     Tensorflow__Event version = TENSORFLOW__EVENT__INIT;
     version.what_case = TENSORFLOW__EVENT__WHAT_FILE_VERSION;
@@ -172,11 +208,20 @@ int fl_summary_file_writer_close(fl_summary_file_writer *w)
 {
     if (!w)
         return 0;
+    if (w->flush_secs > 0) {
+        pthread_mutex_lock(&w->lock);
+        w->closing = true;
+        pthread_cond_signal(&w->wake);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->flusher, NULL);
+    }
     int rc = fl_summary_file_writer_flush(w);
     if (close(w->fd) != 0 && rc == 0) {
         fl_set_error_code(fl_errno_code(errno), "%s: closing the event file failed: %s", w->path, strerror(errno));
         rc = -1;
     }
+    pthread_cond_destroy(&w->wake);
+    pthread_mutex_destroy(&w->lock);
     free(w->pending);
     free(w->path);
     free(w);

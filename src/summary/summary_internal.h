@@ -16,8 +16,9 @@ uint32_t fl_crc32c_table(const void *data, size_t len); /* the portable fallback
 uint32_t fl_masked_crc32c(const void *data, size_t len);
 
 /* ---- event_writer.c ---- */
-/* Stamps event with the wall time, encodes it and appends it as one TFRecord;
- * the writer flushes when FLOWLAB_SUMMARY_FLUSH_SECS (2 s) have passed. */
+/* Stamps event with the wall time, encodes it and appends it as one TFRecord,
+ * written by the next flush: the writer's thread flushes every
+ * FLOWLAB_SUMMARY_FLUSH_SECS (2 s; 0: each record is written at once). */
 int fl_summary_write_event(fl_summary_file_writer *w, Tensorflow__Event *event);
 
 #endif
