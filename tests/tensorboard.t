@@ -68,6 +68,30 @@ if [ $rc = 0 ]; then echo "ok $n - a ps and two workers train with --log_dir"; e
     tail -20 "$DIR/cluster.out" | sed 's/^/# /'; fi
 number < <("$VENV/bin/python" tests/tensorboard_check.py chief "$DIR/cluster" "$DIR/cluster.out" 2>/dev/null)
 
+# The other labs: chapter 0's xor, chapter 2's towers on two PoCL devices,
+# chapter 6's allreduce on two MPI ranks (rank 0 writes), where built.
+run_lab() { # NAME LOG_DIR COMMAND...: runs it, then checks its printed losses
+    local name=$1 dir=$2
+    shift 2
+    if timeout "$DEADLINE" "$@" --log_dir "$dir" >"$DIR/$name.out" 2>&1; then
+        number < <("$VENV/bin/python" tests/tensorboard_check.py losses "$name" "$dir" "$DIR/$name.out" 2>/dev/null)
+    else
+        n=$((n + 1)); echo "not ok $n - $name trains with --log_dir"; tail -10 "$DIR/$name.out" | sed 's/^/# /'
+    fi
+}
+run_lab xor "$DIR/xor" "$BUILD/labs/00-xor/xor" --steps 100
+POCL_DEVICES="pthread pthread" POCL_MAX_PTHREAD_COUNT=1 run_lab in_graph_towers "$DIR/towers" \
+    "$BUILD/labs/02-in-graph-towers/in_graph_towers" --num_gpus 2 --train_steps 6 --max_examples 128 \
+    --batch_size 32 --log_every 2
+if [ -x "$BUILD/labs/06-allreduce/allreduce" ] && command -v mpirun >/dev/null; then
+    # Root may run it here (CI's container); Open MPI wants that said twice.
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 run_lab allreduce "$DIR/allreduce" mpirun --oversubscribe -np 2 -x ASAN_OPTIONS=detect_leaks=0 \
+        "$BUILD/labs/06-allreduce/allreduce" --device /cpu:0 --train_steps 6 --max_examples 128 --batch_size 32 \
+        --log_every 2
+else
+    n=$((n + 1)); echo "ok $n - allreduce writes --log_dir # SKIP no mpirun or no $BUILD/labs/06-allreduce/allreduce"
+fi
+
 # The server, on a port the kernel picks free, up to DEADLINE seconds.
 port=$("$VENV/bin/python" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 "$VENV/bin/tensorboard" --logdir "$DIR/run" --host 127.0.0.1 --port "$port" >"$DIR/server.log" 2>&1 &

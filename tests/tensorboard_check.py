@@ -2,7 +2,8 @@
 Python. `read LOG_DIR LAB_OUTPUT` loads the run with TensorBoard's event
 loader and compares its tags, steps and values with the lines the lab
 printed; `chief LOG_DIR OUTPUT` checks chapter 3's cluster wrote one
-file, the chief's; `serve URL LAB_OUTPUT` asks a running `tensorboard --logdir` for
+file, the chief's; `losses NAME LOG_DIR OUTPUT` any lab's loss curve;
+`serve URL LAB_OUTPUT` asks a running `tensorboard --logdir` for
 the loss curve and the graph. Prints TAP lines without numbers (ok - ...)
 that tensorboard.t numbers; diagnostics start with '#'."""
 import json
@@ -73,6 +74,21 @@ def chief(log_dir, cluster_output):
           "it holds the loss, images_per_sec and the chief's test accuracy", (acc.Tags()["scalars"], got))
 
 
+def losses(name, log_dir, lab_output):
+    """Any lab: one event file, the graph, and the printed losses."""
+    import glob
+    from tensorboard.backend.event_processing import event_accumulator
+
+    files = glob.glob(log_dir + "/*tfevents*")
+    acc = event_accumulator.EventAccumulator(log_dir, size_guidance={"scalars": 0})
+    acc.Reload()
+    steps = {int(s): float(v) for s, v in re.findall(r"Step (\d+) with loss ([0-9.]+)", open(lab_output).read())}
+    loss = {e.step: e.value for e in acc.Scalars("loss")} if "loss" in acc.Tags()["scalars"] else {}
+    check(len(files) == 1 and acc.Tags()["graph"] and len(steps) >= 2 and
+          all(abs(loss.get(s, -1) - v) <= 5e-7 + 1e-6 * v for s, v in steps.items()),
+          "%s: one event file, the graph, and the printed losses" % name, (files, steps, loss))
+
+
 def fetch(url):
     with urllib.request.urlopen(url, timeout=30) as reply:
         return reply.read().decode()
@@ -94,4 +110,4 @@ def serve(url, lab_output):
 
 
 if __name__ == "__main__":
-    {"read": read, "serve": serve, "chief": chief}[sys.argv[1]](*sys.argv[2:])
+    {"read": read, "serve": serve, "chief": chief, "losses": losses}[sys.argv[1]](*sys.argv[2:])
