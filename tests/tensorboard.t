@@ -1,7 +1,8 @@
 #!/bin/bash
 # tensorboard.t: chapter 1's lab writes --log_dir, and TensorBoard's own
 # code reads it: its event loader finds the tags, steps and values the lab
-# printed (and in chapter 3's cluster, the chief's file alone), and a `tensorboard --logdir` on a free loopback port serves the
+# printed (in a run killed with SIGKILL, every step up to the kill; in
+# chapter 3's cluster, the chief's file alone; in the other labs, the loss), and a `tensorboard --logdir` on a free loopback port serves the
 # loss curve and the graph (tests/tensorboard_check.py). TensorBoard comes
 # from PyPI into a virtual environment in the build directory, made once
 # (about a minute) and kept; skipped, with the reason, when it cannot be.
@@ -16,8 +17,10 @@ VENV=build/tb-venv
 DEADLINE=${TENSORBOARD_DEADLINE:-90}
 DIR=$(mktemp -d /tmp/flowlab-tensorboard.XXXXXX)
 server=""
+lab=""
 cleanup() {
     [ -n "$server" ] && kill -9 "$server" 2>/dev/null
+    [ -n "$lab" ] && kill -9 "$lab" 2>/dev/null
     rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -57,6 +60,21 @@ if [ $rc = 0 ]; then echo "ok $n - the lab trains with --log_dir"; else
     echo "not ok $n - the lab trains with --log_dir (exit $rc)"; sed 's/^/# /' "$DIR/lab.out"; fi
 number < <("$VENV/bin/python" tests/tensorboard_check.py read "$DIR/run" "$DIR/lab.out" 2>"$DIR/read.err")
 [ -s "$DIR/read.err" ] && grep -v -i "warn\|tensorflow installation" "$DIR/read.err" | sed 's/^/# /' | head -5
+
+# A run killed with SIGKILL once it has printed step 10, the writer flushing
+# every 0.3 s: TensorBoard reads it to its last whole record.
+FLOWLAB_SUMMARY_FLUSH_SECS=0.3 "$LAB" --device /cpu:0 --train_steps 100000 --max_examples 128 --batch_size 32 \
+    --log_every 5 --histogram_every 0 --log_dir "$DIR/killed" >"$DIR/killed.out" 2>&1 &
+lab=$!
+for _ in $(seq 1 $((DEADLINE * 2))); do
+    grep -q "^Step 10 with" "$DIR/killed.out" && break
+    sleep 0.5
+done
+sleep 0.5 # a flush after step 10
+kill -9 "$lab" 2>/dev/null
+wait "$lab" 2>/dev/null
+lab=""
+number < <("$VENV/bin/python" tests/tensorboard_check.py killed "$DIR/killed" "$DIR/killed.out" 2>/dev/null)
 
 # Between graphs (chapter 3's lab: one ps, two workers), the chief writes.
 timeout "$DEADLINE" "$LAUNCH" --ps 1 --workers 2 -- "$CLUSTER_LAB" --device /cpu:0 --train_steps 8 \

@@ -3,7 +3,7 @@ Python. `read LOG_DIR LAB_OUTPUT` loads the run with TensorBoard's event
 loader and compares its tags, steps and values with the lines the lab
 printed; `chief LOG_DIR OUTPUT` checks chapter 3's cluster wrote one
 file, the chief's; `losses NAME LOG_DIR OUTPUT` any lab's loss curve;
-`serve URL LAB_OUTPUT` asks a running `tensorboard --logdir` for
+`killed LOG_DIR OUTPUT` a run killed mid-training; `serve URL LAB_OUTPUT` asks a running `tensorboard --logdir` for
 the loss curve and the graph. Prints TAP lines without numbers (ok - ...)
 that tensorboard.t numbers; diagnostics start with '#'."""
 import json
@@ -89,6 +89,18 @@ def losses(name, log_dir, lab_output):
           "%s: one event file, the graph, and the printed losses" % name, (files, steps, loss))
 
 
+def killed(log_dir, lab_output):
+    """A lab killed with SIGKILL: the loader reads every loss up to the kill."""
+    from tensorboard.backend.event_processing import event_accumulator
+
+    acc = event_accumulator.EventAccumulator(log_dir, size_guidance={"scalars": 0})
+    acc.Reload()
+    steps, _ = printed(lab_output)
+    got = [e.step for e in acc.Scalars("loss")] if "loss" in acc.Tags()["scalars"] else []
+    check(len(got) >= 10 and got == list(range(len(got))), "a killed run reads as losses 0 to %d, none missing" %
+          (len(got) - 1), got)
+
+
 def fetch(url):
     with urllib.request.urlopen(url, timeout=30) as reply:
         return reply.read().decode()
@@ -110,4 +122,4 @@ def serve(url, lab_output):
 
 
 if __name__ == "__main__":
-    {"read": read, "serve": serve, "chief": chief, "losses": losses}[sys.argv[1]](*sys.argv[2:])
+    {"read": read, "serve": serve, "chief": chief, "losses": losses, "killed": killed}[sys.argv[1]](*sys.argv[2:])
