@@ -2,11 +2,12 @@
 # tensorboard.t: chapter 1's lab writes --log_dir, and TensorBoard's own
 # code reads it: its event loader finds the tags, steps and values the lab
 # printed (in a run killed with SIGKILL, every step up to the kill; in
-# chapter 3's cluster, the chief's file alone; in the other labs, the loss), and a `tensorboard --logdir` on a free loopback port serves the
+# chapter 3's cluster, the chief's file alone; in the other labs, the
+# loss), and a `tensorboard --logdir` on a free loopback port serves the
 # loss curve and the graph (tests/tensorboard_check.py). TensorBoard comes
-# from PyPI into a virtual environment in the build directory, made once
-# (about a minute) and kept; skipped, with the reason, when it cannot be.
-# The server is killed by its process id, whatever happens.
+# from PyPI into a virtual environment in build/, made once (about 50 s)
+# and kept; skipped, with the reason, when it cannot be. The server and
+# the killed lab are killed by their process ids, whatever happens.
 set -u
 BUILD=${BUILD:-build}
 LAB=$BUILD/labs/01-single-device/single_device
