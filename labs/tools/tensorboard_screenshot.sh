@@ -6,6 +6,12 @@
 # stops the server by its process id. WINDOW_SIZE=W,H (default 1400,900).
 # Needs chromium (apt-get install chromium).
 set -eu
+if [ $# -lt 2 ] || [ "$1" = --help ]; then
+    echo "usage: labs/tools/tensorboard_screenshot.sh LOG_DIR OUT.png [DASHBOARD]"
+    echo "Draws TensorBoard's DASHBOARD (scalars, graphs, or e.g. 'scalars&tagFilter=loss') of LOG_DIR into OUT.png."
+    [ "${1:-}" = --help ] && exit 0
+    exit 2
+fi
 log_dir=$1 out=$2 dashboard=${3:-scalars}
 venv=build/tb-venv
 [ -x $venv/bin/tensorboard ] || { echo "tensorboard_screenshot: no $venv/bin/tensorboard (run prove tests/tensorboard.t once)" >&2; exit 1; }
