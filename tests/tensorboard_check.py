@@ -72,6 +72,8 @@ def chief(log_dir, cluster_output):
     check({"loss", "images_per_sec"} <= set(acc.Tags()["scalars"]) and printed_accuracy is not None and
           len(got) == 1 and abs(got[0].value - float(printed_accuracy.group(1))) <= 5.1e-5,
           "it holds the loss, images_per_sec and the chief's test accuracy", (acc.Tags()["scalars"], got))
+    check(len(acc.Tags()["histograms"]) >= 4, "and the variables' histograms, read from the ps",
+          acc.Tags()["histograms"])
 
 
 def losses(name, log_dir, lab_output):

@@ -24,6 +24,7 @@ typedef struct {
     fl_node *variables[SUMMARY_MAX_VARIABLES];
     int nvariables;
     long last_step;        /* of the latest summary: the test accuracy's step */
+    long histogram_step;   /* of the latest histograms; -1: none yet */
     long rate_step;        /* the step and time of the last progress line, */
     double rate_time;      /* for global_step/sec */
     bool have_rate;
@@ -66,7 +67,7 @@ static inline void open_summaries(const char *program, const char *log_dir, int 
                 log_dir, why);
         exit(2);
     }
-    *m = (lab_summaries){.program = program, .histogram_every = histogram_every};
+    *m = (lab_summaries){.program = program, .histogram_every = histogram_every, .histogram_step = -1};
     m->writer = fl_summary_file_writer_new(log_dir);
     if (!m->writer) {
         fprintf(stderr, "%s: --log_dir %s: %s\n", program, log_dir, fl_last_error());
@@ -97,7 +98,9 @@ static inline void summarize_variables(lab_summaries *m, fl_session *s, long ste
 }
 
 // [book:summarize_step]
-/* After each step: its loss, and every --histogram_every steps the variables. */
+/* After each step: its loss, and every --histogram_every steps the variables
+ * (counted from the last histograms: a chief that sees the global step jump
+ * past a multiple of N still writes them). */
 static inline void summarize_step(fl_session *s, long step, float loss)
 {
     lab_summaries *m = default_summaries();
@@ -106,8 +109,11 @@ static inline void summarize_step(fl_session *s, long step, float loss)
     m->last_step = step;
     if (fl_summary_add_scalar(m->writer, "loss", loss, step) != 0)
         summaries_failed(m);
-    if (m->histogram_every > 0 && m->nvariables > 0 && step % m->histogram_every == 0)
+    if (m->histogram_every > 0 && m->nvariables > 0 &&
+        (m->histogram_step < 0 || step - m->histogram_step >= m->histogram_every)) {
+        m->histogram_step = step;
         summarize_variables(m, s, step);
+    }
 }
 // [end:summarize_step]
 
