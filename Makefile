@@ -10,6 +10,7 @@
 #   make bench             side-by-side measurements (tests/bench/bench.mk)
 #   make exercises         every chapter's exercise checks against your files
 #   make book-check        the book's quotes against the labs' source
+#   make install PREFIX=/usr/local [DESTDIR=...], make uninstall   (src/install.mk)
 #   make clean
 
 CC      ?= cc
@@ -44,8 +45,11 @@ LDFLAGS := $(SANFLAGS)
 # The core: src/ is the graph and the executor; src/host/ is /cpu:0; src/io/
 # the file formats; src/training/ the monitored session and its hooks. The cluster rooms (chapter 3 on) build an archive of their
 # own, linked only into the programs that use them ($(CLUSTER_LINK)).
-CORE_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c src/training/*.c)
+CORE_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c src/training/*.c src/summary/*.c)
 LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CORE_SRC))
+# src/summary/: TensorBoard's event files, with a protoc-c generated object.
+include src/summary/summary.mk
+LIB_OBJ += $(BUILD)/obj/summary/event.pb-c.o
 LIB     := $(BUILD)/libflowlab.a
 include src/cluster/cluster.mk
 include src/distributed_runtime/distributed_runtime.mk
@@ -80,7 +84,7 @@ deps:
 
 lib: $(LIB) $(CLUSTER_LIB)
 
-$(BUILD)/obj/%.o: src/%.c src/flowlab.h src/flowlab_cluster.h src/flowlab_monitored.h src/runtime.h | $(BUILD)/obj
+$(BUILD)/obj/%.o: src/%.c src/flowlab.h src/flowlab_cluster.h src/flowlab_monitored.h src/flowlab_summary.h src/runtime.h | $(BUILD)/obj
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -c $< -o $@
 
@@ -105,6 +109,7 @@ clean:
 -include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/*/*.d)
 
 include tests/tests.mk
+include src/install.mk
 include labs/01-single-device/lab.mk
 include labs/02-in-graph-towers/lab.mk
 include labs/03-between-graph/lab.mk

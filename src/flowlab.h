@@ -485,6 +485,7 @@ void fl_dataset_free(fl_dataset *ds);
 
 #include "flowlab_cluster.h"   /* the public API continues there */
 #include "flowlab_monitored.h"
+#include "flowlab_summary.h"   /* event files for TensorBoard */
 
 #ifdef __cplusplus
 }

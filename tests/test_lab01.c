@@ -59,7 +59,8 @@ static void test_flags(void)
         {"--learning_rate -1", "--learning_rate"}, {"--epochs 2x", "--epochs"},
         {"--train_steps", "--train_steps"},   {"--device /tpu:0", "--device"},
         {"--log_every 0", "--log_every"},     {"--no_such_flag 1", "--no_such_flag"},
-        {"--warmup_steps 0", "--warmup_steps"},
+        {"--warmup_steps 0", "--warmup_steps"}, {"--histogram_every -1", "--histogram_every"},
+        {"--log_dir /dev/null/runs --train_steps 1", "--log_dir"},
     };
     test_bad_flags(bad, sizeof bad / sizeof bad[0]);
     r = run_lab("--data_dir /nonexistent/flowlab-data --train_steps 1");

@@ -17,8 +17,9 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # (CI does): the task server and its clients, the data prefetch, eight
 # worker processes against one ps (test_ps_load), a run handing its fetches over
 # early while another thread adds trace events (test_fetch_ready), two clusters in
-# one process, each with its own connections and reader threads (test_two_clusters).
-THREAD_TESTS := test_server test_remote test_monitored_cluster test_connect test_data test_ps_load test_fetch_ready test_frame_reader test_two_clusters
+# one process, each with its own connections and reader threads (test_two_clusters), the
+# summary writer's flush thread beside the calls that append records (test_summary).
+THREAD_TESTS := test_server test_remote test_monitored_cluster test_connect test_data test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
@@ -32,7 +33,7 @@ PROVE_FLAGS ?= --failures --comments
 test: deps
 	$(MAKE) tests
 	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t tests/slurm.t tests/handout.t \
-	    tests/containerfile.t
+	    tests/containerfile.t tests/tensorboard.t tests/install.t
 
 
 $(TEST_BIN): tests/tools.h

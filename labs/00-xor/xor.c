@@ -8,20 +8,25 @@
 #include <string.h>
 
 #include "flowlab.h"
+#include "../common/summaries.h" /* --log_dir */
 
 typedef struct {
     int steps;
     float learning_rate;
     unsigned long seed;
+    const char *log_dir; /* NULL: no summaries for TensorBoard */
+    int histogram_every;
 } options;
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: xor [--steps N] [--learning_rate LR] [--seed S]\n"
+    fprintf(out, "usage: xor [--steps N] [--learning_rate LR] [--seed S] [--log_dir DIR] [--histogram_every N]\n"
                  "Trains a 2-8-2 tanh network on the four XOR cases and prints its loss.\n"
                  "  --steps N           training steps (default 400)\n"
                  "  --learning_rate LR  Adam's learning rate (default 0.05)\n"
-                 "  --seed S            random seed for the initial weights (default 1)\n");
+                 "  --seed S            random seed for the initial weights (default 1)\n"
+                 "  --log_dir DIR       write summaries for TensorBoard into DIR (tensorboard --logdir DIR)\n"
+                 "  --histogram_every N steps between histograms of the variables (default 100; 0: none)\n");
 }
 
 static int parse_flags(int argc, char **argv, options *o)
@@ -34,7 +39,8 @@ static int parse_flags(int argc, char **argv, options *o)
             exit(0);
         }
         bool known = strcmp(flag, "--steps") == 0 || strcmp(flag, "--learning_rate") == 0 ||
-                     strcmp(flag, "--seed") == 0;
+                     strcmp(flag, "--seed") == 0 || strcmp(flag, "--log_dir") == 0 ||
+                     strcmp(flag, "--histogram_every") == 0;
         if (!known) {
             fprintf(stderr, "xor: unknown flag %s (see --help)\n", flag);
             return -1;
@@ -47,9 +53,14 @@ static int parse_flags(int argc, char **argv, options *o)
             o->steps = (int)strtol(value, &end, 10);
         else if (strcmp(flag, "--learning_rate") == 0)
             o->learning_rate = strtof(value, &end);
-        else
+        else if (strcmp(flag, "--histogram_every") == 0)
+            o->histogram_every = (int)strtol(value, &end, 10);
+        else if (strcmp(flag, "--log_dir") == 0) {
+            o->log_dir = value; /* any name: open_summaries says when it cannot be made */
+            end = (char *)value + strlen(value);
+        } else
             o->seed = strtoul(value, &end, 10);
-        if (!end || *end || o->steps < 1 || o->learning_rate <= 0) {
+        if (!end || *end || o->steps < 1 || o->learning_rate <= 0 || o->histogram_every < 0) {
             fprintf(stderr, "xor: %s %s is not a valid value (see --help)\n", flag, value);
             return -1;
         }
@@ -71,7 +82,7 @@ static fl_node *dense(fl_graph *g, fl_node *x, int in, int out, const char *scop
 
 int main(int argc, char **argv)
 {
-    options o = {.steps = 400, .learning_rate = 0.05f, .seed = 1};
+    options o = {.steps = 400, .learning_rate = 0.05f, .seed = 1, .histogram_every = 100};
     if (parse_flags(argc, argv, &o) != 0)
         return 2;
     // [book:xor_graph]
@@ -99,10 +110,13 @@ int main(int argc, char **argv)
     // [book:xor_run]
     fl_feed feeds[2] = {{x, xt}, {y, yt}};
     fl_session *s = fl_session_new(g, NULL);
+    open_summaries("xor", o.log_dir, o.histogram_every, g); /* --log_dir: TensorBoard's event file */
     int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
     for (int step = 1; rc == 0 && step <= o.steps; step++) {
         fl_tensor *value = NULL;
         rc = fl_session_run(s, feeds, 2, &loss, 1, &value, &train, 1);
+        if (rc == 0)
+            summarize_step(s, step, fl_tensor_scalar(value));
         if (rc == 0 && (step % 50 == 0 || step == 1))
             printf("Step %d with loss %.6f\n", step, fl_tensor_scalar(value));
         fl_tensor_free(value);

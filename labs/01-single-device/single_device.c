@@ -150,6 +150,7 @@ int main(int argc, char **argv)
     }
     // [end:session]
 
+    open_summaries(program, o.log_dir, o.histogram_every, g); /* --log_dir: TensorBoard's event file */
     train_nodes nodes = {image, label, loss, train_op, global_step, adam};
     int rc = train(s, &o, &nodes, &data, total_steps, false);
     if (rc == 0)

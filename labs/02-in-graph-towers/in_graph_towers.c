@@ -304,6 +304,7 @@ int main(int argc, char **argv)
     }
     // [end:session]
 
+    open_summaries(program, o.log_dir, o.histogram_every, g); /* --log_dir: TensorBoard's event file */
     train_nodes nodes = {m.image, m.label, m.loss, m.train_op, m.global_step, NULL};
     int rc = train(s, &o, &nodes, &data, total_steps, true);
     if (rc == 0)

@@ -223,6 +223,7 @@ static void log_worker_progress(const fl_cluster *cluster, long local_steps, lon
     printf("worker %d: step %ld, global step %ld, loss %.6f (%.1f images/sec, %.1f MB moved per step",
            fl_cluster_task_index(cluster), local_steps, global_step, loss, (double)images / seconds,
            bytes_per_step / 1e6);
+    summarize_rates(global_step, (double)images / seconds); /* the chief's, where --log_dir is kept */
     if (sync)
         printf(", %llu stale gradients dropped", (unsigned long long)fl_remote_stale_updates(cluster));
     printf(")\n");
@@ -279,6 +280,7 @@ static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_datase
             return 1;
         }
         *steps_done = ++local_steps;
+        summarize_step(fl_monitored_session_session(ms), fl_monitored_session_global_step(ms), fl_tensor_scalar(loss));
         if (L->o->trace_path && local_steps == 4)
             write_trace(fl_monitored_session_session(ms), L->o);
         images_seen += my_images.shape.dims[0];
@@ -370,6 +372,7 @@ static int train_worker(const fl_cluster *cluster, const training_flags *o, cons
     }
     if (rc == 0)
         printf("worker %d: test accuracy %.4f\n", task, accuracy);
+    summarize_accuracy(accuracy);
     /* --graph: the session's picture, nodes coloured by the task that holds
      * or runs them; one worker (the chief) draws it. */
     if (rc == 0 && o->graph_path && fl_session_write_dot_with(s, o->graph_path, &o->graph) != 0)
@@ -392,8 +395,8 @@ static int run_worker(const fl_cluster *cluster, const training_flags *o, const 
     }
     fl_ps_strategy strategy = strcmp(c->ps_strategy, "greedy") == 0 ? FL_PS_GREEDY_BY_BYTES : FL_PS_ROUND_ROBIN;
     training_flags mine = *o;
-    if (!fl_cluster_is_chief(cluster)) /* one file per run: the chief writes --trace and --graph */
-        mine.trace_path = mine.graph_path = NULL;
+    if (!fl_cluster_is_chief(cluster)) /* one file per run: the chief writes --trace, --graph, --log_dir */
+        mine.trace_path = mine.graph_path = mine.log_dir = NULL;
     o = &mine;
     worker_graph w = build_worker_graph(cluster, o, c, strategy);
     int rc = 1;
@@ -401,6 +404,7 @@ static int run_worker(const fl_cluster *cluster, const training_flags *o, const 
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(w.g));
         say_goodbye(cluster);
     } else {
+        open_summaries(program, o->log_dir, o->histogram_every, w.g); /* the chief's --log_dir */
         rc = train_worker(cluster, o, c, &w, data); /* closing its monitored session says goodbye */
     }
     fl_server_stop(server);

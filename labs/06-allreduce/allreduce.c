@@ -344,6 +344,7 @@ static void train_replicas(fl_session *s, const training_flags *o, const allredu
         trace_before_step(s, o, p.step - p.first_step);
         float loss = 0;
         allreduce_step(s, m, a, r, j, images, labels, &loss);
+        summarize_step(s, p.step, loss); /* rank 0 alone opened the summaries */
         p.images_since_log += images->shape.dims[0]; /* the global batch: the whole job's */
         if (j->rank == 0 && (p.step % o->log_every == 0 || p.step == p.first_step))
             log_progress(&p, loss);
@@ -441,9 +442,9 @@ int main(int argc, char **argv)
     /* Before MPI_Init: --help and a bad flag exit at once, alike on every rank. */
     parse_flags(argc, argv, &o, &extra, usage);
     job j = start_mpi(&argc, &argv, &a);
-    /* Rank 0 alone writes the checkpoints, the trace and the graph, and logs placement. */
+    /* Rank 0 alone writes the checkpoints, the trace, the graph and the summaries, and logs placement. */
     if (j.rank != 0) {
-        o.checkpoint_dir = o.trace_path = o.graph_path = NULL;
+        o.checkpoint_dir = o.trace_path = o.graph_path = o.log_dir = NULL;
         o.log_device_placement = false;
     }
 
@@ -470,6 +471,7 @@ int main(int argc, char **argv)
     fl_session *s = fl_session_new(g, &config);
     if (j.rank == 0)
         report_devices(&a, &j);
+    open_summaries(program, o.log_dir, o.histogram_every, g); /* rank 0's --log_dir */
     long step = start_replicas(s, &o, &m, &j);
     reducer *r = start_reducer(s, &m, &a, &j);
     train_replicas(s, &o, &a, r, &m, &j, &data, total_steps, step);

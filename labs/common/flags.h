@@ -34,6 +34,8 @@ typedef struct {
     int log_every;
     int max_examples;        /* > 0: use only the first N examples of each split */
     bool log_device_placement;
+    const char *log_dir;     /* NULL: no summaries for TensorBoard (labs/common/summaries.h) */
+    int histogram_every;     /* steps between the variables' histograms; 0: none */
 } training_flags;
 
 /* The defaults, for the lab called program. */
@@ -41,7 +43,7 @@ static inline training_flags training_flags_defaults(const char *program)
 {
     return (training_flags){.program = program, .epochs = 2, .batch_size = 128,
                             .learning_rate = 1e-3f, .data_dir = FL_DEFAULT_DATA_DIR, .seed = 1,
-                            .save_every = 100, .log_every = 100};
+                            .save_every = 100, .log_every = 100, .histogram_every = 100};
 }
 
 /* The --help lines of training_flags, for a lab's usage text. */
@@ -64,6 +66,9 @@ static inline training_flags training_flags_defaults(const char *program)
     "  --max_examples N      use only the first N training and N test examples\n"               \
     "                        (for quick runs and tests; default: all)\n"                        \
     "  --log_device_placement  print the device of every node when it first runs\n"             \
+    "  --log_dir DIR         write summaries for TensorBoard into DIR (tensorboard --logdir DIR)\n" \
+    "  --histogram_every N   steps between histograms of the variables in --log_dir (default\n" \
+    "                        100; 0: none)\n"                                                    \
     "  --help                this text\n"                                                       \
     "Flags take their value as the next argument or after '=': --seed 7, --seed=7.\n"
 
@@ -140,6 +145,12 @@ static inline bool parse_training_flag(const char *flag, const char *value, trai
         o->log_every = (int)parse_count(o->program, flag, value, 1);
     } else if (strcmp(flag, "--max_examples") == 0) {
         o->max_examples = (int)parse_count(o->program, flag, value, 1);
+    } else if (strcmp(flag, "--log_dir") == 0) {
+        if (!*value)
+            bad_flag(o->program, flag, value, "give a directory");
+        o->log_dir = value;
+    } else if (strcmp(flag, "--histogram_every") == 0) {
+        o->histogram_every = (int)parse_count(o->program, flag, value, 0);
     } else {
         return false;
     }
@@ -175,7 +186,7 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
     static const char *const training[] = {
         "--epochs", "--train_steps", "--batch_size", "--learning_rate", "--warmup_steps", "--data_dir", "--seed",
         "--checkpoint_dir", "--save_every", "--graph", "--graph_detail", "--graph_depth", "--trace",
-        "--log_every", "--max_examples"};
+        "--log_every", "--max_examples", "--log_dir", "--histogram_every"};
     for (int i = 1; i < argc; i++) {
         char flag[64];
         const char *arg = argv[i], *value = NULL, *eq = strchr(arg, '=');

@@ -12,6 +12,7 @@
 #include "data.h"
 #include "evaluate.h"
 #include "flags.h"
+#include "summaries.h"
 #include "timing.h"
 
 /* The nodes the loop runs: placeholders for one (global) batch, the loss it
@@ -105,10 +106,10 @@ static inline void write_trace(fl_session *s, const training_flags *o)
  * (or a short last batch of an epoch) is not counted as a full one. */
 static inline void log_progress(train_progress *p, float loss)
 {
-    double now = now_seconds();
-    printf("Step %ld with loss %.6f (%.1f images/sec)\n", p->step, loss,
-           (double)p->images_since_log / (now - p->last_log_time));
+    double now = now_seconds(), images_per_sec = (double)p->images_since_log / (now - p->last_log_time);
+    printf("Step %ld with loss %.6f (%.1f images/sec)\n", p->step, loss, images_per_sec);
     fflush(stdout);
+    summarize_rates(p->step, images_per_sec);
     p->last_log_time = now;
     p->images_since_log = 0;
 }
@@ -135,6 +136,7 @@ static inline int run_step(fl_session *s, const training_flags *o, const train_n
     if (fl_session_run(s, feeds, 2, &t->loss, 1, &loss_value, &t->train_op, 1) != 0)
         return -1;
     p->images_since_log += images->shape.dims[0];
+    summarize_step(s, p->step, fl_tensor_scalar(loss_value));
     if (p->step % o->log_every == 0 || p->step == p->first_step)
         log_progress(p, fl_tensor_scalar(loss_value));
     fl_tensor_free(loss_value);
@@ -231,6 +233,7 @@ static inline int report_test_accuracy(fl_session *s, const training_flags *o, f
         return 1;
     }
     printf("Test accuracy: %.4f\n", test_accuracy);
+    summarize_accuracy(test_accuracy);
     if (o->graph_path && fl_session_write_dot_with(s, o->graph_path, &o->graph) != 0) {
         fprintf(stderr, "%s: --graph: %s\n", o->program, fl_last_error());
         return 1;

@@ -7,6 +7,7 @@ out=${1:-build/book-html}
 command -v pandoc >/dev/null 2>&1 || { echo "book-html: pandoc is not installed (apt-get install pandoc)" >&2; exit 1; }
 mkdir -p "$out/figures"
 cp book/figures/*.svg "$out/figures/"
+cp book/figures/*.png "$out/figures/" 2>/dev/null || true # the screenshots (TensorBoard)
 for md in book/*.md; do
     name=$(basename "$md" .md)
     title=$(sed -n '1s/^# *//p' "$md")
