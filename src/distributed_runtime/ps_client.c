@@ -76,7 +76,7 @@ static void note_error(fl_ps_client *c, uint32_t id, fl_error_code code, const c
 }
 
 /* What a ps's refusal (an ERROR frame's code) means to the caller. */
-static fl_error_code refusal_code(fl_wire_error_code code)
+fl_error_code fl_ps_client_refusal_code(fl_wire_error_code code)
 {
     switch (code) {
     case FL_WIRE_E_BAD_FRAME: return FL_DATA_LOSS;
@@ -97,8 +97,10 @@ static fl_error_code refusal_code(fl_wire_error_code code)
 static void complete(fl_ps_client *c, const fl_wire_frame *f, const fl_wire_message *m)
 {
     pending_request *p = &c->queue[c->head];
-    if (m->type == FL_WIRE_ERROR) {
-        note_error(c, p->id, refusal_code(m->u.error.code), "%s refused it: %s", m->u.error.message);
+    if (p->take) {
+        p->take(f, m, p->take_user); /* the request's outcome, ERROR included, is the caller's */
+    } else if (m->type == FL_WIRE_ERROR) {
+        note_error(c, p->id, fl_ps_client_refusal_code(m->u.error.code), "%s refused it: %s", m->u.error.message);
     } else if (m->type == FL_WIRE_VALUE) {
         if (m->u.named.tensor.bytes != p->bytes)
             note_error(c, p->id, FL_DATA_LOSS, "%s sent a value of another size for %s", m->u.named.name);
@@ -109,8 +111,6 @@ static void complete(fl_ps_client *c, const fl_wire_frame *f, const fl_wire_mess
     } else if (m->type == FL_WIRE_SYNC_DONE && m->u.outcome == FL_WIRE_SYNC_DROPPED) {
         c->stale_updates++;
     }
-    if (p->take && m->type != FL_WIRE_ERROR && p->take(f, m, p->take_user) != 0)
-        note_error(c, p->id, FL_DATA_LOSS, "%s sent a reply that does not fit the request: %s", fl_last_error());
     c->completed = p->id;
     c->head = (c->head + 1) % c->capacity;
     c->count--;
