@@ -37,3 +37,6 @@ test: deps
 
 
 $(TEST_BIN): tests/tools.h
+# The task servers' tests share a graph cut by hand; one runs the built server.
+$(BUILD)/tests/test_partition_server $(BUILD)/tests/test_flowlab_server: tests/partition_fixture.h
+$(BUILD)/tests/test_flowlab_server: $(BUILD)/labs/tools/flowlab_server
