@@ -233,6 +233,16 @@ static void test_graph_refusals(void)
     fl_graph_partition_free(&p);
 
     make_partition(&p);
+    fl_node *y = fl_graph_find(p.graph, "y");
+    y->op = FL_OP_ADD_N; /* its shape function would read an input that is not there */
+    y->ninputs = 0;
+    expect_refused(&p, "y", "an AddN of no inputs");
+    y->op = FL_OP_ASSIGN;
+    y->ninputs = 2;
+    expect_refused(&p, "y", "an Assign into a Placeholder");
+    fl_graph_partition_free(&p);
+
+    make_partition(&p);
     snprintf(fl_graph_find(p.graph, "y")->device, FL_DEVICE_LEN, "/job:ps/task:0/cpu:0");
     expect_refused(&p, "y", "a device of another task");
     fl_graph_partition_free(&p);
