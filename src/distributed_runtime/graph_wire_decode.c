@@ -180,60 +180,10 @@ static int find_op(reader *r, const char *type, fl_op_kind *op)
     return refuse(r, "op type %s is not one this task knows", type);
 }
 
-/* How many inputs each op's builder gives it: the ops' shape functions
- * read that many, so a node with another count is refused before them. */
-typedef struct {
-    fl_op_kind op;
-    int min, max;
-} arity;
-
-static const arity ARITIES[] = {
-    {FL_OP_FILL, 0, 1}, {FL_OP_ASSIGN, 2, 2}, {FL_OP_ASSIGN_ADD, 2, 2},
-    {FL_OP_MATMUL, 2, 2}, {FL_OP_ADD, 2, 2}, {FL_OP_SUB, 2, 2}, {FL_OP_MUL, 2, 2}, {FL_OP_DIV, 2, 2},
-    {FL_OP_NEG, 1, 1}, {FL_OP_ADD_N, 1, FL_WIRE_MAX_LIST}, {FL_OP_SUM_TO_SHAPE, 2, 2}, {FL_OP_DIV_GRAD_B, 3, 3},
-    {FL_OP_RELU, 1, 1}, {FL_OP_RELU_GRAD, 2, 2}, {FL_OP_SIGMOID, 1, 1}, {FL_OP_SIGMOID_GRAD, 2, 2},
-    {FL_OP_TANH, 1, 1}, {FL_OP_TANH_GRAD, 2, 2}, {FL_OP_SOFTMAX, 1, 1}, {FL_OP_SOFTMAX_GRAD, 2, 2},
-    {FL_OP_SPARSE_XENT, 2, 2}, {FL_OP_SPARSE_XENT_GRAD, 3, 3}, {FL_OP_REDUCE_SUM, 1, 1},
-    {FL_OP_REDUCE_MEAN, 1, 1}, {FL_OP_REDUCE_GRAD, 2, 2}, {FL_OP_RESHAPE, 1, 2},
-    {FL_OP_CONCAT, 1, FL_WIRE_MAX_LIST}, {FL_OP_SLICE, 1, 2}, {FL_OP_SLICE_GRAD, 2, 2}, {FL_OP_IDENTITY, 1, 1},
-    {FL_OP_STOP_GRADIENT, 1, 1}, {FL_OP_CAST, 1, 1}, {FL_OP_ARGMAX, 1, 1}, {FL_OP_EQUAL, 2, 2},
-    {FL_OP_CONV2D, 2, 2}, {FL_OP_CONV2D_BACKPROP_INPUT, 3, 3}, {FL_OP_CONV2D_BACKPROP_FILTER, 3, 3},
-    {FL_OP_MAX_POOL, 1, 1}, {FL_OP_MAX_POOL_GRAD, 3, 3}, {FL_OP_APPLY_GRADIENT_DESCENT, 2, 2},
-    {FL_OP_APPLY_MOMENTUM, 3, 3}, {FL_OP_APPLY_ADAM, 6, 6},
-}; /* any other op (sources, NoOp) takes none */
-
-static int check_arity(reader *r, fl_op_kind op, int ninputs)
+static int check_op_inputs(reader *r, fl_op_kind op, fl_node *const *inputs, int ninputs)
 {
-    int min = 0, max = 0;
-    for (size_t i = 0; i < sizeof ARITIES / sizeof *ARITIES; i++)
-        if (ARITIES[i].op == op) {
-            min = ARITIES[i].min;
-            max = ARITIES[i].max;
-        }
-    if (ninputs < min || ninputs > max)
-        return refuse(r, "a %s takes %d to %d inputs, not %d", fl_op_def_of(op)->type, min, max, ninputs);
-    return 0;
-}
-
-/* An assignment or an update writes into its first inputs (an optimizer's
- * slots too, all but the gradient): they must be variables, whose buffers
- * the session keeps for them. */
-static int check_state_inputs(reader *r, fl_op_kind op, fl_node *const *inputs, int ninputs)
-{
-    bool assigns = op == FL_OP_ASSIGN || op == FL_OP_ASSIGN_ADD;
-    bool updates = op == FL_OP_APPLY_GRADIENT_DESCENT || op == FL_OP_APPLY_MOMENTUM || op == FL_OP_APPLY_ADAM;
-    int written = assigns ? 1 : updates ? ninputs - 1 : 0;
-    for (int i = 0; i < written; i++)
-        if (inputs[i]->op != FL_OP_VARIABLE)
-            return refuse(r, "input %d of a %s must be a variable; %s is a %s", i, fl_op_def_of(op)->type,
-                          inputs[i]->name, fl_node_op_type(inputs[i]));
-    return 0;
-}
-
-static bool op_has_output(fl_op_kind op)
-{
-    return op != FL_OP_NO_OP && op != FL_OP_APPLY_GRADIENT_DESCENT && op != FL_OP_APPLY_MOMENTUM &&
-           op != FL_OP_APPLY_ADAM;
+    char why[FL_WIRE_ERROR_LEN];
+    return fl_graph_wire_check_inputs(op, inputs, ninputs, why, sizeof why) != 0 ? refuse(r, "%s", why) : 0;
 }
 
 /* A count, then that many indices of earlier nodes in no later wave. */
@@ -315,8 +265,8 @@ static int get_head(reader *r, node_fields *f)
         return -1;
     if (dtype > FL_INT32)
         return refuse(r, "dtype %u is neither 0 (float32) nor 1 (int32)", dtype);
-    if (f->spec.has_output != op_has_output(f->spec.op))
-        return refuse(r, "a %s %s a value", type, op_has_output(f->spec.op) ? "has" : "has no");
+    if (f->spec.has_output != fl_graph_wire_op_has_output(f->spec.op))
+        return refuse(r, "a %s %s a value", type, fl_graph_wire_op_has_output(f->spec.op) ? "has" : "has no");
     if (wave >= (uint32_t)r->p->nwaves)
         return refuse(r, "wave %u, but the partition has %d", (unsigned)wave, r->p->nwaves);
     f->spec.dtype = (fl_dtype)dtype;
@@ -328,8 +278,7 @@ static int get_fields(reader *r, int index, node_fields *f)
 {
     if (get_head(r, f) != 0 ||
         get_node_list(r, "input", index, f->wave, &f->inputs, &f->spec.ninputs) != 0 ||
-        check_arity(r, f->spec.op, f->spec.ninputs) != 0 ||
-        check_state_inputs(r, f->spec.op, f->inputs, f->spec.ninputs) != 0 ||
+        check_op_inputs(r, f->spec.op, f->inputs, f->spec.ninputs) != 0 ||
         get_node_list(r, "control input", index, f->wave, &f->controls, &f->ncontrols) != 0 ||
         get_attrs(r, f->spec.op, &f->spec.attrs) != 0 || check_allocated_shape(r, f->spec.op, &f->spec.attrs.shape) != 0 ||
         get_bool(r, "has_value", &f->has_value) != 0)

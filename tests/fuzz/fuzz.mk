@@ -23,7 +23,7 @@ $(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c $(WIRE_SRC) $(WIRE_HDR)
 
 # The decoder of a partition's graph (REGISTER_PARTITION's payload) rebuilds nodes with the
 # runtime's fl_add_node, so its target links the core's archive; seeds from the encoder.
-GRAPH_WIRE_SRC := src/distributed_runtime/graph_wire.c src/distributed_runtime/graph_wire_decode.c \
+GRAPH_WIRE_SRC := src/distributed_runtime/graph_wire.c src/distributed_runtime/graph_wire_decode.c src/distributed_runtime/graph_wire_ops.c \
                   src/distributed_runtime/graph_partition.c
 FUZZ_GRAPH_SECONDS ?= 15
 
