@@ -414,14 +414,14 @@ static int get_header(reader *r)
         return -1;
     if (strlen(job) >= sizeof r->p->job || task > FL_WIRE_MAX_TASK)
         return refuse(r, "/job:%s/task:%u is no task name", job, (unsigned)task);
+    snprintf(r->p->job, sizeof r->p->job, "%s", job); /* from here on, refusals name the task */
+    r->p->task = (int)task;
     if (nwaves == 0 || nwaves > FL_GRAPH_WIRE_MAX_WAVES)
         return refuse(r, "%u waves, outside 1..%d", (unsigned)nwaves, FL_GRAPH_WIRE_MAX_WAVES);
     if (nnodes > FL_GRAPH_WIRE_MAX_NODES)
         return refuse(r, "%u nodes, over the %d a partition may have", (unsigned)nnodes, FL_GRAPH_WIRE_MAX_NODES);
     if ((uint64_t)nnodes * 64 > r->c.left)
         return refuse(r, "%u nodes cannot fit in the %zu bytes left", (unsigned)nnodes, r->c.left);
-    snprintf(r->p->job, sizeof r->p->job, "%s", job);
-    r->p->task = (int)task;
     r->p->nwaves = (int)nwaves;
     r->nnodes = (int)nnodes;
     return 0;
