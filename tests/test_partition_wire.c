@@ -111,6 +111,7 @@ static void test_small_frames(void)
     free(got);
     fl_wire_buf_free(&buf);
     ok(fl_wire_put_number(&buf, FL_WIRE_OK, 1, 1) != 0 && buf.len == 0, "an OK carries no number: %s", buf.error);
+    fl_wire_buf_free(&buf);
 }
 
 /* ---- a partition by hand: x (fed) and w on /cpu:0, y = x w, a NoOp after y ---- */
@@ -180,6 +181,7 @@ static void test_graph_round_trip(void)
     ok(q.nsends == 1 && q.nrecvs == 1 && strcmp(q.sends[0].key, p.sends[0].key) == 0 &&
            strcmp(q.recvs[0].node, "recv/b") == 0 && strcmp(q.recvs[0].peer_job, "ps") == 0,
        "sends and recvs round trip");
+    fl_graph_partition_free(&q);
     /* Every byte flipped in turn: each decode fails cleanly or builds a graph, never crashes. */
     int refused = 0;
     for (size_t i = 0; i < bytes.len; i++) {
