@@ -165,6 +165,18 @@ static void test_deregister(remote_run *ps)
     ok(fl_partition_register(ps->client, &p, &handle) == 0 && handle != ps->handle,
        "the same partition registered twice gets a handle of its own");
     fl_graph_partition_free(&p);
+    fl_tensor *before[1], *after[1];
+    fl_partition_run read = {.step_id = 790, .fetch_names = ps_fetches, .nfetches = 1};
+    int rc = fl_partition_run_remote(ps->client, ps->handle, &read, before);
+    read.step_id = 791;
+    rc |= fl_partition_run_remote(ps->client, handle, &read, after);
+    ok(rc == 0 && memcmp(before[0]->data, after[0]->data, 2 * sizeof(float)) == 0,
+       "and starts from the variables the first one trained (w = [%g, %g]): they live in the task: %s",
+       rc ? 0 : fl_tensor_floats(after[0])[0], rc ? 0 : fl_tensor_floats(after[0])[1], rc ? fl_last_error() : "");
+    if (rc == 0) {
+        fl_tensor_free(before[0]);
+        fl_tensor_free(after[0]);
+    }
     ok(fl_partition_deregister(ps->client, handle) == 0, "DEREGISTER_PARTITION frees it");
     const char *init[] = {"w/Assign"};
     fl_partition_run run = {.step_id = 800, .target_names = init, .ntargets = 1};
