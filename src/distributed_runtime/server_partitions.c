@@ -184,6 +184,7 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
     fl_partition_job *job = arg;
     pthread_join(job->thread, NULL);
     fl_rendezvous_finish(job->server->rendezvous, job->run.step_id);
+    fl_server_count(job->server, &job->server->stats.partition_steps, 1);
     unlink_job(job);
     fl_server_conn *c = job->conn;
     if (c) {
@@ -246,8 +247,11 @@ static void serve_run(fl_server_conn *c, const fl_wire_frame *f)
 
 static void serve_send(fl_server_conn *c, uint32_t id, const fl_wire_send_tensor *m)
 {
-    fl_tensor value = fl_server_received(c->server, &m->value);
-    fl_rendezvous_put(c->server->rendezvous, m->step_id, m->key, &value);
+    fl_server *s = c->server;
+    fl_tensor value = fl_server_received(s, &m->value);
+    fl_rendezvous_put(s->rendezvous, m->step_id, m->key, &value);
+    fl_server_count(s, &s->stats.values_received, 1);
+    fl_server_count(s, &s->stats.value_bytes_received, m->value.bytes);
     answer_ok(c, id);
 }
 
