@@ -17,9 +17,11 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # (CI does): the task server and its clients, the data prefetch, eight
 # worker processes against one ps (test_ps_load), a run handing its fetches over
 # early while another thread adds trace events (test_fetch_ready), two clusters in
-# one process, each with its own connections and reader threads (test_two_clusters), the
-# summary writer's flush thread beside the calls that append records (test_summary).
-THREAD_TESTS := test_server test_remote test_monitored_cluster test_connect test_data test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary
+# one process, each with its own connections and reader threads (test_two_clusters), two task
+# servers running partitions on their own threads and sending each other values
+# (test_partition_server), the summary writer's flush thread beside the calls that
+# append records (test_summary).
+THREAD_TESTS := test_server test_partition_server test_rendezvous test_remote test_monitored_cluster test_connect test_data test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
@@ -37,3 +39,6 @@ test: deps
 
 
 $(TEST_BIN): tests/tools.h
+# The task servers' tests share a graph cut by hand; one runs the built server.
+$(BUILD)/tests/test_partition_server $(BUILD)/tests/test_flowlab_server: tests/partition_fixture.h
+$(BUILD)/tests/test_flowlab_server: $(BUILD)/labs/tools/flowlab_server

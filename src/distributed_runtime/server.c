@@ -11,6 +11,7 @@
 
 #include <event2/thread.h>
 
+#include "device.h"
 #include "server_internal.h"
 
 static pthread_once_t libevent_threads_once = PTHREAD_ONCE_INIT;
@@ -75,6 +76,8 @@ static void *run_loop(void *server)
 static void free_server(fl_server *s)
 {
     fl_server_close_all(s);
+    fl_server_stop_partitions(s);
+    fl_rendezvous_free(s->rendezvous);
     if (s->listener)
         evconnlistener_free(s->listener);
     if (s->base)
@@ -103,6 +106,7 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     s->hello_timeout_s = o && o->hello_timeout_s > 0 ? o->hello_timeout_s : 10.0;
     s->store = fl_ps_store_new();
     s->sync = fl_ps_sync_new(s->store);
+    s->rendezvous = fl_rendezvous_new();
     s->message = fl_xmalloc(sizeof *s->message);
     s->num_workers = fl_cluster_num_tasks(c, "worker");
     s->num_chiefs = fl_cluster_num_tasks(c, "chief");
@@ -120,6 +124,11 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
         return NULL;
     }
     pthread_once(&libevent_threads_once, use_pthreads);
+    /* The devices are found here, on the starting thread, not by the first
+     * partition's run on a thread of its own: PoCL's LLVM gives the thread
+     * that first loads it a signal stack of its own, which a thread that
+     * then ends leaves dangling (AddressSanitizer stops on it). */
+    fl_accelerator_count();
     fl_server *s = new_server(cluster, options);
     s->base = event_base_new();
     if (!s->base || listen_on_own_address(s, cluster) != 0) {
