@@ -21,6 +21,10 @@ typedef struct fl_cluster fl_cluster;
  * ps_hosts may be NULL or "" (a cluster of workers); worker_hosts may not. */
 fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts,
                                   const char *job_name, int task_index);
+/* The client of a cluster (in-graph replication across tasks): one process
+ * that is none of its tasks, drives them all and runs TensorFlow's master.
+ * The same lists, no job name; its job name is "client". */
+fl_cluster *fl_cluster_client_from_flags(const char *ps_hosts, const char *worker_hosts);
 /* TensorFlow's TF_CONFIG JSON:
  *   {"cluster": {"chief": ["h:2222"], "ps": ["h:2223"], "worker": ["h:2224"]},
  *    "task": {"type": "worker", "index": 0}}
