@@ -68,9 +68,11 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         }
         bufferevent_setwatermark(bev, EV_READ, 0, 0);
         c->room_made = 0;
-        fl_server_count(c->server, &c->server->stats.bytes_in, need);
         if (fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)need), need, &f, why, sizeof why) != FL_WIRE_FRAME)
             return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
+        if (c->running) /* a partition's run is in flight: this frame waits (server_partitions.c) */
+            return fl_server_peek_while_running(c, &f);
+        fl_server_count(c->server, &c->server->stats.bytes_in, need);
         fl_server_serve_frame(c, &f);
         if (c->closing)
             return; /* refused: the connection closes once the error is out */

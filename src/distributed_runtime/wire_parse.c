@@ -9,15 +9,7 @@
 
 #include "wire_internal.h"
 
-typedef struct {
-    const unsigned char *p;
-    size_t left;              /* in memory at p */
-    const unsigned char *tail; /* the payload's last tail_len bytes (fl_wire_frame) */
-    size_t tail_len;
-    fl_wire_type type;
-    char *err;
-    size_t errlen;
-} cursor;
+typedef wire_cursor cursor;
 
 /* Every parse message starts with the frame type: "PULL: name is empty". */
 static int fail(cursor *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -452,7 +444,36 @@ int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, char *err, size_
     case FL_WIRE_ERROR: return fl_wire_parse_error(f, &out->u.error, err, errlen);
     case FL_WIRE_GOODBYE:
     case FL_WIRE_OK: return fl_wire_parse_empty(f, err, errlen);
+    default: break;
     }
+    if (wire_is_partition_frame(f->type))
+        return wire_parse_partition_frame(f, out, err, errlen);
     snprintf(err, errlen, "unknown frame type %d", (int)f->type);
     return -1;
 }
+
+/* ---- the cursor, lent to the parsers of wire_partition.c and graph_wire.c ---- */
+
+int wire_cursor_open(wire_cursor *c, const fl_wire_frame *f, bool type_ok, const char *parser, char *err,
+                     size_t errlen)
+{
+    return open_cursor(c, f, type_ok, parser, err, errlen);
+}
+
+int wire_fail(wire_cursor *c, const char *fmt, ...)
+{
+    char why[FL_WIRE_ERROR_LEN];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(why, sizeof why, fmt, args);
+    va_end(args);
+    return fail(c, "%s", why);
+}
+
+int wire_take(wire_cursor *c, size_t n, const char *what, const unsigned char **out) { return take(c, n, what, out); }
+int wire_get_u8(wire_cursor *c, const char *what, unsigned *v) { return get_u8(c, what, v); }
+int wire_get_u32(wire_cursor *c, const char *what, uint32_t *v) { return get_u32(c, what, v); }
+int wire_get_u64(wire_cursor *c, const char *what, uint64_t *v) { return get_u64(c, what, v); }
+int wire_get_name(wire_cursor *c, const char *what, char out[FL_WIRE_MAX_NAME + 1]) { return get_name(c, what, out); }
+int wire_get_tensor(wire_cursor *c, fl_wire_tensor *t) { return get_tensor(c, t); }
+int wire_finish(wire_cursor *c) { return finish(c); }
