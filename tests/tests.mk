@@ -9,7 +9,8 @@ $(BUILD)/tests/%: tests/%.c tests/tap.h tests/gradcheck.h tests/lab_runner.h tes
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
 tests: $(TEST_BIN)
-# tests/house_rules.t reads ldd of the core's programs: chapters 0-2 and flowlab-devices.
+# tests/house_rules.t reads ldd of the core's programs: chapters 0-1 and flowlab-devices
+# (and builds chapter 2's, which its cluster mode makes a cluster program).
 tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02-in-graph-towers/in_graph_towers \
                                     tools/flowlab-devices)
 
@@ -37,3 +38,6 @@ test: deps
 
 
 $(TEST_BIN): tests/tools.h
+# In-graph replication across tasks: chapter 2's lab in cluster mode against
+# flowlab_server processes.
+$(BUILD)/tests/test_in_graph_cluster: tests/task_servers.h $(BUILD)/labs/02-in-graph-towers/in_graph_towers
