@@ -40,4 +40,8 @@ test: deps
 $(TEST_BIN): tests/tools.h
 # In-graph replication across tasks: chapter 2's lab in cluster mode against
 # flowlab_server processes.
-$(BUILD)/tests/test_in_graph_cluster: tests/task_servers.h $(BUILD)/labs/02-in-graph-towers/in_graph_towers
+$(BUILD)/tests/test_in_graph_cluster: tests/task_servers.h $(BUILD)/labs/02-in-graph-towers/in_graph_towers \
+                                      $(BUILD)/labs/tools/flowlab_server
+# The task servers' tests share a graph cut by hand; one runs the built server.
+$(BUILD)/tests/test_partition_server $(BUILD)/tests/test_flowlab_server: tests/partition_fixture.h
+$(BUILD)/tests/test_flowlab_server: $(BUILD)/labs/tools/flowlab_server

@@ -175,6 +175,22 @@ static void note_send_error(step *s)
     snprintf(s->send_error, sizeof s->send_error, "%s", fl_last_error());
 }
 
+/* Before the step: connections lost in an earlier one (the peer was
+ * restarted) are made again, so a server outlives its peers. Never inside
+ * a step: one whose sends were lost must fail. */
+static int reconnect_lost_peers(step *s)
+{
+    for (int i = 0; i < s->run->lists[2].count; i++) {
+        const fl_partition_edge *edge = s->sends[i];
+        fl_device *d = fl_remote_device(s->env->cluster, edge->peer_job, edge->peer_task);
+        if (!d)
+            return -1;
+        if (fl_ps_client_broken(fl_remote_client(d->impl)))
+            return fl_cluster_reconnect(s->env->cluster) < 0 ? -1 : 0;
+    }
+    return 0;
+}
+
 static void send_value(step *s, const fl_partition_edge *edge, const fl_tensor *value)
 {
     fl_device *d = fl_remote_device(s->env->cluster, edge->peer_job, edge->peer_task);
@@ -365,7 +381,7 @@ int fl_partition_exec_run(fl_partition_exec *e, const fl_partition_env *env, con
     step s = {.e = e, .env = env, .run = run, .outputs = outputs};
     step_alloc(&s, e->nnodes, run->nfeeds);
     fl_node **targets = fl_xcalloc((size_t)e->nnodes + 1, sizeof *targets);
-    int rc = resolve(&s);
+    int rc = resolve(&s) != 0 || reconnect_lost_peers(&s) != 0 ? -1 : 0;
     if (rc == 0)
         mark_needed(&s);
     for (int wave = 0; wave < e->p.nwaves && rc == 0; wave++)

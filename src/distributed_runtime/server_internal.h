@@ -97,7 +97,8 @@ void fl_server_log_conn(const fl_server_conn *c, const char *what, const char *d
 /* Unlinks and frees c now (its parked WAIT_STEP, if any, goes with it). */
 void fl_server_free_conn(fl_server_conn *c);
 /* server_requests.c: one whole frame, checked for its place in the
- * conversation, parsed and served. */
+ * conversation, parsed and served (while the connection's partition run is
+ * in flight: only looked at, and left for later). */
 void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f);
 /* server_tensors.c: a received tensor (in the frame or the scratch: read
  * only); the kernel an APPLY's optimizer or a SYNC update runs; the value of

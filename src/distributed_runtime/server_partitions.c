@@ -212,9 +212,9 @@ static void serve_run(fl_server_conn *c, const fl_wire_frame *f)
     fl_server *s = c->server;
     fl_partition_job *job = fl_xcalloc(1, sizeof *job);
     char why[FL_WIRE_ERROR_LEN];
-    if (fl_wire_parse_run_partition(f, &job->run, why, sizeof why) != 0) {
+    if (fl_wire_parse_run_partition(f, &job->run, why, sizeof why) != 0) { /* checked before: out of memory */
         free(job);
-        return fl_server_refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, why);
+        return answer_failure(c, f->request_id, FL_INTERNAL, why);
     }
     int i = find_registered(c, job->run.handle);
     if (i < 0) {
@@ -258,7 +258,7 @@ void fl_server_serve_partition_frame(fl_server_conn *c, const fl_wire_frame *f, 
         answer_ok(c, f->request_id);
         break;
     case FL_WIRE_DEREGISTER_PARTITION: serve_deregister(c, f->request_id, m->u.number); break;
-    default: fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, "a reply sent to a server"); break;
+    default: answer_failure(c, f->request_id, FL_INTERNAL, "not a partition's request"); break;
     }
 }
 

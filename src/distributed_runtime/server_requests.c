@@ -126,7 +126,9 @@ void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
 {
     char why[FL_WIRE_ERROR_LEN];
     fl_wire_message *m = c->server->message;
-    if (fl_wire_check_order(&c->order, f->type, why, sizeof why) != 0) {
+    if (c->running) /* served after the run's reply; only an ABORT_STEP is acted on now */
+        fl_server_peek_while_running(c, f);
+    else if (fl_wire_check_order(&c->order, f->type, why, sizeof why) != 0) {
         fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, why);
     } else if (fl_wire_parse(f, m, why, sizeof why) != 0) {
         fl_server_refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, why);

@@ -61,7 +61,7 @@ int wire_end_before(fl_wire_buf *buf, long start, size_t following);
 int wire_abort(fl_wire_buf *buf, long start, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* wire_parse.c: a cursor that walks a payload, checking that each field's
+/* wire_cursor.c: a cursor that walks a payload, checking that each field's
  * bytes are there before it reads them; every failure says "TYPE: why". */
 typedef struct {
     const unsigned char *p;
