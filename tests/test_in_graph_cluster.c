@@ -197,9 +197,11 @@ static void test_worker_killed_mid_step(void)
     fl_session_free(s);
     fl_cluster_free(cluster);
     fl_graph_free(m.g);
-    for (int t = 0; t < 2; t++)
-        ok(task_server_exits(&c, t, 60) && c.status[t] == 0, "%s exits by itself after the goodbye (waited up to "
-           "60 s; status %d)", c.log[t], c.status[t]);
+    for (int t = 0; t < 2; t++) {
+        bool exited = task_server_exits(&c, t, 60);
+        ok(exited && c.status[t] == 0, "%s exits by itself after the goodbye (waited up to 60 s; status %d)",
+           c.log[t], c.status[t]);
+    }
     stop_task_servers(&c);
 }
 

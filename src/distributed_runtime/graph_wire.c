@@ -100,6 +100,8 @@ int fl_graph_wire_encode(const fl_graph_partition *p, fl_wire_buf *out)
         rc = put_node(&b, p, fl_graph_node(p->graph, i));
     if (rc == 0)
         rc = put_edges(&b, p->sends, p->nsends) | put_edges(&b, p->recvs, p->nrecvs);
+    if (rc == 0) /* last: the graph's seed, so a random initializer draws what the client's graph would */
+        rc = wire_put_u64(&b, fl_graph_seed(p->graph));
     if (rc == 0)
         rc = wire_append(out, b.data, b.len);
     if (rc != 0)

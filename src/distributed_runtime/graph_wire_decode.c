@@ -439,6 +439,10 @@ static int read_partition(reader *r)
     if (resolve_initializers(r) != 0 || get_edges(r, false, &r->p->sends, &r->p->nsends) != 0 ||
         get_edges(r, true, &r->p->recvs, &r->p->nrecvs) != 0)
         return -1;
+    uint64_t seed;
+    if (wire_get_u64(&r->c, "graph seed", &seed) != 0)
+        return read_failed(r);
+    fl_graph_set_random_seed(r->p->graph, seed);
     snprintf(r->node, sizeof r->node, "(end)");
     return wire_finish(&r->c) != 0 ? read_failed(r) : 0;
 }

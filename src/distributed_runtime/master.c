@@ -90,22 +90,21 @@ static fl_ps_client *client_of(const fl_master *m, const fl_graph_partition *p)
     return d ? fl_remote_client(d->impl) : NULL;
 }
 
-/* Registers each partition where it is not registered on the task's
- * current connection (the first run, or after a reconnection). */
-static int register_partitions(fl_master *m)
+/* Registers partition p where it is not registered on its task's current
+ * connection (its first run, or after a reconnection). Only the tasks a
+ * run needs: a lost task does not stop runs that do without it. */
+static int ensure_registered(fl_master *m, int p)
 {
-    for (int p = 0; p < m->cut.nparts; p++) {
-        const fl_graph_partition *part = &m->cut.parts[p];
-        fl_ps_client *client = client_of(m, part);
-        if (!client)
-            return -1;
-        if (client == m->clients[p] && !fl_ps_client_broken(client))
-            continue;
-        m->clients[p] = client;
-        if (fl_partition_register(client, part, &m->handles[p]) != 0) {
-            m->handles[p] = 0;
-            return -1;
-        }
+    const fl_graph_partition *part = &m->cut.parts[p];
+    fl_ps_client *client = client_of(m, part);
+    if (!client)
+        return -1;
+    if (client == m->clients[p] && m->handles[p])
+        return 0;
+    m->clients[p] = client;
+    if (fl_partition_register(client, part, &m->handles[p]) != 0) {
+        m->handles[p] = 0;
+        return -1;
     }
     return 0;
 }
@@ -114,9 +113,7 @@ static int prepare_cut(fl_master *m)
 {
     if (m->cut.parts && m->cut_nodes != fl_graph_node_count(m->graph))
         forget_cut(m); /* the graph has grown since: cut it again */
-    if (!m->cut.parts && cut_graph(m) != 0)
-        return -1;
-    return register_partitions(m);
+    return !m->cut.parts ? cut_graph(m) : 0;
 }
 
 /* ---- signatures ---- */
@@ -191,6 +188,14 @@ static run_signature *prepare(fl_master *m, const fl_feed *feeds, int nfeeds, fl
     return sig;
 }
 
+static int register_plan(fl_master *m, const fl_run_plan *plan)
+{
+    for (int t = 0; t < plan->ntasks; t++)
+        if (ensure_registered(m, plan->tasks[t].part) != 0)
+            return -1;
+    return 0;
+}
+
 /* ---- a step ---- */
 
 static int step(fl_master *m, run_signature *sig, const fl_feed *feeds, fl_tensor **out)
@@ -236,7 +241,9 @@ int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const
             return -1;
         }
     run_signature *sig = prepare(m, feeds, nfeeds, fetches, nfetches, targets, ntargets);
-    return sig ? step(m, sig, feeds, outputs) : -1;
+    if (!sig || register_plan(m, &sig->plan) != 0)
+        return -1;
+    return step(m, sig, feeds, outputs);
 }
 
 void fl_master_free(fl_master *m)
