@@ -70,4 +70,19 @@ static inline void cluster_mode_refuse(const training_flags *o)
     exit(2);
 }
 
+/* Bytes through the client per training step, from fl_remote_traffic's
+ * counts before (sent0, received0) and after the steps: the batch out, the
+ * loss back, the frames around them (and, once, each worker's partition,
+ * registered by its first step). The weights and gradients are not here:
+ * they go task to task. */
+static inline void cluster_mode_report_traffic(const fl_cluster *cluster, uint64_t sent0, uint64_t received0,
+                                               long steps)
+{
+    uint64_t sent, received;
+    fl_remote_traffic(cluster, &sent, &received);
+    double per_step = steps > 0 ? 1.0 / (double)steps : 0.0;
+    printf("Through the client per step: %.1f KB sent, %.1f KB received\n",
+           (double)(sent - sent0) * per_step / 1e3, (double)(received - received0) * per_step / 1e3);
+}
+
 #endif

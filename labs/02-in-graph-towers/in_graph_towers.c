@@ -324,7 +324,12 @@ int main(int argc, char **argv)
     // [end:session]
 
     train_nodes nodes = {m.image, m.label, m.loss, m.train_op, m.global_step, NULL};
+    uint64_t sent0 = 0, received0 = 0;
+    if (cluster)
+        fl_remote_traffic(cluster, &sent0, &received0);
     int rc = train(s, &o, &nodes, &data, total_steps, true);
+    if (cluster && rc == 0)
+        cluster_mode_report_traffic(cluster, sent0, received0, total_steps);
     if (rc == 0)
         rc = report_test_accuracy(s, &o, m.image, m.label, m.accuracy, &data);
     /* Freed on the failing paths too: a failed restore or save is an
