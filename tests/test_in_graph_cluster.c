@@ -4,7 +4,7 @@
  * loss and every server exits by itself; its losses equal the single-process
  * two-tower run's; a worker killed mid-step fails the client's run within
  * its deadline, naming the task, with UNAVAILABLE, while the other servers
- * keep serving; a client killed mid-run leaves servers a new client trains
+ * keep serving (and a graph grown between runs is registered again); a client killed mid-run leaves servers a new client trains
  * against. Every wait has a deadline and says what it waited for; every
  * process started here is killed by its pid. */
 #include <pthread.h>
@@ -184,6 +184,13 @@ static void test_worker_killed_mid_step(void)
     run_step(&call);
     if (!ok(call.rc == 0, "a step runs on the three tasks"))
         diag("%s", call.error);
+    fl_device_scope_push(m.g, "/job:worker/task:0/cpu:0");
+    fl_node *doubled = fl_mul(m.g, m.loss[0], fl_scalar(m.g, 2.0f, NULL), "doubled");
+    fl_device_pop(m.g);
+    fl_tensor *value = NULL;
+    int grown = fl_session_run(s, call.feeds, 1, &doubled, 1, &value, NULL, 0);
+    ok(grown == 0 && value, "a node added after the first runs: the graph is cut and registered again");
+    fl_tensor_free(value);
     kill_worker_mid_step(&c, &call);
     ok(call.rc == -1 && call.code == FL_UNAVAILABLE && strstr(call.error, "/job:worker/task:1"),
        "worker 1 killed mid-step: the run fails with UNAVAILABLE naming it (code %d): %s", call.code, call.error);
