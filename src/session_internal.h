@@ -135,6 +135,8 @@ void fl_session_ensure_buffer(fl_slot *slot, size_t bytes);
  * (fl_cluster_plugin.open_master); without one, open does nothing ---- */
 void fl_session_open_master(fl_session *s);
 void fl_session_close_master(fl_session *s);
+/* -1 with the error set when s is a client's (what: "fl_session_save"). */
+int fl_session_refuse_in_client(fl_session *s, const char *what);
 int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl_feed *feeds, int nfeeds,
                           fl_node *const *fetches, int nfetches, fl_tensor **outputs, fl_node *const *targets,
                           int ntargets);

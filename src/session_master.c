@@ -18,6 +18,15 @@ void fl_session_close_master(fl_session *s)
     s->master = NULL;
 }
 
+int fl_session_refuse_in_client(fl_session *s, const char *what)
+{
+    if (!s->master)
+        return 0;
+    return fl_session_fail_code(s, FL_UNIMPLEMENTED, "%s: this session is the client of a cluster: its variables "
+                                "live on the tasks, and checkpoints of in-graph replication across tasks are not "
+                                "supported yet", what);
+}
+
 /* Outputs NULL on failure, fl_session_error and its code set; a fetch that
  * is ready is handed over at the end, as a value on a device with no marks. */
 int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl_feed *feeds, int nfeeds,

@@ -71,6 +71,10 @@ int main(void)
     ok(rc == -1 && out[0] == NULL && out[1] == NULL, "a failed master run hands back no outputs");
     ok(fl_session_error_code(s) == FL_UNAVAILABLE && strstr(fl_session_error(s), "/job:worker/task:1"),
        "the session's error is the master's, with its code: %s", fl_session_error(s));
+    ok(fl_session_save(s, "/tmp", 1) == -1 && fl_session_error_code(s) == FL_UNIMPLEMENTED,
+       "a client's session refuses to save, saying why: %s", fl_session_error(s));
+    ok(fl_session_restore_latest(s, "/tmp") == -1 && fl_session_error_code(s) == FL_UNIMPLEMENTED,
+       "and to restore");
     fl_session_free(s);
     ok(f.closed == 1, "freeing the session closes the master");
     fl_graph_free(g);
