@@ -191,8 +191,12 @@ static void test_worker_killed_mid_step(void)
     int grown = fl_session_run(s, call.feeds, 1, &doubled, 1, &value, NULL, 0);
     ok(grown == 0 && value, "a node added after the first runs: the graph is cut and registered again");
     fl_tensor_free(value);
+    run_step(&call); /* registers the new cut on worker 1 too, so the kill below is mid-step */
+    if (!ok(call.rc == 0, "and the training step runs on the new cut"))
+        diag("%s", call.error);
     kill_worker_mid_step(&c, &call);
-    ok(call.rc == -1 && call.code == FL_UNAVAILABLE && strstr(call.error, "/job:worker/task:1"),
+    ok(call.rc == -1 && call.code == FL_UNAVAILABLE && strstr(call.error, "step ") &&
+       strstr(call.error, "/job:worker/task:1"),
        "worker 1 killed mid-step: the run fails with UNAVAILABLE naming it (code %d): %s", call.code, call.error);
     ok(call.seconds < 30, "within the task deadline, FLOWLAB_TASK_DEADLINE=30 (%.1f s)", call.seconds);
     fl_tensor *loss = NULL;
@@ -257,11 +261,21 @@ int main(int argc, char **argv)
     setenv("POCL_DEVICES", "pthread pthread", 1);
     setenv("POCL_MAX_PTHREAD_COUNT", "1", 1);
     setenv("FLOWLAB_TASK_DEADLINE", "30", 1);
+    setenv("OPENBLAS_NUM_THREADS", "1", 1); /* ThreadSanitizer cannot see OpenBLAS's own threads sync */
     fl_device_info devices[16];
     int naccelerators = fl_list_devices(devices, 16) - 1;
-    test_trains_and_matches(naccelerators);
+    /* Under ThreadSanitizer the threads to check are the master's, in this
+     * process; training the CNN through three instrumented processes would
+     * take minutes of CI for no more of them. */
+    bool tsan = strstr(build_dir, "tsan") != NULL;
+    if (tsan)
+        skip("the lab's training runs (cluster mode, equivalence, a killed client)", "ThreadSanitizer build: "
+             "the master's threads are checked by the in-process fault test");
+    else
+        test_trains_and_matches(naccelerators);
     test_worker_killed_mid_step();
-    test_client_killed_mid_run();
+    if (!tsan)
+        test_client_killed_mid_run();
     lab_runner_finish();
     return done_testing();
 }
