@@ -20,7 +20,7 @@ static char server[600];
  * printed losses (6 decimals) agree to a relative 1e-4, as chapter 2's
  * one-tower and two-tower runs do (test_lab02). */
 #define SAME_LOSS_TOLERANCE 1e-4
-#define LAB_FLAGS "--train_steps 12 --batch_size 64 --max_examples 512 --log_every 2 --seed 3"
+#define LAB_FLAGS "--train_steps 8 --batch_size 64 --max_examples 256 --log_every 2 --seed 3"
 
 static bool loss_falls(const run_result *r)
 {
@@ -223,7 +223,7 @@ static pid_t start_lab_client(const task_servers *c, const char *log)
     char ps[80], workers[180];
     snprintf(ps, sizeof ps, "--ps_hosts=%s", c->ps_hosts);
     snprintf(workers, sizeof workers, "--worker_hosts=%s", c->worker_hosts);
-    char *argv[] = {lab, ps, workers, "--train_steps", "100000", "--batch_size", "64", "--max_examples", "512",
+    char *argv[] = {lab, ps, workers, "--train_steps", "100000", "--batch_size", "64", "--max_examples", "256",
                     "--log_every", "1", NULL};
     return spawn_logged(log, argv);
 }
