@@ -18,7 +18,7 @@
 static const char *W_KEY = "w/read:/job:ps/task:0->/job:worker/task:0";
 static const char *G_KEY = "g:/job:worker/task:0->/job:ps/task:0";
 
-static void add_edge(fl_partition_edge **edges, int *n, const char *key, const char *node, const char *job)
+static inline void add_edge(fl_partition_edge **edges, int *n, const char *key, const char *node, const char *job)
 {
     *edges = realloc(*edges, (size_t)(*n + 1) * sizeof **edges);
     fl_partition_edge *e = &(*edges)[(*n)++];
@@ -29,7 +29,7 @@ static void add_edge(fl_partition_edge **edges, int *n, const char *key, const c
 }
 
 /* Waves run from the node's id: nodes made from `from` on are in `wave`. */
-static void set_waves_from(fl_graph_partition *p, const char *from, int wave)
+static inline void set_waves_from(fl_graph_partition *p, const char *from, int wave)
 {
     int n = fl_graph_node_count(p->graph);
     p->wave = realloc(p->wave, (size_t)n * sizeof *p->wave);
@@ -38,7 +38,7 @@ static void set_waves_from(fl_graph_partition *p, const char *from, int wave)
 }
 
 /* ps: wave 0 w (ones) and its read, sent; wave 2 g received and added to w. */
-static void ps_partition(fl_graph_partition *p)
+static inline void ps_partition(fl_graph_partition *p)
 {
     memset(p, 0, sizeof *p);
     snprintf(p->job, sizeof p->job, "ps");
@@ -55,7 +55,7 @@ static void ps_partition(fl_graph_partition *p)
 }
 
 /* worker: wave 0 x (fed); wave 1 w received, g = w * x sent, and its sum. */
-static void worker_partition(fl_graph_partition *p)
+static inline void worker_partition(fl_graph_partition *p)
 {
     memset(p, 0, sizeof *p);
     snprintf(p->job, sizeof p->job, "worker");
@@ -82,7 +82,7 @@ typedef struct {
     double seconds;
 } remote_run;
 
-static void *run_remote(void *arg)
+static inline void *run_remote(void *arg)
 {
     remote_run *r = arg;
     double start = fl_now_s();
@@ -97,7 +97,7 @@ static const char *ps_targets[] = {"update"}, *ps_fetches[] = {"w/read"};
 static const char *worker_feeds[] = {"x"}, *worker_fetches[] = {"g_sum"};
 static const char *w_keys[1], *g_keys[1];
 
-static void setup_runs(remote_run *ps, remote_run *worker, uint64_t step, const fl_tensor **x)
+static inline void setup_runs(remote_run *ps, remote_run *worker, uint64_t step, const fl_tensor **x)
 {
     w_keys[0] = W_KEY;
     g_keys[0] = G_KEY;
@@ -109,7 +109,7 @@ static void setup_runs(remote_run *ps, remote_run *worker, uint64_t step, const 
                                      .nsends = 1, .recv_keys = w_keys, .nrecvs = 1};
 }
 
-static void initialize(remote_run *ps)
+static inline void initialize(remote_run *ps)
 {
     const char *init[] = {"w/Assign"};
     fl_partition_run run = {.step_id = 1, .target_names = init, .ntargets = 1};

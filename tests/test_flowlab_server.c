@@ -60,6 +60,7 @@ static void train(remote_run *ps, remote_run *worker)
     fl_tensor *x = fl_tensor_from_floats(fl_shape_make(1, 2), xv);
     const fl_tensor *feeds[1] = {x};
     float want[3] = {3, 8, 22}; /* the sum of g = w x, w from [1, 1], w += g each step */
+    double start = fl_now_s();
     for (int step = 0; step < 3; step++) {
         setup_runs(ps, worker, 10 + (uint64_t)step, feeds);
         pthread_t thread;
@@ -74,6 +75,8 @@ static void train(remote_run *ps, remote_run *worker)
         fl_tensor_free(ps->out[0]);
         fl_tensor_free(worker->out[0]);
     }
+    diag("%.2f ms per step: two RUN_PARTITIONs, two SEND_TENSORs between the servers, on loopback",
+         (fl_now_s() - start) * 1000 / 3);
     fl_tensor_free(x);
 }
 

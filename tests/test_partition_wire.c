@@ -111,6 +111,7 @@ static void test_small_frames(void)
     free(got);
     fl_wire_buf_free(&buf);
     ok(fl_wire_put_number(&buf, FL_WIRE_OK, 1, 1) != 0 && buf.len == 0, "an OK carries no number: %s", buf.error);
+    fl_wire_buf_free(&buf);
 }
 
 /* ---- a partition by hand: x (fed) and w on /cpu:0, y = x w, a NoOp after y ---- */
@@ -180,6 +181,7 @@ static void test_graph_round_trip(void)
     ok(q.nsends == 1 && q.nrecvs == 1 && strcmp(q.sends[0].key, p.sends[0].key) == 0 &&
            strcmp(q.recvs[0].node, "recv/b") == 0 && strcmp(q.recvs[0].peer_job, "ps") == 0,
        "sends and recvs round trip");
+    fl_graph_partition_free(&q);
     /* Every byte flipped in turn: each decode fails cleanly or builds a graph, never crashes. */
     int refused = 0;
     for (size_t i = 0; i < bytes.len; i++) {
@@ -233,6 +235,16 @@ static void test_graph_refusals(void)
     fl_graph_partition_free(&p);
 
     make_partition(&p);
+    fl_node *y = fl_graph_find(p.graph, "y");
+    y->op = FL_OP_ADD_N; /* its shape function would read an input that is not there */
+    y->ninputs = 0;
+    expect_refused(&p, "y", "an AddN of no inputs");
+    y->op = FL_OP_ASSIGN;
+    y->ninputs = 2;
+    expect_refused(&p, "y", "an Assign into a Placeholder");
+    fl_graph_partition_free(&p);
+
+    make_partition(&p);
     snprintf(fl_graph_find(p.graph, "y")->device, FL_DEVICE_LEN, "/job:ps/task:0/cpu:0");
     expect_refused(&p, "y", "a device of another task");
     fl_graph_partition_free(&p);
@@ -241,7 +253,8 @@ static void test_graph_refusals(void)
     unsigned char head[] = {1, 6, 'w', 'o', 'r', 'k', 'e', 'r', 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x86, 0xa1};
     fl_graph_partition q;
     ok(fl_graph_wire_decode(head, sizeof head, &q) != 0, "a partition of 100001 nodes is refused");
-    contains(fl_last_error(), "100001 nodes", "the message says how many");
+    contains(fl_last_error(), "partition for /job:worker/task:0 refused: node (header): 100001 nodes",
+             "the message says whose partition and how many nodes");
 }
 
 int main(void)

@@ -38,7 +38,14 @@ static void usage(FILE *out)
             "  --num_ps N              with a launcher: its first N ranks are ps tasks (default 1)\n"
             "  --port_base P           with a launcher: the first port on each node (default 8888)\n"
             "  --keep_running          serve client after client; never exit by itself\n"
-            "Waits for other tasks up to FLOWLAB_TASK_DEADLINE seconds (default 120).\n",
+            "Waits for other tasks up to FLOWLAB_TASK_DEADLINE seconds (default 120).\n"
+            "Example: one ps and two workers on this machine, then their client:\n"
+            "  build/labs/tools/flowlab_server --ps_hosts=localhost:2222 --worker_hosts=localhost:2223,localhost:2224 --job_name=ps &\n"
+            "  (the same with --job_name=worker --task_index=0, and --task_index=1)\n"
+            "  build/labs/02-in-graph-towers/in_graph_towers --ps_hosts=localhost:2222 \\\n"
+            "      --worker_hosts=localhost:2223,localhost:2224\n"
+            "or start all three with build/labs/tools/launch_cluster --ps 1 --workers 2 --base_port 2222 \\\n"
+            "      build/labs/tools/flowlab_server\n",
             program, program);
 }
 

@@ -180,10 +180,10 @@ static int find_op(reader *r, const char *type, fl_op_kind *op)
     return refuse(r, "op type %s is not one this task knows", type);
 }
 
-static bool op_has_output(fl_op_kind op)
+static int check_op_inputs(reader *r, fl_op_kind op, fl_node *const *inputs, int ninputs)
 {
-    return op != FL_OP_NO_OP && op != FL_OP_APPLY_GRADIENT_DESCENT && op != FL_OP_APPLY_MOMENTUM &&
-           op != FL_OP_APPLY_ADAM;
+    char why[FL_WIRE_ERROR_LEN];
+    return fl_graph_wire_check_inputs(op, inputs, ninputs, why, sizeof why) != 0 ? refuse(r, "%s", why) : 0;
 }
 
 /* A count, then that many indices of earlier nodes in no later wave. */
@@ -265,8 +265,8 @@ static int get_head(reader *r, node_fields *f)
         return -1;
     if (dtype > FL_INT32)
         return refuse(r, "dtype %u is neither 0 (float32) nor 1 (int32)", dtype);
-    if (f->spec.has_output != op_has_output(f->spec.op))
-        return refuse(r, "a %s %s a value", type, op_has_output(f->spec.op) ? "has" : "has no");
+    if (f->spec.has_output != fl_graph_wire_op_has_output(f->spec.op))
+        return refuse(r, "a %s %s a value", type, fl_graph_wire_op_has_output(f->spec.op) ? "has" : "has no");
     if (wave >= (uint32_t)r->p->nwaves)
         return refuse(r, "wave %u, but the partition has %d", (unsigned)wave, r->p->nwaves);
     f->spec.dtype = (fl_dtype)dtype;
@@ -278,6 +278,7 @@ static int get_fields(reader *r, int index, node_fields *f)
 {
     if (get_head(r, f) != 0 ||
         get_node_list(r, "input", index, f->wave, &f->inputs, &f->spec.ninputs) != 0 ||
+        check_op_inputs(r, f->spec.op, f->inputs, f->spec.ninputs) != 0 ||
         get_node_list(r, "control input", index, f->wave, &f->controls, &f->ncontrols) != 0 ||
         get_attrs(r, f->spec.op, &f->spec.attrs) != 0 || check_allocated_shape(r, f->spec.op, &f->spec.attrs.shape) != 0 ||
         get_bool(r, "has_value", &f->has_value) != 0)
@@ -413,14 +414,14 @@ static int get_header(reader *r)
         return -1;
     if (strlen(job) >= sizeof r->p->job || task > FL_WIRE_MAX_TASK)
         return refuse(r, "/job:%s/task:%u is no task name", job, (unsigned)task);
+    snprintf(r->p->job, sizeof r->p->job, "%s", job); /* from here on, refusals name the task */
+    r->p->task = (int)task;
     if (nwaves == 0 || nwaves > FL_GRAPH_WIRE_MAX_WAVES)
         return refuse(r, "%u waves, outside 1..%d", (unsigned)nwaves, FL_GRAPH_WIRE_MAX_WAVES);
     if (nnodes > FL_GRAPH_WIRE_MAX_NODES)
         return refuse(r, "%u nodes, over the %d a partition may have", (unsigned)nnodes, FL_GRAPH_WIRE_MAX_NODES);
     if ((uint64_t)nnodes * 64 > r->c.left)
         return refuse(r, "%u nodes cannot fit in the %zu bytes left", (unsigned)nnodes, r->c.left);
-    snprintf(r->p->job, sizeof r->p->job, "%s", job);
-    r->p->task = (int)task;
     r->p->nwaves = (int)nwaves;
     r->nnodes = (int)nnodes;
     return 0;

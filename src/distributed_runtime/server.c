@@ -11,6 +11,7 @@
 
 #include <event2/thread.h>
 
+#include "device.h"
 #include "server_internal.h"
 
 static pthread_once_t libevent_threads_once = PTHREAD_ONCE_INIT;
@@ -123,6 +124,11 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
         return NULL;
     }
     pthread_once(&libevent_threads_once, use_pthreads);
+    /* The devices are found here, on the starting thread, not by the first
+     * partition's run on a thread of its own: PoCL's LLVM gives the thread
+     * that first loads it a signal stack of its own, which a thread that
+     * then ends leaves dangling (AddressSanitizer stops on it). */
+    fl_accelerator_count();
     fl_server *s = new_server(cluster, options);
     s->base = event_base_new();
     if (!s->base || listen_on_own_address(s, cluster) != 0) {

@@ -1,7 +1,8 @@
-# tests/fuzz/fuzz.mk: the wire protocol's fuzz target (make fuzz); included by the Makefile.
+# tests/fuzz/fuzz.mk: the wire protocol's fuzz targets (make fuzz); included by the Makefile.
 #   make fuzz                  builds tests/fuzz/fuzz_wire with libFuzzer (Debian's clang and
 #                              libclang-rt-14-dev) and runs it for FUZZ_SECONDS (30) on seeds
-#                              that make_corpus writes with the encoders
+#                              that make_corpus writes with the encoders; then fuzz_graph_wire, the
+#                              decoder of a partition's graph, for FUZZ_GRAPH_SECONDS (15)
 # Exits 0 when no input crashed the decoder or the parsers; a crash fails the target and
 # leaves the input that caused it in build/fuzz/ (replay: build/fuzz/fuzz_wire FILE).
 FUZZ_CC      ?= clang
@@ -20,10 +21,27 @@ $(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c $(WIRE_SRC) $(WIRE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror -Isrc tests/fuzz/make_corpus.c $(WIRE_SRC) -o $@ -lm
 
-fuzz: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/make_corpus
-	@mkdir -p $(FUZZ_DIR)/corpus
+# The decoder of a partition's graph (REGISTER_PARTITION's payload) rebuilds nodes with the
+# runtime's fl_add_node, so its target links the core's archive; seeds from the encoder.
+GRAPH_WIRE_SRC := src/distributed_runtime/graph_wire.c src/distributed_runtime/graph_wire_decode.c src/distributed_runtime/graph_wire_ops.c \
+                  src/distributed_runtime/graph_partition.c
+FUZZ_GRAPH_SECONDS ?= 15
+
+$(FUZZ_DIR)/fuzz_graph_wire: tests/fuzz/fuzz_graph_wire.c $(GRAPH_WIRE_SRC) $(WIRE_SRC) $(WIRE_HDR) $(LIB)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_graph_wire.c $(GRAPH_WIRE_SRC) $(WIRE_SRC) -o $@ $(LIB) $(LDLIBS)
+
+$(FUZZ_DIR)/make_graph_corpus: tests/fuzz/make_graph_corpus.c tests/partition_fixture.h $(LIB) $(CLUSTER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) tests/fuzz/make_graph_corpus.c -o $@ $(LDFLAGS) $(CLUSTER_LINK)
+
+fuzz: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/make_corpus $(FUZZ_DIR)/fuzz_graph_wire $(FUZZ_DIR)/make_graph_corpus
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/corpus-graph
 	./$(FUZZ_DIR)/make_corpus $(FUZZ_DIR)/corpus
 	./$(FUZZ_DIR)/fuzz_wire -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus
+	./$(FUZZ_DIR)/make_graph_corpus $(FUZZ_DIR)/corpus-graph
+	./$(FUZZ_DIR)/fuzz_graph_wire -max_total_time=$(FUZZ_GRAPH_SECONDS) -max_len=8192 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus-graph
 
 .PHONY: fuzz

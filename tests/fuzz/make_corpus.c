@@ -20,6 +20,15 @@ static int write_seed(const char *dir, const char *name, const fl_wire_buf *buf)
     return fclose(f);
 }
 
+static int put_run_partition(fl_wire_buf *buf, const fl_tensor *x)
+{
+    const char *feeds[] = {"x"}, *fetches[] = {"loss"}, *targets[] = {"train"};
+    const char *sends[] = {"g:/job:worker/task:0->/job:ps/task:0"}, *recvs[] = {"w:/job:ps/task:0->/job:worker/task:0"};
+    const fl_tensor *values[] = {x};
+    fl_wire_name_list lists[4] = {{1, fetches}, {1, targets}, {1, sends}, {1, recvs}};
+    return fl_wire_put_run_partition(buf, 11, 1, 7, 1, feeds, values, lists);
+}
+
 /* Appends one frame of every type to buf; a tensor frame per dtype. */
 static int put_all(fl_wire_buf *buf, int which)
 {
@@ -44,6 +53,16 @@ static int put_all(fl_wire_buf *buf, int which)
     case 10: return fl_wire_put_goodbye(buf, 7);
     case 11: return fl_wire_put_ok(buf, 7);
     case 12: return fl_wire_put_assign(buf, 9, "beta1_power", &step);
+    case 13: return fl_wire_put_register_partition(buf, 10, "\x01\x02ps", 4);
+    case 14: return fl_wire_put_partition_registered(buf, 10, 1);
+    case 15: return put_run_partition(buf, &weights);
+    case 16: {
+        const fl_tensor *values[2] = {&weights, &step};
+        return fl_wire_put_partition_done(buf, 11, 2, values);
+    }
+    case 17: return fl_wire_put_send_tensor(buf, 12, 7, "g:/job:worker/task:0->/job:ps/task:0", &weights);
+    case 18: return fl_wire_put_number(buf, FL_WIRE_ABORT_STEP, 13, 7);
+    case 19: return fl_wire_put_number(buf, FL_WIRE_DEREGISTER_PARTITION, 14, 1);
     default: return fl_wire_put_error(buf, 8, FL_WIRE_E_UNKNOWN_VARIABLE, "no variable 'x'");
     }
 }
@@ -55,7 +74,7 @@ int main(int argc, char **argv)
         return 2;
     }
     fl_wire_buf all = {0};
-    for (int i = 0; i <= 13; i++) {
+    for (int i = 0; i <= 20; i++) {
         fl_wire_buf one = {0};
         char name[16];
         snprintf(name, sizeof name, "%02d", i);
