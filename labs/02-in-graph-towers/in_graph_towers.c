@@ -27,13 +27,11 @@
 #include "../common/evaluate.h"
 #include "../common/flags.h"
 #include "../common/model.h"
+#include "../common/towers.h"
 #include "../common/train_loop.h"
 
 /* This lab's name, which starts its messages. */
 static const char program[] = "in_graph_towers";
-
-#define MAX_TOWERS 8
-#define MAX_VARS 16 /* the model has 8 trainable variables */
 
 typedef struct {
     int num_gpus;           /* 0: every accelerator there is */
@@ -151,28 +149,6 @@ static const char *assign_to_device(const fl_node *node, void *user)
 }
 // [end:assign_to_device]
 
-// [book:average_gradients]
-/* tower_grads[t][v] is tower t's gradient for variable v; every tower lists
- * the same variables in the same order. Writes one pair per variable: the
- * mean of the towers' gradients and the shared variable. Call it inside the
- * controller's device scope: this is where the towers wait for each other. */
-static void average_gradients(fl_graph *g, fl_grad_var tower_grads[][MAX_VARS], int ntowers,
-                              int nvars, fl_grad_var *out)
-{
-    for (int v = 0; v < nvars; v++) {
-        fl_node *grads[MAX_TOWERS];
-        int n = 0;
-        for (int t = 0; t < ntowers; t++)
-            if (tower_grads[t][v].grad) /* NULL: the loss does not depend on this variable */
-                grads[n++] = tower_grads[t][v].grad;
-        fl_node *mean = NULL;
-        if (n > 0)
-            mean = fl_div(g, fl_add_n(g, grads, n, NULL), fl_scalar(g, (float)n, NULL), NULL);
-        out[v] = (fl_grad_var){mean, tower_grads[0][v].var};
-    }
-}
-// [end:average_gradients]
-
 /* What create_parallel_optimization builds. */
 typedef struct {
     fl_node *image, *label;     /* the global batch, fed on /cpu:0 */
@@ -180,12 +156,6 @@ typedef struct {
     fl_node *train_op, *global_step;
     fl_node *accuracy;          /* of one unsplit batch, by an extra copy of the model */
 } parallel_model;
-
-static fl_node *tower_loss(fl_graph *g, fl_node *logits, fl_node *label)
-{
-    fl_node *per_example = fl_sparse_softmax_cross_entropy_with_logits(g, label, logits, NULL);
-    return fl_reduce_mean(g, per_example, NULL, 0, false, "loss");
-}
 
 static parallel_model create_parallel_optimization(fl_graph *g, fl_optimizer *optimizer,
                                                    char (*devices)[16], int ntowers,
@@ -207,26 +177,10 @@ static parallel_model create_parallel_optimization(fl_graph *g, fl_optimizer *op
     fl_node *losses[MAX_TOWERS];
     int nvars = 0;
     for (int t = 0; t < ntowers; t++) {
-        char scope[32];
-        snprintf(scope, sizeof scope, "tower_%d", t);
         tower_placement placement = {devices[t], controller};
-        fl_name_scope_push(g, scope);
-        fl_device_function_push(g, assign_to_device, &placement);
-        /* Tower 0 creates the variables; the others must find them. */
-        fl_variable_scope_push(g, "model", t == 0 ? FL_REUSE_INHERIT : FL_REUSE);
-        fl_node *logits = core_model(g, images[t]);
-        fl_variable_scope_pop(g);
-        losses[t] = tower_loss(g, logits, labels[t]);
-        nvars = fl_compute_gradients(g, losses[t], NULL, 0, tower_grads[t]);
-        fl_device_pop(g);
-        fl_name_scope_pop(g);
+        nvars = build_tower(g, t, images[t], labels[t], assign_to_device, &placement, tower_grads[t], &losses[t]);
     }
     // [end:towers]
-    if (nvars > MAX_VARS) {
-        fl_graph_clear_error(g);
-        fprintf(stderr, "%s: the model has %d variables; raise MAX_VARS\n", program, nvars);
-        exit(1);
-    }
 
     // [book:apply]
     fl_device_scope_push(g, controller);

@@ -3,6 +3,8 @@ LAB03    := $(BUILD)/labs/03-between-graph/between_graph
 LAUNCHER := $(BUILD)/labs/tools/launch_cluster
 # tests/test_lab03 runs the lab through the launcher, so both are built first.
 $(BUILD)/tests/test_lab03: $(LAB03) $(LAUNCHER)
+# tests/test_lab03_hybrid holds the hybrid (--num_gpus) against chapter 2's towers.
+$(BUILD)/tests/test_lab03_hybrid: $(LAB03) $(LAUNCHER) $(BUILD)/labs/02-in-graph-towers/in_graph_towers
 $(LAB03): $(LAB_COMMON) $(wildcard labs/03-between-graph/*.h)
 # A program of a cluster: it links the cluster rooms' archive and libevent,
 # which the labs of chapters 0-2 do not.
@@ -27,16 +29,16 @@ figures-03: $(LAB03) $(LAUNCHER)
 #   make exercises / exercises-solutions cover this chapter too; its checks
 #   run offline (no server, no port opened). Each check links only its own file.
 EX03_DIR    := labs/03-between-graph/exercises
-EX03_NAMES  := round_robin ps_load staleness
+EX03_NAMES  := partition_edges cross_task_bytes round_robin ps_load staleness
 EX03_OUT    := $(BUILD)/exercises/03-between-graph
 EX03_CHECKS := $(patsubst %,$(EX03_OUT)/check_%,$(EX03_NAMES))
 EX03_SOLVED := $(patsubst %,$(EX03_OUT)/solutions/check_%,$(EX03_NAMES))
 
-$(EX03_OUT)/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB) $(CLUSTER_LIB)
+$(EX03_OUT)/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/%.c $(EX03_DIR)/exercises.h $(EX03_DIR)/check_graphs.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/$*.c -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
-$(EX03_OUT)/solutions/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/solutions/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB) $(CLUSTER_LIB)
+$(EX03_OUT)/solutions/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/solutions/%.c $(EX03_DIR)/exercises.h $(EX03_DIR)/check_graphs.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
