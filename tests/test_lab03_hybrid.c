@@ -7,7 +7,8 @@
  * the towers' (the stated tolerances; in practice every printed digit
  * agrees). A worker pushes once per step, so it moves as many bytes as a
  * one-tower worker. Its towers run on its own devices, the variables on the
- * ps. Bad --num_gpus values are refused by name. Deadlines: timeout 300. */
+ * ps; --print_stats reports the graphs and bytes. Bad --num_gpus values are
+ * refused by name. Deadlines: timeout 300. */
 #include "lab_runner.h"
 #include "sync_equivalence.h"
 
@@ -28,11 +29,26 @@ static double megabytes_at(const char *out, int task, int step)
     return images ? atof(images + strlen("images/sec, ")) : -1;
 }
 
+/* --print_stats: a worker's graph holds its 2 towers, the one process's
+ * all 4 (more nodes); the worker's bytes are its pull and push, about
+ * 26.2 MB per step, and the one process moves none to other tasks. */
+static void check_stats(const char *hybrid, const char *ingraph)
+{
+    const char *worker = hybrid ? strstr(hybrid, "worker0: stats: ") : NULL;
+    const char *single = ingraph ? strstr(ingraph, "stats: ") : NULL;
+    double worker_nodes = printed_number(worker, "graph_nodes="), single_nodes = printed_number(single, "graph_nodes=");
+    double worker_bytes = printed_number(worker, "bytes_per_step="), single_bytes = printed_number(single, "bytes_per_step=");
+    ok(worker_nodes > 0 && single_nodes > worker_nodes, "--print_stats: 4 towers in one graph (%.0f nodes) outgrow a "
+       "2-tower worker's graph (%.0f)", single_nodes, worker_nodes);
+    ok(fabs(worker_bytes - 26.2e6) < 0.05 * 26.2e6 && single_bytes == 0, "--print_stats: a worker moves %.0f bytes per "
+       "step, about 26.2 MB; one process %.0f", worker_bytes, single_bytes);
+}
+
 static void test_same_as_four_towers(void)
 {
     char cmd[2048];
     run_result hybrid = {0}, ingraph = {0}, single = {0};
-    snprintf(cmd, sizeof cmd, POCL4 " timeout 300 %s --num_gpus 4 --batch_size 64 " QUICK, towers);
+    snprintf(cmd, sizeof cmd, POCL4 " timeout 300 %s --num_gpus 4 --batch_size 64 --print_stats " QUICK, towers);
     ingraph.status = run_command(cmd, &ingraph.out);
     if (ingraph.status != 0 && ingraph.out && strstr(ingraph.out, "--num_gpus 4:")) {
         skip("the hybrid against 4 towers", ingraph.out); /* no PoCL: the lab says what it found */
@@ -40,11 +56,12 @@ static void test_same_as_four_towers(void)
         return;
     }
     snprintf(cmd, sizeof cmd, POCL2 " timeout 300 %s --ps 1 --workers 2 -- %s --sync_replicas true --num_gpus 2 "
-             "--batch_size 32 " QUICK, launcher, lab);
+             "--batch_size 32 --print_stats " QUICK, launcher, lab);
     hybrid.status = run_command(cmd, &hybrid.out);
     ok(hybrid.status == 0 && ingraph.status == 0, "2 workers x 2 towers and 4 in-graph towers both exit 0");
     workers_match_towers(hybrid.out, ingraph.out, "2 workers x 2 towers against 4 towers, 20 steps");
     contains(hybrid.out, "step 20, global step 20,", "the global step advanced once per step (20 steps)");
+    check_stats(hybrid.out, ingraph.out);
 
     snprintf(cmd, sizeof cmd, POCL2 " timeout 300 %s --ps 1 --workers 2 -- %s --sync_replicas true --batch_size 32 "
              "--train_steps 5 --log_every 5 --max_examples 2000", launcher, lab);

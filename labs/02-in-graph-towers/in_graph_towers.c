@@ -237,8 +237,10 @@ int main(int argc, char **argv)
     fl_graph *g = fl_graph_new();
     fl_graph_set_random_seed(g, o.seed);
     fl_optimizer *adam = fl_adam_optimizer(o.learning_rate, 0.9f, 0.999f, 1e-8f);
+    run_stats_build_started(); /* --print_stats */
     parallel_model m = create_parallel_optimization(g, adam, devices, ntowers, towers.controller);
     fl_node *init = fl_global_variables_initializer(g);
+    run_stats_build_done(g);
     if (fl_graph_error(g)) {
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(g));
         return 1;

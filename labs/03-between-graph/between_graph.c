@@ -243,6 +243,9 @@ static double bytes_moved(const fl_cluster *cluster)
     return (double)(sent + received);
 }
 
+/* --print_stats: the worker's bytes to and from the ps tasks. */
+static double traffic_of(const void *cluster) { return bytes_moved(cluster); }
+
 /* With --sync_replicas every worker reads the same global batch (same seed)
  * and trains on its slice, as chapter 2's towers do: worker k takes rows
  * [k*B, (k+1)*B). */
@@ -361,7 +364,10 @@ static int train_worker(const fl_cluster *cluster, const training_flags *o, cons
     long steps = 0;
     uint64_t sent[MAX_PS] = {0}, received[MAX_PS] = {0};
     traffic_by_ps(cluster, sent, received);
+    run_stats_count_traffic(traffic_of, cluster);
     int rc = batches ? train_steps(ms, &L, batches, &steps) : 1;
+    if (rc == 0 && o->print_stats) /* measured from the second step on */
+        print_run_stats(steps - 1, (steps - 1) * o->batch_size);
     if (!batches)
         fprintf(stderr, "%s: worker %d: %s\n", program, task, fl_last_error());
     if (rc == 0 && c->cluster_graph && fl_cluster_is_chief(cluster) && steps > 0 &&
@@ -402,7 +408,9 @@ static int run_worker(const fl_cluster *cluster, const training_flags *o, const 
     if (!fl_cluster_is_chief(cluster)) /* one file per run: the chief writes --trace and --graph */
         mine.trace_path = mine.graph_path = NULL;
     o = &mine;
+    run_stats_build_started(); /* --print_stats */
     worker_graph w = build_worker_graph(cluster, o, c, strategy);
+    run_stats_build_done(w.g);
     int rc = 1;
     if (fl_graph_error(w.g)) {
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(w.g));

@@ -25,6 +25,18 @@ figures-03: $(LAB03) $(LAUNCHER)
 	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch3-worker-trace.json $(FIGURES_DIR)/ch3-timeline.svg
 .PHONY: figures-03
 
+# The measurement of chapter 3's first half: in-graph replication across
+# tasks against between-graph for 1, 2, 4 and 8 workers (a few minutes on
+# two cores); the CSV and the figure go to FIGURES_DIR as
+# ch3-replication.csv and ch3-replication.svg.
+figures-replication: $(LAB03) $(LAUNCHER) $(BUILD)/labs/02-in-graph-towers/in_graph_towers
+	@mkdir -p $(FIGURES_DIR)
+	labs/tools/ingraph_vs_between.sh $(BUILD) $(BUILD)/replication
+	cp $(BUILD)/replication/replication.csv $(FIGURES_DIR)/ch3-replication.csv
+	gnuplot -e "csv='$(FIGURES_DIR)/ch3-replication.csv'; out='$(FIGURES_DIR)/ch3-replication.svg'" \
+	    labs/tools/replication.gp
+.PHONY: figures-replication
+
 # Exercises:
 #   make exercises / exercises-solutions cover this chapter too; its checks
 #   run offline (no server, no port opened). Each check links only its own file.
