@@ -8,6 +8,12 @@ $(BUILD)/labs/%: labs/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
+# A task server (issue 25's tf.train.Server): a program of a cluster, so it
+# links the cluster rooms' archive and libevent, as chapter 3's lab does.
+$(BUILD)/labs/tools/flowlab_server: labs/tools/flowlab_server.c $(LIB) $(CLUSTER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(CLUSTER_LINK)
+
 labs: $(LAB_BIN)
 # tests/test_backend_module reads ldd of every lab and runs flowlab-devices.
 $(BUILD)/tests/test_backend_module: $(LAB_BIN)

@@ -168,7 +168,9 @@ const char *fl_device_list(char *buf, size_t len)
 
 void *fl_device_alloc(fl_device *d, size_t bytes)
 {
-    d->allocations++;
+    /* Sessions on several threads share a device (two task servers of one
+     * process run their partitions at once): the count must not race. */
+    __atomic_fetch_add(&d->allocations, 1, __ATOMIC_RELAXED);
     return d->backend->alloc(d->impl, bytes);
 }
 

@@ -12,7 +12,8 @@
  * shared through labs/common/; what is new is in this file: the device
  * function that places a tower's nodes (assign_to_device), the loop that
  * builds the towers (create_parallel_optimization) and the averaging of
- * their gradients (average_gradients).
+ * their gradients (average_gradients). With --ps_hosts and --worker_hosts
+ * the same graph spans a cluster's tasks (cluster_mode.h).
  *
  * Lines `// [book:NAME]` ... `// [end:NAME]` mark the regions the book quotes;
  * `make book-check` fails when a quoted region and the book disagree. */
@@ -29,6 +30,7 @@
 #include "../common/model.h"
 #include "../common/towers.h"
 #include "../common/train_loop.h"
+#include "cluster_mode.h"
 
 /* This lab's name, which starts its messages. */
 static const char program[] = "in_graph_towers";
@@ -36,6 +38,7 @@ static const char program[] = "in_graph_towers";
 typedef struct {
     int num_gpus;           /* 0: every accelerator there is */
     const char *controller; /* where the variables live and the update runs */
+    const char *ps_hosts, *worker_hosts; /* cluster mode: set */
 } tower_flags;
 
 static void usage(FILE *out)
@@ -51,7 +54,7 @@ static void usage(FILE *out)
             "                        and applied: /cpu:0 (default) or an accelerator (/gpu:0)\n"
             "  --batch_size N        examples per step across all towers, the global batch;\n"
             "                        each tower gets N / num_gpus (default 128)\n"
-            TRAINING_FLAGS_HELP, program);
+            CLUSTER_MODE_HELP TRAINING_FLAGS_HELP, program);
 }
 
 static void set_tower_flag(const char *flag, const char *value, void *options)
@@ -68,6 +71,10 @@ static void set_tower_flag(const char *flag, const char *value, void *options)
         char canonical[64];
         canonical_device(program, flag, value, canonical, sizeof canonical); /* exits 2 if invalid */
         t->controller = value;
+    } else if (strcmp(flag, "--ps_hosts") == 0) {
+        t->ps_hosts = value;
+    } else if (strcmp(flag, "--worker_hosts") == 0) {
+        t->worker_hosts = value;
     }
 }
 
@@ -84,7 +91,7 @@ static void device_names(char *out, size_t len)
 
 /* Checks the tower flags against the devices that exist and fills in the
  * towers' devices; exits 2 with a message naming the flag when they do not fit. */
-static int choose_devices(tower_flags *t, int batch_size, char (*devices)[16])
+static int choose_devices(tower_flags *t, int batch_size, char (*devices)[40])
 {
     char exist[256];
     device_names(exist, sizeof exist);
@@ -158,7 +165,7 @@ typedef struct {
 } parallel_model;
 
 static parallel_model create_parallel_optimization(fl_graph *g, fl_optimizer *optimizer,
-                                                   char (*devices)[16], int ntowers,
+                                                   char (*devices)[40], int ntowers,
                                                    const char *controller)
 {
     parallel_model m = {0};
@@ -216,11 +223,22 @@ int main(int argc, char **argv)
 {
     training_flags o = training_flags_defaults(program);
     tower_flags towers = {.num_gpus = 0, .controller = "/cpu:0"};
-    static const char *const lab_flag_names[] = {"--num_gpus", "--controller"};
-    lab_flags extra = {lab_flag_names, 2, set_tower_flag, &towers};
+    static const char *const lab_flag_names[] = {"--num_gpus", "--controller", "--ps_hosts", "--worker_hosts"};
+    lab_flags extra = {lab_flag_names, 4, set_tower_flag, &towers};
     parse_flags(argc, argv, &o, &extra, usage);
-    char devices[MAX_TOWERS][16];
-    int ntowers = choose_devices(&towers, o.batch_size, devices);
+    char devices[MAX_TOWERS][40], controller[40];
+    fl_cluster *cluster = NULL;
+    int ntowers;
+    if (towers.ps_hosts && !towers.worker_hosts)
+        bad_flag(program, "--ps_hosts", towers.ps_hosts, "cluster mode needs --worker_hosts too");
+    if (towers.worker_hosts) {
+        cluster_mode_refuse(&o);
+        ntowers = cluster_mode_devices(program, towers.ps_hosts, towers.worker_hosts, towers.num_gpus,
+                                       o.batch_size, &cluster, devices, MAX_TOWERS, controller, sizeof controller);
+        towers.controller = controller;
+    } else {
+        ntowers = choose_devices(&towers, o.batch_size, devices);
+    }
 
     lab_data data;
     if (load_data(o.data_dir, o.max_examples, &data) != 0) {
@@ -248,7 +266,8 @@ int main(int argc, char **argv)
 
     // [book:session]
     fl_session_options config = {.allow_soft_placement = false,
-                                 .log_device_placement = o.log_device_placement};
+                                 .log_device_placement = o.log_device_placement,
+                                 .cluster = fl_cluster_client_plugin(cluster)}; /* NULL: one process */
     fl_session *s = fl_session_new(g, &config);
     printf("%d tower%s on", ntowers, ntowers == 1 ? "" : "s");
     for (int t = 0; t < ntowers; t++)
@@ -266,7 +285,8 @@ int main(int argc, char **argv)
         rc = report_test_accuracy(s, &o, m.image, m.label, m.accuracy, &data);
     /* Freed on the failing paths too: a failed restore or save is an
      * expected outcome, and the sanitized build reports what is not freed. */
-    fl_session_free(s);
+    fl_session_free(s); /* in cluster mode, says goodbye to every task */
+    fl_cluster_free(cluster);
     fl_optimizer_free(adam);
     fl_graph_free(g);
     free_data(&data);

@@ -67,4 +67,41 @@ typedef struct {
     int nrecvs;
 } fl_partition_run;
 
+/* What one run asks for (its signature), in the user's graph. */
+typedef struct {
+    fl_node *const *feeds;
+    int nfeeds;
+    fl_node *const *fetches;
+    int nfetches;
+    fl_node *const *targets;
+    int ntargets;
+} fl_partition_request;
+
+/* One partition per task the run needs (ordered by job name, then task),
+ * and which partition holds each feed, fetch and target (the same names
+ * there; -1 for a feed the run does not need). */
+typedef struct {
+    fl_graph_partition *parts;
+    int nparts;
+    int *feed_part, *fetch_part, *target_part;
+} fl_partitioned_run;
+
+/* graph_partition.c: prunes g to what the run needs and cuts it by task
+ * (a node's task from its device; none: /job:worker/task:0). A fed node
+ * becomes a Placeholder of the same name. 0, or -1 with fl_last_error()
+ * naming the node at fault (INVALID_ARGUMENT). g is not changed. */
+int fl_partition_graph(const fl_graph *g, const fl_partition_request *run, fl_partitioned_run *out);
+void fl_partitioned_run_free(fl_partitioned_run *r);
+
+/* What a run needs of g (needed[id]) and which nodes it feeds (fed[id]):
+ * the roots and what they read, stopping at fed nodes. Arrays of g's size. */
+void fl_partition_prune(const fl_graph *g, const fl_partition_request *run, bool *needed, bool *fed);
+/* The partition of cut that holds n (the task n's device names), or -1. */
+int fl_partition_of_node(const fl_partitioned_run *cut, const fl_node *n);
+/* An edge's key: "value:/job:ps/task:0->/job:worker/task:1", '^' first for a
+ * control edge (whose value is the token "_send_control/<node>"). Returns
+ * snprintf's count. */
+int fl_partition_edge_key(const fl_graph_partition *from, const fl_graph_partition *to, const char *value,
+                          bool control, char *key, size_t len);
+
 #endif

@@ -26,6 +26,8 @@ typedef struct {
     bool *already;     /* an INIT_DONE reply's flag goes here */
     char name[48];     /* the variable, for "waiting for" lines */
     char op[48];       /* the node that sent it, which a lost connection names */
+    fl_ps_reply_fn take; /* a reply handed over whole (a partition's frames) */
+    void *take_user;
 } pending_request;
 
 struct fl_ps_client {
@@ -74,7 +76,7 @@ static void note_error(fl_ps_client *c, uint32_t id, fl_error_code code, const c
 }
 
 /* What a ps's refusal (an ERROR frame's code) means to the caller. */
-static fl_error_code refusal_code(fl_wire_error_code code)
+fl_error_code fl_ps_client_refusal_code(fl_wire_error_code code)
 {
     switch (code) {
     case FL_WIRE_E_BAD_FRAME: return FL_DATA_LOSS;
@@ -83,16 +85,22 @@ static fl_error_code refusal_code(fl_wire_error_code code)
     case FL_WIRE_E_MISMATCH: return FL_INVALID_ARGUMENT;
     case FL_WIRE_E_NOT_INITIALIZED: return FL_FAILED_PRECONDITION;
     case FL_WIRE_E_INTERNAL: return FL_INTERNAL;
+    case FL_WIRE_E_INVALID_ARGUMENT: return FL_INVALID_ARGUMENT;
+    case FL_WIRE_E_ABORTED: return FL_ABORTED;
+    case FL_WIRE_E_UNAVAILABLE: return FL_UNAVAILABLE;
+    case FL_WIRE_E_DEADLINE: return FL_DEADLINE_EXCEEDED;
     }
     return FL_UNKNOWN;
 }
 
 /* A reply to the oldest pending request: fill its buffer, note an error. */
-static void complete(fl_ps_client *c, const fl_wire_message *m)
+static void complete(fl_ps_client *c, const fl_wire_frame *f, const fl_wire_message *m)
 {
     pending_request *p = &c->queue[c->head];
-    if (m->type == FL_WIRE_ERROR) {
-        note_error(c, p->id, refusal_code(m->u.error.code), "%s refused it: %s", m->u.error.message);
+    if (p->take) {
+        p->take(f, m, p->take_user); /* the request's outcome, ERROR included, is the caller's */
+    } else if (m->type == FL_WIRE_ERROR) {
+        note_error(c, p->id, fl_ps_client_refusal_code(m->u.error.code), "%s refused it: %s", m->u.error.message);
     } else if (m->type == FL_WIRE_VALUE) {
         if (m->u.named.tensor.bytes != p->bytes)
             note_error(c, p->id, FL_DATA_LOSS, "%s sent a value of another size for %s", m->u.named.name);
@@ -153,7 +161,7 @@ static void *read_replies(void *client)
         pthread_mutex_lock(&c->lock);
         bool expected = rc == 1 && c->count > 0 && c->queue[c->head].id == f.request_id;
         if (expected)
-            complete(c, m);
+            complete(c, &f, m);
         bool closing = c->closing;
         pthread_mutex_unlock(&c->lock);
         if (!expected) {
@@ -171,7 +179,7 @@ static void *read_replies(void *client)
 /* Queues the request the encoder put in c->out, then sends it: queued first,
  * so the reply cannot come before its entry. Call with send_lock held. */
 static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
-                             bool *already, const char *name)
+                             bool *already, const char *name, fl_ps_reply_fn take, void *take_user)
 {
     pthread_mutex_lock(&c->lock);
     if (c->broken) {
@@ -190,7 +198,7 @@ static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, vo
         c->capacity = capacity;
     }
     pending_request *p = &c->queue[(c->head + c->count++) % c->capacity];
-    *p = (pending_request){id, type, dst, bytes, already, "", ""};
+    *p = (pending_request){id, type, dst, bytes, already, "", "", take, take_user};
     snprintf(p->name, sizeof p->name, "%s", name ? name : "");
     c->sent += c->out.len;
     pthread_mutex_unlock(&c->lock);
@@ -218,10 +226,24 @@ uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_
     if (encoded != 0)
         fl_set_error_code(FL_INVALID_ARGUMENT, "%s: %s", c->who, c->out.error);
     else
-        sent = send_request(c, id, type, dst, bytes, already, name);
+        sent = send_request(c, id, type, dst, bytes, already, name, NULL, NULL);
     pthread_mutex_unlock(&c->send_lock);
     return sent;
 }
+
+uint32_t fl_ps_client_finish_taking(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type,
+                                    fl_ps_reply_fn take, void *user, const char *name)
+{
+    uint32_t sent = 0;
+    if (encoded != 0)
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: %s", c->who, c->out.error);
+    else
+        sent = send_request(c, id, type, NULL, 0, NULL, name, take, user);
+    pthread_mutex_unlock(&c->send_lock);
+    return sent;
+}
+
+const char *fl_ps_client_peer(const fl_ps_client *c) { return c->who; }
 
 void fl_ps_client_name_sender(fl_ps_client *c, uint32_t after, const char *op)
 {

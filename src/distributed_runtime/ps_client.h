@@ -25,6 +25,19 @@ fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *m
 fl_wire_buf *fl_ps_client_begin(fl_ps_client *c, uint32_t *id);
 uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
                              bool *already, const char *name);
+/* The same for a reply the caller reads whole: take(frame, message, user)
+ * runs on the reader thread when the reply comes, ERROR included, and
+ * copies what it needs: the request's outcome is the caller's to keep, so
+ * requests in flight at once from several threads (a run, and the abort of
+ * its step) each get their own. fl_ps_client_wait then fails only for a
+ * lost connection or the deadline. */
+typedef void (*fl_ps_reply_fn)(const fl_wire_frame *f, const fl_wire_message *m, void *user);
+uint32_t fl_ps_client_finish_taking(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type,
+                                    fl_ps_reply_fn take, void *user, const char *name);
+/* What an ERROR frame's code means to the caller (BAD_FRAME: DATA_LOSS). */
+fl_error_code fl_ps_client_refusal_code(fl_wire_error_code code);
+/* The task at the other end: "/job:ps/task:0". */
+const char *fl_ps_client_peer(const fl_ps_client *c);
 
 /* Says GOODBYE (this worker has finished) and waits for the answer. */
 int fl_ps_client_goodbye(fl_ps_client *c);

@@ -75,6 +75,8 @@ static void *run_loop(void *server)
 static void free_server(fl_server *s)
 {
     fl_server_close_all(s);
+    fl_server_stop_partitions(s);
+    fl_rendezvous_free(s->rendezvous);
     if (s->listener)
         evconnlistener_free(s->listener);
     if (s->base)
@@ -103,6 +105,7 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     s->hello_timeout_s = o && o->hello_timeout_s > 0 ? o->hello_timeout_s : 10.0;
     s->store = fl_ps_store_new();
     s->sync = fl_ps_sync_new(s->store);
+    s->rendezvous = fl_rendezvous_new();
     s->message = fl_xmalloc(sizeof *s->message);
     s->num_workers = fl_cluster_num_tasks(c, "worker");
     s->num_chiefs = fl_cluster_num_tasks(c, "chief");

@@ -28,6 +28,7 @@ static void unlink_conn(fl_server_conn *c)
 /* A parked WAIT_STEP is the connection's own (server_sync.c): it goes too. */
 void fl_server_free_conn(fl_server_conn *c)
 {
+    fl_server_drop_partitions(c);
     unlink_conn(c);
     bufferevent_free(c->bev);
     free(c);

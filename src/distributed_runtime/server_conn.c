@@ -68,15 +68,17 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         }
         bufferevent_setwatermark(bev, EV_READ, 0, 0);
         c->room_made = 0;
-        fl_server_count(c->server, &c->server->stats.bytes_in, need);
         if (fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)need), need, &f, why, sizeof why) != FL_WIRE_FRAME)
             return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
+        bool was_running = c->running != NULL; /* a partition's run in flight: this frame waits */
+        if (!was_running)
+            fl_server_count(c->server, &c->server->stats.bytes_in, need);
         fl_server_serve_frame(c, &f);
-        if (c->closing)
-            return; /* refused: the connection closes once the error is out */
+        if (c->closing || was_running)
+            return; /* refused: the connection closes once the error is out; or left for after the run */
         evbuffer_drain(in, need);
-        if (c->parked)
-            return; /* a WAIT_STEP is parked: the next frame waits for its answer */
+        if (c->parked || c->running)
+            return; /* a WAIT_STEP is parked, or a run is in flight: the next frame waits for its answer */
     }
 }
 

@@ -16,6 +16,7 @@
 #include "flowlab.h"
 #include "ps_store.h"
 #include "ps_sync.h"
+#include "rendezvous.h"
 #include "wire.h"
 
 /* The most bytes a connection reads or writes per trip through the loop. */
@@ -44,6 +45,10 @@ struct fl_server {
     size_t scratch_cap;
     uint64_t applies;     /* updates applied so far: APPLIED's version */
     struct fl_server_conn *conns; /* open connections (loop thread; stop frees them) */
+    /* In-graph replication across tasks (server_partitions.c). */
+    fl_rendezvous *rendezvous;    /* values from other tasks, by step and edge */
+    uint64_t next_handle;         /* the last partition handle given (loop thread) */
+    struct fl_partition_job *jobs; /* partitions running on their threads (loop thread) */
     /* Who has said goodbye, by job: the ps exits once every worker has. */
     int num_workers, num_chiefs;
     bool *worker_done, *chief_done;
@@ -72,6 +77,8 @@ typedef struct fl_server_conn {
     bool counted;  /* it has sent a SYNC_ASSIGN_ADD ... */
     uint64_t counted_step; /* ... counted toward this step */
     size_t room_made;      /* the length of the big frame memory was made for, until it is served */
+    struct fl_partition_registry *partitions; /* what this client registered (server_partitions.c) */
+    struct fl_partition_job *running; /* its RUN_PARTITION in flight: later frames wait */
     struct fl_server_conn *next;
 } fl_server_conn;
 
@@ -90,7 +97,8 @@ void fl_server_log_conn(const fl_server_conn *c, const char *what, const char *d
 /* Unlinks and frees c now (its parked WAIT_STEP, if any, goes with it). */
 void fl_server_free_conn(fl_server_conn *c);
 /* server_requests.c: one whole frame, checked for its place in the
- * conversation, parsed and served. */
+ * conversation, parsed and served (while the connection's partition run is
+ * in flight: only looked at, and left for later). */
 void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f);
 /* server_tensors.c: a received tensor (in the frame or the scratch: read
  * only); the kernel an APPLY's optimizer or a SYNC update runs; the value of
@@ -110,6 +118,15 @@ void fl_server_wake_waits(fl_server *s, const char *name);
 /* After a goodbye: answers the parked WAIT_STEPs at once while too few
  * workers are left to complete a step. */
 void fl_server_release_stuck_waits(fl_server *s);
+
+/* In-graph replication across tasks (server_partitions.c): the frames,
+ * ABORT_STEP seen while a run is in flight (served at once, answered after
+ * the run's reply), a closed connection's partitions dropped, and at stop
+ * every run aborted and joined. */
+void fl_server_serve_partition_frame(fl_server_conn *c, const fl_wire_frame *f, const fl_wire_message *m);
+void fl_server_peek_while_running(fl_server_conn *c, const fl_wire_frame *f);
+void fl_server_drop_partitions(fl_server_conn *c);
+void fl_server_stop_partitions(fl_server *s);
 
 /* libevent's accept callback: a new connection to serve (server_conn.c). */
 void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *address,

@@ -4,6 +4,7 @@
  * ones (chapter 4) are server_sync.c's; the bytes, server_conn.c's. */
 #include <string.h>
 
+#include "partition_client.h"
 #include "server_internal.h"
 
 static void update_store_stats(fl_server *s)
@@ -22,7 +23,8 @@ static void serve_hello(fl_server_conn *c, uint32_t id, const fl_wire_hello *h)
         snprintf(why, sizeof why, "HELLO: protocol version %u; this server speaks %u", h->version, FL_WIRE_VERSION);
         return fl_server_refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
     }
-    if ((int)h->task_index >= fl_cluster_num_tasks(s->cluster, h->job)) {
+    bool is_client = strcmp(h->job, FL_WIRE_CLIENT_JOB) == 0; /* a master in a client: no task */
+    if (!is_client && (int)h->task_index >= fl_cluster_num_tasks(s->cluster, h->job)) {
         snprintf(why, sizeof why, "HELLO from /job:%s/task:%u, which is not in this cluster spec", h->job,
                  h->task_index);
         return fl_server_refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
@@ -106,7 +108,8 @@ static void serve_goodbye(fl_server_conn *c, uint32_t id)
     fl_wire_put_ok(&s->out, id);
     fl_server_send_out(c);
     if (fl_server_note_goodbye(s, c->job, c->task)) {
-        fprintf(s->log, "%s: every worker has finished\n", s->log_prefix);
+        fprintf(s->log, "%s: %s\n", s->log_prefix,
+                strcmp(c->job, FL_WIRE_CLIENT_JOB) == 0 ? "its client has said goodbye" : "every worker has finished");
         fflush(s->log);
     }
     fl_server_release_stuck_waits(s);
@@ -123,7 +126,9 @@ void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
 {
     char why[FL_WIRE_ERROR_LEN];
     fl_wire_message *m = c->server->message;
-    if (fl_wire_check_order(&c->order, f->type, why, sizeof why) != 0) {
+    if (c->running) /* served after the run's reply; only an ABORT_STEP is acted on now */
+        fl_server_peek_while_running(c, f);
+    else if (fl_wire_check_order(&c->order, f->type, why, sizeof why) != 0) {
         fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, why);
     } else if (fl_wire_parse(f, m, why, sizeof why) != 0) {
         fl_server_refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, why);
@@ -142,6 +147,11 @@ void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
         case FL_WIRE_SYNC_ASSIGN_ADD: fl_server_serve_sync_update(c, m); break;
         case FL_WIRE_WAIT_STEP: fl_server_serve_wait_step(c, f->request_id, &m->u.wait); break;
         case FL_WIRE_IS_INITIALIZED: serve_is_initialized(c, f->request_id, m->u.name); break;
+        case FL_WIRE_REGISTER_PARTITION:
+        case FL_WIRE_RUN_PARTITION:
+        case FL_WIRE_SEND_TENSOR:
+        case FL_WIRE_ABORT_STEP:
+        case FL_WIRE_DEREGISTER_PARTITION: fl_server_serve_partition_frame(c, f, m); break;
         default: fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, "a reply sent to a server"); break;
         }
     }

@@ -45,8 +45,18 @@ typedef enum {
     FL_WIRE_SYNC_DONE = 17,       /* what became of it: applied, accumulated or dropped */
     FL_WIRE_WAIT_STEP = 18,       /* name and step -> VALUE once the variable's value differs */
     FL_WIRE_IS_INITIALIZED = 19,  /* name -> INIT_DONE: whether the variable has a value */
+    /* In-graph replication across tasks (chapter 3): the client's master
+     * registers one partition of its graph per task and runs it each step;
+     * values that cross tasks go task to task (SEND_TENSOR). */
+    FL_WIRE_REGISTER_PARTITION = 20,   /* a partition (graph_wire.c's bytes) -> PARTITION_REGISTERED */
+    FL_WIRE_PARTITION_REGISTERED = 21, /* the task's handle for it */
+    FL_WIRE_RUN_PARTITION = 22,        /* handle, step, feeds, fetches, targets, edges -> PARTITION_DONE */
+    FL_WIRE_PARTITION_DONE = 23,       /* the fetched values, in order */
+    FL_WIRE_SEND_TENSOR = 24,          /* step, edge key, value: task to task -> OK */
+    FL_WIRE_ABORT_STEP = 25,           /* step: give it up, its waits end -> OK */
+    FL_WIRE_DEREGISTER_PARTITION = 26, /* handle -> OK */
 } fl_wire_type;
-#define FL_WIRE_TYPE_COUNT 20 /* one past the last type */
+#define FL_WIRE_TYPE_COUNT 27 /* one past the last type */
 
 /* Codes an ERROR frame carries. */
 typedef enum {
@@ -56,8 +66,13 @@ typedef enum {
     FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's */
     FL_WIRE_E_NOT_INITIALIZED = 5,  /* PULL/APPLY before any INIT_VARIABLE */
     FL_WIRE_E_INTERNAL = 6,         /* the server failed, e.g. out of memory */
+    /* A partition's run that failed (the connection stays). */
+    FL_WIRE_E_INVALID_ARGUMENT = 7, /* a partition or run refused: the message names the node */
+    FL_WIRE_E_ABORTED = 8,          /* the step was given up (ABORT_STEP) */
+    FL_WIRE_E_UNAVAILABLE = 9,      /* a peer task was lost */
+    FL_WIRE_E_DEADLINE = 10,        /* a value from another task never came */
 } fl_wire_error_code;
-#define FL_WIRE_ERROR_CODE_COUNT 7
+#define FL_WIRE_ERROR_CODE_COUNT 11
 
 typedef enum { FL_WIRE_GRADIENT_DESCENT = 0, FL_WIRE_MOMENTUM = 1, FL_WIRE_ADAM = 2 } fl_wire_optimizer;
 
@@ -147,6 +162,27 @@ int fl_wire_put_ok(fl_wire_buf *buf, uint32_t id);
  * so a server may quote what a peer sent without making an invalid frame. */
 int fl_wire_put_error(fl_wire_buf *buf, uint32_t id, fl_wire_error_code code, const char *message);
 
+/* ---- in-graph replication across tasks (wire_partition.c) ----
+ * A list of names (fetches, targets, edge keys) as a u32 count and names. */
+typedef struct {
+    int count;
+    const char *const *names;
+} fl_wire_name_list;
+#define FL_WIRE_MAX_LIST 65535 /* names or values in one list */
+
+/* graph: the partition as graph_wire.c encodes it (bytes, no header). */
+int fl_wire_put_register_partition(fl_wire_buf *buf, uint32_t id, const void *graph, size_t len);
+int fl_wire_put_partition_registered(fl_wire_buf *buf, uint32_t id, uint64_t handle);
+/* lists: fetches, targets, active send keys, active recv keys, in that order. */
+int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, uint64_t step_id, int nfeeds,
+                              const char *const *feed_names, const fl_tensor *const *feed_values,
+                              const fl_wire_name_list lists[4]);
+int fl_wire_put_partition_done(fl_wire_buf *buf, uint32_t id, int nvalues, const fl_tensor *const *values);
+int fl_wire_put_send_tensor(fl_wire_buf *buf, uint32_t id, uint64_t step_id, const char *key,
+                            const fl_tensor *value);
+/* type: FL_WIRE_ABORT_STEP (a step id) or FL_WIRE_DEREGISTER_PARTITION (a handle). */
+int fl_wire_put_number(fl_wire_buf *buf, fl_wire_type type, uint32_t id, uint64_t number);
+
 /* ---- decoding: cut one frame off the front of the received bytes ---- */
 typedef enum { FL_WIRE_BAD = -1, FL_WIRE_NEED_MORE = 0, FL_WIRE_FRAME = 1 } fl_wire_status;
 
@@ -224,6 +260,31 @@ typedef struct {
     char message[FL_WIRE_MAX_MESSAGE + 1];
 } fl_wire_error;
 
+typedef struct {
+    uint64_t step_id;
+    char key[FL_WIRE_MAX_NAME + 1];
+    fl_wire_tensor value;
+} fl_wire_send_tensor;
+
+/* A payload kept whole for a parser of its own: REGISTER_PARTITION's graph,
+ * RUN_PARTITION's and PARTITION_DONE's lists (fl_wire_parse checks them). */
+typedef struct {
+    const unsigned char *data;
+    size_t len;
+} fl_wire_bytes;
+
+/* RUN_PARTITION's fields. Names and values point into `storage` (one
+ * block: free it with fl_wire_run_partition_free) and the frame. */
+typedef struct {
+    uint64_t handle, step_id;
+    int nfeeds;
+    const char **feed_names;
+    fl_wire_tensor *feed_values;
+    fl_wire_name_list lists[4]; /* fetches, targets, send keys, recv keys */
+    void *storage;
+} fl_wire_run_partition;
+void fl_wire_run_partition_free(fl_wire_run_partition *r);
+
 /* Every parser checks the frame's type, then each field, then that no bytes are left.
  * Return 0, or -1 with a message that starts with the frame type ("PULL: name is empty"). */
 int fl_wire_parse_hello(const fl_wire_frame *f, fl_wire_hello *out, char *err, size_t errlen);
@@ -243,6 +304,13 @@ int fl_wire_parse_sync_assignment(const fl_wire_frame *f, fl_wire_sync *sync, fl
                                   char *err, size_t errlen);
 int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, char *err, size_t errlen);
 int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, char *err, size_t errlen);
+int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *out, char *err, size_t errlen);
+/* PARTITION_DONE: *values (free() it) gets *count tensors that point into the frame. */
+int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count, char *err,
+                                 size_t errlen);
+int fl_wire_parse_send_tensor(const fl_wire_frame *f, fl_wire_send_tensor *out, char *err, size_t errlen);
+/* PARTITION_REGISTERED, ABORT_STEP, DEREGISTER_PARTITION: one u64. */
+int fl_wire_parse_number(const fl_wire_frame *f, uint64_t *number, char *err, size_t errlen);
 
 /* Any frame, by its type: the field of the union named after the type is filled. */
 typedef struct {
@@ -258,6 +326,9 @@ typedef struct {
         bool already_initialized;   /* INIT_DONE */
         uint64_t version;           /* APPLIED */
         fl_wire_error error;        /* ERROR */
+        uint64_t number;            /* PARTITION_REGISTERED, DEREGISTER_PARTITION: handle; ABORT_STEP: step */
+        fl_wire_send_tensor send;   /* SEND_TENSOR */
+        fl_wire_bytes body;         /* REGISTER_PARTITION, RUN_PARTITION, PARTITION_DONE (checked) */
     } u;
     fl_wire_sync sync; /* SYNC_APPLY, SYNC_ASSIGN, SYNC_ASSIGN_ADD */
 } fl_wire_message;

@@ -383,3 +383,24 @@ int fl_wire_put_error(fl_wire_buf *buf, uint32_t id, fl_wire_error_code code, co
     }
     return wire_end(buf, start);
 }
+
+/* ---- the field writers, lent to wire_partition.c and graph_wire.c ---- */
+
+int wire_put_u8(fl_wire_buf *buf, unsigned v) { return put_u8(buf, v); }
+int wire_put_u32(fl_wire_buf *buf, uint32_t v) { return put_u32(buf, v); }
+int wire_put_float(fl_wire_buf *buf, float f) { return put_float(buf, f); }
+
+int wire_put_u64(fl_wire_buf *buf, uint64_t v)
+{
+    return put_u32(buf, (uint32_t)(v >> 32)) != 0 || put_u32(buf, (uint32_t)v) != 0 ? -1 : 0;
+}
+
+int wire_put_name(fl_wire_buf *buf, long start, fl_wire_type type, const char *what, const char *name)
+{
+    return put_name(buf, start, type, what, name);
+}
+
+int wire_put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t)
+{
+    return put_tensor(buf, start, type, t);
+}

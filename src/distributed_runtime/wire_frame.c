@@ -14,6 +14,8 @@ static const char *const TYPE_NAMES[FL_WIRE_TYPE_COUNT] = {
     NULL,      "HELLO", "HELLO_OK",   "INIT_VARIABLE", "INIT_DONE", "PULL", "VALUE",
     "APPLY", "APPLIED", "ASSIGN_ADD", "GOODBYE",       "OK",        "ERROR", "ASSIGN",
     "SYNC_APPLY", "SYNC_ASSIGN", "SYNC_ASSIGN_ADD", "SYNC_DONE", "WAIT_STEP", "IS_INITIALIZED",
+    "REGISTER_PARTITION", "PARTITION_REGISTERED", "RUN_PARTITION", "PARTITION_DONE", "SEND_TENSOR",
+    "ABORT_STEP", "DEREGISTER_PARTITION",
 };
 
 /* The most payload each type can need: frames that carry no tensor are small, so a
@@ -38,6 +40,13 @@ static const uint32_t MAX_PAYLOAD[FL_WIRE_TYPE_COUNT] = {
     [FL_WIRE_SYNC_DONE] = 1,
     [FL_WIRE_WAIT_STEP] = 1 + FL_WIRE_MAX_NAME + 8,
     [FL_WIRE_IS_INITIALIZED] = 1 + FL_WIRE_MAX_NAME,
+    [FL_WIRE_REGISTER_PARTITION] = FL_WIRE_MAX_PAYLOAD,
+    [FL_WIRE_PARTITION_REGISTERED] = 8,
+    [FL_WIRE_RUN_PARTITION] = FL_WIRE_MAX_PAYLOAD,
+    [FL_WIRE_PARTITION_DONE] = FL_WIRE_MAX_PAYLOAD,
+    [FL_WIRE_SEND_TENSOR] = FL_WIRE_MAX_PAYLOAD,
+    [FL_WIRE_ABORT_STEP] = 8,
+    [FL_WIRE_DEREGISTER_PARTITION] = 8,
 };
 
 const char *fl_wire_type_name(int type)
@@ -70,6 +79,11 @@ int fl_wire_reply_type(int request_type)
     case FL_WIRE_SYNC_ASSIGN_ADD: return FL_WIRE_SYNC_DONE;
     case FL_WIRE_WAIT_STEP: return FL_WIRE_VALUE;
     case FL_WIRE_IS_INITIALIZED: return FL_WIRE_INIT_DONE;
+    case FL_WIRE_REGISTER_PARTITION: return FL_WIRE_PARTITION_REGISTERED;
+    case FL_WIRE_RUN_PARTITION: return FL_WIRE_PARTITION_DONE;
+    case FL_WIRE_SEND_TENSOR:
+    case FL_WIRE_ABORT_STEP:
+    case FL_WIRE_DEREGISTER_PARTITION: return FL_WIRE_OK;
     default: return 0;
     }
 }

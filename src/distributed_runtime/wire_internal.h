@@ -61,6 +61,42 @@ int wire_end_before(fl_wire_buf *buf, long start, size_t following);
 int wire_abort(fl_wire_buf *buf, long start, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* wire_cursor.c: a cursor that walks a payload, checking that each field's
+ * bytes are there before it reads them; every failure says "TYPE: why". */
+typedef struct {
+    const unsigned char *p;
+    size_t left;              /* in memory at p */
+    const unsigned char *tail; /* the payload's last tail_len bytes (fl_wire_frame) */
+    size_t tail_len;
+    fl_wire_type type;
+    char *err;
+    size_t errlen;
+} wire_cursor;
+int wire_cursor_open(wire_cursor *c, const fl_wire_frame *f, bool type_ok, const char *parser, char *err,
+                     size_t errlen);
+int wire_fail(wire_cursor *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int wire_take(wire_cursor *c, size_t n, const char *what, const unsigned char **out);
+int wire_get_u8(wire_cursor *c, const char *what, unsigned *v);
+int wire_get_u32(wire_cursor *c, const char *what, uint32_t *v);
+int wire_get_u64(wire_cursor *c, const char *what, uint64_t *v);
+int wire_get_name(wire_cursor *c, const char *what, char out[FL_WIRE_MAX_NAME + 1]);
+int wire_get_tensor(wire_cursor *c, fl_wire_tensor *t);
+int wire_finish(wire_cursor *c); /* -1 when bytes are left over */
+
+/* wire_encode.c: the field writers (big-endian; a name u8 length + bytes;
+ * a tensor's head and little-endian data). On failure the frame from
+ * `start` is dropped and buf->error says why. */
+int wire_put_u8(fl_wire_buf *buf, unsigned v);
+int wire_put_u32(fl_wire_buf *buf, uint32_t v);
+int wire_put_u64(fl_wire_buf *buf, uint64_t v);
+int wire_put_float(fl_wire_buf *buf, float f);
+int wire_put_name(fl_wire_buf *buf, long start, fl_wire_type type, const char *what, const char *name);
+int wire_put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t);
+
+/* wire_partition.c: the frames of in-graph replication across tasks. */
+bool wire_is_partition_frame(fl_wire_type type);
+int wire_parse_partition_frame(const fl_wire_frame *f, fl_wire_message *out, char *err, size_t errlen);
+
 /* Tensor elements travel little-endian: on a little-endian host (x86, most
  * ARM) a block of them is a plain memcpy, which matters for 13 MB tensors. */
 static inline bool wire_host_is_little_endian(void)

@@ -1,0 +1,33 @@
+/* partition_exec.h: a registered partition on its task server, and one
+ * step of it: the waves in order, each one session run, with the values
+ * this task receives waited for in the rendezvous and the values it sends
+ * going straight to their task. Runs on a thread of its own (not the
+ * server's event loop); one step of a partition at a time. */
+#ifndef FLOWLAB_DIST_PARTITION_EXEC_H
+#define FLOWLAB_DIST_PARTITION_EXEC_H
+
+#include "graph_partition.h"
+#include "rendezvous.h"
+
+typedef struct fl_partition_exec fl_partition_exec;
+
+/* Takes p's contents (p is left empty). Control inputs from an earlier
+ * wave are kept aside: the wave order already runs them first. */
+fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p);
+void fl_partition_exec_free(fl_partition_exec *e);
+
+/* What a step needs from its server. */
+typedef struct {
+    fl_rendezvous *rendezvous;
+    const fl_cluster *cluster; /* the peers a send goes to (their connections) */
+    const char *task;          /* this task: "/job:worker/task:1" */
+    FILE *log;
+    const char *log_prefix;    /* "worker 1" */
+} fl_partition_env;
+
+/* One step: outputs[i] gets a new tensor for fetch i (the caller frees
+ * them); 0, or -1 after fl_set_error_code with all outputs NULL. */
+int fl_partition_exec_run(fl_partition_exec *e, const fl_partition_env *env, const fl_wire_run_partition *run,
+                          fl_tensor **outputs);
+
+#endif

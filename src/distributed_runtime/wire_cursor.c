@@ -1,0 +1,153 @@
+/* wire_cursor.c: the cursor every parser walks a payload with, trusting
+ * nothing: each read first checks that its bytes are there, and every
+ * count, dim, dtype and name is checked before it is used. Failures say
+ * "TYPE: why". Shared by wire_parse.c, wire_partition.c and graph_wire_decode.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wire_internal.h"
+
+/* Every parse message starts with the frame type: "PULL: name is empty". */
+int wire_fail(wire_cursor *c, const char *fmt, ...)
+{
+    int n = snprintf(c->err, c->errlen, "%s: ", fl_wire_type_name(c->type));
+    if (n < 0 || (size_t)n >= c->errlen)
+        return -1;
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, args);
+    va_end(args);
+    return -1;
+}
+
+int wire_cursor_open(wire_cursor *c, const fl_wire_frame *f, bool type_ok, const char *parser,
+                       char *err, size_t errlen)
+{
+    *c = (wire_cursor){f->payload, f->payload_len, NULL, 0, f->type, err, errlen};
+    if (f->tail_len > f->payload_len)
+        return wire_fail(c, "%zu bytes received apart from a payload of %u", f->tail_len, (unsigned)f->payload_len);
+    c->left -= f->tail_len;
+    c->tail = f->tail;
+    c->tail_len = f->tail_len;
+    if (!type_ok)
+        return wire_fail(c, "not a frame for the %s parser", parser);
+    return 0;
+}
+
+int wire_take(wire_cursor *c, size_t n, const char *what, const unsigned char **out)
+{
+    *out = NULL;
+    if (n > c->left && c->tail_len)
+        return wire_fail(c, "the %s is not in the bytes before the %zu received apart", what, c->tail_len);
+    if (n > c->left)
+        return wire_fail(c, "payload ends inside the %s (needs %zu bytes, %zu left)", what, n, c->left);
+    *out = c->p;
+    c->p += n;
+    c->left -= n;
+    return 0;
+}
+
+int wire_get_u8(wire_cursor *c, const char *what, unsigned *v)
+{
+    const unsigned char *b;
+    if (wire_take(c, 1, what, &b) != 0)
+        return -1;
+    *v = b[0];
+    return 0;
+}
+
+int wire_get_u32(wire_cursor *c, const char *what, uint32_t *v)
+{
+    const unsigned char *b;
+    if (wire_take(c, 4, what, &b) != 0)
+        return -1;
+    *v = wire_load_u32(b);
+    return 0;
+}
+
+/* No bytes may follow the last field: they would mean sender and receiver disagree. */
+int wire_finish(wire_cursor *c)
+{
+    size_t left = c->left + c->tail_len;
+    if (left != 0)
+        return wire_fail(c, "%zu trailing byte%s after the last field", left, left == 1 ? "" : "s");
+    return 0;
+}
+
+/* ---- fields ---- */
+
+/* u8 length, then that many bytes; copied out with a terminating zero. */
+int wire_get_name(wire_cursor *c, const char *what, char out[FL_WIRE_MAX_NAME + 1])
+{
+    unsigned len;
+    const unsigned char *bytes;
+    char why[FL_WIRE_ERROR_LEN];
+    if (wire_get_u8(c, what, &len) != 0 || wire_take(c, len, what, &bytes) != 0)
+        return -1;
+    if (wire_check_name(bytes, len, why, sizeof why) != 0)
+        return wire_fail(c, "%s %s", what, why);
+    memcpy(out, bytes, len);
+    out[len] = '\0';
+    return 0;
+}
+
+static int get_shape(wire_cursor *c, fl_wire_tensor *t)
+{
+    unsigned rank;
+    if (wire_get_u8(c, "rank", &rank) != 0)
+        return -1;
+    if (rank > FL_MAX_RANK)
+        return wire_fail(c, "rank %u over the limit of %d", rank, FL_MAX_RANK);
+    t->shape.rank = (int)rank;
+    for (unsigned i = 0; i < rank; i++) {
+        uint32_t dim;
+        if (wire_get_u32(c, "shape", &dim) != 0)
+            return -1;
+        t->shape.dims[i] = (int32_t)dim; /* i32 on the wire: 0xffffffff reads as -1 */
+    }
+    char why[FL_WIRE_ERROR_LEN];
+    if (wire_check_shape(t->shape.rank, t->shape.dims, &t->count, why, sizeof why) != 0)
+        return wire_fail(c, "%s", why);
+    return 0;
+}
+
+/* dtype u8, rank u8, dims i32, data length u32, data. */
+int wire_get_tensor(wire_cursor *c, fl_wire_tensor *t)
+{
+    unsigned dtype;
+    uint32_t bytes;
+    memset(t, 0, sizeof *t);
+    if (wire_get_u8(c, "dtype", &dtype) != 0)
+        return -1;
+    if (dtype != FL_FLOAT32 && dtype != FL_INT32)
+        return wire_fail(c, "dtype %u is neither 0 (float32) nor 1 (int32)", dtype);
+    t->dtype = (fl_dtype)dtype;
+    if (get_shape(c, t) != 0 || wire_get_u32(c, "data length", &bytes) != 0)
+        return -1;
+    if ((uint64_t)bytes != (uint64_t)t->count * 4) {
+        char shape[64];
+        wire_format_dims(t->shape.rank, t->shape.dims, shape, sizeof shape);
+        return wire_fail(c, "%s %s needs %lld data bytes, the frame says %u",
+                    dtype == FL_FLOAT32 ? "float32" : "int32", shape, (long long)t->count * 4,
+                    (unsigned)bytes);
+    }
+    t->bytes = bytes;
+    if (c->tail_len == 0)
+        return wire_take(c, bytes, "tensor data", &t->data);
+    if (c->left != 0 || bytes != c->tail_len) /* the tail is taken whole, as this tensor's data */
+        return wire_fail(c, "tensor data of %u bytes, but %zu were received apart", (unsigned)bytes, c->tail_len);
+    t->data = c->tail;
+    c->tail_len = 0;
+    return 0;
+}
+
+int wire_get_u64(wire_cursor *c, const char *what, uint64_t *v)
+{
+    uint32_t high, low;
+    if (wire_get_u32(c, what, &high) != 0 || wire_get_u32(c, what, &low) != 0)
+        return -1;
+    *v = (uint64_t)high << 32 | low;
+    return 0;
+}
+

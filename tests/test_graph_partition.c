@@ -1,0 +1,223 @@
+/* test_graph_partition.c: the master's partitioning, offline (no server):
+ * a two-tower placement (a variable and its update on the ps, a tower on
+ * each worker) gives the partitions and cross-task edges predicted by hand;
+ * waves never let a task wait on itself; a control edge across tasks; what
+ * a run does not need stays out; a fed node becomes a Placeholder; an update
+ * of another task's variable is refused, naming the node. */
+#include "tap.h"
+#include "distributed_runtime/graph_partition.h"
+
+#define PS "/job:ps/task:0"
+
+typedef struct {
+    fl_graph *g;
+    fl_node *w, *x[2], *y[2], *loss[2], *grad[2], *train, *after_tower0;
+} model;
+
+static fl_node *tower(model *m, int i)
+{
+    char device[64];
+    snprintf(device, sizeof device, "/job:worker/task:%d/cpu:0", i);
+    fl_device_scope_push(m->g, device);
+    char name[32];
+    snprintf(name, sizeof name, "tower_%d", i);
+    fl_name_scope_push(m->g, name);
+    m->x[i] = fl_placeholder(m->g, FL_FLOAT32, fl_shape_make(2, -1, 3), "x");
+    m->y[i] = fl_placeholder(m->g, FL_FLOAT32, fl_shape_make(2, -1, 1), "y");
+    fl_node *error = fl_sub(m->g, fl_matmul(m->g, m->x[i], m->w, false, false, "pred"), m->y[i], NULL);
+    m->loss[i] = fl_reduce_mean(m->g, fl_mul(m->g, error, error, NULL), NULL, 0, false, "loss");
+    fl_gradients(m->g, m->loss[i], &m->w, 1, &m->grad[i]);
+    fl_name_scope_pop(m->g);
+    fl_device_pop(m->g);
+    return m->loss[i];
+}
+
+/* Variables, averaging and the update on the ps; tower i on worker i. */
+static model build(void)
+{
+    model m = {.g = fl_graph_new()};
+    fl_device_scope_push(m.g, PS);
+    m.w = fl_get_variable(m.g, "w", fl_shape_make(2, 3, 1), fl_constant_initializer(0.5f));
+    fl_device_pop(m.g);
+    tower(&m, 0);
+    tower(&m, 1);
+    fl_device_scope_push(m.g, PS);
+    fl_node *sum = fl_add_n(m.g, m.grad, 2, "sum_grads");
+    fl_grad_var pair = {fl_mul(m.g, sum, fl_scalar(m.g, 0.5f, NULL), "average"), m.w};
+    fl_optimizer *opt = fl_gradient_descent_optimizer(0.1f);
+    m.train = fl_apply_gradients(opt, m.g, &pair, 1, NULL, "train");
+    fl_optimizer_free(opt);
+    fl_device_pop(m.g);
+    fl_device_scope_push(m.g, "/job:worker/task:1");
+    m.after_tower0 = fl_group(m.g, &m.loss[0], 1, "after_tower0");
+    fl_device_pop(m.g);
+    return m;
+}
+
+static const fl_graph_partition *part(const fl_partitioned_run *r, const char *job, int task)
+{
+    for (int p = 0; p < r->nparts; p++)
+        if (strcmp(r->parts[p].job, job) == 0 && r->parts[p].task == task)
+            return &r->parts[p];
+    return NULL;
+}
+
+static bool has_edge(const fl_partition_edge *edges, int n, const char *key, const char *node)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(edges[i].key, key) == 0 && strcmp(edges[i].node, node) == 0)
+            return true;
+    return false;
+}
+
+static int wave_of(const fl_graph_partition *p, const char *node)
+{
+    fl_node *n = fl_graph_find(p->graph, node);
+    return n ? p->wave[n->id] : -1;
+}
+
+static void check_training_run(model *m)
+{
+    fl_node *feeds[4] = {m->x[0], m->y[0], m->x[1], m->y[1]};
+    fl_partition_request req = {feeds, 4, m->loss, 2, &m->train, 1};
+    int before = fl_graph_node_count(m->g);
+    fl_partitioned_run r;
+    if (!ok(fl_partition_graph(m->g, &req, &r) == 0, "the training run partitions"))
+        diag("%s", fl_last_error());
+    ok(fl_graph_node_count(m->g) == before, "the user's graph is not changed");
+    ok(r.nparts == 3, "three partitions: ps 0, worker 0, worker 1 (got %d)", r.nparts);
+    const fl_graph_partition *ps = part(&r, "ps", 0), *w0 = part(&r, "worker", 0), *w1 = part(&r, "worker", 1);
+    ok(ps == &r.parts[0] && w0 == &r.parts[1] && w1 == &r.parts[2], "ordered by job, then task");
+    if (!ps || !w0 || !w1)
+        return;
+    ok(ps->nsends == 2 && ps->nrecvs == 2, "the ps sends w twice and receives two gradients (%d, %d)",
+       ps->nsends, ps->nrecvs);
+    ok(w0->nsends == 1 && w0->nrecvs == 1 && w1->nsends == 1 && w1->nrecvs == 1,
+       "each worker receives w once, though two of its nodes read it, and sends one gradient");
+    ok(has_edge(ps->sends, 2, "w:/job:ps/task:0->/job:worker/task:1", "w") &&
+       has_edge(w1->recvs, 1, "w:/job:ps/task:0->/job:worker/task:1", "_recv/w"),
+       "w's edge to worker 1: keyed by value and both tasks, received into _recv/w");
+    char key[300];
+    snprintf(key, sizeof key, "%s:/job:worker/task:0->/job:ps/task:0", fl_node_name(m->grad[0]));
+    ok(has_edge(w0->sends, 1, key, fl_node_name(m->grad[0])), "tower 0's gradient goes to the ps: %s", key);
+    ok(w0->sends[0].peer_task == 0 && strcmp(w0->sends[0].peer_job, "ps") == 0, "a send names its destination");
+    ok(fl_graph_find(w0->graph, "w") == NULL && fl_graph_find(ps->graph, "w") != NULL,
+       "the variable lives only on the ps");
+    fl_node *pred = fl_graph_find(w1->graph, "tower_1/pred");
+    is_string(pred ? fl_node_device(pred) : NULL, "/cpu:0", "a copy keeps its name; its device is made local");
+    ok(wave_of(ps, "w") == 0 && wave_of(w0, "tower_0/loss") == 1 && wave_of(ps, fl_node_name(m->train)) == 2,
+       "waves: w 0, the towers 1, the update 2 (got %d %d %d)", wave_of(ps, "w"), wave_of(w0, "tower_0/loss"),
+       wave_of(ps, fl_node_name(m->train)));
+    ok(ps->nwaves == 3 && w0->nwaves == 2, "the ps runs three waves, a worker two");
+    ok(r.fetch_part[0] == 1 && r.fetch_part[1] == 2 && r.target_part[0] == 0 && r.feed_part[2] == 2,
+       "the master learns where each fetch, target and feed lives");
+    fl_partitioned_run_free(&r);
+}
+
+/* Every recv's value comes from a lower wave of another task, and within a
+ * task no node runs in a wave before its inputs: no task waits on itself. */
+static bool waves_are_safe(const fl_partitioned_run *r)
+{
+    for (int p = 0; p < r->nparts; p++) {
+        const fl_graph_partition *to = &r->parts[p];
+        for (int e = 0; e < to->nrecvs; e++) {
+            const fl_graph_partition *from = part(r, to->recvs[e].peer_job, to->recvs[e].peer_task);
+            const char *sent = NULL;
+            for (int s = 0; from && s < from->nsends; s++)
+                if (strcmp(from->sends[s].key, to->recvs[e].key) == 0)
+                    sent = from->sends[s].node;
+            if (!sent || from == to || wave_of(from, sent) >= wave_of(to, to->recvs[e].node))
+                return false;
+        }
+        for (int id = 0; id < fl_graph_node_count(to->graph); id++) {
+            fl_node *n = fl_graph_node(to->graph, id);
+            for (int i = 0; i < fl_node_input_count(n); i++)
+                if (to->wave[(fl_node_input(n, i))->id] > to->wave[id])
+                    return false;
+        }
+    }
+    return true;
+}
+
+static void check_waves(model *m)
+{
+    fl_node *feeds[4] = {m->x[0], m->y[0], m->x[1], m->y[1]};
+    fl_node *roots[2] = {m->train, m->after_tower0};
+    fl_partition_request req = {feeds, 4, m->loss, 2, roots, 2};
+    fl_partitioned_run r;
+    if (fl_partition_graph(m->g, &req, &r) != 0)
+        diag("%s", fl_last_error());
+    ok(r.nparts == 3 && waves_are_safe(&r), "every recv comes from a lower wave of another task");
+    fl_partitioned_run_free(&r);
+}
+
+static void check_control_edge(model *m)
+{
+    fl_node *feeds[2] = {m->x[0], m->y[0]};
+    fl_partition_request req = {feeds, 2, NULL, 0, &m->after_tower0, 1};
+    fl_partitioned_run r;
+    if (!ok(fl_partition_graph(m->g, &req, &r) == 0 && r.nparts == 3, "a control edge pulls in its task, and w's"))
+        diag("%s", fl_last_error());
+    const fl_graph_partition *w0 = part(&r, "worker", 0), *w1 = part(&r, "worker", 1);
+    if (!w0 || !w1)
+        return;
+    const char *key = "^_send_control/tower_0/loss:/job:worker/task:0->/job:worker/task:1";
+    ok(has_edge(w0->sends, w0->nsends, key, "_send_control/tower_0/loss") &&
+       has_edge(w1->recvs, w1->nrecvs, key, "_recv_control/tower_0/loss"),
+       "worker 0 sends a token once tower_0/loss has run: %s", key);
+    fl_node *token = fl_graph_find(w0->graph, "_send_control/tower_0/loss");
+    fl_node *group = fl_graph_find(w1->graph, "after_tower0");
+    ok(token && token->ncontrols == 1 && strcmp(token->controls[0]->name, "tower_0/loss") == 0,
+       "the token runs after the node it stands for");
+    ok(group && group->ncontrols == 1 && strcmp(group->controls[0]->name, "_recv_control/tower_0/loss") == 0,
+       "the receiving node waits on the token's Placeholder");
+    ok(fl_graph_find(w1->graph, "tower_1/loss") == NULL, "tower 1 is not needed, so not copied");
+    fl_partitioned_run_free(&r);
+}
+
+static void check_pruning_and_feeds(model *m)
+{
+    fl_node *pred = fl_graph_find(m->g, "tower_0/pred");
+    fl_node *feeds[2] = {pred, m->y[0]};
+    fl_partition_request req = {feeds, 2, &m->loss[0], 1, NULL, 0};
+    fl_partitioned_run r;
+    ok(fl_partition_graph(m->g, &req, &r) == 0 && r.nparts == 1 && strcmp(r.parts[0].job, "worker") == 0,
+       "feeding tower 0's prediction leaves the ps out");
+    fl_node *copy = r.nparts ? fl_graph_find(r.parts[0].graph, "tower_0/pred") : NULL;
+    is_string(copy ? fl_node_op_type(copy) : NULL, "Placeholder", "a fed node becomes a Placeholder");
+    ok(r.nparts && r.parts[0].nsends == 0 && r.parts[0].nrecvs == 0, "and nothing crosses tasks");
+    fl_partitioned_run_free(&r);
+}
+
+static void check_remote_update_refused(void)
+{
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, PS);
+    fl_node *v = fl_get_variable(g, "v", fl_shape_make(1, 2), fl_zeros_initializer());
+    fl_device_pop(g);
+    fl_device_scope_push(g, "/job:worker/task:0");
+    fl_node *assign = fl_assign(g, v, fl_ones_like(g, v, NULL), "stray_assign");
+    fl_device_pop(g);
+    fl_partition_request req = {NULL, 0, NULL, 0, &assign, 1};
+    fl_partitioned_run r;
+    ok(fl_partition_graph(g, &req, &r) == -1 && fl_last_error_code() == FL_INVALID_ARGUMENT &&
+       strstr(fl_last_error(), "stray_assign") && strstr(fl_last_error(), "colocate"),
+       "an update of another task's variable is refused, naming the node and how to fix it");
+    diag("%s", fl_last_error());
+    ok(r.nparts == 0 && r.parts == NULL, "a failed partitioning hands back nothing");
+    fl_graph_free(g);
+}
+
+int main(void)
+{
+    model m = build();
+    if (!ok(fl_graph_error(m.g) == NULL, "the two-tower model builds"))
+        diag("%s", fl_graph_error(m.g));
+    check_training_run(&m);
+    check_waves(&m);
+    check_control_edge(&m);
+    check_pruning_and_feeds(&m);
+    check_remote_update_refused();
+    fl_graph_free(m.g);
+    return done_testing();
+}

@@ -1,0 +1,256 @@
+/* test_partition_server.c: two task servers in this process on loopback
+ * (one ps, one worker) serve hand-built partitions of one graph: the ps
+ * holds w and sends its value to the worker, which computes g = w * x and
+ * sends g straight back to the ps, which adds it to w. Several steps check
+ * the values and that g went task to task; a step waiting on a value is
+ * aborted; a client that goes away frees what it registered; a malformed
+ * partition is refused naming the node; the servers end on the client's
+ * goodbye. Every wait has a deadline and says what it waited for. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distributed_runtime/frame_reader.h"
+#include "distributed_runtime/graph_wire.h"
+#include "distributed_runtime/partition_client.h"
+#include "distributed_runtime/remote_device.h"
+#include "flowlab_cluster.h"
+#include "loopback.h"
+#include "partition_fixture.h"
+#include "runtime.h"
+#include "tap.h"
+
+typedef struct {
+    fl_cluster *cluster[2]; /* ps, worker */
+    fl_server *server[2];
+    int port[2];
+    FILE *log;
+    char log_path[64];
+} tasks;
+
+static fl_ps_client *connect_client(const tasks *t, int which)
+{
+    fl_connect_options o = {.who = which ? "/job:worker/task:0" : "/job:ps/task:0", .host = "127.0.0.1",
+                            .port = t->port[which], .deadline_s = 20, .log_prefix = "client"};
+    return fl_ps_client_open(&o, FL_WIRE_CLIENT_JOB, 0);
+}
+
+static bool start_tasks(tasks *t)
+{
+    int base = loopback_free_ports(2);
+    char ps[64], worker[64];
+    snprintf(ps, sizeof ps, "127.0.0.1:%d", base);
+    snprintf(worker, sizeof worker, "127.0.0.1:%d", base + 1);
+    snprintf(t->log_path, sizeof t->log_path, "/tmp/test_partition_server.%d.log", (int)getpid());
+    t->log = fopen(t->log_path, "w+");
+    const char *jobs[2] = {"ps", "worker"};
+    for (int i = 0; i < 2; i++) {
+        t->port[i] = base + i;
+        t->cluster[i] = fl_cluster_from_flags(ps, worker, jobs[i], 0);
+        fl_server_options o = {.log = t->log};
+        t->server[i] = t->cluster[i] ? fl_server_start(t->cluster[i], &o) : NULL;
+        if (!t->server[i])
+            return false;
+    }
+    return true;
+}
+
+static bool log_says(const tasks *t, const char *what, double within_s)
+{
+    double start = fl_now_s();
+    char line[512];
+    while (fl_now_s() - start < within_s) {
+        fflush(t->log);
+        FILE *f = fopen(t->log_path, "r");
+        bool found = false;
+        while (f && !found && fgets(line, sizeof line, f))
+            found = strstr(line, what) != NULL;
+        if (f)
+            fclose(f);
+        if (found)
+            return true;
+        fl_sleep_s(0.05);
+    }
+    diag("waited %.0f s for the servers' log to say \"%s\"", within_s, what);
+    return false;
+}
+
+/* ---- the tests ---- */
+
+/* Three steps; w starts at [1, 1] and x is [1, 2]: g = w x, w += g. */
+static void test_steps(remote_run *ps, remote_run *worker, fl_cluster *worker_cluster, uint64_t first_step)
+{
+    static float w[2] = {1, 1}; /* the ps's w, carried from one call to the next */
+    float xv[2] = {1, 2};
+    fl_tensor *x = fl_tensor_from_floats(fl_shape_make(1, 2), xv);
+    const fl_tensor *feeds[1] = {x};
+    uint64_t sent_before, received;
+    fl_remote_task_traffic(worker_cluster, "/job:ps/task:0", &sent_before, &received);
+    for (int step = 0; step < 3; step++) {
+        setup_runs(ps, worker, first_step + (uint64_t)step, feeds);
+        pthread_t ps_thread;
+        pthread_create(&ps_thread, NULL, run_remote, ps);
+        run_remote(worker);
+        pthread_join(ps_thread, NULL);
+        float want_sum = w[0] * xv[0] + w[1] * xv[1];
+        ok(ps->rc == 0 && worker->rc == 0, "step %d runs on both tasks (ps: %s; worker: %s)", step, ps->error,
+           worker->error);
+        if (ps->rc || worker->rc)
+            return fl_tensor_free(x);
+        const float *read = fl_tensor_floats(ps->out[0]);
+        ok(read[0] == w[0] && read[1] == w[1], "step %d: the ps fetched w = [%g, %g] (want [%g, %g])", step, read[0],
+           read[1], w[0], w[1]);
+        is_near(fl_tensor_scalar(worker->out[0]), want_sum, 1e-6, "the worker's sum of g = w x");
+        for (int i = 0; i < 2; i++)
+            w[i] += w[i] * xv[i];
+        fl_tensor_free(ps->out[0]);
+        fl_tensor_free(worker->out[0]);
+    }
+    uint64_t sent_after;
+    fl_remote_task_traffic(worker_cluster, "/job:ps/task:0", &sent_after, &received);
+    ok(sent_after - sent_before >= 3 * (16 + 8 + 1 + strlen(G_KEY) + 2 + 4 + 4 + 8),
+       "g went from the worker to the ps directly: %llu bytes on the worker's own connection",
+       (unsigned long long)(sent_after - sent_before));
+    fl_tensor_free(x);
+}
+
+/* The ps waits for g, which never comes: the client gives the step up. */
+static void test_abort(remote_run *ps)
+{
+    const fl_tensor *none[1] = {NULL};
+    remote_run unused;
+    setup_runs(ps, &unused, 500, none);
+    pthread_t thread;
+    pthread_create(&thread, NULL, run_remote, ps);
+    fl_sleep_s(0.3);
+    ok(fl_partition_abort_step(ps->client, 500) == 0, "ABORT_STEP is answered while the run waits: %s",
+       fl_last_error());
+    pthread_join(thread, NULL);
+    ok(ps->rc != 0 && ps->code == FL_ABORTED, "the waiting run ends ABORTED after %.1f s (deadline 20 s): %s",
+       ps->seconds, ps->error);
+    contains(ps->error, G_KEY, "the message names the value it waited for");
+}
+
+static void test_refusals(remote_run *ps)
+{
+    fl_graph_partition bad;
+    ps_partition(&bad);
+    bad.task = 0;
+    bad.wave[fl_graph_find(bad.graph, "w/read")->id] = 2; /* an input from a later wave */
+    bad.wave[fl_graph_find(bad.graph, "w")->id] = 2;
+    bad.wave[fl_graph_find(bad.graph, "update")->id] = 0;
+    uint64_t handle;
+    ok(fl_partition_register(ps->client, &bad, &handle) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
+       "a malformed partition is refused (INVALID_ARGUMENT)");
+    contains(fl_last_error(), "node w/Assign: input w is in wave 2", "naming the node and what is wrong");
+    contains(fl_last_error(), "/job:ps/task:0", "and the task");
+    fl_graph_partition_free(&bad);
+    const char *nothing[] = {"no_such_node"};
+    fl_partition_run run = {.step_id = 600, .target_names = nothing, .ntargets = 1};
+    ok(fl_partition_run_remote(ps->client, ps->handle, &run, NULL) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
+       "a run naming no node of the partition is refused: %s", fl_last_error());
+    ok(fl_partition_run_remote(ps->client, ps->handle + 100, &run, NULL) != 0,
+       "a handle never registered is refused: %s", fl_last_error());
+}
+
+/* A client that goes away mid-run, as a raw socket (a killed process):
+ * HELLO, REGISTER_PARTITION, RUN_PARTITION, then the connection closes. */
+static bool raw_request(int fd, fl_wire_buf *out, fl_wire_frame *reply, fl_wire_buf *in)
+{
+    char why[FL_WIRE_ERROR_LEN];
+    bool sent = write(fd, out->data, out->len) == (ssize_t)out->len;
+    fl_wire_buf_consume(out, out->len);
+    fl_wire_buf_consume(in, in->len);
+    return sent && fl_read_frame(fd, in, reply, NULL, NULL, why, sizeof why) == 1;
+}
+
+static void test_lost_client(const tasks *t)
+{
+    int fd = loopback_connect(t->port[1], 20);
+    fl_wire_buf out = {0}, in = {0}, graph = {0};
+    fl_wire_frame f;
+    uint64_t handle = 0;
+    char why[FL_WIRE_ERROR_LEN];
+    fl_graph_partition p;
+    worker_partition(&p);
+    fl_graph_wire_encode(&p, &graph);
+    fl_graph_partition_free(&p);
+    fl_wire_put_hello(&out, 1, FL_WIRE_CLIENT_JOB, 0);
+    bool hello = fd >= 0 && raw_request(fd, &out, &f, &in) && f.type == FL_WIRE_HELLO_OK;
+    fl_wire_put_register_partition(&out, 2, graph.data, graph.len);
+    ok(hello && raw_request(fd, &out, &f, &in) && fl_wire_parse_number(&f, &handle, why, sizeof why) == 0,
+       "a client on a raw socket registers a partition on the worker (handle %llu)", (unsigned long long)handle);
+    float xv[2] = {1, 1};
+    fl_tensor *x = fl_tensor_from_floats(fl_shape_make(1, 2), xv);
+    const char *feeds[] = {"x"}, *fetches[] = {"g_sum"};
+    const fl_tensor *values[] = {x};
+    fl_wire_name_list lists[4] = {{1, fetches}, {0, NULL}, {1, g_keys}, {1, w_keys}};
+    fl_wire_put_run_partition(&out, 3, handle, 700, 1, feeds, values, lists);
+    ok(write(fd, out.data, out.len) == (ssize_t)out.len, "and starts a step, whose w no ps will send");
+    fl_sleep_s(0.3);
+    close(fd); /* killed mid-run */
+    ok(log_says(t, "dropping the 1 partition", 10), "the worker drops what the lost client registered");
+    fl_tensor_free(x);
+    fl_wire_buf_free(&out);
+    fl_wire_buf_free(&in);
+    fl_wire_buf_free(&graph);
+}
+
+static void register_pair(tasks *t, remote_run *ps, remote_run *worker)
+{
+    fl_graph_partition p, q;
+    ps_partition(&p);
+    worker_partition(&q);
+    ps->client = connect_client(t, 0);
+    worker->client = connect_client(t, 1);
+    ok(ps->client && fl_partition_register(ps->client, &p, &ps->handle) == 0, "the ps partition registers: %s",
+       fl_last_error());
+    ok(worker->client && fl_partition_register(worker->client, &q, &worker->handle) == 0,
+       "the worker partition registers: %s", fl_last_error());
+    fl_graph_partition_free(&p);
+    fl_graph_partition_free(&q);
+}
+
+static void say_goodbye(tasks *t, remote_run *ps, remote_run *worker)
+{
+    ok(fl_ps_client_goodbye(ps->client) == 0 && fl_ps_client_goodbye(worker->client) == 0,
+       "the client says goodbye to both tasks");
+    ok(fl_server_join(t->server[0], 10) == 0 && fl_server_join(t->server[1], 10) == 0,
+       "both servers are done once their client said goodbye (waited up to 10 s each)");
+    fl_ps_client_close(ps->client);
+    fl_ps_client_close(worker->client);
+}
+
+int main(void)
+{
+    setenv("FLOWLAB_TASK_DEADLINE", "20", 1);
+    tasks t = {0};
+    if (!start_tasks(&t)) {
+        diag("%s", fl_last_error());
+        skip_all("cannot start two task servers on loopback");
+    }
+    remote_run ps = {0}, worker = {0};
+    register_pair(&t, &ps, &worker);
+    initialize(&ps);
+    test_steps(&ps, &worker, t.cluster[1], 10);
+    test_abort(&ps);
+    test_refusals(&ps);
+    test_lost_client(&t);
+    /* A new client after the lost one: registers again and trains. */
+    fl_ps_client_close(worker.client);
+    fl_graph_partition q;
+    worker_partition(&q);
+    worker.client = connect_client(&t, 1);
+    ok(worker.client && fl_partition_register(worker.client, &q, &worker.handle) == 0,
+       "a new client registers on the worker after the lost one: %s", fl_last_error());
+    fl_graph_partition_free(&q);
+    test_steps(&ps, &worker, t.cluster[1], 20);
+    say_goodbye(&t, &ps, &worker);
+    for (int i = 0; i < 2; i++) {
+        fl_server_stop(t.server[i]);
+        fl_cluster_free(t.cluster[i]);
+    }
+    fclose(t.log);
+    remove(t.log_path);
+    return done_testing();
+}

@@ -1,0 +1,255 @@
+/* test_partition_wire.c: the frames of in-graph replication across tasks
+ * (REGISTER_PARTITION .. DEREGISTER_PARTITION) and a partition's graph as
+ * bytes (graph_wire), with no sockets: every frame round trips, a partition
+ * comes back node for node, and malformed or oversized ones are refused
+ * with a message naming the node, never a crash. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distributed_runtime/graph_wire.h"
+#include "distributed_runtime/wire.h"
+#include "runtime.h"
+#include "tap.h"
+
+static char err[FL_WIRE_ERROR_LEN];
+
+/* The one frame in buf, decoded; false when it is not exactly one. */
+static bool one_frame(const fl_wire_buf *buf, fl_wire_frame *f)
+{
+    return fl_wire_decode(buf->data, buf->len, f, err, sizeof err) == FL_WIRE_FRAME && f->frame_len == buf->len;
+}
+
+static void test_run_partition(void)
+{
+    float v[6] = {1, 2, 3, 4, 5, 6};
+    fl_tensor *x = fl_tensor_from_floats(fl_shape_make(2, 2, 3), v);
+    const char *feeds[] = {"x"};
+    const fl_tensor *values[] = {x};
+    const char *fetches[] = {"loss", "tower_0/logits"}, *targets[] = {"train"};
+    const char *sends[] = {"grad:/job:worker/task:0->/job:ps/task:0"}, *recvs[] = {"w/read:a->b", "b/read:a->b"};
+    fl_wire_name_list lists[4] = {{2, fetches}, {1, targets}, {1, sends}, {2, recvs}};
+    fl_wire_buf buf = {0};
+    ok(fl_wire_put_run_partition(&buf, 7, 42, 1001, 1, feeds, values, lists) == 0, "RUN_PARTITION encodes: %s",
+       buf.error);
+    fl_wire_frame f;
+    fl_wire_message m;
+    fl_wire_run_partition r;
+    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, err, sizeof err) == 0, "RUN_PARTITION decodes and checks: %s", err);
+    ok(fl_wire_parse_run_partition(&f, &r, err, sizeof err) == 0, "RUN_PARTITION parses: %s", err);
+    ok(r.handle == 42 && r.step_id == 1001 && r.nfeeds == 1 && strcmp(r.feed_names[0], "x") == 0,
+       "handle, step and feed name round trip");
+    float got[6] = {0};
+    fl_wire_tensor_read(&r.feed_values[0], got);
+    ok(r.feed_values[0].shape.rank == 2 && memcmp(got, v, sizeof v) == 0, "the feed's value round trips");
+    bool lists_same = true;
+    for (int k = 0; k < 4; k++) {
+        lists_same = lists_same && r.lists[k].count == lists[k].count;
+        for (int i = 0; lists_same && i < lists[k].count; i++)
+            lists_same = strcmp(r.lists[k].names[i], lists[k].names[i]) == 0;
+    }
+    ok(lists_same, "fetches, targets, send keys and recv keys round trip");
+    fl_wire_run_partition_free(&r);
+    ok(fl_wire_reply_type(FL_WIRE_RUN_PARTITION) == FL_WIRE_PARTITION_DONE, "RUN_PARTITION is answered by PARTITION_DONE");
+    is_string(fl_wire_type_name(FL_WIRE_RUN_PARTITION), "RUN_PARTITION", "its name");
+    /* Cut one byte short at every length: always refused, never read past the end. */
+    bool all_refused = true;
+    for (size_t cut = FL_WIRE_HEADER_BYTES; cut + 1 < buf.len; cut++) {
+        f.payload_len = (uint32_t)(cut - FL_WIRE_HEADER_BYTES);
+        all_refused = all_refused && fl_wire_parse_run_partition(&f, &r, err, sizeof err) != 0;
+    }
+    ok(all_refused, "every truncated RUN_PARTITION is refused (last: %s)", err);
+    fl_wire_buf_free(&buf);
+    fl_tensor_free(x);
+}
+
+static void test_hostile_counts(void)
+{
+    /* handle, step, then a feed count of 4 billion in a 24-byte payload. */
+    unsigned char payload[24] = {0};
+    memset(payload + 16, 0xff, 4);
+    fl_wire_frame f = {.type = FL_WIRE_RUN_PARTITION, .payload = payload, .payload_len = 20};
+    fl_wire_run_partition r;
+    ok(fl_wire_parse_run_partition(&f, &r, err, sizeof err) != 0, "a count of 4 billion feeds is refused");
+    contains(err, "feeds", "the message says which count");
+    f.type = FL_WIRE_PARTITION_DONE;
+    f.payload = payload + 16;
+    f.payload_len = 4;
+    fl_wire_tensor *values;
+    int n;
+    ok(fl_wire_parse_partition_done(&f, &values, &n, err, sizeof err) != 0, "PARTITION_DONE with too many values is refused: %s", err);
+    fl_wire_buf buf = {0};
+    ok(fl_wire_put_register_partition(&buf, 1, NULL, 0) != 0, "an empty REGISTER_PARTITION is not encoded");
+    fl_wire_buf_free(&buf);
+}
+
+static void test_small_frames(void)
+{
+    fl_wire_buf buf = {0};
+    fl_wire_frame f;
+    fl_wire_message m;
+    float one = 3.5f;
+    fl_tensor t = {FL_FLOAT32, {0, {0}}, &one};
+    fl_wire_put_send_tensor(&buf, 3, 99, "a:/job:ps/task:0->/job:worker/task:1", &t);
+    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, err, sizeof err) == 0 && m.u.send.step_id == 99 &&
+           strcmp(m.u.send.key, "a:/job:ps/task:0->/job:worker/task:1") == 0 && m.u.send.value.count == 1,
+       "SEND_TENSOR round trips: %s", err);
+    const fl_wire_type numbers[] = {FL_WIRE_PARTITION_REGISTERED, FL_WIRE_ABORT_STEP, FL_WIRE_DEREGISTER_PARTITION};
+    for (int i = 0; i < 3; i++) {
+        fl_wire_buf_free(&buf);
+        fl_wire_put_number(&buf, numbers[i], 4, UINT64_C(0x123456789a));
+        ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, err, sizeof err) == 0 && m.u.number == UINT64_C(0x123456789a),
+           "%s round trips its number", fl_wire_type_name(numbers[i]));
+    }
+    fl_wire_buf_free(&buf);
+    const fl_tensor *values[] = {&t, &t};
+    fl_wire_put_partition_done(&buf, 5, 2, values);
+    fl_wire_tensor *got;
+    int n;
+    ok(one_frame(&buf, &f) && fl_wire_parse_partition_done(&f, &got, &n, err, sizeof err) == 0 && n == 2,
+       "PARTITION_DONE round trips two values: %s", err);
+    free(got);
+    fl_wire_buf_free(&buf);
+    ok(fl_wire_put_number(&buf, FL_WIRE_OK, 1, 1) != 0 && buf.len == 0, "an OK carries no number: %s", buf.error);
+}
+
+/* ---- a partition by hand: x (fed) and w on /cpu:0, y = x w, a NoOp after y ---- */
+
+static void make_partition(fl_graph_partition *p)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->job, sizeof p->job, "worker");
+    p->task = 1;
+    fl_graph *g = p->graph = fl_graph_new();
+    fl_device_scope_push(g, "/cpu:0");
+    fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(2, -1, 3), "x");
+    fl_node *w = fl_get_variable(g, "w", fl_shape_make(2, 3, 2), fl_constant_initializer(0.5f));
+    fl_node *y = fl_matmul(g, x, w, false, false, "y");
+    fl_node *recv = fl_placeholder(g, FL_FLOAT32, fl_shape_make(0), "recv/b");
+    fl_node *out = fl_add(g, fl_add(g, y, recv, "sum"), fl_scalar(g, 2.0f, "two"), "out");
+    fl_group(g, &out, 1, "after");
+    fl_device_pop(g);
+    int n = fl_graph_node_count(g);
+    p->wave = calloc((size_t)n, sizeof *p->wave);
+    p->nwaves = 2;
+    for (int i = fl_graph_find(g, "recv/b")->id; i < n; i++)
+        p->wave[i] = 1;
+    p->sends = calloc(1, sizeof *p->sends);
+    p->nsends = 1;
+    snprintf(p->sends[0].key, sizeof p->sends[0].key, "out:/job:worker/task:1->/job:ps/task:0");
+    snprintf(p->sends[0].node, sizeof p->sends[0].node, "out");
+    snprintf(p->sends[0].peer_job, sizeof p->sends[0].peer_job, "ps");
+    p->recvs = calloc(1, sizeof *p->recvs);
+    p->nrecvs = 1;
+    snprintf(p->recvs[0].key, sizeof p->recvs[0].key, "b:/job:ps/task:0->/job:worker/task:1");
+    snprintf(p->recvs[0].node, sizeof p->recvs[0].node, "recv/b");
+    snprintf(p->recvs[0].peer_job, sizeof p->recvs[0].peer_job, "ps");
+}
+
+static bool same_node(const fl_node *a, const fl_node *b)
+{
+    bool same = strcmp(a->name, b->name) == 0 && a->op == b->op && fl_shape_equal(a->shape, b->shape) &&
+                strcmp(a->device, b->device) == 0 && a->ninputs == b->ninputs && a->ncontrols == b->ncontrols;
+    for (int i = 0; same && i < a->ninputs; i++)
+        same = a->inputs[i]->id == b->inputs[i]->id;
+    for (int i = 0; same && i < a->ncontrols; i++)
+        same = a->controls[i]->id == b->controls[i]->id;
+    return same && (a->initializer ? b->initializer && a->initializer->id == b->initializer->id : !b->initializer);
+}
+
+static void test_graph_round_trip(void)
+{
+    fl_graph_partition p, q;
+    make_partition(&p);
+    fl_wire_buf bytes = {0};
+    int rc = fl_graph_wire_encode(&p, &bytes);
+    ok(rc == 0, "a partition encodes (%zu bytes)", bytes.len);
+    ok(fl_graph_wire_decode(bytes.data, bytes.len, &q) == 0, "and decodes: %s", fl_last_error());
+    int n = fl_graph_node_count(p.graph);
+    bool same = q.graph && fl_graph_node_count(q.graph) == n && q.nwaves == 2 && q.task == 1 &&
+                strcmp(q.job, "worker") == 0;
+    for (int i = 0; same && i < n; i++)
+        same = same_node(fl_graph_node(p.graph, i), fl_graph_node(q.graph, i)) && p.wave[i] == q.wave[i];
+    ok(same, "node for node the same: names, ops, shapes, devices, inputs, controls, waves, initializers");
+    const fl_node *c = NULL;
+    for (int i = 0; q.graph && i < n && !c; i++)
+        if (fl_graph_node(q.graph, i)->op == FL_OP_CONST)
+            c = fl_graph_node(q.graph, i);
+    ok(c && c->value && c->value->shape.rank == 0 && fl_tensor_scalar(c->value) == 2.0f, "a Const comes with its value");
+    ok(q.graph && fl_graph_find_variable(q.graph, "w") != NULL, "a variable is registered as one");
+    ok(q.nsends == 1 && q.nrecvs == 1 && strcmp(q.sends[0].key, p.sends[0].key) == 0 &&
+           strcmp(q.recvs[0].node, "recv/b") == 0 && strcmp(q.recvs[0].peer_job, "ps") == 0,
+       "sends and recvs round trip");
+    /* Every byte flipped in turn: each decode fails cleanly or builds a graph, never crashes. */
+    int refused = 0;
+    for (size_t i = 0; i < bytes.len; i++) {
+        bytes.data[i] ^= 0xa5;
+        fl_graph_partition r;
+        if (fl_graph_wire_decode(bytes.data, bytes.len, &r) != 0)
+            refused += fl_last_error_code() == FL_INVALID_ARGUMENT;
+        else
+            fl_graph_partition_free(&r);
+        bytes.data[i] ^= 0xa5;
+    }
+    ok(refused > 0, "flipping bytes one at a time: %d of %zu refused with INVALID_ARGUMENT, no crash", refused, bytes.len);
+    bool all_refused = true;
+    for (size_t cut = 0; cut < bytes.len; cut += 7)
+        all_refused = all_refused && fl_graph_wire_decode(bytes.data, cut, &q) != 0;
+    ok(all_refused, "every truncated partition is refused");
+    fl_wire_buf_free(&bytes);
+    fl_graph_partition_free(&p);
+}
+
+/* Encodes p, decodes it, and expects a refusal that names `node`. */
+static void expect_refused(fl_graph_partition *p, const char *node, const char *what)
+{
+    fl_wire_buf bytes = {0};
+    fl_graph_partition q;
+    int rc = fl_graph_wire_encode(p, &bytes) == 0 ? fl_graph_wire_decode(bytes.data, bytes.len, &q) : 0;
+    ok(rc != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT, "%s is refused (INVALID_ARGUMENT)", what);
+    char want[300];
+    snprintf(want, sizeof want, "node %s", node);
+    contains(fl_last_error(), want, "the message names the node");
+    fl_wire_buf_free(&bytes);
+}
+
+static void test_graph_refusals(void)
+{
+    fl_graph_partition p;
+    make_partition(&p);
+    p.wave[fl_graph_find(p.graph, "y")->id] = 0;
+    p.wave[fl_graph_find(p.graph, "x")->id] = 1;
+    expect_refused(&p, "y", "an input from a later wave");
+    fl_graph_partition_free(&p);
+
+    make_partition(&p);
+    snprintf(p.recvs[0].node, sizeof p.recvs[0].node, "y");
+    expect_refused(&p, "y", "a recv into a MatMul");
+    fl_graph_partition_free(&p);
+
+    make_partition(&p);
+    fl_graph_find(p.graph, "w")->attrs.shape = fl_shape_make(2, 100000, 100000);
+    expect_refused(&p, "w", "an oversized variable (10^10 floats)");
+    fl_graph_partition_free(&p);
+
+    make_partition(&p);
+    snprintf(fl_graph_find(p.graph, "y")->device, FL_DEVICE_LEN, "/job:ps/task:0/cpu:0");
+    expect_refused(&p, "y", "a device of another task");
+    fl_graph_partition_free(&p);
+
+    /* The header alone, claiming more nodes than a partition may have. */
+    unsigned char head[] = {1, 6, 'w', 'o', 'r', 'k', 'e', 'r', 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x86, 0xa1};
+    fl_graph_partition q;
+    ok(fl_graph_wire_decode(head, sizeof head, &q) != 0, "a partition of 100001 nodes is refused");
+    contains(fl_last_error(), "100001 nodes", "the message says how many");
+}
+
+int main(void)
+{
+    test_run_partition();
+    test_hostile_counts();
+    test_small_frames();
+    test_graph_round_trip();
+    test_graph_refusals();
+    return done_testing();
+}
