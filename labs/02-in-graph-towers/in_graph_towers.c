@@ -28,14 +28,12 @@
 #include "../common/evaluate.h"
 #include "../common/flags.h"
 #include "../common/model.h"
+#include "../common/towers.h"
 #include "../common/train_loop.h"
 #include "cluster_mode.h"
 
 /* This lab's name, which starts its messages. */
 static const char program[] = "in_graph_towers";
-
-#define MAX_TOWERS 8
-#define MAX_VARS 16 /* the model has 8 trainable variables */
 
 typedef struct {
     int num_gpus;           /* 0: every accelerator there is */
@@ -158,28 +156,6 @@ static const char *assign_to_device(const fl_node *node, void *user)
 }
 // [end:assign_to_device]
 
-// [book:average_gradients]
-/* tower_grads[t][v] is tower t's gradient for variable v; every tower lists
- * the same variables in the same order. Writes one pair per variable: the
- * mean of the towers' gradients and the shared variable. Call it inside the
- * controller's device scope: this is where the towers wait for each other. */
-static void average_gradients(fl_graph *g, fl_grad_var tower_grads[][MAX_VARS], int ntowers,
-                              int nvars, fl_grad_var *out)
-{
-    for (int v = 0; v < nvars; v++) {
-        fl_node *grads[MAX_TOWERS];
-        int n = 0;
-        for (int t = 0; t < ntowers; t++)
-            if (tower_grads[t][v].grad) /* NULL: the loss does not depend on this variable */
-                grads[n++] = tower_grads[t][v].grad;
-        fl_node *mean = NULL;
-        if (n > 0)
-            mean = fl_div(g, fl_add_n(g, grads, n, NULL), fl_scalar(g, (float)n, NULL), NULL);
-        out[v] = (fl_grad_var){mean, tower_grads[0][v].var};
-    }
-}
-// [end:average_gradients]
-
 /* What create_parallel_optimization builds. */
 typedef struct {
     fl_node *image, *label;     /* the global batch, fed on /cpu:0 */
@@ -187,12 +163,6 @@ typedef struct {
     fl_node *train_op, *global_step;
     fl_node *accuracy;          /* of one unsplit batch, by an extra copy of the model */
 } parallel_model;
-
-static fl_node *tower_loss(fl_graph *g, fl_node *logits, fl_node *label)
-{
-    fl_node *per_example = fl_sparse_softmax_cross_entropy_with_logits(g, label, logits, NULL);
-    return fl_reduce_mean(g, per_example, NULL, 0, false, "loss");
-}
 
 static parallel_model create_parallel_optimization(fl_graph *g, fl_optimizer *optimizer,
                                                    char (*devices)[40], int ntowers,
@@ -214,26 +184,10 @@ static parallel_model create_parallel_optimization(fl_graph *g, fl_optimizer *op
     fl_node *losses[MAX_TOWERS];
     int nvars = 0;
     for (int t = 0; t < ntowers; t++) {
-        char scope[32];
-        snprintf(scope, sizeof scope, "tower_%d", t);
         tower_placement placement = {devices[t], controller};
-        fl_name_scope_push(g, scope);
-        fl_device_function_push(g, assign_to_device, &placement);
-        /* Tower 0 creates the variables; the others must find them. */
-        fl_variable_scope_push(g, "model", t == 0 ? FL_REUSE_INHERIT : FL_REUSE);
-        fl_node *logits = core_model(g, images[t]);
-        fl_variable_scope_pop(g);
-        losses[t] = tower_loss(g, logits, labels[t]);
-        nvars = fl_compute_gradients(g, losses[t], NULL, 0, tower_grads[t]);
-        fl_device_pop(g);
-        fl_name_scope_pop(g);
+        nvars = build_tower(g, t, images[t], labels[t], assign_to_device, &placement, tower_grads[t], &losses[t]);
     }
     // [end:towers]
-    if (nvars > MAX_VARS) {
-        fl_graph_clear_error(g);
-        fprintf(stderr, "%s: the model has %d variables; raise MAX_VARS\n", program, nvars);
-        exit(1);
-    }
 
     // [book:apply]
     fl_device_scope_push(g, controller);
@@ -301,8 +255,10 @@ int main(int argc, char **argv)
     fl_graph *g = fl_graph_new();
     fl_graph_set_random_seed(g, o.seed);
     fl_optimizer *adam = fl_adam_optimizer(o.learning_rate, 0.9f, 0.999f, 1e-8f);
+    run_stats_build_started(); /* --print_stats */
     parallel_model m = create_parallel_optimization(g, adam, devices, ntowers, towers.controller);
     fl_node *init = fl_global_variables_initializer(g);
+    run_stats_build_done(g);
     if (fl_graph_error(g)) {
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(g));
         return 1;

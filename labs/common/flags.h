@@ -34,6 +34,7 @@ typedef struct {
     int log_every;
     int max_examples;        /* > 0: use only the first N examples of each split */
     bool log_device_placement;
+    bool print_stats;        /* print run_stats.h's stats: line after training */
 } training_flags;
 
 /* The defaults, for the lab called program. */
@@ -64,6 +65,8 @@ static inline training_flags training_flags_defaults(const char *program)
     "  --max_examples N      use only the first N training and N test examples\n"               \
     "                        (for quick runs and tests; default: all)\n"                        \
     "  --log_device_placement  print the device of every node when it first runs\n"             \
+    "  --print_stats         after training, print a stats: line (graph size, build time, CPU ms,\n" \
+    "                        bytes moved and images/sec per step)\n"                           \
     "  --help                this text\n"                                                       \
     "Flags take their value as the next argument or after '=': --seed 7, --seed=7.\n"
 
@@ -191,6 +194,10 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
         snprintf(flag, sizeof flag, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
         if (strcmp(flag, "--log_device_placement") == 0 && !eq) {
             o->log_device_placement = true;
+            continue;
+        }
+        if (strcmp(flag, "--print_stats") == 0 && !eq) {
+            o->print_stats = true;
             continue;
         }
         bool is_training = false, is_extra = false;

@@ -19,6 +19,7 @@
 #include "../../labs/tools/trace_events.h" /* the breakdown reads the towers' trace */
 #include "bench_allreduce.h"
 #include "bench_csv.h"
+#include "bench_replication.h"
 #include "bench_table.h"
 
 #define REPS 7
@@ -578,6 +579,7 @@ int main(int argc, char **argv)
     if (pocl_has_two_devices()) {
         bench_scaling();
         bench_between_graph();
+        bench_replication(); /* chapter 3: in-graph across tasks against between-graph */
         if (allreduce_bench_ready())
             bench_allreduce_model();
     } else {
