@@ -204,6 +204,13 @@ static void test_worker_killed_mid_step(void)
     if (!ok(rc == 0 && loss, "the ps and worker 0 keep serving: tower 0's loss runs after the failed step"))
         diag("%s", fl_session_error(s));
     fl_tensor_free(loss);
+    fl_device_scope_push(m.g, "/job:worker/task:5/cpu:0");
+    fl_node *nowhere = fl_scalar(m.g, 1.0f, "nowhere");
+    fl_device_pop(m.g);
+    fl_tensor *never = NULL;
+    rc = fl_session_run(s, NULL, 0, &nowhere, 1, &never, NULL, 0);
+    ok(rc == -1 && !never && fl_session_error_code(s) == FL_INVALID_ARGUMENT && strstr(fl_session_error(s), "nowhere"),
+       "a node on a task the cluster lacks is refused at once, named: %s", fl_session_error(s));
     fl_tensor_free(x);
     fl_session_free(s);
     fl_cluster_free(cluster);

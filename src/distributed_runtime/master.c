@@ -64,6 +64,22 @@ static void forget_cut(fl_master *m)
     m->handles = NULL;
 }
 
+/* A node placed on a task the cluster spec lacks is refused here, naming
+ * it, rather than waited for at an address nobody has. */
+static int check_tasks_exist(const fl_master *m)
+{
+    for (int p = 0; p < m->cut.nparts; p++) {
+        const fl_graph_partition *part = &m->cut.parts[p];
+        if (fl_cluster_task_host(m->cluster, part->job, part->task))
+            continue;
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s is placed on /job:%s/task:%d, which the cluster does not have "
+                          "(%s); place it on one of the tasks of --ps_hosts or --worker_hosts",
+                          fl_node_name(fl_graph_node(part->graph, 0)), part->job, part->task, fl_last_error());
+        return -1;
+    }
+    return 0;
+}
+
 /* Every node is a root: the one cut serves every run. */
 static int cut_graph(fl_master *m)
 {
@@ -74,8 +90,10 @@ static int cut_graph(fl_master *m)
     fl_partition_request everything = {.targets = all, .ntargets = n};
     int rc = fl_partition_graph(m->graph, &everything, &m->cut);
     free(all);
-    if (rc != 0)
+    if (rc != 0 || check_tasks_exist(m) != 0) {
+        fl_partitioned_run_free(&m->cut);
         return -1;
+    }
     m->cut_nodes = n;
     m->cut_version++;
     m->clients = fl_xcalloc((size_t)m->cut.nparts + 1, sizeof *m->clients);
