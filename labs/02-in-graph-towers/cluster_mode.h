@@ -50,11 +50,13 @@ static inline int cluster_mode_devices(const char *program, const char *ps_hosts
                 "(see --help)\n", program, batch_size, workers, workers);
         exit(2);
     }
+    // [book:cluster_devices]
     fl_device_info accelerators[1];
     const char *kind = list_accelerators(accelerators, 1) > 0 ? "gpu" : "cpu";
     for (int i = 0; i < workers; i++)
         snprintf(devices[i], 40, "/job:worker/task:%d/%s:0", i, kind);
     snprintf(controller, len, "/job:ps/task:0/cpu:0");
+    // [end:cluster_devices]
     return workers;
 }
 

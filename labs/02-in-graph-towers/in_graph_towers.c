@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "flowlab.h"
+#include "../common/cluster_traffic.h"
 #include "../common/data.h"
 #include "../common/devices.h"
 #include "../common/evaluate.h"
@@ -259,6 +260,8 @@ int main(int argc, char **argv)
     parallel_model m = create_parallel_optimization(g, adam, devices, ntowers, towers.controller);
     fl_node *init = fl_global_variables_initializer(g);
     run_stats_build_done(g);
+    if (cluster) /* --print_stats: the bytes through this client */
+        run_stats_count_traffic(bytes_moved, cluster);
     if (fl_graph_error(g)) {
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(g));
         return 1;

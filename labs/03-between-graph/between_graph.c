@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "flowlab.h"
+#include "../common/cluster_traffic.h"
 #include "../common/data.h"
 #include "../common/evaluate.h"
 #include "../common/flags.h"
@@ -236,16 +237,6 @@ static void log_worker_progress(const fl_cluster *cluster, long local_steps, lon
     fflush(stdout);
 }
 
-static double bytes_moved(const fl_cluster *cluster)
-{
-    uint64_t sent, received;
-    fl_remote_traffic(cluster, &sent, &received);
-    return (double)(sent + received);
-}
-
-/* --print_stats: the worker's bytes to and from the ps tasks. */
-static double traffic_of(const void *cluster) { return bytes_moved(cluster); }
-
 /* With --sync_replicas every worker reads the same global batch (same seed)
  * and trains on its slice, as chapter 2's towers do: worker k takes rows
  * [k*B, (k+1)*B). */
@@ -364,7 +355,7 @@ static int train_worker(const fl_cluster *cluster, const training_flags *o, cons
     long steps = 0;
     uint64_t sent[MAX_PS] = {0}, received[MAX_PS] = {0};
     traffic_by_ps(cluster, sent, received);
-    run_stats_count_traffic(traffic_of, cluster);
+    run_stats_count_traffic(bytes_moved, cluster); /* --print_stats */
     int rc = batches ? train_steps(ms, &L, batches, &steps) : 1;
     if (rc == 0 && o->print_stats) /* measured from the second step on */
         print_run_stats(steps - 1, (steps - 1) * o->batch_size);

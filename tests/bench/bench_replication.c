@@ -16,7 +16,7 @@
 
 #define ROUNDS 3
 #define SERVER "build/labs/tools/flowlab_server"
-#define STEPS "--train_steps 12 --log_every 100 --seed 1 --print_stats"
+#define STEPS "--train_steps 12 --log_every 100 --max_examples 2048 --seed 1 --print_stats"
 
 /* The sum of the images_per_sec of every stats: line command prints; NaN
  * when it fails or prints none. */

@@ -1,6 +1,6 @@
 /* check_cross_task_bytes.c: checks my_cross_task_bytes (exercise
  * cross-task-bytes) on a small graph worked by hand, then on chapter 2's
- * towers placed on 2 worker tasks with the variables on a ps. */
+ * towers placed on 2 worker tasks as the lab's cluster mode places them. */
 #include "exercises.h"
 #include "../../common/check.h"
 #include "check_graphs.h"
@@ -32,12 +32,14 @@ int main(void)
     fl_graph_free(g);
 
     fl_optimizer *adam = fl_adam_optimizer(0.001f, 0.9f, 0.999f, 1e-8f);
-    g = towers_graph(2, adam);
+    g = towers_graph(2, adam, NULL);
     check_graph(g);
     int64_t slices = 32 * 28 * 28 * 4 + 32 * 4; /* a tower's images and labels */
     expect(g, "/job:worker/task:1", 32, MODEL_BYTES + slices, MODEL_BYTES + 4,
-           "in: every variable and the tower's slices; out: a gradient per variable and the loss");
-    expect(g, "/job:ps/task:0", 32, 2 * (MODEL_BYTES + 4), 2 * (MODEL_BYTES + slices), "both workers' traffic");
+           "in: every variable, and its slices from worker 0; out: a gradient per variable and the loss");
+    expect(g, "/job:worker/task:0", 32, MODEL_BYTES, MODEL_BYTES + 4 + slices,
+           "the batch is fed here, not received; out: gradients, loss, and worker 1's slices");
+    expect(g, "/job:ps/task:0", 32, 2 * (MODEL_BYTES + 4), 2 * MODEL_BYTES, "both workers' variables and gradients");
     fl_graph_free(g);
     fl_optimizer_free(adam);
     pass();

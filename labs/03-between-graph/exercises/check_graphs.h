@@ -1,7 +1,8 @@
 /* check_graphs.h: the graphs the partition checks cut. A small one worked
  * by hand, and chapter 2's towers placed across tasks as the lab's cluster
- * mode places them: tower i on /job:worker/task:i/gpu:0; the input, the
- * variables, the averaging and Adam on /job:ps/task:0. */
+ * mode places them: tower i on /job:worker/task:i/gpu:0; the input and its
+ * split on worker 0 (the client feeds it there); the variables, the
+ * averaging and Adam on /job:ps/task:0. */
 #ifndef LAB03_CHECK_GRAPHS_H
 #define LAB03_CHECK_GRAPHS_H
 
@@ -37,16 +38,19 @@ static const char *on_worker(const fl_node *node, void *worker_device)
     return strcmp(fl_node_op_type(node), "VariableV2") == 0 ? NULL : worker_device;
 }
 
-/* Chapter 2's training graph with one tower per worker task; adam outlives it. */
-static fl_graph *towers_graph(int workers, fl_optimizer *adam)
+/* Chapter 2's training graph with one tower per worker task; adam outlives
+ * it. *train (when not NULL): the training op. */
+static fl_graph *towers_graph(int workers, fl_optimizer *adam, fl_node **train)
 {
     fl_graph *g = fl_graph_new();
     fl_device_scope_push(g, PS);
+    fl_device_scope_push(g, "/job:worker/task:0/cpu:0");
     fl_node *image = fl_placeholder(g, FL_FLOAT32, fl_shape_make(4, -1, 28, 28, 1), "image");
     fl_node *label = fl_placeholder(g, FL_INT32, fl_shape_make(1, -1), "label");
     fl_node *images[MAX_TOWERS], *labels[MAX_TOWERS], *losses[MAX_TOWERS];
     fl_split(g, image, workers, 0, images, "split_image");
     fl_split(g, label, workers, 0, labels, "split_label");
+    fl_device_pop(g);
     fl_grad_var grads[MAX_TOWERS][MAX_VARS], averaged[MAX_VARS];
     char devices[MAX_TOWERS][48];
     int nvars = 0;
@@ -55,7 +59,9 @@ static fl_graph *towers_graph(int workers, fl_optimizer *adam)
         nvars = build_tower(g, t, images[t], labels[t], on_worker, devices[t], grads[t], &losses[t]);
     }
     average_gradients(g, grads, workers, nvars, averaged);
-    fl_apply_gradients(adam, g, averaged, nvars, fl_get_or_create_global_step(g), "train");
+    fl_node *update = fl_apply_gradients(adam, g, averaged, nvars, fl_get_or_create_global_step(g), "train");
+    if (train)
+        *train = update;
     fl_div(g, fl_add_n(g, losses, workers, NULL), fl_scalar(g, (float)workers, NULL), "loss");
     fl_device_pop(g);
     return g;

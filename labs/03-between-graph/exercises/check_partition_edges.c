@@ -48,12 +48,13 @@ static void check_small(void)
     fl_graph_free(g);
 }
 
-/* Worked by hand: each worker receives the 8 variables and its slices of
- * image and label (10 pairs) and sends 8 gradients and its loss (9). */
+/* Worked by hand: each worker receives the 8 variables from the ps and
+ * sends back 8 gradients and its loss; worker 0, where the client feeds the
+ * batch, sends every other worker its 2 slices (image and label). */
 static void check_towers(int workers)
 {
     fl_optimizer *adam = fl_adam_optimizer(0.001f, 0.9f, 0.999f, 1e-8f);
-    fl_graph *g = towers_graph(workers, adam);
+    fl_graph *g = towers_graph(workers, adam, NULL);
     partition_edge edges[MAX_EDGES];
     char what[64];
     snprintf(what, sizeof what, "the towers on %d workers", workers);
@@ -64,12 +65,17 @@ static void check_towers(int workers)
         char worker[EX_TASK_LEN];
         snprintf(worker, sizeof worker, "/job:worker/task:%d", t);
         int in = count_edges(edges, n, "/job:ps/task:0", worker), out = count_edges(edges, n, worker, "/job:ps/task:0");
-        if (in != 10 || out != 9)
-            fail("%s: worker %d receives %d values and sends %d; expected 10 (8 variables, 2 slices) and 9 "
+        if (in != 8 || out != 9)
+            fail("%s: worker %d receives %d values from the ps and sends it %d; expected 8 (the variables) and 9 "
                  "(8 gradients, 1 loss)", what, t, in, out);
+        int slices = t == 0 ? 0 : count_edges(edges, n, "/job:worker/task:0", worker);
+        if (slices != (t == 0 ? 0 : 2))
+            fail("%s: worker %d receives %d values from worker 0, not 2 (its image and label slices)", what, t,
+                 slices);
     }
-    if (n != 19 * workers)
-        fail("%s: %d pairs, not %d (no worker talks to another)", what, n, 19 * workers);
+    if (n != 17 * workers + 2 * (workers - 1))
+        fail("%s: %d pairs, not %d (17 per worker, 2 slices per worker after the first)", what, n,
+             17 * workers + 2 * (workers - 1));
     fl_graph_free(g);
     fl_optimizer_free(adam);
 }

@@ -13,8 +13,8 @@
  * do the worker's numbers compare with the "MB moved per step" that
  * between_graph prints for the same model, and why? Then measure: run
  * in_graph_towers in cluster mode against two flowlab_server workers
- * (chapter 3, "In-graph replication across tasks") and compare its bytes
- * per step with your prediction.
+ * (chapter 3, "In-graph replication across tasks") with --print_stats, and
+ * compare the client's bytes per step with your prediction.
  *
  * Check your work: make exercises */
 #include "exercises.h"
