@@ -180,10 +180,15 @@ static void test_worker_killed_mid_step(void)
     if (!ok(fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1) == 0, "the client initializes w on the ps"))
         diag("%s", fl_session_error(s));
     fl_tensor *x = fl_tensor_new(FL_FLOAT32, fl_shape_make(2, 16, 64));
+    for (int i = 0; i < 16 * 64; i++)
+        ((float *)x->data)[i] = 0.01f * (float)(i % 7);
     step_call call = {.s = s, .m = &m, .feeds = {{m.x[0], x}, {m.x[1], x}}};
     run_step(&call);
     if (!ok(call.rc == 0, "a step runs on the three tasks"))
         diag("%s", call.error);
+    fl_node *w = fl_graph_find(m.g, "w");
+    fl_tensor *trained = NULL, *kept = NULL;
+    fl_session_run(s, NULL, 0, &w, 1, &trained, NULL, 0);
     fl_device_scope_push(m.g, "/job:worker/task:0/cpu:0");
     fl_node *doubled = fl_mul(m.g, m.loss[0], fl_scalar(m.g, 2.0f, NULL), "doubled");
     fl_device_pop(m.g);
@@ -191,6 +196,12 @@ static void test_worker_killed_mid_step(void)
     int grown = fl_session_run(s, call.feeds, 1, &doubled, 1, &value, NULL, 0);
     ok(grown == 0 && value, "a node added after the first runs: the graph is cut and registered again");
     fl_tensor_free(value);
+    fl_session_run(s, NULL, 0, &w, 1, &kept, NULL, 0);
+    ok(trained && kept && ((float *)trained->data)[0] != 0.1f &&
+       memcmp(trained->data, kept->data, 64 * 8 * sizeof(float)) == 0,
+       "and w keeps its trained value across the new registration");
+    fl_tensor_free(trained);
+    fl_tensor_free(kept);
     run_step(&call); /* registers the new cut on worker 1 too, so the kill below is mid-step */
     if (!ok(call.rc == 0, "and the training step runs on the new cut"))
         diag("%s", call.error);
@@ -204,6 +215,13 @@ static void test_worker_killed_mid_step(void)
     if (!ok(rc == 0 && loss, "the ps and worker 0 keep serving: tower 0's loss runs after the failed step"))
         diag("%s", fl_session_error(s));
     fl_tensor_free(loss);
+    fl_device_scope_push(m.g, "/job:worker/task:5/cpu:0");
+    fl_node *nowhere = fl_scalar(m.g, 1.0f, "nowhere");
+    fl_device_pop(m.g);
+    fl_tensor *never = NULL;
+    rc = fl_session_run(s, NULL, 0, &nowhere, 1, &never, NULL, 0);
+    ok(rc == -1 && !never && fl_session_error_code(s) == FL_INVALID_ARGUMENT && strstr(fl_session_error(s), "nowhere"),
+       "a node on a task the cluster lacks is refused at once, named: %s", fl_session_error(s));
     fl_tensor_free(x);
     fl_session_free(s);
     fl_cluster_free(cluster);

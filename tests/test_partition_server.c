@@ -153,6 +153,38 @@ static void test_refusals(remote_run *ps)
        "a handle never registered is refused: %s", fl_last_error());
 }
 
+static void test_deregister(remote_run *ps)
+{
+    fl_graph_partition p;
+    uint64_t handle = 0;
+    worker_partition(&p);
+    ok(fl_partition_register(ps->client, &p, &handle) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
+       "the worker's partition sent to the ps is refused: %s", fl_last_error());
+    fl_graph_partition_free(&p);
+    ps_partition(&p);
+    ok(fl_partition_register(ps->client, &p, &handle) == 0 && handle != ps->handle,
+       "the same partition registered twice gets a handle of its own");
+    fl_graph_partition_free(&p);
+    fl_tensor *before[1], *after[1];
+    fl_partition_run read = {.step_id = 790, .fetch_names = ps_fetches, .nfetches = 1};
+    int rc = fl_partition_run_remote(ps->client, ps->handle, &read, before);
+    read.step_id = 791;
+    rc |= fl_partition_run_remote(ps->client, handle, &read, after);
+    ok(rc == 0 && memcmp(before[0]->data, after[0]->data, 2 * sizeof(float)) == 0,
+       "and starts from the variables the first one trained (w = [%g, %g]): they live in the task: %s",
+       rc ? 0 : fl_tensor_floats(after[0])[0], rc ? 0 : fl_tensor_floats(after[0])[1], rc ? fl_last_error() : "");
+    if (rc == 0) {
+        fl_tensor_free(before[0]);
+        fl_tensor_free(after[0]);
+    }
+    ok(fl_partition_deregister(ps->client, handle) == 0, "DEREGISTER_PARTITION frees it");
+    const char *init[] = {"w/Assign"};
+    fl_partition_run run = {.step_id = 800, .target_names = init, .ntargets = 1};
+    ok(fl_partition_run_remote(ps->client, handle, &run, NULL) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
+       "a run of it is refused after: %s", fl_last_error());
+    ok(fl_partition_deregister(ps->client, handle) != 0, "so is a second DEREGISTER_PARTITION");
+}
+
 /* A client that goes away mid-run, as a raw socket (a killed process):
  * HELLO, REGISTER_PARTITION, RUN_PARTITION, then the connection closes. */
 static bool raw_request(int fd, fl_wire_buf *out, fl_wire_frame *reply, fl_wire_buf *in)
@@ -235,6 +267,7 @@ int main(void)
     test_steps(&ps, &worker, t.cluster[1], 10);
     test_abort(&ps);
     test_refusals(&ps);
+    test_deregister(&ps);
     test_lost_client(&t);
     /* A new client after the lost one: registers again and trains. */
     fl_ps_client_close(worker.client);

@@ -34,6 +34,12 @@ struct fl_master {
     int cut_version;
     fl_ps_client **clients; /* by partition: the connection it is registered on */
     uint64_t *handles;
+    /* An older cut's partitions, dropped once the new cut is registered on
+     * their task: a task's new partition takes its variables' values from
+     * the old one, so the old one must still be there when it registers. */
+    fl_ps_client **retired_clients;
+    uint64_t *retired_handles;
+    int nretired;
     run_signature *sigs;
     int nsigs;
     uint64_t step_base, steps; /* step ids unique across clients of a task */
@@ -50,18 +56,38 @@ fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
 
 /* ---- the cut and its partitions on their tasks ---- */
 
-/* Partitions registered on connections still open are dropped with a
- * DEREGISTER; a lost connection took its partitions with it. */
+/* The cut's registered partitions are retired, to be dropped later. */
 static void forget_cut(fl_master *m)
 {
-    for (int p = 0; p < m->cut.nparts; p++)
-        if (m->clients[p] && m->handles[p] && !fl_ps_client_broken(m->clients[p]))
-            fl_partition_deregister(m->clients[p], m->handles[p]);
+    for (int p = 0; p < m->cut.nparts; p++) {
+        if (!m->clients[p] || !m->handles[p])
+            continue;
+        m->retired_clients = fl_xrealloc(m->retired_clients, (size_t)(m->nretired + 1) * sizeof *m->retired_clients);
+        m->retired_handles = fl_xrealloc(m->retired_handles, (size_t)(m->nretired + 1) * sizeof *m->retired_handles);
+        m->retired_clients[m->nretired] = m->clients[p];
+        m->retired_handles[m->nretired++] = m->handles[p];
+    }
     fl_partitioned_run_free(&m->cut);
     free(m->clients);
     free(m->handles);
     m->clients = NULL;
     m->handles = NULL;
+}
+
+/* A node placed on a task the cluster spec lacks is refused here, naming
+ * it, rather than waited for at an address nobody has. */
+static int check_tasks_exist(const fl_master *m)
+{
+    for (int p = 0; p < m->cut.nparts; p++) {
+        const fl_graph_partition *part = &m->cut.parts[p];
+        if (fl_cluster_task_host(m->cluster, part->job, part->task))
+            continue;
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s is placed on /job:%s/task:%d, which the cluster does not have "
+                          "(%s); place it on one of the tasks of --ps_hosts or --worker_hosts",
+                          fl_node_name(fl_graph_node(part->graph, 0)), part->job, part->task, fl_last_error());
+        return -1;
+    }
+    return 0;
 }
 
 /* Every node is a root: the one cut serves every run. */
@@ -74,8 +100,10 @@ static int cut_graph(fl_master *m)
     fl_partition_request everything = {.targets = all, .ntargets = n};
     int rc = fl_partition_graph(m->graph, &everything, &m->cut);
     free(all);
-    if (rc != 0)
+    if (rc != 0 || check_tasks_exist(m) != 0) {
+        fl_partitioned_run_free(&m->cut);
         return -1;
+    }
     m->cut_nodes = n;
     m->cut_version++;
     m->clients = fl_xcalloc((size_t)m->cut.nparts + 1, sizeof *m->clients);
@@ -88,6 +116,23 @@ static fl_ps_client *client_of(const fl_master *m, const fl_graph_partition *p)
 {
     fl_device *d = fl_remote_device(m->cluster, p->job, p->task);
     return d ? fl_remote_client(d->impl) : NULL;
+}
+
+/* Drops the retired partitions on client (all of them when client is
+ * NULL); one on a lost connection went with it. */
+static void drop_retired(fl_master *m, const fl_ps_client *client)
+{
+    int kept = 0;
+    for (int i = 0; i < m->nretired; i++) {
+        fl_ps_client *c = m->retired_clients[i];
+        if (client && c != client) {
+            m->retired_clients[kept] = c;
+            m->retired_handles[kept++] = m->retired_handles[i];
+        } else if (!fl_ps_client_broken(c)) {
+            fl_partition_deregister(c, m->retired_handles[i]);
+        }
+    }
+    m->nretired = kept;
 }
 
 /* Registers partition p where it is not registered on its task's current
@@ -106,6 +151,7 @@ static int ensure_registered(fl_master *m, int p)
         m->handles[p] = 0;
         return -1;
     }
+    drop_retired(m, client);
     return 0;
 }
 
@@ -258,6 +304,9 @@ void fl_master_free(fl_master *m)
     }
     free(m->sigs);
     forget_cut(m);
+    drop_retired(m, NULL);
+    free(m->retired_clients);
+    free(m->retired_handles);
     fl_cluster_say_goodbye(m->cluster);
     free(m);
 }

@@ -371,6 +371,33 @@ static int make_session(fl_partition_exec *e, const fl_partition_env *env)
     return e->session ? 0 : -1;
 }
 
+/* One variable's value from older's session into e's, through its own
+ * initializer with the value fed where the initial value would come from. */
+static bool carry_variable(fl_partition_exec *e, fl_partition_exec *older, fl_node *var)
+{
+    fl_node *was = fl_graph_find_variable(older->p.graph, var->name);
+    if (!was || was->dtype != var->dtype || !fl_shape_equal(was->shape, var->shape) || !var->initializer)
+        return false;
+    fl_tensor *value = NULL;
+    if (fl_session_run(older->session, NULL, 0, &was, 1, &value, NULL, 0) != 0) /* never initialized there */
+        return false;
+    fl_feed feed = {var->initializer->inputs[1], value};
+    bool carried = fl_session_run(e->session, &feed, 1, NULL, 0, NULL, &var->initializer, 1) == 0;
+    fl_tensor_free(value);
+    return carried;
+}
+
+int fl_partition_exec_inherit(fl_partition_exec *e, fl_partition_exec *older, const char *task)
+{
+    fl_partition_env env = {.task = task};
+    if (!older->session || make_session(e, &env) != 0)
+        return 0;
+    int carried = 0;
+    for (int i = 0; i < fl_graph_variable_count(e->p.graph); i++)
+        carried += carry_variable(e, older, fl_graph_variable(e->p.graph, i));
+    return carried;
+}
+
 int fl_partition_exec_run(fl_partition_exec *e, const fl_partition_env *env, const fl_wire_run_partition *run,
                           fl_tensor **outputs)
 {

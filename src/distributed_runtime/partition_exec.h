@@ -16,6 +16,12 @@ typedef struct fl_partition_exec fl_partition_exec;
 fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p);
 void fl_partition_exec_free(fl_partition_exec *e);
 
+/* Variables live in the task, not in one partition (TensorFlow keeps them
+ * in the task's resource manager): a partition registered after `older`,
+ * by the same client, starts from the values older's variables of the
+ * same name, dtype and shape hold now. Returns how many were carried. */
+int fl_partition_exec_inherit(fl_partition_exec *e, fl_partition_exec *older, const char *task);
+
 /* What a step needs from its server. */
 typedef struct {
     fl_rendezvous *rendezvous;

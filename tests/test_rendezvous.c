@@ -1,0 +1,100 @@
+/* test_rendezvous.c: the table where values sent task to task wait for the
+ * run that needs them (src/distributed_runtime/rendezvous.c), on its own: a
+ * value put before or after the take arrives, a waiting take woken by
+ * another thread, an abort and a deadline that end a wait with the right
+ * code and a message naming the key and the sender, and values of a step
+ * that is over dropped. Every wait here has a deadline of a few seconds. */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "distributed_runtime/rendezvous.h"
+#include "tap.h"
+
+static const fl_rendezvous_wait_options WAIT = {"/job:ps/task:0", 5, NULL, "test"};
+
+typedef struct {
+    fl_rendezvous *r;
+    uint64_t step;
+    double delay_s;
+    bool abort;
+} later;
+
+/* After a pause: puts a value for (step, "k"), or aborts the step. */
+static void *act_later(void *arg)
+{
+    later *l = arg;
+    usleep((useconds_t)(l->delay_s * 1e6));
+    float v = 7;
+    fl_tensor t = {FL_FLOAT32, {0, {0}}, &v};
+    if (l->abort)
+        fl_rendezvous_abort(l->r, l->step);
+    else
+        fl_rendezvous_put(l->r, l->step, "k", &t);
+    return NULL;
+}
+
+static int take_with(fl_rendezvous *r, uint64_t step, later *l, double *seconds, fl_tensor **out)
+{
+    pthread_t thread;
+    pthread_create(&thread, NULL, act_later, l);
+    double start = fl_now_s();
+    int rc = fl_rendezvous_take(r, step, "k", &WAIT, out);
+    *seconds = fl_now_s() - start;
+    pthread_join(thread, NULL);
+    return rc;
+}
+
+int main(void)
+{
+    fl_rendezvous *r = fl_rendezvous_new();
+    float v = 3;
+    fl_tensor t = {FL_FLOAT32, {0, {0}}, &v};
+    fl_tensor *got = NULL;
+    double seconds;
+
+    fl_rendezvous_put(r, 1, "k", &t);
+    ok(fl_rendezvous_take(r, 1, "k", &WAIT, &got) == 0 && fl_tensor_scalar(got) == 3,
+       "a value put before the take is taken at once");
+    fl_tensor_free(got);
+    ok(fl_rendezvous_count(r) == 0, "and is gone from the table");
+
+    later put = {r, 2, 0.2, false};
+    int rc = take_with(r, 2, &put, &seconds, &got);
+    ok(rc == 0 && fl_tensor_scalar(got) == 7,
+       "a take waits for the value another thread puts (%.2f s; deadline 5 s)", seconds);
+    fl_tensor_free(got);
+
+    later abort_it = {r, 3, 0.2, true};
+    rc = take_with(r, 3, &abort_it, &seconds, &got);
+    ok(rc != 0 && fl_last_error_code() == FL_ABORTED && !got,
+       "an abort ends the wait with ABORTED after %.2f s (deadline 5 s)", seconds);
+    contains(fl_last_error(), "k from /job:ps/task:0", "the message names the key and the sender");
+    fl_rendezvous_put(r, 3, "k", &t);
+    ok(fl_rendezvous_count(r) == 0, "a value of an aborted step is dropped");
+
+    fl_rendezvous_finish(r, 1);
+    fl_rendezvous_put(r, 1, "k", &t);
+    ok(fl_rendezvous_count(r) == 0, "a value of a finished step is dropped");
+    ok(fl_rendezvous_take(r, 1, "k", &WAIT, &got) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
+       "waiting in a finished step is refused at once: %s", fl_last_error());
+
+    fl_rendezvous_wait_options short_wait = WAIT;
+    short_wait.deadline_s = 0.3;
+    double start = fl_now_s();
+    rc = fl_rendezvous_take(r, 4, "k", &short_wait, &got);
+    seconds = fl_now_s() - start;
+    ok(rc != 0 && fl_last_error_code() == FL_DEADLINE_EXCEEDED,
+       "a value that never comes: DEADLINE_EXCEEDED after %.2f s (deadline 0.3 s)", seconds);
+    contains(fl_last_error(), "FLOWLAB_TASK_DEADLINE", "the message says which setting to change");
+
+    fl_rendezvous_put(r, 5, "k", &t);
+    fl_rendezvous_put(r, 5, "other", &t);
+    fl_rendezvous_finish(r, 5);
+    ok(fl_rendezvous_count(r) == 0, "finishing a step drops what it left");
+
+    fl_rendezvous_abort_all(r);
+    ok(fl_rendezvous_take(r, 6, "k", &WAIT, &got) != 0 && fl_last_error_code() == FL_ABORTED,
+       "after abort_all (a server stopping) no wait begins");
+    fl_rendezvous_free(r);
+    return done_testing();
+}
