@@ -298,6 +298,10 @@ int fl_list_backends(fl_backend_info *out, int max);
  * ------------------------------------------------------------------------ */
 typedef struct fl_cluster fl_cluster; /* chapter 3: see "Clusters" below */
 typedef struct fl_device fl_device;   /* a device behind the backend seam (src/device.h) */
+typedef struct fl_feed {
+    fl_node *node;
+    const fl_tensor *value;
+} fl_feed;
 
 /* What a cluster runtime lends a session (TensorFlow plugs its distributed
  * runtime in the same way, through session factories). The core calls only
@@ -318,6 +322,12 @@ typedef struct fl_cluster_plugin {
     bool (*is_chief)(void *state);
     int (*recover)(void *state);
     int (*say_goodbye)(void *state);
+    /* In the client of a cluster, TensorFlow's master: the session opens it, runs
+     * each step through it, closes it (goodbye to the tasks). NULL in a task. */
+    void *(*open_master)(void *state, fl_graph *g);
+    int (*run_master)(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
+                      int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
+    void (*close_master)(void *master);
 } fl_cluster_plugin;
 
 typedef struct {
@@ -333,11 +343,6 @@ typedef struct {
 } fl_session_options;
 
 typedef struct fl_session fl_session;
-
-typedef struct {
-    fl_node *node;
-    const fl_tensor *value;
-} fl_feed;
 
 fl_session *fl_session_new(fl_graph *g, const fl_session_options *options); /* NULL: defaults */
 void fl_session_free(fl_session *s);

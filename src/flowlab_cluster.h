@@ -21,6 +21,10 @@ typedef struct fl_cluster fl_cluster;
  * ps_hosts may be NULL or "" (a cluster of workers); worker_hosts may not. */
 fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts,
                                   const char *job_name, int task_index);
+/* The client of a cluster (in-graph replication across tasks): one process
+ * that is none of its tasks, drives them all and runs TensorFlow's master.
+ * The same lists, no job name; its job name is "client". */
+fl_cluster *fl_cluster_client_from_flags(const char *ps_hosts, const char *worker_hosts);
 /* TensorFlow's TF_CONFIG JSON:
  *   {"cluster": {"chief": ["h:2222"], "ps": ["h:2223"], "worker": ["h:2224"]},
  *    "task": {"type": "worker", "index": 0}}
@@ -216,6 +220,18 @@ int fl_cluster_say_goodbye(const fl_cluster *cluster);
  * lost task and the goodbye at close from it. Owned by the cluster (freed
  * with it); NULL for a NULL cluster. */
 const fl_cluster_plugin *fl_cluster_session_plugin(const fl_cluster *cluster);
+/* What the cluster lends a session in its client (fl_cluster_client_from_flags):
+ * give it as fl_session_options.cluster, and the session is the master of
+ * in-graph replication across tasks. Its graph's nodes run on the tasks their
+ * devices name (no task: /job:worker/task:0); for each distinct run (feeds,
+ * fetches, targets) the session partitions the graph once and registers a
+ * partition on each task, again when the graph has grown. A run is one
+ * request per task, all at once; values that cross tasks go task to task.
+ * A task lost mid-run fails the run within the deadline with UNAVAILABLE,
+ * naming the task, and the other tasks give that step up. Freeing the session
+ * says goodbye to every task, so their servers exit. The bytes through the
+ * client are fl_remote_traffic's. NULL for a NULL cluster. */
+const fl_cluster_plugin *fl_cluster_client_plugin(const fl_cluster *cluster);
 /* Bytes this process has sent to and received from the cluster's other
  * tasks so far (each cluster counts its own connections). */
 void fl_remote_traffic(const fl_cluster *cluster, uint64_t *sent, uint64_t *received);

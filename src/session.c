@@ -21,6 +21,7 @@ fl_session *fl_session_new(fl_graph *g, const fl_session_options *options)
     if (options)
         s->options = *options;
     pthread_mutex_init(&s->external_lock, NULL);
+    fl_session_open_master(s);
     return s;
 }
 
@@ -36,6 +37,7 @@ void fl_session_free(fl_session *s)
 {
     if (!s)
         return;
+    fl_session_close_master(s);
     for (int i = 0; i < s->nslots; i++) {
         fl_session_release_copies(&s->slots[i], fl_graph_node(s->graph, i)->ninputs);
         release_slot(&s->slots[i]);
@@ -384,6 +386,8 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
         outputs[i] = NULL;
     if (fl_graph_failed(s->graph))
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
+    if (s->master)
+        return fl_session_run_master(s, options, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
     fl_session_grow(s);
     if (fl_session_prune(s, feeds, nfeeds, fetches, nfetches, targets, ntargets) != 0)
         return -1;

@@ -111,6 +111,7 @@ struct fl_session {
     fl_pending_read *reads;
     int nreads, reads_cap;
     fl_run_fetches *run; /* during a run, else NULL */
+    void *master; /* the cluster runtime's master, in the client of a cluster */
     /* fl_session_trace_event's events, from any thread: under external_lock. */
     pthread_mutex_t external_lock;
     bool external_tracing; /* s->tracing, as the other threads may read it */
@@ -131,6 +132,16 @@ void fl_session_grow(fl_session *s);
 int fl_session_place(fl_session *s, fl_node *n);
 /* Makes slot->buffer hold at least bytes on the slot's device. */
 void fl_session_ensure_buffer(fl_slot *slot, size_t bytes);
+
+/* ---- session_master.c: a run handed to the cluster's master, in a client
+ * (fl_cluster_plugin.open_master); without one, open does nothing ---- */
+void fl_session_open_master(fl_session *s);
+void fl_session_close_master(fl_session *s);
+/* -1 with the error set when s is a client's (what: "fl_session_save"). */
+int fl_session_refuse_in_client(fl_session *s, const char *what);
+int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl_feed *feeds, int nfeeds,
+                          fl_node *const *fetches, int nfetches, fl_tensor **outputs, fl_node *const *targets,
+                          int ntargets);
 
 /* ---- session_prune.c: checks a run's fetches, targets and feeds, records
  * the feeds and marks in s->needed what the run needs; -1 with the error set. */

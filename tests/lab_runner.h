@@ -116,6 +116,20 @@ static inline void test_bad_flags(const bad_flag_case *cases, size_t count)
     }
 }
 
+/* Waits (polling, up to seconds) until path holds text; false on the deadline. */
+static inline bool wait_for_text(const char *path, const char *text, int seconds)
+{
+    for (int i = 0; i < seconds * 10; i++) {
+        char *have = read_file(path);
+        bool found = have && strstr(have, text);
+        free(have);
+        if (found)
+            return true;
+        usleep(100000);
+    }
+    return false;
+}
+
 /* Writes text into DIR/checkpoint (DIR is made): an index the saver cannot read. */
 static inline void write_damaged_index(const char *dir, const char *text)
 {

@@ -117,6 +117,23 @@ static void test_flag_errors(void)
                       flag_errors[i].task_index, flag_errors[i].message);
 }
 
+/* The client of in-graph replication across tasks is none of the tasks. */
+static void test_client_flags(void)
+{
+    fl_cluster *c = fl_cluster_client_from_flags("h:2222", "h:2223,h:2224");
+    ok(c && fl_cluster_num_tasks(c, "ps") == 1 && fl_cluster_num_tasks(c, "worker") == 2,
+       "a client's cluster from the lists alone, no --job_name");
+    is_string(c ? fl_cluster_job_name(c) : NULL, "client", "its job name is \"client\"");
+    char full[64] = "";
+    fl_cluster_device_name(c, "/gpu:0", full, sizeof full);
+    is_string(full, "/job:worker/task:0/gpu:0", "what its device strings leave out is worker 0's");
+    fl_cluster_free(c);
+    c = fl_cluster_client_from_flags("h:2222", "");
+    is_string(c ? "(accepted)" : fl_last_error(), "--worker_hosts is empty; list the workers as host:port,host:port",
+              "a client still needs workers");
+    fl_cluster_free(c);
+}
+
 static void test_tf_config(void)
 {
     const char *json = "{\"cluster\": {\"chief\": [\"c0:2222\"], \"ps\": [\"p0:2222\", \"p1:2222\"],\n"
@@ -376,6 +393,7 @@ int main(void)
 {
     test_flags();
     test_flag_errors();
+    test_client_flags();
     test_tf_config();
     test_tf_config_errors();
     test_devices();

@@ -6,6 +6,7 @@
  * of another task's variable is refused, naming the node. */
 #include "tap.h"
 #include "distributed_runtime/graph_partition.h"
+#include "distributed_runtime/run_plan.h"
 
 #define PS "/job:ps/task:0"
 
@@ -208,6 +209,49 @@ static void check_remote_update_refused(void)
     fl_graph_free(g);
 }
 
+/* The cut of every node, as the master registers it. */
+static void cut_everything(model *m, fl_partitioned_run *cut)
+{
+    int n = fl_graph_node_count(m->g);
+    fl_node **all = malloc((size_t)n * sizeof *all);
+    for (int i = 0; i < n; i++)
+        all[i] = fl_graph_node(m->g, i);
+    fl_partition_request req = {.targets = all, .ntargets = n};
+    ok(fl_partition_graph(m->g, &req, cut) == 0 && cut->nparts == 3, "the whole graph cuts into three partitions");
+    free(all);
+}
+
+static int active_count(const fl_run_plan *plan, bool sends)
+{
+    int n = 0;
+    for (int t = 0; t < plan->ntasks; t++)
+        n += sends ? plan->tasks[t].run.nsends : plan->tasks[t].run.nrecvs;
+    return n;
+}
+
+static void check_run_plans(model *m)
+{
+    fl_partitioned_run cut;
+    cut_everything(m, &cut);
+    fl_node *feeds[4] = {m->x[0], m->y[0], m->x[1], m->y[1]};
+    fl_partition_request train = {feeds, 4, m->loss, 2, &m->train, 1};
+    fl_run_plan plan;
+    ok(fl_run_plan_make(m->g, &cut, &train, &plan) == 0 && plan.ntasks == 3 && active_count(&plan, true) == 4 &&
+       active_count(&plan, false) == 4, "a training step needs all three tasks and four edges (w out twice, two "
+       "gradients back)");
+    ok(plan.tasks[plan.fetch_task[1]].part == 2 && plan.fetch_slot[1] == 0, "tower 1's loss is fetched from worker 1");
+    fl_run_plan_free(&plan);
+    fl_partition_request evaluate = {feeds, 2, &m->loss[0], 1, NULL, 0};
+    ok(fl_run_plan_make(m->g, &cut, &evaluate, &plan) == 0 && plan.ntasks == 2 && active_count(&plan, true) == 1,
+       "tower 0's loss alone needs the ps and worker 0, and only w's edge to it: no gradient is sent");
+    bool feeds_on_worker0 = true;
+    for (int t = 0; t < plan.ntasks; t++)
+        feeds_on_worker0 = feeds_on_worker0 && (plan.tasks[t].run.nfeeds == 0 || plan.tasks[t].part == 1);
+    ok(feeds_on_worker0, "its feeds go to worker 0, where they are read");
+    fl_run_plan_free(&plan);
+    fl_partitioned_run_free(&cut);
+}
+
 int main(void)
 {
     model m = build();
@@ -218,6 +262,7 @@ int main(void)
     check_control_edge(&m);
     check_pruning_and_feeds(&m);
     check_remote_update_refused();
+    check_run_plans(&m);
     fl_graph_free(m.g);
     return done_testing();
 }

@@ -28,6 +28,8 @@ static void test_flags(int naccelerators)
     ok(r.status == 0, "--help exits 0");
     contains(r.out, "--num_gpus", "--help documents --num_gpus");
     contains(r.out, "--controller", "--help documents --controller");
+    contains(r.out, "--ps_hosts", "--help documents the cluster mode's --ps_hosts");
+    contains(r.out, "--worker_hosts", "and --worker_hosts");
     free(r.out);
 
     static const bad_flag_case bad[] = {
@@ -35,6 +37,10 @@ static void test_flags(int naccelerators)
         {"--controller /tpu:0", "--controller"}, {"--device /gpu:0", "--device"},
         {"--batch_size 0", "--batch_size"},      {"--learning_rate -1", "--learning_rate"},
         {"--warmup_steps 8", "--warmup_steps"}, /* chapter 1's lab only */
+        {"--ps_hosts 127.0.0.1:1", "--ps_hosts"}, /* cluster mode needs workers too */
+        {"--worker_hosts 127.0.0.1:1", "--ps_hosts"}, /* ... and a ps for the variables */
+        {"--ps_hosts 127.0.0.1:1 --worker_hosts 127.0.0.1:2,127.0.0.1:3 --num_gpus 3", "--worker_hosts"},
+        {"--ps_hosts 127.0.0.1:1 --worker_hosts 127.0.0.1:2 --trace t.json", "--trace"},
     };
     test_bad_flags(bad, sizeof bad / sizeof bad[0]);
 

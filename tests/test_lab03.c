@@ -162,20 +162,6 @@ static bool throw_at(int port, const void *bytes, size_t len)
     return closed;
 }
 
-/* Waits (polling, up to seconds) until path holds text; false on the deadline. */
-static bool wait_for_text(const char *path, const char *text, int seconds)
-{
-    for (int i = 0; i < seconds * 10; i++) {
-        char *have = read_file(path);
-        bool found = have && strstr(have, text);
-        free(have);
-        if (found)
-            return true;
-        usleep(100000);
-    }
-    return false;
-}
-
 /* SIGTERM to the launcher whose pid the file holds, if it still runs: the
  * launcher then stops every task it started. */
 static void stop_by_pid_file(const char *path)

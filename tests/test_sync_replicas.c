@@ -9,16 +9,11 @@
  * examples seen, within 0.05 (the stated margin: 1024 test images, and
  * async updates computed on stale weights). Deadlines: timeout 300. */
 #include "lab_runner.h"
+#include "sync_equivalence.h"
 
 static char launcher[600], towers[600];
 
 #define QUICK "--train_steps 20 --log_every 5 --max_examples 2000"
-
-static double number_after(const char *out, const char *key)
-{
-    const char *p = out ? strstr(out, key) : NULL;
-    return p ? atof(p + strlen(key)) : -1;
-}
 
 static void test_same_as_towers(void)
 {
@@ -42,15 +37,7 @@ static void test_same_as_towers(void)
              "--batch_size 32 " QUICK, launcher, lab);
     sync.status = run_command(cmd, &sync.out);
     ok(sync.status == 0 && ingraph.status == 0, "both runs exit 0");
-    double w0 = number_after(sync.out, "worker 0: step 1, global step 1, loss ");
-    double w1 = number_after(sync.out, "worker 1: step 1, global step 1, loss ");
-    double towers_first = number_after(ingraph.out, "Step 0 with loss ");
-    ok(w0 > 0 && w1 > 0 && fabs((w0 + w1) / 2 - towers_first) < 1e-4,
-       "the workers' first losses average to the towers' first loss (%.6f, %.6f vs %.6f)", w0, w1, towers_first);
-    double a0 = number_after(sync.out, "worker 0: test accuracy "), a1 = number_after(sync.out, "worker 1: test accuracy ");
-    double at = number_after(ingraph.out, "Test accuracy: ");
-    ok(a0 > 0.5 && fabs(a0 - at) < 0.005 && a0 == a1,
-       "after 20 steps both workers hold the towers' model (accuracy %.4f, %.4f vs %.4f)", a0, a1, at);
+    workers_match_towers(sync.out, ingraph.out, "2 workers against 2 towers, 20 steps");
     contains(sync.out, "step 20, global step 20,", "the global step advanced once per step (20 steps, 2 workers)");
     contains(sync.out, "0 stale gradients dropped", "no gradient was stale with every worker needed");
     if (sync.status != 0 || ingraph.status != 0)
@@ -108,8 +95,8 @@ static void test_async_reaches_chapter1(void)
     snprintf(cmd, sizeof cmd, "timeout 300 %s --ps 1 --workers 2 -- %s %s", launcher, lab, flags);
     async.status = run_command(cmd, &async.out);
     ok(single.status == 0 && async.status == 0, "chapter 1 and 2 asynchronous workers both finish");
-    double want = number_after(single.out, "Test accuracy: ");
-    double a0 = number_after(async.out, "worker 0: test accuracy "), a1 = number_after(async.out, "worker 1: test accuracy ");
+    double want = printed_number(single.out, "Test accuracy: ");
+    double a0 = printed_number(async.out, "worker 0: test accuracy "), a1 = printed_number(async.out, "worker 1: test accuracy ");
     ok(want > 0.5 && fabs(a0 - want) <= 0.05 && fabs(a1 - want) <= 0.05,
        "asynchronous training reaches chapter 1's test accuracy within 0.05 (%.4f, %.4f vs %.4f)", a0, a1, want);
     if (single.status != 0 || async.status != 0)

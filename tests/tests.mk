@@ -5,11 +5,12 @@ TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
 # Every test links the cluster rooms too: a test of the core pulls no object
 # from their archive.
-$(BUILD)/tests/%: tests/%.c tests/tap.h tests/gradcheck.h tests/lab_runner.h tests/loopback.h $(LIB) $(CLUSTER_LIB) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/%.c tests/tap.h tests/gradcheck.h tests/lab_runner.h tests/loopback.h tests/sync_equivalence.h $(LIB) $(CLUSTER_LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
 tests: $(TEST_BIN)
-# tests/house_rules.t reads ldd of the core's programs: chapters 0-2 and flowlab-devices.
+# tests/house_rules.t reads ldd of the core's programs: chapters 0-1 and flowlab-devices
+# (and builds chapter 2's, which its cluster mode makes a cluster program).
 tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02-in-graph-towers/in_graph_towers \
                                     tools/flowlab-devices)
 
@@ -18,10 +19,11 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # worker processes against one ps (test_ps_load), a run handing its fetches over
 # early while another thread adds trace events (test_fetch_ready), two clusters in
 # one process, each with its own connections and reader threads (test_two_clusters), two task
-# servers running partitions on their own threads and sending each other values
-# (test_partition_server), the summary writer's flush thread beside the calls that
+# servers running partitions on their own threads and sending each other values (test_partition_server,
+# test_rendezvous), the client's master running a step on a thread per task against flowlab_server
+# processes (test_in_graph_cluster), the summary writer's flush thread beside the calls that
 # append records (test_summary).
-THREAD_TESTS := test_server test_partition_server test_rendezvous test_remote test_monitored_cluster test_connect test_data test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary
+THREAD_TESTS := test_server test_partition_server test_rendezvous test_in_graph_cluster test_remote test_monitored_cluster test_connect test_data test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
@@ -39,6 +41,10 @@ test: deps
 
 
 $(TEST_BIN): tests/tools.h
+# In-graph replication across tasks: chapter 2's lab in cluster mode against
+# flowlab_server processes.
+$(BUILD)/tests/test_in_graph_cluster: tests/task_servers.h $(BUILD)/labs/02-in-graph-towers/in_graph_towers \
+                                      $(BUILD)/labs/tools/flowlab_server
 # The task servers' tests share a graph cut by hand; one runs the built server.
 $(BUILD)/tests/test_partition_server $(BUILD)/tests/test_flowlab_server: tests/partition_fixture.h
 $(BUILD)/tests/test_flowlab_server: $(BUILD)/labs/tools/flowlab_server

@@ -12,7 +12,8 @@
  * shared through labs/common/; what is new is in this file: the device
  * function that places a tower's nodes (assign_to_device), the loop that
  * builds the towers (create_parallel_optimization) and the averaging of
- * their gradients (average_gradients).
+ * their gradients (average_gradients). With --ps_hosts and --worker_hosts
+ * the same graph spans a cluster's tasks (cluster_mode.h).
  *
  * Lines `// [book:NAME]` ... `// [end:NAME]` mark the regions the book quotes;
  * `make book-check` fails when a quoted region and the book disagree. */
@@ -22,22 +23,23 @@
 #include <string.h>
 
 #include "flowlab.h"
+#include "../common/cluster_traffic.h"
 #include "../common/data.h"
 #include "../common/devices.h"
 #include "../common/evaluate.h"
 #include "../common/flags.h"
 #include "../common/model.h"
+#include "../common/towers.h"
 #include "../common/train_loop.h"
+#include "cluster_mode.h"
 
 /* This lab's name, which starts its messages. */
 static const char program[] = "in_graph_towers";
 
-#define MAX_TOWERS 8
-#define MAX_VARS 16 /* the model has 8 trainable variables */
-
 typedef struct {
     int num_gpus;           /* 0: every accelerator there is */
     const char *controller; /* where the variables live and the update runs */
+    const char *ps_hosts, *worker_hosts; /* cluster mode: set */
 } tower_flags;
 
 static void usage(FILE *out)
@@ -53,7 +55,7 @@ static void usage(FILE *out)
             "                        and applied: /cpu:0 (default) or an accelerator (/gpu:0)\n"
             "  --batch_size N        examples per step across all towers, the global batch;\n"
             "                        each tower gets N / num_gpus (default 128)\n"
-            TRAINING_FLAGS_HELP, program);
+            CLUSTER_MODE_HELP TRAINING_FLAGS_HELP, program);
 }
 
 static void set_tower_flag(const char *flag, const char *value, void *options)
@@ -70,6 +72,10 @@ static void set_tower_flag(const char *flag, const char *value, void *options)
         char canonical[64];
         canonical_device(program, flag, value, canonical, sizeof canonical); /* exits 2 if invalid */
         t->controller = value;
+    } else if (strcmp(flag, "--ps_hosts") == 0) {
+        t->ps_hosts = value;
+    } else if (strcmp(flag, "--worker_hosts") == 0) {
+        t->worker_hosts = value;
     }
 }
 
@@ -86,7 +92,7 @@ static void device_names(char *out, size_t len)
 
 /* Checks the tower flags against the devices that exist and fills in the
  * towers' devices; exits 2 with a message naming the flag when they do not fit. */
-static int choose_devices(tower_flags *t, int batch_size, char (*devices)[16])
+static int choose_devices(tower_flags *t, int batch_size, char (*devices)[40])
 {
     char exist[256];
     device_names(exist, sizeof exist);
@@ -151,28 +157,6 @@ static const char *assign_to_device(const fl_node *node, void *user)
 }
 // [end:assign_to_device]
 
-// [book:average_gradients]
-/* tower_grads[t][v] is tower t's gradient for variable v; every tower lists
- * the same variables in the same order. Writes one pair per variable: the
- * mean of the towers' gradients and the shared variable. Call it inside the
- * controller's device scope: this is where the towers wait for each other. */
-static void average_gradients(fl_graph *g, fl_grad_var tower_grads[][MAX_VARS], int ntowers,
-                              int nvars, fl_grad_var *out)
-{
-    for (int v = 0; v < nvars; v++) {
-        fl_node *grads[MAX_TOWERS];
-        int n = 0;
-        for (int t = 0; t < ntowers; t++)
-            if (tower_grads[t][v].grad) /* NULL: the loss does not depend on this variable */
-                grads[n++] = tower_grads[t][v].grad;
-        fl_node *mean = NULL;
-        if (n > 0)
-            mean = fl_div(g, fl_add_n(g, grads, n, NULL), fl_scalar(g, (float)n, NULL), NULL);
-        out[v] = (fl_grad_var){mean, tower_grads[0][v].var};
-    }
-}
-// [end:average_gradients]
-
 /* What create_parallel_optimization builds. */
 typedef struct {
     fl_node *image, *label;     /* the global batch, fed on /cpu:0 */
@@ -181,14 +165,8 @@ typedef struct {
     fl_node *accuracy;          /* of one unsplit batch, by an extra copy of the model */
 } parallel_model;
 
-static fl_node *tower_loss(fl_graph *g, fl_node *logits, fl_node *label)
-{
-    fl_node *per_example = fl_sparse_softmax_cross_entropy_with_logits(g, label, logits, NULL);
-    return fl_reduce_mean(g, per_example, NULL, 0, false, "loss");
-}
-
 static parallel_model create_parallel_optimization(fl_graph *g, fl_optimizer *optimizer,
-                                                   char (*devices)[16], int ntowers,
+                                                   char (*devices)[40], int ntowers,
                                                    const char *controller)
 {
     parallel_model m = {0};
@@ -207,26 +185,10 @@ static parallel_model create_parallel_optimization(fl_graph *g, fl_optimizer *op
     fl_node *losses[MAX_TOWERS];
     int nvars = 0;
     for (int t = 0; t < ntowers; t++) {
-        char scope[32];
-        snprintf(scope, sizeof scope, "tower_%d", t);
         tower_placement placement = {devices[t], controller};
-        fl_name_scope_push(g, scope);
-        fl_device_function_push(g, assign_to_device, &placement);
-        /* Tower 0 creates the variables; the others must find them. */
-        fl_variable_scope_push(g, "model", t == 0 ? FL_REUSE_INHERIT : FL_REUSE);
-        fl_node *logits = core_model(g, images[t]);
-        fl_variable_scope_pop(g);
-        losses[t] = tower_loss(g, logits, labels[t]);
-        nvars = fl_compute_gradients(g, losses[t], NULL, 0, tower_grads[t]);
-        fl_device_pop(g);
-        fl_name_scope_pop(g);
+        nvars = build_tower(g, t, images[t], labels[t], assign_to_device, &placement, tower_grads[t], &losses[t]);
     }
     // [end:towers]
-    if (nvars > MAX_VARS) {
-        fl_graph_clear_error(g);
-        fprintf(stderr, "%s: the model has %d variables; raise MAX_VARS\n", program, nvars);
-        exit(1);
-    }
 
     // [book:apply]
     fl_device_scope_push(g, controller);
@@ -262,11 +224,22 @@ int main(int argc, char **argv)
 {
     training_flags o = training_flags_defaults(program);
     tower_flags towers = {.num_gpus = 0, .controller = "/cpu:0"};
-    static const char *const lab_flag_names[] = {"--num_gpus", "--controller"};
-    lab_flags extra = {lab_flag_names, 2, set_tower_flag, &towers};
+    static const char *const lab_flag_names[] = {"--num_gpus", "--controller", "--ps_hosts", "--worker_hosts"};
+    lab_flags extra = {lab_flag_names, 4, set_tower_flag, &towers};
     parse_flags(argc, argv, &o, &extra, usage);
-    char devices[MAX_TOWERS][16];
-    int ntowers = choose_devices(&towers, o.batch_size, devices);
+    char devices[MAX_TOWERS][40], controller[40];
+    fl_cluster *cluster = NULL;
+    int ntowers;
+    if (towers.ps_hosts && !towers.worker_hosts)
+        bad_flag(program, "--ps_hosts", towers.ps_hosts, "cluster mode needs --worker_hosts too");
+    if (towers.worker_hosts) {
+        cluster_mode_refuse(&o);
+        ntowers = cluster_mode_devices(program, towers.ps_hosts, towers.worker_hosts, towers.num_gpus,
+                                       o.batch_size, &cluster, devices, MAX_TOWERS, controller, sizeof controller);
+        towers.controller = controller;
+    } else {
+        ntowers = choose_devices(&towers, o.batch_size, devices);
+    }
 
     lab_data data;
     if (load_data(o.data_dir, o.max_examples, &data) != 0) {
@@ -283,8 +256,12 @@ int main(int argc, char **argv)
     fl_graph *g = fl_graph_new();
     fl_graph_set_random_seed(g, o.seed);
     fl_optimizer *adam = fl_adam_optimizer(o.learning_rate, 0.9f, 0.999f, 1e-8f);
+    run_stats_build_started(); /* --print_stats */
     parallel_model m = create_parallel_optimization(g, adam, devices, ntowers, towers.controller);
     fl_node *init = fl_global_variables_initializer(g);
+    run_stats_build_done(g);
+    if (cluster) /* --print_stats: the bytes through this client */
+        run_stats_count_traffic(bytes_moved, cluster);
     if (fl_graph_error(g)) {
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(g));
         return 1;
@@ -292,7 +269,8 @@ int main(int argc, char **argv)
 
     // [book:session]
     fl_session_options config = {.allow_soft_placement = false,
-                                 .log_device_placement = o.log_device_placement};
+                                 .log_device_placement = o.log_device_placement,
+                                 .cluster = fl_cluster_client_plugin(cluster)}; /* NULL: one process */
     fl_session *s = fl_session_new(g, &config);
     printf("%d tower%s on", ntowers, ntowers == 1 ? "" : "s");
     for (int t = 0; t < ntowers; t++)
@@ -306,12 +284,18 @@ int main(int argc, char **argv)
 
     open_summaries(program, o.log_dir, o.histogram_every, g); /* --log_dir: TensorBoard's event file */
     train_nodes nodes = {m.image, m.label, m.loss, m.train_op, m.global_step, NULL};
+    uint64_t sent0 = 0, received0 = 0;
+    if (cluster)
+        fl_remote_traffic(cluster, &sent0, &received0);
     int rc = train(s, &o, &nodes, &data, total_steps, true);
+    if (cluster && rc == 0)
+        cluster_mode_report_traffic(cluster, sent0, received0, total_steps);
     if (rc == 0)
         rc = report_test_accuracy(s, &o, m.image, m.label, m.accuracy, &data);
     /* Freed on the failing paths too: a failed restore or save is an
      * expected outcome, and the sanitized build reports what is not freed. */
-    fl_session_free(s);
+    fl_session_free(s); /* in cluster mode, says goodbye to every task */
+    fl_cluster_free(cluster);
     fl_optimizer_free(adam);
     fl_graph_free(g);
     free_data(&data);

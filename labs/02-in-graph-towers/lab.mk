@@ -12,6 +12,11 @@ EX02_REFS   := $(patsubst %,$(EX02_DIR)/solutions/%.c,$(EX02_NAMES))
 
 # The labs include labs/common/*.h: rebuild them when a shared header changes.
 $(LAB01) $(LAB02): $(LAB_COMMON)
+# Its cluster mode makes chapter 2's lab the client of a cluster (TensorFlow's
+# master lives in the client): it links the cluster rooms, as chapter 3's does.
+$(LAB02): labs/02-in-graph-towers/in_graph_towers.c labs/02-in-graph-towers/cluster_mode.h $(LIB) $(CLUSTER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
 $(EX02_OUT)/check_%: $(EX02_DIR)/check_%.c $(EX02_MINE) $(EX02_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LIB)
 	@mkdir -p $(dir $@)

@@ -23,13 +23,14 @@
 #include <string.h>
 
 #include "flowlab.h"
+#include "../common/cluster_traffic.h"
 #include "../common/data.h"
 #include "../common/evaluate.h"
 #include "../common/flags.h"
-#include "../common/model.h"
 #include "../common/timing.h"
 #include "../common/train_loop.h" /* --trace: trace_before_step, write_trace */
 #include "cluster_graph.h"           /* --cluster_graph */
+#include "worker_towers.h"           /* --num_gpus: the hybrid */
 
 static const char program[] = "between_graph";
 
@@ -39,6 +40,7 @@ typedef struct {
     const char *cluster_graph; /* a worker writes who it talked to, and how much */
     long task_index;
     long num_ps, port_base;    /* a launcher's tasks: how many are ps, their first port */
+    long num_gpus;             /* 0: one copy of the model; K: the hybrid, K towers per worker */
     bool sync_replicas;        /* chapter 4: synchronous updates */
     long replicas_to_aggregate, total_num_replicas; /* 0: the number of workers */
 } cluster_flags;
@@ -62,6 +64,8 @@ static void usage(FILE *out)
             "  --port_base P         with a launcher: the tasks on one node listen on P, P+1, ... (default 8888,\n"
             "                        as TensorFlow's SlurmClusterResolver)\n"
             "  --device D            a worker's device for the model (default /gpu:0; falls back to /cpu:0)\n"
+            "  --num_gpus K          the hybrid: each worker builds K towers on its /gpu:0 ... /gpu:K-1 (chapter 2),\n"
+            "                        averages their gradients and pushes once; --batch_size splits K ways\n"
             "  --ps_strategy S       round_robin (default) or greedy: how variables are spread on the ps tasks;\n"
             "                        every worker must use the same one\n"
             "  --cluster_graph F.dot the chief (worker 0) writes the tasks and the bytes it moved per step\n"
@@ -103,6 +107,10 @@ static void set_cluster_flag(const char *flag, const char *value, void *options)
         c->cluster_graph = value;
     else if (strcmp(flag, "--task_index") == 0)
         c->task_index = parse_count(program, flag, value, 0);
+    else if (strcmp(flag, "--num_gpus") == 0 && parse_count(program, flag, value, 1) > MAX_TOWERS)
+        bad_flag(program, flag, value, "a worker builds at most 8 towers");
+    else if (strcmp(flag, "--num_gpus") == 0)
+        c->num_gpus = parse_count(program, flag, value, 1);
     else if (strcmp(flag, "--num_ps") == 0)
         c->num_ps = parse_count(program, flag, value, 0);
     else if (strcmp(flag, "--port_base") == 0)
@@ -199,9 +207,9 @@ static worker_graph build_worker_graph(const fl_cluster *cluster, const training
     fl_replica_device_setter_push(w.g, w.setter);
     w.image = fl_placeholder(w.g, FL_FLOAT32, fl_shape_make(4, -1, 28, 28, 1), "image");
     w.label = fl_placeholder(w.g, FL_INT32, fl_shape_make(1, -1), "label");
-    fl_node *logits = core_model(w.g, w.image);
-    fl_node *per_example = fl_sparse_softmax_cross_entropy_with_logits(w.g, w.label, logits, NULL);
-    w.loss = fl_reduce_mean(w.g, per_example, NULL, 0, false, "loss");
+    worker_model model = c->num_gpus > 0 ? build_worker_towers(w.g, cluster, (int)c->num_gpus, w.image, w.label)
+                                         : build_single_model(w.g, w.image, w.label);
+    w.loss = model.loss;
     w.global_step = fl_get_or_create_global_step(w.g);
     w.adam = fl_adam_optimizer(o->learning_rate, 0.9f, 0.999f, 1e-8f);
     if (c->sync_replicas) { /* the same Adam, its updates counted and averaged on the ps */
@@ -209,8 +217,8 @@ static worker_graph build_worker_graph(const fl_cluster *cluster, const training
         w.adam = fl_sync_replicas_optimizer(adam, (int)c->replicas_to_aggregate, (int)c->total_num_replicas);
         fl_optimizer_free(adam);
     }
-    w.train_op = fl_minimize(w.adam, w.g, w.loss, w.global_step, "train");
-    w.accuracy = accuracy_of(w.g, logits, w.label);
+    w.train_op = fl_apply_gradients(w.adam, w.g, model.grads, model.nvars, w.global_step, "train");
+    w.accuracy = accuracy_of(w.g, model.logits, w.label);
     fl_device_pop(w.g);
     return w;
 }
@@ -228,13 +236,6 @@ static void log_worker_progress(const fl_cluster *cluster, long local_steps, lon
         printf(", %llu stale gradients dropped", (unsigned long long)fl_remote_stale_updates(cluster));
     printf(")\n");
     fflush(stdout);
-}
-
-static double bytes_moved(const fl_cluster *cluster)
-{
-    uint64_t sent, received;
-    fl_remote_traffic(cluster, &sent, &received);
-    return (double)(sent + received);
 }
 
 /* With --sync_replicas every worker reads the same global batch (same seed)
@@ -356,7 +357,10 @@ static int train_worker(const fl_cluster *cluster, const training_flags *o, cons
     long steps = 0;
     uint64_t sent[MAX_PS] = {0}, received[MAX_PS] = {0};
     traffic_by_ps(cluster, sent, received);
+    run_stats_count_traffic(bytes_moved, cluster); /* --print_stats */
     int rc = batches ? train_steps(ms, &L, batches, &steps) : 1;
+    if (rc == 0 && o->print_stats) /* measured from the second step on */
+        print_run_stats(steps - 1, (steps - 1) * o->batch_size);
     if (!batches)
         fprintf(stderr, "%s: worker %d: %s\n", program, task, fl_last_error());
     if (rc == 0 && c->cluster_graph && fl_cluster_is_chief(cluster) && steps > 0 &&
@@ -398,7 +402,9 @@ static int run_worker(const fl_cluster *cluster, const training_flags *o, const 
     if (!fl_cluster_is_chief(cluster)) /* one file per run: the chief writes --trace, --graph, --log_dir */
         mine.trace_path = mine.graph_path = mine.log_dir = NULL;
     o = &mine;
+    run_stats_build_started(); /* --print_stats */
     worker_graph w = build_worker_graph(cluster, o, c, strategy);
+    run_stats_build_done(w.g);
     int rc = 1;
     if (fl_graph_error(w.g)) {
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(w.g));
@@ -429,6 +435,20 @@ static void check_replicas(const fl_cluster *cluster, cluster_flags *c)
     }
 }
 
+/* --num_gpus K: the worker's batch must split K ways, and a worker needs K
+ * accelerators. Every task checks the batch, so a bad one stops the ps too. */
+static void check_towers(const fl_cluster *cluster, const training_flags *o, const cluster_flags *c)
+{
+    if (c->num_gpus > 0 && o->batch_size % c->num_gpus != 0) {
+        fprintf(stderr, "%s: --batch_size %d does not split evenly into --num_gpus %ld towers; use a multiple "
+                "of %ld\n", program, o->batch_size, c->num_gpus, c->num_gpus);
+        exit(2);
+    }
+    bool worker = strcmp(fl_cluster_job_name(cluster), "ps") != 0;
+    if (worker && c->num_gpus > 0 && check_tower_devices(program, fl_cluster_task_index(cluster), (int)c->num_gpus))
+        exit(2);
+}
+
 int main(int argc, char **argv)
 {
     training_flags o = training_flags_defaults(program);
@@ -436,11 +456,12 @@ int main(int argc, char **argv)
     static const char *const names[] = {"--ps_hosts", "--worker_hosts", "--job_name", "--task_index", "--device",
                                         "--ps_strategy", "--cluster_graph", "--sync_replicas",
                                         "--replicas_to_aggregate", "--total_num_replicas", "--num_ps",
-                                        "--port_base"};
+                                        "--port_base", "--num_gpus"};
     lab_flags extra = {names, sizeof names / sizeof *names, set_cluster_flag, &c};
     parse_flags(argc, argv, &o, &extra, usage);
     fl_cluster *cluster = read_cluster(&c);
     check_replicas(cluster, &c);
+    check_towers(cluster, &o, &c);
     int rc;
     if (strcmp(fl_cluster_job_name(cluster), "ps") == 0) {
         rc = run_ps(cluster);

@@ -3,6 +3,8 @@ LAB03    := $(BUILD)/labs/03-between-graph/between_graph
 LAUNCHER := $(BUILD)/labs/tools/launch_cluster
 # tests/test_lab03 runs the lab through the launcher, so both are built first.
 $(BUILD)/tests/test_lab03: $(LAB03) $(LAUNCHER)
+# tests/test_lab03_hybrid holds the hybrid (--num_gpus) against chapter 2's towers.
+$(BUILD)/tests/test_lab03_hybrid: $(LAB03) $(LAUNCHER) $(BUILD)/labs/02-in-graph-towers/in_graph_towers
 $(LAB03): $(LAB_COMMON) $(wildcard labs/03-between-graph/*.h)
 # A program of a cluster: it links the cluster rooms' archive and libevent,
 # which the labs of chapters 0-2 do not.
@@ -23,20 +25,33 @@ figures-03: $(LAB03) $(LAUNCHER)
 	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch3-worker-trace.json $(FIGURES_DIR)/ch3-timeline.svg
 .PHONY: figures-03
 
+# The measurement of chapter 3's first half: in-graph replication across
+# tasks against between-graph for 1, 2, 4 and 8 workers (a few minutes on
+# two cores); the CSV and the figure go to FIGURES_DIR as
+# ch3-replication.csv and ch3-replication.svg.
+figures-replication: $(LAB03) $(LAUNCHER) $(BUILD)/labs/02-in-graph-towers/in_graph_towers \
+                     $(BUILD)/labs/tools/flowlab_server
+	@mkdir -p $(FIGURES_DIR)
+	labs/tools/ingraph_vs_between.sh $(BUILD) $(BUILD)/replication
+	cp $(BUILD)/replication/replication.csv $(FIGURES_DIR)/ch3-replication.csv
+	gnuplot -e "csv='$(FIGURES_DIR)/ch3-replication.csv'; out='$(FIGURES_DIR)/ch3-replication.svg'" \
+	    labs/tools/replication.gp
+.PHONY: figures-replication
+
 # Exercises:
 #   make exercises / exercises-solutions cover this chapter too; its checks
 #   run offline (no server, no port opened). Each check links only its own file.
 EX03_DIR    := labs/03-between-graph/exercises
-EX03_NAMES  := round_robin ps_load staleness
+EX03_NAMES  := partition_edges cross_task_bytes round_robin ps_load staleness
 EX03_OUT    := $(BUILD)/exercises/03-between-graph
 EX03_CHECKS := $(patsubst %,$(EX03_OUT)/check_%,$(EX03_NAMES))
 EX03_SOLVED := $(patsubst %,$(EX03_OUT)/solutions/check_%,$(EX03_NAMES))
 
-$(EX03_OUT)/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB) $(CLUSTER_LIB)
+$(EX03_OUT)/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/%.c $(EX03_DIR)/exercises.h $(EX03_DIR)/check_graphs.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/$*.c -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
-$(EX03_OUT)/solutions/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/solutions/%.c $(EX03_DIR)/exercises.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB) $(CLUSTER_LIB)
+$(EX03_OUT)/solutions/check_%: $(EX03_DIR)/check_%.c $(EX03_DIR)/solutions/%.c $(EX03_DIR)/exercises.h $(EX03_DIR)/check_graphs.h $(EXERCISE_CHECK_H) $(LAB_COMMON) $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(EX03_DIR) $(EX03_DIR)/check_$*.c $(EX03_DIR)/solutions/$*.c -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 

@@ -36,6 +36,7 @@ typedef struct {
     bool log_device_placement;
     const char *log_dir;     /* NULL: no summaries for TensorBoard (labs/common/summaries.h) */
     int histogram_every;     /* steps between the variables' histograms; 0: none */
+    bool print_stats;        /* print run_stats.h's stats: line after training */
 } training_flags;
 
 /* The defaults, for the lab called program. */
@@ -69,6 +70,8 @@ static inline training_flags training_flags_defaults(const char *program)
     "  --log_dir DIR         write summaries for TensorBoard into DIR (tensorboard --logdir DIR)\n" \
     "  --histogram_every N   steps between histograms of the variables in --log_dir (default\n" \
     "                        100; 0: none)\n"                                                    \
+    "  --print_stats         after training, print a stats: line (graph size, build time, CPU ms,\n" \
+    "                        bytes moved and images/sec per step)\n"                           \
     "  --help                this text\n"                                                       \
     "Flags take their value as the next argument or after '=': --seed 7, --seed=7.\n"
 
@@ -202,6 +205,10 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
         snprintf(flag, sizeof flag, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
         if (strcmp(flag, "--log_device_placement") == 0 && !eq) {
             o->log_device_placement = true;
+            continue;
+        }
+        if (strcmp(flag, "--print_stats") == 0 && !eq) {
+            o->print_stats = true;
             continue;
         }
         bool is_training = false, is_extra = false;

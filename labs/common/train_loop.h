@@ -13,6 +13,7 @@
 #include "evaluate.h"
 #include "flags.h"
 #include "summaries.h"
+#include "run_stats.h"
 #include "timing.h"
 
 /* The nodes the loop runs: placeholders for one (global) batch, the loss it
@@ -87,11 +88,14 @@ static inline void skip_trained_batches(fl_dataset *train_set, long step)
 
 /* --trace records steps 2 to 4 of this run (the first is slower while
  * buffers are allocated): on before the second step, written after the
- * fourth, or at the end of a shorter run. */
+ * fourth, or at the end of a shorter run. --print_stats measures from the
+ * second step on too. */
 static inline void trace_before_step(fl_session *s, const training_flags *o, long steps_done)
 {
     if (o->trace_path && steps_done == 1)
         fl_session_set_tracing(s, true);
+    if (o->print_stats && steps_done == 1)
+        run_stats_steps_started();
 }
 
 static inline void write_trace(fl_session *s, const training_flags *o)
@@ -215,6 +219,9 @@ static inline int train(fl_session *s, const training_flags *o, const train_node
     train_progress p = {.step = step, .first_step = step, .last_saved = step,
                         .last_log_time = now_seconds()};
     int rc = run_steps(s, o, t, train_set, total_steps, &p);
+    long measured = p.step - p.first_step - 1; /* from the second step on */
+    if (rc == 0 && o->print_stats)
+        print_run_stats(measured, measured * o->batch_size);
     if (rc == 0)
         rc = finish_training(s, o, &p);
     fl_dataset_free(train_set);

@@ -195,7 +195,12 @@ int fl_cluster_set_task(fl_cluster *c, const char *job_name, int task_index,
     return 0;
 }
 
-const char *fl_cluster_job_name(const fl_cluster *c) { return c ? job_names[c->job] : NULL; }
+const char *fl_cluster_job_name(const fl_cluster *c)
+{
+    if (!c)
+        return NULL;
+    return c->is_client ? "client" : job_names[c->job];
+}
 
 int fl_cluster_task_index(const fl_cluster *c) { return c ? c->task_index : -1; }
 
@@ -209,6 +214,8 @@ bool fl_cluster_is_chief(const fl_cluster *c)
 {
     if (!c)
         return false;
+    if (c->is_client) /* it initializes the variables, as a chief does */
+        return true;
     if (c->num_tasks[FL_JOB_CHIEF] > 0)
         return c->job == FL_JOB_CHIEF;
     return c->job == FL_JOB_WORKER && c->task_index == 0;

@@ -20,6 +20,10 @@ struct fl_cluster {
     int num_tasks[FL_JOB_COUNT];
     fl_job job; /* the local task: this process */
     int task_index;
+    /* The client of in-graph replication across tasks is no task: its job
+     * name is "client", and what its device strings leave out is worker 0's,
+     * where TensorFlow's master puts what the client leaves unplaced. */
+    bool is_client;
     /* What the distributed runtime keeps for this cluster (its
      * fl_cluster_state: connections, the synchronous step), made on first
      * use by fl_cluster_runtime and freed with the cluster; this room never

@@ -31,15 +31,11 @@ static int add_host_list(fl_cluster *c, fl_job job, const char *list, const char
     }
 }
 
-fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts,
-                                  const char *job_name, int task_index)
+/* The lists alone, into a new cluster; NULL after fl_set_error. */
+static fl_cluster *cluster_of_lists(const char *ps_hosts, const char *worker_hosts)
 {
     if (!worker_hosts || !*worker_hosts) {
         fl_set_error_code(FL_INVALID_ARGUMENT, "--worker_hosts is empty; list the workers as host:port,host:port");
-        return NULL;
-    }
-    if (!job_name || !*job_name) {
-        fl_set_error_code(FL_INVALID_ARGUMENT, "--job_name is missing; say which job this task is in: ps or worker");
         return NULL;
     }
     fl_cluster *c = fl_cluster_new();
@@ -47,8 +43,33 @@ fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts
     if (ps_hosts && *ps_hosts)
         ok = add_host_list(c, FL_JOB_PS, ps_hosts, "--ps_hosts") == 0;
     ok = ok && add_host_list(c, FL_JOB_WORKER, worker_hosts, "--worker_hosts") == 0;
-    ok = ok && fl_cluster_set_task(c, job_name, task_index, &flag_spelling) == 0;
     if (!ok) {
+        fl_cluster_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+fl_cluster *fl_cluster_client_from_flags(const char *ps_hosts, const char *worker_hosts)
+{
+    fl_cluster *c = cluster_of_lists(ps_hosts, worker_hosts);
+    if (c) {
+        c->is_client = true;
+        c->job = FL_JOB_WORKER;
+        c->task_index = 0;
+    }
+    return c;
+}
+
+fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts,
+                                  const char *job_name, int task_index)
+{
+    if (!job_name || !*job_name) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "--job_name is missing; say which job this task is in: ps or worker");
+        return NULL;
+    }
+    fl_cluster *c = cluster_of_lists(ps_hosts, worker_hosts);
+    if (c && fl_cluster_set_task(c, job_name, task_index, &flag_spelling) != 0) {
         fl_cluster_free(c);
         return NULL;
     }

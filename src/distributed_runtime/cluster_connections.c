@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "partition_client.h"
 #include "remote_device.h"
 
 static void *state_new(const fl_cluster *c)
@@ -124,15 +125,26 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
     return d;
 }
 
-int fl_cluster_say_goodbye(const fl_cluster *c)
+static int say_goodbye_to_job(const fl_cluster *c, const char *job)
 {
-    int rc = 0, num_ps = fl_cluster_num_tasks(c, "ps");
-    for (int task = 0; task < num_ps; task++) { /* also those this worker never used */
-        fl_device *d = fl_remote_device(c, "ps", task);
+    int rc = 0, n = fl_cluster_num_tasks(c, job);
+    for (int task = 0; task < n; task++) { /* also those this process never used */
+        fl_device *d = fl_remote_device(c, job, task);
         fl_ps_client *client = d ? fl_remote_client(d->impl) : NULL;
         if (!client || fl_ps_client_goodbye(client) != 0)
             rc = -1;
     }
+    return rc;
+}
+
+/* A worker says goodbye to the ps tasks; the client of in-graph replication,
+ * which drove every task, to all of them. */
+int fl_cluster_say_goodbye(const fl_cluster *c)
+{
+    int rc = say_goodbye_to_job(c, "ps");
+    if (strcmp(fl_cluster_job_name(c), FL_WIRE_CLIENT_JOB) == 0 &&
+        (say_goodbye_to_job(c, "worker") != 0 || say_goodbye_to_job(c, "chief") != 0))
+        rc = -1;
     fl_cluster_state *r = fl_cluster_state_of(c);
     pthread_mutex_lock(&r->lock);
     for (int i = 0; i < r->count; i++)

@@ -43,11 +43,28 @@ static int node_task(const fl_node *n, char job[32], int *task, char *local, siz
     return 0;
 }
 
+static int find_part(const fl_graph_partition *parts, int nparts, const char *job, int task)
+{
+    for (int p = 0; p < nparts; p++)
+        if (strcmp(parts[p].job, job) == 0 && parts[p].task == task)
+            return p;
+    return -1;
+}
+
+int fl_partition_of_node(const fl_partitioned_run *cut, const fl_node *n)
+{
+    char job[32], local[FL_DEVICE_LEN];
+    int task;
+    if (node_task(n, job, &task, local, sizeof local) != 0)
+        return -1;
+    return find_part(cut->parts, cut->nparts, job, task);
+}
+
 static int find_or_add_part(cutter *c, const char *job, int task)
 {
-    for (int p = 0; p < c->nparts; p++)
-        if (strcmp(c->parts[p].job, job) == 0 && c->parts[p].task == task)
-            return p;
+    int found = find_part(c->parts, c->nparts, job, task);
+    if (found >= 0)
+        return found;
     c->parts = fl_xrealloc(c->parts, (size_t)(c->nparts + 1) * sizeof *c->parts);
     fl_graph_partition *p = &c->parts[c->nparts];
     memset(p, 0, sizeof *p);
@@ -90,19 +107,29 @@ static int assign_tasks(cutter *c)
 
 /* Creation order is a topological order, so one pass from the newest node
  * back marks everything the roots need; a fed node's inputs are not needed. */
-static void prune(cutter *c, fl_node *const *roots, int nroots)
+static void prune(const fl_graph *g, bool *needed, const bool *fed, fl_node *const *roots, int nroots)
 {
     for (int i = 0; i < nroots; i++)
-        c->needed[roots[i]->id] = true;
-    for (int id = c->nnodes - 1; id >= 0; id--) {
-        const fl_node *n = fl_graph_node(c->g, id);
-        if (!c->needed[id] || c->fed[id])
+        needed[roots[i]->id] = true;
+    for (int id = fl_graph_node_count(g) - 1; id >= 0; id--) {
+        const fl_node *n = fl_graph_node(g, id);
+        if (!needed[id] || fed[id])
             continue;
         for (int i = 0; i < n->ninputs; i++)
-            c->needed[n->inputs[i]->id] = true;
+            needed[n->inputs[i]->id] = true;
         for (int i = 0; i < n->ncontrols; i++)
-            c->needed[n->controls[i]->id] = true;
+            needed[n->controls[i]->id] = true;
     }
+}
+
+void fl_partition_prune(const fl_graph *g, const fl_partition_request *run, bool *needed, bool *fed)
+{
+    memset(needed, 0, (size_t)fl_graph_node_count(g) * sizeof *needed);
+    memset(fed, 0, (size_t)fl_graph_node_count(g) * sizeof *fed);
+    for (int i = 0; i < run->nfeeds; i++)
+        fed[run->feeds[i]->id] = true;
+    prune(g, needed, fed, run->fetches, run->nfetches);
+    prune(g, needed, fed, run->targets, run->ntargets);
 }
 
 static int wave_after(const cutter *c, const fl_node *n, const fl_node *before)
@@ -149,12 +176,18 @@ static fl_partition_edge *append_edge(fl_partition_edge **list, int *n)
 /* One send on the value's task and one recv on the reader's, keyed by both
  * ends: "dense/kernel:/job:ps/task:0->/job:worker/task:1". A control edge's
  * key starts with '^', as TensorFlow writes control inputs. */
+int fl_partition_edge_key(const fl_graph_partition *from, const fl_graph_partition *to, const char *value,
+                          bool control, char *key, size_t len)
+{
+    return snprintf(key, len, "%s%s:/job:%s/task:%d->/job:%s/task:%d", control ? "^" : "", value, from->job,
+                    from->task, to->job, to->task);
+}
+
 static int add_edge(cutter *c, int from, int to, const char *value, const char *placeholder, bool control)
 {
     const fl_graph_partition *src = &c->parts[from], *dst = &c->parts[to];
     char key[2 * FL_WIRE_MAX_NAME];
-    int len = snprintf(key, sizeof key, "%s%s:/job:%s/task:%d->/job:%s/task:%d", control ? "^" : "", value,
-                       src->job, src->task, dst->job, dst->task);
+    int len = fl_partition_edge_key(src, dst, value, control, key, sizeof key);
     if (len > (int)FL_WIRE_MAX_NAME || strlen(placeholder) > FL_WIRE_MAX_NAME) {
         fl_set_error_code(FL_INVALID_ARGUMENT, "%s: its name is too long to cross tasks (a key of %d bytes; "
                           "the wire allows %u): give it a shorter name", value, len, FL_WIRE_MAX_NAME);
@@ -398,10 +431,7 @@ int fl_partition_graph(const fl_graph *g, const fl_partition_request *run, fl_pa
         return -1;
     cutter c;
     cutter_init(&c, g);
-    for (int i = 0; i < run->nfeeds; i++)
-        c.fed[run->feeds[i]->id] = true;
-    prune(&c, run->fetches, run->nfetches);
-    prune(&c, run->targets, run->ntargets);
+    fl_partition_prune(g, run, c.needed, c.fed);
     int rc = assign_tasks(&c);
     if (rc == 0) {
         compute_waves(&c);

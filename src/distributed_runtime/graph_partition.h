@@ -93,4 +93,15 @@ typedef struct {
 int fl_partition_graph(const fl_graph *g, const fl_partition_request *run, fl_partitioned_run *out);
 void fl_partitioned_run_free(fl_partitioned_run *r);
 
+/* What a run needs of g (needed[id]) and which nodes it feeds (fed[id]):
+ * the roots and what they read, stopping at fed nodes. Arrays of g's size. */
+void fl_partition_prune(const fl_graph *g, const fl_partition_request *run, bool *needed, bool *fed);
+/* The partition of cut that holds n (the task n's device names), or -1. */
+int fl_partition_of_node(const fl_partitioned_run *cut, const fl_node *n);
+/* An edge's key: "value:/job:ps/task:0->/job:worker/task:1", '^' first for a
+ * control edge (whose value is the token "_send_control/<node>"). Returns
+ * snprintf's count. */
+int fl_partition_edge_key(const fl_graph_partition *from, const fl_graph_partition *to, const char *value,
+                          bool control, char *key, size_t len);
+
 #endif

@@ -217,6 +217,8 @@ int fl_session_save_keeping(fl_session *s, const char *dir, int64_t step, int ma
     if (max_to_keep < 0)
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: max_to_keep %d: give the number of checkpoints "
                                     "to keep, or 0 for all", dir, max_to_keep);
+    if (fl_session_refuse_in_client(s, "fl_session_save"))
+        return -1;
     s->error[0] = '\0';
     if (fl_graph_failed(s->graph))
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
@@ -384,6 +386,8 @@ int fl_session_restore_latest(fl_session *s, const char *dir)
 {
     if (!s || !dir || !dir[0])
         return s ? fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_restore_latest: no directory given") : -1;
+    if (fl_session_refuse_in_client(s, "fl_session_restore_latest"))
+        return -1;
     s->error[0] = '\0';
     if (fl_graph_failed(s->graph))
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));

@@ -20,6 +20,7 @@
 #include "bench_allreduce.h"
 #include "bench_csv.h"
 #include "bench_pipeline.h"
+#include "bench_replication.h"
 #include "bench_table.h"
 
 #define REPS 7
@@ -579,6 +580,7 @@ int main(int argc, char **argv)
     if (pocl_has_two_devices()) {
         bench_scaling();
         bench_between_graph();
+        bench_replication(); /* chapter 3: in-graph across tasks against between-graph */
         if (allreduce_bench_ready())
             bench_allreduce_model();
         bench_pipeline();

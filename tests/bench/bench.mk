@@ -1,10 +1,12 @@
 # tests/bench/bench.mk: make bench (one table of side-by-side measurements, CSV
 # and charts) and make bench-charts; included by the Makefile.
 BENCH := $(BUILD)/bench/bench
-# bench.c and its parts: the table they share, chapter 6's allreduce rows with its cost model, chapter 7's pipeline.
+# bench.c and its parts: the table they share, chapter 6's allreduce rows with its cost model,
+# chapter 3's in-graph-across-tasks rows, chapter 7's pipeline.
 BENCH_SRC := tests/bench/bench.c tests/bench/bench_table.c tests/bench/bench_allreduce.c tests/bench/bench_pipeline.c \
-             labs/06-allreduce/cost_model.c
+             tests/bench/bench_replication.c labs/06-allreduce/cost_model.c
 $(BENCH): $(BENCH_SRC) tests/bench/bench_table.h tests/bench/bench_allreduce.h tests/bench/bench_csv.h tests/bench/bench_pipeline.h \
+          tests/bench/bench_replication.h \
           labs/06-allreduce/cost_model.h labs/tools/trace_events.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BENCH_SRC) -o $@ $(LDFLAGS) $(LIB) -lclblast $(LDLIBS)

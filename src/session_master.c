@@ -1,0 +1,46 @@
+/* session_master.c: a session in the client of a cluster (in-graph
+ * replication across tasks) hands each run to the cluster runtime's master,
+ * which runs it on the tasks; the core only keeps fl_session_run's promises
+ * around it. The master comes through fl_cluster_plugin: no cluster symbol. */
+#include "session_internal.h"
+
+void fl_session_open_master(fl_session *s)
+{
+    const fl_cluster_plugin *plugin = s->options.cluster;
+    if (plugin && plugin->open_master)
+        s->master = plugin->open_master(plugin->state, s->graph);
+}
+
+void fl_session_close_master(fl_session *s)
+{
+    if (s->master)
+        s->options.cluster->close_master(s->master);
+    s->master = NULL;
+}
+
+int fl_session_refuse_in_client(fl_session *s, const char *what)
+{
+    if (!s->master)
+        return 0;
+    return fl_session_fail_code(s, FL_UNIMPLEMENTED, "%s: this session is the client of a cluster: its variables "
+                                "live on the tasks, and checkpoints of in-graph replication across tasks are not "
+                                "supported yet", what);
+}
+
+/* Outputs NULL on failure, fl_session_error and its code set; a fetch that
+ * is ready is handed over at the end, as a value on a device with no marks. */
+int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl_feed *feeds, int nfeeds,
+                          fl_node *const *fetches, int nfetches, fl_tensor **outputs, fl_node *const *targets,
+                          int ntargets)
+{
+    if (s->options.cluster->run_master(s->master, feeds, nfeeds, fetches, nfetches, outputs, targets,
+                                       ntargets) != 0) {
+        for (int i = 0; i < nfetches; i++)
+            outputs[i] = NULL;
+        return fl_session_fail(s, "%s", fl_last_error());
+    }
+    s->run_count++;
+    for (int i = 0; options && options->fetch_ready && i < nfetches; i++)
+        options->fetch_ready(i, outputs[i], options->user);
+    return 0;
+}

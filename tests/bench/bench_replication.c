@@ -1,0 +1,80 @@
+/* bench_replication.c: chapter 3's rows of `make bench`. The CNN at N = 2
+ * workers, two ways on the same two cores: in-graph replication across
+ * tasks (one in_graph_towers client driving flowlab_server tasks: 1 ps, 2
+ * workers) against between-graph replication (1 ps + 2 synchronous
+ * workers), the same 128 images per worker per step, one single-core PoCL
+ * device per worker. Both runs print --print_stats lines; their
+ * images/sec add up. The target: in-graph across tasks at least 0.8x. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_replication.h"
+#include "bench_table.h"
+
+#define ROUNDS 3
+#define SERVER "build/labs/tools/flowlab_server"
+#define STEPS "--train_steps 12 --log_every 100 --max_examples 2048 --seed 1 --print_stats"
+
+/* The sum of the images_per_sec of every stats: line command prints; NaN
+ * when it fails or prints none. */
+static double stats_images_per_second(const char *command)
+{
+    char line[512];
+    FILE *p = popen(command, "r");
+    if (!p)
+        return NAN;
+    double total = 0;
+    int lines = 0;
+    while (fgets(line, sizeof line, p)) {
+        const char *at = strstr(line, "stats: ") ? strstr(line, "images_per_sec=") : NULL;
+        if (at) {
+            total += atof(at + strlen("images_per_sec="));
+            lines++;
+        }
+    }
+    int status = pclose(p);
+    return status == 0 && lines > 0 ? total : NAN;
+}
+
+/* The servers on ports from `port` in the background, then the client;
+ * the servers exit once the client has said goodbye. */
+static double in_graph_across_tasks(int port)
+{
+    char command[1024];
+    snprintf(command, sizeof command,
+             "FLOWLAB_BACKEND=opencl build/labs/tools/launch_cluster --ps 1 --workers 2 --base_port %d "
+             "--deadline 300 -- " SERVER " >/dev/null 2>&1 & servers=$!; "
+             "FLOWLAB_BACKEND=opencl build/labs/02-in-graph-towers/in_graph_towers --ps_hosts 127.0.0.1:%d "
+             "--worker_hosts 127.0.0.1:%d,127.0.0.1:%d --batch_size 256 " STEPS " 2>&1; rc=$?; "
+             "wait $servers; exit $rc",
+             port, port, port + 1, port + 2);
+    return stats_images_per_second(command);
+}
+
+static double between_graph(void)
+{
+    return stats_images_per_second("FLOWLAB_BACKEND=opencl build/labs/tools/launch_cluster --ps 1 --workers 2 "
+                                   "--deadline 300 -- build/labs/03-between-graph/between_graph --sync_replicas "
+                                   "true --batch_size 128 " STEPS " 2>&1");
+}
+
+void bench_replication(void)
+{
+    if (access(SERVER, X_OK) != 0) {
+        note("%s", "no " SERVER ": the ch3 in-graph-across-tasks rows are skipped");
+        return;
+    }
+    double across_r[ROUNDS], between_r[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        across_r[r] = in_graph_across_tasks(23700 + 10 * r);
+        between_r[r] = between_graph();
+    }
+    double across = median(across_r, ROUNDS), between = median(between_r, ROUNDS);
+    row("scaling", "ch3: in-graph across 2 tasks vs 2 sync workers", "ch3 in-graph across 2 tasks", "img/s", across,
+        between, "between");
+    printf("  ch3 target: in-graph across tasks at least 0.8x between-graph at N = 2: %s (%.2fx)\n",
+           across >= 0.8 * between ? "met" : "MISSED", across / between);
+}
