@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "frame_reader.h"
+#include "handshake.h"
 #include "ps_client.h"
 #include "runtime.h"
 #include "socket_writer.h"
@@ -83,6 +84,7 @@ static fl_error_code refusal_code(fl_wire_error_code code)
     case FL_WIRE_E_MISMATCH: return FL_INVALID_ARGUMENT;
     case FL_WIRE_E_NOT_INITIALIZED: return FL_FAILED_PRECONDITION;
     case FL_WIRE_E_INTERNAL: return FL_INTERNAL;
+    case FL_WIRE_E_UNAUTHENTICATED: return FL_UNAUTHENTICATED;
     }
     return FL_UNKNOWN;
 }
@@ -352,28 +354,57 @@ void fl_ps_client_traffic(fl_ps_client *c, uint64_t *sent, uint64_t *received)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* The first frame of the answer to HELLO into *m: 0, -1 (lost), -2 (not
+ * parseable: a refusal). With a secret the server asks for a proof first
+ * (CHALLENGE: handshake.c), and a server that does not ask is refused, so a
+ * task without the secret cannot pose as a ps. */
+static int read_welcome(fl_ps_client *c, const fl_connect_options *where, const char *my_job, int my_task,
+                        fl_wire_buf *buf, fl_wire_message *m, char *why, size_t len)
+{
+    fl_wire_frame f;
+    if (read_frame(c, buf, &f, why, len) != 1 || fl_wire_parse(&f, m, why, len) != 0)
+        return -1;
+    if (m->type == FL_WIRE_CHALLENGE) {
+        unsigned char challenge[FL_WIRE_PROOF_BYTES];
+        memcpy(challenge, m->u.handshake.nonce, sizeof challenge);
+        int rc = fl_handshake_client(c->fd, where, my_job, my_task, challenge, buf, why, len);
+        if (rc != 0)
+            return rc;
+        return read_frame(c, buf, &f, why, len) == 1 && fl_wire_parse(&f, m, why, len) == 0 ? 0 : -1;
+    }
+    if (where->secret_len > 0 && m->type == FL_WIRE_HELLO_OK) {
+        snprintf(why, len, "it did not ask for the cluster's secret, so it cannot prove it knows it: a task "
+                 "without --cluster_secret_file, or not a task of this cluster");
+        return -2;
+    }
+    return 0;
+}
+
 /* HELLO, answered by HELLO_OK, before the reader thread starts. -1 when the
- * connection failed first, -2 when the task answered with a refusal. */
-static int say_hello(fl_ps_client *c, const char *my_job, int my_task)
+ * connection failed first, -2 when the task answered with a refusal (or
+ * either side refused the other's proof of the secret). */
+static int say_hello(fl_ps_client *c, const fl_connect_options *where, const char *my_job, int my_task)
 {
     char why[FL_WIRE_ERROR_LEN];
     fl_wire_put_hello(&c->out, 0, my_job, (uint32_t)my_task);
     int rc = fl_socket_write_all(c->fd, c->out.data, c->out.len);
     fl_wire_buf_consume(&c->out, c->out.len);
     fl_wire_buf reply = {0};
-    fl_wire_frame f;
     fl_wire_message *m = fl_xmalloc(sizeof *m);
     if (rc == 0)
-        rc = read_frame(c, &reply, &f, why, sizeof why) == 1 && fl_wire_parse(&f, m, why, sizeof why) == 0 ? 0 : -1;
+        rc = read_welcome(c, where, my_job, my_task, &reply, m, why, sizeof why);
     else
         snprintf(why, sizeof why, "%s", strerror(errno));
+    bool unauthenticated = rc == -2 || (rc == 0 && m->type == FL_WIRE_ERROR &&
+                                        m->u.error.code == FL_WIRE_E_UNAUTHENTICATED);
     if (rc == 0 && m->type != FL_WIRE_HELLO_OK) {
         snprintf(why, sizeof why, "%s", m->type == FL_WIRE_ERROR ? m->u.error.message : "no HELLO_OK");
         rc = -2;
     }
     if (rc != 0)
-        fl_set_error_code(rc == -2 ? FL_FAILED_PRECONDITION : FL_UNAVAILABLE, "%s did not accept /job:%s/task:%d: %s",
-                          c->who, my_job, my_task, why);
+        fl_set_error_code(unauthenticated ? FL_UNAUTHENTICATED : rc == -2 ? FL_FAILED_PRECONDITION : FL_UNAVAILABLE,
+                          "%s did not accept /job:%s/task:%d: %s%s", c->who, my_job, my_task, why,
+                          unauthenticated ? " (refused: not retried)" : "");
     free(m);
     fl_wire_buf_free(&reply);
     return rc;
@@ -398,7 +429,7 @@ static int connect_and_greet(fl_ps_client *c, const fl_connect_options *where, c
         c->fd = fl_connect_with_retry(where);
         if (c->fd < 0)
             return -1;
-        int rc = say_hello(c, my_job, my_task);
+        int rc = say_hello(c, where, my_job, my_task);
         if (rc == 0)
             return c->fd;
         close(c->fd);

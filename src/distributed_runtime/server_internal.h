@@ -72,6 +72,7 @@ typedef struct fl_server_conn {
     bool counted;  /* it has sent a SYNC_ASSIGN_ADD ... */
     uint64_t counted_step; /* ... counted toward this step */
     size_t room_made;      /* the length of the big frame memory was made for, until it is served */
+    unsigned char nonce[FL_WIRE_PROOF_BYTES]; /* the CHALLENGE sent, which its PROOF must answer */
     struct fl_server_conn *next;
 } fl_server_conn;
 
@@ -89,6 +90,14 @@ void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, c
 void fl_server_log_conn(const fl_server_conn *c, const char *what, const char *detail);
 /* Unlinks and frees c now (its parked WAIT_STEP, if any, goes with it). */
 void fl_server_free_conn(fl_server_conn *c);
+/* server_requests.c: HELLO_OK: from now on c's requests are served. */
+void fl_server_welcome(fl_server_conn *c, uint32_t id);
+/* server_handshake.c: with a cluster secret, sends c a CHALLENGE and returns
+ * true (c is welcomed once its PROOF is right); without, false. */
+bool fl_server_challenge(fl_server_conn *c, uint32_t id);
+/* Checks c's PROOF: a right one is answered with SERVER_PROOF and HELLO_OK,
+ * a wrong one refused (logged with c's peer, an ERROR, closed). */
+void fl_server_serve_proof(fl_server_conn *c, uint32_t id, const fl_wire_handshake *h);
 /* server_requests.c: one whole frame, checked for its place in the
  * conversation, parsed and served. */
 void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f);

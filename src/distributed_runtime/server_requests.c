@@ -14,6 +14,16 @@ static void update_store_stats(fl_server *s)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* The connection is who it said it was: its requests are served from now on. */
+void fl_server_welcome(fl_server_conn *c, uint32_t id)
+{
+    fl_server *s = c->server;
+    snprintf(c->who, sizeof c->who, "(/job:%s/task:%d)", c->job, c->task);
+    bufferevent_set_timeouts(c->bev, NULL, NULL); /* a worker may compute for long between requests */
+    fl_wire_put_hello_ok(&s->out, id, s->job, (uint32_t)s->task);
+    fl_server_send_out(c);
+}
+
 static void serve_hello(fl_server_conn *c, uint32_t id, const fl_wire_hello *h)
 {
     fl_server *s = c->server;
@@ -29,10 +39,8 @@ static void serve_hello(fl_server_conn *c, uint32_t id, const fl_wire_hello *h)
     }
     snprintf(c->job, sizeof c->job, "%s", h->job);
     c->task = (int)h->task_index;
-    snprintf(c->who, sizeof c->who, "(/job:%s/task:%d)", c->job, c->task);
-    bufferevent_set_timeouts(c->bev, NULL, NULL); /* a worker may compute for long between requests */
-    fl_wire_put_hello_ok(&s->out, id, s->job, (uint32_t)s->task);
-    fl_server_send_out(c);
+    if (!fl_server_challenge(c, id)) /* with a secret, welcomed once it has proven it knows it */
+        fl_server_welcome(c, id);
 }
 
 static void serve_init(fl_server_conn *c, uint32_t id, const fl_wire_named_tensor *m)
@@ -142,6 +150,7 @@ void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
         case FL_WIRE_SYNC_ASSIGN_ADD: fl_server_serve_sync_update(c, m); break;
         case FL_WIRE_WAIT_STEP: fl_server_serve_wait_step(c, f->request_id, &m->u.wait); break;
         case FL_WIRE_IS_INITIALIZED: serve_is_initialized(c, f->request_id, m->u.name); break;
+        case FL_WIRE_PROOF: fl_server_serve_proof(c, f->request_id, &m->u.handshake); break;
         default: fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, "a reply sent to a server"); break;
         }
     }

@@ -45,8 +45,14 @@ typedef enum {
     FL_WIRE_SYNC_DONE = 17,       /* what became of it: applied, accumulated or dropped */
     FL_WIRE_WAIT_STEP = 18,       /* name and step -> VALUE once the variable's value differs */
     FL_WIRE_IS_INITIALIZED = 19,  /* name -> INIT_DONE: whether the variable has a value */
+    /* The handshake of a cluster with a shared secret (wire_handshake.c), numbered
+     * from 40 so that other frames can be added after 19; the numbers between are
+     * unknown types, refused like any other. */
+    FL_WIRE_CHALLENGE = 40,    /* server -> client, the answer to HELLO: a fresh nonce */
+    FL_WIRE_PROOF = 41,        /* client -> server: its proof, and a nonce of its own */
+    FL_WIRE_SERVER_PROOF = 42, /* server -> client: its proof; HELLO_OK follows */
 } fl_wire_type;
-#define FL_WIRE_TYPE_COUNT 20 /* one past the last type */
+#define FL_WIRE_TYPE_COUNT 43 /* one past the last type */
 
 /* Codes an ERROR frame carries. */
 typedef enum {
@@ -56,8 +62,9 @@ typedef enum {
     FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's */
     FL_WIRE_E_NOT_INITIALIZED = 5,  /* PULL/APPLY before any INIT_VARIABLE */
     FL_WIRE_E_INTERNAL = 6,         /* the server failed, e.g. out of memory */
+    FL_WIRE_E_UNAUTHENTICATED = 7,  /* no proof of the cluster secret, or a wrong one */
 } fl_wire_error_code;
-#define FL_WIRE_ERROR_CODE_COUNT 7
+#define FL_WIRE_ERROR_CODE_COUNT 8
 
 typedef enum { FL_WIRE_GRADIENT_DESCENT = 0, FL_WIRE_MOMENTUM = 1, FL_WIRE_ADAM = 2 } fl_wire_optimizer;
 
@@ -100,7 +107,7 @@ typedef enum {
     FL_WIRE_SYNC_DROPPED = 2,     /* stale: computed against an older step */
 } fl_wire_sync_outcome;
 
-const char *fl_wire_type_name(int type);        /* "PULL"; "type 99" is not given, "?" */
+const char *fl_wire_type_name(int type);        /* "PULL"; "?" for a number that is no type */
 const char *fl_wire_optimizer_name(int kind);   /* "Adam" */
 /* The reply a request expects (PULL -> VALUE); 0 for a type that is no request.
  * Any request may also be answered by ERROR. */
@@ -142,6 +149,14 @@ int fl_wire_put_sync_done(fl_wire_buf *buf, uint32_t id, fl_wire_sync_outcome ou
 int fl_wire_put_wait_step(fl_wire_buf *buf, uint32_t id, const char *name, uint64_t step);
 int fl_wire_put_is_initialized(fl_wire_buf *buf, uint32_t id, const char *name);
 int fl_wire_put_goodbye(fl_wire_buf *buf, uint32_t id);
+/* The handshake (wire_handshake.c): nonces and proofs are FL_WIRE_PROOF_BYTES
+ * each. CHALLENGE carries a nonce, PROOF a proof then a nonce, SERVER_PROOF a
+ * proof. A proof is HMAC-SHA256 over a nonce (src/distributed_runtime/handshake.h). */
+#define FL_WIRE_PROOF_BYTES 32u
+int fl_wire_put_challenge(fl_wire_buf *buf, uint32_t id, const unsigned char nonce[FL_WIRE_PROOF_BYTES]);
+int fl_wire_put_proof(fl_wire_buf *buf, uint32_t id, const unsigned char proof[FL_WIRE_PROOF_BYTES],
+                      const unsigned char nonce[FL_WIRE_PROOF_BYTES]);
+int fl_wire_put_server_proof(fl_wire_buf *buf, uint32_t id, const unsigned char proof[FL_WIRE_PROOF_BYTES]);
 int fl_wire_put_ok(fl_wire_buf *buf, uint32_t id);
 /* The message is cut to FL_WIRE_MAX_MESSAGE and any byte outside ' '..'~' becomes '?',
  * so a server may quote what a peer sent without making an invalid frame. */
@@ -220,6 +235,11 @@ typedef struct {
 } fl_wire_wait_step;
 
 typedef struct {
+    unsigned char proof[FL_WIRE_PROOF_BYTES]; /* PROOF, SERVER_PROOF */
+    unsigned char nonce[FL_WIRE_PROOF_BYTES]; /* CHALLENGE, PROOF */
+} fl_wire_handshake; /* CHALLENGE, PROOF, SERVER_PROOF */
+
+typedef struct {
     fl_wire_error_code code;
     char message[FL_WIRE_MAX_MESSAGE + 1];
 } fl_wire_error;
@@ -243,6 +263,8 @@ int fl_wire_parse_sync_assignment(const fl_wire_frame *f, fl_wire_sync *sync, fl
                                   char *err, size_t errlen);
 int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, char *err, size_t errlen);
 int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, char *err, size_t errlen);
+/* CHALLENGE, PROOF, SERVER_PROOF: the fields their type carries; the others zero. */
+int fl_wire_parse_handshake(const fl_wire_frame *f, fl_wire_handshake *out, char *err, size_t errlen);
 
 /* Any frame, by its type: the field of the union named after the type is filled. */
 typedef struct {
@@ -258,6 +280,7 @@ typedef struct {
         bool already_initialized;   /* INIT_DONE */
         uint64_t version;           /* APPLIED */
         fl_wire_error error;        /* ERROR */
+        fl_wire_handshake handshake; /* CHALLENGE, PROOF, SERVER_PROOF */
     } u;
     fl_wire_sync sync; /* SYNC_APPLY, SYNC_ASSIGN, SYNC_ASSIGN_ADD */
 } fl_wire_message;
@@ -266,9 +289,12 @@ int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, char *err, size_
 
 /* ---- the order of frames on one connection ----
  * A server checks what it receives: HELLO first, then requests, nothing after GOODBYE.
- * A client checks what it receives: HELLO_OK (or ERROR) first, then replies only. */
+ * A server with a cluster secret answers HELLO with CHALLENGE and moves the
+ * connection to FL_WIRE_AWAIT_PROOF itself: then only PROOF may come.
+ * A client checks what it receives: HELLO_OK (or ERROR) first, maybe after
+ * CHALLENGE and SERVER_PROOF, then replies only. */
 typedef enum { FL_WIRE_SERVER_SIDE, FL_WIRE_CLIENT_SIDE } fl_wire_role;
-typedef enum { FL_WIRE_AWAIT_HELLO, FL_WIRE_READY, FL_WIRE_CLOSED } fl_wire_stage;
+typedef enum { FL_WIRE_AWAIT_HELLO, FL_WIRE_READY, FL_WIRE_CLOSED, FL_WIRE_AWAIT_PROOF } fl_wire_stage;
 
 typedef struct {
     fl_wire_role role;
