@@ -26,7 +26,9 @@ typedef struct {
 
 /* A connected socket (TCP_NODELAY set), or -1 after fl_set_error with a
  * message naming the peer, its address, how long it was tried and the last
- * reason ("connection refused"). A name that does not resolve fails at once. */
+ * reason ("connection refused"). A name that does not resolve fails at once.
+ * With o->tls, the socket is a TLS tunnel's (tls_tunnel.h), and a failed
+ * TLS handshake fails at once (FL_UNAUTHENTICATED for a refused certificate). */
 int fl_connect_with_retry(const fl_connect_options *o);
 
 /* The pause before try number `attempt` (from 0): 50 ms doubling to 1 s. */

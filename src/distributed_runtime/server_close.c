@@ -3,6 +3,7 @@
  * peer and the reason, then closed once the error is out), lost at its
  * peer's end, or closed at stop after its last replies are out. */
 #include <stdlib.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 
@@ -33,11 +34,32 @@ void fl_server_free_conn(fl_server_conn *c)
     free(c);
 }
 
+/* A TLS connection's output is written by its bufferevent in the loop, so
+ * the loop runs a few more rounds, up to a second, while any is queued. */
+static void drain_tls(fl_server *s)
+{
+    for (int round = 0; round < 100; round++) {
+        bool queued = false;
+        for (fl_server_conn *c = s->conns; c; c = c->next)
+            queued = queued || (c->tls && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0);
+        if (!queued)
+            return;
+        event_base_loop(s->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 /* At stop: replies still queued (the OK to the last worker's goodbye) go
  * out before the connections close, so no worker sees its goodbye lost. */
 void fl_server_close_all(fl_server *s)
 {
+    drain_tls(s);
     while (s->conns) {
+        if (s->conns->tls) { /* TLS has its own bytes to write: drain_tls did what it could */
+            fl_server_free_conn(s->conns);
+            continue;
+        }
         struct evbuffer *out = bufferevent_get_output(s->conns->bev);
         evbuffer_unfreeze(out, 1); /* a socket bufferevent keeps its output's front for itself */
         for (int tries = 0; tries < 100 && evbuffer_get_length(out) > 0; tries++)
