@@ -84,7 +84,7 @@ static int read_server_proof(int fd, fl_wire_buf *buf, fl_wire_message *m, char 
     if (rc != 1 || fl_wire_parse(&f, m, why, len) != 0)
         return -1;
     if (m->type == FL_WIRE_ERROR) {
-        snprintf(why, len, "%s", m->u.error.message);
+        fl_escape_untrusted(m->u.error.message, strlen(m->u.error.message), why, len); /* the peer's words */
         return -2;
     }
     if (m->type != FL_WIRE_SERVER_PROOF) {

@@ -64,14 +64,17 @@ static void mark_broken(fl_ps_client *c, const char *why)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* Records the first failed request's message, for whoever waits for it. */
+/* Records the first failed request's message, for whoever waits for it;
+ * detail came from the peer, so it is escaped. */
 static void note_error(fl_ps_client *c, uint32_t id, fl_error_code code, const char *fmt, const char *detail)
 {
     if (c->error_id)
         return;
     c->error_id = id;
     c->error_code = code;
-    snprintf(c->error, sizeof c->error, fmt, c->who, detail);
+    char shown[FL_WIRE_ERROR_LEN];
+    fl_escape_untrusted(detail, strlen(detail), shown, sizeof shown);
+    snprintf(c->error, sizeof c->error, fmt, c->who, shown);
 }
 
 /* What a ps's refusal (an ERROR frame's code) means to the caller. */
@@ -398,7 +401,8 @@ static int say_hello(fl_ps_client *c, const fl_connect_options *where, const cha
     bool unauthenticated = rc == -2 || (rc == 0 && m->type == FL_WIRE_ERROR &&
                                         m->u.error.code == FL_WIRE_E_UNAUTHENTICATED);
     if (rc == 0 && m->type != FL_WIRE_HELLO_OK) {
-        snprintf(why, sizeof why, "%s", m->type == FL_WIRE_ERROR ? m->u.error.message : "no HELLO_OK");
+        const char *said = m->type == FL_WIRE_ERROR ? m->u.error.message : "no HELLO_OK";
+        fl_escape_untrusted(said, strlen(said), why, sizeof why); /* the peer's words */
         rc = -2;
     }
     if (rc != 0)

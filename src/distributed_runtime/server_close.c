@@ -3,16 +3,21 @@
  * peer and the reason, then closed once the error is out), lost at its
  * peer's end, or closed at stop after its last replies are out. */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <event2/buffer.h>
 
 #include "server_internal.h"
 
+/* The peer's address and the name it gave are the peer's words: escaped. */
 void fl_server_log_conn(const fl_server_conn *c, const char *what, const char *detail)
 {
     fl_server *s = c->server;
-    fprintf(s->log, "%s: %s %s%s%s: %s\n", s->log_prefix, what, c->peer, c->who[0] ? " " : "", c->who, detail);
+    char peer[4 * sizeof c->peer], who[4 * sizeof c->who];
+    fl_escape_untrusted(c->peer, strlen(c->peer), peer, sizeof peer);
+    fl_escape_untrusted(c->who, strlen(c->who), who, sizeof who);
+    fprintf(s->log, "%s: %s %s%s%s: %s\n", s->log_prefix, what, peer, who[0] ? " " : "", who, detail);
     fflush(s->log);
 }
 

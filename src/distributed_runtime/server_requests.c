@@ -33,7 +33,9 @@ static void serve_hello(fl_server_conn *c, uint32_t id, const fl_wire_hello *h)
         return fl_server_refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
     }
     if ((int)h->task_index >= fl_cluster_num_tasks(s->cluster, h->job)) {
-        snprintf(why, sizeof why, "HELLO from /job:%s/task:%u, which is not in this cluster spec", h->job,
+        char job[4 * 64 + 1]; /* the peer's words, escaped and cut */
+        fl_escape_untrusted(h->job, strlen(h->job), job, sizeof job);
+        snprintf(why, sizeof why, "HELLO from /job:%s/task:%u, which is not in this cluster spec", job,
                  h->task_index);
         return fl_server_refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
     }
