@@ -20,13 +20,15 @@ static int write_seed(const char *dir, const char *name, const fl_wire_buf *buf)
     return fclose(f);
 }
 
-/* Appends one frame of every type to buf; a tensor frame per dtype. */
+/* Appends one frame of every type to buf; a tensor frame per dtype; the
+ * handshake of a cluster with a secret (13-15) after HELLO (0). */
 static int put_all(fl_wire_buf *buf, int which)
 {
     const float w[6] = {1, -2, 0.5f, 3, 4, -5};
     const int32_t one[1] = {1};
     fl_tensor weights = {FL_FLOAT32, {2, {2, 3}}, (void *)w};
     fl_tensor step = {FL_INT32, {0, {0}}, (void *)one};
+    const unsigned char nonce[FL_WIRE_PROOF_BYTES] = {1, 2, 3}, proof[FL_WIRE_PROOF_BYTES] = {0xa5, 0x5a};
     fl_wire_optimizer_args adam = {.kind = FL_WIRE_ADAM, .learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .epsilon = 1e-8f, .nslots = 4, .slots = {"dense/kernel/Adam", "dense/kernel/Adam_1", "beta1_power", "beta2_power"}};
     fl_wire_optimizer_args momentum = {.kind = FL_WIRE_MOMENTUM, .learning_rate = 0.01f, .momentum = 0.9f,
                                        .use_nesterov = true, .nslots = 1, .slots = {"dense/bias/Momentum"}};
@@ -44,6 +46,9 @@ static int put_all(fl_wire_buf *buf, int which)
     case 10: return fl_wire_put_goodbye(buf, 7);
     case 11: return fl_wire_put_ok(buf, 7);
     case 12: return fl_wire_put_assign(buf, 9, "beta1_power", &step);
+    case 13: return fl_wire_put_challenge(buf, 1, nonce);
+    case 14: return fl_wire_put_proof(buf, 1, proof, nonce);
+    case 15: return fl_wire_put_server_proof(buf, 1, proof);
     default: return fl_wire_put_error(buf, 8, FL_WIRE_E_UNKNOWN_VARIABLE, "no variable 'x'");
     }
 }
@@ -55,7 +60,7 @@ int main(int argc, char **argv)
         return 2;
     }
     fl_wire_buf all = {0};
-    for (int i = 0; i <= 13; i++) {
+    for (int i = 0; i <= 16; i++) {
         fl_wire_buf one = {0};
         char name[16];
         snprintf(name, sizeof name, "%02d", i);
