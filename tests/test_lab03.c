@@ -223,14 +223,20 @@ static void test_bad_bytes_beside_training(void)
 }
 
 /* Chapter 4's "Securing a cluster": the same training with a secret the
- * launcher makes for the run, and a lab refusing a secret file others can read. */
+ * launcher makes for the run and TLS 1.3 on every connection (certificates
+ * made now, tests/make_test_certs.sh), and a lab refusing a secret file
+ * others can read. */
 static void test_secure_training(void)
 {
-    char args[1200], loose[400];
+    char args[1600], certs[300], cmd[400], loose[400];
+    snprintf(certs, sizeof certs, "%s/certs", tmp_dir);
+    snprintf(cmd, sizeof cmd, "sh tests/make_test_certs.sh %s", certs);
+    ok(system(cmd) == 0, "test certificates are made (%s)", cmd);
     snprintf(args, sizeof args, "%s --device /cpu:0 --train_steps 30 --batch_size 64 --max_examples 1024 "
-             "--log_every 10", lab);
+             "--log_every 10 --tls_cert %s/task.pem --tls_key %s/task.key --tls_ca %s/ca.pem", lab, certs, certs,
+             certs);
     run_result r = launch("--ps 1 --workers 2 --grace 20 --deadline 240 --make_secret", args);
-    check_training("1 ps, 2 workers, a shared secret", &r, 1);
+    check_training("1 ps, 2 workers, a shared secret and TLS", &r, 1);
     contains(r.out, "launch_cluster: made a shared secret for this run: ", "the launcher made the run's secret");
     const char *path = r.out ? strstr(r.out, "for this run: ") : NULL;
     char secret_path[300] = "";

@@ -37,6 +37,7 @@ static void refuse_stranger(fl_server_conn *c, uint32_t id)
     fl_server_refuse(c, id, FL_WIRE_E_UNAUTHENTICATED, why);
 }
 
+// [book:serve_proof]
 void fl_server_serve_proof(fl_server_conn *c, uint32_t id, const fl_wire_handshake *h)
 {
     fl_server *s = c->server;
@@ -51,3 +52,4 @@ void fl_server_serve_proof(fl_server_conn *c, uint32_t id, const fl_wire_handsha
     fl_server_send_out(c);
     fl_server_welcome(c, id);
 }
+// [end:serve_proof]
