@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+#include <openssl/ssl.h>
+
 #include "cluster/cluster.h"
 #include "remote_device.h"
 
@@ -27,7 +30,9 @@ static void state_free(void *runtime)
     for (int i = 0; i < r->count; i++)
         fl_ps_client_close(r->tasks[i].client);
     fl_sync_step_free(r->sync);
-    fl_cluster_security_free(r);
+    OPENSSL_cleanse(r->secret, sizeof r->secret); /* the secret leaves no copy behind */
+    SSL_CTX_free(r->tls_client);
+    SSL_CTX_free(r->tls_server);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }

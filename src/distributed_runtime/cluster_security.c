@@ -152,10 +152,3 @@ struct ssl_ctx_st *fl_cluster_tls(const fl_cluster *c, bool server)
     fl_cluster_state *r = fl_cluster_state_of(c);
     return server ? r->tls_server : r->tls_client;
 }
-
-void fl_cluster_security_free(fl_cluster_state *r)
-{
-    OPENSSL_cleanse(r->secret, sizeof r->secret);
-    SSL_CTX_free(r->tls_client);
-    SSL_CTX_free(r->tls_server);
-}

@@ -56,7 +56,5 @@ typedef struct {
 } fl_cluster_state;
 
 fl_cluster_state *fl_cluster_state_of(const fl_cluster *c);
-/* Wipes the secret and frees the TLS contexts (cluster_security.c). */
-void fl_cluster_security_free(fl_cluster_state *r);
 
 #endif

@@ -1,5 +1,5 @@
-/* server_handshake.c: the server's half of the shared secret's handshake
- * (handshake.h). A connection to a task whose cluster has a secret is sent
+/* server_handshake.c: the end of a connection's HELLO: welcomed at once,
+ * or first the server's half of the shared secret's handshake (handshake.h). A connection to a task whose cluster has a secret is sent
  * a fresh nonce after its HELLO and may send nothing but its PROOF; until
  * that proof is right it is served nothing and changes nothing. A wrong
  * proof is refused: logged with the peer's address, one ERROR frame that
@@ -9,6 +9,16 @@
 #include "cluster_security.h"
 #include "handshake.h"
 #include "server_internal.h"
+
+/* The connection is who it said it was: its requests are served from now on. */
+void fl_server_welcome(fl_server_conn *c, uint32_t id)
+{
+    fl_server *s = c->server;
+    snprintf(c->who, sizeof c->who, "(/job:%s/task:%d)", c->job, c->task);
+    bufferevent_set_timeouts(c->bev, NULL, NULL); /* a worker may compute for long between requests */
+    fl_wire_put_hello_ok(&s->out, id, s->job, (uint32_t)s->task);
+    fl_server_send_out(c);
+}
 
 bool fl_server_challenge(fl_server_conn *c, uint32_t id)
 {

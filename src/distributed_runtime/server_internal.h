@@ -91,9 +91,9 @@ void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, c
 void fl_server_log_conn(const fl_server_conn *c, const char *what, const char *detail);
 /* Unlinks and frees c now (its parked WAIT_STEP, if any, goes with it). */
 void fl_server_free_conn(fl_server_conn *c);
-/* server_requests.c: HELLO_OK: from now on c's requests are served. */
+/* server_handshake.c: HELLO_OK: from now on c's requests are served. */
 void fl_server_welcome(fl_server_conn *c, uint32_t id);
-/* server_handshake.c: with a cluster secret, sends c a CHALLENGE and returns
+/* With a cluster secret, sends c a CHALLENGE and returns
  * true (c is welcomed once its PROOF is right); without, false. */
 bool fl_server_challenge(fl_server_conn *c, uint32_t id);
 /* Checks c's PROOF: a right one is answered with SERVER_PROOF and HELLO_OK,

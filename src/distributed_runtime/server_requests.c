@@ -14,16 +14,6 @@ static void update_store_stats(fl_server *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* The connection is who it said it was: its requests are served from now on. */
-void fl_server_welcome(fl_server_conn *c, uint32_t id)
-{
-    fl_server *s = c->server;
-    snprintf(c->who, sizeof c->who, "(/job:%s/task:%d)", c->job, c->task);
-    bufferevent_set_timeouts(c->bev, NULL, NULL); /* a worker may compute for long between requests */
-    fl_wire_put_hello_ok(&s->out, id, s->job, (uint32_t)s->task);
-    fl_server_send_out(c);
-}
-
 static void serve_hello(fl_server_conn *c, uint32_t id, const fl_wire_hello *h)
 {
     fl_server *s = c->server;
