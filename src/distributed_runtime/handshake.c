@@ -105,12 +105,12 @@ int fl_handshake_client(int fd, const fl_connect_options *o, const char *my_job,
     }
     unsigned char proof[FL_WIRE_PROOF_BYTES], nonce[FL_WIRE_PROOF_BYTES];
     fl_wire_buf out = {0};
-    int rc = fl_handshake_nonce(nonce) == 0 &&
-                     fl_handshake_proof(o->secret, o->secret_len, FL_PROVER_CLIENT, challenge, my_job,
-                                        (uint32_t)my_task, proof) == 0 &&
-                     fl_wire_put_proof(&out, 0, proof, nonce) == 0
-                 ? fl_socket_write_all(fd, out.data, out.len)
-                 : -2;
+    int rc = -2; /* OpenSSL failed: no point in trying again */
+    if (fl_handshake_nonce(nonce) == 0 &&
+        fl_handshake_proof(o->secret, o->secret_len, FL_PROVER_CLIENT, challenge, my_job, (uint32_t)my_task,
+                           proof) == 0 &&
+        fl_wire_put_proof(&out, 0, proof, nonce) == 0)
+        rc = fl_socket_write_all(fd, out.data, out.len); /* 0, or -1: the connection failed */
     fl_wire_buf_free(&out);
     if (rc != 0) {
         snprintf(why, len, "%s", rc == -2 ? fl_last_error() : strerror(errno));

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -21,6 +22,7 @@
 #include "wire.h"
 
 #define TUNNEL_CHUNK (64 << 10)
+#define HANDSHAKE_SECONDS 30
 
 typedef struct {
     SSL *ssl;
@@ -144,9 +146,13 @@ static void *run_tunnel(void *arg)
     return NULL;
 }
 
-/* The handshake, blocking; 0, or -1 after fl_set_error_code. */
+/* The handshake, blocking, for at most HANDSHAKE_SECONDS of silence from a
+ * peer that accepted the connection but says nothing; 0, or -1 after
+ * fl_set_error_code. */
 static int handshake(tunnel *t)
 {
+    struct timeval patience = {HANDSHAKE_SECONDS, 0};
+    setsockopt(t->tcp, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
     if (SSL_connect(t->ssl) == 1)
         return 0;
     char reason[200];
