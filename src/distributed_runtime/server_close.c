@@ -31,9 +31,17 @@ static void unlink_conn(fl_server_conn *c)
     }
 }
 
-/* A parked WAIT_STEP is the connection's own (server_sync.c): it goes too. */
+/* A parked WAIT_STEP is the connection's own (server_sync.c): it goes too.
+ * A connection that was challenged and never proved itself is counted as
+ * refused, and logged unless its refusal was (a worker without the secret
+ * hangs up after the CHALLENGE without a word). */
 void fl_server_free_conn(fl_server_conn *c)
 {
+    if (c->challenged) {
+        fl_server_count(c->server, &c->server->stats.refused, 1);
+        if (!c->closing)
+            fl_server_log_conn(c, "refused", "it closed without proving it knows the cluster secret");
+    }
     unlink_conn(c);
     bufferevent_free(c->bev);
     free(c);

@@ -14,6 +14,7 @@
 void fl_server_welcome(fl_server_conn *c, uint32_t id)
 {
     fl_server *s = c->server;
+    c->challenged = false;
     snprintf(c->who, sizeof c->who, "(/job:%s/task:%d)", c->job, c->task);
     bufferevent_set_timeouts(c->bev, NULL, NULL); /* a worker may compute for long between requests */
     fl_wire_put_hello_ok(&s->out, id, s->job, (uint32_t)s->task);
@@ -33,17 +34,16 @@ bool fl_server_challenge(fl_server_conn *c, uint32_t id)
     fl_wire_put_challenge(&s->out, id, c->nonce);
     fl_server_send_out(c);
     c->order.stage = FL_WIRE_AWAIT_PROOF;
+    c->challenged = true;
     return true;
 }
 
 static void refuse_stranger(fl_server_conn *c, uint32_t id)
 {
-    fl_server *s = c->server;
     char why[FL_WIRE_ERROR_LEN], job[4 * FL_WIRE_MAX_NAME + 1];
     fl_escape_untrusted(c->job, strlen(c->job), job, sizeof job);
     snprintf(why, sizeof why, "refused: no valid proof of the cluster secret from a peer that says it is "
              "/job:%s/task:%d", job, c->task);
-    fl_server_count(s, &s->stats.refused, 1);
     fl_server_refuse(c, id, FL_WIRE_E_UNAUTHENTICATED, why);
 }
 

@@ -74,6 +74,7 @@ typedef struct fl_server_conn {
     size_t room_made;      /* the length of the big frame memory was made for, until it is served */
     unsigned char nonce[FL_WIRE_PROOF_BYTES]; /* the CHALLENGE sent, which its PROOF must answer */
     bool tls;              /* a TLS bufferevent (libevent_openssl): no tricks with its buffers */
+    bool challenged;       /* sent a CHALLENGE, not yet welcomed: a stranger until it proves itself */
     struct fl_server_conn *next;
 } fl_server_conn;
 
