@@ -223,7 +223,8 @@ typedef struct {
     /* Received tensor bytes copied before use. A big tensor (a gradient) is
      * received where it can be used as it lies, so these are small ones. */
     uint64_t copied_in_bytes;
-    uint64_t refused;        /* connections that never proved they know the cluster's secret */
+    uint64_t refused;        /* connections that never proved they know the cluster's secret,
+                              * or whose TLS certificate was refused */
 } fl_server_stats;
 
 /* Starts the local task's server. NULL when it cannot listen (fl_last_error

@@ -105,8 +105,10 @@ static void on_event(struct bufferevent *bev, short events, void *conn)
     size_t left = evbuffer_get_length(in);
     if (events & BEV_EVENT_TIMEOUT)
         fl_server_log_conn(c, "dropping", "said nothing before the hello timeout");
-    else if (c->tls && !c->who[0] && (events & BEV_EVENT_ERROR) && tls_refusal(bev, why, sizeof why))
+    else if (c->tls && !c->who[0] && (events & BEV_EVENT_ERROR) && tls_refusal(bev, why, sizeof why)) {
         fl_server_log_conn(c, "refused", why);
+        fl_server_count(c->server, &c->server->stats.refused, 1);
+    }
     else if (left && fl_wire_check_eof(evbuffer_pullup(in, -1), left, why, sizeof why) != 0)
         fl_server_log_conn(c, "lost", why);
     else if (c->who[0] && !c->said_goodbye && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
