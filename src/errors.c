@@ -20,6 +20,7 @@ const char *fl_error_code_name(fl_error_code code)
         "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
         "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
         "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+        "UNAUTHENTICATED",
     };
     if ((int)code < 0 || (size_t)code >= sizeof names / sizeof names[0])
         return "UNKNOWN";

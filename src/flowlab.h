@@ -47,9 +47,16 @@ typedef enum {
     FL_INTERNAL = 13,
     FL_UNAVAILABLE = 14,       /* a task did not answer or the connection was lost */
     FL_DATA_LOSS = 15,         /* a corrupted checkpoint or frame */
+    FL_UNAUTHENTICATED = 16,   /* a peer without the cluster secret, or a refusal by one that has it */
 } fl_error_code;
 fl_error_code fl_last_error_code(void);
 const char *fl_error_code_name(fl_error_code code); /* "UNAVAILABLE" */
+/* Untrusted bytes (a name read from a checkpoint or a peer, a TF_CONFIG
+ * string) made fit for a log line or an error: bytes outside ' '..'~' become
+ * \xNN and a backslash \\, so "\xa5onv_1" prints as the 8 characters it
+ * shows. Writes at most outlen bytes with the '\0' (4*len + 1 holds any
+ * input; a shorter out is cut between escapes) and returns the length. */
+size_t fl_escape_untrusted(const char *in, size_t len, char *out, size_t outlen);
 
 /* ------------------------------------------------------------------------
  * Tensors: float32 or int32, rank 0 to 4, row-major; images are NHWC.

@@ -36,6 +36,43 @@ fl_cluster *fl_cluster_from_tf_config_env(void);
  * cluster owns its own): free it after the sessions that use it. */
 void fl_cluster_free(fl_cluster *cluster);
 
+/* Keeping strangers out (chapter 4's "Securing a cluster"). Set these before
+ * the cluster's first connection; every connection it opens (to the ps
+ * tasks) or accepts (its task server) then uses them.
+ * A shared secret: the file's bytes (16 to 1024, a trailing newline
+ * dropped). A file that its group or others may read is refused
+ * (FL_PERMISSION_DENIED), saying why. Each connection then proves, both
+ * ways, that its ends know the secret (HMAC-SHA256 over a fresh nonce, the
+ * job, the task and the side): a peer without it is refused, gets nothing,
+ * and its refusal is final (FL_UNAUTHENTICATED), never retried. */
+int fl_cluster_set_secret_file(fl_cluster *cluster, const char *path);
+/* TLS 1.3 on every connection, both ends verified: this task's certificate
+ * chain and key, and the CA that signed every task's certificate (PEM).
+ * 0, or -1 with fl_last_error() naming the flag and file OpenSSL refused. */
+int fl_cluster_set_tls(fl_cluster *cluster, const char *cert, const char *key, const char *ca);
+
+/* The flags every program of a cluster takes for them, parsed in one place:
+ *   --cluster_secret_file F   (else the environment's FLOWLAB_CLUSTER_SECRET_FILE)
+ *   --tls_cert F --tls_key F --tls_ca F
+ * A program keeps an fl_cluster_security_flags, offers each flag it does
+ * not know to fl_cluster_security_flag, prints FL_CLUSTER_SECURITY_HELP in
+ * its --help, and once it has its cluster calls fl_cluster_apply_security. */
+typedef struct {
+    const char *secret_file;
+    const char *tls_cert, *tls_key, *tls_ca;
+} fl_cluster_security_flags;
+#define FL_CLUSTER_SECURITY_FLAG_NAMES "--cluster_secret_file", "--tls_cert", "--tls_key", "--tls_ca"
+#define FL_CLUSTER_SECURITY_HELP                                                                          \
+    "  --cluster_secret_file F  a file (mode 0600) holding the cluster's shared secret; every connection\n" \
+    "                        proves both ends know it (default: $FLOWLAB_CLUSTER_SECRET_FILE, else none)\n" \
+    "  --tls_cert F --tls_key F --tls_ca F  TLS 1.3 on every connection: this task's certificate and\n"    \
+    "                        key, and the CA that signed every task's (PEM); both ends are verified\n"
+/* true when flag is one of them (its value kept in f), false otherwise. */
+bool fl_cluster_security_flag(fl_cluster_security_flags *f, const char *flag, const char *value);
+/* Applies the flags, and FLOWLAB_CLUSTER_SECRET_FILE when no flag gave a
+ * secret, to the cluster. 0, or -1 with fl_last_error() naming the flag. */
+int fl_cluster_apply_security(fl_cluster *cluster, const fl_cluster_security_flags *f);
+
 /* Launchers (chapter 6): the cluster from the variables a launcher gives
  * each process it starts, as TensorFlow's cluster resolvers read them.
  * A launcher says only which of N ranks a process is; num_ps of them are
@@ -194,6 +231,8 @@ typedef struct {
      * the values other tasks sent this one for them (SEND_TENSOR). */
     uint64_t partition_steps;
     uint64_t values_received, value_bytes_received;
+    uint64_t refused;        /* connections that never proved they know the cluster's secret,
+                              * or whose TLS certificate was refused */
 } fl_server_stats;
 
 /* Starts the local task's server. NULL when it cannot listen (fl_last_error

@@ -5,6 +5,7 @@
  * reports a failing worker and a ps that never exits, and stops the rest.
  * Every run has a deadline (the launcher's and timeout's). */
 #include <signal.h>
+#include <sys/stat.h>
 
 #include "lab_runner.h"
 #include "loopback.h"
@@ -207,6 +208,43 @@ static void test_bad_bytes_beside_training(void)
     free(r.out);
 }
 
+/* Chapter 4's "Securing a cluster": the same training with a secret the
+ * launcher makes for the run and TLS 1.3 on every connection (certificates
+ * made now, tests/make_test_certs.sh), and a lab refusing a secret file
+ * others can read. */
+static void test_secure_training(void)
+{
+    char args[1600], certs[300], cmd[400], loose[400];
+    snprintf(certs, sizeof certs, "%s/certs", tmp_dir);
+    snprintf(cmd, sizeof cmd, "sh tests/make_test_certs.sh %s", certs);
+    ok(system(cmd) == 0, "test certificates are made (%s)", cmd);
+    snprintf(args, sizeof args, "%s --device /cpu:0 --train_steps 30 --batch_size 64 --max_examples 1024 "
+             "--log_every 10 --tls_cert %s/task.pem --tls_key %s/task.key --tls_ca %s/ca.pem", lab, certs, certs,
+             certs);
+    run_result r = launch("--ps 1 --workers 2 --grace 20 --deadline 240 --make_secret", args);
+    check_training("1 ps, 2 workers, a shared secret and TLS", &r, 1);
+    contains(r.out, "launch_cluster: made a shared secret for this run: ", "the launcher made the run's secret");
+    const char *path = r.out ? strstr(r.out, "for this run: ") : NULL;
+    char secret_path[300] = "";
+    if (path)
+        sscanf(path + strlen("for this run: "), "%299s", secret_path);
+    ok(secret_path[0] && access(secret_path, F_OK) != 0, "and removed it when the run ended (%s)", secret_path);
+    free(r.out);
+    snprintf(loose, sizeof loose, "%s/loose_secret", tmp_dir);
+    FILE *f = fopen(loose, "w");
+    if (f) {
+        fputs("0123456789abcdef0123456789abcdef\n", f);
+        fclose(f);
+    }
+    chmod(loose, 0644);
+    snprintf(args, sizeof args, "--ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --job_name=ps "
+             "--cluster_secret_file=%s", loose);
+    r = run_lab(args);
+    ok(r.status == 2 && r.out && strstr(r.out, "chmod 600"), "a lab refuses a secret file others can read, "
+       "saying how to fix it (exit %d)", r.status);
+    free(r.out);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -216,6 +254,7 @@ int main(int argc, char **argv)
     test_launcher_faults();
     test_training();
     test_bad_bytes_beside_training();
+    test_secure_training();
     lab_runner_finish();
     return done_testing();
 }

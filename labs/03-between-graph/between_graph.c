@@ -43,6 +43,7 @@ typedef struct {
     long num_gpus;             /* 0: one copy of the model; K: the hybrid, K towers per worker */
     bool sync_replicas;        /* chapter 4: synchronous updates */
     long replicas_to_aggregate, total_num_replicas; /* 0: the number of workers */
+    fl_cluster_security_flags security; /* --cluster_secret_file, --tls_*: chapter 4's securing a cluster */
 } cluster_flags;
 
 static void usage(FILE *out)
@@ -79,6 +80,7 @@ static void usage(FILE *out)
             "  With --checkpoint_dir the chief restores the latest checkpoint (or initializes) and saves one\n"
             "  every --save_every global steps; the other workers wait for the model to be ready.\n"
             "  --batch_size N        examples per step on each worker (default 128)\n"
+            FL_CLUSTER_SECURITY_HELP
             TRAINING_FLAGS_HELP
             "Tasks wait for each other (FLOWLAB_TASK_DEADLINE seconds, default 120) and say so every 5 s.\n",
             program, program);
@@ -95,6 +97,8 @@ static long parse_port_base(const char *flag, const char *value)
 static void set_cluster_flag(const char *flag, const char *value, void *options)
 {
     cluster_flags *c = options;
+    if (fl_cluster_security_flag(&c->security, flag, value))
+        return;
     if (strcmp(flag, "--ps_hosts") == 0)
         c->ps_hosts = value;
     else if (strcmp(flag, "--worker_hosts") == 0)
@@ -146,6 +150,10 @@ static fl_cluster *read_cluster(const cluster_flags *c)
     if (!cluster) {
         fprintf(stderr, "%s: %s%s (see --help)\n", program, fl_last_error(),
                 launcher ? "; --num_ps and --port_base say how the launcher's tasks are used" : "");
+        exit(2);
+    }
+    if (fl_cluster_apply_security(cluster, &c->security) != 0) {
+        fprintf(stderr, "%s: %s (see --help)\n", program, fl_last_error());
         exit(2);
     }
     if (launcher) /* "worker 1 from Slurm's variables: 1 ps and 2 workers; listening on vm:8890" */
@@ -456,7 +464,7 @@ int main(int argc, char **argv)
     static const char *const names[] = {"--ps_hosts", "--worker_hosts", "--job_name", "--task_index", "--device",
                                         "--ps_strategy", "--cluster_graph", "--sync_replicas",
                                         "--replicas_to_aggregate", "--total_num_replicas", "--num_ps",
-                                        "--port_base", "--num_gpus"};
+                                        "--port_base", "--num_gpus", FL_CLUSTER_SECURITY_FLAG_NAMES};
     lab_flags extra = {names, sizeof names / sizeof *names, set_cluster_flag, &c};
     parse_flags(argc, argv, &o, &extra, usage);
     fl_cluster *cluster = read_cluster(&c);

@@ -4,8 +4,12 @@
 # the chief has logged a global step of at least --kill_at, starts a new,
 # empty ps at the same address, and lets the workers recover on their own.
 #
-#   sh labs/04-synchronous-training/ps_dies.sh [--kill_at STEP] [--] LAB [LAB FLAGS...]
+#   sh labs/04-synchronous-training/ps_dies.sh [--kill_at STEP] [--make_secret] [--] LAB [LAB FLAGS...]
 #
+# --make_secret makes a shared secret for the drill (chapter 4's "Securing a
+# cluster"): a 0600 file in the drill's own directory, given to every task,
+# the restarted ps too, as --cluster_secret_file. LAB FLAGS go to every task,
+# so --cluster_secret_file and --tls_* given there work as well.
 # Every line a task prints comes out with its name in front, as
 # labs/tools/launch_cluster does ("ps0: ", "worker1: "); the drill's own
 # lines start with "ps_dies: ". Give the lab --checkpoint_dir and
@@ -18,13 +22,19 @@
 set -eu
 
 KILL_AT=10
-if [ "${1:-}" = "--kill_at" ]; then
-    KILL_AT=$2
-    shift 2
-fi
+MAKE_SECRET=false
+while [ "${1:-}" = "--kill_at" ] || [ "${1:-}" = "--make_secret" ]; do
+    if [ "$1" = "--make_secret" ]; then
+        MAKE_SECRET=true
+        shift
+    else
+        KILL_AT=$2
+        shift 2
+    fi
+done
 [ "${1:-}" = "--" ] && shift
 if [ $# -lt 1 ]; then
-    echo "usage: ps_dies.sh [--kill_at STEP] [--] LAB [LAB FLAGS...]" >&2
+    echo "usage: ps_dies.sh [--kill_at STEP] [--make_secret] [--] LAB [LAB FLAGS...]" >&2
     exit 2
 fi
 LAB=$1
@@ -41,6 +51,11 @@ cleanup() {
     rm -rf "$DIR"
 }
 trap cleanup EXIT
+if $MAKE_SECRET; then # 32 random bytes as hex, readable by this user alone
+    (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$DIR/cluster_secret")
+    CLUSTER="$CLUSTER --cluster_secret_file=$DIR/cluster_secret"
+    echo "ps_dies: made a shared secret for the drill: $DIR/cluster_secret"
+fi
 
 # start NAME JOB INDEX [LAB FLAGS...]: runs one task, its lines prefixed with
 # NAME (and kept in $DIR/NAME.log); sets TASK_PID to the task's process id.

@@ -22,6 +22,7 @@
 #include "launch_output.h"
 #include "launch_flags.h"
 #include "launch_ports.h"
+#include "launch_secret.h"
 
 enum { MAX_TASKS = LAUNCH_MAX_TASKS, NAMES_BYTES = 1200 };
 
@@ -40,6 +41,8 @@ typedef struct {
     task tasks[MAX_TASKS];
     int ntasks;
     double started;
+    run_secret secret; /* --make_secret's file */
+    char secret_flag[320]; /* "--cluster_secret_file=F" for every task, or "" */
 } cluster;
 
 /* SIGCHLD and the stop signals write a byte here so that poll() wakes. */
@@ -290,12 +293,13 @@ static int start_cluster(cluster *c)
     int nprogram = 0;
     while (c->opt.program[nprogram])
         nprogram++;
-    char **argv = calloc((size_t)nprogram + 5, sizeof *argv);
+    char **argv = calloc((size_t)nprogram + 6, sizeof *argv);
     if (!argv)
         return 1;
     memcpy(argv, c->opt.program, (size_t)nprogram * sizeof *argv);
     argv[nprogram] = ps_flag;
     argv[nprogram + 1] = worker_flag;
+    argv[nprogram + 4] = c->secret_flag[0] ? c->secret_flag : NULL;
     int rc = 0;
     for (int i = 0; i < c->ntasks && rc == 0; i++) {
         char job[32], index[32];
@@ -443,11 +447,22 @@ int main(int argc, char **argv)
         return 1;
     }
     c.started = now();
+    char why[400];
+    if (c.opt.make_secret && make_run_secret(&c.secret, why, sizeof why) != 0) {
+        say("--make_secret: %s", why);
+        return 1;
+    }
+    if (c.opt.make_secret)
+        say("made a shared secret for this run: %s", c.secret.path);
+    snprintf(c.secret_flag, sizeof c.secret_flag, "%s", c.opt.make_secret ? c.secret.flag : "");
+    if (c.opt.secret_file)
+        snprintf(c.secret_flag, sizeof c.secret_flag, "--cluster_secret_file=%s", c.opt.secret_file);
     int rc = start_cluster(&c);
     if (rc != 0)
         stop_all(&c);
     else
         rc = supervise(&c);
     finish(&c);
+    remove_run_secret(&c.secret);
     return rc;
 }

@@ -42,6 +42,9 @@ static const char usage_text[] =
     "  --deadline S      seconds the whole run may take (default 600)\n"
     "  --grace S         seconds the ps tasks get to exit after the last worker (default 30)\n"
     "  --stop_grace S    seconds between SIGTERM and SIGKILL when stopping tasks (default 5)\n"
+    "  --make_secret     make a fresh shared secret for this run (a 0600 file in a run directory\n"
+    "                    of its own, removed at the end) and give every task --cluster_secret_file\n"
+    "  --cluster_secret_file F  give every task this secret file instead\n"
     "  --help            this text\n"
     "Flags take their value as the next argument or after '=': --ps 2, --ps=2; seconds may\n"
     "be fractional. Everything from PROGRAM on (or after --) belongs to the task program.\n"
@@ -62,6 +65,8 @@ typedef struct {
     int ps, workers, base_port;
     double deadline, grace, stop_grace;
     char **program; /* PROGRAM ARGS..., the NULL-terminated tail of argv */
+    bool make_secret;
+    const char *secret_file; /* given to every task; NULL: none */
 } options;
 
 static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -149,6 +154,14 @@ static void parse_flags(int argc, char **argv, options *o)
             fputs(usage_text, stdout);
             exit(0);
         }
+        if (strcmp(argv[i], "--make_secret") == 0) {
+            o->make_secret = true;
+            continue;
+        }
+        if (flag_is(argv[i], "--cluster_secret_file")) {
+            o->secret_file = flag_value(argc, argv, &i, "--cluster_secret_file");
+            continue;
+        }
         if (!take_flag(o, argc, argv, &i))
             usage_error("unknown flag '%s'; the task program's own flags go after PROGRAM", argv[i]);
     }
@@ -158,6 +171,8 @@ static void parse_flags(int argc, char **argv, options *o)
         usage_error("--workers M is required: how many worker tasks to start");
     if (i >= argc)
         usage_error("no PROGRAM to run: name it after the flags");
+    if (o->make_secret && o->secret_file)
+        usage_error("--make_secret and --cluster_secret_file both give the tasks a secret: choose one");
     if (o->base_port > 0 && o->base_port + o->ps + o->workers - 1 > 65535)
         usage_error("--base_port %d leaves no room for %d ports", o->base_port, o->ps + o->workers);
     o->program = argv + i;

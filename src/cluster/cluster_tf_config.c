@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster.h"
 #include "json.h"
@@ -109,6 +110,15 @@ static int read_task(fl_cluster *c, const fl_json *root)
     return fl_cluster_set_task(c, type->string, (int)index->number, &tf_config_spelling);
 }
 
+/* TF_CONFIG's strings are untrusted text: a message that quotes one (a job
+ * name, an address) is escaped whole (\xNN) before anyone prints it. */
+static void escape_error(void)
+{
+    char shown[FL_ERROR_LEN];
+    fl_escape_untrusted(fl_last_error(), strlen(fl_last_error()), shown, sizeof shown);
+    fl_set_error_code(fl_last_error_code(), "%s", shown);
+}
+
 fl_cluster *fl_cluster_from_tf_config(const char *json)
 {
     char err[FL_ERROR_LEN / 2];
@@ -127,6 +137,7 @@ fl_cluster *fl_cluster_from_tf_config(const char *json)
     fl_json_free(root);
     if (rc != 0) {
         fl_cluster_free(c);
+        escape_error();
         return NULL;
     }
     return c;

@@ -282,7 +282,9 @@ static int parse_member(parser *p, fl_json *object, int *capacity)
     if (parse_string(p, &key) != 0)
         return -1;
     if (fl_json_member(object, key)) {
-        fail_at(p, key_at, "duplicate key \"%s\"", key);
+        char shown[4 * 64 + 1]; /* the input's own text: escaped (\xNN), cut */
+        fl_escape_untrusted(key, strlen(key), shown, sizeof shown);
+        fail_at(p, key_at, "duplicate key \"%s\"", shown);
         free(key);
         return -1;
     }

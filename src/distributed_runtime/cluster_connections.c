@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+#include <openssl/ssl.h>
+
 #include "cluster/cluster.h"
 #include "partition_client.h"
 #include "remote_device.h"
@@ -28,6 +31,9 @@ static void state_free(void *runtime)
     for (int i = 0; i < r->count; i++)
         fl_ps_client_close(r->tasks[i].client);
     fl_sync_step_free(r->sync);
+    OPENSSL_cleanse(r->secret, sizeof r->secret); /* the secret leaves no copy behind */
+    SSL_CTX_free(r->tls_client);
+    SSL_CTX_free(r->tls_server);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -40,10 +46,11 @@ fl_cluster_state *fl_cluster_state_of(const fl_cluster *c)
 static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who,
                                 uint32_t first_id)
 {
-    const char *prefix = fl_cluster_state_of(c)->task_name;
+    fl_cluster_state *r = fl_cluster_state_of(c);
     fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
                             .port = fl_cluster_task_port(c, job, task), .deadline_s = fl_task_deadline_s(),
-                            .log_prefix = prefix};
+                            .log_prefix = r->task_name, .job = job, .task = task, .secret = r->secret,
+                            .secret_len = r->secret_len, .tls = r->tls_client};
     return fl_ps_client_reopen(&o, fl_cluster_job_name(c), fl_cluster_task_index(c), first_id);
 }
 

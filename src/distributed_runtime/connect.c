@@ -2,7 +2,8 @@
  * cluster the tasks start in any order, so "connection refused" at first is
  * normal: try again after 50 ms, 100 ms, ... up to 1 s between tries, say
  * every few seconds whom we wait for, and stop with an error at a deadline
- * instead of waiting forever in silence. */
+ * instead of waiting forever in silence. A refusal is another thing: a TLS
+ * certificate the peer will not take is final, never tried again. */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -15,6 +16,7 @@
 
 #include "connect.h"
 #include "runtime.h"
+#include "tls_tunnel.h"
 
 double fl_connect_backoff_s(int attempt)
 {
@@ -83,7 +85,7 @@ int fl_connect_with_retry(const fl_connect_options *o)
                 fprintf(log, "%s: reached %s at %s:%d after %.0f s\n", o->log_prefix ? o->log_prefix : "flowlab",
                         o->who, o->host, o->port, now - start);
             freeaddrinfo(addresses);
-            return fd;
+            return o->tls ? fl_tls_tunnel_open(fd, o->tls, o->who) : fd; /* a failed TLS handshake is final */
         }
         if (now - start >= o->deadline_s)
             break;

@@ -14,11 +14,21 @@ typedef struct {
     double log_every_s;     /* one "waiting for" line this often (0: 5 s) */
     FILE *log;              /* where those lines go (NULL: stderr) */
     const char *log_prefix; /* e.g. "worker 1" */
+    /* The peer's job and task ("ps", 0), which its proof of the secret names. */
+    const char *job;
+    int task;
+    /* The cluster's shared secret (secret_len 0: none) and TLS context (NULL:
+     * plain TCP), from cluster_security.c. */
+    const unsigned char *secret;
+    size_t secret_len;
+    struct ssl_ctx_st *tls;
 } fl_connect_options;
 
 /* A connected socket (TCP_NODELAY set), or -1 after fl_set_error with a
  * message naming the peer, its address, how long it was tried and the last
- * reason ("connection refused"). A name that does not resolve fails at once. */
+ * reason ("connection refused"). A name that does not resolve fails at once.
+ * With o->tls, the socket is a TLS tunnel's (tls_tunnel.h), and a failed
+ * TLS handshake fails at once (FL_UNAUTHENTICATED for a refused certificate). */
 int fl_connect_with_retry(const fl_connect_options *o);
 
 /* The pause before try number `attempt` (from 0): 50 ms doubling to 1 s. */

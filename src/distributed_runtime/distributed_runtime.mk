@@ -2,11 +2,12 @@
 # other tasks (wire protocol, task server, ps store and synchronous steps,
 # remote backend, client); included by the Makefile after src/cluster/cluster.mk.
 # With the cluster room it makes build/libflowlab_cluster.a, which a program of
-# a cluster links before the core's archive, with libevent (the servers' loop).
+# a cluster links before the core's archive, with libevent (the servers' loop)
+# and OpenSSL (the shared secret's HMAC, TLS: libevent_openssl on the server side).
 DISTRIBUTED_RUNTIME_SRC := $(wildcard src/distributed_runtime/*.c)
 CLUSTER_LIB    := $(BUILD)/libflowlab_cluster.a
 CLUSTER_OBJ    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CLUSTER_SRC) $(DISTRIBUTED_RUNTIME_SRC))
-CLUSTER_LDLIBS := -levent_core -levent_pthreads
+CLUSTER_LDLIBS := -levent_core -levent_pthreads -levent_openssl -lssl -lcrypto
 # A cluster program's link line (expanded late: the backends add to LDLIBS).
 CLUSTER_LINK    = $(CLUSTER_LIB) $(LIB) $(LDLIBS) $(CLUSTER_LDLIBS)
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "frame_reader.h"
+#include "handshake.h"
 #include "ps_client.h"
 #include "runtime.h"
 #include "socket_writer.h"
@@ -65,14 +66,17 @@ static void mark_broken(fl_ps_client *c, const char *why)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* Records the first failed request's message, for whoever waits for it. */
+/* Records the first failed request's message, for whoever waits for it;
+ * detail came from the peer, so it is escaped. */
 static void note_error(fl_ps_client *c, uint32_t id, fl_error_code code, const char *fmt, const char *detail)
 {
     if (c->error_id)
         return;
     c->error_id = id;
     c->error_code = code;
-    snprintf(c->error, sizeof c->error, fmt, c->who, detail);
+    char shown[FL_WIRE_ERROR_LEN];
+    fl_escape_untrusted(detail, strlen(detail), shown, sizeof shown);
+    snprintf(c->error, sizeof c->error, fmt, c->who, shown);
 }
 
 /* What a ps's refusal (an ERROR frame's code) means to the caller. */
@@ -89,6 +93,7 @@ fl_error_code fl_ps_client_refusal_code(fl_wire_error_code code)
     case FL_WIRE_E_ABORTED: return FL_ABORTED;
     case FL_WIRE_E_UNAVAILABLE: return FL_UNAVAILABLE;
     case FL_WIRE_E_DEADLINE: return FL_DEADLINE_EXCEEDED;
+    case FL_WIRE_E_UNAUTHENTICATED: return FL_UNAUTHENTICATED;
     }
     return FL_UNKNOWN;
 }
@@ -374,28 +379,58 @@ void fl_ps_client_traffic(fl_ps_client *c, uint64_t *sent, uint64_t *received)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* The first frame of the answer to HELLO into *m: 0, -1 (lost), -2 (not
+ * parseable: a refusal). With a secret the server asks for a proof first
+ * (CHALLENGE: handshake.c), and a server that does not ask is refused, so a
+ * task without the secret cannot pose as a ps. */
+static int read_welcome(fl_ps_client *c, const fl_connect_options *where, const char *my_job, int my_task,
+                        fl_wire_buf *buf, fl_wire_message *m, char *why, size_t len)
+{
+    fl_wire_frame f;
+    if (read_frame(c, buf, &f, why, len) != 1 || fl_wire_parse(&f, m, why, len) != 0)
+        return -1;
+    if (m->type == FL_WIRE_CHALLENGE) {
+        unsigned char challenge[FL_WIRE_PROOF_BYTES];
+        memcpy(challenge, m->u.handshake.nonce, sizeof challenge);
+        int rc = fl_handshake_client(c->fd, where, my_job, my_task, challenge, buf, why, len);
+        if (rc != 0)
+            return rc;
+        return read_frame(c, buf, &f, why, len) == 1 && fl_wire_parse(&f, m, why, len) == 0 ? 0 : -1;
+    }
+    if (where->secret_len > 0 && m->type == FL_WIRE_HELLO_OK) {
+        snprintf(why, len, "it did not ask for the cluster's secret, so it cannot prove it knows it: a task "
+                 "without --cluster_secret_file, or not a task of this cluster");
+        return -2;
+    }
+    return 0;
+}
+
 /* HELLO, answered by HELLO_OK, before the reader thread starts. -1 when the
- * connection failed first, -2 when the task answered with a refusal. */
-static int say_hello(fl_ps_client *c, const char *my_job, int my_task)
+ * connection failed first, -2 when the task answered with a refusal (or
+ * either side refused the other's proof of the secret). */
+static int say_hello(fl_ps_client *c, const fl_connect_options *where, const char *my_job, int my_task)
 {
     char why[FL_WIRE_ERROR_LEN];
     fl_wire_put_hello(&c->out, 0, my_job, (uint32_t)my_task);
     int rc = fl_socket_write_all(c->fd, c->out.data, c->out.len);
     fl_wire_buf_consume(&c->out, c->out.len);
     fl_wire_buf reply = {0};
-    fl_wire_frame f;
     fl_wire_message *m = fl_xmalloc(sizeof *m);
     if (rc == 0)
-        rc = read_frame(c, &reply, &f, why, sizeof why) == 1 && fl_wire_parse(&f, m, why, sizeof why) == 0 ? 0 : -1;
+        rc = read_welcome(c, where, my_job, my_task, &reply, m, why, sizeof why);
     else
         snprintf(why, sizeof why, "%s", strerror(errno));
+    bool unauthenticated = rc == -2 || (rc == 0 && m->type == FL_WIRE_ERROR &&
+                                        m->u.error.code == FL_WIRE_E_UNAUTHENTICATED);
     if (rc == 0 && m->type != FL_WIRE_HELLO_OK) {
-        snprintf(why, sizeof why, "%s", m->type == FL_WIRE_ERROR ? m->u.error.message : "no HELLO_OK");
+        const char *said = m->type == FL_WIRE_ERROR ? m->u.error.message : "no HELLO_OK";
+        fl_escape_untrusted(said, strlen(said), why, sizeof why); /* the peer's words */
         rc = -2;
     }
     if (rc != 0)
-        fl_set_error_code(rc == -2 ? FL_FAILED_PRECONDITION : FL_UNAVAILABLE, "%s did not accept /job:%s/task:%d: %s",
-                          c->who, my_job, my_task, why);
+        fl_set_error_code(unauthenticated ? FL_UNAUTHENTICATED : rc == -2 ? FL_FAILED_PRECONDITION : FL_UNAVAILABLE,
+                          "%s did not accept /job:%s/task:%d: %s%s", c->who, my_job, my_task, why,
+                          unauthenticated ? " (refused: not retried)" : "");
     free(m);
     fl_wire_buf_free(&reply);
     return rc;
@@ -420,7 +455,7 @@ static int connect_and_greet(fl_ps_client *c, const fl_connect_options *where, c
         c->fd = fl_connect_with_retry(where);
         if (c->fd < 0)
             return -1;
-        int rc = say_hello(c, my_job, my_task);
+        int rc = say_hello(c, where, my_job, my_task);
         if (rc == 0)
             return c->fd;
         close(c->fd);

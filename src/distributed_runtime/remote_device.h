@@ -32,6 +32,7 @@ typedef struct {
 static inline fl_ps_client *fl_remote_client(void *impl) { return ((fl_remote_task *)impl)->client; }
 
 #define FL_MAX_REMOTE_TASKS 64
+#define FL_MAX_SECRET_BYTES 1024
 
 /* What the runtime keeps for one cluster, in the cluster's runtime slot
  * (made on first use, freed with the cluster): its remote devices, their
@@ -48,6 +49,11 @@ typedef struct {
     int count;
     uint64_t stale_of_lost; /* stale updates counted on connections since lost */
     fl_sync_step *sync;
+    /* Who may talk to this cluster's tasks (cluster_security.c): set before
+     * the first connection, read-only afterwards. */
+    unsigned char secret[FL_MAX_SECRET_BYTES];
+    size_t secret_len;                   /* 0: no shared secret */
+    struct ssl_ctx_st *tls_client, *tls_server; /* NULL: no TLS */
 } fl_cluster_state;
 
 fl_cluster_state *fl_cluster_state_of(const fl_cluster *c);

@@ -11,7 +11,11 @@
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
+#include "cluster_security.h"
 #include "server_internal.h"
 
 /* A big frame (a gradient of 13 MB) gets one piece of memory before its
@@ -60,7 +64,7 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
                           ? FL_WIRE_HEADER_BYTES
                           : fl_wire_frame_length(evbuffer_pullup(in, FL_WIRE_HEADER_BYTES));
         if (len < need) { /* wake me when the whole frame is here */
-            if (c->room_made != need) /* once per frame: a parked connection comes back here */
+            if (c->room_made != need && !c->tls) /* once per frame: a parked connection comes back here */
                 make_room_for_frame(in, len, need);
             c->room_made = need;
             bufferevent_setwatermark(bev, EV_READ, need, 0);
@@ -82,6 +86,19 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
     }
 }
 
+/* Why OpenSSL ended a TLS connection (a certificate from another CA, a
+ * client that does not speak TLS); false when it was no TLS error. */
+static bool tls_refusal(struct bufferevent *bev, char *why, size_t len)
+{
+    unsigned long e = bufferevent_get_openssl_error(bev);
+    if (!e)
+        return false;
+    char reason[200];
+    ERR_error_string_n(e, reason, sizeof reason);
+    snprintf(why, len, "the TLS handshake failed: %s", reason);
+    return true;
+}
+
 static void on_event(struct bufferevent *bev, short events, void *conn)
 {
     fl_server_conn *c = conn;
@@ -90,6 +107,10 @@ static void on_event(struct bufferevent *bev, short events, void *conn)
     size_t left = evbuffer_get_length(in);
     if (events & BEV_EVENT_TIMEOUT)
         fl_server_log_conn(c, "dropping", "said nothing before the hello timeout");
+    else if (c->tls && !c->who[0] && (events & BEV_EVENT_ERROR) && tls_refusal(bev, why, sizeof why)) {
+        fl_server_log_conn(c, "refused", why);
+        fl_server_count(c->server, &c->server->stats.refused, 1);
+    }
     else if (left && fl_wire_check_eof(evbuffer_pullup(in, -1), left, why, sizeof why) != 0)
         fl_server_log_conn(c, "lost", why);
     else if (c->who[0] && !c->said_goodbye && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
@@ -106,6 +127,22 @@ static void describe_peer(const struct sockaddr *address, int length, char *out,
     snprintf(out, len, "%s:%s", host, port);
 }
 
+/* A plain socket's bufferevent, or with the cluster's TLS a TLS server's
+ * (libevent_openssl), which verifies the client's certificate. */
+static struct bufferevent *new_bufferevent(fl_server *s, evutil_socket_t fd, bool *tls)
+{
+    SSL_CTX *ctx = fl_cluster_tls(s->cluster, true);
+    SSL *ssl = ctx ? SSL_new(ctx) : NULL;
+    *tls = ssl != NULL;
+    if (!ssl)
+        return bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev =
+        bufferevent_openssl_socket_new(s->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    if (bev) /* a worker that closes without TLS's close_notify has still just closed */
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+}
+
 void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *address,
                       int length, void *server)
 {
@@ -118,7 +155,7 @@ void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
     describe_peer(address, length, c->peer, sizeof c->peer);
     int one = 1; /* replies are small and awaited: no Nagle delay */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->bev = new_bufferevent(s, fd, &c->tls);
     bufferevent_setcb(c->bev, fl_server_on_read, NULL, on_event, c);
     /* libevent moves 16 KiB per read or write by default: a 13 MB gradient
      * would take 800 trips through the event loop each way. */

@@ -79,6 +79,9 @@ typedef struct fl_server_conn {
     size_t room_made;      /* the length of the big frame memory was made for, until it is served */
     struct fl_partition_registry *partitions; /* what this client registered (server_partitions.c) */
     struct fl_partition_job *running; /* its RUN_PARTITION in flight: later frames wait */
+    unsigned char nonce[FL_WIRE_PROOF_BYTES]; /* the CHALLENGE sent, which its PROOF must answer */
+    bool tls;              /* a TLS bufferevent (libevent_openssl): no tricks with its buffers */
+    bool challenged;       /* sent a CHALLENGE, not yet welcomed: a stranger until it proves itself */
     struct fl_server_conn *next;
 } fl_server_conn;
 
@@ -96,6 +99,14 @@ void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, c
 void fl_server_log_conn(const fl_server_conn *c, const char *what, const char *detail);
 /* Unlinks and frees c now (its parked WAIT_STEP, if any, goes with it). */
 void fl_server_free_conn(fl_server_conn *c);
+/* server_handshake.c: HELLO_OK: from now on c's requests are served. */
+void fl_server_welcome(fl_server_conn *c, uint32_t id);
+/* With a cluster secret, sends c a CHALLENGE and returns
+ * true (c is welcomed once its PROOF is right); without, false. */
+bool fl_server_challenge(fl_server_conn *c, uint32_t id);
+/* Checks c's PROOF: a right one is answered with SERVER_PROOF and HELLO_OK,
+ * a wrong one refused (logged with c's peer, an ERROR, closed). */
+void fl_server_serve_proof(fl_server_conn *c, uint32_t id, const fl_wire_handshake *h);
 /* server_requests.c: one whole frame, checked for its place in the
  * conversation, parsed and served (while the connection's partition run is
  * in flight: only looked at, and left for later). */

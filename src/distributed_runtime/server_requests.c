@@ -25,16 +25,16 @@ static void serve_hello(fl_server_conn *c, uint32_t id, const fl_wire_hello *h)
     }
     bool is_client = strcmp(h->job, FL_WIRE_CLIENT_JOB) == 0; /* a master in a client: no task */
     if (!is_client && (int)h->task_index >= fl_cluster_num_tasks(s->cluster, h->job)) {
-        snprintf(why, sizeof why, "HELLO from /job:%s/task:%u, which is not in this cluster spec", h->job,
+        char job[4 * 64 + 1]; /* the peer's words, escaped and cut */
+        fl_escape_untrusted(h->job, strlen(h->job), job, sizeof job);
+        snprintf(why, sizeof why, "HELLO from /job:%s/task:%u, which is not in this cluster spec", job,
                  h->task_index);
         return fl_server_refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
     }
     snprintf(c->job, sizeof c->job, "%s", h->job);
     c->task = (int)h->task_index;
-    snprintf(c->who, sizeof c->who, "(/job:%s/task:%d)", c->job, c->task);
-    bufferevent_set_timeouts(c->bev, NULL, NULL); /* a worker may compute for long between requests */
-    fl_wire_put_hello_ok(&s->out, id, s->job, (uint32_t)s->task);
-    fl_server_send_out(c);
+    if (!fl_server_challenge(c, id)) /* with a secret, welcomed once it has proven it knows it */
+        fl_server_welcome(c, id);
 }
 
 static void serve_init(fl_server_conn *c, uint32_t id, const fl_wire_named_tensor *m)
@@ -152,6 +152,7 @@ void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
         case FL_WIRE_SEND_TENSOR:
         case FL_WIRE_ABORT_STEP:
         case FL_WIRE_DEREGISTER_PARTITION: fl_server_serve_partition_frame(c, f, m); break;
+        case FL_WIRE_PROOF: fl_server_serve_proof(c, f->request_id, &m->u.handshake); break;
         default: fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, "a reply sent to a server"); break;
         }
     }

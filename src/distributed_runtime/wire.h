@@ -55,8 +55,12 @@ typedef enum {
     FL_WIRE_SEND_TENSOR = 24,          /* step, edge key, value: task to task -> OK */
     FL_WIRE_ABORT_STEP = 25,           /* step: give it up, its waits end -> OK */
     FL_WIRE_DEREGISTER_PARTITION = 26, /* handle -> OK */
+    /* The handshake of a cluster with a shared secret (wire_handshake.c). */
+    FL_WIRE_CHALLENGE = 27,    /* server -> client, the answer to HELLO: a fresh nonce */
+    FL_WIRE_PROOF = 28,        /* client -> server: its proof, and a nonce of its own */
+    FL_WIRE_SERVER_PROOF = 29, /* server -> client: its proof; HELLO_OK follows */
 } fl_wire_type;
-#define FL_WIRE_TYPE_COUNT 27 /* one past the last type */
+#define FL_WIRE_TYPE_COUNT 30 /* one past the last type */
 
 /* Codes an ERROR frame carries. */
 typedef enum {
@@ -71,8 +75,9 @@ typedef enum {
     FL_WIRE_E_ABORTED = 8,          /* the step was given up (ABORT_STEP) */
     FL_WIRE_E_UNAVAILABLE = 9,      /* a peer task was lost */
     FL_WIRE_E_DEADLINE = 10,        /* a value from another task never came */
+    FL_WIRE_E_UNAUTHENTICATED = 11, /* no proof of the cluster secret, or a wrong one */
 } fl_wire_error_code;
-#define FL_WIRE_ERROR_CODE_COUNT 11
+#define FL_WIRE_ERROR_CODE_COUNT 12
 
 typedef enum { FL_WIRE_GRADIENT_DESCENT = 0, FL_WIRE_MOMENTUM = 1, FL_WIRE_ADAM = 2 } fl_wire_optimizer;
 
@@ -115,7 +120,7 @@ typedef enum {
     FL_WIRE_SYNC_DROPPED = 2,     /* stale: computed against an older step */
 } fl_wire_sync_outcome;
 
-const char *fl_wire_type_name(int type);        /* "PULL"; "type 99" is not given, "?" */
+const char *fl_wire_type_name(int type);        /* "PULL"; "?" for a number that is no type */
 const char *fl_wire_optimizer_name(int kind);   /* "Adam" */
 /* The reply a request expects (PULL -> VALUE); 0 for a type that is no request.
  * Any request may also be answered by ERROR. */
@@ -157,6 +162,14 @@ int fl_wire_put_sync_done(fl_wire_buf *buf, uint32_t id, fl_wire_sync_outcome ou
 int fl_wire_put_wait_step(fl_wire_buf *buf, uint32_t id, const char *name, uint64_t step);
 int fl_wire_put_is_initialized(fl_wire_buf *buf, uint32_t id, const char *name);
 int fl_wire_put_goodbye(fl_wire_buf *buf, uint32_t id);
+/* The handshake (wire_handshake.c): nonces and proofs are FL_WIRE_PROOF_BYTES
+ * each. CHALLENGE carries a nonce, PROOF a proof then a nonce, SERVER_PROOF a
+ * proof. A proof is HMAC-SHA256 over a nonce (src/distributed_runtime/handshake.h). */
+#define FL_WIRE_PROOF_BYTES 32u
+int fl_wire_put_challenge(fl_wire_buf *buf, uint32_t id, const unsigned char nonce[FL_WIRE_PROOF_BYTES]);
+int fl_wire_put_proof(fl_wire_buf *buf, uint32_t id, const unsigned char proof[FL_WIRE_PROOF_BYTES],
+                      const unsigned char nonce[FL_WIRE_PROOF_BYTES]);
+int fl_wire_put_server_proof(fl_wire_buf *buf, uint32_t id, const unsigned char proof[FL_WIRE_PROOF_BYTES]);
 int fl_wire_put_ok(fl_wire_buf *buf, uint32_t id);
 /* The message is cut to FL_WIRE_MAX_MESSAGE and any byte outside ' '..'~' becomes '?',
  * so a server may quote what a peer sent without making an invalid frame. */
@@ -256,6 +269,11 @@ typedef struct {
 } fl_wire_wait_step;
 
 typedef struct {
+    unsigned char proof[FL_WIRE_PROOF_BYTES]; /* PROOF, SERVER_PROOF */
+    unsigned char nonce[FL_WIRE_PROOF_BYTES]; /* CHALLENGE, PROOF */
+} fl_wire_handshake; /* CHALLENGE, PROOF, SERVER_PROOF */
+
+typedef struct {
     fl_wire_error_code code;
     char message[FL_WIRE_MAX_MESSAGE + 1];
 } fl_wire_error;
@@ -311,6 +329,8 @@ int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values
 int fl_wire_parse_send_tensor(const fl_wire_frame *f, fl_wire_send_tensor *out, char *err, size_t errlen);
 /* PARTITION_REGISTERED, ABORT_STEP, DEREGISTER_PARTITION: one u64. */
 int fl_wire_parse_number(const fl_wire_frame *f, uint64_t *number, char *err, size_t errlen);
+/* CHALLENGE, PROOF, SERVER_PROOF: the fields their type carries; the others zero. */
+int fl_wire_parse_handshake(const fl_wire_frame *f, fl_wire_handshake *out, char *err, size_t errlen);
 
 /* Any frame, by its type: the field of the union named after the type is filled. */
 typedef struct {
@@ -329,6 +349,7 @@ typedef struct {
         uint64_t number;            /* PARTITION_REGISTERED, DEREGISTER_PARTITION: handle; ABORT_STEP: step */
         fl_wire_send_tensor send;   /* SEND_TENSOR */
         fl_wire_bytes body;         /* REGISTER_PARTITION, RUN_PARTITION, PARTITION_DONE (checked) */
+        fl_wire_handshake handshake; /* CHALLENGE, PROOF, SERVER_PROOF */
     } u;
     fl_wire_sync sync; /* SYNC_APPLY, SYNC_ASSIGN, SYNC_ASSIGN_ADD */
 } fl_wire_message;
@@ -337,9 +358,12 @@ int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, char *err, size_
 
 /* ---- the order of frames on one connection ----
  * A server checks what it receives: HELLO first, then requests, nothing after GOODBYE.
- * A client checks what it receives: HELLO_OK (or ERROR) first, then replies only. */
+ * A server with a cluster secret answers HELLO with CHALLENGE and moves the
+ * connection to FL_WIRE_AWAIT_PROOF itself: then only PROOF may come.
+ * A client checks what it receives: HELLO_OK (or ERROR) first, maybe after
+ * CHALLENGE and SERVER_PROOF, then replies only. */
 typedef enum { FL_WIRE_SERVER_SIDE, FL_WIRE_CLIENT_SIDE } fl_wire_role;
-typedef enum { FL_WIRE_AWAIT_HELLO, FL_WIRE_READY, FL_WIRE_CLOSED } fl_wire_stage;
+typedef enum { FL_WIRE_AWAIT_HELLO, FL_WIRE_READY, FL_WIRE_CLOSED, FL_WIRE_AWAIT_PROOF } fl_wire_stage;
 
 typedef struct {
     fl_wire_role role;

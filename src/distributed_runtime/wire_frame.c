@@ -16,6 +16,7 @@ static const char *const TYPE_NAMES[FL_WIRE_TYPE_COUNT] = {
     "SYNC_APPLY", "SYNC_ASSIGN", "SYNC_ASSIGN_ADD", "SYNC_DONE", "WAIT_STEP", "IS_INITIALIZED",
     "REGISTER_PARTITION", "PARTITION_REGISTERED", "RUN_PARTITION", "PARTITION_DONE", "SEND_TENSOR",
     "ABORT_STEP", "DEREGISTER_PARTITION",
+    [FL_WIRE_CHALLENGE] = "CHALLENGE", [FL_WIRE_PROOF] = "PROOF", [FL_WIRE_SERVER_PROOF] = "SERVER_PROOF",
 };
 
 /* The most payload each type can need: frames that carry no tensor are small, so a
@@ -47,13 +48,20 @@ static const uint32_t MAX_PAYLOAD[FL_WIRE_TYPE_COUNT] = {
     [FL_WIRE_SEND_TENSOR] = FL_WIRE_MAX_PAYLOAD,
     [FL_WIRE_ABORT_STEP] = 8,
     [FL_WIRE_DEREGISTER_PARTITION] = 8,
+    [FL_WIRE_CHALLENGE] = FL_WIRE_PROOF_BYTES,
+    [FL_WIRE_PROOF] = 2 * FL_WIRE_PROOF_BYTES,
+    [FL_WIRE_SERVER_PROOF] = FL_WIRE_PROOF_BYTES,
 };
+
+/* A number with no name is no type: the numbers between two groups of types too. */
+static bool type_known(int type)
+{
+    return type > 0 && type < FL_WIRE_TYPE_COUNT && TYPE_NAMES[type] != NULL;
+}
 
 const char *fl_wire_type_name(int type)
 {
-    if (type <= 0 || type >= FL_WIRE_TYPE_COUNT)
-        return "?";
-    return TYPE_NAMES[type];
+    return type_known(type) ? TYPE_NAMES[type] : "?";
 }
 
 const char *fl_wire_optimizer_name(int kind)
@@ -84,6 +92,7 @@ int fl_wire_reply_type(int request_type)
     case FL_WIRE_SEND_TENSOR:
     case FL_WIRE_ABORT_STEP:
     case FL_WIRE_DEREGISTER_PARTITION: return FL_WIRE_OK;
+    case FL_WIRE_PROOF: return FL_WIRE_SERVER_PROOF; /* then HELLO_OK */
     default: return 0;
     }
 }
@@ -201,7 +210,7 @@ static int check_header(const unsigned char *b, size_t len, char *err, size_t er
                  FL_WIRE_VERSION);
         return -1;
     }
-    if (len > 5 && (b[5] == 0 || b[5] >= FL_WIRE_TYPE_COUNT)) {
+    if (len > 5 && !type_known(b[5])) {
         snprintf(err, errlen, "unknown frame type %u", b[5]);
         return -1;
     }
@@ -306,13 +315,19 @@ static int server_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t
         snprintf(err, errlen, "%s before HELLO: a connection starts with HELLO", name);
         return -1;
     }
+    if ((conn->stage == FL_WIRE_AWAIT_PROOF) != (type == FL_WIRE_PROOF)) {
+        snprintf(err, errlen, type == FL_WIRE_PROOF ? "PROOF without a CHALLENGE"
+                                                    : "%s before PROOF: this task asks for the cluster secret's proof",
+                 name);
+        return -1;
+    }
     if (conn->stage == FL_WIRE_READY && type == FL_WIRE_HELLO) {
         snprintf(err, errlen, "HELLO twice on one connection");
         return -1;
     }
-    conn->stage = type == FL_WIRE_HELLO ? FL_WIRE_READY
-                  : type == FL_WIRE_GOODBYE ? FL_WIRE_CLOSED
-                                            : conn->stage;
+    conn->stage = type == FL_WIRE_HELLO || type == FL_WIRE_PROOF ? FL_WIRE_READY
+                  : type == FL_WIRE_GOODBYE                     ? FL_WIRE_CLOSED
+                                                                : conn->stage;
     return 0;
 }
 
@@ -325,6 +340,12 @@ static int client_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t
     }
     if (type == FL_WIRE_ERROR)
         return 0; /* the server may refuse anything, HELLO included */
+    if (type == FL_WIRE_CHALLENGE || type == FL_WIRE_SERVER_PROOF) {
+        if (conn->stage == FL_WIRE_AWAIT_HELLO)
+            return 0; /* the handshake comes before HELLO_OK */
+        snprintf(err, errlen, "%s after HELLO_OK: the handshake is over", name);
+        return -1;
+    }
     if (conn->stage == FL_WIRE_AWAIT_HELLO && type != FL_WIRE_HELLO_OK) {
         snprintf(err, errlen, "%s before HELLO_OK: the server answers HELLO first", name);
         return -1;
@@ -339,7 +360,7 @@ static int client_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t
 
 int fl_wire_check_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t errlen)
 {
-    if ((int)type <= 0 || (int)type >= FL_WIRE_TYPE_COUNT) {
+    if (!type_known((int)type)) {
         snprintf(err, errlen, "unknown frame type %d", (int)type);
         return -1;
     }

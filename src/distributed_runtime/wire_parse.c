@@ -298,6 +298,9 @@ int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, char *err, size_
     case FL_WIRE_ERROR: return fl_wire_parse_error(f, &out->u.error, err, errlen);
     case FL_WIRE_GOODBYE:
     case FL_WIRE_OK: return fl_wire_parse_empty(f, err, errlen);
+    case FL_WIRE_CHALLENGE:
+    case FL_WIRE_PROOF:
+    case FL_WIRE_SERVER_PROOF: return fl_wire_parse_handshake(f, &out->u.handshake, err, errlen);
     default: break;
     }
     if (wire_is_partition_frame(f->type))

@@ -79,7 +79,9 @@ int fl_checkpoint_check_unique_names(const char *path, const fl_named_tensor *te
     int rc = 0;
     for (int i = 1; i < n && rc == 0; i++) {
         if (strcmp(names[i - 1], names[i]) == 0) {
-            fl_set_error_code(FL_INVALID_ARGUMENT, "%s: tensor name '%s' appears more than once", path, names[i]);
+            char shown[4 * 255 + 1]; /* a name read from a file: escaped (\xNN), cut at 255 bytes */
+            fl_escape_untrusted(names[i], strlen(names[i]), shown, sizeof shown);
+            fl_set_error_code(FL_INVALID_ARGUMENT, "%s: tensor name '%s' appears more than once", path, shown);
             rc = -1;
         }
     }

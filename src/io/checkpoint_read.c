@@ -31,7 +31,7 @@ typedef struct {
     uint32_t crc;   /* CRC-32 of every byte read so far */
     int index;      /* tensor being read, 0-based */
     int count;
-    const char *name; /* its name once known, else NULL */
+    const char *name; /* its name once known, escaped for messages (\xNN), else NULL */
 } reader;
 
 /* "tensor 'dense/kernel'" once the name is read, "tensor 3 of 7" before. */
@@ -224,9 +224,13 @@ static int get_named_tensor(reader *r, fl_named_tensor *out)
     char *name = get_name(r);
     if (!name)
         return -1;
-    r->name = name;
+    size_t len = strlen(name);
+    char *shown = fl_xmalloc(4 * len + 1); /* the name as messages show it: read from a file, untrusted */
+    fl_escape_untrusted(name, len, shown, 4 * len + 1);
+    r->name = shown;
     fl_tensor *t = get_tensor_body(r);
     r->name = NULL;
+    free(shown);
     if (!t) {
         free(name);
         return -1;

@@ -29,13 +29,16 @@ static int put_run_partition(fl_wire_buf *buf, const fl_tensor *x)
     return fl_wire_put_run_partition(buf, 11, 1, 7, 1, feeds, values, lists);
 }
 
-/* Appends one frame of every type to buf; a tensor frame per dtype. */
+/* Appends one frame of every type to buf; a tensor frame per dtype; the
+ * partitions' frames (13-19); the handshake of a cluster with a secret
+ * (20-22), which follows HELLO (0) on a real connection. */
 static int put_all(fl_wire_buf *buf, int which)
 {
     const float w[6] = {1, -2, 0.5f, 3, 4, -5};
     const int32_t one[1] = {1};
     fl_tensor weights = {FL_FLOAT32, {2, {2, 3}}, (void *)w};
     fl_tensor step = {FL_INT32, {0, {0}}, (void *)one};
+    const unsigned char nonce[FL_WIRE_PROOF_BYTES] = {1, 2, 3}, proof[FL_WIRE_PROOF_BYTES] = {0xa5, 0x5a};
     fl_wire_optimizer_args adam = {.kind = FL_WIRE_ADAM, .learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .epsilon = 1e-8f, .nslots = 4, .slots = {"dense/kernel/Adam", "dense/kernel/Adam_1", "beta1_power", "beta2_power"}};
     fl_wire_optimizer_args momentum = {.kind = FL_WIRE_MOMENTUM, .learning_rate = 0.01f, .momentum = 0.9f,
                                        .use_nesterov = true, .nslots = 1, .slots = {"dense/bias/Momentum"}};
@@ -63,6 +66,9 @@ static int put_all(fl_wire_buf *buf, int which)
     case 17: return fl_wire_put_send_tensor(buf, 12, 7, "g:/job:worker/task:0->/job:ps/task:0", &weights);
     case 18: return fl_wire_put_number(buf, FL_WIRE_ABORT_STEP, 13, 7);
     case 19: return fl_wire_put_number(buf, FL_WIRE_DEREGISTER_PARTITION, 14, 1);
+    case 20: return fl_wire_put_challenge(buf, 1, nonce);
+    case 21: return fl_wire_put_proof(buf, 1, proof, nonce);
+    case 22: return fl_wire_put_server_proof(buf, 1, proof);
     default: return fl_wire_put_error(buf, 8, FL_WIRE_E_UNKNOWN_VARIABLE, "no variable 'x'");
     }
 }
@@ -74,7 +80,7 @@ int main(int argc, char **argv)
         return 2;
     }
     fl_wire_buf all = {0};
-    for (int i = 0; i <= 20; i++) {
+    for (int i = 0; i <= 23; i++) {
         fl_wire_buf one = {0};
         char name[16];
         snprintf(name, sizeof name, "%02d", i);

@@ -1,0 +1,38 @@
+/* cluster_security_flags.c: the flags that secure a cluster, read in one
+ * place for every program (the labs, launch_cluster, a task server):
+ * --cluster_secret_file (or FLOWLAB_CLUSTER_SECRET_FILE), --tls_cert,
+ * --tls_key and --tls_ca, applied to the cluster they name. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+bool fl_cluster_security_flag(fl_cluster_security_flags *f, const char *flag, const char *value)
+{
+    if (strcmp(flag, "--cluster_secret_file") == 0)
+        f->secret_file = value;
+    else if (strcmp(flag, "--tls_cert") == 0)
+        f->tls_cert = value;
+    else if (strcmp(flag, "--tls_key") == 0)
+        f->tls_key = value;
+    else if (strcmp(flag, "--tls_ca") == 0)
+        f->tls_ca = value;
+    else
+        return false;
+    return true;
+}
+
+int fl_cluster_apply_security(fl_cluster *cluster, const fl_cluster_security_flags *f)
+{
+    const char *secret = f->secret_file, *from = "--cluster_secret_file";
+    if (!secret || !*secret) {
+        secret = getenv("FLOWLAB_CLUSTER_SECRET_FILE");
+        from = "FLOWLAB_CLUSTER_SECRET_FILE";
+    }
+    if (secret && *secret && fl_cluster_set_secret_file(cluster, secret) != 0) {
+        fl_prefix_error("%s: ", from);
+        return -1;
+    }
+    bool any_tls = f->tls_cert || f->tls_key || f->tls_ca;
+    return any_tls ? fl_cluster_set_tls(cluster, f->tls_cert, f->tls_key, f->tls_ca) : 0;
+}

@@ -1,0 +1,192 @@
+/* test_cluster_tls.c: a cluster with TLS on request (fl_cluster_set_tls):
+ * a worker and a ps whose certificates the cluster's CA signed move
+ * variables both ways, a big one too, over TLS 1.3 (the worker's TLS
+ * tunnel, src/distributed_runtime/tls_tunnel.c; the ps's libevent_openssl
+ * bufferevents), with the shared secret as well; a certificate from
+ * another CA is refused on either side, at once (UNAUTHENTICATED), and the
+ * ps logs the refused peer. Certificates are made at test time
+ * (tests/make_test_certs.sh) in the build directory. Loopback only. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "flowlab.h"
+#include "runtime.h"
+#include "distributed_runtime/cluster_security.h"
+#include "distributed_runtime/ps_client.h"
+#include "loopback.h"
+
+enum { BIG = 1 << 20 }; /* 4 MB of floats: many TLS records each way */
+
+static char dir[300];
+
+static void pem(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s", dir, name);
+}
+
+/* A cluster's TLS from the certificates named (file stems in dir). */
+static int set_tls(fl_cluster *c, const char *cert, const char *ca)
+{
+    char cert_path[400], key_path[400], ca_path[400], stem[64];
+    snprintf(stem, sizeof stem, "%s.pem", cert);
+    pem(cert_path, sizeof cert_path, stem);
+    snprintf(stem, sizeof stem, "%s.key", cert);
+    pem(key_path, sizeof key_path, stem);
+    snprintf(stem, sizeof stem, "%s.pem", ca);
+    pem(ca_path, sizeof ca_path, stem);
+    return fl_cluster_set_tls(c, cert_path, key_path, ca_path);
+}
+
+static fl_server *start_ps(fl_cluster **spec, int *port, FILE *log, const char *secret_file)
+{
+    char ps_hosts[64], worker_hosts[64];
+    *port = loopback_free_port();
+    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", *port);
+    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d", loopback_free_port());
+    *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    if (set_tls(*spec, "task", "ca") != 0 || (secret_file && fl_cluster_set_secret_file(*spec, secret_file) != 0))
+        diag("the ps's security: %s", fl_last_error());
+    fl_server_options options = {.log = log, .hello_timeout_s = 5};
+    return fl_server_start(*spec, &options);
+}
+
+/* A worker's connection with the certificate and CA named. */
+static fl_ps_client *open_client(int port, const char *cert, const char *ca, const char *secret_file,
+                                 double *seconds)
+{
+    fl_cluster *mine = fl_cluster_from_flags("127.0.0.1:1", "127.0.0.1:2", "worker", 0);
+    if (set_tls(mine, cert, ca) != 0 || (secret_file && fl_cluster_set_secret_file(mine, secret_file) != 0))
+        diag("the worker's security: %s", fl_last_error());
+    fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 30,
+                            .job = "ps", .task = 0, .tls = fl_cluster_tls(mine, false)};
+    o.secret = fl_cluster_secret(mine, &o.secret_len);
+    double start = fl_now_us();
+    fl_ps_client *c = fl_ps_client_open(&o, "worker", 0);
+    *seconds = (fl_now_us() - start) / 1e6;
+    fl_error_code code = fl_last_error_code();
+    char why[FL_ERROR_LEN];
+    snprintf(why, sizeof why, "%s", fl_last_error());
+    fl_cluster_free(mine); /* the tunnel keeps its own reference to the TLS context */
+    fl_set_error_code(code, "%s", why);
+    return c;
+}
+
+static void test_variables_over_tls(const char *secret_file)
+{
+    fl_cluster *spec;
+    int port;
+    FILE *log = tmpfile();
+    fl_server *ps = start_ps(&spec, &port, log, secret_file);
+    double seconds;
+    fl_ps_client *c = open_client(port, "task", "ca", secret_file, &seconds);
+    const char *what = secret_file ? "TLS and the secret" : "TLS";
+    ok(ps && c, "%s: a worker whose certificate the cluster's CA signed is accepted (%s)", what,
+       c ? "" : fl_last_error());
+    if (!c) {
+        fl_server_stop(ps);
+        fl_cluster_free(spec);
+        fclose(log);
+        return;
+    }
+    float *values = malloc(BIG * sizeof *values), *back = malloc(BIG * sizeof *back);
+    for (int i = 0; i < BIG; i++)
+        values[i] = (float)i;
+    fl_tensor *w = fl_tensor_from_floats(fl_shape_make(1, BIG), values);
+    fl_tensor *ones = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, BIG));
+    for (int i = 0; i < BIG; i++)
+        fl_tensor_floats(ones)[i] = 1;
+    fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 0.5f};
+    int rc = fl_ps_client_wait(c, fl_ps_client_init(c, "w", w, NULL));
+    for (int i = 0; i < 4 && rc == 0; i++)
+        rc = fl_ps_client_wait(c, fl_ps_client_apply(c, "w", &sgd, ones));
+    rc = rc ? rc : fl_ps_client_wait(c, fl_ps_client_pull(c, "w", back, BIG * sizeof *back));
+    ok(rc == 0 && back[0] == -2.0f && back[BIG - 1] == (float)(BIG - 1) - 2.0f,
+       "%s: a 4 MB variable goes out, four 4 MB gradients are applied, and it comes back right (%g, %g)", what,
+       back[0], back[BIG - 1]);
+    ok(fl_ps_client_goodbye(c) == 0, "%s: the goodbye is answered", what);
+    fl_ps_client_close(c);
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
+    fl_tensor_free(w);
+    fl_tensor_free(ones);
+    free(values);
+    free(back);
+    fclose(log);
+}
+
+static void test_other_ca_refused(void)
+{
+    fl_cluster *spec;
+    int port;
+    FILE *log = tmpfile();
+    fl_server *ps = start_ps(&spec, &port, log, NULL);
+    double seconds;
+    fl_ps_client *c = open_client(port, "other", "other_ca", NULL, &seconds);
+    ok(!c && fl_last_error_code() == FL_UNAUTHENTICATED,
+       "a worker that trusts another CA refuses the ps's certificate: %s", fl_last_error());
+    ok(seconds < 5, "at once, not retried (%.2f s)", seconds);
+    c = open_client(port, "other", "ca", NULL, &seconds);
+    ok(!c && fl_last_error_code() == FL_UNAUTHENTICATED,
+       "the ps refuses a worker whose certificate another CA signed: %s", fl_last_error());
+    ok(seconds < 5, "at once, not retried (%.2f s)", seconds);
+    fl_server_stats st;
+    double start = fl_now_us();
+    do /* the ps sees each failed handshake on its own thread */
+        fl_server_get_stats(ps, &st);
+    while (st.refused < 2 && fl_now_us() - start < 10e6 && usleep(10000) == 0);
+    ok(st.variables == 0 && st.frames == 0, "neither got a request served (%llu)", (unsigned long long)st.frames);
+    ok(st.refused == 2, "the ps counted both as refused (%llu; waited up to 10 s)", (unsigned long long)st.refused);
+    fl_server_stop(ps); /* after stop, the log is complete */
+    fflush(log);
+    rewind(log);
+    char text[4096] = "";
+    text[fread(text, 1, sizeof text - 1, log)] = '\0';
+    contains(text, "refused 127.0.0.1:", "the ps logged the refused peer's address");
+    contains(text, "the TLS handshake failed", "and why");
+    fl_cluster_free(spec);
+    fclose(log);
+}
+
+static void test_bad_files(void)
+{
+    fl_cluster *c = fl_cluster_from_flags("127.0.0.1:1", "127.0.0.1:2", "worker", 0);
+    ok(fl_cluster_set_tls(c, "/no/such.pem", "/no/such.key", "/no/ca.pem") != 0 &&
+           strstr(fl_last_error(), "--tls_cert /no/such.pem"),
+       "a missing certificate names its flag and file: %s", fl_last_error());
+    char cert[400], other_key[400], ca[400];
+    pem(cert, sizeof cert, "task.pem");
+    pem(other_key, sizeof other_key, "other.key");
+    pem(ca, sizeof ca, "ca.pem");
+    ok(fl_cluster_set_tls(c, cert, other_key, ca) != 0 && strstr(fl_last_error(), "--tls_key"),
+       "a key that is not the certificate's is refused: %s", fl_last_error());
+    ok(fl_cluster_set_tls(c, NULL, NULL, "x") != 0, "all three files are needed: %s", fl_last_error());
+    fl_cluster_free(c);
+}
+
+int main(void)
+{
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    snprintf(dir, sizeof dir, "%s/tests/tls.%d", build, (int)getpid());
+    char cmd[800], secret[400];
+    snprintf(cmd, sizeof cmd, "sh tests/make_test_certs.sh %s", dir);
+    if (system(cmd) != 0)
+        skip_all("cannot make test certificates with the openssl command line");
+    snprintf(secret, sizeof secret, "%s/secret", dir);
+    FILE *f = fopen(secret, "w");
+    if (f) {
+        fputs("an even longer secret of the cluster\n", f);
+        fclose(f);
+    }
+    chmod(secret, 0600);
+    test_bad_files();
+    test_variables_over_tls(NULL);
+    test_variables_over_tls(secret);
+    test_other_ca_refused();
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", dir);
+    return done_testing();
+}
