@@ -18,6 +18,7 @@ typedef struct {
     long task_index;
     long num_ps, port_base; /* a launcher's tasks: how many are ps, their first port */
     bool keep_running;
+    fl_cluster_security_flags security; /* --cluster_secret_file, --tls_*: chapter 4's securing a cluster */
 } server_flags;
 
 static void usage(FILE *out)
@@ -38,6 +39,7 @@ static void usage(FILE *out)
             "  --num_ps N              with a launcher: its first N ranks are ps tasks (default 1)\n"
             "  --port_base P           with a launcher: the first port on each node (default 8888)\n"
             "  --keep_running          serve client after client; never exit by itself\n"
+            FL_CLUSTER_SECURITY_HELP
             "Waits for other tasks up to FLOWLAB_TASK_DEADLINE seconds (default 120).\n"
             "Example: one ps and two workers on this machine, then their client:\n"
             "  build/labs/tools/flowlab_server --ps_hosts=localhost:2222 --worker_hosts=localhost:2223,localhost:2224 --job_name=ps &\n"
@@ -76,7 +78,7 @@ static bool set_flag(server_flags *f, const char *flag, const char *value)
         f->num_ps = parse_number(flag, value, 0, 65535);
     else if (strcmp(flag, "--port_base") == 0)
         f->port_base = parse_number(flag, value, 1, 65535);
-    else
+    else if (!fl_cluster_security_flag(&f->security, flag, value))
         return false;
     return true;
 }
@@ -124,7 +126,7 @@ static fl_cluster *read_cluster(const server_flags *f)
     }
     fl_cluster *cluster = any ? fl_cluster_from_flags(f->ps_hosts, f->worker_hosts, f->job_name, (int)f->task_index)
                               : fl_cluster_from_environment((int)f->num_ps, (int)f->port_base);
-    if (!cluster) {
+    if (!cluster || fl_cluster_apply_security(cluster, &f->security) != 0) {
         fprintf(stderr, "%s: %s (see --help)\n", program, fl_last_error());
         exit(2);
     }
