@@ -190,6 +190,10 @@ typedef struct {
     /* Received tensor bytes copied before use. A big tensor (a gradient) is
      * received where it can be used as it lies, so these are small ones. */
     uint64_t copied_in_bytes;
+    /* In-graph replication across tasks: steps of partitions run here, and
+     * the values other tasks sent this one for them (SEND_TENSOR). */
+    uint64_t partition_steps;
+    uint64_t values_received, value_bytes_received;
 } fl_server_stats;
 
 /* Starts the local task's server. NULL when it cannot listen (fl_last_error

@@ -17,7 +17,7 @@
 
 static char server_path[600], log_path[2][128];
 
-static pid_t start_server(const char *ps, const char *worker, const char *job, int index)
+static pid_t start_server(const char *ps, const char *worker, const char *job, int index, const char *extra)
 {
     snprintf(log_path[index], sizeof log_path[index], "/tmp/test_flowlab_server.%d.%s.log", (int)getpid(), job);
     pid_t pid = fork();
@@ -31,7 +31,7 @@ static pid_t start_server(const char *ps, const char *worker, const char *job, i
     snprintf(flags[1], sizeof flags[1], "--worker_hosts=%s", worker);
     snprintf(flags[2], sizeof flags[2], "--job_name=%s", job);
     snprintf(flags[3], sizeof flags[3], "--task_index=0");
-    execl(server_path, server_path, flags[0], flags[1], flags[2], flags[3], (char *)NULL);
+    execl(server_path, server_path, flags[0], flags[1], flags[2], flags[3], extra, (char *)NULL);
     _exit(127);
 }
 
@@ -80,6 +80,34 @@ static void train(remote_run *ps, remote_run *worker)
     fl_tensor_free(x);
 }
 
+/* --keep_running: a client's goodbye does not end it; the next client is served. */
+static void test_keep_running(void)
+{
+    int port = loopback_free_port();
+    char ps_hosts[64];
+    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", port);
+    pid_t pid = start_server(ps_hosts, "127.0.0.1:1", "ps", 0, "--keep_running");
+    fl_ps_client *first = connect_to(port, "/job:ps/task:0");
+    ok(first && fl_ps_client_goodbye(first) == 0, "a client of a --keep_running server says goodbye");
+    fl_ps_client_close(first);
+    ok(wait_exit(pid, 1.0) == -1, "the server is still there a second later");
+    fl_ps_client *second = connect_to(port, "/job:ps/task:0");
+    fl_graph_partition p;
+    uint64_t handle;
+    ps_partition(&p);
+    ok(second && fl_partition_register(second, &p, &handle) == 0, "and a second client registers a partition on it: %s",
+       fl_last_error());
+    fl_graph_partition_free(&p);
+    fl_ps_client_close(second);
+    kill(pid, SIGTERM);
+    bool stopped = wait_exit(pid, 10) >= 0;
+    ok(stopped, "it is stopped by a signal (waited up to 10 s)");
+    if (!stopped) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+}
+
 static void test_help(void)
 {
     char cmd[700];
@@ -99,11 +127,13 @@ int main(int argc, char **argv)
     if (access(server_path, X_OK) != 0)
         skip_all("flowlab_server is not built (make build/labs/tools/flowlab_server)");
     test_help();
+    test_keep_running();
     int base = loopback_free_ports(2);
     char ps_hosts[64], worker_hosts[64];
     snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", base);
     snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d", base + 1);
-    pid_t pids[2] = {start_server(ps_hosts, worker_hosts, "ps", 0), start_server(ps_hosts, worker_hosts, "worker", 1)};
+    pid_t pids[2] = {start_server(ps_hosts, worker_hosts, "ps", 0, NULL),
+                     start_server(ps_hosts, worker_hosts, "worker", 1, NULL)};
     remote_run ps = {.client = connect_to(base, "/job:ps/task:0")};
     remote_run worker = {.client = connect_to(base + 1, "/job:worker/task:0")};
     ok(ps.client && worker.client, "the client reached both servers (waited up to 30 s): %s", fl_last_error());
@@ -131,6 +161,8 @@ int main(int argc, char **argv)
     }
     char *log = read_text(log_path[1]);
     contains(log ? log : "", "offers /cpu:0", "the worker's log says what it offers");
+    contains(log ? log : "", "ran 3 steps of partitions; per step, 0.000 MB of values came from other tasks",
+             "and, at exit, what crossed tasks per step");
     free(log);
     fl_ps_client_close(ps.client);
     fl_ps_client_close(worker.client);

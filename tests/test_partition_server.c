@@ -78,7 +78,8 @@ static bool log_says(const tasks *t, const char *what, double within_s)
 /* ---- the tests ---- */
 
 /* Three steps; w starts at [1, 1] and x is [1, 2]: g = w x, w += g. */
-static void test_steps(remote_run *ps, remote_run *worker, fl_cluster *worker_cluster, uint64_t first_step)
+static void test_steps(remote_run *ps, remote_run *worker, fl_cluster *worker_cluster, fl_server *ps_server,
+                       uint64_t first_step)
 {
     static float w[2] = {1, 1}; /* the ps's w, carried from one call to the next */
     float xv[2] = {1, 2};
@@ -111,6 +112,11 @@ static void test_steps(remote_run *ps, remote_run *worker, fl_cluster *worker_cl
     ok(sent_after - sent_before >= 3 * (16 + 8 + 1 + strlen(G_KEY) + 2 + 4 + 4 + 8),
        "g went from the worker to the ps directly: %llu bytes on the worker's own connection",
        (unsigned long long)(sent_after - sent_before));
+    fl_server_stats stats;
+    fl_server_get_stats(ps_server, &stats);
+    ok(stats.values_received >= 3 && stats.value_bytes_received >= 3 * 8,
+       "the ps counts the values other tasks sent it: %llu, %llu bytes", (unsigned long long)stats.values_received,
+       (unsigned long long)stats.value_bytes_received);
     fl_tensor_free(x);
 }
 
@@ -264,7 +270,7 @@ int main(void)
     remote_run ps = {0}, worker = {0};
     register_pair(&t, &ps, &worker);
     initialize(&ps);
-    test_steps(&ps, &worker, t.cluster[1], 10);
+    test_steps(&ps, &worker, t.cluster[1], t.server[0], 10);
     test_abort(&ps);
     test_refusals(&ps);
     test_deregister(&ps);
@@ -277,7 +283,7 @@ int main(void)
     ok(worker.client && fl_partition_register(worker.client, &q, &worker.handle) == 0,
        "a new client registers on the worker after the lost one: %s", fl_last_error());
     fl_graph_partition_free(&q);
-    test_steps(&ps, &worker, t.cluster[1], 20);
+    test_steps(&ps, &worker, t.cluster[1], t.server[0], 20);
     say_goodbye(&t, &ps, &worker);
     for (int i = 0; i < 2; i++) {
         fl_server_stop(t.server[i]);

@@ -51,15 +51,24 @@ static void free_registry(fl_partition_registry *r)
     free(r);
 }
 
+/* The ERROR code a failed run's error code travels as (ps_client.c turns
+ * it back into the same fl_error_code). */
+static fl_wire_error_code wire_code(fl_error_code code)
+{
+    switch (code) {
+    case FL_INVALID_ARGUMENT: return FL_WIRE_E_INVALID_ARGUMENT;
+    case FL_ABORTED: return FL_WIRE_E_ABORTED;
+    case FL_UNAVAILABLE: return FL_WIRE_E_UNAVAILABLE;
+    case FL_DEADLINE_EXCEEDED: return FL_WIRE_E_DEADLINE;
+    case FL_FAILED_PRECONDITION: return FL_WIRE_E_NOT_INITIALIZED; /* a variable read before its initializer ran */
+    default: return FL_WIRE_E_INTERNAL;
+    }
+}
+
 /* An ERROR the connection survives: the request failed, not the stream. */
 static void answer_failure(fl_server_conn *c, uint32_t id, fl_error_code code, const char *why)
 {
-    fl_wire_error_code wire = code == FL_INVALID_ARGUMENT  ? FL_WIRE_E_INVALID_ARGUMENT
-                              : code == FL_ABORTED         ? FL_WIRE_E_ABORTED
-                              : code == FL_UNAVAILABLE     ? FL_WIRE_E_UNAVAILABLE
-                              : code == FL_DEADLINE_EXCEEDED ? FL_WIRE_E_DEADLINE
-                                                           : FL_WIRE_E_INTERNAL;
-    fl_wire_put_error(&c->server->out, id, wire, why);
+    fl_wire_put_error(&c->server->out, id, wire_code(code), why);
     fl_server_send_out(c);
 }
 
@@ -184,6 +193,7 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
     fl_partition_job *job = arg;
     pthread_join(job->thread, NULL);
     fl_rendezvous_finish(job->server->rendezvous, job->run.step_id);
+    fl_server_count(job->server, &job->server->stats.partition_steps, 1);
     unlink_job(job);
     fl_server_conn *c = job->conn;
     if (c) {
@@ -246,8 +256,11 @@ static void serve_run(fl_server_conn *c, const fl_wire_frame *f)
 
 static void serve_send(fl_server_conn *c, uint32_t id, const fl_wire_send_tensor *m)
 {
-    fl_tensor value = fl_server_received(c->server, &m->value);
-    fl_rendezvous_put(c->server->rendezvous, m->step_id, m->key, &value);
+    fl_server *s = c->server;
+    fl_tensor value = fl_server_received(s, &m->value);
+    fl_rendezvous_put(s->rendezvous, m->step_id, m->key, &value);
+    fl_server_count(s, &s->stats.values_received, 1);
+    fl_server_count(s, &s->stats.value_bytes_received, m->value.bytes);
     answer_ok(c, id);
 }
 
