@@ -29,7 +29,8 @@ figures-03: $(LAB03) $(LAUNCHER)
 # tasks against between-graph for 1, 2, 4 and 8 workers (a few minutes on
 # two cores); the CSV and the figure go to FIGURES_DIR as
 # ch3-replication.csv and ch3-replication.svg.
-figures-replication: $(LAB03) $(LAUNCHER) $(BUILD)/labs/02-in-graph-towers/in_graph_towers
+figures-replication: $(LAB03) $(LAUNCHER) $(BUILD)/labs/02-in-graph-towers/in_graph_towers \
+                     $(BUILD)/labs/tools/flowlab_server
 	@mkdir -p $(FIGURES_DIR)
 	labs/tools/ingraph_vs_between.sh $(BUILD) $(BUILD)/replication
 	cp $(BUILD)/replication/replication.csv $(FIGURES_DIR)/ch3-replication.csv
