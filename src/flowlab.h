@@ -396,43 +396,6 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
 const char *fl_session_node_device(const fl_session *s, const fl_node *n);
 
 /* ------------------------------------------------------------------------
- * Pictures: the graph as Graphviz DOT and a run's timeline as a Chrome trace.
- * ------------------------------------------------------------------------ */
-/* Every node, coloured by requested device, variables drawn as cylinders. */
-int fl_graph_write_dot(const fl_graph *g, const char *path);
-/* The same, coloured by the device each node actually ran on in s. */
-int fl_session_write_dot(const fl_session *s, const char *path);
-/* How much of the graph a picture shows. FL_DOT_SCOPES draws it as
- * TensorBoard's graph view does (TensorFlow: tf.summary.FileWriter(logdir,
- * sess.graph), then TensorBoard's Graphs tab): one box per name scope,
- * scope_depth levels deep (0 counts as 1; a box's outer scopes are drawn
- * around it), coloured by its nodes' device (striped when they are several);
- * an edge between two boxes is labelled with the tensor's shape, or how
- * many tensors cross it, and is red where they are copied between devices.
- * A "gradients" scope and an optimizer's scope stay one box at any depth.
- * FL_DOT_NODES draws every node, as fl_graph_write_dot does. */
-typedef enum { FL_DOT_SCOPES, FL_DOT_NODES } fl_dot_detail;
-typedef struct {
-    fl_dot_detail detail;
-    int scope_depth;
-} fl_dot_options;
-/* NULL options: scopes, one level deep. */
-int fl_graph_write_dot_with(const fl_graph *g, const char *path, const fl_dot_options *options);
-int fl_session_write_dot_with(const fl_session *s, const char *path, const fl_dot_options *options);
-/* While tracing is on, every run records each op's start and duration. */
-void fl_session_set_tracing(fl_session *s, bool on);
-/* Adds an event the session cannot see (a lab's communication thread's
- * collective) to its timeline, on a lane of its own named lane, after the
- * devices' lanes: name from start_us to end_us, in microseconds of
- * CLOCK_MONOTONIC (the clock the devices' events are on). Recorded only
- * while tracing is on. Safe from any thread, during a run too. */
-void fl_session_trace_event(fl_session *s, const char *lane, const char *name, double start_us,
-                            double end_us);
-/* Chrome trace JSON (chrome://tracing, Perfetto): one lane per device,
- * then one per lane of fl_session_trace_event. */
-int fl_session_write_trace(const fl_session *s, const char *path);
-
-/* ------------------------------------------------------------------------
  * Checkpoints: named tensors with shapes and a CRC-32 each, written to a
  * temporary file, flushed and renamed, so no crash leaves half a file.
  * ------------------------------------------------------------------------ */
@@ -498,6 +461,7 @@ void fl_dataset_free(fl_dataset *ds);
 #include "flowlab_cluster.h"   /* the public API continues there */
 #include "flowlab_monitored.h"
 #include "flowlab_summary.h"   /* event files for TensorBoard */
+#include "flowlab_pictures.h"  /* the graph as DOT, a run as a Chrome trace */
 
 #ifdef __cplusplus
 }

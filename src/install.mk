@@ -10,7 +10,7 @@ INSTALL_LIB     := $(PREFIX)/lib
 INSTALL_INCLUDE := $(PREFIX)/include/flowlab
 INSTALL_MODULES := $(INSTALL_LIB)/flowlab
 INSTALL_PC      := $(INSTALL_LIB)/pkgconfig
-PUBLIC_HEADERS  := src/flowlab.h src/flowlab_cluster.h src/flowlab_monitored.h src/flowlab_summary.h
+PUBLIC_HEADERS  := src/flowlab.h src/flowlab_cluster.h src/flowlab_monitored.h src/flowlab_summary.h src/flowlab_pictures.h
 STAGE           := $(BUILD)/install
 # Every file install writes, which uninstall removes.
 INSTALLED := $(patsubst src/%,$(INSTALL_INCLUDE)/%,$(PUBLIC_HEADERS)) \

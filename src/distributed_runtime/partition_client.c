@@ -47,7 +47,7 @@ static void take_reply(const fl_wire_frame *f, const fl_wire_message *m, void *u
 {
     outcome *o = user;
     if (m->type == FL_WIRE_ERROR)
-        failed(o, fl_ps_client_refusal_code(m->u.error.code), "%s", m->u.error.message);
+        failed(o, fl_wire_error_meaning(m->u.error.code), "%s", m->u.error.message);
     else if (m->type == FL_WIRE_PARTITION_REGISTERED)
         o->number = m->u.number;
     else if (m->type == FL_WIRE_PARTITION_DONE)

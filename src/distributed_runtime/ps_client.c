@@ -1,9 +1,8 @@
-/* ps_client.c: requests to one ps task and their replies. A request is
- * encoded on the caller's thread (the executor's) and handed to the
- * connection's writer thread (socket_writer.c), under a lock that keeps the
- * queue of pending requests in the order they hit the wire; a reader thread
- * takes the replies, which a ps sends in the same order, fills the waiting
- * buffers and wakes whoever waits. */
+/* ps_client.c: requests to one task and their replies. A request is encoded on the caller's
+ * thread (the executor's) and handed to the connection's writer thread (socket_writer.c), under a
+ * lock that keeps the queue of pending requests in the order they hit the wire; a reader thread
+ * takes the replies, which a task sends in the same order, fills the waiting buffers and wakes
+ * whoever waits. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -79,25 +78,6 @@ static void note_error(fl_ps_client *c, uint32_t id, fl_error_code code, const c
     snprintf(c->error, sizeof c->error, fmt, c->who, shown);
 }
 
-/* What a ps's refusal (an ERROR frame's code) means to the caller. */
-fl_error_code fl_ps_client_refusal_code(fl_wire_error_code code)
-{
-    switch (code) {
-    case FL_WIRE_E_BAD_FRAME: return FL_DATA_LOSS;
-    case FL_WIRE_E_OUT_OF_ORDER: return FL_FAILED_PRECONDITION;
-    case FL_WIRE_E_UNKNOWN_VARIABLE: return FL_NOT_FOUND;
-    case FL_WIRE_E_MISMATCH: return FL_INVALID_ARGUMENT;
-    case FL_WIRE_E_NOT_INITIALIZED: return FL_FAILED_PRECONDITION;
-    case FL_WIRE_E_INTERNAL: return FL_INTERNAL;
-    case FL_WIRE_E_INVALID_ARGUMENT: return FL_INVALID_ARGUMENT;
-    case FL_WIRE_E_ABORTED: return FL_ABORTED;
-    case FL_WIRE_E_UNAVAILABLE: return FL_UNAVAILABLE;
-    case FL_WIRE_E_DEADLINE: return FL_DEADLINE_EXCEEDED;
-    case FL_WIRE_E_UNAUTHENTICATED: return FL_UNAUTHENTICATED;
-    }
-    return FL_UNKNOWN;
-}
-
 /* A reply to the oldest pending request: fill its buffer, note an error. */
 static void complete(fl_ps_client *c, const fl_wire_frame *f, const fl_wire_message *m)
 {
@@ -105,7 +85,7 @@ static void complete(fl_ps_client *c, const fl_wire_frame *f, const fl_wire_mess
     if (p->take) {
         p->take(f, m, p->take_user); /* the request's outcome, ERROR included, is the caller's */
     } else if (m->type == FL_WIRE_ERROR) {
-        note_error(c, p->id, fl_ps_client_refusal_code(m->u.error.code), "%s refused it: %s", m->u.error.message);
+        note_error(c, p->id, fl_wire_error_meaning(m->u.error.code), "%s refused it: %s", m->u.error.message);
     } else if (m->type == FL_WIRE_VALUE) {
         if (m->u.named.tensor.bytes != p->bytes)
             note_error(c, p->id, FL_DATA_LOSS, "%s sent a value of another size for %s", m->u.named.name);

@@ -34,8 +34,6 @@ uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_
 typedef void (*fl_ps_reply_fn)(const fl_wire_frame *f, const fl_wire_message *m, void *user);
 uint32_t fl_ps_client_finish_taking(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type,
                                     fl_ps_reply_fn take, void *user, const char *name);
-/* What an ERROR frame's code means to the caller (BAD_FRAME: DATA_LOSS). */
-fl_error_code fl_ps_client_refusal_code(fl_wire_error_code code);
 /* The task at the other end: "/job:ps/task:0". */
 const char *fl_ps_client_peer(const fl_ps_client *c);
 

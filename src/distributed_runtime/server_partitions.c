@@ -51,24 +51,10 @@ static void free_registry(fl_partition_registry *r)
     free(r);
 }
 
-/* The ERROR code a failed run's error code travels as (ps_client.c turns
- * it back into the same fl_error_code). */
-static fl_wire_error_code wire_code(fl_error_code code)
-{
-    switch (code) {
-    case FL_INVALID_ARGUMENT: return FL_WIRE_E_INVALID_ARGUMENT;
-    case FL_ABORTED: return FL_WIRE_E_ABORTED;
-    case FL_UNAVAILABLE: return FL_WIRE_E_UNAVAILABLE;
-    case FL_DEADLINE_EXCEEDED: return FL_WIRE_E_DEADLINE;
-    case FL_FAILED_PRECONDITION: return FL_WIRE_E_NOT_INITIALIZED; /* a variable read before its initializer ran */
-    default: return FL_WIRE_E_INTERNAL;
-    }
-}
-
 /* An ERROR the connection survives: the request failed, not the stream. */
 static void answer_failure(fl_server_conn *c, uint32_t id, fl_error_code code, const char *why)
 {
-    fl_wire_put_error(&c->server->out, id, wire_code(code), why);
+    fl_wire_put_error(&c->server->out, id, fl_wire_error_for(code), why);
     fl_server_send_out(c);
 }
 

@@ -78,6 +78,10 @@ typedef enum {
     FL_WIRE_E_UNAUTHENTICATED = 11, /* no proof of the cluster secret, or a wrong one */
 } fl_wire_error_code;
 #define FL_WIRE_ERROR_CODE_COUNT 12
+/* What an ERROR frame's code means as flowlab's error code (BAD_FRAME:
+ * DATA_LOSS), and the code a failed run's error travels as (wire_error_codes.c). */
+fl_error_code fl_wire_error_meaning(fl_wire_error_code code);
+fl_wire_error_code fl_wire_error_for(fl_error_code code);
 
 typedef enum { FL_WIRE_GRADIENT_DESCENT = 0, FL_WIRE_MOMENTUM = 1, FL_WIRE_ADAM = 2 } fl_wire_optimizer;
 
