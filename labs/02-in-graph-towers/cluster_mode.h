@@ -24,7 +24,8 @@
     "                        (the tasks are taken to be alike; a client cannot list\n"          \
     "                        another task's devices). Start each task with\n"                 \
     "                        build/labs/tools/flowlab_server and TensorFlow's flags; they\n"  \
-    "                        exit when this client has finished.\n"
+    "                        exit when this client has finished.\n"                          \
+    FL_CLUSTER_SECURITY_HELP
 
 /* The cluster of a client, its towers' devices and its controller; exits 2
  * naming the flag when the flags do not fit. Returns the number of towers. */

@@ -40,6 +40,7 @@ typedef struct {
     int num_gpus;           /* 0: every accelerator there is */
     const char *controller; /* where the variables live and the update runs */
     const char *ps_hosts, *worker_hosts; /* cluster mode: set */
+    fl_cluster_security_flags security;  /* cluster mode: --cluster_secret_file, --tls_* */
 } tower_flags;
 
 static void usage(FILE *out)
@@ -76,6 +77,8 @@ static void set_tower_flag(const char *flag, const char *value, void *options)
         t->ps_hosts = value;
     } else if (strcmp(flag, "--worker_hosts") == 0) {
         t->worker_hosts = value;
+    } else {
+        fl_cluster_security_flag(&t->security, flag, value);
     }
 }
 
@@ -224,8 +227,9 @@ int main(int argc, char **argv)
 {
     training_flags o = training_flags_defaults(program);
     tower_flags towers = {.num_gpus = 0, .controller = "/cpu:0"};
-    static const char *const lab_flag_names[] = {"--num_gpus", "--controller", "--ps_hosts", "--worker_hosts"};
-    lab_flags extra = {lab_flag_names, 4, set_tower_flag, &towers};
+    static const char *const lab_flag_names[] = {"--num_gpus", "--controller", "--ps_hosts", "--worker_hosts",
+                                                 FL_CLUSTER_SECURITY_FLAG_NAMES};
+    lab_flags extra = {lab_flag_names, 8, set_tower_flag, &towers};
     parse_flags(argc, argv, &o, &extra, usage);
     char devices[MAX_TOWERS][40], controller[40];
     fl_cluster *cluster = NULL;
@@ -236,6 +240,10 @@ int main(int argc, char **argv)
         cluster_mode_refuse(&o);
         ntowers = cluster_mode_devices(program, towers.ps_hosts, towers.worker_hosts, towers.num_gpus,
                                        o.batch_size, &cluster, devices, MAX_TOWERS, controller, sizeof controller);
+        if (fl_cluster_apply_security(cluster, &towers.security) != 0) {
+            fprintf(stderr, "%s: %s (see --help)\n", program, fl_last_error());
+            return 2;
+        }
         towers.controller = controller;
     } else {
         ntowers = choose_devices(&towers, o.batch_size, devices);
