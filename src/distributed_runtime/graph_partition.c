@@ -138,6 +138,7 @@ static int wave_after(const cutter *c, const fl_node *n, const fl_node *before)
 }
 
 /* wave(n): the most task crossings on any path into n. */
+// [book:partition_waves]
 static void compute_waves(cutter *c)
 {
     for (int id = 0; id < c->nnodes; id++) {
@@ -153,6 +154,7 @@ static void compute_waves(cutter *c)
                 c->wave[id] = wave_after(c, n, n->controls[i]);
     }
 }
+// [end:partition_waves]
 
 /* ---- building the partitions' graphs ---- */
 

@@ -111,6 +111,7 @@ static struct timespec wall_after(double seconds)
 }
 
 /* Waits until the entry is there or the step is over. Lock held. */
+// [book:rendezvous_wait]
 static entry *wait_for(fl_rendezvous *r, uint64_t step, const char *key, const fl_rendezvous_wait_options *o)
 {
     double start = fl_now_s(), next_line = start + 5;
@@ -131,6 +132,7 @@ static entry *wait_for(fl_rendezvous *r, uint64_t step, const char *key, const f
     }
     return e;
 }
+// [end:rendezvous_wait]
 
 int fl_rendezvous_take(fl_rendezvous *r, uint64_t step, const char *key, const fl_rendezvous_wait_options *o,
                        fl_tensor **out)
