@@ -4,7 +4,8 @@
 # clang and libclang-rt-14-dev (libFuzzer) are for `make fuzz`, chapter 3's wire protocol;
 # pandoc for `make book-html`, librsvg2-bin (rsvg-convert) for the check of the book's figures;
 # libopenmpi-dev and openmpi-bin (mpicc, mpirun) for chapter 6's allreduce lab.
-# libssl-dev (OpenSSL 3) for the cluster's shared secret (HMAC-SHA256) and TLS; libevent-dev brings
+# libssl-dev (OpenSSL 3) for the cluster's shared secret (HMAC-SHA256) and TLS, and openssl to make
+# the tests' certificates (tests/make_test_certs.sh); libevent-dev brings
 # libevent_openssl, the task server's TLS connections.
 # slurm-wlm (slurmctld, slurmd, srun), munge and slurm-wlm-basic-plugins (srun --mpi=pmix's plugin)
 # for tests/slurm.t, which launches chapters 3 and 6's labs on a one-node Slurm cluster of its own.
@@ -12,7 +13,7 @@
 # python3-venv for tests/tensorboard.t, which installs TensorBoard from PyPI into build/tb-venv.
 set -e
 packages="gcc make perl zlib1g-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-libclblast-dev libopenblas-dev libevent-dev libssl-dev dataset-fashion-mnist graphviz gnuplot-nox
+libclblast-dev libopenblas-dev libevent-dev libssl-dev openssl dataset-fashion-mnist graphviz gnuplot-nox
 clang libclang-rt-14-dev pandoc librsvg2-bin libopenmpi-dev openmpi-bin
 slurm-wlm munge slurm-wlm-basic-plugins
 libprotobuf-c-dev protobuf-c-compiler python3-venv"
