@@ -223,6 +223,27 @@ static parallel_model create_parallel_optimization(fl_graph *g, fl_optimizer *op
     return m;
 }
 
+/* The towers' devices: on this process's devices, or in cluster mode on the
+ * worker tasks, with the controller on the ps (*cluster set). Exits 2 naming
+ * the flag when they do not fit. */
+static int place_towers(tower_flags *t, training_flags *o, fl_cluster **cluster, char (*devices)[40],
+                        char *controller, size_t len)
+{
+    if (t->ps_hosts && !t->worker_hosts)
+        bad_flag(program, "--ps_hosts", t->ps_hosts, "cluster mode needs --worker_hosts too");
+    if (!t->worker_hosts)
+        return choose_devices(t, o->batch_size, devices);
+    cluster_mode_refuse(o);
+    int ntowers = cluster_mode_devices(program, t->ps_hosts, t->worker_hosts, t->num_gpus, o->batch_size, cluster,
+                                       devices, MAX_TOWERS, controller, len);
+    if (fl_cluster_apply_security(*cluster, &t->security) != 0) {
+        fprintf(stderr, "%s: %s (see --help)\n", program, fl_last_error());
+        exit(2);
+    }
+    t->controller = controller;
+    return ntowers;
+}
+
 int main(int argc, char **argv)
 {
     training_flags o = training_flags_defaults(program);
@@ -233,21 +254,7 @@ int main(int argc, char **argv)
     parse_flags(argc, argv, &o, &extra, usage);
     char devices[MAX_TOWERS][40], controller[40];
     fl_cluster *cluster = NULL;
-    int ntowers;
-    if (towers.ps_hosts && !towers.worker_hosts)
-        bad_flag(program, "--ps_hosts", towers.ps_hosts, "cluster mode needs --worker_hosts too");
-    if (towers.worker_hosts) {
-        cluster_mode_refuse(&o);
-        ntowers = cluster_mode_devices(program, towers.ps_hosts, towers.worker_hosts, towers.num_gpus,
-                                       o.batch_size, &cluster, devices, MAX_TOWERS, controller, sizeof controller);
-        if (fl_cluster_apply_security(cluster, &towers.security) != 0) {
-            fprintf(stderr, "%s: %s (see --help)\n", program, fl_last_error());
-            return 2;
-        }
-        towers.controller = controller;
-    } else {
-        ntowers = choose_devices(&towers, o.batch_size, devices);
-    }
+    int ntowers = place_towers(&towers, &o, &cluster, devices, controller, sizeof controller);
 
     lab_data data;
     if (load_data(o.data_dir, o.max_examples, &data) != 0) {
