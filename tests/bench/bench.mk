@@ -1,9 +1,9 @@
 # tests/bench/bench.mk: make bench (one table of side-by-side measurements, CSV
 # and charts) and make bench-charts; included by the Makefile.
 BENCH := $(BUILD)/bench/bench
-# bench.c and its parts: the table they share, and chapter 6's allreduce rows with its cost model.
-BENCH_SRC := tests/bench/bench.c tests/bench/bench_table.c tests/bench/bench_allreduce.c labs/06-allreduce/cost_model.c
-$(BENCH): $(BENCH_SRC) tests/bench/bench_table.h tests/bench/bench_allreduce.h tests/bench/bench_csv.h \
+# bench.c and its parts: the table they share, chapter 1's step beside PyTorch, and chapter 6's allreduce rows with its cost model.
+BENCH_SRC := tests/bench/bench.c tests/bench/bench_table.c tests/bench/bench_training.c tests/bench/bench_allreduce.c labs/06-allreduce/cost_model.c
+$(BENCH): $(BENCH_SRC) tests/bench/bench_table.h tests/bench/bench_training.h tests/bench/bench_allreduce.h tests/bench/bench_csv.h \
           labs/06-allreduce/cost_model.h labs/tools/trace_events.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BENCH_SRC) -o $@ $(LDFLAGS) $(LIB) -lclblast $(LDLIBS)
