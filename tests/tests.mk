@@ -18,7 +18,7 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # worker processes against one ps (test_ps_load), a run handing its fetches over
 # early while another thread adds trace events (test_fetch_ready), two clusters in
 # one process, each with its own connections and reader threads (test_two_clusters).
-THREAD_TESTS := test_server test_remote test_monitored_cluster test_connect test_data test_ps_load test_fetch_ready test_frame_reader test_two_clusters
+THREAD_TESTS := test_server test_remote test_monitored_cluster test_connect test_data test_data_bytes test_ps_load test_fetch_ready test_frame_reader test_two_clusters
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
