@@ -140,6 +140,8 @@ void bench_training(const char *gpu_label, double openblas_gflops)
     int ntorch = find_pytorches(torches);
     double gpu_r[ROUNDS], gpu_mb[ROUNDS], host_r[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
+        fprintf(stderr, "bench: chapter 1's step, round %d of %d (the lab on /gpu:0 and /cpu:0, %d PyTorch)\n", r + 1,
+                ROUNDS, ntorch);
         gpu_r[r] = lab_images_per_second("/gpu:0", &gpu_mb[r]);
         host_r[r] = lab_images_per_second("/cpu:0", NULL);
         for (int i = 0; i < ntorch; i++)
