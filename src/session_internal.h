@@ -105,6 +105,7 @@ struct fl_session {
     int ntraced;
     int64_t run_count;
     int *pending;  /* this run's needed nodes not yet issued, in creation order */
+    int *readers;  /* by node id: how many inputs of this run's ops read its value */
     int64_t marks_made;
     fl_pending_read *reads;
     int nreads, reads_cap;
@@ -129,6 +130,11 @@ void fl_session_grow(fl_session *s);
 int fl_session_place(fl_session *s, fl_node *n);
 /* Makes slot->buffer hold at least bytes on the slot's device. */
 void fl_session_ensure_buffer(fl_slot *slot, size_t bytes);
+
+/* ---- session_forward.c: an element-wise op's output over its input's buffer ---- */
+/* Whether n (about to run, its output of `shape`) may write over its input
+ * 0's buffer: in[0] is read by nothing else in this run, and more. */
+bool fl_session_can_forward(const fl_session *s, const fl_node *n, const fl_tensor *in0, fl_shape shape);
 
 /* ---- session_prune.c: checks a run's fetches, targets and feeds, records
  * the feeds and marks in s->needed what the run needs; -1 with the error set. */
