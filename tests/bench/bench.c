@@ -489,12 +489,14 @@ int main(int argc, char **argv)
 {
     /* --training: chapter 1's step and its targets alone (a minute, not the whole bench) */
     bool training_only = argc > 1 && strcmp(argv[1], "--training") == 0;
-    const char *csv_path = argc > 1 && !training_only ? argv[1] : "build/bench/results.csv";
+    /* --training writes a CSV of its own and no roofline: the last full run's stay for bench-charts */
+    const char *csv_path = training_only ? "build/bench/training.csv" : argc > 1 ? argv[1] : "build/bench/results.csv";
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
         printf("usage: bench [RESULTS.csv | --training]\nRun by `make bench` from the repository root: measures "
                "flowlab's\nkernels and training steps beside OpenBLAS, CLBlast and PyTorch, prints one table\n"
                "and writes the rows as CSV (default build/bench/results.csv). --training measures only\n"
-               "chapter 1's step beside PyTorch (speed and peak memory) and prints its two targets.\n");
+               "chapter 1's step beside PyTorch (speed and peak memory), prints its two targets and\n"
+               "writes build/bench/training.csv.\n");
         return 0;
     }
     bench_results = fopen(csv_path, "w");
@@ -503,7 +505,7 @@ int main(int argc, char **argv)
         return 1;
     }
     bench_csv_header(bench_results);
-    roofline = fopen("build/bench/roofline.csv", "w");
+    roofline = fopen(training_only ? "/dev/null" : "build/bench/roofline.csv", "w");
     if (!roofline) {
         fprintf(stderr, "bench: cannot write build/bench/roofline.csv\n");
         return 1;
@@ -522,6 +524,9 @@ int main(int argc, char **argv)
     if (training_only) {
         openblas_gflops = gflops(&gemms[0], time_openblas(&gemms[0]));
         bench_training(gpu_label, openblas_gflops);
+        fclose(roofline);
+        fclose(bench_results);
+        printf("rows written to %s\n", csv_path);
         return 0;
     }
     double bandwidth = memory_bandwidth_gbs();
