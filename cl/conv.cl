@@ -164,18 +164,26 @@ float4 window_max4(__global const float *x, geom g, int b, int oy, int ox, int c
     return best;
 }
 
-/* One work-item per output pixel and channel group. */
+/* Pooling by rows: one work-item per output row (b, oy), every pixel and
+ * channel group of it. With one work-item per window and four channels
+ * (64 bytes read for a 2x2 window), PoCL's per-work-item cost, not the
+ * reads, set the time: chapter 1's first MaxPool took 88-92 ms a step,
+ * longer than the convolution before it; by rows, 9-18 ms (chapter 5).
+ * MaxPoolGrad stays one work-item per window: by rows it measured no
+ * faster, since its work-items also write a whole window. */
 __kernel void max_pool(__global const float *restrict x, geom g, __global float *restrict y)
 {
-    int groups = channel_groups(g.c), i = get_global_id(0);
-    if (i >= g.batch * g.oh * g.ow * groups)
+    int row = get_global_id(0);
+    if (row >= g.batch * g.oh)
         return;
-    int c0 = i % groups * 4, pix = i / groups;
-    int ox = pix % g.ow, oy = pix / g.ow % g.oh, b = pix / (g.ow * g.oh);
-    int4 tap;
-    float4 best = window_max4(x, g, b, oy, ox, c0, &tap);
-    best = select(best, (float4)(-INFINITY), tap < 0);
-    store_upto4(best, y + (size_t)pix * g.c + c0, g.c - c0);
+    int b = row / g.oh, oy = row % g.oh;
+    for (int ox = 0; ox < g.ow; ox++)
+        for (int c0 = 0; c0 < g.c; c0 += 4) {
+            int4 tap;
+            float4 best = window_max4(x, g, b, oy, ox, c0, &tap);
+            best = select(best, (float4)(-INFINITY), tap < 0);
+            store_upto4(best, y + ((size_t)row * g.ow + ox) * g.c + c0, g.c - c0);
+        }
 }
 
 /* MaxPoolGrad in two ways. When windows overlap (stride < window), a

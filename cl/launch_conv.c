@@ -176,7 +176,7 @@ FL_CL_OP(fl_cl_max_pool)
     fl_cl_mem(&c, in[0]->data);
     fl_cl_value(&c, sizeof g, &g);
     fl_cl_mem(&c, out->data);
-    return fl_cl_run(&c, pool_items(count, g.c));
+    return fl_cl_run(&c, (size_t)g.batch * (size_t)g.oh); /* one work-item per output row (conv.cl) */
 }
 
 /* MaxPoolGrad(dy, x, y): y only gave the shape. Windows that do not

@@ -63,7 +63,7 @@ size_t fl_escape_untrusted(const char *in, size_t len, char *out, size_t outlen)
  * ------------------------------------------------------------------------ */
 #define FL_MAX_RANK 4
 
-typedef enum { FL_FLOAT32 = 0, FL_INT32 = 1 } fl_dtype;
+typedef enum { FL_FLOAT32 = 0, FL_INT32 = 1, FL_UINT8 = 2 /* host data only: image bytes for fl_dataset */ } fl_dtype;
 
 /* A dimension of -1 means "not known until run time" (TensorFlow's None). */
 typedef struct {
@@ -437,6 +437,8 @@ int fl_idx_read(const char *path, fl_shape *shape, uint8_t **bytes);
 /* split: "train" or "t10k". images float32 [N,28,28,1] in [0,1]; labels int32 [N]. */
 int fl_mnist_load(const char *data_dir, const char *split, fl_tensor **images,
                   fl_tensor **labels);
+/* Images kept as bytes, uint8 [N,28,28,1]; only the first max_examples (0: all) are read. */
+int fl_mnist_load_bytes(const char *data_dir, const char *split, int max_examples, fl_tensor **images, fl_tensor **labels);
 
 typedef struct fl_dataset fl_dataset;
 typedef struct {
@@ -448,7 +450,7 @@ typedef struct {
     int prefetch;        /* batches made ahead on a thread; 0: none */
 } fl_dataset_options;
 
-/* Borrows images and labels (first axis is the example); they must outlive it. */
+/* Borrows images and labels (first axis is the example); they must outlive it. uint8 images: batches of byte/255. */
 fl_dataset *fl_dataset_new(const fl_tensor *images, const fl_tensor *labels,
                            const fl_dataset_options *options);
 /* 1: a batch (owned by the dataset, valid until the next call); 0: done; -1: error. */

@@ -38,6 +38,9 @@ fl_node *fl_placeholder(fl_graph *g, fl_dtype dtype, fl_shape shape, const char 
 {
     if (check_shape(g, name ? name : "Placeholder", shape, false) != 0)
         return NULL;
+    if (dtype == FL_UINT8)
+        return fl_graph_fail(g, name ? name : "Placeholder", "placeholders take float32 or int32, not uint8; "
+                             "feed uint8 images through fl_dataset, whose batches are float32");
     fl_node_spec spec = {.op = FL_OP_PLACEHOLDER, .name = name, .default_name = "Placeholder",
                          .dtype = dtype, .has_output = true};
     spec.attrs.shape = shape;

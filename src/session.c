@@ -45,6 +45,7 @@ void fl_session_free(fl_session *s)
     }
     free(s->slots);
     free(s->pending);
+    free(s->readers);
     free(s->reads);
     free(s->needed);
     free(s->feeds);
@@ -67,6 +68,7 @@ void fl_session_grow(fl_session *s)
     s->feeds = fl_xrealloc(s->feeds, (size_t)n * sizeof *s->feeds);
     memset(s->feeds, 0, (size_t)n * sizeof *s->feeds);
     s->pending = fl_xrealloc(s->pending, (size_t)n * sizeof *s->pending);
+    s->readers = fl_xrealloc(s->readers, (size_t)n * sizeof *s->readers);
     s->nslots = n;
 }
 
@@ -200,6 +202,9 @@ static int run_op(fl_session *s, fl_node *n)
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: %s", n->name, err);
     if (fl_op_def_of(n->op)->aliases_input0) {
         slot->value = (fl_tensor){n->dtype, shape, in[0]->data};
+    } else if (n->has_output && fl_session_can_forward(s, n, in[0], shape)) {
+        release_slot(slot); /* a buffer from a run that could not forward */
+        slot->value = (fl_tensor){n->dtype, shape, in[0]->data};
     } else if (n->has_output) {
         fl_tensor t = {n->dtype, shape, NULL};
         fl_session_ensure_buffer(slot, fl_tensor_bytes(&t));
@@ -236,6 +241,7 @@ static int place_and_find_crossings(fl_session *s)
     for (int id = 0; id < s->nslots; id++) {
         s->slots[id].crosses = false;
         s->slots[id].issued = false;
+        s->readers[id] = 0;
         if (s->needed[id] && fl_session_place(s, fl_graph_node(s->graph, id)) != 0)
             return -1;
     }
@@ -247,6 +253,7 @@ static int place_and_find_crossings(fl_session *s)
             fl_slot *from = &s->slots[n->inputs[i]->id];
             if (from->device != s->slots[id].device)
                 from->crosses = true;
+            s->readers[n->inputs[i]->id]++;
         }
     }
     return 0;

@@ -107,6 +107,7 @@ struct fl_session {
     int ntraced;
     int64_t run_count;
     int *pending;  /* this run's needed nodes not yet issued, in creation order */
+    int *readers;  /* by node id: how many inputs of this run's ops read its value */
     int64_t marks_made;
     fl_pending_read *reads;
     int nreads, reads_cap;
@@ -142,6 +143,10 @@ int fl_session_refuse_in_client(fl_session *s, const char *what);
 int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl_feed *feeds, int nfeeds,
                           fl_node *const *fetches, int nfetches, fl_tensor **outputs, fl_node *const *targets,
                           int ntargets);
+/* ---- session_forward.c: an element-wise op's output over its input's buffer ---- */
+/* Whether n (about to run, its output of `shape`) may write over its input
+ * 0's buffer: in[0] is read by nothing else in this run, and more. */
+bool fl_session_can_forward(const fl_session *s, const fl_node *n, const fl_tensor *in0, fl_shape shape);
 
 /* ---- session_prune.c: checks a run's fetches, targets and feeds, records
  * the feeds and marks in s->needed what the run needs; -1 with the error set. */

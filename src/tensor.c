@@ -98,13 +98,14 @@ const char *fl_shape_format(fl_shape shape, char *buf, size_t len)
     return buf;
 }
 
-const char *fl_dtype_name(fl_dtype dtype) { return dtype == FL_INT32 ? "int32" : "float32"; }
-
-size_t fl_dtype_size(fl_dtype dtype)
+const char *fl_dtype_name(fl_dtype dtype)
 {
-    (void)dtype; /* both float32 and int32 are four bytes */
-    return 4;
+    if (dtype == FL_UINT8)
+        return "uint8";
+    return dtype == FL_INT32 ? "int32" : "float32";
 }
+
+size_t fl_dtype_size(fl_dtype dtype) { return dtype == FL_UINT8 ? 1 : 4; }
 
 size_t fl_tensor_bytes(const fl_tensor *t)
 {

@@ -1,6 +1,7 @@
 /* dataset.c: the input pipeline: shuffle with a seed, batch, repeat, and
  * optionally make batches ahead on a thread. One producer function makes
- * every batch, with or without the thread, so both give the same batches. */
+ * every batch, with or without the thread, so both give the same batches.
+ * uint8 images (bytes, a quarter of the memory) become float32 per batch. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,20 @@ static bool advance_epoch_if_needed(fl_dataset *ds)
     return true;
 }
 
+/* One example's image into a batch: copied, or from bytes to [0,1]. */
+static void copy_image(const fl_dataset *ds, void *batch, size_t example, int i)
+{
+    const char *src = (const char *)ds->images->data + example * ds->image_bytes;
+    if (ds->images->dtype != FL_UINT8) {
+        memcpy((char *)batch + i * ds->image_bytes, src, ds->image_bytes);
+        return;
+    }
+    const uint8_t *pixels = (const uint8_t *)src;
+    float *out = (float *)batch + (size_t)i * ds->image_bytes; /* one pixel per byte */
+    for (size_t p = 0; p < ds->image_bytes; p++)
+        out[p] = (float)pixels[p] / 255.0f;
+}
+
 /* Fills slot with the next batch; 0 when there is none. Batches never span
  * two epochs, as with TensorFlow's shuffle().batch().repeat(). */
 static int make_batch(fl_dataset *ds, batch_slot *slot)
@@ -113,14 +128,11 @@ static int make_batch(fl_dataset *ds, batch_slot *slot)
     }
     int remaining = ds->examples - ds->position;
     int count = remaining < ds->options.batch_size ? remaining : ds->options.batch_size;
-    const char *image_src = ds->images->data;
     const char *label_src = ds->labels->data;
-    char *image_dst = slot->images.data;
     char *label_dst = slot->labels.data;
     for (int i = 0; i < count; i++) {
         size_t example = (size_t)ds->order[ds->position + i];
-        memcpy(image_dst + i * ds->image_bytes, image_src + example * ds->image_bytes,
-               ds->image_bytes);
+        copy_image(ds, slot->images.data, example, i);
         memcpy(label_dst + i * ds->label_bytes, label_src + example * ds->label_bytes,
                ds->label_bytes);
     }
@@ -217,9 +229,9 @@ static int check_arguments(const fl_tensor *images, const fl_tensor *labels,
     return 0;
 }
 
-static void batch_tensor_init(fl_tensor *out, const fl_tensor *like, int batch_size)
+static void batch_tensor_init(fl_tensor *out, const fl_tensor *like, fl_dtype dtype, int batch_size)
 {
-    out->dtype = like->dtype;
+    out->dtype = dtype;
     out->shape = like->shape;
     out->shape.dims[0] = batch_size;
     out->data = fl_xcalloc((size_t)fl_shape_size(out->shape), fl_dtype_size(out->dtype));
@@ -232,8 +244,10 @@ static void allocate_slots(fl_dataset *ds)
     ds->slots = fl_xcalloc((size_t)ds->capacity, sizeof *ds->slots);
     for (int i = 0; i < ds->capacity; i++) {
         batch_slot *slot = &ds->slots[i];
-        batch_tensor_init(&slot->images, ds->images, ds->options.batch_size);
-        batch_tensor_init(&slot->labels, ds->labels, ds->options.batch_size);
+        /* batches of bytes are made float32, what the graph's ops take */
+        fl_dtype image_dtype = ds->images->dtype == FL_UINT8 ? FL_FLOAT32 : ds->images->dtype;
+        batch_tensor_init(&slot->images, ds->images, image_dtype, ds->options.batch_size);
+        batch_tensor_init(&slot->labels, ds->labels, ds->labels->dtype, ds->options.batch_size);
     }
 }
 

@@ -1,6 +1,6 @@
 /* bench.c: `make bench`, every comparison measured side by side in one run.
  * GEMM and convolution kernels (flowlab on PoCL, CLBlast on PoCL, OpenBLAS),
- * then whole training steps (the labs themselves, and PyTorch when it is
+ * then whole training steps (bench_training.c: the lab beside each PyTorch
  * installed), then chapter 2's scaling beside chapters 3, 4 and 6 (its
  * allreduce and cost model: bench_allreduce.c). Medians of several repetitions; one
  * table on stdout and the same rows as CSV for the chart. */
@@ -23,6 +23,7 @@
 #include "bench_replication.h"
 #include "bench_table.h"
 #include "bench_tls.h"
+#include "bench_training.h"
 
 #define REPS 7
 #define ROUNDS 3 /* compared configurations alternate, round by round */
@@ -31,13 +32,9 @@
 #define ON_POCL "FLOWLAB_BACKEND=opencl "
 #define ON_POCL_TWO "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " ON_POCL
 
-#define LAB01 "build/labs/01-single-device/single_device"
 #define LAB02 "build/labs/02-in-graph-towers/in_graph_towers"
 #define LAB03 "build/labs/03-between-graph/between_graph"
 #define LAUNCHER "build/labs/tools/launch_cluster"
-/* Training FLOPs per image of the chapter 1 model: forward (conv1 1.25M,
- * conv2 20.07M, dense1 6.42M, dense2 0.02M) and twice that backward. */
-#define STEP_FLOPS_PER_IMAGE (3.0 * 27.77e6)
 
 static FILE *roofline; /* points for the roofline chart: name, FLOP/byte, GFLOP/s */
 static double openblas_gflops = 0; /* sgemm 1024^3: the machine's GEMM rate */
@@ -364,53 +361,6 @@ static void bench_between_graph(void)
     bench_csv_row(bench_results, "scaling", "ch3 bytes moved per worker step", "ch3 MB per step", "MB", mb, NULL, NAN);
 }
 
-static double pytorch_images_per_second(void)
-{
-    /* PyTorch on the same kind of device as /gpu:0: its CPU beside PoCL,
-     * its CUDA beside flowlab's. The python3 on PATH: Debian's, or a venv's. */
-    const char *command = strcmp(gpu_label, "CUDA") == 0
-                              ? "python3 tests/bench/pytorch_cnn.py --steps 10 --device cuda 2>/dev/null"
-                              : "python3 tests/bench/pytorch_cnn.py --steps 10 2>/dev/null";
-    FILE *p = popen(command, "r");
-    if (!p)
-        return NAN;
-    double ips = NAN;
-    char line[256];
-    while (fgets(line, sizeof line, p))
-        sscanf(line, "images_per_second %lf", &ips);
-    pclose(p);
-    return ips;
-}
-
-static void bench_training(void)
-{
-    const char *flags = "--train_steps 12 --log_every 1 --batch_size 128 --seed 1";
-    char command[512];
-    double pocl_r[ROUNDS], host_r[ROUNDS], torch_r[ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) {
-        snprintf(command, sizeof command, LAB01 " --device /gpu:0 %s", flags);
-        pocl_r[r] = run_images_per_second(command);
-        snprintf(command, sizeof command, LAB01 " --device /cpu:0 %s", flags);
-        host_r[r] = run_images_per_second(command);
-        torch_r[r] = pytorch_images_per_second();
-    }
-    double pocl = median(pocl_r, ROUNDS), host = median(host_r, ROUNDS), torch = median(torch_r, ROUNDS);
-    char what[64], label[32];
-    snprintf(what, sizeof what, "chapter 1 step, %s vs host", gpu_label);
-    snprintf(label, sizeof label, "ch1 step on %s", gpu_label);
-    row("training", what, label, "img/s", pocl, host, "/cpu:0");
-    if (!isnan(torch)) {
-        snprintf(what, sizeof what, "chapter 1 step, %s vs PyTorch", gpu_label);
-        row("training", what, label, "img/s", pocl, torch, "PyTorch");
-        row("training", "chapter 1 step, /cpu:0 vs PyTorch", "ch1 step on /cpu:0", "img/s", host, torch, "PyTorch");
-    } else {
-        note("%s", "PyTorch is not installed (apt-get install python3-torch): its rows are skipped");
-    }
-    snprintf(what, sizeof what, "%s step: share of machine GEMM rate", gpu_label);
-    snprintf(label, sizeof label, "ch1 step's GFLOP/s on %s", gpu_label);
-    row("training", what, label, "GFLOP/s", pocl * STEP_FLOPS_PER_IMAGE / 1e9, openblas_gflops, "sgemm1024");
-}
-
 /* Where a step's time goes, from a Chrome trace of steps 2-4 of a run:
  * the towers' device time, cross-device copies, and the controller's ops. */
 typedef struct {
@@ -545,11 +495,16 @@ static void bench_scaling(void)
 
 int main(int argc, char **argv)
 {
-    const char *csv_path = argc > 1 ? argv[1] : "build/bench/results.csv";
+    /* --training: chapter 1's step and its targets alone (a minute, not the whole bench) */
+    bool training_only = argc > 1 && strcmp(argv[1], "--training") == 0;
+    /* --training writes a CSV of its own and no roofline: the last full run's stay for bench-charts */
+    const char *csv_path = training_only ? "build/bench/training.csv" : argc > 1 ? argv[1] : "build/bench/results.csv";
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        printf("usage: bench [RESULTS.csv]\nRun by `make bench` from the repository root: measures flowlab's\n"
-               "kernels and training steps beside OpenBLAS, CLBlast and PyTorch, prints one table\n"
-               "and writes the rows as CSV (default build/bench/results.csv).\n");
+        printf("usage: bench [RESULTS.csv | --training]\nRun by `make bench` from the repository root: measures "
+               "flowlab's\nkernels and training steps beside OpenBLAS, CLBlast and PyTorch, prints one table\n"
+               "and writes the rows as CSV (default build/bench/results.csv). --training measures only\n"
+               "chapter 1's step beside PyTorch (speed and peak memory), prints its two targets and\n"
+               "writes build/bench/training.csv.\n");
         return 0;
     }
     bench_results = fopen(csv_path, "w");
@@ -558,7 +513,7 @@ int main(int argc, char **argv)
         return 1;
     }
     bench_csv_header(bench_results);
-    roofline = fopen("build/bench/roofline.csv", "w");
+    roofline = fopen(training_only ? "/dev/null" : "build/bench/roofline.csv", "w");
     if (!roofline) {
         fprintf(stderr, "bench: cannot write build/bench/roofline.csv\n");
         return 1;
@@ -574,6 +529,14 @@ int main(int argc, char **argv)
     if (strcmp(devices[1].backend, "cuda") == 0)
         gpu_label = "CUDA";
     printf("%-9s %-44s %9s %-8s %9s %-10s %7s\n", "group", "measurement", "flowlab", "unit", "baseline", "", "ratio");
+    if (training_only) {
+        openblas_gflops = gflops(&gemms[0], time_openblas(&gemms[0]));
+        bench_training(gpu_label, openblas_gflops);
+        fclose(roofline);
+        fclose(bench_results);
+        printf("rows written to %s\n", csv_path);
+        return 0;
+    }
     double bandwidth = memory_bandwidth_gbs();
     printf("memory bandwidth (memcpy, read + write): %.1f GB/s\n", bandwidth);
     bench_gemm();
@@ -582,7 +545,7 @@ int main(int argc, char **argv)
     bench_csv_row(bench_results, "machine", "memory bandwidth", "memory bandwidth", "GB/s", bandwidth, NULL, NAN);
     bench_csv_row(bench_results, "machine", "GEMM peak", "GEMM peak", "GFLOP/s", openblas_gflops, NULL, NAN);
     bench_conv();
-    bench_training();
+    bench_training(gpu_label, openblas_gflops);
     if (pocl_has_two_devices()) {
         bench_scaling();
         bench_between_graph();

@@ -1,13 +1,13 @@
 # tests/bench/bench.mk: make bench (one table of side-by-side measurements, CSV
 # and charts) and make bench-charts; included by the Makefile.
 BENCH := $(BUILD)/bench/bench
-# bench.c and its parts: the table they share, chapter 6's allreduce rows with its cost model,
-# chapter 3's in-graph-across-tasks rows, chapter 4's secured cluster (bench_tls.c: certificates
-# by tests/make_test_certs.sh, so openssl), chapter 7's pipeline.
-BENCH_SRC := tests/bench/bench.c tests/bench/bench_table.c tests/bench/bench_allreduce.c tests/bench/bench_pipeline.c \
-             tests/bench/bench_replication.c tests/bench/bench_tls.c labs/06-allreduce/cost_model.c
-$(BENCH): $(BENCH_SRC) tests/bench/bench_table.h tests/bench/bench_allreduce.h tests/bench/bench_csv.h tests/bench/bench_pipeline.h \
-          tests/bench/bench_replication.h tests/bench/bench_tls.h \
+# bench.c and its parts: the table they share, chapter 1's step beside PyTorch, chapter 6's allreduce
+# rows with its cost model, chapter 3's in-graph-across-tasks rows, chapter 4's secured cluster
+# (bench_tls.c: certificates by tests/make_test_certs.sh, so openssl), chapter 7's pipeline.
+BENCH_SRC := tests/bench/bench.c tests/bench/bench_table.c tests/bench/bench_training.c tests/bench/bench_allreduce.c \
+             tests/bench/bench_pipeline.c tests/bench/bench_replication.c tests/bench/bench_tls.c labs/06-allreduce/cost_model.c
+$(BENCH): $(BENCH_SRC) tests/bench/bench_table.h tests/bench/bench_training.h tests/bench/bench_allreduce.h tests/bench/bench_csv.h \
+          tests/bench/bench_pipeline.h tests/bench/bench_replication.h tests/bench/bench_tls.h \
           labs/06-allreduce/cost_model.h labs/tools/trace_events.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BENCH_SRC) -o $@ $(LDFLAGS) $(LIB) -lclblast $(LDLIBS)

@@ -29,4 +29,9 @@ void note(const char *fmt, const char *arg);
  * two; NaN when it fails or prints none. */
 double run_images_per_second(const char *command);
 
+/* The same, also reading "images_per_second R" lines (PyTorch's), and the
+ * command's peak resident memory in MB (its maximum RSS, from wait4) into
+ * *peak_mb when given; NaN there when the run fails. */
+double run_images_per_second_peak(const char *command, double *peak_mb);
+
 #endif
