@@ -257,6 +257,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: initializing: %s\n", program, fl_session_error(s));
         goto out;
     }
+    open_summaries(program, o.log_dir, o.histogram_every, g); /* --log_dir: TensorBoard's event file */
     train_nodes nodes = {m.image, m.label, m.loss, m.train_op, m.global_step, NULL};
     rc = train(s, &o, &nodes, &data, total_steps, true);
     if (rc == 0)
