@@ -37,7 +37,12 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("y = %g\n", fl_tensor_scalar(out));
-    return fl_summary_file_writer_close(w);
+    int rc = fl_summary_file_writer_close(w);
+    fl_tensor_free(out);
+    fl_tensor_free(in);
+    fl_session_free(s);
+    fl_graph_free(g);
+    return rc;
 }
 PROGRAM
 cat > "$DIR/cluster.c" <<'PROGRAM'
