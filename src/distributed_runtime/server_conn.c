@@ -113,6 +113,8 @@ static void on_event(struct bufferevent *bev, short events, void *conn)
     }
     else if (left && fl_wire_check_eof(evbuffer_pullup(in, -1), left, why, sizeof why) != 0)
         fl_server_log_conn(c, "lost", why);
+    else if (c->sent_values && (events & BEV_EVENT_EOF)) /* a task server that sent values, exiting */
+        fl_server_log_conn(c, "closed", "the task that sent values here has finished");
     else if (c->who[0] && !c->said_goodbye && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         fl_server_log_conn(c, "lost", "disconnected without saying goodbye (fl_monitored_session_close says it; "
                                         "without a monitored session, call fl_cluster_say_goodbye)");

@@ -69,6 +69,7 @@ typedef struct fl_server_conn {
     char job[FL_WIRE_MAX_NAME + 1];
     int task;
     bool said_goodbye;
+    bool sent_values; /* a peer task's connection for SEND_TENSOR: it closes with no goodbye */
     bool closing;  /* refused: closes once the ERROR is out */
     bool parked;   /* a WAIT_STEP awaits its answer: reading paused (server_sync.c) ... */
     uint32_t parked_id;                        /* ... that request, */

@@ -255,7 +255,10 @@ void fl_server_serve_partition_frame(fl_server_conn *c, const fl_wire_frame *f, 
     switch (m->type) {
     case FL_WIRE_REGISTER_PARTITION: serve_register(c, f->request_id, &m->u.body); break;
     case FL_WIRE_RUN_PARTITION: serve_run(c, f); break;
-    case FL_WIRE_SEND_TENSOR: serve_send(c, f->request_id, &m->u.send); break;
+    case FL_WIRE_SEND_TENSOR:
+        c->sent_values = true;
+        serve_send(c, f->request_id, &m->u.send);
+        break;
     case FL_WIRE_ABORT_STEP:
         fl_rendezvous_abort(c->server->rendezvous, m->u.number);
         answer_ok(c, f->request_id);
