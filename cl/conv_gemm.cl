@@ -86,6 +86,26 @@ int dy_coord(int y, int k, int stride, int pad, int size)
 #define FMA_ROW(r, a) { float8 a_ = (float8)(a);                              \
                         c##r##0 = fma(a_, b0, c##r##0); c##r##1 = fma(a_, b1, c##r##1); }
 
+/* 16 columns of a row (of dy, of a bias) into b0, b1; zeros past the `cols` that exist
+ * (the last column tile when N is no multiple of 16). */
+void load_cols(__global const float *d, int cols, float8 *b0, float8 *b1)
+{
+    if (cols >= TILE_COLS) {
+        *b0 = vload8(0, d);
+        *b1 = vload8(1, d);
+        return;
+    }
+    float t[TILE_COLS];
+    for (int c = 0; c < TILE_COLS; c++)
+        t[c] = c < cols ? d[c] : 0.0f;
+    *b0 = vload8(0, t);
+    *b1 = vload8(1, t);
+}
+
+/* The epilogue on row r of the tile: add the bias vectors b0, b1; relu. */
+#define ADD_ROW(r) { c##r##0 += b0; c##r##1 += b1; }
+#define RELU_ROW(r) { c##r##0 = fmax(c##r##0, 0.0f); c##r##1 = fmax(c##r##1, 0.0f); }
+
 /* Stores the tile at row i0, column j0 of a row-major [M, N] result; with
  * `add`, adds to what is there. Full tiles are two vector stores a row. */
 void store_tile(__global float *out, int M, int N, int i0, int j0, int add, float8 c00, float8 c01,
@@ -127,6 +147,7 @@ void store_tile(__global float *out, int M, int N, int i0, int j0, int add, floa
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void conv_gemm(__global const float *restrict src, __global const float *restrict bp,
                __global const float *restrict zeros, geom g, int transposed,
+               __global const float *restrict bias, int has_bias, int relu,
                __global float *restrict out)
 {
     int jt = get_global_id(0), it = get_global_id(1);
@@ -219,6 +240,14 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
             // [end:implicit_gemm]
         }
     }
+    if (has_bias) {
+        float8 b0, b1;
+        load_cols(bias + jt * TILE_COLS, N - jt * TILE_COLS, &b0, &b1);
+        ADD_ROW(0) ADD_ROW(1) ADD_ROW(2) ADD_ROW(3) ADD_ROW(4) ADD_ROW(5)
+    }
+    if (relu) {
+        RELU_ROW(0) RELU_ROW(1) RELU_ROW(2) RELU_ROW(3) RELU_ROW(4) RELU_ROW(5)
+    }
     store_tile(out, M, N, i0, jt * TILE_COLS, 0, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41,
                c50, c51);
 }
@@ -302,22 +331,6 @@ void conv_backprop_input_narrow(__global const float *restrict dy, __global cons
     __global float *out = dx + (((size_t)image * g.h + y) * g.w + x0) * g.c + ci;
     for (int j = 0; j < STRIP && x0 + j < g.w; j++)
         out[(size_t)j * g.c] = sum8(acc[j]) + tail[j];
-}
-
-/* 16 columns of a dy row into b0, b1; zeros past the `cols` that exist
- * (the last column tile when N is no multiple of 16). */
-void load_cols(__global const float *d, int cols, float8 *b0, float8 *b1)
-{
-    if (cols >= TILE_COLS) {
-        *b0 = vload8(0, d);
-        *b1 = vload8(1, d);
-        return;
-    }
-    float t[TILE_COLS];
-    for (int c = 0; c < TILE_COLS; c++)
-        t[c] = c < cols ? d[c] : 0.0f;
-    *b0 = vload8(0, t);
-    *b1 = vload8(1, t);
 }
 
 /* The output coordinates o in [.x, .y) whose tap k lands inside an image
@@ -444,4 +457,6 @@ __kernel void conv_sum_splits(__global const float *restrict partials, int split
 }
 
 #undef FMA_ROW
+#undef ADD_ROW
+#undef RELU_ROW
 #undef STRIP

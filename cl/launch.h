@@ -83,11 +83,18 @@ bool fl_cl_use_clblast(const fl_cl_device *d);
 int fl_cl_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
                   size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate);
 
+/* What a GEMM-like kernel does to each result before storing it: add a
+ * per-column bias (NULL: none), then max(0, v) when relu is set. */
+typedef struct fl_cl_epilogue {
+    const void *bias; /* a device buffer of `columns` floats, or NULL */
+    bool relu;
+} fl_cl_epilogue;
+
 /* launch_conv_gemm.c: the convolutions as implicit GEMM (conv_gemm.cl), for
  * CPU-type devices; each enqueues its kernels and returns 0, or -1 after
- * fl_set_error. */
+ * fl_set_error. Conv2D applies `epilogue` (NULL: none) as it stores y. */
 int fl_cl_conv2d_implicit(fl_cl_device *d, const fl_conv_geometry *g, const void *x,
-                          const void *filter, void *y);
+                          const void *filter, const fl_cl_epilogue *epilogue, void *y);
 int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const fl_conv_geometry *g,
                                          const void *dy, const void *filter, void *dx);
 int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const fl_conv_geometry *g,

@@ -73,7 +73,7 @@ FL_CL_OP(fl_cl_conv2d)
     (void)ctx;
     fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
     if (!fl_cl_use_clblast(d))
-        return fl_cl_conv2d_implicit(d, &g, in[0]->data, in[1]->data, out->data);
+        return fl_cl_conv2d_implicit(d, &g, in[0]->data, in[1]->data, NULL, out->data);
     chunking ch;
     if (plan_chunks(&g, &ch) != 0)
         return -1;

@@ -50,10 +50,21 @@ static cl_mem pack_filter(fl_cl_device *d, const fl_conv_geometry *g, const void
     return fl_cl_run_groups(&c, 2, global, local) == 0 ? bp : NULL;
 }
 
+/* The epilogue as a kernel's three arguments (bias, has_bias, relu); a
+ * kernel without a bias is passed `any` buffer in its place, never read. */
+static void add_epilogue(fl_cl_call *c, const fl_cl_epilogue *epilogue, const void *any)
+{
+    bool has_bias = epilogue && epilogue->bias;
+    fl_cl_mem(c, has_bias ? epilogue->bias : any);
+    fl_cl_int(c, has_bias);
+    fl_cl_int(c, epilogue && epilogue->relu);
+}
+
 /* Conv2D (transposed = false) or Conv2DBackpropInput (true) through
- * conv_gemm: rows are the result's pixels, columns its channels. */
+ * conv_gemm: rows are the result's pixels, columns its channels; the
+ * epilogue (NULL: none) applied as each tile is stored. */
 static int conv_gemm(fl_cl_device *d, const fl_conv_geometry *g, const void *src, const void *filter,
-                     bool transposed, void *out)
+                     bool transposed, const fl_cl_epilogue *epilogue, void *out)
 {
     int rows_h = transposed ? g->h : g->oh, rows_w = transposed ? g->w : g->ow;
     int src_c = transposed ? g->oc : g->c, n = transposed ? g->c : g->oc;
@@ -72,15 +83,16 @@ static int conv_gemm(fl_cl_device *d, const fl_conv_geometry *g, const void *src
     fl_cl_mem(&c, zeros);
     fl_cl_value(&c, sizeof *g, g);
     fl_cl_int(&c, transposed);
+    add_epilogue(&c, epilogue, filter);
     fl_cl_mem(&c, out);
     size_t global[2] = {tiles(n, TILE_COLS), tiles((int)m, TILE_ROWS)}, local[2] = {1, 1};
     return fl_cl_run_groups(&c, 2, global, local);
 }
 
 int fl_cl_conv2d_implicit(fl_cl_device *d, const fl_conv_geometry *g, const void *x,
-                          const void *filter, void *y)
+                          const void *filter, const fl_cl_epilogue *epilogue, void *y)
 {
-    return check_size(g) ? -1 : conv_gemm(d, g, x, filter, false, y);
+    return check_size(g) ? -1 : conv_gemm(d, g, x, filter, false, epilogue, y);
 }
 
 /* Input channels up to which the data gradient takes the narrow kernel. */
@@ -92,7 +104,7 @@ int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const fl_conv_geometry
     if (check_size(g) != 0)
         return -1;
     if (g->c > NARROW_CHANNELS)
-        return conv_gemm(d, g, dy, filter, true, dx);
+        return conv_gemm(d, g, dy, filter, true, NULL, dx);
     cl_mem zeros = fl_cl_zeros(d, (size_t)g->oc * sizeof(float));
     if (!zeros)
         return -1;
