@@ -346,113 +346,140 @@ int2 tap_range(int k, int pad, int stride, int size, int out)
 /* ------------------------------------------------------------------------
  * conv_filter_grad: the filter gradient, in `splits` partial sums.
  *
- * Every tile of dfilter reads the whole batch, so the order of the loops
- * decides what comes from cache: work-item s takes a share of the images
- * and, one image at a time, computes that image's part of every tile,
- * adding it to its partial sum partials[s] ([Kpad, Npad], padded to whole
- * tiles). One image (conv_2: 25 KB of x, 50 KB of dy) and one partial sum
- * (200 KB) stay in the core's cache while all tiles pass over them.
+ * For one row ky of the window, the filter's rows (kx, ci) are kw * Cin
+ * values that lie side by side in the input: the window row under output
+ * pixel (oy, ox) starts at input pixel (oy*sh - pad + ky, ox*sw - pad) and
+ * runs kw pixels of Cin channels. So a tile of six consecutive rows (kx, ci)
+ * of one ky reads six neighbouring floats per output pixel, and its k loop
+ * runs along output rows with nothing to work out but two pointers:
+ *
+ *     dfilter[ky][kk0 + r][j0 + c] += x_row[ox * sw * Cin + kk0 + r] * dy[ox][j0 + c]
+ *
+ * What the window reads off the image's edge must count as zeros. Rather
+ * than test every read, each work-item first copies its image into a
+ * zero-bordered one (`padded`, hp x wp pixels: every window fits), then
+ * runs check-free loops; it skips only output rows and columns where the
+ * tile's taps all fall on the border.
+ *
+ * Every tile reads the whole batch, so the order of the loops decides what
+ * comes from cache: work-item s takes a share of the images and, one image
+ * at a time, adds that image's part of every tile to its partial sum
+ * partials[s] ([kh][rpad][npad]: each ky's rows padded to whole tiles). The
+ * image (conv_2 of chapter 1: 41 KB padded), its dy (50 KB) and the partial
+ * sum (200 KB) stay in the core's cache while all tiles pass over them.
  * conv_sum_splits then adds the partial sums up, in split order.
- * `zeros` holds w*c zeros: the "row" read for a tap above or below the image.
  * Global size: (splits).
  */
+
+/* The image's pixels inside a zero border: padded pixel (py, px) is input
+ * pixel (py - pad_top, px - pad_left), or zeros off the image. */
+void pad_image(__global const float *restrict image, geom g, int hp, int wp,
+               __global float *restrict padded)
+{
+    for (int py = 0; py < hp; py++) {
+        int iy = py - g.pad_top;
+        __global float *to = padded + (size_t)py * wp * g.c;
+        for (int px = 0; px < wp; px++, to += g.c) {
+            int ix = px - g.pad_left;
+            bool in = (uint)iy < (uint)g.h && (uint)ix < (uint)g.w;
+            __global const float *from = image + ((size_t)iy * g.w + ix) * g.c;
+            for (int c = 0; c < g.c; c++)
+                to[c] = in ? from[c] : 0.0f;
+        }
+    }
+}
+
+/* Where one tile of the filter gradient reads one image: the window rows
+ * (p) and dy (d) at the first output pixel, floats to the next output row
+ * in each, floats between neighbouring output pixels in each, and how
+ * many output rows and columns. */
+typedef struct {
+    __global const float *p, *d;
+    int p_row, d_row, p_step, d_step, rows, columns;
+} window_tile;
+
+/* The tile's sums over those pixels into acc (row r: acc[2r], acc[2r+1]),
+ * `cols` of its 16 columns real. A whole tile's loop has no test in it:
+ * compilers do not reliably hoist load_cols's out of the loop themselves. */
+void filter_grad_tile(const window_tile *t, int cols, float8 *acc)
+{
+    float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
+    float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
+    for (int y = 0; y < t->rows; y++) {
+        __global const float *p = t->p + (size_t)y * t->p_row, *d = t->d + (size_t)y * t->d_row;
+        if (cols == TILE_COLS) {
+            for (int x = 0; x < t->columns; x++, p += t->p_step, d += t->d_step) {
+                float8 b0 = vload8(0, d), b1 = vload8(1, d);
+                FMA_ROW(0, p[0]) FMA_ROW(1, p[1]) FMA_ROW(2, p[2])
+                FMA_ROW(3, p[3]) FMA_ROW(4, p[4]) FMA_ROW(5, p[5])
+            }
+            continue;
+        }
+        for (int x = 0; x < t->columns; x++, p += t->p_step, d += t->d_step) {
+            float8 b0, b1;
+            load_cols(d, cols, &b0, &b1);
+            FMA_ROW(0, p[0]) FMA_ROW(1, p[1]) FMA_ROW(2, p[2])
+            FMA_ROW(3, p[3]) FMA_ROW(4, p[4]) FMA_ROW(5, p[5])
+        }
+    }
+    acc[0] = c00, acc[1] = c01, acc[2] = c10, acc[3] = c11, acc[4] = c20, acc[5] = c21;
+    acc[6] = c30, acc[7] = c31, acc[8] = c40, acc[9] = c41, acc[10] = c50, acc[11] = c51;
+}
+
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void conv_filter_grad(__global const float *restrict x, __global const float *restrict dy,
-                      __global const float *restrict zeros, geom g, int splits,
-                      __global float *restrict partials)
+                      geom g, int splits, int hp, int wp, __global float *restrict partials)
 {
-    int s = get_global_id(0);
-    int K = g.kh * g.kw * g.c, N = g.oc;
-    int mtiles = (K + TILE_ROWS - 1) / TILE_ROWS, ntiles = (N + TILE_COLS - 1) / TILE_COLS;
-    int kpad = mtiles * TILE_ROWS, npad = ntiles * TILE_COLS;
+    int s = get_global_id(0), N = g.oc, run = g.kw * g.c; /* a window row's floats */
+    int rtiles = (run + TILE_ROWS - 1) / TILE_ROWS, ntiles = (N + TILE_COLS - 1) / TILE_COLS;
+    int rpad = rtiles * TILE_ROWS, npad = ntiles * TILE_COLS;
+    size_t partial_size = (size_t)g.kh * rpad * npad, padded_size = (size_t)hp * wp * g.c + TILE_ROWS;
+    __global float *partial = partials + s * partial_size;
+    __global float *padded = partials + splits * partial_size + s * padded_size;
     int first = g.batch * s / splits, last = g.batch * (s + 1) / splits;
-    __global float *partial = partials + (size_t)s * kpad * npad;
+    int step = g.sw * g.c; /* floats between neighbouring output pixels' windows */
 
     for (int image = first; image < last; image++) {
-        for (int it = 0; it < mtiles; it++) {
-            /* The tile's six taps: (ky, kx, ci); rows past K repeat the last. */
-            int ky[TILE_ROWS], kx[TILE_ROWS], ci[TILE_ROWS];
-            for (int r = 0; r < TILE_ROWS; r++) {
-                int k = min(it * TILE_ROWS + r, K - 1);
-                ci[r] = k % g.c;
-                kx[r] = (k / g.c) % g.kw;
-                ky[r] = k / (g.c * g.kw);
-            }
-            /* Output columns ox in [lo, hi) put every row's tap inside the
-             * image; in [ulo, lo) and [hi, uhi) only some rows' taps are,
-             * and each is checked; outside [ulo, uhi) none is, and there is
-             * nothing to add. Likewise only output rows in [ylo, yhi) see
-             * any row's tap inside the image. With many input channels,
-             * most tiles' six rows share one tap, and then these ranges
-             * cut out the padding exactly. */
-            int lo = 0, hi = g.ow, ulo = g.ow, uhi = 0, ylo = g.oh, yhi = 0;
-            for (int r = 0; r < TILE_ROWS; r++) {
-                int2 cols = tap_range(kx[r], g.pad_left, g.sw, g.w, g.ow);
-                int2 rows = tap_range(ky[r], g.pad_top, g.sh, g.h, g.oh);
-                lo = max(lo, cols.x);
-                hi = min(hi, cols.y);
-                ulo = min(ulo, cols.x);
-                uhi = max(uhi, cols.y);
-                ylo = min(ylo, rows.x);
-                yhi = max(yhi, rows.y);
-            }
-            hi = max(hi, lo);
-            int left = lo - ulo, edges = left + max(uhi - hi, 0);
-            for (int jt = 0; jt < ntiles; jt++) {
-                int j0 = jt * TILE_COLS;
-                __global float *acc = partial + (size_t)it * TILE_ROWS * npad + j0;
-                float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
-                float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
-                for (int oy = ylo; oy < yhi; oy++) {
-                    __global const float *a[TILE_ROWS];
-                    for (int r = 0; r < TILE_ROWS; r++) {
-                        int iy = oy * g.sh - g.pad_top + ky[r];
-                        a[r] = (iy >= 0 && iy < g.h ? x + ((size_t)image * g.h + iy) * g.w * g.c : zeros) +
-                               ci[r] + (kx[r] - g.pad_left) * g.c;
-                    }
-                    __global const float *d = dy + (((size_t)image * g.oh + oy) * g.ow) * N + j0;
-                    int step = g.sw * g.c; /* floats between neighbouring ox in a row's source */
-                    /* The edges: each tap checked. */
-                    for (int e = 0; e < edges; e++) {
-                        int ox = e < left ? ulo + e : hi + e - left;
-                        float8 b0, b1;
-                        load_cols(d + (size_t)ox * N, N - j0, &b0, &b1);
-                        float v[TILE_ROWS];
-                        for (int r = 0; r < TILE_ROWS; r++) {
-                            int ix = ox * g.sw - g.pad_left + kx[r];
-                            v[r] = ix >= 0 && ix < g.w ? a[r][ox * step] : 0.0f;
-                        }
-                        FMA_ROW(0, v[0]) FMA_ROW(1, v[1]) FMA_ROW(2, v[2])
-                        FMA_ROW(3, v[3]) FMA_ROW(4, v[4]) FMA_ROW(5, v[5])
-                    }
-                    /* The interior: no checks. */
-                    __global const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
-                    for (int ox = lo, at = lo * step; ox < hi; ox++, at += step) {
-                        float8 b0, b1;
-                        load_cols(d + (size_t)ox * N, N - j0, &b0, &b1);
-                        FMA_ROW(0, a0[at]) FMA_ROW(1, a1[at]) FMA_ROW(2, a2[at])
-                        FMA_ROW(3, a3[at]) FMA_ROW(4, a4[at]) FMA_ROW(5, a5[at])
-                    }
+        pad_image(x + (size_t)image * g.h * g.w * g.c, g, hp, wp, padded);
+        for (int ky = 0; ky < g.kh; ky++) {
+            int2 rows = tap_range(ky, g.pad_top, g.sh, g.h, g.oh); /* oy that see the image */
+            for (int it = 0; it < rtiles; it++) {
+                /* Output columns where at least one of the tile's taps
+                 * (kx from first to last) sees the image. */
+                int kk0 = it * TILE_ROWS;
+                int2 a = tap_range(kk0 / g.c, g.pad_left, g.sw, g.w, g.ow);
+                int2 b = tap_range((min(kk0 + TILE_ROWS, run) - 1) / g.c, g.pad_left, g.sw, g.w, g.ow);
+                int ox0 = min(a.x, b.x), ox1 = max(a.y, b.y);
+                for (int jt = 0; jt < ntiles; jt++) {
+                    int j0 = jt * TILE_COLS, cols = min(N - j0, TILE_COLS);
+                    __global const float *p = padded + ((size_t)(rows.x * g.sh + ky) * wp + ox0 * g.sw) * g.c + kk0;
+                    __global const float *d = dy + (((size_t)image * g.oh + rows.x) * g.ow + ox0) * N + j0;
+                    window_tile tile = {p, d, g.sh * wp * g.c, g.ow * N, step, N, rows.y - rows.x, ox1 - ox0};
+                    float8 acc[2 * TILE_ROWS];
+                    filter_grad_tile(&tile, cols, acc);
+                    store_tile(partial + ((size_t)ky * rpad + kk0) * npad + j0, TILE_ROWS, npad, 0, 0,
+                               image > first, acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6],
+                               acc[7], acc[8], acc[9], acc[10], acc[11]);
                 }
-                store_tile(acc, TILE_ROWS, npad, 0, 0, image > first, c00, c01, c10, c11, c20, c21,
-                           c30, c31, c40, c41, c50, c51);
             }
         }
     }
 }
 
-/* out[k, j] = the sum over splits of partials[s][k][j] (padded [Kpad, Npad]),
- * in split order. Global size: K * N. */
-__kernel void conv_sum_splits(__global const float *restrict partials, int splits, int kpad, int npad,
-                              int K, int N, __global float *restrict out)
+/* out[k, j] = the sum over splits of partials[s][ky][kk][j] for row
+ * k = ky * run + kk, in split order (each partial [kh][rpad][npad]).
+ * Global size: K * N. */
+__kernel void conv_sum_splits(__global const float *restrict partials, int splits, int run, int rpad,
+                              int npad, int K, int N, __global float *restrict out)
 {
     int i = get_global_id(0);
     if (i >= K * N)
         return;
     int k = i / N, j = i % N;
+    size_t at = ((size_t)(k / run) * rpad + k % run) * npad + j, partial_size = (size_t)(K / run) * rpad * npad;
     float sum = 0.0f;
     for (int s = 0; s < splits; s++)
-        sum += partials[((size_t)s * kpad + k) * npad + j];
+        sum += partials[s * partial_size + at];
     out[i] = sum;
 }
 

@@ -119,11 +119,12 @@ int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const fl_conv_geometry
 }
 
 /* conv_filter_grad's partial sums, one per share of the batch, then
- * conv_sum_splits adding them up in order. */
+ * conv_sum_splits adding them up in order. The scratch holds the partial
+ * sums, then each work-item's zero-bordered copy of its current image. */
 int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const fl_conv_geometry *g,
                                           const void *x, const void *dy, void *dfilter)
 {
-    int K = g->kh * g->kw * g->c, n = g->oc;
+    int K = g->kh * g->kw * g->c, n = g->oc, run = g->kw * g->c;
     if (check_size(g) != 0)
         return -1;
     if (K == 0 || n == 0)
@@ -131,17 +132,19 @@ int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const fl_conv_geometr
     if (g->batch == 0 || g->oh == 0 || g->ow == 0)
         return fl_cl_fill_bytes(d, dfilter, 0, (size_t)K * n * sizeof(float));
     int splits = g->batch < MAX_SPLITS ? g->batch : MAX_SPLITS;
-    size_t kpad = tiles(K, TILE_ROWS) * TILE_ROWS, npad = tiles(n, TILE_COLS) * TILE_COLS;
-    cl_mem zeros = fl_cl_zeros(d, (size_t)g->w * g->c * sizeof(float));
-    cl_mem partials = zeros ? fl_cl_scratch(d, (size_t)splits * kpad * npad * sizeof(float)) : NULL;
+    int hp = (g->oh - 1) * g->sh + g->kh, wp = (g->ow - 1) * g->sw + g->kw; /* every window fits */
+    size_t rpad = tiles(run, TILE_ROWS) * TILE_ROWS, npad = tiles(n, TILE_COLS) * TILE_COLS;
+    size_t partial = (size_t)g->kh * rpad * npad, padded = (size_t)hp * wp * g->c + TILE_ROWS;
+    cl_mem partials = fl_cl_scratch(d, splits * (partial + padded) * sizeof(float));
     if (!partials)
         return -1;
     fl_cl_call c = fl_cl_begin(d, K_CONV_FILTER_GRAD);
     fl_cl_mem(&c, x);
     fl_cl_mem(&c, dy);
-    fl_cl_mem(&c, zeros);
     fl_cl_value(&c, sizeof *g, g);
     fl_cl_int(&c, splits);
+    fl_cl_int(&c, hp);
+    fl_cl_int(&c, wp);
     fl_cl_mem(&c, partials);
     size_t global = (size_t)splits, local = 1;
     if (fl_cl_run_groups(&c, 1, &global, &local) != 0)
@@ -149,7 +152,8 @@ int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const fl_conv_geometr
     c = fl_cl_begin(d, K_CONV_SUM_SPLITS);
     fl_cl_mem(&c, partials);
     fl_cl_int(&c, splits);
-    fl_cl_int(&c, (int)kpad);
+    fl_cl_int(&c, run);
+    fl_cl_int(&c, (int)rpad);
     fl_cl_int(&c, (int)npad);
     fl_cl_int(&c, K);
     fl_cl_int(&c, n);
