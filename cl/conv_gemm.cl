@@ -134,6 +134,24 @@ void store_tile(__global float *out, int M, int N, int i0, int j0, int add, floa
     }
 }
 
+/* store_tile (no adding) after the epilogue: the bias of columns j0.. when
+ * has_bias, then relu when set. */
+void store_tile_epilogue(__global float *out, int M, int N, int i0, int j0, __global const float *bias,
+                         int has_bias, int relu, float8 c00, float8 c01, float8 c10, float8 c11,
+                         float8 c20, float8 c21, float8 c30, float8 c31, float8 c40, float8 c41,
+                         float8 c50, float8 c51)
+{
+    if (has_bias) {
+        float8 b0, b1;
+        load_cols(bias + j0, N - j0, &b0, &b1);
+        ADD_ROW(0) ADD_ROW(1) ADD_ROW(2) ADD_ROW(3) ADD_ROW(4) ADD_ROW(5)
+    }
+    if (relu) {
+        RELU_ROW(0) RELU_ROW(1) RELU_ROW(2) RELU_ROW(3) RELU_ROW(4) RELU_ROW(5)
+    }
+    store_tile(out, M, N, i0, j0, 0, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51);
+}
+
 /* ------------------------------------------------------------------------
  * conv_gemm: Conv2D (transposed = 0: rows are output pixels, the source is
  * the input, columns are Cout) or Conv2DBackpropInput (transposed = 1: rows
@@ -240,16 +258,71 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
             // [end:implicit_gemm]
         }
     }
-    if (has_bias) {
-        float8 b0, b1;
-        load_cols(bias + jt * TILE_COLS, N - jt * TILE_COLS, &b0, &b1);
-        ADD_ROW(0) ADD_ROW(1) ADD_ROW(2) ADD_ROW(3) ADD_ROW(4) ADD_ROW(5)
+    store_tile_epilogue(out, M, N, i0, jt * TILE_COLS, bias, has_bias, relu, c00, c01, c10, c11, c20,
+                        c21, c30, c31, c40, c41, c50, c51);
+}
+
+/* ------------------------------------------------------------------------
+ * conv_forward_narrow: Conv2D when the input has only a few channels (a
+ * first layer: 1 for grey images, 3 for colour). There K = KH*KW*Cin is
+ * small (conv_1 of chapter 1: 25), so conv_gemm's tile would finish its k
+ * loop after 25 steps, and working out six window positions, the edges
+ * and the work-item itself would cost as much as the FMAs.
+ * Here a work-item computes a whole output row, every channel. It first
+ * copies the kh input rows under it into private memory with zeros for the
+ * padding (`win`, at most WIN_FLOATS: conv_1's five rows of 28 + 4 pixels
+ * are 170 floats), then runs the 6 x 16 micro-kernel over strips of six
+ * output pixels with no test in the loop: each filter row read from the
+ * packed panel serves six pixels, each window value sixteen channels. The
+ * epilogue (bias, relu) is applied as each tile is stored.
+ * Global size: batch * oh.
+ */
+#define WIN_FLOATS 512
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void conv_forward_narrow(__global const float *restrict x, __global const float *restrict bp, geom g,
+                         __global const float *restrict bias, int has_bias, int relu,
+                         __global float *restrict y)
+{
+    int i = get_global_id(0);
+    if (i >= g.batch * g.oh)
+        return;
+    int image = i / g.oh, oy = i % g.oh, K = g.kh * g.kw * g.c, run = g.kw * g.c;
+    int strips = (g.ow + TILE_ROWS - 1) / TILE_ROWS, step = g.sw * g.c; /* floats between pixels */
+    int row = (strips * TILE_ROWS - 1) * step + run; /* floats of one padded window row */
+
+    /* win[ky * row + q]: input row oy*sh - pad + ky, from column -pad on. */
+    float win[WIN_FLOATS];
+    for (int ky = 0; ky < g.kh; ky++) {
+        int iy = oy * g.sh - g.pad_top + ky;
+        __global const float *src = x + ((size_t)image * g.h + iy) * g.w * g.c;
+        float *to = win + ky * row;
+        for (int px = 0; px < row / g.c; px++, to += g.c) {
+            int ix = px - g.pad_left;
+            bool in = (uint)iy < (uint)g.h && (uint)ix < (uint)g.w;
+            for (int c = 0; c < g.c; c++)
+                to[c] = in ? src[ix * g.c + c] : 0.0f;
+        }
     }
-    if (relu) {
-        RELU_ROW(0) RELU_ROW(1) RELU_ROW(2) RELU_ROW(3) RELU_ROW(4) RELU_ROW(5)
+
+    int first = i * g.ow, end = first + g.ow; /* this row's pixels in y, as GEMM rows */
+    for (int j0 = 0; j0 < g.oc; j0 += TILE_COLS) {
+        for (int x0 = 0; x0 < g.ow; x0 += TILE_ROWS) {
+            float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
+            float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
+            __global const float *panel = bp + (size_t)j0 * K;
+            for (int ky = 0; ky < g.kh; ky++) {
+                const float *a = win + ky * row + x0 * step;
+                for (int q = 0; q < run; q++, panel += TILE_COLS) {
+                    float8 b0 = vload8(0, panel), b1 = vload8(1, panel);
+                    FMA_ROW(0, a[q]) FMA_ROW(1, a[q + step]) FMA_ROW(2, a[q + 2 * step])
+                    FMA_ROW(3, a[q + 3 * step]) FMA_ROW(4, a[q + 4 * step]) FMA_ROW(5, a[q + 5 * step])
+                }
+            }
+            store_tile_epilogue(y, end, g.oc, first + x0, j0, bias, has_bias, relu, c00, c01, c10, c11,
+                                c20, c21, c30, c31, c40, c41, c50, c51);
+        }
     }
-    store_tile(out, M, N, i0, jt * TILE_COLS, 0, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41,
-               c50, c51);
 }
 
 /* ------------------------------------------------------------------------
@@ -487,3 +560,4 @@ __kernel void conv_sum_splits(__global const float *restrict partials, int split
 #undef ADD_ROW
 #undef RELU_ROW
 #undef STRIP
+#undef WIN_FLOATS

@@ -6,7 +6,7 @@
 
 #include "launch.h"
 
-enum { TILE_ROWS = 6, TILE_COLS = 16, STRIP = 8 }; /* as in conv_gemm.cl */
+enum { TILE_ROWS = 6, TILE_COLS = 16, STRIP = 8, WIN_FLOATS = 512 }; /* as in conv_gemm.cl */
 
 /* The filter gradient's sum over the batch is cut into this many partial
  * sums at most (one work-item each): enough for the cores to share, few
@@ -60,6 +60,33 @@ static void add_epilogue(fl_cl_call *c, const fl_cl_epilogue *epilogue, const vo
     fl_cl_int(c, epilogue && epilogue->relu);
 }
 
+/* Input channels up to which Conv2D and its data gradient take the narrow
+ * kernels (for a first layer), rather than tiles 16 channels wide. */
+enum { NARROW_CHANNELS = 4 };
+
+/* Whether conv_forward_narrow's private copy of the kh input rows under
+ * one output row, padded to whole strips of pixels, fits in WIN_FLOATS. */
+static bool forward_narrow_fits(const fl_conv_geometry *g)
+{
+    int64_t row = ((int64_t)tiles(g->ow, TILE_ROWS) * TILE_ROWS - 1) * g->sw * g->c + (int64_t)g->kw * g->c;
+    return g->c <= NARROW_CHANNELS && g->kh * row <= WIN_FLOATS;
+}
+
+/* Conv2D through conv_forward_narrow, a work-item per output row, with the
+ * filter already packed into bp. */
+static int forward_narrow(fl_cl_device *d, const fl_conv_geometry *g, const void *x, cl_mem bp,
+                          const fl_cl_epilogue *epilogue, void *y)
+{
+    fl_cl_call c = fl_cl_begin(d, K_CONV_FORWARD_NARROW);
+    fl_cl_mem(&c, x);
+    fl_cl_mem(&c, bp);
+    fl_cl_value(&c, sizeof *g, g);
+    add_epilogue(&c, epilogue, bp);
+    fl_cl_mem(&c, y);
+    size_t global = (size_t)g->batch * g->oh, local = 1;
+    return fl_cl_run_groups(&c, 1, &global, &local);
+}
+
 /* Conv2D (transposed = false) or Conv2DBackpropInput (true) through
  * conv_gemm: rows are the result's pixels, columns its channels; the
  * epilogue (NULL: none) applied as each tile is stored. */
@@ -77,6 +104,8 @@ static int conv_gemm(fl_cl_device *d, const fl_conv_geometry *g, const void *src
     cl_mem bp = zeros ? pack_filter(d, g, filter, transposed) : NULL;
     if (!bp)
         return -1;
+    if (!transposed && forward_narrow_fits(g))
+        return forward_narrow(d, g, src, bp, epilogue, out);
     fl_cl_call c = fl_cl_begin(d, K_CONV_GEMM);
     fl_cl_mem(&c, src);
     fl_cl_mem(&c, bp);
@@ -94,9 +123,6 @@ int fl_cl_conv2d_implicit(fl_cl_device *d, const fl_conv_geometry *g, const void
 {
     return check_size(g) ? -1 : conv_gemm(d, g, x, filter, false, epilogue, y);
 }
-
-/* Input channels up to which the data gradient takes the narrow kernel. */
-enum { NARROW_CHANNELS = 4 };
 
 int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const fl_conv_geometry *g, const void *dy,
                                          const void *filter, void *dx)

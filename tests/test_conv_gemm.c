@@ -2,7 +2,9 @@
  * called directly on an OpenCL CPU device (PoCL) and compared with a plain
  * C convolution: the paths a graph cannot reach yet (Conv2D's bias+relu
  * epilogue) and the shapes that pick each kernel (one input channel, odd
- * widths, strides, VALID, batch 1, Cout not a multiple of 16). */
+ * widths, strides, VALID, batch 1, Cout not a multiple of 16; up to four
+ * input channels Conv2D takes conv_forward_narrow when the image is narrow
+ * enough, conv_gemm otherwise). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,7 +163,9 @@ static const conv_case cases[] = {
     {"Cin 1, VALID stride 2, batch 1", 1, 8, 9, 1, 3, 16, 2, FL_VALID},
     {"Cin 1, window larger than the image", 1, 3, 2, 1, 5, 3, 1, FL_SAME},
     {"Cin 1, batch 19 (uneven splits)", 19, 6, 5, 1, 5, 17, 1, FL_SAME},
+    {"Cin 1, 120 wide (too wide for conv_forward_narrow)", 1, 6, 120, 1, 5, 20, 1, FL_SAME},
     {"Cin 2, Cout 33", 2, 10, 9, 2, 3, 33, 1, FL_SAME},
+    {"Cin 4, VALID stride 2", 2, 9, 11, 4, 3, 19, 2, FL_VALID},
     {"Cin 3, Cout 17", 3, 6, 5, 3, 5, 17, 1, FL_SAME},
     {"Cin 7, stride 2", 2, 7, 9, 7, 3, 5, 2, FL_SAME},
     {"Cin 20, Cout 24, stride 2", 2, 9, 9, 20, 3, 24, 2, FL_SAME},
