@@ -39,7 +39,13 @@
  * gradient needs (filter-sized), and zeros stand in for pixels off the edge.
  */
 
-enum { TILE_ROWS = 6, TILE_COLS = 16 };
+/* Rows of a tile: CONV_TILE_ROWS from the build options, which
+ * launch_conv_gemm.c picks per device (6 unless the device has AVX-512's
+ * 32 vector registers; see there). A tile is always 16 columns wide. */
+#ifndef CONV_TILE_ROWS
+#define CONV_TILE_ROWS 6
+#endif
+enum { TILE_ROWS = CONV_TILE_ROWS, TILE_COLS = 16 };
 
 /* ------------------------------------------------------------------------
  * conv_pack_filter: Bp[p][k][c] = filter value for GEMM row k, column
@@ -81,10 +87,23 @@ int dy_coord(int y, int k, int stride, int pad, int size)
     return s < size ? s : -1;
 }
 
-/* The 6 x 16 tile's accumulators, as in cl/matmul.cl: row r in cr0 (columns
- * 0-7) and cr1 (8-15). FMA_ROW adds A value `a` times the two B vectors. */
-#define FMA_ROW(r, a) { float8 a_ = (float8)(a);                              \
-                        c##r##0 = fma(a_, b0, c##r##0); c##r##1 = fma(a_, b1, c##r##1); }
+/* A tile's accumulators are float8 acc[2 * TILE_ROWS]: row r's columns 0-7
+ * in acc[2r], 8-15 in acc[2r + 1]. Every loop over r has a fixed count, so
+ * once unrolled the array lives in registers, as cl/matmul.cl's named
+ * accumulators do. fma_row adds A value a times the row of B (b0, b1). */
+void fma_row(float8 *row, float a, float8 b0, float8 b1)
+{
+    float8 a8 = (float8)(a);
+    row[0] = fma(a8, b0, row[0]);
+    row[1] = fma(a8, b1, row[1]);
+}
+
+void zero_tile(float8 *acc)
+{
+    #pragma unroll
+    for (int i = 0; i < 2 * TILE_ROWS; i++)
+        acc[i] = 0.0f;
+}
 
 /* 16 columns of a row (of dy, of a bias) into b0, b1; zeros past the `cols` that exist
  * (the last column tile when N is no multiple of 16). */
@@ -102,25 +121,15 @@ void load_cols(__global const float *d, int cols, float8 *b0, float8 *b1)
     *b1 = vload8(1, t);
 }
 
-/* The epilogue on row r of the tile: add the bias vectors b0, b1; relu. */
-#define ADD_ROW(r) { c##r##0 += b0; c##r##1 += b1; }
-#define RELU_ROW(r) { c##r##0 = fmax(c##r##0, 0.0f); c##r##1 = fmax(c##r##1, 0.0f); }
-
 /* Stores the tile at row i0, column j0 of a row-major [M, N] result; with
  * `add`, adds to what is there. Full tiles are two vector stores a row. */
-void store_tile(__global float *out, int M, int N, int i0, int j0, int add, float8 c00, float8 c01,
-                float8 c10, float8 c11, float8 c20, float8 c21, float8 c30, float8 c31, float8 c40,
-                float8 c41, float8 c50, float8 c51)
+void store_tile(__global float *out, int M, int N, int i0, int j0, int add, const float8 *acc)
 {
-    float t[TILE_ROWS][TILE_COLS];
-    vstore8(c00, 0, t[0]); vstore8(c01, 1, t[0]); vstore8(c10, 0, t[1]); vstore8(c11, 1, t[1]);
-    vstore8(c20, 0, t[2]); vstore8(c21, 1, t[2]); vstore8(c30, 0, t[3]); vstore8(c31, 1, t[3]);
-    vstore8(c40, 0, t[4]); vstore8(c41, 1, t[4]); vstore8(c50, 0, t[5]); vstore8(c51, 1, t[5]);
     int rows = min(TILE_ROWS, M - i0), cols = min(TILE_COLS, N - j0);
     for (int r = 0; r < rows; r++) {
         __global float *o = out + (size_t)(i0 + r) * N + j0;
         if (cols == TILE_COLS) {
-            float8 lo = vload8(0, t[r]), hi = vload8(1, t[r]);
+            float8 lo = acc[2 * r], hi = acc[2 * r + 1];
             if (add) {
                 lo += vload8(0, o);
                 hi += vload8(1, o);
@@ -129,27 +138,28 @@ void store_tile(__global float *out, int M, int N, int i0, int j0, int add, floa
             vstore8(hi, 1, o);
             continue;
         }
+        float t[TILE_COLS];
+        vstore8(acc[2 * r], 0, t);
+        vstore8(acc[2 * r + 1], 1, t);
         for (int c = 0; c < cols; c++)
-            o[c] = add ? o[c] + t[r][c] : t[r][c];
+            o[c] = add ? o[c] + t[c] : t[c];
     }
 }
 
 /* store_tile (no adding) after the epilogue: the bias of columns j0.. when
  * has_bias, then relu when set. */
 void store_tile_epilogue(__global float *out, int M, int N, int i0, int j0, __global const float *bias,
-                         int has_bias, int relu, float8 c00, float8 c01, float8 c10, float8 c11,
-                         float8 c20, float8 c21, float8 c30, float8 c31, float8 c40, float8 c41,
-                         float8 c50, float8 c51)
+                         int has_bias, int relu, float8 *acc)
 {
-    if (has_bias) {
-        float8 b0, b1;
-        load_cols(bias + j0, N - j0, &b0, &b1);
-        ADD_ROW(0) ADD_ROW(1) ADD_ROW(2) ADD_ROW(3) ADD_ROW(4) ADD_ROW(5)
+    float8 b[2] = {0.0f, 0.0f};
+    if (has_bias)
+        load_cols(bias + j0, N - j0, &b[0], &b[1]);
+    #pragma unroll
+    for (int i = 0; i < 2 * TILE_ROWS; i++) {
+        acc[i] += b[i % 2];
+        acc[i] = relu ? fmax(acc[i], 0.0f) : acc[i];
     }
-    if (relu) {
-        RELU_ROW(0) RELU_ROW(1) RELU_ROW(2) RELU_ROW(3) RELU_ROW(4) RELU_ROW(5)
-    }
-    store_tile(out, M, N, i0, j0, 0, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51);
+    store_tile(out, M, N, i0, j0, 0, acc);
 }
 
 /* ------------------------------------------------------------------------
@@ -220,8 +230,8 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
         whole_rows = whole_rows && sx0[r] >= 0 && sx0[r] + g.kw <= src_w;
     int run = whole_rows ? g.kw * src_c : src_c; /* floats read per pointer */
 
-    float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
-    float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
+    float8 acc[2 * TILE_ROWS];
+    zero_tile(acc);
     __global const float *b = bp + (size_t)jt * K * TILE_COLS;
     for (int ky = 0; ky < g.kh; ky++) {
         for (int kx = 0; kx < (whole_rows ? 1 : g.kw); kx++) {
@@ -252,14 +262,14 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
             /* The micro-kernel of cl/matmul.cl, with A read in place. */
             for (int q = 0; q < run; q++, b += TILE_COLS) {
                 float8 b0 = vload8(0, b), b1 = vload8(1, b);
-                FMA_ROW(0, a[0][q]) FMA_ROW(1, a[1][q]) FMA_ROW(2, a[2][q])
-                FMA_ROW(3, a[3][q]) FMA_ROW(4, a[4][q]) FMA_ROW(5, a[5][q])
+                #pragma unroll
+                for (int r = 0; r < TILE_ROWS; r++)
+                    fma_row(acc + 2 * r, a[r][q], b0, b1);
             }
             // [end:implicit_gemm]
         }
     }
-    store_tile_epilogue(out, M, N, i0, jt * TILE_COLS, bias, has_bias, relu, c00, c01, c10, c11, c20,
-                        c21, c30, c31, c40, c41, c50, c51);
+    store_tile_epilogue(out, M, N, i0, jt * TILE_COLS, bias, has_bias, relu, acc);
 }
 
 /* ------------------------------------------------------------------------
@@ -308,19 +318,19 @@ void conv_forward_narrow(__global const float *restrict x, __global const float 
     int first = i * g.ow, end = first + g.ow; /* this row's pixels in y, as GEMM rows */
     for (int j0 = 0; j0 < g.oc; j0 += TILE_COLS) {
         for (int x0 = 0; x0 < g.ow; x0 += TILE_ROWS) {
-            float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
-            float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
+            float8 acc[2 * TILE_ROWS];
+            zero_tile(acc);
             __global const float *panel = bp + (size_t)j0 * K;
             for (int ky = 0; ky < g.kh; ky++) {
                 const float *a = win + ky * row + x0 * step;
                 for (int q = 0; q < run; q++, panel += TILE_COLS) {
                     float8 b0 = vload8(0, panel), b1 = vload8(1, panel);
-                    FMA_ROW(0, a[q]) FMA_ROW(1, a[q + step]) FMA_ROW(2, a[q + 2 * step])
-                    FMA_ROW(3, a[q + 3 * step]) FMA_ROW(4, a[q + 4 * step]) FMA_ROW(5, a[q + 5 * step])
+                    #pragma unroll
+                    for (int r = 0; r < TILE_ROWS; r++)
+                        fma_row(acc + 2 * r, a[q + r * step], b0, b1);
                 }
             }
-            store_tile_epilogue(y, end, g.oc, first + x0, j0, bias, has_bias, relu, c00, c01, c10, c11,
-                                c20, c21, c30, c31, c40, c41, c50, c51);
+            store_tile_epilogue(y, end, g.oc, first + x0, j0, bias, has_bias, relu, acc);
         }
     }
 }
@@ -476,27 +486,30 @@ typedef struct {
  * compilers do not reliably hoist load_cols's out of the loop themselves. */
 void filter_grad_tile(const window_tile *t, int cols, float8 *acc)
 {
-    float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
-    float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
+    float8 sum[2 * TILE_ROWS];
+    zero_tile(sum);
     for (int y = 0; y < t->rows; y++) {
         __global const float *p = t->p + (size_t)y * t->p_row, *d = t->d + (size_t)y * t->d_row;
         if (cols == TILE_COLS) {
             for (int x = 0; x < t->columns; x++, p += t->p_step, d += t->d_step) {
                 float8 b0 = vload8(0, d), b1 = vload8(1, d);
-                FMA_ROW(0, p[0]) FMA_ROW(1, p[1]) FMA_ROW(2, p[2])
-                FMA_ROW(3, p[3]) FMA_ROW(4, p[4]) FMA_ROW(5, p[5])
+                #pragma unroll
+                for (int r = 0; r < TILE_ROWS; r++)
+                    fma_row(sum + 2 * r, p[r], b0, b1);
             }
             continue;
         }
         for (int x = 0; x < t->columns; x++, p += t->p_step, d += t->d_step) {
             float8 b0, b1;
             load_cols(d, cols, &b0, &b1);
-            FMA_ROW(0, p[0]) FMA_ROW(1, p[1]) FMA_ROW(2, p[2])
-            FMA_ROW(3, p[3]) FMA_ROW(4, p[4]) FMA_ROW(5, p[5])
+            #pragma unroll
+            for (int r = 0; r < TILE_ROWS; r++)
+                fma_row(sum + 2 * r, p[r], b0, b1);
         }
     }
-    acc[0] = c00, acc[1] = c01, acc[2] = c10, acc[3] = c11, acc[4] = c20, acc[5] = c21;
-    acc[6] = c30, acc[7] = c31, acc[8] = c40, acc[9] = c41, acc[10] = c50, acc[11] = c51;
+    #pragma unroll
+    for (int i = 0; i < 2 * TILE_ROWS; i++)
+        acc[i] = sum[i];
 }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
@@ -531,8 +544,7 @@ void conv_filter_grad(__global const float *restrict x, __global const float *re
                     float8 acc[2 * TILE_ROWS];
                     filter_grad_tile(&tile, cols, acc);
                     store_tile(partial + ((size_t)ky * rpad + kk0) * npad + j0, TILE_ROWS, npad, 0, 0,
-                               image > first, acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6],
-                               acc[7], acc[8], acc[9], acc[10], acc[11]);
+                               image > first, acc);
                 }
             }
         }
@@ -556,8 +568,5 @@ __kernel void conv_sum_splits(__global const float *restrict partials, int split
     out[i] = sum;
 }
 
-#undef FMA_ROW
-#undef ADD_ROW
-#undef RELU_ROW
 #undef STRIP
 #undef WIN_FLOATS
