@@ -30,26 +30,44 @@
  *
  *     dfilter[K, Cout] = patches[P, K]^T x dy[P, Cout]
  *
- * Its tile is 6 taps x 16 output channels and its k loop runs over output
- * pixels: per pixel, six input values (one per tap of the tile) and 16
- * values of dy. See conv_filter_grad for how the batch is split.
+ * Its tile is six filter rows x TILE_COLS output channels and its k loop
+ * runs over output pixels. See conv_filter_grad for the details.
  *
- * B is packed into 16-column panels, as cl/matmul.cl explains, by
+ * B is packed into TILE_COLS-column panels, as cl/matmul.cl explains, by
  * conv_pack_filter; the packed filter is the only scratch a forward or data
  * gradient needs (filter-sized), and zeros stand in for pixels off the edge.
  */
 
-/* Rows of a tile: CONV_TILE_ROWS from the build options, which
- * launch_conv_gemm.c picks per device (6 unless the device has AVX-512's
- * 32 vector registers; see there). A tile is always 16 columns wide. */
-#ifndef CONV_TILE_ROWS
-#define CONV_TILE_ROWS 6
+/* Tile sizes, per device
+ * -----------------------
+ * A tile is 6 rows by two vectors of CONV_WIDTH floats: 12 accumulators,
+ * two vectors of B and a broadcast A value in registers. CONV_WIDTH comes
+ * from the build options, chosen per device by fl_cl_conv_vector_width
+ * (launch_conv_gemm.c): 8 (6 x 16 tiles, 15 of AVX2's 16 registers) unless
+ * the device prefers vectors of 16 floats (AVX-512), where 6 x 32 tiles
+ * keep the same 12 + 3 registers, now 512 bits wide, out of 32. Each FMA
+ * then does twice the work, and each A value serves 32 columns.
+ * Why not more rows with 32 registers: 12 x 16 tiles of float8 (27
+ * registers) were slower than 6 x 16 on the AMD EPYC (Zen 4) this was
+ * measured on, because they trade B loads, which were not the bottleneck,
+ * for a longer strip of A that fits images of 28 or 14 pixels badly. */
+#ifndef CONV_WIDTH
+#define CONV_WIDTH 8
 #endif
-enum { TILE_ROWS = CONV_TILE_ROWS, TILE_COLS = 16 };
+#if CONV_WIDTH == 16
+typedef float16 floatv;
+#define vloadv vload16
+#define vstorev vstore16
+#else
+typedef float8 floatv;
+#define vloadv vload8
+#define vstorev vstore8
+#endif
+enum { TILE_ROWS = 6, TILE_COLS = 2 * CONV_WIDTH };
 
 /* ------------------------------------------------------------------------
  * conv_pack_filter: Bp[p][k][c] = filter value for GEMM row k, column
- * 16p + c (0 past n columns), for k = (tap, q) with q < kin:
+ * TILE_COLS * p + c (0 past n columns), for k = (tap, q) with q < kin:
  *     w[tap * tap_stride + q * stride_q + column * stride_c]
  * Forward: kin = Cin, columns = Cout (stride_q = Cout, stride_c = 1), which
  * is the filter itself as [K, Cout]. Data gradient: kin = Cout, columns =
@@ -87,60 +105,60 @@ int dy_coord(int y, int k, int stride, int pad, int size)
     return s < size ? s : -1;
 }
 
-/* A tile's accumulators are float8 acc[2 * TILE_ROWS]: row r's columns 0-7
- * in acc[2r], 8-15 in acc[2r + 1]. Every loop over r has a fixed count, so
+/* A tile's accumulators are floatv acc[2 * TILE_ROWS]: row r's first
+ * CONV_WIDTH columns in acc[2r], the others in acc[2r + 1]. Every loop over r has a fixed count, so
  * once unrolled the array lives in registers, as cl/matmul.cl's named
  * accumulators do. fma_row adds A value a times the row of B (b0, b1). */
-void fma_row(float8 *row, float a, float8 b0, float8 b1)
+void fma_row(floatv *row, float a, floatv b0, floatv b1)
 {
-    float8 a8 = (float8)(a);
+    floatv a8 = (floatv)(a);
     row[0] = fma(a8, b0, row[0]);
     row[1] = fma(a8, b1, row[1]);
 }
 
-void zero_tile(float8 *acc)
+void zero_tile(floatv *acc)
 {
     #pragma unroll
     for (int i = 0; i < 2 * TILE_ROWS; i++)
         acc[i] = 0.0f;
 }
 
-/* 16 columns of a row (of dy, of a bias) into b0, b1; zeros past the `cols` that exist
- * (the last column tile when N is no multiple of 16). */
-void load_cols(__global const float *d, int cols, float8 *b0, float8 *b1)
+/* TILE_COLS columns of a row (of dy, of a bias) into b0, b1; zeros past
+ * the `cols` that exist (the last column tile when N is no multiple). */
+void load_cols(__global const float *d, int cols, floatv *b0, floatv *b1)
 {
     if (cols >= TILE_COLS) {
-        *b0 = vload8(0, d);
-        *b1 = vload8(1, d);
+        *b0 = vloadv(0, d);
+        *b1 = vloadv(1, d);
         return;
     }
     float t[TILE_COLS];
     for (int c = 0; c < TILE_COLS; c++)
         t[c] = c < cols ? d[c] : 0.0f;
-    *b0 = vload8(0, t);
-    *b1 = vload8(1, t);
+    *b0 = vloadv(0, t);
+    *b1 = vloadv(1, t);
 }
 
 /* Stores the tile at row i0, column j0 of a row-major [M, N] result; with
  * `add`, adds to what is there. Full tiles are two vector stores a row. */
-void store_tile(__global float *out, int M, int N, int i0, int j0, int add, const float8 *acc)
+void store_tile(__global float *out, int M, int N, int i0, int j0, int add, const floatv *acc)
 {
     int rows = min(TILE_ROWS, M - i0), cols = min(TILE_COLS, N - j0);
     for (int r = 0; r < rows; r++) {
         __global float *o = out + (size_t)(i0 + r) * N + j0;
         if (cols == TILE_COLS) {
-            float8 lo = acc[2 * r], hi = acc[2 * r + 1];
+            floatv lo = acc[2 * r], hi = acc[2 * r + 1];
             if (add) {
-                lo += vload8(0, o);
-                hi += vload8(1, o);
+                lo += vloadv(0, o);
+                hi += vloadv(1, o);
             }
-            vstore8(lo, 0, o);
-            vstore8(hi, 1, o);
+            vstorev(lo, 0, o);
+            vstorev(hi, 1, o);
             continue;
         }
         float t[TILE_COLS];
-        vstore8(acc[2 * r], 0, t);
-        vstore8(acc[2 * r + 1], 1, t);
+        vstorev(acc[2 * r], 0, t);
+        vstorev(acc[2 * r + 1], 1, t);
         for (int c = 0; c < cols; c++)
             o[c] = add ? o[c] + t[c] : t[c];
     }
@@ -149,9 +167,9 @@ void store_tile(__global float *out, int M, int N, int i0, int j0, int add, cons
 /* store_tile (no adding) after the epilogue: the bias of columns j0.. when
  * has_bias, then relu when set. */
 void store_tile_epilogue(__global float *out, int M, int N, int i0, int j0, __global const float *bias,
-                         int has_bias, int relu, float8 *acc)
+                         int has_bias, int relu, floatv *acc)
 {
-    float8 b[2] = {0.0f, 0.0f};
+    floatv b[2] = {0.0f, 0.0f};
     if (has_bias)
         load_cols(bias + j0, N - j0, &b[0], &b[1]);
     #pragma unroll
@@ -167,7 +185,7 @@ void store_tile_epilogue(__global float *out, int M, int N, int i0, int j0, __gl
  * the input, columns are Cout) or Conv2DBackpropInput (transposed = 1: rows
  * are input pixels, the source is dy, columns are Cin). `zeros` holds at
  * least kw times as many zeros as the source has channels.
- * Work-item (jt, it) computes rows 6*it.. and columns 16*jt..; columns vary
+ * Work-item (jt, it) computes rows 6*it.. and columns TILE_COLS*jt..; columns vary
  * fastest, so neighbouring work-items reuse the same six source pixels
  * while all of Bp (a few hundred KB) stays in cache.
  * Global size: (column tiles, row tiles).
@@ -230,7 +248,7 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
         whole_rows = whole_rows && sx0[r] >= 0 && sx0[r] + g.kw <= src_w;
     int run = whole_rows ? g.kw * src_c : src_c; /* floats read per pointer */
 
-    float8 acc[2 * TILE_ROWS];
+    floatv acc[2 * TILE_ROWS];
     zero_tile(acc);
     __global const float *b = bp + (size_t)jt * K * TILE_COLS;
     for (int ky = 0; ky < g.kh; ky++) {
@@ -261,7 +279,7 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
             // [book:implicit_gemm]
             /* The micro-kernel of cl/matmul.cl, with A read in place. */
             for (int q = 0; q < run; q++, b += TILE_COLS) {
-                float8 b0 = vload8(0, b), b1 = vload8(1, b);
+                floatv b0 = vloadv(0, b), b1 = vloadv(1, b);
                 #pragma unroll
                 for (int r = 0; r < TILE_ROWS; r++)
                     fma_row(acc + 2 * r, a[r][q], b0, b1);
@@ -281,9 +299,9 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
  * Here a work-item computes a whole output row, every channel. It first
  * copies the kh input rows under it into private memory with zeros for the
  * padding (`win`, at most WIN_FLOATS: conv_1's five rows of 28 + 4 pixels
- * are 170 floats), then runs the 6 x 16 micro-kernel over strips of six
+ * are 170 floats), then runs the 6-row micro-kernel over strips of six
  * output pixels with no test in the loop: each filter row read from the
- * packed panel serves six pixels, each window value sixteen channels. The
+ * packed panel serves six pixels, each window value TILE_COLS channels. The
  * epilogue (bias, relu) is applied as each tile is stored.
  * Global size: batch * oh.
  */
@@ -318,13 +336,13 @@ void conv_forward_narrow(__global const float *restrict x, __global const float 
     int first = i * g.ow, end = first + g.ow; /* this row's pixels in y, as GEMM rows */
     for (int j0 = 0; j0 < g.oc; j0 += TILE_COLS) {
         for (int x0 = 0; x0 < g.ow; x0 += TILE_ROWS) {
-            float8 acc[2 * TILE_ROWS];
+            floatv acc[2 * TILE_ROWS];
             zero_tile(acc);
             __global const float *panel = bp + (size_t)j0 * K;
             for (int ky = 0; ky < g.kh; ky++) {
                 const float *a = win + ky * row + x0 * step;
                 for (int q = 0; q < run; q++, panel += TILE_COLS) {
-                    float8 b0 = vload8(0, panel), b1 = vload8(1, panel);
+                    floatv b0 = vloadv(0, panel), b1 = vloadv(1, panel);
                     #pragma unroll
                     for (int r = 0; r < TILE_ROWS; r++)
                         fma_row(acc + 2 * r, a[q + r * step], b0, b1);
@@ -482,17 +500,17 @@ typedef struct {
 } window_tile;
 
 /* The tile's sums over those pixels into acc (row r: acc[2r], acc[2r+1]),
- * `cols` of its 16 columns real. A whole tile's loop has no test in it:
+ * `cols` of its TILE_COLS columns real. A whole tile's loop has no test in it:
  * compilers do not reliably hoist load_cols's out of the loop themselves. */
-void filter_grad_tile(const window_tile *t, int cols, float8 *acc)
+void filter_grad_tile(const window_tile *t, int cols, floatv *acc)
 {
-    float8 sum[2 * TILE_ROWS];
+    floatv sum[2 * TILE_ROWS];
     zero_tile(sum);
     for (int y = 0; y < t->rows; y++) {
         __global const float *p = t->p + (size_t)y * t->p_row, *d = t->d + (size_t)y * t->d_row;
         if (cols == TILE_COLS) {
             for (int x = 0; x < t->columns; x++, p += t->p_step, d += t->d_step) {
-                float8 b0 = vload8(0, d), b1 = vload8(1, d);
+                floatv b0 = vloadv(0, d), b1 = vloadv(1, d);
                 #pragma unroll
                 for (int r = 0; r < TILE_ROWS; r++)
                     fma_row(sum + 2 * r, p[r], b0, b1);
@@ -500,7 +518,7 @@ void filter_grad_tile(const window_tile *t, int cols, float8 *acc)
             continue;
         }
         for (int x = 0; x < t->columns; x++, p += t->p_step, d += t->d_step) {
-            float8 b0, b1;
+            floatv b0, b1;
             load_cols(d, cols, &b0, &b1);
             #pragma unroll
             for (int r = 0; r < TILE_ROWS; r++)
@@ -541,7 +559,7 @@ void conv_filter_grad(__global const float *restrict x, __global const float *re
                     __global const float *p = padded + ((size_t)(rows.x * g.sh + ky) * wp + ox0 * g.sw) * g.c + kk0;
                     __global const float *d = dy + (((size_t)image * g.oh + rows.x) * g.ow + ox0) * N + j0;
                     window_tile tile = {p, d, g.sh * wp * g.c, g.ow * N, step, N, rows.y - rows.x, ox1 - ox0};
-                    float8 acc[2 * TILE_ROWS];
+                    floatv acc[2 * TILE_ROWS];
                     filter_grad_tile(&tile, cols, acc);
                     store_tile(partial + ((size_t)ky * rpad + kk0) * npad + j0, TILE_ROWS, npad, 0, 0,
                                image > first, acc);

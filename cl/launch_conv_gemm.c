@@ -6,7 +6,10 @@
 
 #include "launch.h"
 
-enum { TILE_ROWS = 6, TILE_COLS = 16, STRIP = 8, WIN_FLOATS = 512 }; /* as in conv_gemm.cl */
+/* As in conv_gemm.cl; a tile's columns are 2 * d->conv_width (16 or 32). */
+enum { TILE_ROWS = 6, MAX_TILE_COLS = 32, STRIP = 8, WIN_FLOATS = 512 };
+
+static int tile_cols(const fl_cl_device *d) { return 2 * d->conv_width; }
 
 /* The filter gradient's sum over the batch is cut into this many partial
  * sums at most (one work-item each): enough for the cores to share, few
@@ -19,7 +22,7 @@ static int check_size(const fl_conv_geometry *g)
 {
     int64_t pixels = (int64_t)g->batch * (g->h > g->oh ? g->h : g->oh) * (g->w > g->ow ? g->w : g->ow);
     int64_t channels = g->c > g->oc ? g->c : g->oc;
-    if (pixels * channels < INT_MAX && (int64_t)g->kh * g->kw * channels * (g->c + TILE_COLS) < INT_MAX)
+    if (pixels * channels < INT_MAX && (int64_t)g->kh * g->kw * channels * (g->c + MAX_TILE_COLS) < INT_MAX)
         return 0;
     fl_set_error_code(FL_UNIMPLEMENTED,
                       "a convolution of [%d,%d,%d,%d] by a %dx%d window is too large for the OpenCL kernels",
@@ -29,12 +32,12 @@ static int check_size(const fl_conv_geometry *g)
 
 /* Packs the filter [KH, KW, Cin, Cout] as B of the forward GEMM ([K, Cout],
  * transposed = false) or of the data gradient's (each tap's block
- * transposed, [KH*KW*Cout, Cin]) into 16-column panels in the scratch. */
+ * transposed, [KH*KW*Cout, Cin]) into panels a tile wide in the scratch. */
 static cl_mem pack_filter(fl_cl_device *d, const fl_conv_geometry *g, const void *filter, bool transposed)
 {
     int taps = g->kh * g->kw, kin = transposed ? g->oc : g->c, n = transposed ? g->c : g->oc;
-    size_t panels = tiles(n, TILE_COLS), K = (size_t)taps * kin;
-    cl_mem bp = fl_cl_scratch(d, panels * K * TILE_COLS * sizeof(float));
+    size_t panels = tiles(n, tile_cols(d)), K = (size_t)taps * kin;
+    cl_mem bp = fl_cl_scratch(d, panels * K * tile_cols(d) * sizeof(float));
     if (!bp)
         return NULL;
     fl_cl_call c = fl_cl_begin(d, K_CONV_PACK_FILTER);
@@ -114,7 +117,7 @@ static int conv_gemm(fl_cl_device *d, const fl_conv_geometry *g, const void *src
     fl_cl_int(&c, transposed);
     add_epilogue(&c, epilogue, filter);
     fl_cl_mem(&c, out);
-    size_t global[2] = {tiles(n, TILE_COLS), tiles((int)m, TILE_ROWS)}, local[2] = {1, 1};
+    size_t global[2] = {tiles(n, tile_cols(d)), tiles((int)m, TILE_ROWS)}, local[2] = {1, 1};
     return fl_cl_run_groups(&c, 2, global, local);
 }
 
@@ -159,7 +162,7 @@ int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const fl_conv_geometr
         return fl_cl_fill_bytes(d, dfilter, 0, (size_t)K * n * sizeof(float));
     int splits = g->batch < MAX_SPLITS ? g->batch : MAX_SPLITS;
     int hp = (g->oh - 1) * g->sh + g->kh, wp = (g->ow - 1) * g->sw + g->kw; /* every window fits */
-    size_t rpad = tiles(run, TILE_ROWS) * TILE_ROWS, npad = tiles(n, TILE_COLS) * TILE_COLS;
+    size_t rpad = tiles(run, TILE_ROWS) * TILE_ROWS, npad = tiles(n, tile_cols(d)) * tile_cols(d);
     size_t partial = (size_t)g->kh * rpad * npad, padded = (size_t)hp * wp * g->c + TILE_ROWS;
     cl_mem partials = fl_cl_scratch(d, splits * (partial + padded) * sizeof(float));
     if (!partials)

@@ -72,10 +72,26 @@ static int create_queue(fl_cl_device *d)
     return 0;
 }
 
+/* The float vector width cl/conv_gemm.cl is built for (its CONV_WIDTH; see
+ * there): 16 where the device prefers vectors of 16 floats (AVX-512 under
+ * PoCL), else 8. FLOWLAB_CONV_WIDTH=8 or 16 overrides it, to compare. */
+static int conv_vector_width(cl_device_id id)
+{
+    const char *forced = getenv("FLOWLAB_CONV_WIDTH");
+    if (forced && (strcmp(forced, "8") == 0 || strcmp(forced, "16") == 0))
+        return atoi(forced);
+    cl_uint width = 0;
+    if (clGetDeviceInfo(id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof width, &width, NULL) != CL_SUCCESS)
+        return 8;
+    return width >= 16 ? 16 : 8;
+}
+
 static int build_kernels(fl_cl_device *d)
 {
-    char *source = joined_sources();
-    d->program = fl_cl_program_build(d->context, d->id, "kernels", source, "");
+    char *source = joined_sources(), options[32];
+    d->conv_width = conv_vector_width(d->id); /* the convolutions' tiles fit the device */
+    snprintf(options, sizeof options, "-DCONV_WIDTH=%d", d->conv_width);
+    d->program = fl_cl_program_build(d->context, d->id, "kernels", source, options);
     free(source);
     if (!d->program)
         return -1;

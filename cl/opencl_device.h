@@ -67,6 +67,7 @@ typedef struct {
     int nfault_ops;
     size_t group; /* work-group size of our launches */
     int chunk;    /* elements per work-item of the *_chunks kernels: many on a CPU, 8 on a GPU */
+    int conv_width; /* cl/conv_gemm.cl's float vector width as built: 8 or 16 */
     /* Tracing (fl_cl_device_set_tracing): each op's markers until taken, and
      * one moment seen on both clocks to turn profiling times into host ones. */
     bool tracing;

@@ -4,7 +4,8 @@
  * epilogue) and the shapes that pick each kernel (one input channel, odd
  * widths, strides, VALID, batch 1, Cout not a multiple of 16; up to four
  * input channels Conv2D takes conv_forward_narrow when the image is narrow
- * enough, conv_gemm otherwise). */
+ * enough, conv_gemm otherwise), with the kernels built for each tile width
+ * a device may get (FLOWLAB_CONV_WIDTH). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,14 +174,17 @@ static const conv_case cases[] = {
     {"Cin 40, Cout 70, VALID", 1, 8, 7, 40, 3, 70, 1, FL_VALID},
 };
 
-int main(void)
+/* Every case on device id, its kernels built for vectors of `width` floats. */
+static void check_all(cl_device_id id, const char *width)
 {
-    cl_device_id id = cpu_device();
-    if (!id)
-        skip_all("no OpenCL CPU device (PoCL) on this machine");
+    setenv("FLOWLAB_CONV_WIDTH", width, 1);
     fl_cl_device *d = fl_cl_device_open(id);
-    if (!d)
-        skip_all(fl_last_error());
+    if (!ok(d != NULL, "the kernels build with FLOWLAB_CONV_WIDTH=%s", width)) {
+        diag("%s", fl_last_error());
+        return;
+    }
+    ok(d->conv_width == atoi(width), "conv_gemm.cl is built for %s-float vectors (got %d)", width,
+       d->conv_width);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const conv_case *c = &cases[i];
         fl_conv_geometry g = geometry(c->batch, c->h, c->w, c->c, c->k, c->oc, c->stride, c->padding);
@@ -190,5 +194,16 @@ int main(void)
         check(d, c->what, g, false, true);
     }
     fl_cl_device_close(d);
+}
+
+int main(void)
+{
+    cl_device_id id = cpu_device();
+    if (!id)
+        skip_all("no OpenCL CPU device (PoCL) on this machine");
+    /* Both tile widths, whichever the device would pick: 6 x 16 tiles of
+     * float8 (AVX2) and 6 x 32 of float16 (AVX-512). */
+    check_all(id, "8");
+    check_all(id, "16");
     return done_testing();
 }
