@@ -1,7 +1,8 @@
 /* launch_conv_gemm.c: host side of the implicit-GEMM convolutions of
- * cl/conv_gemm.cl: packs the filter, picks the work sizes and the split of
- * the filter gradient's sum, and enqueues the kernels. The only scratch is
- * filter-sized: no patch matrix is ever written. */
+ * cl/conv_gemm*.cl: packs the filter, picks the work sizes and the split of
+ * the filter gradient's sum, and enqueues the kernels. The scratch holds
+ * the packed filter, or the filter gradient's partial sums and padded
+ * images: no patch matrix is ever written. */
 #include <limits.h>
 
 #include "launch.h"
