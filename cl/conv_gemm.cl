@@ -36,9 +36,13 @@
  * runs over output pixels: conv_filter_grad, in conv_gemm_filter_grad.cl.
  * Inputs of a few channels take conv_gemm_narrow.cl's kernels instead.
  *
- * B is packed into TILE_COLS-column panels, as cl/matmul.cl explains, by
- * conv_pack_filter; the packed filter is the only scratch a forward or data
- * gradient needs (filter-sized), and zeros stand in for pixels off the edge.
+ * B is read in TILE_COLS-column panels, as cl/matmul.cl explains: row k of
+ * panel p at bp + p * b_panel + k * b_row. conv_pack_filter packs them
+ * (b_row = TILE_COLS) into the only scratch a forward or data gradient needs
+ * (filter-sized), except where B is the filter itself, a forward filter
+ * [K, Cout] with Cout a multiple of TILE_COLS (b_row = Cout, b_panel =
+ * TILE_COLS): packing it would only copy it. Zeros stand in for pixels off
+ * the edge.
  */
 
 /* Tile sizes, per device
@@ -194,7 +198,7 @@ void store_tile_epilogue(__global float *out, int M, int N, int i0, int j0, __gl
  * Global size: (column tiles, row tiles).
  */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void conv_gemm(__global const float *restrict src, __global const float *restrict bp,
+void conv_gemm(__global const float *restrict src, __global const float *restrict bp, int b_row, int b_panel,
                __global const float *restrict zeros, geom g, int transposed,
                __global const float *restrict bias, int has_bias, int relu,
                __global float *restrict out)
@@ -253,7 +257,7 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
 
     floatv acc[2 * TILE_ROWS];
     zero_tile(acc);
-    __global const float *b = bp + (size_t)jt * K * TILE_COLS;
+    __global const float *b = bp + (size_t)jt * b_panel;
     for (int ky = 0; ky < g.kh; ky++) {
         for (int kx = 0; kx < (whole_rows ? 1 : g.kw); kx++) {
             /* The six source pixels under tap (ky, kx), or zeros. When all
@@ -276,12 +280,12 @@ void conv_gemm(__global const float *restrict src, __global const float *restric
                 any = any || in;
             }
             if (!any) {
-                b += run * TILE_COLS;
+                b += run * b_row;
                 continue;
             }
             // [book:implicit_gemm]
             /* The micro-kernel of cl/matmul.cl, with A read in place. */
-            for (int q = 0; q < run; q++, b += TILE_COLS) {
+            for (int q = 0; q < run; q++, b += b_row) {
                 floatv b0 = vloadv(0, b), b1 = vloadv(1, b);
                 #pragma unroll
                 for (int r = 0; r < TILE_ROWS; r++)

@@ -21,14 +21,15 @@
 #define WIN_FLOATS 512
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void conv_forward_narrow(__global const float *restrict x, __global const float *restrict bp, geom g,
+void conv_forward_narrow(__global const float *restrict x, __global const float *restrict bp, int b_row,
+                         int b_panel, geom g,
                          __global const float *restrict bias, int has_bias, int relu,
                          __global float *restrict y)
 {
     int i = get_global_id(0);
     if (i >= g.batch * g.oh)
         return;
-    int image = i / g.oh, oy = i % g.oh, K = g.kh * g.kw * g.c, run = g.kw * g.c;
+    int image = i / g.oh, oy = i % g.oh, run = g.kw * g.c;
     int strips = (g.ow + TILE_ROWS - 1) / TILE_ROWS, step = g.sw * g.c; /* floats between pixels */
     int row = (strips * TILE_ROWS - 1) * step + run; /* floats of one padded window row */
 
@@ -51,10 +52,10 @@ void conv_forward_narrow(__global const float *restrict x, __global const float 
         for (int x0 = 0; x0 < g.ow; x0 += TILE_ROWS) {
             floatv acc[2 * TILE_ROWS];
             zero_tile(acc);
-            __global const float *panel = bp + (size_t)j0 * K;
+            __global const float *panel = bp + (size_t)(j0 / TILE_COLS) * b_panel;
             for (int ky = 0; ky < g.kh; ky++) {
                 const float *a = win + ky * row + x0 * step;
-                for (int q = 0; q < run; q++, panel += TILE_COLS) {
+                for (int q = 0; q < run; q++, panel += b_row) {
                     floatv b0 = vloadv(0, panel), b1 = vloadv(1, panel);
                     #pragma unroll
                     for (int r = 0; r < TILE_ROWS; r++)

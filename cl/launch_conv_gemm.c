@@ -54,6 +54,34 @@ static cl_mem pack_filter(fl_cl_device *d, const fl_conv_geometry *g, const void
     return fl_cl_run_groups(&c, 2, global, local) == 0 ? bp : NULL;
 }
 
+/* B of a convolution's GEMM as the kernels read it: row k of panel p at
+ * b + p * panel + k * row (floats). */
+typedef struct {
+    const void *b;
+    int row, panel;
+} gemm_b;
+
+/* The filter as B: itself when it is a forward filter whose Cout fills
+ * whole panels (packing would only copy it), else packed. */
+static int filter_as_b(fl_cl_device *d, const fl_conv_geometry *g, const void *filter, bool transposed,
+                       gemm_b *b)
+{
+    int n = transposed ? g->c : g->oc, K = g->kh * g->kw * (transposed ? g->oc : g->c);
+    if (!transposed && n % tile_cols(d) == 0) {
+        *b = (gemm_b){filter, n, tile_cols(d)};
+        return 0;
+    }
+    *b = (gemm_b){pack_filter(d, g, filter, transposed), tile_cols(d), K * tile_cols(d)};
+    return b->b ? 0 : -1;
+}
+
+static void add_b(fl_cl_call *c, const gemm_b *b)
+{
+    fl_cl_mem(c, b->b);
+    fl_cl_int(c, b->row);
+    fl_cl_int(c, b->panel);
+}
+
 /* The epilogue as a kernel's three arguments (bias, has_bias, relu); a
  * kernel without a bias is passed `any` buffer in its place, never read. */
 static void add_epilogue(fl_cl_call *c, const fl_cl_epilogue *epilogue, const void *any)
@@ -77,15 +105,15 @@ static bool forward_narrow_fits(const fl_conv_geometry *g)
 }
 
 /* Conv2D through conv_forward_narrow, a work-item per output row, with the
- * filter already packed into bp. */
-static int forward_narrow(fl_cl_device *d, const fl_conv_geometry *g, const void *x, cl_mem bp,
+ * filter as B. */
+static int forward_narrow(fl_cl_device *d, const fl_conv_geometry *g, const void *x, const gemm_b *b,
                           const fl_cl_epilogue *epilogue, void *y)
 {
     fl_cl_call c = fl_cl_begin(d, K_CONV_FORWARD_NARROW);
     fl_cl_mem(&c, x);
-    fl_cl_mem(&c, bp);
+    add_b(&c, b);
     fl_cl_value(&c, sizeof *g, g);
-    add_epilogue(&c, epilogue, bp);
+    add_epilogue(&c, epilogue, b->b);
     fl_cl_mem(&c, y);
     size_t global = (size_t)g->batch * g->oh, local = 1;
     return fl_cl_run_groups(&c, 1, &global, &local);
@@ -105,14 +133,14 @@ static int conv_gemm(fl_cl_device *d, const fl_conv_geometry *g, const void *src
     if (src_c == 0 || g->kh * g->kw == 0) /* an empty sum */
         return fl_cl_fill_bytes(d, out, 0, m * n * sizeof(float));
     cl_mem zeros = fl_cl_zeros(d, (size_t)g->kw * src_c * sizeof(float));
-    cl_mem bp = zeros ? pack_filter(d, g, filter, transposed) : NULL;
-    if (!bp)
+    gemm_b b;
+    if (!zeros || filter_as_b(d, g, filter, transposed, &b) != 0)
         return -1;
     if (!transposed && forward_narrow_fits(g))
-        return forward_narrow(d, g, src, bp, epilogue, out);
+        return forward_narrow(d, g, src, &b, epilogue, out);
     fl_cl_call c = fl_cl_begin(d, K_CONV_GEMM);
     fl_cl_mem(&c, src);
-    fl_cl_mem(&c, bp);
+    add_b(&c, &b);
     fl_cl_mem(&c, zeros);
     fl_cl_value(&c, sizeof *g, g);
     fl_cl_int(&c, transposed);
