@@ -40,7 +40,7 @@ static sizes sizes_of(const fl_conv_geometry *g)
 
 static float *random_floats(size_t n, uint32_t seed)
 {
-    float *p = malloc(n * sizeof *p + 1);
+    float *p = malloc((n + 1) * sizeof *p);
     for (size_t i = 0; i < n; i++) {
         seed = seed * 1664525u + 1013904223u;
         p[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
@@ -80,17 +80,19 @@ static void reference(const fl_conv_geometry *g, const float *x, const float *f,
 
 static cl_mem upload(fl_cl_device *d, const float *p, size_t n)
 {
-    return clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * sizeof *p + 4,
-                          (void *)p, NULL);
+    return clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * sizeof *p, (void *)p,
+                          NULL);
 }
 
 /* The largest difference between the device's buffer and want, relative to
  * want's largest magnitude (at least 1). */
 static double difference(fl_cl_device *d, cl_mem got_buffer, const float *want, size_t n)
 {
-    float *got = malloc(n * sizeof *got + 1);
-    if (clEnqueueReadBuffer(d->queue, got_buffer, CL_TRUE, 0, n * sizeof *got, got, 0, NULL, NULL))
+    float *got = malloc((n + 1) * sizeof *got);
+    if (clEnqueueReadBuffer(d->queue, got_buffer, CL_TRUE, 0, n * sizeof *got, got, 0, NULL, NULL)) {
+        free(got);
         return INFINITY;
+    }
     double worst = 0, scale = 1;
     for (size_t i = 0; i < n; i++) {
         worst = fmax(worst, fabs(got[i] - want[i]));
@@ -106,8 +108,8 @@ static void check(fl_cl_device *d, const char *what, fl_conv_geometry g, bool wi
 {
     sizes n = sizes_of(&g);
     float *x = random_floats(n.x, 1), *f = random_floats(n.filter, 2), *dy = random_floats(n.y, 3);
-    float *bias = random_floats(g.oc, 4), *y = malloc(n.y * 4 + 4), *df = malloc(n.filter * 4 + 4),
-          *dx = malloc(n.x * 4 + 4);
+    float *bias = random_floats(g.oc, 4), *y = random_floats(n.y, 5), *df = random_floats(n.filter, 6),
+          *dx = random_floats(n.x, 7);
     reference(&g, x, f, dy, with_bias ? bias : NULL, relu, y, df, dx);
     cl_mem mx = upload(d, x, n.x), mf = upload(d, f, n.filter), mdy = upload(d, dy, n.y);
     cl_mem mbias = upload(d, bias, g.oc), my = upload(d, dy, n.y), mdf = upload(d, f, n.filter),
