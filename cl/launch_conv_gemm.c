@@ -93,7 +93,7 @@ static void add_epilogue(fl_cl_call *c, const fl_cl_epilogue *epilogue, const vo
 }
 
 /* Input channels up to which Conv2D and its data gradient take the narrow
- * kernels (for a first layer), rather than tiles 16 channels wide. */
+ * kernels (for a first layer), rather than conv_gemm's tiles. */
 enum { NARROW_CHANNELS = 4 };
 
 /* Whether conv_forward_narrow's private copy of the kh input rows under
