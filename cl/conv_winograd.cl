@@ -1,0 +1,279 @@
+/* conv_winograd.cl: 5x5 stride-1 convolutions (Conv2D and its data gradient)
+ * by Winograd's minimal filtering F(2x2, 5x5), for CPU-type OpenCL devices.
+ * Host side: cl/launch_conv_winograd.c. NHWC floats, as everywhere.
+ *
+ * Fewer multiplications
+ * ---------------------
+ * A 2x2 block of outputs of a 5x5 filter reads a 6x6 patch of input and
+ * costs 4 * 25 = 100 multiplications per (input, output) channel pair.
+ * Winograd (Lavin & Gray 2015) gets the same 2x2 block from 36:
+ *
+ *     Y[2x2] = A^T [ U (.) V ] A     U = G g G^T    (the filter, 6x6)
+ *                                    V = B^T d B    (the patch, 6x6)
+ *
+ * where (.) multiplies point by point. The matrices come from evaluating
+ * polynomials at the points 0, 1, -1, 2, -2 and infinity (Toom-Cook). The
+ * point products, summed over input channels, are 36 small GEMMs, one per
+ * point: M[p][tile, Cout] = V[p][tile, Cin] x U[p][Cin, Cout]. That sum is
+ * where the time goes, and it is 100/36 = 2.8 times smaller than the direct
+ * one. Transforming V and M costs a few adds per value, far fewer than the
+ * GEMMs' Cout multiplications per value.
+ *
+ * Shaped for a CPU: a work-item takes WINO_TILES tiles, transforms their
+ * patches into a private V (never written to memory), runs the 36 GEMMs
+ * against U (the transformed filter, made once per call by
+ * winograd_filter, a few hundred KB read by every work-item, so it stays in
+ * cache), and transforms the products straight into the output, adding the
+ * bias and clamping at zero on the way. The GEMMs' register tile is 6 tiles
+ * x 16 output channels, as in conv_gemm.cl.
+ *
+ * The data gradient of a stride-1 convolution is itself a convolution: of
+ * dy with the filter turned by 180 degrees, input and output channels
+ * swapped, and the padding mirrored (KH - 1 - pad_top before). `transposed`
+ * selects it, as in conv_gemm.
+ */
+
+enum { WINO_TILES = 6, WINO_COLS = 16, WINO_CHANNELS = 32, WINO_POINTS = 36 };
+
+/* The source of the convolution run: x and its geometry, or dy for the
+ * data gradient. */
+typedef struct {
+    int height, width, channels;  /* the source image */
+    int out_h, out_w, out_c;      /* the result */
+    int pad_top, pad_left;
+} wino_shape;
+
+wino_shape wino_shape_of(geom g, int transposed)
+{
+    wino_shape s;
+    s.height = transposed ? g.oh : g.h;
+    s.width = transposed ? g.ow : g.w;
+    s.channels = transposed ? g.oc : g.c;
+    s.out_h = transposed ? g.h : g.oh;
+    s.out_w = transposed ? g.w : g.ow;
+    s.out_c = transposed ? g.c : g.oc;
+    s.pad_top = transposed ? g.kh - 1 - g.pad_top : g.pad_top;
+    s.pad_left = transposed ? g.kw - 1 - g.pad_left : g.pad_left;
+    return s;
+}
+
+/* ------------------------------------------------------------------------
+ * winograd_filter: U[p][q][col] = (G g G^T)[p] for the 5x5 filter g that
+ * takes source channel q to result column col, 0 for columns past out_c up
+ * to the padded width `cols`. G has the Toom-Cook rows for the points 0, 1,
+ * -1, 2, -2 and infinity (each divided by the product of its point's
+ * distances to the others).
+ * Global size: (source channels, cols).
+ */
+__constant float wino_G[6][5] = {
+    {1.0f / 4, 0, 0, 0, 0},
+    {-1.0f / 6, -1.0f / 6, -1.0f / 6, -1.0f / 6, -1.0f / 6},
+    {-1.0f / 6, 1.0f / 6, -1.0f / 6, 1.0f / 6, -1.0f / 6},
+    {1.0f / 24, 1.0f / 12, 1.0f / 6, 1.0f / 3, 2.0f / 3},
+    {1.0f / 24, -1.0f / 12, 1.0f / 6, -1.0f / 3, 2.0f / 3},
+    {0, 0, 0, 0, 1},
+};
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void winograd_filter(__global const float *restrict w, geom g, int transposed, int cols,
+                     __global float *restrict u)
+{
+    int q = get_global_id(0), col = get_global_id(1);
+    wino_shape s = wino_shape_of(g, transposed);
+    if (q >= s.channels || col >= cols)
+        return;
+    float f[5][5], t[6][5];
+    for (int ky = 0; ky < 5; ky++)
+        for (int kx = 0; kx < 5; kx++) {
+            /* forward: w[ky][kx][q][col]; data gradient: w turned, [col][q] */
+            int tap = transposed ? (4 - ky) * 5 + (4 - kx) : ky * 5 + kx;
+            size_t at = (size_t)tap * g.c * g.oc + (transposed ? (size_t)col * g.oc + q
+                                                               : (size_t)q * g.oc + col);
+            f[ky][kx] = col < s.out_c ? w[at] : 0.0f;
+        }
+    for (int a = 0; a < 6; a++) /* t = G f */
+        for (int kx = 0; kx < 5; kx++) {
+            float sum = 0;
+            for (int ky = 0; ky < 5; ky++)
+                sum += wino_G[a][ky] * f[ky][kx];
+            t[a][kx] = sum;
+        }
+    for (int a = 0; a < 6; a++) /* U = t G^T */
+        for (int b = 0; b < 6; b++) {
+            float sum = 0;
+            for (int kx = 0; kx < 5; kx++)
+                sum += wino_G[b][kx] * t[a][kx];
+            u[((size_t)(a * 6 + b) * s.channels + q) * cols + col] = sum;
+        }
+}
+
+/* B^T d for one column of six values (eight channels each). */
+void wino_bt(const float8 d0, const float8 d1, const float8 d2, const float8 d3, const float8 d4,
+             const float8 d5, float8 *r)
+{
+    r[0] = 4 * d0 - 5 * d2 + d4;
+    r[1] = d3 + d4 - 4 * (d1 + d2);
+    r[2] = d4 - d3 + 4 * (d1 - d2);
+    r[3] = d4 - d2 + 2 * (d3 - d1);
+    r[4] = d4 - d2 - 2 * (d3 - d1);
+    r[5] = 4 * d1 - 5 * d3 + d5;
+}
+
+/* Eight channels from c0 of the source pixel (y, x) of image n, zeros off
+ * the image or past the last channel. */
+float8 wino_pixel(__global const float *src, wino_shape s, int n, int y, int x, int c0)
+{
+    if (y < 0 || y >= s.height || x < 0 || x >= s.width)
+        return (float8)(0.0f);
+    __global const float *p = src + (((size_t)n * s.height + y) * s.width + x) * s.channels + c0;
+    if (c0 + 8 <= s.channels)
+        return vload8(0, p);
+    float v[8];
+    for (int i = 0; i < 8; i++)
+        v[i] = c0 + i < s.channels ? p[i] : 0.0f;
+    return vload8(0, v);
+}
+
+/* The tile's first output pixel: image, row and column. */
+int3 wino_tile(wino_shape s, int tile)
+{
+    int across = (s.out_w + 1) / 2, down = (s.out_h + 1) / 2;
+    int tx = tile % across, ty = (tile / across) % down, n = tile / (across * down);
+    return (int3)(n, 2 * ty, 2 * tx);
+}
+
+/* V[p][slot][c] = (B^T d B)[p] for the 6x6 patch d of the tile, channels
+ * c0.. c0 + WINO_CHANNELS of the source (zeros past its last). */
+void wino_input(__global const float *src, wino_shape s, int3 tile, int slot, int c0,
+                float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS])
+{
+    int y0 = tile.y - s.pad_top, x0 = tile.z - s.pad_left;
+    for (int c = 0; c < WINO_CHANNELS && c0 + c < s.channels; c += 8) {
+        float8 t[6][6];
+        for (int j = 0; j < 6; j++) { /* t = B^T d, a column at a time */
+            float8 d[6];
+            for (int i = 0; i < 6; i++)
+                d[i] = wino_pixel(src, s, tile.x, y0 + i, x0 + j, c0 + c);
+            float8 r[6];
+            wino_bt(d[0], d[1], d[2], d[3], d[4], d[5], r);
+            for (int i = 0; i < 6; i++)
+                t[i][j] = r[i];
+        }
+        for (int i = 0; i < 6; i++) { /* V = t B, a row at a time */
+            float8 r[6];
+            wino_bt(t[i][0], t[i][1], t[i][2], t[i][3], t[i][4], t[i][5], r);
+            for (int j = 0; j < 6; j++)
+                vstore8(r[j], 0, &v[i * 6 + j][slot][c]);
+        }
+    }
+}
+
+/* The 36 GEMMs of one column panel: m[p][t] = sum over the chunk's source
+ * channels q of v[p][t][q] * U[p][c0 + q][col0 .. col0 + 16]. */
+void wino_products(float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS], __global const float *u,
+                   int channels, int c0, int cols, int col0, float16 m[WINO_POINTS][WINO_TILES])
+{
+    int count = min(WINO_CHANNELS, channels - c0);
+    for (int p = 0; p < WINO_POINTS; p++) {
+        __global const float *b = u + ((size_t)p * channels + c0) * cols + col0;
+        float16 a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0;
+        for (int q = 0; q < count; q++) {
+            float16 row = vload16(0, b + (size_t)q * cols);
+            a0 = fma((float16)(v[p][0][q]), row, a0);
+            a1 = fma((float16)(v[p][1][q]), row, a1);
+            a2 = fma((float16)(v[p][2][q]), row, a2);
+            a3 = fma((float16)(v[p][3][q]), row, a3);
+            a4 = fma((float16)(v[p][4][q]), row, a4);
+            a5 = fma((float16)(v[p][5][q]), row, a5);
+        }
+        m[p][0] = a0; m[p][1] = a1; m[p][2] = a2;
+        m[p][3] = a3; m[p][4] = a4; m[p][5] = a5;
+    }
+}
+
+/* A^T applied to six values: the two outputs of points 0, 1, -1, 2, -2, inf. */
+float16 wino_at0(float16 m0, float16 m1, float16 m2, float16 m3, float16 m4) { return m0 + m1 + m2 + m3 + m4; }
+float16 wino_at1(float16 m1, float16 m2, float16 m3, float16 m4, float16 m5)
+{
+    return m1 - m2 + 2 * (m3 - m4) + m5;
+}
+
+/* Stores one output pixel's 16 columns from col0 (fewer at the right
+ * edge): added to what is there when `add` (a later chunk of source
+ * channels), then the epilogue when `last`. */
+void wino_store(__global float *out, wino_shape s, int n, int y, int x, int col0, float16 value,
+                int add, int last, __global const float *bias, int relu)
+{
+    if (y >= s.out_h || x >= s.out_w)
+        return;
+    __global float *o = out + (((size_t)n * s.out_h + y) * s.out_w + x) * s.out_c + col0;
+    int cols = min(WINO_COLS, s.out_c - col0);
+    if (cols == WINO_COLS) {
+        float16 v = add ? vload16(0, o) + value : value;
+        if (last)
+            v += vload16(0, bias + col0);
+        vstore16(relu && last ? fmax(v, 0.0f) : v, 0, o);
+        return;
+    }
+    float r[WINO_COLS];
+    vstore16(value, 0, r);
+    for (int c = 0; c < cols; c++) {
+        float v = add ? o[c] + r[c] : r[c];
+        if (last)
+            v = relu ? fmax(v + bias[col0 + c], 0.0f) : v + bias[col0 + c];
+        o[c] = v;
+    }
+}
+
+/* Y = A^T M A for each tile of the block, stored with wino_store. */
+void wino_output(float16 m[WINO_POINTS][WINO_TILES], wino_shape s, const int3 *tiles, int ntiles,
+                 int col0, int add, int last, __global const float *bias, int relu,
+                 __global float *out)
+{
+    for (int t = 0; t < ntiles; t++) {
+        float16 r0[6], r1[6]; /* the two rows of A^T M */
+        for (int j = 0; j < 6; j++) {
+            r0[j] = wino_at0(m[j][t], m[6 + j][t], m[12 + j][t], m[18 + j][t], m[24 + j][t]);
+            r1[j] = wino_at1(m[6 + j][t], m[12 + j][t], m[18 + j][t], m[24 + j][t], m[30 + j][t]);
+        }
+        int3 p = tiles[t];
+        wino_store(out, s, p.x, p.y, p.z, col0, wino_at0(r0[0], r0[1], r0[2], r0[3], r0[4]), add, last, bias, relu);
+        wino_store(out, s, p.x, p.y, p.z + 1, col0, wino_at1(r0[1], r0[2], r0[3], r0[4], r0[5]), add, last, bias, relu);
+        wino_store(out, s, p.x, p.y + 1, p.z, col0, wino_at0(r1[0], r1[1], r1[2], r1[3], r1[4]), add, last, bias, relu);
+        wino_store(out, s, p.x, p.y + 1, p.z + 1, col0, wino_at1(r1[1], r1[2], r1[3], r1[4], r1[5]), add, last, bias, relu);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * winograd_conv: work-item i computes the 2x2 output tiles WINO_TILES * i
+ * onwards (tiles in NHW order), every column: a chunk of WINO_CHANNELS
+ * source channels at a time, each chunk's V transformed once and used by
+ * every 16-column panel. `bias` holds out_c floats (zeros for none); relu
+ * clamps the biased sums at zero. u is winograd_filter's, `cols` wide.
+ * Global size: (ceil(tiles / WINO_TILES)).
+ */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void winograd_conv(__global const float *restrict src, __global const float *restrict u, geom g,
+                   int transposed, int cols, __global const float *restrict bias, int relu,
+                   __global float *restrict out)
+{
+    wino_shape s = wino_shape_of(g, transposed);
+    int total = g.batch * ((s.out_h + 1) / 2) * ((s.out_w + 1) / 2);
+    int first = get_global_id(0) * WINO_TILES, ntiles = min(WINO_TILES, total - first);
+    if (ntiles <= 0)
+        return;
+    int3 tiles[WINO_TILES];
+    for (int t = 0; t < WINO_TILES; t++) /* slots past ntiles repeat the last tile, unstored */
+        tiles[t] = wino_tile(s, first + min(t, ntiles - 1));
+    float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS];
+    float16 m[WINO_POINTS][WINO_TILES];
+    for (int c0 = 0; c0 < s.channels; c0 += WINO_CHANNELS) {
+        for (int t = 0; t < WINO_TILES; t++)
+            wino_input(src, s, tiles[t], t, c0, v);
+        int last = c0 + WINO_CHANNELS >= s.channels;
+        for (int col0 = 0; col0 < s.out_c; col0 += WINO_COLS) {
+            wino_products(v, u, s.channels, c0, cols, col0, m);
+            wino_output(m, s, tiles, ntiles, col0, c0 > 0, last, bias, relu, out);
+        }
+    }
+}
