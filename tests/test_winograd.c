@@ -127,8 +127,9 @@ static void *upload(fl_device *dev, const float *host, size_t count)
 static float *download(fl_device *dev, const void *buffer, size_t count)
 {
     float *host = malloc(count * sizeof *host);
-    if (dev->backend->wait(dev->impl) != 0 ||
-        dev->backend->copy_out(dev->impl, host, buffer, count * sizeof(float)) != 0) {
+    /* copy_out only enqueues the read: the values are there after wait */
+    if (dev->backend->copy_out(dev->impl, host, buffer, count * sizeof(float)) != 0 ||
+        dev->backend->wait(dev->impl) != 0) {
         diag("reading the result back: %s", fl_last_error());
         memset(host, 0xff, count * sizeof *host); /* NaNs: the check fails */
     }
