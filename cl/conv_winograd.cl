@@ -119,18 +119,15 @@ void wino_bt(const float8 d0, const float8 d1, const float8 d2, const float8 d3,
     r[5] = 4 * d1 - 5 * d3 + d5;
 }
 
-/* Eight channels from c0 of the source pixel (y, x) of image n, zeros off
- * the image or past the last channel. */
-float8 wino_pixel(__global const float *src, wino_shape s, int n, int y, int x, int c0)
+/* Eight channels from c of a source pixel that has `left` channels from
+ * c on (zeros past them). */
+float8 wino_channels(__global const float *pixel, int c, int left)
 {
-    if (y < 0 || y >= s.height || x < 0 || x >= s.width)
-        return (float8)(0.0f);
-    __global const float *p = src + (((size_t)n * s.height + y) * s.width + x) * s.channels + c0;
-    if (c0 + 8 <= s.channels)
-        return vload8(0, p);
+    if (left >= 8)
+        return vload8(0, pixel + c);
     float v[8];
     for (int i = 0; i < 8; i++)
-        v[i] = c0 + i < s.channels ? p[i] : 0.0f;
+        v[i] = i < left ? pixel[c + i] : 0.0f;
     return vload8(0, v);
 }
 
@@ -143,27 +140,32 @@ int3 wino_tile(wino_shape s, int tile)
 }
 
 /* V[p][slot][c] = (B^T d B)[p] for the 6x6 patch d of the tile, channels
- * c0.. c0 + WINO_CHANNELS of the source (zeros past its last). */
-void wino_input(__global const float *src, wino_shape s, int3 tile, int slot, int c0,
-                float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS])
+ * c0.. c0 + WINO_CHANNELS of the source (zeros past its last). Pixels off
+ * the image read `zeros` (as many zeros as the source has channels). */
+void wino_input(__global const float *src, __global const float *zeros, wino_shape s, int3 tile,
+                int slot, int c0, float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS])
 {
     int y0 = tile.y - s.pad_top, x0 = tile.z - s.pad_left;
-    for (int c = 0; c < WINO_CHANNELS && c0 + c < s.channels; c += 8) {
-        float8 t[6][6];
-        for (int j = 0; j < 6; j++) { /* t = B^T d, a column at a time */
-            float8 d[6];
-            for (int i = 0; i < 6; i++)
-                d[i] = wino_pixel(src, s, tile.x, y0 + i, x0 + j, c0 + c);
-            float8 r[6];
-            wino_bt(d[0], d[1], d[2], d[3], d[4], d[5], r);
-            for (int i = 0; i < 6; i++)
-                t[i][j] = r[i];
+    __global const float *pixel[6][6];
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            int y = y0 + i, x = x0 + j;
+            bool inside = y >= 0 && y < s.height && x >= 0 && x < s.width;
+            pixel[i][j] = inside ? src + (((size_t)tile.x * s.height + y) * s.width + x) * s.channels : zeros;
         }
+    for (int c = c0; c < c0 + WINO_CHANNELS && c < s.channels; c += 8) {
+        int left = s.channels - c;
+        float8 t[6][6];
+        for (int j = 0; j < 6; j++) /* t = B^T d, a column at a time */
+            wino_bt(wino_channels(pixel[0][j], c, left), wino_channels(pixel[1][j], c, left),
+                    wino_channels(pixel[2][j], c, left), wino_channels(pixel[3][j], c, left),
+                    wino_channels(pixel[4][j], c, left), wino_channels(pixel[5][j], c, left),
+                    &t[j][0]);
         for (int i = 0; i < 6; i++) { /* V = t B, a row at a time */
             float8 r[6];
-            wino_bt(t[i][0], t[i][1], t[i][2], t[i][3], t[i][4], t[i][5], r);
+            wino_bt(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i], r);
             for (int j = 0; j < 6; j++)
-                vstore8(r[j], 0, &v[i * 6 + j][slot][c]);
+                vstore8(r[j], 0, &v[i * 6 + j][slot][c - c0]);
         }
     }
 }
@@ -176,18 +178,19 @@ void wino_products(float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS], __global con
     int count = min(WINO_CHANNELS, channels - c0);
     for (int p = 0; p < WINO_POINTS; p++) {
         __global const float *b = u + ((size_t)p * channels + c0) * cols + col0;
-        float16 a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0;
+        float16 acc[WINO_TILES];
+        #pragma unroll
+        for (int t = 0; t < WINO_TILES; t++)
+            acc[t] = 0;
         for (int q = 0; q < count; q++) {
             float16 row = vload16(0, b + (size_t)q * cols);
-            a0 = fma((float16)(v[p][0][q]), row, a0);
-            a1 = fma((float16)(v[p][1][q]), row, a1);
-            a2 = fma((float16)(v[p][2][q]), row, a2);
-            a3 = fma((float16)(v[p][3][q]), row, a3);
-            a4 = fma((float16)(v[p][4][q]), row, a4);
-            a5 = fma((float16)(v[p][5][q]), row, a5);
+            #pragma unroll
+            for (int t = 0; t < WINO_TILES; t++)
+                acc[t] = fma((float16)(v[p][t][q]), row, acc[t]);
         }
-        m[p][0] = a0; m[p][1] = a1; m[p][2] = a2;
-        m[p][3] = a3; m[p][4] = a4; m[p][5] = a5;
+        #pragma unroll
+        for (int t = 0; t < WINO_TILES; t++)
+            m[p][t] = acc[t];
     }
 }
 
@@ -253,7 +256,8 @@ void wino_output(float16 m[WINO_POINTS][WINO_TILES], wino_shape s, const int3 *t
  * Global size: (ceil(tiles / WINO_TILES)).
  */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void winograd_conv(__global const float *restrict src, __global const float *restrict u, geom g,
+void winograd_conv(__global const float *restrict src, __global const float *restrict zeros,
+                   __global const float *restrict u, geom g,
                    int transposed, int cols, __global const float *restrict bias, int relu,
                    __global float *restrict out)
 {
@@ -269,7 +273,7 @@ void winograd_conv(__global const float *restrict src, __global const float *res
     float16 m[WINO_POINTS][WINO_TILES];
     for (int c0 = 0; c0 < s.channels; c0 += WINO_CHANNELS) {
         for (int t = 0; t < WINO_TILES; t++)
-            wino_input(src, s, tiles[t], t, c0, v);
+            wino_input(src, zeros, s, tiles[t], t, c0, v);
         int last = c0 + WINO_CHANNELS >= s.channels;
         for (int col0 = 0; col0 < s.out_c; col0 += WINO_COLS) {
             wino_products(v, u, s.channels, c0, cols, col0, m);

@@ -62,15 +62,17 @@ static int winograd(fl_cl_device *d, const fl_conv_geometry *g, const void *src,
 {
     int out_c = transposed ? g->c : g->oc, out_h = transposed ? g->h : g->oh;
     int out_w = transposed ? g->w : g->ow, cols = (int)round_up((size_t)out_c, WINO_COLS);
-    const void *bias = epilogue && epilogue->bias ? epilogue->bias : NULL;
-    if (!bias && !(bias = fl_cl_zeros(d, (size_t)out_c * sizeof(float))))
-        return -1;
-    cl_mem u = transform_filter(d, g, filter, transposed, cols);
+    int src_c = transposed ? g->oc : g->c;
+    /* read for pixels off the image, and as the bias when there is none */
+    cl_mem zeros = fl_cl_zeros(d, (size_t)(src_c > out_c ? src_c : out_c) * sizeof(float));
+    cl_mem u = zeros ? transform_filter(d, g, filter, transposed, cols) : NULL;
     if (!u)
         return -1;
+    const void *bias = epilogue && epilogue->bias ? epilogue->bias : zeros;
     size_t tiles = (size_t)g->batch * ((out_h + 1) / 2) * ((out_w + 1) / 2);
     fl_cl_call c = fl_cl_begin(d, K_WINOGRAD_CONV);
     fl_cl_mem(&c, src);
+    fl_cl_mem(&c, zeros);
     fl_cl_mem(&c, u);
     fl_cl_value(&c, sizeof *g, g);
     fl_cl_int(&c, transposed);
