@@ -1,26 +1,27 @@
 /* conv_winograd.cl: 5x5 stride-1 convolutions (Conv2D and its data gradient)
- * by Winograd's minimal filtering F(2x2, 5x5), for CPU-type OpenCL devices.
+ * by Winograd's minimal filtering F(4x4, 5x5), for CPU-type OpenCL devices.
  * Host side: cl/launch_conv_winograd.c. NHWC floats, as everywhere.
  *
  * Fewer multiplications
  * ---------------------
- * A 2x2 block of outputs of a 5x5 filter reads a 6x6 patch of input and
- * costs 4 * 25 = 100 multiplications per (input, output) channel pair.
- * Winograd (Lavin & Gray 2015) gets the same 2x2 block from 36:
+ * A 4x4 block of outputs of a 5x5 filter reads an 8x8 patch of input and
+ * costs 16 * 25 = 400 multiplications per (input, output) channel pair.
+ * Winograd (Lavin & Gray 2015) gets the same 4x4 block from 64:
  *
- *     Y[2x2] = A^T [ U (.) V ] A     U = G g G^T    (the filter, 6x6)
- *                                    V = B^T d B    (the patch, 6x6)
+ *     Y[4x4] = A^T [ U (.) V ] A     U = G g G^T    (the filter, 8x8)
+ *                                    V = B^T d B    (the patch, 8x8)
  *
  * where (.) multiplies point by point. The matrices come from evaluating
- * polynomials at the points 0, 1, -1, 2, -2 and infinity (Toom-Cook). The
- * point products, summed over input channels, are 36 small GEMMs, one per
- * point: M[p][tile, Cout] = V[p][tile, Cin] x U[p][Cin, Cout]. That sum is
- * where the time goes, and it is 100/36 = 2.8 times smaller than the direct
- * one. Transforming V and M costs a few adds per value, far fewer than the
- * GEMMs' Cout multiplications per value.
+ * polynomials at the points 0, 1, -1, 2, -2, 1/2, -1/2 and infinity
+ * (Toom-Cook). The point products, summed over input channels, are 64
+ * small GEMMs, one per point: M[p][tile, Cout] = V[p][tile, Cin] x
+ * U[p][Cin, Cout]. That sum is where the time goes, and it is 400/64 = 6.25
+ * times smaller than the direct one (4.8 times on a 14x14 image, whose 4x4
+ * tiles cover 16x16). Transforming V and M costs a few adds per value, far
+ * fewer than the GEMMs' Cout multiplications per value.
  *
  * Shaped for a CPU: a work-item takes WINO_TILES tiles, transforms their
- * patches into a private V (never written to memory), runs the 36 GEMMs
+ * patches into a private V (never written to memory), runs the 64 GEMMs
  * against U (the transformed filter, made once per call by
  * winograd_filter, a few hundred KB read by every work-item, so it stays in
  * cache), and transforms the products straight into the output, adding the
@@ -33,7 +34,7 @@
  * selects it, as in conv_gemm.
  */
 
-enum { WINO_TILES = 6, WINO_COLS = 16, WINO_CHANNELS = 32, WINO_POINTS = 36 };
+enum { WINO_TILES = 6, WINO_COLS = 16, WINO_CHANNELS = 32, WINO_ALPHA = 8, WINO_POINTS = 64 };
 
 /* The source of the convolution run: x and its geometry, or dy for the
  * data gradient. */
@@ -61,16 +62,18 @@ wino_shape wino_shape_of(geom g, int transposed)
  * winograd_filter: U[p][q][col] = (G g G^T)[p] for the 5x5 filter g that
  * takes source channel q to result column col, 0 for columns past out_c up
  * to the padded width `cols`. G has the Toom-Cook rows for the points 0, 1,
- * -1, 2, -2 and infinity (each divided by the product of its point's
- * distances to the others).
+ * -1, 2, -2, 1/2, -1/2 and infinity (powers of each point, divided by the
+ * product of its distances to the others).
  * Global size: (source channels, cols).
  */
-__constant float wino_G[6][5] = {
-    {1.0f / 4, 0, 0, 0, 0},
-    {-1.0f / 6, -1.0f / 6, -1.0f / 6, -1.0f / 6, -1.0f / 6},
-    {-1.0f / 6, 1.0f / 6, -1.0f / 6, 1.0f / 6, -1.0f / 6},
-    {1.0f / 24, 1.0f / 12, 1.0f / 6, 1.0f / 3, 2.0f / 3},
-    {1.0f / 24, -1.0f / 12, 1.0f / 6, -1.0f / 3, 2.0f / 3},
+__constant float wino_G[8][5] = {
+    {-1, 0, 0, 0, 0},
+    {-2.0f / 9, -2.0f / 9, -2.0f / 9, -2.0f / 9, -2.0f / 9},
+    {-2.0f / 9, 2.0f / 9, -2.0f / 9, 2.0f / 9, -2.0f / 9},
+    {1.0f / 90, 1.0f / 45, 2.0f / 45, 4.0f / 45, 8.0f / 45},
+    {1.0f / 90, -1.0f / 45, 2.0f / 45, -4.0f / 45, 8.0f / 45},
+    {32.0f / 45, 16.0f / 45, 8.0f / 45, 4.0f / 45, 2.0f / 45},
+    {32.0f / 45, -16.0f / 45, 8.0f / 45, -4.0f / 45, 2.0f / 45},
     {0, 0, 0, 0, 1},
 };
 
@@ -82,7 +85,7 @@ void winograd_filter(__global const float *restrict w, geom g, int transposed, i
     wino_shape s = wino_shape_of(g, transposed);
     if (q >= s.channels || col >= cols)
         return;
-    float f[5][5], t[6][5];
+    float f[5][5], t[WINO_ALPHA][5];
     for (int ky = 0; ky < 5; ky++)
         for (int kx = 0; kx < 5; kx++) {
             /* forward: w[ky][kx][q][col]; data gradient: w turned, [col][q] */
@@ -91,32 +94,37 @@ void winograd_filter(__global const float *restrict w, geom g, int transposed, i
                                                                : (size_t)q * g.oc + col);
             f[ky][kx] = col < s.out_c ? w[at] : 0.0f;
         }
-    for (int a = 0; a < 6; a++) /* t = G f */
+    for (int a = 0; a < WINO_ALPHA; a++) /* t = G f */
         for (int kx = 0; kx < 5; kx++) {
             float sum = 0;
             for (int ky = 0; ky < 5; ky++)
                 sum += wino_G[a][ky] * f[ky][kx];
             t[a][kx] = sum;
         }
-    for (int a = 0; a < 6; a++) /* U = t G^T */
-        for (int b = 0; b < 6; b++) {
+    for (int a = 0; a < WINO_ALPHA; a++) /* U = t G^T */
+        for (int b = 0; b < WINO_ALPHA; b++) {
             float sum = 0;
             for (int kx = 0; kx < 5; kx++)
                 sum += wino_G[b][kx] * t[a][kx];
-            u[((size_t)(a * 6 + b) * s.channels + q) * cols + col] = sum;
+            u[((size_t)(a * WINO_ALPHA + b) * s.channels + q) * cols + col] = sum;
         }
 }
 
-/* B^T d for one column of six values (eight channels each). */
-void wino_bt(const float8 d0, const float8 d1, const float8 d2, const float8 d3, const float8 d4,
-             const float8 d5, float8 *r)
+/* B^T d for one column of eight values d (eight channels each), into r:
+ * the rows of B^T for the same points, with common terms shared. */
+void wino_bt(const float8 *d, float8 *r)
 {
-    r[0] = 4 * d0 - 5 * d2 + d4;
-    r[1] = d3 + d4 - 4 * (d1 + d2);
-    r[2] = d4 - d3 + 4 * (d1 - d2);
-    r[3] = d4 - d2 + 2 * (d3 - d1);
-    r[4] = d4 - d2 - 2 * (d3 - d1);
-    r[5] = 4 * d1 - 5 * d3 + d5;
+    float8 a = d[2] + d[6] - 4.25f * d[4], b = d[1] + d[5] - 4.25f * d[3];
+    float8 c = 0.25f * d[2] - 1.25f * d[4] + d[6], e = 0.5f * d[1] - 2.5f * d[3] + 2 * d[5];
+    float8 f = 4 * d[2] - 5 * d[4] + d[6], h = 2 * d[1] - 2.5f * d[3] + 0.5f * d[5];
+    r[0] = d[6] - d[0] + 5.25f * (d[2] - d[4]);
+    r[1] = a + b;
+    r[2] = a - b;
+    r[3] = c + e;
+    r[4] = c - e;
+    r[5] = f + h;
+    r[6] = f - h;
+    r[7] = d[7] - d[1] + 5.25f * (d[3] - d[5]);
 }
 
 /* Eight channels from c of a source pixel that has `left` channels from
@@ -134,43 +142,45 @@ float8 wino_channels(__global const float *pixel, int c, int left)
 /* The tile's first output pixel: image, row and column. */
 int3 wino_tile(wino_shape s, int tile)
 {
-    int across = (s.out_w + 1) / 2, down = (s.out_h + 1) / 2;
+    int across = (s.out_w + 3) / 4, down = (s.out_h + 3) / 4;
     int tx = tile % across, ty = (tile / across) % down, n = tile / (across * down);
-    return (int3)(n, 2 * ty, 2 * tx);
+    return (int3)(n, 4 * ty, 4 * tx);
 }
 
-/* V[p][slot][c] = (B^T d B)[p] for the 6x6 patch d of the tile, channels
+/* V[p][slot][c] = (B^T d B)[p] for the 8x8 patch d of the tile, channels
  * c0.. c0 + WINO_CHANNELS of the source (zeros past its last). Pixels off
  * the image read `zeros` (as many zeros as the source has channels). */
 void wino_input(__global const float *src, __global const float *zeros, wino_shape s, int3 tile,
                 int slot, int c0, float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS])
 {
     int y0 = tile.y - s.pad_top, x0 = tile.z - s.pad_left;
-    __global const float *pixel[6][6];
-    for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) {
+    __global const float *pixel[WINO_ALPHA][WINO_ALPHA];
+    for (int i = 0; i < WINO_ALPHA; i++)
+        for (int j = 0; j < WINO_ALPHA; j++) {
             int y = y0 + i, x = x0 + j;
             bool inside = y >= 0 && y < s.height && x >= 0 && x < s.width;
             pixel[i][j] = inside ? src + (((size_t)tile.x * s.height + y) * s.width + x) * s.channels : zeros;
         }
     for (int c = c0; c < c0 + WINO_CHANNELS && c < s.channels; c += 8) {
         int left = s.channels - c;
-        float8 t[6][6];
-        for (int j = 0; j < 6; j++) /* t = B^T d, a column at a time */
-            wino_bt(wino_channels(pixel[0][j], c, left), wino_channels(pixel[1][j], c, left),
-                    wino_channels(pixel[2][j], c, left), wino_channels(pixel[3][j], c, left),
-                    wino_channels(pixel[4][j], c, left), wino_channels(pixel[5][j], c, left),
-                    &t[j][0]);
-        for (int i = 0; i < 6; i++) { /* V = t B, a row at a time */
-            float8 r[6];
-            wino_bt(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i], r);
-            for (int j = 0; j < 6; j++)
-                vstore8(r[j], 0, &v[i * 6 + j][slot][c - c0]);
+        float8 t[WINO_ALPHA][WINO_ALPHA], d[WINO_ALPHA];
+        for (int j = 0; j < WINO_ALPHA; j++) { /* t = B^T d, a column at a time, stored as rows */
+            for (int i = 0; i < WINO_ALPHA; i++)
+                d[i] = wino_channels(pixel[i][j], c, left);
+            wino_bt(d, t[j]);
+        }
+        for (int i = 0; i < WINO_ALPHA; i++) { /* V = t B, a row at a time */
+            float8 r[WINO_ALPHA];
+            for (int j = 0; j < WINO_ALPHA; j++)
+                d[j] = t[j][i];
+            wino_bt(d, r);
+            for (int j = 0; j < WINO_ALPHA; j++)
+                vstore8(r[j], 0, &v[i * WINO_ALPHA + j][slot][c - c0]);
         }
     }
 }
 
-/* The 36 GEMMs of one column panel: m[p][t] = sum over the chunk's source
+/* The 64 GEMMs of one column panel: m[p][t] = sum over the chunk's source
  * channels q of v[p][t][q] * U[p][c0 + q][col0 .. col0 + 16]. */
 void wino_products(float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS], __global const float *u,
                    int channels, int c0, int cols, int col0, float16 m[WINO_POINTS][WINO_TILES])
@@ -194,11 +204,15 @@ void wino_products(float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS], __global con
     }
 }
 
-/* A^T applied to six values: the two outputs of points 0, 1, -1, 2, -2, inf. */
-float16 wino_at0(float16 m0, float16 m1, float16 m2, float16 m3, float16 m4) { return m0 + m1 + m2 + m3 + m4; }
-float16 wino_at1(float16 m1, float16 m2, float16 m3, float16 m4, float16 m5)
+/* A^T m for eight values m: the four outputs of the points' products. */
+void wino_at(const float16 *m, float16 *y)
 {
-    return m1 - m2 + 2 * (m3 - m4) + m5;
+    float16 plus1 = m[1] + m[2], minus1 = m[1] - m[2], plus2 = m[3] + m[4];
+    float16 minus2 = m[3] - m[4], plus_half = m[5] + m[6], minus_half = m[5] - m[6];
+    y[0] = m[0] + plus1 + plus2 + plus_half;
+    y[1] = minus1 + 2 * minus2 + 0.5f * minus_half;
+    y[2] = plus1 + 4 * plus2 + 0.25f * plus_half;
+    y[3] = minus1 + 8 * minus2 + 0.125f * minus_half + m[7];
 }
 
 /* Stores one output pixel's 16 columns from col0 (fewer at the right
@@ -234,21 +248,25 @@ void wino_output(float16 m[WINO_POINTS][WINO_TILES], wino_shape s, const int3 *t
                  __global float *out)
 {
     for (int t = 0; t < ntiles; t++) {
-        float16 r0[6], r1[6]; /* the two rows of A^T M */
-        for (int j = 0; j < 6; j++) {
-            r0[j] = wino_at0(m[j][t], m[6 + j][t], m[12 + j][t], m[18 + j][t], m[24 + j][t]);
-            r1[j] = wino_at1(m[6 + j][t], m[12 + j][t], m[18 + j][t], m[24 + j][t], m[30 + j][t]);
+        float16 rows[4][WINO_ALPHA], column[WINO_ALPHA], y[4]; /* rows: A^T M */
+        for (int j = 0; j < WINO_ALPHA; j++) {
+            for (int a = 0; a < WINO_ALPHA; a++)
+                column[a] = m[a * WINO_ALPHA + j][t];
+            wino_at(column, y);
+            for (int i = 0; i < 4; i++)
+                rows[i][j] = y[i];
         }
         int3 p = tiles[t];
-        wino_store(out, s, p.x, p.y, p.z, col0, wino_at0(r0[0], r0[1], r0[2], r0[3], r0[4]), add, last, bias, relu);
-        wino_store(out, s, p.x, p.y, p.z + 1, col0, wino_at1(r0[1], r0[2], r0[3], r0[4], r0[5]), add, last, bias, relu);
-        wino_store(out, s, p.x, p.y + 1, p.z, col0, wino_at0(r1[0], r1[1], r1[2], r1[3], r1[4]), add, last, bias, relu);
-        wino_store(out, s, p.x, p.y + 1, p.z + 1, col0, wino_at1(r1[1], r1[2], r1[3], r1[4], r1[5]), add, last, bias, relu);
+        for (int i = 0; i < 4; i++) {
+            wino_at(rows[i], y);
+            for (int j = 0; j < 4; j++)
+                wino_store(out, s, p.x, p.y + i, p.z + j, col0, y[j], add, last, bias, relu);
+        }
     }
 }
 
 /* ------------------------------------------------------------------------
- * winograd_conv: work-item i computes the 2x2 output tiles WINO_TILES * i
+ * winograd_conv: work-item i computes the 4x4 output tiles WINO_TILES * i
  * onwards (tiles in NHW order), every column: a chunk of WINO_CHANNELS
  * source channels at a time, each chunk's V transformed once and used by
  * every 16-column panel. `bias` holds out_c floats (zeros for none); relu
@@ -262,7 +280,7 @@ void winograd_conv(__global const float *restrict src, __global const float *res
                    __global float *restrict out)
 {
     wino_shape s = wino_shape_of(g, transposed);
-    int total = g.batch * ((s.out_h + 1) / 2) * ((s.out_w + 1) / 2);
+    int total = g.batch * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
     int first = get_global_id(0) * WINO_TILES, ntiles = min(WINO_TILES, total - first);
     if (ntiles <= 0)
         return;

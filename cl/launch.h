@@ -99,7 +99,7 @@ typedef struct fl_cl_epilogue {
     bool relu;
 } fl_cl_epilogue;
 
-/* launch_conv_winograd.c: 5x5 stride-1 convolutions by Winograd's F(2x2, 5x5)
+/* launch_conv_winograd.c: 5x5 stride-1 convolutions by Winograd's F(4x4, 5x5)
  * (conv_winograd.cl), for CPU-type devices: whether they apply to g (and are
  * not turned off by FLOWLAB_WINOGRAD=0), Conv2D with its epilogue (NULL:
  * none), and Conv2DBackpropInput. Each returns 0, or -1 after fl_set_error. */

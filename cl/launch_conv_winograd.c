@@ -1,5 +1,5 @@
 /* launch_conv_winograd.c: host side of cl/conv_winograd.cl, the Winograd
- * F(2x2, 5x5) convolutions: when they apply, the filter's transform into
+ * F(4x4, 5x5) convolutions: when they apply, the filter's transform into
  * a scratch buffer, then one kernel that does the rest. */
 #include <limits.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include "launch.h"
 
-enum { WINO_TILES = 6, WINO_COLS = 16, WINO_POINTS = 36 }; /* as in conv_winograd.cl */
+enum { WINO_TILES = 6, WINO_COLS = 16, WINO_POINTS = 64 }; /* as in conv_winograd.cl */
 
 /* Source channels below which the transforms cost more than the
  * multiplications they save (measured: see book/05-performance.md). */
@@ -69,7 +69,7 @@ static int winograd(fl_cl_device *d, const fl_conv_geometry *g, const void *src,
     if (!u)
         return -1;
     const void *bias = epilogue && epilogue->bias ? epilogue->bias : zeros;
-    size_t tiles = (size_t)g->batch * ((out_h + 1) / 2) * ((out_w + 1) / 2);
+    size_t tiles = (size_t)g->batch * ((out_h + 3) / 4) * ((out_w + 3) / 4);
     fl_cl_call c = fl_cl_begin(d, K_WINOGRAD_CONV);
     fl_cl_mem(&c, src);
     fl_cl_mem(&c, zeros);

@@ -1,4 +1,4 @@
-/* test_winograd.c: the Winograd F(2x2, 5x5) convolutions of
+/* test_winograd.c: the Winograd F(4x4, 5x5) convolutions of
  * cl/conv_winograd.cl against a direct convolution summed in doubles:
  * Conv2D (plain, and with the bias + ReLU epilogue) and Conv2DBackpropInput
  * on chapter 1's shapes and on odd ones; when they apply; and that Conv2D
@@ -11,10 +11,11 @@
 #include "tap.h"
 #include "../cl/launch.h"
 
-/* The largest error allowed, relative to the largest value of the result:
- * a float sum of a few thousand products through transforms whose entries
- * reach 5 (B^T) and 2/3 (G) loses a few bits more than a direct sum. */
-#define TOLERANCE 1e-5
+/* The largest error allowed, relative to the largest value of the result.
+ * A direct float sum of a few thousand products is good to about 1e-6;
+ * the transforms, whose entries reach 21/4 (B^T) and 32/45 (G), lose a few
+ * bits more: up to 9e-6 on these cases, 6e-6 on conv_2's shape. */
+#define TOLERANCE 2e-5
 
 typedef struct {
     const char *name;
