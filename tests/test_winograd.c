@@ -29,6 +29,7 @@ static const conv_case cases[] = {
     {"a 1x1 image, batch 1", 1, 1, 1, 16, 16, FL_SAME},
     {"batch 1, 9x7, 40 -> 17 channels (two chunks of 32)", 1, 9, 7, 40, 17, FL_SAME},
     {"VALID, 11x10, 16 -> 33 channels", 3, 11, 10, 16, 33, FL_VALID},
+    {"batch 3, 6x10, 9 -> 8 channels (the fewest it takes)", 3, 6, 10, 9, 8, FL_SAME},
     {"VALID, a 5x5 image to 1x1, 70 -> 16 channels", 2, 5, 5, 70, 16, FL_VALID},
 };
 
@@ -171,13 +172,13 @@ static void check_kind(fl_device *dev, const conv_case *k, int kind)
 static void check_applies(fl_device *dev)
 {
     conv_case conv_2 = {"", 128, 14, 14, 32, 64, FL_SAME}, conv_1 = {"", 128, 28, 28, 1, 32, FL_SAME};
-    conv_case narrow = {"", 128, 14, 14, 8, 64, FL_SAME};
+    conv_case narrow = {"", 128, 14, 14, 4, 64, FL_SAME};
     fl_conv_geometry g2 = geometry_of(&conv_2, 5, 1), g1 = geometry_of(&conv_1, 5, 1);
     fl_conv_geometry strided = geometry_of(&conv_2, 5, 2), three = geometry_of(&conv_2, 3, 1);
     fl_conv_geometry few = geometry_of(&narrow, 5, 1);
     ok(fl_cl_winograd_applies(dev->impl, &g2), "Winograd applies to chapter 1's conv_2 (5x5, 32 -> 64)");
     ok(!fl_cl_winograd_applies(dev->impl, &g1), "... not to conv_1 (one input channel)");
-    ok(!fl_cl_winograd_applies(dev->impl, &few), "... not to 8 input channels (too few to pay)");
+    ok(!fl_cl_winograd_applies(dev->impl, &few), "... not to 4 input channels (too few to pay)");
     ok(!fl_cl_winograd_applies(dev->impl, &strided), "... not to stride 2");
     ok(!fl_cl_winograd_applies(dev->impl, &three), "... not to a 3x3 filter");
     setenv("FLOWLAB_WINOGRAD", "0", 1);
