@@ -192,12 +192,14 @@ void wino_products(float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS], __global con
         #pragma unroll
         for (int t = 0; t < WINO_TILES; t++)
             acc[t] = 0;
-        for (int q = 0; q < count; q++) {
+        // [book:winograd_products]
+        for (int q = 0; q < count; q++) { /* one point's GEMM: 6 tiles x 16 columns */
             float16 row = vload16(0, b + (size_t)q * cols);
             #pragma unroll
             for (int t = 0; t < WINO_TILES; t++)
                 acc[t] = fma((float16)(v[p][t][q]), row, acc[t]);
         }
+        // [end:winograd_products]
         #pragma unroll
         for (int t = 0; t < WINO_TILES; t++)
             m[p][t] = acc[t];
