@@ -219,7 +219,9 @@ void wino_at(const float16 *m, float16 *y)
 
 /* Stores one output pixel's 16 columns from col0 (fewer at the right
  * edge): added to what is there when `add` (a later chunk of source
- * channels), then the epilogue when `last`. */
+ * channels), then the epilogue when `last`. Inlined: as a call, 16 a tile,
+ * it cost 5-10% of the kernel (measured). */
+__attribute__((always_inline))
 void wino_store(__global float *out, wino_shape s, int n, int y, int x, int col0, float16 value,
                 int add, int last, __global const float *bias, int relu)
 {
