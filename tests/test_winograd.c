@@ -220,6 +220,52 @@ static void check_dispatch(void)
     free(xv), free(wv);
 }
 
+/* The loss after `steps` steps of gradient descent on a two-layer 5x5
+ * convolution net on /gpu:0 (8 -> 8 -> 16 channels, so both its Conv2Ds and
+ * the second one's input gradient take Winograd unless turned off). */
+static double train_loss(const char *winograd, int steps)
+{
+    setenv("FLOWLAB_WINOGRAD", winograd, 1);
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, "/gpu:0");
+    fl_tensor *x_value = fl_tensor_new(FL_FLOAT32, fl_shape_make(4, 4, 14, 14, 8));
+    float *xv = random_floats((size_t)fl_shape_size(x_value->shape), 3);
+    memcpy(fl_tensor_floats(x_value), xv, fl_tensor_bytes(x_value));
+    fl_node *x = fl_constant(g, x_value, "x");
+    fl_node *w1 = fl_get_variable(g, "w1", fl_shape_make(4, 5, 5, 8, 8), fl_random_uniform_initializer(-0.1f, 0.1f, 1));
+    fl_node *w2 = fl_get_variable(g, "w2", fl_shape_make(4, 5, 5, 8, 16), fl_random_uniform_initializer(-0.1f, 0.1f, 2));
+    fl_node *h = fl_relu(g, fl_conv2d(g, x, w1, 1, 1, FL_SAME, NULL), NULL);
+    fl_node *y = fl_slice(g, fl_conv2d(g, h, w2, 1, 1, FL_SAME, NULL), 3, 0, 8, NULL);
+    fl_node *error = fl_sub(g, y, x, NULL); /* learn to give back x in 8 of the 16 channels */
+    fl_node *loss = fl_reduce_mean(g, fl_mul(g, error, error, NULL), NULL, 0, false, "loss");
+    fl_optimizer *opt = fl_gradient_descent_optimizer(0.5f);
+    fl_node *train = fl_minimize(opt, g, loss, fl_get_or_create_global_step(g), NULL);
+    fl_node *init = fl_global_variables_initializer(g);
+    fl_device_pop(g);
+    fl_session *s = fl_session_new(g, NULL);
+    int rc = fl_graph_error(g) ? -1 : fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
+    for (int i = 0; i < steps && rc == 0; i++)
+        rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &train, 1);
+    fl_tensor *value = NULL;
+    if (rc == 0)
+        rc = fl_session_run(s, NULL, 0, &loss, 1, &value, NULL, 0);
+    if (rc != 0)
+        diag("training with FLOWLAB_WINOGRAD=%s: %s", winograd, fl_graph_error(g) ? fl_graph_error(g) : fl_session_error(s));
+    double result = rc == 0 ? fl_tensor_scalar(value) : NAN;
+    fl_tensor_free(value), fl_tensor_free(x_value), free(xv);
+    fl_session_free(s), fl_optimizer_free(opt), fl_graph_free(g);
+    unsetenv("FLOWLAB_WINOGRAD");
+    return result;
+}
+
+/* Training sees no difference: the same loss after a few steps. */
+static void check_training(void)
+{
+    double first = train_loss("1", 0), on = train_loss("1", 8), off = train_loss("0", 8);
+    ok(on < 0.9 * first, "8 steps with Winograd bring the loss down (%.5f -> %.5f)", first, on);
+    ok(fabs(on - off) <= 1e-4 * fabs(off), "... to the loss they reach with FLOWLAB_WINOGRAD=0 (%.6f), within 1e-4 of it", off);
+}
+
 int main(void)
 {
     setenv("FLOWLAB_BACKEND", "opencl", 1); /* before the first flowlab call */
@@ -233,5 +279,6 @@ int main(void)
         for (int kind = FORWARD; kind <= BACKPROP_INPUT; kind++)
             check_kind(dev, &cases[i], kind);
     check_dispatch();
+    check_training();
     return done_testing();
 }
