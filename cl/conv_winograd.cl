@@ -67,7 +67,8 @@ wino_shape wino_shape_of(geom g, int transposed)
  * to the padded width `cols`. G has the Toom-Cook rows for the points 0, 1,
  * -1, 2, -2, 1/2, -1/2 and infinity (powers of each point, divided by the
  * product of its distances to the others).
- * Global size: (source channels, cols).
+ * Global size: (cols, source channels): neighbouring work-items write
+ * neighbouring floats of U.
  */
 __constant float wino_G[8][5] = {
     {-1, 0, 0, 0, 0},
@@ -84,7 +85,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void winograd_filter(__global const float *restrict w, geom g, int transposed, int cols,
                      __global float *restrict u)
 {
-    int q = get_global_id(0), col = get_global_id(1);
+    int col = get_global_id(0), q = get_global_id(1);
     wino_shape s = wino_shape_of(g, transposed);
     if (q >= s.channels || col >= cols)
         return;
