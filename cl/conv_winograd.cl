@@ -168,16 +168,21 @@ void wino_input(__global const float *src, __global const float *zeros, wino_sha
     for (int c = c0; c < c0 + WINO_CHANNELS && c < s.channels; c += 8) {
         int left = s.channels - c;
         float8 t[WINO_ALPHA][WINO_ALPHA], d[WINO_ALPHA];
+        #pragma unroll
         for (int j = 0; j < WINO_ALPHA; j++) { /* t = B^T d, a column at a time, stored as rows */
+            #pragma unroll
             for (int i = 0; i < WINO_ALPHA; i++)
                 d[i] = wino_channels(pixel[i][j], c, left);
             wino_bt(d, t[j]);
         }
+        #pragma unroll
         for (int i = 0; i < WINO_ALPHA; i++) { /* V = t B, a row at a time */
             float8 r[WINO_ALPHA];
+            #pragma unroll
             for (int j = 0; j < WINO_ALPHA; j++)
                 d[j] = t[j][i];
             wino_bt(d, r);
+            #pragma unroll
             for (int j = 0; j < WINO_ALPHA; j++)
                 vstore8(r[j], 0, &v[i * WINO_ALPHA + j][slot][c - c0]);
         }
@@ -257,16 +262,21 @@ void wino_output(float16 m[WINO_POINTS][WINO_TILES], wino_shape s, const int3 *t
 {
     for (int t = 0; t < ntiles; t++) {
         float16 rows[4][WINO_ALPHA], column[WINO_ALPHA], y[4]; /* rows: A^T M */
+        #pragma unroll
         for (int j = 0; j < WINO_ALPHA; j++) {
+            #pragma unroll
             for (int a = 0; a < WINO_ALPHA; a++)
                 column[a] = m[a * WINO_ALPHA + j][t];
             wino_at(column, y);
+            #pragma unroll
             for (int i = 0; i < 4; i++)
                 rows[i][j] = y[i];
         }
         int3 p = tiles[t];
+        #pragma unroll
         for (int i = 0; i < 4; i++) {
             wino_at(rows[i], y);
+            #pragma unroll
             for (int j = 0; j < 4; j++)
                 wino_store(out, s, p.x, p.y + i, p.z + j, col0, y[j], add, last, bias, relu);
         }
