@@ -99,6 +99,17 @@ int fl_cl_conv2d_backprop_input_implicit(fl_cl_device *d, const fl_conv_geometry
                                          const void *dy, const void *filter, void *dx);
 int fl_cl_conv2d_backprop_filter_implicit(fl_cl_device *d, const fl_conv_geometry *g,
                                           const void *x, const void *dy, void *dfilter);
+
+/* launch_conv_winograd.c: 5x5 stride-1 convolutions by Winograd's F(4x4, 5x5)
+ * (conv_winograd.cl), for CPU-type devices: whether they apply to g (and are
+ * not turned off by FLOWLAB_WINOGRAD=0), Conv2D with its epilogue (NULL:
+ * none), and Conv2DBackpropInput. Each returns 0, or -1 after fl_set_error. */
+bool fl_cl_winograd_applies(const fl_cl_device *d, const fl_conv_geometry *g);
+int fl_cl_conv2d_winograd(fl_cl_device *d, const fl_conv_geometry *g, const void *x,
+                          const void *filter, const fl_cl_epilogue *epilogue, void *y);
+int fl_cl_conv2d_backprop_input_winograd(fl_cl_device *d, const fl_conv_geometry *g, const void *dy,
+                                         const void *filter, void *dx);
+
 /* conv.cl and conv_gemm.cl take a geometry by value as their `geom`, thirteen ints. */
 _Static_assert(sizeof(fl_conv_geometry) == 13 * sizeof(cl_int),
                "fl_conv_geometry must match conv.cl's geom");

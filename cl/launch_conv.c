@@ -72,6 +72,8 @@ FL_CL_OP(fl_cl_conv2d)
 {
     (void)ctx;
     fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
+    if (fl_cl_winograd_applies(d, &g))
+        return fl_cl_conv2d_winograd(d, &g, in[0]->data, in[1]->data, NULL, out->data);
     if (!fl_cl_use_clblast(d))
         return fl_cl_conv2d_implicit(d, &g, in[0]->data, in[1]->data, NULL, out->data);
     chunking ch;
@@ -112,6 +114,8 @@ FL_CL_OP(fl_cl_conv2d_backprop_input)
     fl_conv_geometry g = fl_conv_geometry_of(n, in[2]->shape, in[1]->shape);
     if (fl_cl_count(out) < 0)
         return -1;
+    if (fl_cl_winograd_applies(d, &g))
+        return fl_cl_conv2d_backprop_input_winograd(d, &g, in[0]->data, in[1]->data, out->data);
     if (!fl_cl_use_clblast(d))
         return fl_cl_conv2d_backprop_input_implicit(d, &g, in[0]->data, in[1]->data, out->data);
     chunking ch;
