@@ -13,7 +13,9 @@
 #include "flowlab.h"
 #include "tap.h"
 
-enum { BATCH = 3, SIDE = 9, CHANNELS = 3, FILTERS = 5, HIDDEN = 7, CLASSES = 4 };
+/* Odd sizes and channel counts no vector width divides; the single layer's
+ * WIDE filters take the eight-lane path of an epilogue pass. */
+enum { BATCH = 3, SIDE = 9, CHANNELS = 3, FILTERS = 5, HIDDEN = 7, CLASSES = 4, WIDE = 16 };
 
 static const fl_session_options unfused = {.disable_fusion = true};
 
@@ -162,7 +164,7 @@ static layer conv_layer(const char *device, fl_shape bias_shape)
     layer l = {.g = fl_graph_new()};
     fl_device_scope_push(l.g, device);
     l.x = fl_placeholder(l.g, FL_FLOAT32, fl_shape_make(4, 1, 7, 7, CHANNELS), "x");
-    fl_node *filter = constant(l.g, fl_shape_make(4, 5, 5, CHANNELS, FILTERS), 4, "filter");
+    fl_node *filter = constant(l.g, fl_shape_make(4, 5, 5, CHANNELS, WIDE), 4, "filter");
     l.bias = constant(l.g, bias_shape, 5, "bias");
     l.conv = fl_conv2d(l.g, l.x, filter, 2, 2, FL_VALID, "conv");
     l.sum = fl_add(l.g, l.conv, l.bias, "sum");
@@ -182,36 +184,36 @@ static void expect_unfused(layer *l, fl_node *const *fetches, int n, const char 
 
 static void test_not_fused(const char *device)
 {
-    layer l = conv_layer(device, fl_shape_make(1, FILTERS));
-    int saved = ops_saved(l.g, l.x, &l.relu, 1, "batch 1, stride 2, VALID, 5 filters");
+    layer l = conv_layer(device, fl_shape_make(1, WIDE));
+    int saved = ops_saved(l.g, l.x, &l.relu, 1, "batch 1, stride 2, VALID, 16 filters");
     ok(saved == 2, "%s: conv, bias and relu run as one op (saved %d)", device, saved);
     fl_graph_free(l.g);
 
-    l = conv_layer(device, fl_shape_make(1, FILTERS));
+    l = conv_layer(device, fl_shape_make(1, WIDE));
     fl_node *both[2] = {l.relu, l.conv};
     expect_unfused(&l, both, 2, device, "the Conv2D's output fetched");
 
-    l = conv_layer(device, fl_shape_make(1, FILTERS));
+    l = conv_layer(device, fl_shape_make(1, WIDE));
     fl_node *twice[2] = {l.relu, fl_add(l.g, l.conv, l.conv, "conv_twice")};
     expect_unfused(&l, twice, 2, device, "the Conv2D's output read twice");
 
     l = conv_layer(device, fl_shape_make(0));
     expect_unfused(&l, &l.relu, 1, device, "a scalar bias, not one per channel");
 
-    l = conv_layer(device, fl_shape_make(3, 2, 2, FILTERS));
-    expect_unfused(&l, &l.relu, 1, device, "an Add of two activations (the other [2,2,5])");
+    l = conv_layer(device, fl_shape_make(3, 2, 2, WIDE));
+    expect_unfused(&l, &l.relu, 1, device, "an Add of two activations (the other [2,2,16])");
 }
 
 /* A fed intermediate is not computed: nothing to fuse it with. */
 static void test_fed_add(const char *device)
 {
-    layer l = conv_layer(device, fl_shape_make(1, FILTERS));
+    layer l = conv_layer(device, fl_shape_make(1, WIDE));
     fl_session *s = fl_session_new(l.g, NULL);
-    fl_tensor *sum = values(fl_shape_make(4, 1, 2, 2, FILTERS), 6), *out = NULL;
+    fl_tensor *sum = values(fl_shape_make(4, 1, 2, 2, WIDE), 6), *out = NULL;
     fl_feed feed = {l.sum, sum};
     int rc = fl_session_run(s, &feed, 1, &l.relu, 1, &out, NULL, 0);
     bool right = rc == 0 && out;
-    for (int i = 0; right && i < 4 * FILTERS; i++)
+    for (int i = 0; right && i < 4 * WIDE; i++)
         right = fl_tensor_floats(out)[i] == fmaxf(0.0f, fl_tensor_floats(sum)[i]);
     ok(right && fl_session_ops_run(s) == 1, "%s: the Add fed: only the Relu runs, on the fed value", device);
     fl_tensor_free(out);
@@ -223,7 +225,7 @@ static void test_fed_add(const char *device)
 /* The timeline shows the fused op under the Relu's name. */
 static void test_trace(const char *device)
 {
-    layer l = conv_layer(device, fl_shape_make(1, FILTERS));
+    layer l = conv_layer(device, fl_shape_make(1, WIDE));
     fl_session *s = fl_session_new(l.g, NULL);
     fl_tensor *x = values(fl_shape_make(4, 1, 7, 7, CHANNELS), 7), *out = NULL;
     fl_feed feed = {l.x, x};
@@ -261,9 +263,15 @@ int main(void)
     unsetenv("FLOWLAB_FUSION");
     test_device("/cpu:0");
     fl_device_info devices[4];
-    if (fl_list_devices(devices, 4) > 1 && strcmp(devices[1].backend, "opencl") == 0)
+    if (fl_list_devices(devices, 4) > 1 && strcmp(devices[1].backend, "opencl") == 0) {
         test_device("/gpu:0");
-    else
+        /* A GPU-type device's path: CLBlast multiplies, then one epilogue pass. */
+        diag("again with FLOWLAB_CL_GEMM=clblast");
+        setenv("FLOWLAB_CL_GEMM", "clblast", 1);
+        test_network("/gpu:0");
+        test_not_fused("/gpu:0");
+        unsetenv("FLOWLAB_CL_GEMM");
+    } else
         skip("/gpu:0 fusion", "no OpenCL /gpu:0 here");
     return done_testing();
 }
