@@ -138,6 +138,7 @@ static bool backend_fuses(const fl_session *s, const fl_node *root, fl_op_kind o
 /* ---- the patterns ---- */
 
 /* root is Relu(add) (relu) or add itself; add = Add(product, bias). */
+// [book:fuse_product]
 static void fuse_product(fl_session *s, fl_node *root, fl_node *add, bool relu)
 {
     if (add->op != FL_OP_ADD || add->ninputs != 2 || (add != root && !absorbable(s, add, root)))
@@ -161,6 +162,7 @@ static void fuse_product(fl_session *s, fl_node *root, fl_node *add, bool relu)
     if (add != root)
         s->needed[add->id] = false;
 }
+// [end:fuse_product]
 
 /* Whether features > 0 exactly where MaxPoolGrad's x > 0. */
 static bool same_mask(const fl_node *features, const fl_node *x)
