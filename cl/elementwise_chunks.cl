@@ -77,3 +77,27 @@ __kernel void relu_grad_chunks(__global const float *dy, __global const float *x
     for (; i < end; i++)
         out[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
+
+/* A fused op's epilogue where its product's kernel cannot apply one (a
+ * CLBlast GEMM; the fallback of launch_fused_fallback.c), in place: y[i] +=
+ * bias[i % columns], then Relu when relu is set, the same float operations
+ * as an Add and a Relu. Chunks are multiples of 8, so with columns a
+ * multiple of 8 the eight lanes never wrap around the bias. */
+__kernel void bias_relu_chunks(__global float *y, __global const float *bias, int columns, int relu,
+                               int count, int chunk)
+{
+    int begin = get_global_id(0) * chunk, end = min(begin + chunk, count), i = begin;
+    int j = begin % columns;
+    if (columns % 8 == 0) {
+        for (; i + 8 <= end; i += 8) {
+            float8 v = vload8(0, y + i) + vload8(0, bias + j);
+            vstore8(relu ? select((float8)(0.0f), v, v > 0.0f) : v, 0, y + i);
+            j = j + 8 == columns ? 0 : j + 8;
+        }
+    }
+    for (; i < end; i++) {
+        float v = y[i] + bias[j];
+        y[i] = relu && !(v > 0.0f) ? 0.0f : v;
+        j = j + 1 == columns ? 0 : j + 1;
+    }
+}

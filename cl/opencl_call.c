@@ -33,6 +33,7 @@ static const char *const kernel_names[FL_CL_KERNEL_COUNT] = {
     [K_WINOGRAD_FILTER] = "winograd_filter", [K_WINOGRAD_CONV] = "winograd_conv",
     [K_BINARY_FLOAT_CHUNKS] = "binary_float_chunks",
     [K_RELU_CHUNKS] = "relu_chunks", [K_RELU_GRAD_CHUNKS] = "relu_grad_chunks",
+    [K_BIAS_RELU_CHUNKS] = "bias_relu_chunks",
     [K_APPLY_GRADIENT_DESCENT] = "apply_gradient_descent",
     [K_APPLY_MOMENTUM] = "apply_momentum", [K_APPLY_ADAM] = "apply_adam",
 };

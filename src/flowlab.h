@@ -347,6 +347,9 @@ typedef struct {
      * variables and their updates only); one on the local task's devices
      * runs here. NULL: devices that name a task are refused. */
     const fl_cluster_plugin *cluster;
+    /* Run every op as the graph has it: no Conv2D/MatMul + bias + Relu, or
+     * MaxPoolGrad + ReluGrad, as one kernel (FLOWLAB_FUSION=0 does the same). */
+    bool disable_fusion;
 } fl_session_options;
 
 typedef struct fl_session fl_session;
@@ -394,6 +397,9 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
  * or /cpu:0 where soft placement moved it (fl_node_device gives the
  * request). NULL until a run of s has needed n, or when n is not of s's graph. */
 const char *fl_session_node_device(const fl_session *s, const fl_node *n);
+/* How many ops the latest run of s ran (sources and fed nodes not counted):
+ * fewer than the graph's when the session fused some (session_fusion.c). */
+int fl_session_ops_run(const fl_session *s);
 
 /* ------------------------------------------------------------------------
  * Checkpoints: named tensors with shapes and a CRC-32 each, written to a

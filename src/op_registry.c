@@ -20,6 +20,7 @@ extern const fl_op_def fl_def_reshape, fl_def_concat, fl_def_slice, fl_def_slice
 extern const fl_op_def fl_def_conv2d, fl_def_conv2d_backprop_input, fl_def_conv2d_backprop_filter,
     fl_def_max_pool, fl_def_max_pool_grad;
 extern const fl_op_def fl_def_apply_gradient_descent, fl_def_apply_momentum, fl_def_apply_adam;
+extern const fl_op_def fl_def_fused_conv2d, fl_def_fused_matmul, fl_def_max_pool_relu_grad;
 
 static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_PLACEHOLDER] = &fl_def_placeholder,
@@ -70,6 +71,9 @@ static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_APPLY_GRADIENT_DESCENT] = &fl_def_apply_gradient_descent,
     [FL_OP_APPLY_MOMENTUM] = &fl_def_apply_momentum,
     [FL_OP_APPLY_ADAM] = &fl_def_apply_adam,
+    [FL_OP_FUSED_CONV2D] = &fl_def_fused_conv2d,
+    [FL_OP_FUSED_MATMUL] = &fl_def_fused_matmul,
+    [FL_OP_MAX_POOL_RELU_GRAD] = &fl_def_max_pool_relu_grad,
 };
 
 const fl_op_def *fl_op_def_of(fl_op_kind op) { return op_table[op]; }
@@ -81,6 +85,7 @@ const fl_op_def *fl_op_def_of(fl_op_kind op) { return op_table[op]; }
 #define GRADIENT_OP "a gradient op, built only by a gradient rule; second derivatives are not supported"
 #define SOURCE_OP "a source of values: it has no float input to pass a gradient to"
 #define UPDATE_OP "an optimizer update: it writes a variable and is never differentiated"
+#define FUSED_OP "made by the session's fusion pass after the gradients are built; it is never differentiated"
 
 static const char *const why_no_gradient[FL_OP_COUNT] = {
     [FL_OP_PLACEHOLDER] = SOURCE_OP,
@@ -107,6 +112,9 @@ static const char *const why_no_gradient[FL_OP_COUNT] = {
     [FL_OP_APPLY_GRADIENT_DESCENT] = UPDATE_OP,
     [FL_OP_APPLY_MOMENTUM] = UPDATE_OP,
     [FL_OP_APPLY_ADAM] = UPDATE_OP,
+    [FL_OP_FUSED_CONV2D] = FUSED_OP,
+    [FL_OP_FUSED_MATMUL] = FUSED_OP,
+    [FL_OP_MAX_POOL_RELU_GRAD] = FUSED_OP,
 };
 
 /* The session itself gives these their value on any device (placement.c
@@ -118,5 +126,16 @@ static const char *const why_no_kernel[FL_OP_COUNT] = {
     [FL_OP_NO_OP] = "it has no output: the session only orders its control inputs",
 };
 
+/* A fused op stands for ops every backend has: a backend without its
+ * kernel runs them one by one (session_fusion.c asks has_kernel first). */
+#define FUSION_ONLY "a fused op: the session fuses only on a device whose backend has its kernel"
+
+static const char *const why_kernel_optional[FL_OP_COUNT] = {
+    [FL_OP_FUSED_CONV2D] = FUSION_ONLY,
+    [FL_OP_FUSED_MATMUL] = FUSION_ONLY,
+    [FL_OP_MAX_POOL_RELU_GRAD] = FUSION_ONLY,
+};
+
 const char *fl_op_why_no_gradient(fl_op_kind op) { return why_no_gradient[op]; }
+const char *fl_op_why_kernel_optional(fl_op_kind op) { return why_kernel_optional[op]; }
 const char *fl_op_why_no_kernel(fl_op_kind op) { return why_no_kernel[op]; }

@@ -68,6 +68,8 @@ typedef enum {
     FL_OP_MAX_POOL_GRAD,
     /* optimizer updates */
     FL_OP_APPLY_GRADIENT_DESCENT, FL_OP_APPLY_MOMENTUM, FL_OP_APPLY_ADAM,
+    /* fused by the session for one step (session_fusion.c), never built by a user */
+    FL_OP_FUSED_CONV2D, FL_OP_FUSED_MATMUL, FL_OP_MAX_POOL_RELU_GRAD,
     /* (no Copy op: the session copies values across devices itself) */
     FL_OP_COUNT
 } fl_op_kind;
@@ -91,6 +93,7 @@ typedef struct {
     fl_dtype dtype;                       /* Cast */
     float learning_rate, momentum, beta1, beta2, epsilon;
     bool use_nesterov;
+    bool fused_relu;                      /* FusedConv2D, FusedMatMul: max(0, v) after the bias */
 } fl_attrs;
 
 struct fl_node {
@@ -131,6 +134,9 @@ const fl_op_def *fl_op_def_of(fl_op_kind op);
  * NULL where it has one (op_registry.c, checked by tests/test_op_checklist.c). */
 const char *fl_op_why_no_gradient(fl_op_kind op);
 const char *fl_op_why_no_kernel(fl_op_kind op);
+/* Why a backend may leave op's kernel out (NULL: it may not): the session
+ * fuses into op only on a device whose backend has the kernel. */
+const char *fl_op_why_kernel_optional(fl_op_kind op);
 
 /* ---- graph.c: adding nodes ---- */
 typedef struct {

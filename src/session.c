@@ -51,6 +51,7 @@ void fl_session_free(fl_session *s)
     free(s->feeds);
     free(s->events);
     free(s->external);
+    fl_session_free_fusion(s);
     pthread_mutex_destroy(&s->external_lock);
     free(s);
 }
@@ -88,6 +89,8 @@ int fl_session_place(fl_session *s, fl_node *n)
         fl_log_placement(n, slot->device);
     return 0;
 }
+
+int fl_session_ops_run(const fl_session *s) { return s ? s->ops_run : 0; }
 
 const char *fl_session_node_device(const fl_session *s, const fl_node *n)
 {
@@ -234,10 +237,12 @@ static bool is_source(const fl_node *n)
 
 /* ---- the order of a run ---- */
 
-/* Places every needed node, then finds the values a node on another device
+/* Places every needed node, fuses what its device runs as one kernel
+ * (session_fusion.c), then finds the values a node on another device
  * reads: their devices will mark them (see issue). */
 static int place_and_find_crossings(fl_session *s)
 {
+    s->ops_run = 0;
     for (int id = 0; id < s->nslots; id++) {
         s->slots[id].crosses = false;
         s->slots[id].issued = false;
@@ -245,8 +250,9 @@ static int place_and_find_crossings(fl_session *s)
         if (s->needed[id] && fl_session_place(s, fl_graph_node(s->graph, id)) != 0)
             return -1;
     }
+    fl_session_fuse(s);
     for (int id = 0; id < s->nslots; id++) {
-        fl_node *n = fl_graph_node(s->graph, id);
+        fl_node *n = fl_session_planned(s, id);
         if (!s->needed[id] || s->feeds[id] || is_source(n))
             continue;
         for (int i = 0; i < n->ninputs; i++) {
@@ -299,9 +305,10 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n)
 static int issue(fl_session *s, fl_node *n)
 {
     fl_slot *slot = &s->slots[n->id];
-    int rc = is_source(n) || s->feeds[n->id] ? run_source(s, n) : run_op(s, n);
-    if (rc != 0)
+    bool source = is_source(n) || s->feeds[n->id];
+    if ((source ? run_source(s, n) : run_op(s, n)) != 0)
         return -1;
+    s->ops_run += !source;
     slot->issued = true;
     slot->mark_reached = false;
     bool early = fl_session_wants_early_fetch(s, slot);
@@ -326,7 +333,7 @@ static int sweep(fl_session *s, int npending, int *oldest)
     int64_t oldest_age = INT64_MAX;
     *oldest = -1;
     for (int k = 0; k < npending; k++) {
-        fl_node *n = fl_graph_node(s->graph, s->pending[k]);
+        fl_node *n = fl_session_planned(s, s->pending[k]);
         int64_t age = inputs_issued(s, n) ? would_wait_for(s, n) : INT64_MAX;
         if (age == -1) {
             if (issue(s, n) != 0)
@@ -365,7 +372,7 @@ static int execute(fl_session *s)
             if (oldest < 0) /* creation order is topological: cannot happen */
                 return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
                                             "no node of this run can start: is the graph a cycle?");
-            if (issue(s, fl_graph_node(s->graph, s->pending[oldest])) != 0)
+            if (issue(s, fl_session_planned(s, s->pending[oldest])) != 0)
                 return -1;
             kept--;
             memmove(&s->pending[oldest], &s->pending[oldest + 1],

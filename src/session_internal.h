@@ -62,6 +62,7 @@ typedef struct {
     int copy_of; /* a cross-device copy of this node's value into `node`; -1 for an op */
     size_t bytes; /* a copy's size: what chapter 7 counts per step; 0 for an op */
     const fl_device *from; /* the device a copy came from; NULL for an op */
+    const char *op; /* the op's type as it ran ("FusedConv2D" under a Relu's name) */
 } fl_trace_event;
 
 /* A device a traced run has used, and whether it times its own ops (an
@@ -90,6 +91,16 @@ typedef struct {
     bool *delivered;               /* by fetch index */
 } fl_run_fetches;
 
+/* session_fusion.c's plan of a step: by node id, arrays of `size`. */
+typedef struct {
+    int size;
+    fl_node **planned;    /* the node run under this id this step; NULL: the graph's */
+    fl_node *made;        /* the session's own nodes, kept between runs */
+    fl_node **made_inputs; /* three per id: the made nodes' inputs */
+    int *consumers;       /* this step's readers of each value (inputs and controls) */
+    fl_node **relu_of;    /* a Relu of this step that reads the value */
+} fl_fusion_plan;
+
 struct fl_session {
     fl_graph *graph;
     fl_session_options options;
@@ -106,6 +117,8 @@ struct fl_session {
     fl_traced_device traced[FL_TRACED_DEVICES]; /* this run's, while tracing */
     int ntraced;
     int64_t run_count;
+    int ops_run; /* in the latest run: ops issued (a fused node counts once) */
+    fl_fusion_plan fusion;
     int *pending;  /* this run's needed nodes not yet issued, in creation order */
     int *readers;  /* by node id: how many inputs of this run's ops read its value */
     int64_t marks_made;
@@ -152,6 +165,14 @@ bool fl_session_can_forward(const fl_session *s, const fl_node *n, const fl_tens
  * the feeds and marks in s->needed what the run needs; -1 with the error set. */
 int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                      int nfetches, fl_node *const *targets, int ntargets);
+
+/* ---- session_fusion.c: after placement, before the run's reads are
+ * counted: which ops of the step run fused (s->needed loses the absorbed
+ * ones); planned gives the node to run under an id (the graph's, or the
+ * session's fused stand-in). ---- */
+void fl_session_fuse(fl_session *s);
+fl_node *fl_session_planned(const fl_session *s, int id);
+void fl_session_free_fusion(fl_session *s);
 
 /* ---- session_copies.c: values crossing devices ---- */
 /* Gives n's input i on n's device in *out: the copy this run already made

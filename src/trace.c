@@ -56,8 +56,10 @@ static void add_event(fl_session *s, int node, int copy_of, const fl_device *d, 
         s->events_cap = s->events_cap ? s->events_cap * 2 : 1024;
         s->events = fl_xrealloc(s->events, (size_t)s->events_cap * sizeof *s->events);
     }
+    /* The op the step ran under the node's id: a fused one shows as such. */
+    const char *op = fl_node_op_type(fl_session_planned(s, node));
     s->events[s->nevents++] =
-        (fl_trace_event){node, d, start - s->trace_origin_us, end - start, copy_of, 0, NULL};
+        (fl_trace_event){node, d, start - s->trace_origin_us, end - start, copy_of, 0, NULL, op};
 }
 
 void fl_session_trace_op(fl_session *s, const fl_node *n, const fl_device *d, double start,
@@ -151,7 +153,7 @@ static void put_lane_names(FILE *f, const fl_device **lanes, int nlanes)
 static void put_event(FILE *f, const fl_session *s, const fl_trace_event *e, int tid)
 {
     const fl_node *n = fl_graph_node(s->graph, e->node);
-    const char *op = n ? fl_node_op_type(n) : "?";
+    const char *op = e->op ? e->op : "?";
     fputs(",\n{\"name\":\"", f);
     if (e->copy_of >= 0) { /* a cross-device copy: named after the value it moves */
         const fl_node *from = fl_graph_node(s->graph, e->copy_of);

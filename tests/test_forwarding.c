@@ -9,6 +9,10 @@
 #include "session_internal.h" /* the slots, to see whose buffer a value is in */
 #include "tap.h"
 
+/* Forwarding is what is tested: the session runs the ops as written, not
+ * fused into one kernel (session_fusion.c), whose intermediates have no buffer. */
+static const fl_session_options unfused = {.disable_fusion = true};
+
 enum { ROWS = 64, COLS = 40 };
 
 typedef struct {
@@ -71,7 +75,7 @@ static bool values_right(const fl_tensor *x, const fl_tensor *got, bool relu)
 static void test_device(const char *device)
 {
     small_graph m = build(device);
-    fl_session *s = fl_session_new(m.g, NULL);
+    fl_session *s = fl_session_new(m.g, &unfused);
     fl_tensor *x = input(), *out[2] = {NULL, NULL};
     fl_feed feed = {m.x, x};
     int rc = fl_session_run(s, &feed, 1, &m.relu, 1, out, NULL, 0);
@@ -107,7 +111,7 @@ static void test_two_readers(void)
     fl_node *total = fl_add(g, doubled, other, "total");
     float v[8] = {-2, -1, 0, 1, 2, 3, 4, 5};
     fl_tensor *xt = fl_tensor_from_floats(fl_shape_make(1, 8), v), *out = NULL;
-    fl_session *s = fl_session_new(g, NULL);
+    fl_session *s = fl_session_new(g, &unfused);
     fl_feed feed = {x, xt};
     int rc = fl_session_run(s, &feed, 1, &total, 1, &out, NULL, 0);
     bool right = rc == 0;

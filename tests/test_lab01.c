@@ -4,6 +4,7 @@
  * seed giving the same losses, a run killed with SIGKILL after a checkpoint
  * and resumed where it stopped, and the exercises' reference solutions.
  * Runs stay small (--max_examples, batch 32, a few steps) to keep this quick. */
+#include <math.h>
 #include <signal.h>
 #include <time.h>
 
@@ -72,6 +73,29 @@ static void test_flags(void)
 
 #define QUICK "--device /cpu:0 --max_examples 256 --batch_size 32 --log_every 1 --seed 5"
 
+/* The session's fusion (src/session_fusion.c) changes no loss: the same
+ * run with FLOWLAB_FUSION=0, on /cpu:0 and on the default device. */
+static bool losses_agree(const run_result *a, const run_result *b)
+{
+    bool same = a->nsteps > 1 && b->nsteps == a->nsteps;
+    for (int i = 0; same && i < a->nsteps; i++)
+        same = fabs(a->loss[i] - b->loss[i]) <= 1e-4 * fabs(a->loss[i]);
+    return same;
+}
+
+static void test_fusion_off(const run_result *a)
+{
+    run_result b = run_env("FLOWLAB_FUSION=0", QUICK " --train_steps 12");
+    ok(losses_agree(a, &b), "FLOWLAB_FUSION=0 on /cpu:0: the same losses within 1e-4");
+    free(b.out);
+    const char *args = "--max_examples 256 --batch_size 32 --log_every 1 --seed 5 --train_steps 6";
+    run_result fused = run_lab(args);
+    b = run_env("FLOWLAB_FUSION=0", args);
+    ok(losses_agree(&fused, &b), "FLOWLAB_FUSION=0 on the default device: the same losses within 1e-4");
+    free(b.out);
+    free(fused.out);
+}
+
 static void test_training(run_result *a)
 {
     *a = run_lab(QUICK " --train_steps 12");
@@ -97,6 +121,7 @@ static void test_training(run_result *a)
         same = strcmp(a->line[i], b.line[i]) == 0;
     ok(same, "the same seed on the same device gives the same loss lines");
     free(b.out);
+    test_fusion_off(a);
 
     b = run_lab("--device /cpu:0 --max_examples 256 --batch_size 32 --log_every 1 --seed 6 "
                 "--train_steps 2");

@@ -29,6 +29,11 @@ static void check_gradient(fl_op_kind op)
 static void check_kernel(const char *backend_name, const fl_backend *b, fl_op_kind op)
 {
     const char *why = fl_op_why_no_kernel(op);
+    if (fl_op_why_kernel_optional(op)) { /* a fused op: the session fuses only where it may */
+        ok(why == NULL, "%s: optional in the %s backend (%s), %s", type_of(op), backend_name,
+           fl_op_why_kernel_optional(op), backend_has_kernel(b, op) ? "which has it" : "which fuses none");
+        return;
+    }
     bool has = backend_has_kernel(b, op);
     if (!ok(has != (why != NULL), "%s: a kernel in the %s backend or a stated reason for none", type_of(op),
             backend_name))

@@ -53,6 +53,10 @@ static const fl_host_kernel kernels[FL_OP_COUNT] = {
     [FL_OP_APPLY_GRADIENT_DESCENT] = fl_host_apply_gradient_descent,
     [FL_OP_APPLY_MOMENTUM] = fl_host_apply_momentum,
     [FL_OP_APPLY_ADAM] = fl_host_apply_adam,
+    /* after their product's kernel: see host_run */
+    [FL_OP_FUSED_CONV2D] = fl_host_bias_relu,
+    [FL_OP_FUSED_MATMUL] = fl_host_bias_relu,
+    [FL_OP_MAX_POOL_RELU_GRAD] = fl_host_relu_mask,
 };
 
 #ifdef FL_HAVE_CBLAS
@@ -122,6 +126,9 @@ static int host_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tenso
                     const fl_kernel_ctx *ctx)
 {
     (void)impl;
+    fl_op_kind product = fl_host_product_of(n->op); /* a fused op: its product first */
+    if (product != n->op && fl_host_kernel_for(product)(n, in, out, ctx) != 0)
+        return -1;
     return fl_host_kernel_for(n->op)(n, in, out, ctx);
 }
 

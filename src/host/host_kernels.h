@@ -67,6 +67,12 @@ FL_HOST_KERNEL(fl_host_conv2d_backprop_input);
 FL_HOST_KERNEL(fl_host_conv2d_backprop_filter);
 FL_HOST_KERNEL(fl_host_max_pool);
 FL_HOST_KERNEL(fl_host_max_pool_grad);
+/* host_fused.c: the session's fused ops (session_fusion.c) are the op
+ * fl_host_product_of names (Conv2D for FusedConv2D; op itself for any
+ * other), then one of these over its output, in place. */
+fl_op_kind fl_host_product_of(fl_op_kind op);
+FL_HOST_KERNEL(fl_host_bias_relu);
+FL_HOST_KERNEL(fl_host_relu_mask);
 
 /* host_blas.c, when built with CBLAS (FL_HAVE_CBLAS): the same ops as GEMMs. */
 FL_HOST_KERNEL(fl_host_matmul_blas);

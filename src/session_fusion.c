@@ -1,0 +1,227 @@
+/* session_fusion.c: the step's fusion pass, as TensorFlow's grappler
+ * "remapper" does it: after placement, chains of ops the device can run as
+ * one kernel are run as one node, so their intermediate values never make
+ * a trip through memory. The user's graph is left as written: the fused
+ * node is the session's own, stands under the id (slot, name, trace lane)
+ * of the chain's last op, and the ops it absorbed are not run this step.
+ *
+ * What it matches, where every absorbed op has exactly one reader in this
+ * run, is neither fetched nor fed, has no control inputs, is float and sits
+ * on the last op's device, whose backend has the fused kernel:
+ *   Relu(Add(Conv2D(x, f), bias[C]))  -> FusedConv2D(x, f, bias), relu
+ *   Add(Conv2D(x, f), bias[C])        -> FusedConv2D(x, f, bias)
+ *   the same with MatMul(a, b)        -> FusedMatMul(a, b, bias)
+ *   ReluGrad(MaxPoolGrad(dy, x, y), features) -> MaxPoolReluGrad(dy, x, y)
+ *     when features > 0 exactly where x > 0: features is x, or x = Relu(features).
+ * A Relu's gradient reads the Relu's input (the Add); where the Relu's
+ * output is in the step too, ReluGrad reads that instead (the same mask:
+ * Relu(a) > 0 exactly where a > 0), so the Add keeps a single reader.
+ * FLOWLAB_FUSION=0 or fl_session_options.disable_fusion turns it off. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session_internal.h"
+
+#define FUSED_INPUTS 3
+
+void fl_session_free_fusion(fl_session *s)
+{
+    fl_fusion_plan *p = &s->fusion;
+    free(p->planned);
+    free(p->made);
+    free(p->made_inputs);
+    free(p->consumers);
+    free(p->relu_of);
+    memset(p, 0, sizeof *p);
+}
+
+static void grow(fl_session *s)
+{
+    fl_fusion_plan *p = &s->fusion;
+    if (p->size == s->nslots)
+        return;
+    fl_session_free_fusion(s);
+    size_t n = (size_t)s->nslots;
+    p->size = s->nslots;
+    p->planned = fl_xcalloc(n, sizeof *p->planned);
+    p->made = fl_xcalloc(n, sizeof *p->made);
+    p->made_inputs = fl_xcalloc(n * FUSED_INPUTS, sizeof *p->made_inputs);
+    p->consumers = fl_xcalloc(n, sizeof *p->consumers);
+    p->relu_of = fl_xcalloc(n, sizeof *p->relu_of);
+}
+
+fl_node *fl_session_planned(const fl_session *s, int id)
+{
+    if (id < s->fusion.size && s->fusion.planned[id])
+        return s->fusion.planned[id];
+    return fl_graph_node(s->graph, id);
+}
+
+static bool fusion_wanted(const fl_session *s)
+{
+    const char *env = getenv("FLOWLAB_FUSION");
+    return !s->options.disable_fusion && !(env && strcmp(env, "0") == 0);
+}
+
+/* ---- who reads what in this run ---- */
+
+static bool runs_op(const fl_session *s, const fl_node *n)
+{
+    bool source = n->op == FL_OP_PLACEHOLDER || n->op == FL_OP_VARIABLE || n->op == FL_OP_CONST;
+    return s->needed[n->id] && !s->feeds[n->id] && !source;
+}
+
+/* consumers: each needed op's inputs and control inputs, counted; relu_of:
+ * for a value a, a Relu of this run that reads it. */
+static void count_consumers(fl_session *s)
+{
+    fl_fusion_plan *p = &s->fusion;
+    memset(p->consumers, 0, (size_t)p->size * sizeof *p->consumers);
+    memset(p->relu_of, 0, (size_t)p->size * sizeof *p->relu_of);
+    for (int id = 0; id < s->nslots; id++) {
+        fl_node *n = fl_graph_node(s->graph, id);
+        if (!runs_op(s, n))
+            continue;
+        for (int i = 0; i < n->ninputs; i++)
+            p->consumers[n->inputs[i]->id]++;
+        for (int i = 0; i < n->ncontrols; i++)
+            p->consumers[n->controls[i]->id]++;
+        if (n->op == FL_OP_RELU && !p->relu_of[n->inputs[0]->id])
+            p->relu_of[n->inputs[0]->id] = n;
+    }
+}
+
+static const fl_device *device_of(const fl_session *s, const fl_node *n) { return s->slots[n->id].device; }
+
+/* Whether op i can vanish into a fused node that stands for root. */
+static bool absorbable(const fl_session *s, const fl_node *i, const fl_node *root)
+{
+    const fl_slot *slot = &s->slots[i->id];
+    return runs_op(s, i) && s->fusion.consumers[i->id] == 1 && !slot->fetched &&
+           i->ncontrols == 0 && i->dtype == FL_FLOAT32 && device_of(s, i) == device_of(s, root) &&
+           !s->fusion.planned[i->id];
+}
+
+/* The fused node stands under root's id; every input must already be on
+ * root's device (a fused node reads no cross-device copies). */
+static bool inputs_local(const fl_session *s, const fl_node *root, fl_node *const *in, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (device_of(s, in[i]) != device_of(s, root))
+            return false;
+    return true;
+}
+
+/* Makes (or remakes, in the session's storage) the node that runs under
+ * root's id this step: root's name, device and shape, another op. */
+static fl_node *make_node(fl_session *s, const fl_node *root, fl_op_kind op, const fl_attrs *attrs,
+                          fl_node *const *in, int n)
+{
+    fl_fusion_plan *p = &s->fusion;
+    fl_node *made = &p->made[root->id];
+    fl_node **inputs = &p->made_inputs[(size_t)root->id * FUSED_INPUTS];
+    *made = *root;
+    made->op = op;
+    made->attrs = *attrs;
+    memcpy(inputs, in, (size_t)n * sizeof *in);
+    made->inputs = inputs;
+    made->ninputs = n;
+    p->planned[root->id] = made;
+    return made;
+}
+
+static bool backend_fuses(const fl_session *s, const fl_node *root, fl_op_kind op)
+{
+    return device_of(s, root)->backend->has_kernel(op);
+}
+
+/* ---- the patterns ---- */
+
+/* root is Relu(add) (relu) or add itself; add = Add(product, bias). */
+// [book:fuse_product]
+static void fuse_product(fl_session *s, fl_node *root, fl_node *add, bool relu)
+{
+    if (add->op != FL_OP_ADD || add->ninputs != 2 || (add != root && !absorbable(s, add, root)))
+        return;
+    fl_node *product = add->inputs[0], *bias = add->inputs[1];
+    bool conv = product->op == FL_OP_CONV2D;
+    if ((!conv && product->op != FL_OP_MATMUL) || !absorbable(s, product, root))
+        return;
+    fl_shape ps = product->shape;
+    int64_t columns = ps.rank > 0 ? ps.dims[ps.rank - 1] : -1;
+    if (bias->dtype != FL_FLOAT32 || bias->shape.rank != 1 || columns < 0 || bias->shape.dims[0] != columns)
+        return;
+    fl_op_kind op = conv ? FL_OP_FUSED_CONV2D : FL_OP_FUSED_MATMUL;
+    fl_node *in[FUSED_INPUTS] = {product->inputs[0], product->inputs[1], bias};
+    if (!backend_fuses(s, root, op) || !inputs_local(s, root, in, FUSED_INPUTS))
+        return;
+    fl_attrs attrs = product->attrs;
+    attrs.fused_relu = relu;
+    make_node(s, root, op, &attrs, in, FUSED_INPUTS);
+    s->needed[product->id] = false;
+    if (add != root)
+        s->needed[add->id] = false;
+}
+// [end:fuse_product]
+
+/* Whether features > 0 exactly where MaxPoolGrad's x > 0. */
+static bool same_mask(const fl_node *features, const fl_node *x)
+{
+    return features == x || (x->op == FL_OP_RELU && x->inputs[0] == features);
+}
+
+/* g = ReluGrad(MaxPoolGrad(dy, x, y), features) */
+static bool fuse_pool_grad(fl_session *s, fl_node *g)
+{
+    fl_node *pool = g->inputs[0];
+    if (pool->op != FL_OP_MAX_POOL_GRAD || !absorbable(s, pool, g) || !same_mask(g->inputs[1], pool->inputs[1]))
+        return false;
+    if (!backend_fuses(s, g, FL_OP_MAX_POOL_RELU_GRAD) || !inputs_local(s, g, pool->inputs, 3))
+        return false;
+    make_node(s, g, FL_OP_MAX_POOL_RELU_GRAD, &pool->attrs, pool->inputs, 3);
+    s->needed[pool->id] = false;
+    s->fusion.consumers[g->inputs[1]->id]--;
+    return true;
+}
+
+/* g = ReluGrad(dy, a) where r = Relu(a) runs too: g reads r instead, and
+ * a (an Add to be fused) keeps its Relu as its one reader. */
+static void read_relu_output(fl_session *s, fl_node *g)
+{
+    fl_node *a = g->inputs[1], *r = s->fusion.relu_of[a->id];
+    if (a->op != FL_OP_ADD || !r || s->feeds[r->id] || r->id > g->id || device_of(s, r) != device_of(s, g))
+        return;
+    fl_node *in[2] = {g->inputs[0], r};
+    make_node(s, g, FL_OP_RELU_GRAD, &g->attrs, in, 2);
+    s->fusion.consumers[a->id]--;
+    s->fusion.consumers[r->id]++;
+}
+
+/* Gradients first (they change who reads the Adds), then the Relus, then
+ * the Adds no Relu took. */
+static void fuse_kind(fl_session *s, fl_op_kind kind)
+{
+    for (int id = 0; id < s->nslots; id++) {
+        fl_node *n = fl_graph_node(s->graph, id);
+        if (n->op != kind || !runs_op(s, n) || s->fusion.planned[id] || n->dtype != FL_FLOAT32)
+            continue;
+        if (kind == FL_OP_RELU_GRAD && !fuse_pool_grad(s, n))
+            read_relu_output(s, n);
+        else if (kind == FL_OP_RELU)
+            fuse_product(s, n, n->inputs[0], true);
+        else if (kind == FL_OP_ADD)
+            fuse_product(s, n, n, false);
+    }
+}
+
+void fl_session_fuse(fl_session *s)
+{
+    grow(s);
+    memset(s->fusion.planned, 0, (size_t)s->fusion.size * sizeof *s->fusion.planned);
+    if (!fusion_wanted(s))
+        return;
+    count_consumers(s);
+    fuse_kind(s, FL_OP_RELU_GRAD);
+    fuse_kind(s, FL_OP_RELU);
+    fuse_kind(s, FL_OP_ADD);
+}
