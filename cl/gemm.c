@@ -30,7 +30,7 @@ enum { PACK_PANELS = 16, PACK_ROWS = 16, PACK_KB = 256 };
 
 struct fl_cl_gemm {
     cl_context ctx;
-    cl_kernel gemm, pack_rows, pack_cols;
+    cl_kernel gemm, pack_rows, pack_cols, bias_relu;
     cl_mem pa, pb;              /* scratch: packed A panels, packed B panels */
     size_t pa_cap, pb_cap;      /* their sizes in floats */
     cl_event last;              /* the last GEMM launched: it reads pa/pb */
@@ -68,9 +68,9 @@ fl_cl_gemm *fl_cl_gemm_new(cl_context ctx, cl_device_id dev, cl_program program)
         fail(new_err, "fl_cl_gemm_new: out of memory");
         return NULL;
     }
-    static const char *names[3] = {"fl_gemm", "fl_pack_rows", "fl_pack_cols16"};
-    cl_kernel *ks[3] = {&g->gemm, &g->pack_rows, &g->pack_cols};
-    for (int i = 0; i < 3; i++) {
+    static const char *names[4] = {"fl_gemm", "fl_pack_rows", "fl_pack_cols16", "fl_bias_relu"};
+    cl_kernel *ks[4] = {&g->gemm, &g->pack_rows, &g->pack_cols, &g->bias_relu};
+    for (int i = 0; i < 4; i++) {
         cl_int e;
         *ks[i] = clCreateKernel(program, names[i], &e);
         if (e != CL_SUCCESS) {
@@ -91,6 +91,7 @@ void fl_cl_gemm_free(fl_cl_gemm *g)
     if (g->gemm) clReleaseKernel(g->gemm);
     if (g->pack_rows) clReleaseKernel(g->pack_rows);
     if (g->pack_cols) clReleaseKernel(g->pack_cols);
+    if (g->bias_relu) clReleaseKernel(g->bias_relu);
     if (g->pa) clReleaseMemObject(g->pa);
     if (g->pb) clReleaseMemObject(g->pb);
     if (g->last) clReleaseEvent(g->last);
@@ -162,9 +163,16 @@ static int pack_cols(fl_cl_gemm *g, cl_command_queue q, int K, int N,
                   ((size_t)K + PACK_KB - 1) / PACK_KB, nw, w, ev);
 }
 
+/* What the GEMM does to each result it stores (fl_gemm's epilogue):
+ * bias per column of C (NULL: none), then ReLU. */
+typedef struct {
+    cl_mem bias;
+    int relu;
+} epilogue;
+
 static int gemm_args(fl_cl_gemm *g, int M, int N, int K, cl_mem a, cl_ulong a_off,
                      int a_ps, int a_rs, int a_cs, cl_mem c, cl_ulong c_off,
-                     int c_rs, int c_cs, float beta, int panels_fast)
+                     int c_rs, int c_cs, float beta, int panels_fast, const epilogue *ep)
 {
     cl_kernel k = g->gemm;
     ARG(k, 0, M); ARG(k, 1, N); ARG(k, 2, K);
@@ -172,6 +180,10 @@ static int gemm_args(fl_cl_gemm *g, int M, int N, int K, cl_mem a, cl_ulong a_of
     ARG(k, 8, g->pb);
     ARG(k, 9, c); ARG(k, 10, c_off); ARG(k, 11, c_rs); ARG(k, 12, c_cs); ARG(k, 13, beta);
     ARG(k, 14, panels_fast);
+    /* C's columns are the kernel's rows when it computes C^T (c_cs != 1). */
+    cl_mem bias = ep ? ep->bias : NULL;
+    int on_rows = c_cs != 1, relu = ep ? ep->relu : 0;
+    ARG(k, 15, bias); ARG(k, 16, on_rows); ARG(k, 17, relu);
     return 0;
 }
 
@@ -270,9 +282,9 @@ static int gather_wait_list(fl_cl_gemm *g, cl_uint nwait, const cl_event *wait, 
 
 /* Packs and multiplies K rows k0 .. k0+kn-1 of the product; the packing
  * waits for pw events pwl, the GEMM (with nothing packed) for the caller's
- * nwait events. *ev is the GEMM's event. */
+ * nwait events. *ev is the GEMM's event. ep: the last chunk's epilogue. */
 static int enqueue_chunk(fl_cl_gemm *g, cl_command_queue q, const gemm_plan *p, int K, int k0, int kn,
-                         cl_mem C, cl_ulong c_off, float beta, cl_uint pw, const cl_event *pwl,
+                         cl_mem C, cl_ulong c_off, float beta, const epilogue *ep, cl_uint pw, const cl_event *pwl,
                          cl_uint nwait, const cl_event *wait, cl_event *ev)
 {
     cl_event packed[2];
@@ -304,7 +316,7 @@ static int enqueue_chunk(fl_cl_gemm *g, cl_command_queue q, const gemm_plan *p, 
      * packed), for the caller's events. */
     if (!rc)
         rc = gemm_args(g, p->xm, p->yn, kn, a_buf, a_off, a_ps, a_rs, a_cs, C,
-                       c_off, p->c_rs, p->c_cs, k0 ? 1.0f : beta, p->panels_fast);
+                       c_off, p->c_rs, p->c_cs, k0 ? 1.0f : beta, p->panels_fast, ep);
     if (!rc)
         rc = launch(g, q, g->gemm, "fl_gemm", p->panels_fast ? p->ntiles : p->mtiles,
                     p->panels_fast ? p->mtiles : p->ntiles,
@@ -320,6 +332,19 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
                        cl_mem C, size_t c_offset_floats,
                        float beta,
                        cl_uint nwait, const cl_event *wait, cl_event *done)
+{
+    return fl_cl_gemm_enqueue_epilogue(g, q, transpose_a, transpose_b, M, N, K, A, a_offset_floats,
+                                       B, b_offset_floats, C, c_offset_floats, beta, NULL, 0,
+                                       nwait, wait, done);
+}
+
+int fl_cl_gemm_enqueue_epilogue(fl_cl_gemm *g, cl_command_queue q,
+                                int transpose_a, int transpose_b, int M, int N, int K,
+                                cl_mem A, size_t a_offset_floats,
+                                cl_mem B, size_t b_offset_floats,
+                                cl_mem C, size_t c_offset_floats,
+                                float beta, cl_mem bias, int relu,
+                                cl_uint nwait, const cl_event *wait, cl_event *done)
 {
     if (!g) return -1;
     g->err[0] = '\0';
@@ -342,11 +367,13 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
     if (gather_wait_list(g, nwait, wait, &nw)) return -1;
 
     cl_event prev = NULL;                         /* GEMM of the last chunk */
+    epilogue ep = {bias, relu};
     for (int k0 = 0;; k0 += p.kc) {
         int kn = K - k0 < p.kc ? K - k0 : p.kc;
         cl_event ev;
         /* A chunk's packing waits for the last chunk's GEMM, the first one's for nw events. */
-        if (enqueue_chunk(g, q, &p, K, k0, kn, C, c_offset_floats, beta, prev ? 1 : nw,
+        if (enqueue_chunk(g, q, &p, K, k0, kn, C, c_offset_floats, beta,
+                          k0 + kn >= K ? &ep : NULL, prev ? 1 : nw,
                           prev ? &prev : g->wl, nwait, wait, &ev)) {
             if (prev) clReleaseEvent(prev);       /* C is left half done */
             return -1;
@@ -362,4 +389,16 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
         *done = prev;
     }
     return 0;
+}
+
+int fl_cl_gemm_bias_relu(fl_cl_gemm *g, cl_command_queue q, int M, int N, cl_mem C, cl_mem bias, int relu)
+{
+    if (!g) return -1;
+    g->err[0] = '\0';
+    if (M <= 0 || N <= 0 || (!bias && !relu)) return 0;
+    cl_kernel k = g->bias_relu;
+    ARG(k, 0, M); ARG(k, 1, N); ARG(k, 2, C); ARG(k, 3, bias); ARG(k, 4, relu);
+    size_t global = (size_t)M * N;
+    cl_int e = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL);
+    return e == CL_SUCCESS ? 0 : fail(g->err, "clEnqueueNDRangeKernel(fl_bias_relu, %zu) failed: %d", global, (int)e);
 }

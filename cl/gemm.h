@@ -43,6 +43,21 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
                        float beta,
                        cl_uint nwait, const cl_event *wait, cl_event *done);
 
+/* The same, then on each result as it is stored: + bias[j] for column j
+ * when bias != NULL (a buffer of N floats), then max(0, v) when relu. */
+int fl_cl_gemm_enqueue_epilogue(fl_cl_gemm *g, cl_command_queue q,
+                                int transpose_a, int transpose_b, int M, int N, int K,
+                                cl_mem A, size_t a_offset_floats,
+                                cl_mem B, size_t b_offset_floats,
+                                cl_mem C, size_t c_offset_floats,
+                                float beta, cl_mem bias, int relu,
+                                cl_uint nwait, const cl_event *wait, cl_event *done);
+
+/* The epilogue alone, on a row-major C [M, N] at offset 0 that something
+ * else computed (CLBlast): C += bias per column (bias may be NULL), then
+ * max(0, v) when relu.  Enqueues one kernel; 0, or -1 with a message. */
+int fl_cl_gemm_bias_relu(fl_cl_gemm *g, cl_command_queue q, int M, int N, cl_mem C, cl_mem bias, int relu);
+
 /* Last error message of g, or of the last failed fl_cl_gemm_new in this
  * thread when g is NULL.  "" when there was none. */
 const char *fl_cl_gemm_error(const fl_cl_gemm *g);

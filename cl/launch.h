@@ -80,8 +80,27 @@ int fl_cl_sum_cols(fl_cl_device *d, const void *x, int outer, int count, int inn
  * (+ C when accumulate), the row-major matrices starting at the given
  * offsets, counted in floats, inside their buffers. */
 bool fl_cl_use_clblast(const fl_cl_device *d);
+
+/* What a GEMM-like kernel does to each result before storing it: add a
+ * per-column bias (NULL: none), then max(0, v) when relu is set. */
+typedef struct fl_cl_epilogue {
+    const void *bias; /* a device buffer of `columns` floats, or NULL */
+    bool relu;
+} fl_cl_epilogue;
+
+/* C[m, n] = op(A) op(B), then the epilogue (NULL: none) on each result:
+ * in the GEMM's store on CPU-type devices, after CLBlast in one more pass
+ * on GPU-type ones. Row-major, offsets 0. */
+int fl_cl_gemm_epilogue(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
+                        const void *b, void *c, const fl_cl_epilogue *epilogue);
 int fl_cl_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
                   size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate);
+
+/* launch_conv.c: MaxPoolGrad's dx from the pool's input x and dy; with
+ * relu_mask also zero where the window's maximum is <= 0, i.e.
+ * ReluGrad(MaxPoolGrad(...), x) when x is a Relu's output. */
+int fl_cl_max_pool_grad_masked(fl_cl_device *d, const fl_conv_geometry *g, const void *x, const void *dy,
+                               bool relu_mask, void *dx);
 
 /* launch_conv_gemm.c: the convolutions as implicit GEMM (conv_gemm.cl), for
  * CPU-type devices; each enqueues its kernels and returns 0, or -1 after

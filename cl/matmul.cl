@@ -165,13 +165,19 @@ void fl_pack_cols16(int K, int N, __global const float *src, ulong off, int ld,
  * when Bp is small and A is big, e.g. a convolution's im2col matrix).
  * Global size: (mtiles, ntiles), or (ntiles, mtiles) with panels_fast.
  * beta == 0 never reads C (it may hold garbage); other values scale it.
+ *
+ * The epilogue, done on each result as it is stored, so that a dense or
+ * convolution layer's bias and ReLU cost no pass over C of their own: with
+ * bias != NULL, add bias[j] (bias[i] when bias_on_rows: the host computes
+ * C^T, so the kernel's rows are the caller's columns); then, with relu,
+ * max(0, v) as the host's ReLU computes it (NaN becomes 0).
  */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void fl_gemm(int M, int N, int K,
              __global const float *A, ulong a_off, int a_ps, int a_rs, int a_cs,
              __global const float *Bp,
              __global float *C, ulong c_off, int c_rs, int c_cs, float beta,
-             int panels_fast)
+             int panels_fast, __global const float *bias, int bias_on_rows, int relu)
 {
     int it = get_global_id(panels_fast ? 1 : 0);
     int jt = get_global_id(panels_fast ? 0 : 1);
@@ -212,6 +218,15 @@ void fl_gemm(int M, int N, int K,
                 c##r##0 = fma((float8)beta, vload8(0, cr), c##r##0);          \
                 c##r##1 = fma((float8)beta, vload8(1, cr), c##r##1);          \
             }                                                                 \
+            if (bias) {                                                       \
+                float8 b0 = bias_on_rows ? (float8)bias[i0 + r] : vload8(0, bias + j0); \
+                float8 b1 = bias_on_rows ? (float8)bias[i0 + r] : vload8(1, bias + j0); \
+                c##r##0 += b0; c##r##1 += b1;                                 \
+            }                                                                 \
+            if (relu) {                                                       \
+                c##r##0 = select((float8)0.0f, c##r##0, c##r##0 > 0.0f);      \
+                c##r##1 = select((float8)0.0f, c##r##1, c##r##1 > 0.0f);      \
+            }                                                                 \
             vstore8(c##r##0, 0, cr); vstore8(c##r##1, 1, cr); }
         STORE_ROW(0) STORE_ROW(1) STORE_ROW(2) STORE_ROW(3) STORE_ROW(4) STORE_ROW(5)
         return;
@@ -226,8 +241,25 @@ void fl_gemm(int M, int N, int K,
     for (int c = 0; c < cols; c++)
         for (int r = 0; r < rows; r++) {
             __global float *e = C + (size_t)r * c_rs + (size_t)c * c_cs;
-            *e = beta != 0.0f ? fma(beta, *e, t[r][c]) : t[r][c];
+            float v = beta != 0.0f ? fma(beta, *e, t[r][c]) : t[r][c];
+            if (bias)
+                v += bias[bias_on_rows ? i0 + r : j0 + c];
+            *e = relu && !(v > 0.0f) ? 0.0f : v;
         }
+}
+
+/* ------------------------------------------------------------------------
+ * fl_bias_relu: the epilogue alone, for a product that another library
+ * (CLBlast, on GPU-type devices) computed: C[i][j] += bias[j] (bias may be
+ * NULL), then max(0, v) when relu.  One work-item per element of C [M, N].
+ */
+__kernel void fl_bias_relu(int M, int N, __global float *C, __global const float *bias, int relu)
+{
+    size_t i = get_global_id(0);
+    if (i >= (size_t)M * N)
+        return;
+    float v = C[i] + (bias ? bias[i % N] : 0.0f);
+    C[i] = relu && !(v > 0.0f) ? 0.0f : v;
 }
 
 /* Helper macros end here, so this file can share a program with others. */
