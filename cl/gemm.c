@@ -168,6 +168,7 @@ static int pack_cols(fl_cl_gemm *g, cl_command_queue q, int K, int N,
 typedef struct {
     cl_mem bias;
     int relu;
+    int bias_on_rows; /* the kernel computes C^T: C's columns are its rows */
 } epilogue;
 
 static int gemm_args(fl_cl_gemm *g, int M, int N, int K, cl_mem a, cl_ulong a_off,
@@ -180,9 +181,8 @@ static int gemm_args(fl_cl_gemm *g, int M, int N, int K, cl_mem a, cl_ulong a_of
     ARG(k, 8, g->pb);
     ARG(k, 9, c); ARG(k, 10, c_off); ARG(k, 11, c_rs); ARG(k, 12, c_cs); ARG(k, 13, beta);
     ARG(k, 14, panels_fast);
-    /* C's columns are the kernel's rows when it computes C^T (c_cs != 1). */
     cl_mem bias = ep ? ep->bias : NULL;
-    int on_rows = c_cs != 1, relu = ep ? ep->relu : 0;
+    int on_rows = ep ? ep->bias_on_rows : 0, relu = ep ? ep->relu : 0;
     ARG(k, 15, bias); ARG(k, 16, on_rows); ARG(k, 17, relu);
     return 0;
 }
@@ -197,6 +197,7 @@ typedef struct {
     int x_along_k;          /* A side read in place, else packed by pack_rows */
     int y_along_k;          /* B side packed by pack_cols16, else pack_rows */
     int c_rs, c_cs;         /* C's strides */
+    int swapped;            /* computes C^T = op(B)^T op(A)^T */
     size_t mtiles, ntiles;
     int panels_fast;
     int kc;                 /* K per chunk */
@@ -250,6 +251,7 @@ static gemm_plan plan_gemm(int transpose_a, int transpose_b, int M, int N, int K
         .x_along_k = swap ? transpose_b : !transpose_a,
         .y_along_k = swap ? !transpose_a : transpose_b,
         .c_rs = swap ? 1 : N, .c_cs = swap ? N : 1,
+        .swapped = swap,
     };
     p.mtiles = ((size_t)p.xm + MR - 1) / MR;
     p.ntiles = ((size_t)p.yn + NR - 1) / NR;
@@ -367,7 +369,7 @@ int fl_cl_gemm_enqueue_epilogue(fl_cl_gemm *g, cl_command_queue q,
     if (gather_wait_list(g, nwait, wait, &nw)) return -1;
 
     cl_event prev = NULL;                         /* GEMM of the last chunk */
-    epilogue ep = {bias, relu};
+    epilogue ep = {bias, relu, p.swapped};
     for (int k0 = 0;; k0 += p.kc) {
         int kn = K - k0 < p.kc ? K - k0 : p.kc;
         cl_event ev;
