@@ -10,8 +10,14 @@
 #include "tap.h"
 #include "../cl/launch.h"
 
-static fl_cl_device *open_device(void)
+/* Opens the first OpenCL device; tile_columns "16" or "32" forces the
+ * GEMM's tile width (NULL: the device's own choice). */
+static fl_cl_device *open_device(const char *tile_columns)
 {
+    if (tile_columns)
+        setenv("FLOWLAB_GEMM_COLUMNS", tile_columns, 1);
+    else
+        unsetenv("FLOWLAB_GEMM_COLUMNS");
     cl_platform_id platform;
     cl_device_id id;
     cl_uint n = 0;
@@ -163,7 +169,7 @@ static void check_pools(fl_cl_device *d)
 int main(void)
 {
     setenv("FLOWLAB_BACKEND", "opencl", 1);
-    fl_cl_device *d = open_device();
+    fl_cl_device *d = open_device(NULL);
     if (!d)
         skip_all("no OpenCL device to open");
     unsetenv("FLOWLAB_CL_GEMM");
@@ -172,6 +178,14 @@ int main(void)
     check_gemms(d, "CLBlast");
     unsetenv("FLOWLAB_CL_GEMM");
     check_pools(d);
+    /* the other tile width than this device's own (cl/gemm.c) */
+    const char *other = fl_cl_gemm_tile_columns(d->id) == 32 ? "16" : "32";
+    fl_cl_device *other_width = open_device(other);
+    ok(other_width != NULL, "the device opens again with %s-column GEMM tiles", other);
+    if (other_width) {
+        check_gemms(other_width, strcmp(other, "16") == 0 ? "flowlab's 6x16-tile" : "flowlab's 6x32-tile");
+        fl_cl_device_close(other_width);
+    }
     fl_cl_device_close(d);
     return done_testing();
 }
