@@ -222,7 +222,8 @@ void fl_gemm(int M, int N, int K,
 
     // [book:microkernel]
     /* The micro-kernel.  Row r of the tile lives in two registers, cr0 (its
-     * columns 0-7) and cr1 (8-15).  Per k: two loads of B, and per row one
+     * columns 0-7) and cr1 (8-15); floatv is float8, or float16 on AVX-512
+     * (then 0-15 and 16-31).  Per k: two loads of B, and per row one
      * broadcast of A(i0 + r, k) and two FMAs. */
     floatv c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
     floatv c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;

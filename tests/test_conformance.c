@@ -222,6 +222,7 @@ static const op_case cases[] = {
     {"Sum int32 axis 0 [300,7]", b_sum_axis0, 1, {{I, {2, {300, 7}}, -1000, 1000}}, false, 0},
     {"Mean int32 axis 1 keep_dims [6,11]", b_mean_axis1_keep, 1, {{I, {2, {6, 11}}, -1000, 1000}}, false, 0},
     {"Add [2100,13]+[13] (SumToShape in parts)", b_add, 2, {{F, {2, {2100, 13}}, -1, 1}, {F, {1, {13}}, -1, 1}}, true, 1e-5},
+    {"Add [1027,16]+[16] (SumToShape, rows not a multiple of 4)", b_add, 2, {{F, {2, {1027, 16}}, -1, 1}, {F, {1, {16}}, -1, 1}}, true, 1e-4},
     {"Add [1001,3]+[] (SumToShape to a scalar)", b_add, 2, {{F, {2, {1001, 3}}, -1, 1}, {F, {0, {0}}, -1, 1}}, true, 1e-5},
 };
 
