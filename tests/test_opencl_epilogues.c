@@ -30,16 +30,18 @@ static fl_cl_device *open_device(const char *tile_columns)
 
 static float *random_floats(size_t count, unsigned *seed)
 {
-    float *v = malloc(count * sizeof *v + 1);
+    float *v = malloc((count + 1) * sizeof *v); /* + 1: never a zero-byte buffer */
+    v[count] = 0.0f;
     for (size_t i = 0; i < count; i++)
         v[i] = (float)(rand_r(seed) % 2001 - 1000) / 1000.0f;
     return v;
 }
 
+/* A buffer holding v's count floats (v holds count + 1). */
 static cl_mem upload(fl_cl_device *d, const float *v, size_t count)
 {
     cl_int e;
-    return clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, count * sizeof *v + 4,
+    return clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (count + 1) * sizeof *v,
                           (void *)v, &e);
 }
 
@@ -88,7 +90,7 @@ static void check_gemm(fl_cl_device *d, const gemm_case *c, bool with_bias, bool
     unsigned seed = (unsigned)(c->m * 131 + c->n * 7 + c->k);
     size_t na = (size_t)c->m * c->k, nb = (size_t)c->k * c->n, nc = (size_t)c->m * c->n;
     float *a = random_floats(na, &seed), *b = random_floats(nb, &seed), *bias = random_floats(c->n, &seed);
-    float *want = malloc(nc * sizeof *want + 1);
+    float *want = calloc(nc + 1, sizeof *want);
     reference_gemm(c, a, b, with_bias ? bias : NULL, relu, want);
     cl_mem da = upload(d, a, na), db = upload(d, b, nb), dbias = upload(d, bias, c->n), dc = upload(d, want, nc);
     fl_cl_epilogue epilogue = {with_bias ? dbias : NULL, relu};
