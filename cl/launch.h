@@ -80,6 +80,8 @@ int fl_cl_sum_cols(fl_cl_device *d, const void *x, int outer, int count, int inn
  * (+ C when accumulate), the row-major matrices starting at the given
  * offsets, counted in floats, inside their buffers. */
 bool fl_cl_use_clblast(const fl_cl_device *d);
+int fl_cl_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
+                  size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate);
 
 /* What a GEMM-like kernel does to each result before storing it: add a
  * per-column bias (NULL: none), then max(0, v) when relu is set. */
@@ -93,8 +95,6 @@ typedef struct fl_cl_epilogue {
  * on GPU-type ones. Row-major, offsets 0. */
 int fl_cl_gemm_epilogue(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
                         const void *b, void *c, const fl_cl_epilogue *epilogue);
-int fl_cl_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
-                  size_t a_at, const void *b, size_t b_at, void *c, size_t c_at, bool accumulate);
 
 /* launch_conv.c: MaxPoolGrad's dx from the pool's input x and dy; with
  * relu_mask also zero where the window's maximum is <= 0, i.e.
