@@ -302,6 +302,43 @@ void scatter_window4(__global const float *dy, __global const float *x, geom g, 
     }
 }
 
+/* The usual window, 2x2 with stride 2 and wholly inside the image, for
+ * channels c0..c0+7: straight-line code, the same first-maximum rule
+ * (strict '>' in row-major order keeps the earlier tap). */
+void scatter_2x2_8(__global const float *dy, __global const float *x, geom g, int relu_mask,
+                   __global float *dx, int b, int oy, int ox, int c0)
+{
+    size_t top = (((size_t)b * g.h + oy * 2 - g.pad_top) * g.w + ox * 2 - g.pad_left) * g.c + c0;
+    size_t bottom = top + (size_t)g.w * g.c;
+    float8 v0 = vload8(0, x + top), v1 = vload8(0, x + top + g.c);
+    float8 v2 = vload8(0, x + bottom), v3 = vload8(0, x + bottom + g.c);
+    float8 best = v0;
+    int8 tap = 0, take = v1 > best;
+    best = select(best, v1, take);
+    tap = select(tap, (int8)1, take);
+    take = v2 > best;
+    best = select(best, v2, take);
+    tap = select(tap, (int8)2, take);
+    take = v3 > best;
+    best = select(best, v3, take);
+    tap = select(tap, (int8)3, take);
+    float8 d = vload8(0, dy + (((size_t)b * g.oh + oy) * g.ow + ox) * g.c + c0);
+    if (relu_mask)
+        d = select((float8)(0.0f), d, best > 0.0f);
+    vstore8(select((float8)(0.0f), d, tap == 0), 0, dx + top);
+    vstore8(select((float8)(0.0f), d, tap == 1), 0, dx + top + g.c);
+    vstore8(select((float8)(0.0f), d, tap == 2), 0, dx + bottom);
+    vstore8(select((float8)(0.0f), d, tap == 3), 0, dx + bottom + g.c);
+}
+
+/* Whether window (oy, ox) is a 2x2, stride 2 window wholly inside the image. */
+bool inside_2x2(geom g, int oy, int ox)
+{
+    int iy = oy * 2 - g.pad_top, ix = ox * 2 - g.pad_left;
+    return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && iy >= 0 && iy + 2 <= g.h && ix >= 0 &&
+           ix + 2 <= g.w;
+}
+
 void max_pool_grad_tiled(__global const float *dy, __global const float *x, geom g, int relu_mask,
                          __global float *dx, int row)
 {
@@ -309,7 +346,10 @@ void max_pool_grad_tiled(__global const float *dy, __global const float *x, geom
         return;
     int b = row / g.oh, oy = row % g.oh;
     for (int ox = 0; ox < g.ow; ox++) {
-        if (g.c % 8 == 0) {
+        if (g.c % 8 == 0 && inside_2x2(g, oy, ox)) {
+            for (int c0 = 0; c0 < g.c; c0 += 8)
+                scatter_2x2_8(dy, x, g, relu_mask, dx, b, oy, ox, c0);
+        } else if (g.c % 8 == 0) {
             for (int c0 = 0; c0 < g.c; c0 += 8)
                 scatter_window8(dy, x, g, relu_mask, dx, b, oy, ox, c0);
         } else {
