@@ -190,6 +190,38 @@ float8 window_max8(__global const float *x, geom g, int b, int oy, int ox, int c
     return best;
 }
 
+/* Whether window (oy, ox) is a 2x2, stride 2 window wholly inside the image. */
+bool inside_2x2(geom g, int oy, int ox)
+{
+    int iy = oy * 2 - g.pad_top, ix = ox * 2 - g.pad_left;
+    return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && iy >= 0 && iy + 2 <= g.h && ix >= 0 &&
+           ix + 2 <= g.w;
+}
+
+/* The maximum of that window for channels c0..c0+7, taken in row-major
+ * order with strict '>' (the first maximum wins, as on the host); its tap
+ * (0-3) into *tap. */
+float8 max_2x2_8(__global const float *x, geom g, int b, int oy, int ox, int c0, int8 *tap)
+{
+    size_t top = (((size_t)b * g.h + oy * 2 - g.pad_top) * g.w + ox * 2 - g.pad_left) * g.c + c0;
+    size_t bottom = top + (size_t)g.w * g.c;
+    float8 best = vload8(0, x + top), v;
+    int8 at = 0, take;
+    v = vload8(0, x + top + g.c);
+    take = v > best;
+    best = select(best, v, take);
+    at = select(at, (int8)1, take);
+    v = vload8(0, x + bottom);
+    take = v > best;
+    best = select(best, v, take);
+    at = select(at, (int8)2, take);
+    v = vload8(0, x + bottom + g.c);
+    take = v > best;
+    best = select(best, v, take);
+    *tap = select(at, (int8)3, take);
+    return best;
+}
+
 /* Pooling by rows: one work-item per output row (b, oy), every pixel and
  * channel group of it. With one work-item per window and four channels
  * (64 bytes read for a 2x2 window), PoCL's per-work-item cost, not the
@@ -207,7 +239,8 @@ __kernel void max_pool(__global const float *restrict x, geom g, __global float 
         for (int ox = 0; ox < g.ow; ox++)
             for (int c0 = 0; c0 < g.c; c0 += 8) {
                 int8 tap;
-                float8 best = window_max8(x, g, b, oy, ox, c0, &tap);
+                float8 best = inside_2x2(g, oy, ox) ? max_2x2_8(x, g, b, oy, ox, c0, &tap)
+                                                    : window_max8(x, g, b, oy, ox, c0, &tap);
                 vstore8(select(best, (float8)(-INFINITY), tap < 0), 0, out + (size_t)ox * g.c + c0);
             }
         return;
@@ -302,26 +335,15 @@ void scatter_window4(__global const float *dy, __global const float *x, geom g, 
     }
 }
 
-/* The usual window, 2x2 with stride 2 and wholly inside the image, for
- * channels c0..c0+7: straight-line code, the same first-maximum rule
- * (strict '>' in row-major order keeps the earlier tap). */
+/* MaxPoolGrad of the usual window (inside_2x2), channels c0..c0+7:
+ * straight-line code. */
 void scatter_2x2_8(__global const float *dy, __global const float *x, geom g, int relu_mask,
                    __global float *dx, int b, int oy, int ox, int c0)
 {
     size_t top = (((size_t)b * g.h + oy * 2 - g.pad_top) * g.w + ox * 2 - g.pad_left) * g.c + c0;
     size_t bottom = top + (size_t)g.w * g.c;
-    float8 v0 = vload8(0, x + top), v1 = vload8(0, x + top + g.c);
-    float8 v2 = vload8(0, x + bottom), v3 = vload8(0, x + bottom + g.c);
-    float8 best = v0;
-    int8 tap = 0, take = v1 > best;
-    best = select(best, v1, take);
-    tap = select(tap, (int8)1, take);
-    take = v2 > best;
-    best = select(best, v2, take);
-    tap = select(tap, (int8)2, take);
-    take = v3 > best;
-    best = select(best, v3, take);
-    tap = select(tap, (int8)3, take);
+    int8 tap;
+    float8 best = max_2x2_8(x, g, b, oy, ox, c0, &tap);
     float8 d = vload8(0, dy + (((size_t)b * g.oh + oy) * g.ow + ox) * g.c + c0);
     if (relu_mask)
         d = select((float8)(0.0f), d, best > 0.0f);
@@ -329,14 +351,6 @@ void scatter_2x2_8(__global const float *dy, __global const float *x, geom g, in
     vstore8(select((float8)(0.0f), d, tap == 1), 0, dx + top + g.c);
     vstore8(select((float8)(0.0f), d, tap == 2), 0, dx + bottom);
     vstore8(select((float8)(0.0f), d, tap == 3), 0, dx + bottom + g.c);
-}
-
-/* Whether window (oy, ox) is a 2x2, stride 2 window wholly inside the image. */
-bool inside_2x2(geom g, int oy, int ox)
-{
-    int iy = oy * 2 - g.pad_top, ix = ox * 2 - g.pad_left;
-    return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && iy >= 0 && iy + 2 <= g.h && ix >= 0 &&
-           ix + 2 <= g.w;
 }
 
 void max_pool_grad_tiled(__global const float *dy, __global const float *x, geom g, int relu_mask,
