@@ -228,7 +228,7 @@ float8 max_2x2_8(__global const float *x, geom g, int b, int oy, int ox, int c0,
  * reads, set the time: chapter 1's first MaxPool took 88-92 ms a step,
  * longer than the convolution before it; by rows, 9-18 ms; with eight
  * channels per load where C allows and the 2x2 window in straight-line
- * code, 0.6 ms, the speed of a memcpy (chapter 5). */
+ * code, 0.47 ms (chapter 5). */
 __kernel void max_pool(__global const float *restrict x, geom g, __global float *restrict y)
 {
     int row = get_global_id(0);
