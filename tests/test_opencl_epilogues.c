@@ -28,12 +28,15 @@ static fl_cl_device *open_device(const char *tile_columns)
     return fl_cl_device_open(id);
 }
 
+/* Multiples of 1/8 in [-1, 1]: products and sums of up to 2^18 of them
+ * are exact in float, so a long K's rounding cannot hide a wrong result
+ * (and windows get ties, which the first-maximum rule must settle). */
 static float *random_floats(size_t count, unsigned *seed)
 {
     float *v = malloc((count + 1) * sizeof *v); /* + 1: never a zero-byte buffer */
     v[count] = 0.0f;
     for (size_t i = 0; i < count; i++)
-        v[i] = (float)(rand_r(seed) % 2001 - 1000) / 1000.0f;
+        v[i] = (float)(rand_r(seed) % 17 - 8) / 8.0f;
     return v;
 }
 
@@ -119,6 +122,10 @@ static void check_gemms(fl_cl_device *d, const char *route)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int mode = 0; mode < 3; mode++) /* bias, bias + ReLU, ReLU alone */
             check_gemm(d, &cases[i], mode < 2, mode > 0, route);
+    /* K long enough that cl/gemm.c multiplies it in two chunks: the
+     * epilogue must come once, after the last */
+    static const gemm_case long_k = {false, false, 64, 48, 50000};
+    check_gemm(d, &long_k, true, true, route);
 }
 
 /* ---- MaxPoolGrad + ReluGrad ---- */
