@@ -164,25 +164,94 @@ float4 window_max4(__global const float *x, geom g, int b, int oy, int ox, int c
     return best;
 }
 
+/* The same for eight channels (C a multiple of 8): one 256-bit register per
+ * load, half the loop trips of window_max4. Same scan, same first-maximum
+ * rule. */
+float8 window_max8(__global const float *x, geom g, int b, int oy, int ox, int c0, int8 *tap)
+{
+    float8 best = 0.0f;
+    int8 best_tap = -1;
+    for (int ky = 0; ky < g.kh; ky++) {
+        int iy = oy * g.sh - g.pad_top + ky;
+        if (iy < 0 || iy >= g.h)
+            continue;
+        __global const float *row = x + ((size_t)b * g.h + iy) * g.w * g.c + c0;
+        for (int kx = 0; kx < g.kw; kx++) {
+            int ix = ox * g.sw - g.pad_left + kx;
+            if (ix < 0 || ix >= g.w)
+                continue;
+            float8 v = vload8(0, row + (size_t)ix * g.c);
+            int8 take = (best_tap < 0) | (v > best);
+            best = select(best, v, take);
+            best_tap = select(best_tap, (int8)(ky * g.kw + kx), take);
+        }
+    }
+    *tap = best_tap;
+    return best;
+}
+
+/* Whether window (oy, ox) is a 2x2, stride 2 window wholly inside the image. */
+bool inside_2x2(geom g, int oy, int ox)
+{
+    int iy = oy * 2 - g.pad_top, ix = ox * 2 - g.pad_left;
+    return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && iy >= 0 && iy + 2 <= g.h && ix >= 0 &&
+           ix + 2 <= g.w;
+}
+
+/* The maximum of that window for channels c0..c0+7, taken in row-major
+ * order with strict '>' (the first maximum wins, as on the host); its tap
+ * (0-3) into *tap. */
+float8 max_2x2_8(__global const float *x, geom g, int b, int oy, int ox, int c0, int8 *tap)
+{
+    size_t top = (((size_t)b * g.h + oy * 2 - g.pad_top) * g.w + ox * 2 - g.pad_left) * g.c + c0;
+    size_t bottom = top + (size_t)g.w * g.c;
+    float8 best = vload8(0, x + top), v;
+    int8 at = 0, take;
+    v = vload8(0, x + top + g.c);
+    take = v > best;
+    best = select(best, v, take);
+    at = select(at, (int8)1, take);
+    v = vload8(0, x + bottom);
+    take = v > best;
+    best = select(best, v, take);
+    at = select(at, (int8)2, take);
+    v = vload8(0, x + bottom + g.c);
+    take = v > best;
+    best = select(best, v, take);
+    *tap = select(at, (int8)3, take);
+    return best;
+}
+
 /* Pooling by rows: one work-item per output row (b, oy), every pixel and
  * channel group of it. With one work-item per window and four channels
  * (64 bytes read for a 2x2 window), PoCL's per-work-item cost, not the
  * reads, set the time: chapter 1's first MaxPool took 88-92 ms a step,
- * longer than the convolution before it; by rows, 9-18 ms (chapter 5).
- * MaxPoolGrad stays one work-item per window: by rows it measured no
- * faster, since its work-items also write a whole window. */
+ * longer than the convolution before it; by rows, 9-18 ms; with eight
+ * channels per load where C allows and the 2x2 window in straight-line
+ * code, 0.47 ms (chapter 5). */
 __kernel void max_pool(__global const float *restrict x, geom g, __global float *restrict y)
 {
     int row = get_global_id(0);
     if (row >= g.batch * g.oh)
         return;
     int b = row / g.oh, oy = row % g.oh;
+    __global float *out = y + (size_t)row * g.ow * g.c;
+    if (g.c % 8 == 0) {
+        for (int ox = 0; ox < g.ow; ox++)
+            for (int c0 = 0; c0 < g.c; c0 += 8) {
+                int8 tap;
+                float8 best = inside_2x2(g, oy, ox) ? max_2x2_8(x, g, b, oy, ox, c0, &tap)
+                                                    : window_max8(x, g, b, oy, ox, c0, &tap);
+                vstore8(select(best, (float8)(-INFINITY), tap < 0), 0, out + (size_t)ox * g.c + c0);
+            }
+        return;
+    }
     for (int ox = 0; ox < g.ow; ox++)
         for (int c0 = 0; c0 < g.c; c0 += 4) {
             int4 tap;
             float4 best = window_max4(x, g, b, oy, ox, c0, &tap);
             best = select(best, (float4)(-INFINITY), tap < 0);
-            store_upto4(best, y + ((size_t)row * g.ow + ox) * g.c + c0, g.c - c0);
+            store_upto4(best, out + (size_t)ox * g.c + c0, g.c - c0);
         }
 }
 
@@ -191,11 +260,15 @@ __kernel void max_pool(__global const float *restrict x, geom g, __global float 
  * the host's (oy, ox) order, so no atomics are needed; but each window's
  * maximum is then found once per pixel it covers. When they do not overlap
  * (tiled, as in the usual 2x2 stride 2 pooling), each input pixel is in one
- * window at most, so one work-item per window finds the maximum once and
- * writes its whole window of dx: dy at the maximum, 0 elsewhere (the
- * launcher zeroes dx first if some pixels are in no window). */
+ * window at most, so a work-item finds each maximum once and writes its
+ * whole window of dx: dy at the maximum, 0 elsewhere (the launcher zeroes
+ * dx first if some pixels are in no window); one work-item per output row,
+ * as in max_pool.
+ * relu_mask: the ReluGrad that follows, when x is a Relu's output, done
+ * here: dx is 0 where x <= 0 (or NaN), so a step skips one pass over dx.
+ * In a window only the maximum gets dy, so that is a test of the maximum. */
 void max_pool_grad_gather(__global const float *dy, __global const float *x, geom g,
-                          __global float *dx, int i)
+                          int relu_mask, __global float *dx, int i)
 {
     int groups = channel_groups(g.c);
     if (i >= g.batch * g.h * g.w * groups)
@@ -213,20 +286,43 @@ void max_pool_grad_gather(__global const float *dy, __global const float *x, geo
             float4 d = load_upto4(dy + (((size_t)b * g.oh + oy) * g.ow + ox) * g.c + c0, n);
             sum += select((float4)(0.0f), d, tap == mine);
         }
+    if (relu_mask)
+        sum = select((float4)(0.0f), sum, load_upto4(x + (size_t)pix * g.c + c0, n) > 0.0f);
     store_upto4(sum, dx + (size_t)pix * g.c + c0, n);
 }
 
-void max_pool_grad_tiled(__global const float *dy, __global const float *x, geom g,
-                         __global float *dx, int i)
+/* Window (b, oy, ox) of dx, channels c0..c0+7 (C a multiple of 8). */
+void scatter_window8(__global const float *dy, __global const float *x, geom g, int relu_mask,
+                     __global float *dx, int b, int oy, int ox, int c0)
 {
-    int groups = channel_groups(g.c);
-    if (i >= g.batch * g.oh * g.ow * groups)
-        return;
-    int c0 = i % groups * 4, pix = i / groups, n = g.c - c0;
-    int ox = pix % g.ow, oy = pix / g.ow % g.oh, b = pix / (g.ow * g.oh);
+    int8 tap;
+    float8 best = window_max8(x, g, b, oy, ox, c0, &tap);
+    float8 d = vload8(0, dy + (((size_t)b * g.oh + oy) * g.ow + ox) * g.c + c0);
+    if (relu_mask)
+        d = select((float8)(0.0f), d, best > 0.0f);
+    for (int ky = 0; ky < g.kh; ky++) {
+        int iy = oy * g.sh - g.pad_top + ky;
+        if (iy < 0 || iy >= g.h)
+            continue;
+        __global float *row = dx + ((size_t)b * g.h + iy) * g.w * g.c + c0;
+        for (int kx = 0; kx < g.kw; kx++) {
+            int ix = ox * g.sw - g.pad_left + kx;
+            if (ix >= 0 && ix < g.w)
+                vstore8(select((float8)(0.0f), d, tap == ky * g.kw + kx), 0, row + (size_t)ix * g.c);
+        }
+    }
+}
+
+/* The same for channels c0..c0+3 (fewer at C's tail). */
+void scatter_window4(__global const float *dy, __global const float *x, geom g, int relu_mask,
+                     __global float *dx, int b, int oy, int ox, int c0)
+{
     int4 tap;
-    window_max4(x, g, b, oy, ox, c0, &tap);
-    float4 d = load_upto4(dy + (size_t)pix * g.c + c0, n);
+    int n = g.c - c0;
+    float4 best = window_max4(x, g, b, oy, ox, c0, &tap);
+    float4 d = load_upto4(dy + (((size_t)b * g.oh + oy) * g.ow + ox) * g.c + c0, n);
+    if (relu_mask)
+        d = select((float4)(0.0f), d, best > 0.0f);
     for (int ky = 0; ky < g.kh; ky++) {
         int iy = oy * g.sh - g.pad_top + ky;
         if (iy < 0 || iy >= g.h)
@@ -240,11 +336,49 @@ void max_pool_grad_tiled(__global const float *dy, __global const float *x, geom
     }
 }
 
+/* MaxPoolGrad of the usual window (inside_2x2), channels c0..c0+7:
+ * straight-line code. */
+void scatter_2x2_8(__global const float *dy, __global const float *x, geom g, int relu_mask,
+                   __global float *dx, int b, int oy, int ox, int c0)
+{
+    size_t top = (((size_t)b * g.h + oy * 2 - g.pad_top) * g.w + ox * 2 - g.pad_left) * g.c + c0;
+    size_t bottom = top + (size_t)g.w * g.c;
+    int8 tap;
+    float8 best = max_2x2_8(x, g, b, oy, ox, c0, &tap);
+    float8 d = vload8(0, dy + (((size_t)b * g.oh + oy) * g.ow + ox) * g.c + c0);
+    if (relu_mask)
+        d = select((float8)(0.0f), d, best > 0.0f);
+    vstore8(select((float8)(0.0f), d, tap == 0), 0, dx + top);
+    vstore8(select((float8)(0.0f), d, tap == 1), 0, dx + top + g.c);
+    vstore8(select((float8)(0.0f), d, tap == 2), 0, dx + bottom);
+    vstore8(select((float8)(0.0f), d, tap == 3), 0, dx + bottom + g.c);
+}
+
+void max_pool_grad_tiled(__global const float *dy, __global const float *x, geom g, int relu_mask,
+                         __global float *dx, int row)
+{
+    if (row >= g.batch * g.oh)
+        return;
+    int b = row / g.oh, oy = row % g.oh;
+    for (int ox = 0; ox < g.ow; ox++) {
+        if (g.c % 8 == 0 && inside_2x2(g, oy, ox)) {
+            for (int c0 = 0; c0 < g.c; c0 += 8)
+                scatter_2x2_8(dy, x, g, relu_mask, dx, b, oy, ox, c0);
+        } else if (g.c % 8 == 0) {
+            for (int c0 = 0; c0 < g.c; c0 += 8)
+                scatter_window8(dy, x, g, relu_mask, dx, b, oy, ox, c0);
+        } else {
+            for (int c0 = 0; c0 < g.c; c0 += 4)
+                scatter_window4(dy, x, g, relu_mask, dx, b, oy, ox, c0);
+        }
+    }
+}
+
 __kernel void max_pool_grad(__global const float *restrict dy, __global const float *restrict x,
-                            geom g, int tiled, __global float *restrict dx)
+                            geom g, int tiled, int relu_mask, __global float *restrict dx)
 {
     if (tiled)
-        max_pool_grad_tiled(dy, x, g, dx, get_global_id(0));
+        max_pool_grad_tiled(dy, x, g, relu_mask, dx, get_global_id(0));
     else
-        max_pool_grad_gather(dy, x, g, dx, get_global_id(0));
+        max_pool_grad_gather(dy, x, g, relu_mask, dx, get_global_id(0));
 }

@@ -14,8 +14,9 @@
 #include <limits.h>
 #include <math.h>
 
-/* Tile size: must match matmul.cl. */
-enum { MR = 6, NR = 16 };
+/* Rows of a tile: must match matmul.cl.  Its columns (NR there) are
+ * g->nr, the FL_GEMM_NR the program was built with. */
+enum { MR = 6 };
 
 /* Work per packing work-item: big enough that PoCL's per-work-group cost
  * vanishes, small enough for 2+ cores to share the work (measured: packing
@@ -31,6 +32,7 @@ enum { PACK_PANELS = 16, PACK_ROWS = 16, PACK_KB = 256 };
 struct fl_cl_gemm {
     cl_context ctx;
     cl_kernel gemm, pack_rows, pack_cols;
+    int nr;                     /* columns of a tile: 16 or 32 */
     cl_mem pa, pb;              /* scratch: packed A panels, packed B panels */
     size_t pa_cap, pb_cap;      /* their sizes in floats */
     cl_event last;              /* the last GEMM launched: it reads pa/pb */
@@ -55,9 +57,31 @@ const char *fl_cl_gemm_error(const fl_cl_gemm *g)
     return g ? g->err : new_err;
 }
 
+// [book:gemm_tile]
+/* The tile's width follows the device's SIMD width: a device that prefers
+ * 16-float vectors (AVX-512: 32 registers of 16 floats) gets 6 x 32 tiles,
+ * two float16 of B per k step, and twice the FMAs per load of A; others
+ * 6 x 16 with float8 (AVX2: 16 registers of 8 floats, 12 of them holding
+ * the tile).  FLOWLAB_GEMM_COLUMNS=16|32 overrides, for measuring. */
+int fl_cl_gemm_tile_columns(cl_device_id dev)
+{
+    const char *forced = getenv("FLOWLAB_GEMM_COLUMNS");
+    if (forced && (strcmp(forced, "16") == 0 || strcmp(forced, "32") == 0))
+        return atoi(forced);
+    cl_uint width = 0;
+    if (clGetDeviceInfo(dev, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof width, &width, NULL) != CL_SUCCESS)
+        return 16;
+    return width >= 16 ? 32 : 16;
+}
+// [end:gemm_tile]
+
+void fl_cl_gemm_build_options(cl_device_id dev, char *options, size_t size)
+{
+    snprintf(options, size, "-DFL_GEMM_NR=%d", fl_cl_gemm_tile_columns(dev));
+}
+
 fl_cl_gemm *fl_cl_gemm_new(cl_context ctx, cl_device_id dev, cl_program program)
 {
-    (void)dev;  /* unused for now: room for per-device tuning */
     new_err[0] = '\0';
     if (!ctx || !program) {
         fail(new_err, "fl_cl_gemm_new: NULL context or program");
@@ -82,6 +106,7 @@ fl_cl_gemm *fl_cl_gemm_new(cl_context ctx, cl_device_id dev, cl_program program)
     }
     clRetainContext(ctx);
     g->ctx = ctx;
+    g->nr = fl_cl_gemm_tile_columns(dev);
     return g;
 }
 
@@ -158,13 +183,21 @@ static int pack_cols(fl_cl_gemm *g, cl_command_queue q, int K, int N,
     int kp = PACK_KB;
     ARG(k, 0, K); ARG(k, 1, N); ARG(k, 2, src); ARG(k, 3, off);
     ARG(k, 4, ld); ARG(k, 5, dst); ARG(k, 6, kp);
-    return launch(g, q, k, "fl_pack_cols16", ((size_t)N + NR - 1) / NR,
+    return launch(g, q, k, "fl_pack_cols16", ((size_t)N + g->nr - 1) / g->nr,
                   ((size_t)K + PACK_KB - 1) / PACK_KB, nw, w, ev);
 }
 
+/* What the GEMM does to each result it stores (fl_gemm's epilogue):
+ * bias per column of C (NULL: none), then ReLU. */
+typedef struct {
+    cl_mem bias;
+    int relu;
+    int bias_on_rows; /* the kernel computes C^T: C's columns are its rows */
+} epilogue;
+
 static int gemm_args(fl_cl_gemm *g, int M, int N, int K, cl_mem a, cl_ulong a_off,
                      int a_ps, int a_rs, int a_cs, cl_mem c, cl_ulong c_off,
-                     int c_rs, int c_cs, float beta, int panels_fast)
+                     int c_rs, int c_cs, float beta, int panels_fast, const epilogue *ep)
 {
     cl_kernel k = g->gemm;
     ARG(k, 0, M); ARG(k, 1, N); ARG(k, 2, K);
@@ -172,6 +205,9 @@ static int gemm_args(fl_cl_gemm *g, int M, int N, int K, cl_mem a, cl_ulong a_of
     ARG(k, 8, g->pb);
     ARG(k, 9, c); ARG(k, 10, c_off); ARG(k, 11, c_rs); ARG(k, 12, c_cs); ARG(k, 13, beta);
     ARG(k, 14, panels_fast);
+    cl_mem bias = ep ? ep->bias : NULL;
+    int on_rows = ep ? ep->bias_on_rows : 0, relu = ep ? ep->relu : 0;
+    ARG(k, 15, bias); ARG(k, 16, on_rows); ARG(k, 17, relu);
     return 0;
 }
 
@@ -185,6 +221,8 @@ typedef struct {
     int x_along_k;          /* A side read in place, else packed by pack_rows */
     int y_along_k;          /* B side packed by pack_cols16, else pack_rows */
     int c_rs, c_cs;         /* C's strides */
+    int swapped;            /* computes C^T = op(B)^T op(A)^T */
+    int nr;                 /* columns of a tile */
     size_t mtiles, ntiles;
     int panels_fast;
     int kc;                 /* K per chunk */
@@ -200,11 +238,11 @@ typedef struct {
  * cost as much as one copy.  This mainly turns dX = dY W^T into
  * dX^T = W dY^T (reads the big W in place and packs only the small dY), and
  * helps products with N < 16. */
-static int swap_sides(int transpose_a, int transpose_b, int M, int N, int K)
+static int swap_sides(int transpose_a, int transpose_b, int M, int N, int K, int nr)
 {
     double m = M, n = N, k = K;
     double mp6 = ceil(m / MR) * MR, np6 = ceil(n / MR) * MR;     /* padded */
-    double mp16 = ceil(m / NR) * NR, np16 = ceil(n / NR) * NR;
+    double mp16 = ceil(m / nr) * nr, np16 = ceil(n / nr) * nr;
     double cost_keep = (transpose_a ? m * k : 0) + (transpose_b ? 2 * n * k : n * k)
                      + 2 * k * mp6 * np16 / 50;
     double cost_swap = (transpose_b ? 0 : n * k) + (transpose_a ? m * k : 2 * m * k)
@@ -218,7 +256,7 @@ static int swap_sides(int transpose_a, int transpose_b, int M, int N, int K)
  * memory (+30% on a conv layer's dW, K = 25088; +7% at K = 3136). */
 static int chunk_length(const gemm_plan *p, int K)
 {
-    double packed_per_k = 4.0 * (p->ntiles * NR + (p->x_along_k ? 0 : p->mtiles * MR));
+    double packed_per_k = 4.0 * (p->ntiles * p->nr + (p->x_along_k ? 0 : p->mtiles * MR));
     double kcd = CHUNK_BYTES / packed_per_k, kmin = CHUNK_MIN_FLOP / (2.0 * p->xm * p->yn);
     if (kcd < kmin) kcd = kmin;
     if (kcd < 256) kcd = 256;
@@ -228,9 +266,9 @@ static int chunk_length(const gemm_plan *p, int K)
 }
 
 static gemm_plan plan_gemm(int transpose_a, int transpose_b, int M, int N, int K,
-                           cl_mem A, cl_ulong a_off, cl_mem B, cl_ulong b_off)
+                           cl_mem A, cl_ulong a_off, cl_mem B, cl_ulong b_off, int nr)
 {
-    int swap = swap_sides(transpose_a, transpose_b, M, N, K);
+    int swap = swap_sides(transpose_a, transpose_b, M, N, K, nr);
     gemm_plan p = {
         .xs = swap ? B : A, .ys = swap ? A : B,
         .xo = swap ? b_off : a_off, .yo = swap ? a_off : b_off,
@@ -238,13 +276,14 @@ static gemm_plan plan_gemm(int transpose_a, int transpose_b, int M, int N, int K
         .x_along_k = swap ? transpose_b : !transpose_a,
         .y_along_k = swap ? !transpose_a : transpose_b,
         .c_rs = swap ? 1 : N, .c_cs = swap ? N : 1,
+        .swapped = swap, .nr = nr,
     };
     p.mtiles = ((size_t)p.xm + MR - 1) / MR;
-    p.ntiles = ((size_t)p.yn + NR - 1) / NR;
+    p.ntiles = ((size_t)p.yn + nr - 1) / nr;
     /* Tile order: see fl_gemm in matmul.cl.  Stream whichever side costs
      * less to re-read; a side that fits in L2 (512 KiB/core here; count
      * half) is free to re-read. */
-    double abytes = 4.0 * p.xm * K, bbytes = 4.0 * p.ntiles * NR * K, cache = 256 * 1024;
+    double abytes = 4.0 * p.xm * K, bbytes = 4.0 * p.ntiles * nr * K, cache = 256 * 1024;
     double rows_fast = bbytes + (abytes > cache ? p.ntiles * abytes : abytes);
     double cols_fast = abytes + (bbytes > cache ? p.mtiles * bbytes : bbytes);
     p.panels_fast = cols_fast < rows_fast;
@@ -270,9 +309,9 @@ static int gather_wait_list(fl_cl_gemm *g, cl_uint nwait, const cl_event *wait, 
 
 /* Packs and multiplies K rows k0 .. k0+kn-1 of the product; the packing
  * waits for pw events pwl, the GEMM (with nothing packed) for the caller's
- * nwait events. *ev is the GEMM's event. */
+ * nwait events. *ev is the GEMM's event. ep: the last chunk's epilogue. */
 static int enqueue_chunk(fl_cl_gemm *g, cl_command_queue q, const gemm_plan *p, int K, int k0, int kn,
-                         cl_mem C, cl_ulong c_off, float beta, cl_uint pw, const cl_event *pwl,
+                         cl_mem C, cl_ulong c_off, float beta, const epilogue *ep, cl_uint pw, const cl_event *pwl,
                          cl_uint nwait, const cl_event *wait, cl_event *ev)
 {
     cl_event packed[2];
@@ -295,7 +334,7 @@ static int enqueue_chunk(fl_cl_gemm *g, cl_command_queue q, const gemm_plan *p, 
     if (!rc && kn > 0) {                          /* B side: always packed */
         rc = p->y_along_k
            ? pack_cols(g, q, kn, p->yn, p->ys, p->yo + (cl_ulong)k0, K, g->pb, pw, pwl, &packed[npacked])
-           : pack_rows(g, q, kn, p->yn, NR, p->ys, p->yo + (cl_ulong)k0 * p->yn, p->yn, g->pb,
+           : pack_rows(g, q, kn, p->yn, p->nr, p->ys, p->yo + (cl_ulong)k0 * p->yn, p->yn, g->pb,
                        pw, pwl, &packed[npacked]);
         if (!rc) npacked++;
     }
@@ -304,7 +343,7 @@ static int enqueue_chunk(fl_cl_gemm *g, cl_command_queue q, const gemm_plan *p, 
      * packed), for the caller's events. */
     if (!rc)
         rc = gemm_args(g, p->xm, p->yn, kn, a_buf, a_off, a_ps, a_rs, a_cs, C,
-                       c_off, p->c_rs, p->c_cs, k0 ? 1.0f : beta, p->panels_fast);
+                       c_off, p->c_rs, p->c_cs, k0 ? 1.0f : beta, p->panels_fast, ep);
     if (!rc)
         rc = launch(g, q, g->gemm, "fl_gemm", p->panels_fast ? p->ntiles : p->mtiles,
                     p->panels_fast ? p->mtiles : p->ntiles,
@@ -321,6 +360,19 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
                        float beta,
                        cl_uint nwait, const cl_event *wait, cl_event *done)
 {
+    return fl_cl_gemm_enqueue_epilogue(g, q, transpose_a, transpose_b, M, N, K, A, a_offset_floats,
+                                       B, b_offset_floats, C, c_offset_floats, beta, NULL, 0,
+                                       nwait, wait, done);
+}
+
+int fl_cl_gemm_enqueue_epilogue(fl_cl_gemm *g, cl_command_queue q,
+                                int transpose_a, int transpose_b, int M, int N, int K,
+                                cl_mem A, size_t a_offset_floats,
+                                cl_mem B, size_t b_offset_floats,
+                                cl_mem C, size_t c_offset_floats,
+                                float beta, cl_mem bias, int relu,
+                                cl_uint nwait, const cl_event *wait, cl_event *done)
+{
     if (!g) return -1;
     g->err[0] = '\0';
     if (done) *done = NULL;
@@ -335,18 +387,20 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
     if (!C || (K > 0 && (!A || !B)))
         return fail(g->err, "fl_cl_gemm_enqueue: NULL buffer");
 
-    gemm_plan p = plan_gemm(transpose_a, transpose_b, M, N, K, A, a_offset_floats, B, b_offset_floats);
-    if (grow(g, &g->pb, &g->pb_cap, p.ntiles * NR * (size_t)p.kc)) return -1;
+    gemm_plan p = plan_gemm(transpose_a, transpose_b, M, N, K, A, a_offset_floats, B, b_offset_floats, g->nr);
+    if (grow(g, &g->pb, &g->pb_cap, p.ntiles * g->nr * (size_t)p.kc)) return -1;
     if (!p.x_along_k && grow(g, &g->pa, &g->pa_cap, p.mtiles * MR * (size_t)p.kc)) return -1;
     cl_uint nw;
     if (gather_wait_list(g, nwait, wait, &nw)) return -1;
 
     cl_event prev = NULL;                         /* GEMM of the last chunk */
+    epilogue ep = {bias, relu, p.swapped};
     for (int k0 = 0;; k0 += p.kc) {
         int kn = K - k0 < p.kc ? K - k0 : p.kc;
         cl_event ev;
         /* A chunk's packing waits for the last chunk's GEMM, the first one's for nw events. */
-        if (enqueue_chunk(g, q, &p, K, k0, kn, C, c_offset_floats, beta, prev ? 1 : nw,
+        if (enqueue_chunk(g, q, &p, K, k0, kn, C, c_offset_floats, beta,
+                          k0 + kn >= K ? &ep : NULL, prev ? 1 : nw,
                           prev ? &prev : g->wl, nwait, wait, &ev)) {
             if (prev) clReleaseEvent(prev);       /* C is left half done */
             return -1;

@@ -4,8 +4,9 @@
  *
  * Build with -DCL_TARGET_OPENCL_VERSION=120 (it uses OpenCL 1.2 calls only;
  * 300 works too).  The caller builds a cl_program from cl/matmul.cl with
- * no special options (no -cl-fast-relaxed-math needed: the kernels call
- * fma() explicitly) and passes it to fl_cl_gemm_new.
+ * the options fl_cl_gemm_build_options gives (the tile width; no
+ * -cl-fast-relaxed-math needed: the kernels call fma() explicitly) and
+ * passes it to fl_cl_gemm_new.
  */
 #ifndef FL_CL_GEMM_H
 #define FL_CL_GEMM_H
@@ -15,7 +16,13 @@
 
 typedef struct fl_cl_gemm fl_cl_gemm;
 
-/* Create the kernels from a program built from cl/matmul.cl.  Retains ctx
+/* The columns of the GEMM's register tile on dev (16 or 32), and the build
+ * options for cl/matmul.cl that say so ("-DFL_GEMM_NR=32"). */
+int fl_cl_gemm_tile_columns(cl_device_id dev);
+void fl_cl_gemm_build_options(cl_device_id dev, char *options, size_t size);
+
+/* Create the kernels from a program built from cl/matmul.cl with
+ * fl_cl_gemm_build_options(dev).  Retains ctx
  * (scratch buffers are allocated in it).  NULL on failure; then
  * fl_cl_gemm_error(NULL) says why. */
 fl_cl_gemm *fl_cl_gemm_new(cl_context ctx, cl_device_id dev, cl_program program);
@@ -42,6 +49,16 @@ int fl_cl_gemm_enqueue(fl_cl_gemm *g, cl_command_queue q,
                        cl_mem C, size_t c_offset_floats,
                        float beta,
                        cl_uint nwait, const cl_event *wait, cl_event *done);
+
+/* The same, then on each result as it is stored: + bias[j] for column j
+ * when bias != NULL (a buffer of N floats), then max(0, v) when relu. */
+int fl_cl_gemm_enqueue_epilogue(fl_cl_gemm *g, cl_command_queue q,
+                                int transpose_a, int transpose_b, int M, int N, int K,
+                                cl_mem A, size_t a_offset_floats,
+                                cl_mem B, size_t b_offset_floats,
+                                cl_mem C, size_t c_offset_floats,
+                                float beta, cl_mem bias, int relu,
+                                cl_uint nwait, const cl_event *wait, cl_event *done);
 
 /* Last error message of g, or of the last failed fl_cl_gemm_new in this
  * thread when g is NULL.  "" when there was none. */

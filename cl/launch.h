@@ -90,6 +90,18 @@ typedef struct fl_cl_epilogue {
     bool relu;
 } fl_cl_epilogue;
 
+/* C[m, n] = op(A) op(B), then the epilogue (NULL: none) on each result:
+ * in the GEMM's store on CPU-type devices, after CLBlast in one more pass
+ * on GPU-type ones. Row-major, offsets 0. */
+int fl_cl_gemm_epilogue(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
+                        const void *b, void *c, const fl_cl_epilogue *epilogue);
+
+/* launch_conv.c: MaxPoolGrad's dx from the pool's input x and dy; with
+ * relu_mask also zero where the window's maximum is <= 0, i.e.
+ * ReluGrad(MaxPoolGrad(...), x) when x is a Relu's output. */
+int fl_cl_max_pool_grad_masked(fl_cl_device *d, const fl_conv_geometry *g, const void *x, const void *dy,
+                               bool relu_mask, void *dx);
+
 /* launch_fused.c: the session's fused ops (src/session_fusion.c) */
 FL_CL_OP(fl_cl_fused_conv2d);
 FL_CL_OP(fl_cl_fused_matmul);
@@ -98,14 +110,6 @@ FL_CL_OP(fl_cl_max_pool_relu_grad);
  * floats, rows of columns], in place, for products whose kernel cannot
  * apply it (CLBlast's). */
 int fl_cl_bias_relu(fl_cl_device *d, void *y, int count, int columns, const fl_cl_epilogue *e);
-
-/* launch_fused_fallback.c, until the fast versions land (cl/launch_conv_gemm.c,
- * cl/launch_matmul.c, cl/launch_conv.c): the product, then the epilogue as a
- * pass; MaxPoolGrad, then the ReLU mask (dx zero where x <= 0). */
-int fl_cl_gemm_epilogue(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
-                        const void *b, void *c, const fl_cl_epilogue *epilogue);
-int fl_cl_max_pool_grad_masked(fl_cl_device *d, const fl_conv_geometry *g, const void *x,
-                               const void *dy, bool relu_mask, void *dx);
 
 /* launch_conv_gemm.c: the convolutions as implicit GEMM (conv_gemm.cl), for
  * CPU-type devices; each enqueues its kernels and returns 0, or -1 after

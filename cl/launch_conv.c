@@ -183,27 +183,38 @@ FL_CL_OP(fl_cl_max_pool)
     return fl_cl_run(&c, (size_t)g.batch * (size_t)g.oh); /* one work-item per output row (conv.cl) */
 }
 
-/* MaxPoolGrad(dy, x, y): y only gave the shape. Windows that do not
- * overlap are handled one window per work-item (conv.cl), which leaves
- * pixels in no window unwritten: zero dx first unless the windows tile it. */
+/* MaxPoolGrad's dx (conv.cl), with ReluGrad folded in when relu_mask.
+ * Windows that do not overlap are handled one output row per work-item,
+ * which leaves pixels in no window unwritten: zero dx first unless the
+ * windows tile it. Overlapping ones gather, one work-item per pixel and
+ * four channels. */
+int fl_cl_max_pool_grad_masked(fl_cl_device *d, const fl_conv_geometry *g, const void *x, const void *dy,
+                               bool relu_mask, void *dx)
+{
+    int tiled = g->sh >= g->kh && g->sw >= g->kw;
+    bool covered = g->sh == g->kh && g->sw == g->kw && g->oh * g->sh - g->pad_top >= g->h &&
+                   g->ow * g->sw - g->pad_left >= g->w;
+    size_t dx_bytes = (size_t)g->batch * g->h * g->w * g->c * sizeof(float);
+    if (tiled && !covered && fl_cl_fill_bytes(d, dx, 0, dx_bytes) != 0)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, K_MAX_POOL_GRAD);
+    fl_cl_mem(&c, dy);
+    fl_cl_mem(&c, x);
+    fl_cl_value(&c, sizeof *g, g);
+    fl_cl_int(&c, tiled);
+    fl_cl_int(&c, relu_mask);
+    fl_cl_mem(&c, dx);
+    if (tiled)
+        return fl_cl_run(&c, (size_t)g->batch * g->oh);
+    return fl_cl_run(&c, pool_items(g->batch * g->h * g->w * g->c, g->c));
+}
+
+/* MaxPoolGrad(dy, x, y): y only gave the shape. */
 FL_CL_OP(fl_cl_max_pool_grad)
 {
     (void)ctx;
     fl_conv_geometry g = fl_pool_geometry_of(n, in[1]->shape);
-    int count = fl_cl_count(out);
-    if (count < 0)
+    if (fl_cl_count(out) < 0 || fl_cl_count(in[1]) < 0)
         return -1;
-    int tiled = g.sh >= g.kh && g.sw >= g.kw;
-    bool covered = g.sh == g.kh && g.sw == g.kw && g.oh * g.sh - g.pad_top >= g.h &&
-                   g.ow * g.sw - g.pad_left >= g.w;
-    if (tiled && !covered && fl_cl_fill_bytes(d, out->data, 0, fl_tensor_bytes(out)) != 0)
-        return -1;
-    fl_cl_call c = fl_cl_begin(d, K_MAX_POOL_GRAD);
-    fl_cl_mem(&c, in[0]->data);
-    fl_cl_mem(&c, in[1]->data);
-    fl_cl_value(&c, sizeof g, &g);
-    fl_cl_int(&c, tiled);
-    fl_cl_mem(&c, out->data);
-    int pixels = tiled ? g.batch * g.oh * g.ow : g.batch * g.h * g.w;
-    return fl_cl_run(&c, pool_items(pixels * g.c, g.c));
+    return fl_cl_max_pool_grad_masked(d, &g, in[1]->data, in[0]->data, false, out->data);
 }

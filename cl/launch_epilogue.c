@@ -1,8 +1,8 @@
 /* launch_epilogue.c: a fused op's epilogue (bias, then ReLU) as a pass of
  * its own over the product, in place (bias_relu_chunks in
  * elementwise_chunks.cl), for products whose kernel cannot apply it as it
- * stores: CLBlast's GEMMs on GPU-type devices, and the fallbacks of
- * launch_fused_fallback.c. One pass where the unfused graph made two. */
+ * stores: CLBlast's GEMMs and im2col convolutions on GPU-type devices.
+ * One pass where the unfused graph made two. */
 #include "launch.h"
 
 int fl_cl_bias_relu(fl_cl_device *d, void *y, int count, int columns, const fl_cl_epilogue *e)

@@ -51,10 +51,23 @@ int fl_cl_gemm_at(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const 
     return 0;
 }
 
-static int gemm(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
-                const void *b, void *c)
+int fl_cl_gemm_epilogue(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
+                        const void *b, void *c, const fl_cl_epilogue *epilogue)
 {
-    return fl_cl_gemm_at(d, ta, tb, m, n, k, a, 0, b, 0, c, 0, false);
+    cl_mem bias = epilogue ? (cl_mem)epilogue->bias : NULL;
+    int relu = epilogue && epilogue->relu;
+    if (fl_cl_use_clblast(d)) {
+        if (clblast_gemm_at(d, ta, tb, m, n, k, a, 0, b, 0, c, 0, false) != 0)
+            return -1;
+        /* CLBlast has no epilogue: one pass over C */
+        return epilogue ? fl_cl_bias_relu(d, c, m * n, n, epilogue) : 0;
+    }
+    if (fl_cl_gemm_enqueue_epilogue(d->gemm, d->queue, ta, tb, m, n, k, (cl_mem)a, 0, (cl_mem)b, 0,
+                                    (cl_mem)c, 0, 0.0f, bias, relu, 0, NULL, NULL) == 0)
+        return 0;
+    fl_set_error_code(FL_INTERNAL, "GEMM %dx%dx%d with its bias/ReLU epilogue (cl/gemm.c): %s", m, n, k,
+                      fl_cl_gemm_error(d->gemm));
+    return -1;
 }
 
 /* C[M,N] = op(A) op(B). */
@@ -64,6 +77,6 @@ FL_CL_OP(fl_cl_matmul)
     fl_matmul_dims dims = fl_matmul_dims_of(n, in[0]->shape, out->shape);
     if (fl_cl_count(in[0]) < 0 || fl_cl_count(in[1]) < 0 || fl_cl_count(out) < 0)
         return -1;
-    return gemm(d, dims.transpose_a, dims.transpose_b, dims.m, dims.n, dims.k, in[0]->data,
-                in[1]->data, out->data);
+    return fl_cl_gemm_epilogue(d, dims.transpose_a, dims.transpose_b, dims.m, dims.n, dims.k, in[0]->data,
+                               in[1]->data, out->data, NULL);
 }

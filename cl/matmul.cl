@@ -17,21 +17,31 @@
  *   - explicit vector types: a float8 is exactly one 256-bit AVX register
  *     and fma(float8, float8, float8) one vfmadd instruction, so the code
  *     says which registers hold what instead of hoping the vectoriser finds
- *     it (float16 would work too, but draws ABI warnings without AVX-512);
- *   - a register tile of MR x NR = 6 x 16 results per work-item: 6 rows x 2
- *     float8 = 12 of the 16 AVX2 registers hold accumulators; each k step
- *     loads 16 floats of B (2 registers), broadcasts 6 floats of A and issues
- *     12 FMAs.  Reused values stay in registers, so memory traffic per FMA
- *     is small and the two FMA units stay busy.
+ *     it;
+ *   - a register tile of MR x NR results per work-item, NR chosen per device
+ *     (the host's fl_cl_gemm_tile_columns, passed as -DFL_GEMM_NR):
+ *       6 x 16 on AVX2 (16 vector registers): 6 rows x 2 float8 = 12
+ *       registers of accumulators; each k step loads 16 floats of B (2
+ *       registers), broadcasts 6 floats of A and issues 12 FMAs;
+ *       6 x 32 where the device prefers 16-float vectors (AVX-512: 32
+ *       registers of 16 floats): 6 rows x 2 float16, the same 12
+ *       accumulators and 2 loads of B per k step, but each FMA does twice
+ *       the work, so loads and broadcasts per FMA halve.
+ *     Reused values stay in registers, so memory traffic per FMA is small
+ *     and the FMA units stay busy.  On the 2-core Zen 4 EPYC (AVX-512 run
+ *     as two 256-bit halves) 6 x 32 measured 7-22% faster on dense_1's
+ *     three products and sgemm 1024^3 (book chapter 5); on a Xeon, whose
+ *     AVX-512 FMA units are a full 512 bits wide, 6 x 16 would leave half
+ *     of each unit idle.
  *
  * Packing
  * -------
- * The inner loop wants the 16 B values of step k right after those of step
+ * The inner loop wants the NR B values of step k right after those of step
  * k-1.  A row-major B (ld = N) puts them N floats apart, a new cache line and
  * often a new page each step, and power-of-two N maps them all to the same
  * cache sets.  So B is first copied ("packed") into column panels:
  *
- *   Bp[p][k][c] = op(B)(k, 16p + c)   p = panel, c = 0..15, zero past N
+ *   Bp[p][k][c] = op(B)(k, NR p + c)   p = panel, c < NR, zero past N
  *
  * which the GEMM reads strictly sequentially.  Packing also absorbs the
  * transpose: fl_pack_cols16 reads a transposed B.  A is read in place when
@@ -41,12 +51,27 @@
  * transpose combinations.  (The host may also swap the operands and compute
  * C^T = B^T A^T, and cuts very long K into chunks; see cl/gemm.c.)
  *
- * Numbers (2-core Zen 3, PoCL 3.1): fl_gemm alone runs at 175-190 GFLOP/s,
- * like OpenBLAS's assembly kernel (~180); the packing kernels at memcpy speed.
+ * Numbers (2-core Zen 3, PoCL 3.1, 6 x 16): fl_gemm alone runs at 175-190
+ * GFLOP/s, like OpenBLAS's assembly kernel (~180); the packing kernels at
+ * memcpy speed.  The Zen 4 figures for 6 x 32 are in chapter 5.
  */
 
 #define MR 6    /* rows of C per work-item (A values broadcast per k step) */
-#define NR 16   /* columns of C per work-item (two float8 of B per k step) */
+/* Columns of C per work-item: two vectors of B per k step.  The host picks
+ * FL_GEMM_NR from the device (cl/gemm.c: fl_cl_gemm_tile_columns). */
+#ifndef FL_GEMM_NR
+#define FL_GEMM_NR 16
+#endif
+#define NR FL_GEMM_NR
+#if NR == 32
+typedef float16 floatv;  /* one 512-bit AVX-512 register */
+#define VLOAD vload16
+#define VSTORE vstore16
+#else
+typedef float8 floatv;   /* one 256-bit AVX register */
+#define VLOAD vload8
+#define VSTORE vstore8
+#endif
 
 /* ------------------------------------------------------------------------
  * fl_pack_rows: pack a matrix whose panel columns are contiguous in memory.
@@ -74,8 +99,8 @@ void fl_pack_rows(int K, int W, int P, __global const float *src, ulong off,
         __global float *d = dst + ((size_t)p * K + k0) * P;
         if (P == NR && j0 + NR <= W) {          /* fast path: a full panel */
             for (int k = k0; k < k1; k++, s += ld, d += NR) {
-                vstore8(vload8(0, s), 0, d);
-                vstore8(vload8(1, s), 1, d);
+                VSTORE(VLOAD(0, s), 0, d);
+                VSTORE(VLOAD(1, s), 1, d);
             }
         } else if (P == MR && j0 + MR <= W) {   /* a full 6-wide panel */
             for (int k = k0; k < k1; k++, s += ld, d += MR) {
@@ -94,11 +119,12 @@ void fl_pack_rows(int K, int W, int P, __global const float *src, ulong off,
 /* ------------------------------------------------------------------------
  * fl_pack_cols16: pack a transposed B, i.e. op(B) = S^T with S stored N x K:
  *
- *   dst[p][k][c] = src[off + (16p + c)*ld + k]   (0 where 16p + c >= N)
+ *   dst[p][k][c] = src[off + (NR p + c)*ld + k]   (0 where NR p + c >= N)
  *
  * Work-item (p, b) does panel p for k in [b*kp, (b+1)*kp).  It loads a
  * 16 x 16 block (16 rows of S, 16 k values each, as two float8 per row:
- * x = k+0..7, y = k+8..15) and writes it transposed as 16 panel rows.
+ * x = k+0..7, y = k+8..15) and writes it transposed as 16 panel rows, at
+ * a time (a 32-wide panel is two such blocks side by side).
  * Reading whole 64-byte lines matters: with a power-of-two ld all 16 rows
  * fall into the same L1 cache set, so a half-read line would be evicted
  * before its second half is used.
@@ -109,10 +135,10 @@ void fl_pack_rows(int K, int W, int P, __global const float *src, ulong off,
 #define PUT(i, v, s)                                                          \
     vstore8((float8)(E(v, 0, s), E(v, 1, s), E(v, 2, s), E(v, 3, s),         \
                      E(v, 4, s), E(v, 5, s), E(v, 6, s), E(v, 7, s)),         \
-            0, d + i * NR);                                                   \
+            0, e + i * NR);                                                   \
     vstore8((float8)(E(v, 8, s), E(v, 9, s), E(v, 10, s), E(v, 11, s),       \
                      E(v, 12, s), E(v, 13, s), E(v, 14, s), E(v, 15, s)),     \
-            1, d + i * NR);
+            1, e + i * NR);
 #define LOAD(r) float8 x##r = vload8(0, t + r * ld), y##r = vload8(1, t + r * ld);
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
@@ -127,15 +153,17 @@ void fl_pack_cols16(int K, int N, __global const float *src, ulong off, int ld,
     int k = k0;
 
     if (j0 + NR <= N) {                          /* full panel: 16x16 blocks */
-        for (; k + 16 <= k1; k += 16, d += 16 * NR) {
-            __global const float *t = s + k;
-            LOAD(0) LOAD(1) LOAD(2) LOAD(3) LOAD(4) LOAD(5) LOAD(6) LOAD(7)
-            LOAD(8) LOAD(9) LOAD(10) LOAD(11) LOAD(12) LOAD(13) LOAD(14) LOAD(15)
-            PUT(0, x, s0) PUT(1, x, s1) PUT(2, x, s2) PUT(3, x, s3)
-            PUT(4, x, s4) PUT(5, x, s5) PUT(6, x, s6) PUT(7, x, s7)
-            PUT(8, y, s0) PUT(9, y, s1) PUT(10, y, s2) PUT(11, y, s3)
-            PUT(12, y, s4) PUT(13, y, s5) PUT(14, y, s6) PUT(15, y, s7)
-        }
+        for (; k + 16 <= k1; k += 16, d += 16 * NR)
+            for (int h = 0; h < NR; h += 16) {   /* columns h..h+15 of the panel */
+                __global const float *t = s + (size_t)h * ld + k;
+                __global float *e = d + h;
+                LOAD(0) LOAD(1) LOAD(2) LOAD(3) LOAD(4) LOAD(5) LOAD(6) LOAD(7)
+                LOAD(8) LOAD(9) LOAD(10) LOAD(11) LOAD(12) LOAD(13) LOAD(14) LOAD(15)
+                PUT(0, x, s0) PUT(1, x, s1) PUT(2, x, s2) PUT(3, x, s3)
+                PUT(4, x, s4) PUT(5, x, s5) PUT(6, x, s6) PUT(7, x, s7)
+                PUT(8, y, s0) PUT(9, y, s1) PUT(10, y, s2) PUT(11, y, s3)
+                PUT(12, y, s4) PUT(13, y, s5) PUT(14, y, s6) PUT(15, y, s7)
+            }
     }
     /* leftover k values, and the edge panel past N, one element at a time */
     int w = min(NR, N - j0);
@@ -165,13 +193,19 @@ void fl_pack_cols16(int K, int N, __global const float *src, ulong off, int ld,
  * when Bp is small and A is big, e.g. a convolution's im2col matrix).
  * Global size: (mtiles, ntiles), or (ntiles, mtiles) with panels_fast.
  * beta == 0 never reads C (it may hold garbage); other values scale it.
+ *
+ * The epilogue, done on each result as it is stored, so that a dense or
+ * convolution layer's bias and ReLU cost no pass over C of their own: with
+ * bias != NULL, add bias[j] (bias[i] when bias_on_rows: the host computes
+ * C^T, so the kernel's rows are the caller's columns); then, with relu,
+ * max(0, v) as the host's ReLU computes it (NaN becomes 0).
  */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void fl_gemm(int M, int N, int K,
              __global const float *A, ulong a_off, int a_ps, int a_rs, int a_cs,
              __global const float *Bp,
              __global float *C, ulong c_off, int c_rs, int c_cs, float beta,
-             int panels_fast)
+             int panels_fast, __global const float *bias, int bias_on_rows, int relu)
 {
     int it = get_global_id(panels_fast ? 1 : 0);
     int jt = get_global_id(panels_fast ? 0 : 1);
@@ -188,15 +222,16 @@ void fl_gemm(int M, int N, int K,
 
     // [book:microkernel]
     /* The micro-kernel.  Row r of the tile lives in two registers, cr0 (its
-     * columns 0-7) and cr1 (8-15).  Per k: two loads of B, and per row one
+     * columns 0-7) and cr1 (8-15); floatv is float8, or float16 on AVX-512
+     * (then 0-15 and 16-31).  Per k: two loads of B, and per row one
      * broadcast of A(i0 + r, k) and two FMAs. */
-    float8 c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
-    float8 c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
-#define ROW(r) { float8 a = (float8)a##r[ka];                                 \
+    floatv c00 = 0.0f, c01 = 0.0f, c10 = 0.0f, c11 = 0.0f, c20 = 0.0f, c21 = 0.0f;
+    floatv c30 = 0.0f, c31 = 0.0f, c40 = 0.0f, c41 = 0.0f, c50 = 0.0f, c51 = 0.0f;
+#define ROW(r) { floatv a = (floatv)a##r[ka];                                 \
                  c##r##0 = fma(a, b0, c##r##0); c##r##1 = fma(a, b1, c##r##1); }
     size_t ka = 0;
     for (int k = 0; k < K; k++, ka += a_cs, b += NR) {
-        float8 b0 = vload8(0, b), b1 = vload8(1, b);
+        floatv b0 = VLOAD(0, b), b1 = VLOAD(1, b);
         ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
     }
     // [end:microkernel]
@@ -209,10 +244,19 @@ void fl_gemm(int M, int N, int K,
 #define STORE_ROW(r)                                                          \
         {   __global float *cr = C + (size_t)r * c_rs;                        \
             if (beta != 0.0f) {                                               \
-                c##r##0 = fma((float8)beta, vload8(0, cr), c##r##0);          \
-                c##r##1 = fma((float8)beta, vload8(1, cr), c##r##1);          \
+                c##r##0 = fma((floatv)beta, VLOAD(0, cr), c##r##0);           \
+                c##r##1 = fma((floatv)beta, VLOAD(1, cr), c##r##1);           \
             }                                                                 \
-            vstore8(c##r##0, 0, cr); vstore8(c##r##1, 1, cr); }
+            if (bias) {                                                       \
+                floatv b0 = bias_on_rows ? (floatv)bias[i0 + r] : VLOAD(0, bias + j0); \
+                floatv b1 = bias_on_rows ? (floatv)bias[i0 + r] : VLOAD(1, bias + j0); \
+                c##r##0 += b0; c##r##1 += b1;                                 \
+            }                                                                 \
+            if (relu) {                                                       \
+                c##r##0 = select((floatv)0.0f, c##r##0, c##r##0 > 0.0f);      \
+                c##r##1 = select((floatv)0.0f, c##r##1, c##r##1 > 0.0f);      \
+            }                                                                 \
+            VSTORE(c##r##0, 0, cr); VSTORE(c##r##1, 1, cr); }
         STORE_ROW(0) STORE_ROW(1) STORE_ROW(2) STORE_ROW(3) STORE_ROW(4) STORE_ROW(5)
         return;
     }
@@ -220,13 +264,16 @@ void fl_gemm(int M, int N, int K,
      * Row index innermost, because with transposed C (c_rs == 1) that walks
      * memory contiguously: each touched cache line is finished at once. */
     float t[MR][NR];
-    vstore8(c00, 0, t[0]); vstore8(c01, 1, t[0]); vstore8(c10, 0, t[1]); vstore8(c11, 1, t[1]);
-    vstore8(c20, 0, t[2]); vstore8(c21, 1, t[2]); vstore8(c30, 0, t[3]); vstore8(c31, 1, t[3]);
-    vstore8(c40, 0, t[4]); vstore8(c41, 1, t[4]); vstore8(c50, 0, t[5]); vstore8(c51, 1, t[5]);
+    VSTORE(c00, 0, t[0]); VSTORE(c01, 1, t[0]); VSTORE(c10, 0, t[1]); VSTORE(c11, 1, t[1]);
+    VSTORE(c20, 0, t[2]); VSTORE(c21, 1, t[2]); VSTORE(c30, 0, t[3]); VSTORE(c31, 1, t[3]);
+    VSTORE(c40, 0, t[4]); VSTORE(c41, 1, t[4]); VSTORE(c50, 0, t[5]); VSTORE(c51, 1, t[5]);
     for (int c = 0; c < cols; c++)
         for (int r = 0; r < rows; r++) {
             __global float *e = C + (size_t)r * c_rs + (size_t)c * c_cs;
-            *e = beta != 0.0f ? fma(beta, *e, t[r][c]) : t[r][c];
+            float v = beta != 0.0f ? fma(beta, *e, t[r][c]) : t[r][c];
+            if (bias)
+                v += bias[bias_on_rows ? i0 + r : j0 + c];
+            *e = relu && !(v > 0.0f) ? 0.0f : v;
         }
 }
 
@@ -239,3 +286,5 @@ void fl_gemm(int M, int N, int K,
 #undef STORE_ROW
 #undef MR
 #undef NR
+#undef VLOAD
+#undef VSTORE

@@ -113,7 +113,9 @@ static int build_gemm(fl_cl_device *d)
         fl_set_error_code(FL_INTERNAL, "cl/matmul.cl was not embedded into this flowlab");
         return -1;
     }
-    d->gemm_program = fl_cl_program_build(d->context, d->id, "gemm", matmul->text, "");
+    char options[64]; /* the GEMM's tile width, from the device's SIMD width */
+    fl_cl_gemm_build_options(d->id, options, sizeof options);
+    d->gemm_program = fl_cl_program_build(d->context, d->id, "gemm", matmul->text, options);
     if (!d->gemm_program)
         return -1;
     d->gemm = fl_cl_gemm_new(d->context, d->id, d->gemm_program);

@@ -192,6 +192,10 @@ static const op_case cases[] = {
     {"MaxPool 3x3 SAME stride 1, C=37", b_pool_same1, 1, {{F, {4, {2, 6, 5, 37}}, -1, 1}}, true, 0},
     {"MaxPool 3x3 VALID stride 2, C=33", b_pool_valid, 1, {{F, {4, {2, 9, 8, 33}}, -1, 1}}, true, 0},
     {"MaxPool 2x2 stride 3, C=35", b_pool_gaps, 1, {{F, {4, {2, 8, 7, 35}}, -1, 1}}, true, 0},
+    /* eight channels per load (C a multiple of 8): gaps, overlap, batch 1 */
+    {"MaxPool 2x2 stride 3, C=16", b_pool_gaps, 1, {{F, {4, {2, 8, 7, 16}}, -1, 1}}, true, 0},
+    {"MaxPool 3x3 VALID stride 2, C=8, batch 1", b_pool_valid, 1, {{F, {4, {1, 9, 8, 8}}, -1, 1}}, true, 0},
+    {"MaxPool 2x2 SAME, odd size, C=24, batch 1", b_pool_same, 1, {{F, {4, {1, 5, 7, 24}}, -1, 1}}, true, 0},
     {"Add [300,40]+[40]", b_add, 2, {{F, {2, {300, 40}}, -1, 1}, {F, {1, {40}}, -1, 1}}, true, 1e-5},
     {"Mul [3]*[70,33,3]", b_mul, 2, {{F, {1, {3}}, -1, 1}, {F, {3, {70, 33, 3}}, -1, 1}}, true, 1e-5},
     /* OpenCL reductions (cl/reduce.cl): whole tensors and rows are summed
@@ -218,6 +222,7 @@ static const op_case cases[] = {
     {"Sum int32 axis 0 [300,7]", b_sum_axis0, 1, {{I, {2, {300, 7}}, -1000, 1000}}, false, 0},
     {"Mean int32 axis 1 keep_dims [6,11]", b_mean_axis1_keep, 1, {{I, {2, {6, 11}}, -1000, 1000}}, false, 0},
     {"Add [2100,13]+[13] (SumToShape in parts)", b_add, 2, {{F, {2, {2100, 13}}, -1, 1}, {F, {1, {13}}, -1, 1}}, true, 1e-5},
+    {"Add [1027,16]+[16] (SumToShape, rows not a multiple of 4)", b_add, 2, {{F, {2, {1027, 16}}, -1, 1}, {F, {1, {16}}, -1, 1}}, true, 1e-4},
     {"Add [1001,3]+[] (SumToShape to a scalar)", b_add, 2, {{F, {2, {1001, 3}}, -1, 1}, {F, {0, {0}}, -1, 1}}, true, 1e-5},
 };
 
