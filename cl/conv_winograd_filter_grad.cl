@@ -28,6 +28,13 @@
  * work-item order, so the result is the same from run to run, then transforms.
  */
 
+/* A work-item transforms WINO_GRAD_TILES tiles (blocks of the forward's
+ * WINO_TILES, so wino_input serves as it is) before adding their products
+ * into its partial: each load and store of a partial sum then carries 12
+ * multiply-adds. Measured at conv_2's shape: 6 tiles 11.0, 12 tiles 9.2, 18
+ * and 24 tiles 9.1-9.2 ms of CPU time. */
+enum { WINO_GRAD_BLOCKS = 2, WINO_GRAD_TILES = WINO_GRAD_BLOCKS * WINO_TILES };
+
 /* Z = A z A^T's one dimension: the eight values at the points of a column of
  * four (16 channels each), the rows of A being the columns of wino_at's A^T. */
 void wino_a(const float16 *z, float16 *r)
@@ -84,12 +91,13 @@ void wino_dy(__global const float *dy, wino_shape s, int3 tile, int used, int sl
     }
 }
 
-/* The 64 GEMMs of one block of tiles, added into the partial m (stored
- * when `first`): m[p][c0 + r][co0 + col] += sum over the slots of
- * v[p][slot][r] * z[p][slot][col], for r < rows, col < width. The register
- * tile: 4 source channels x 32 columns, 8 of AVX-512's vector registers. */
-void wino_grad_products(float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS],
-                        float z[WINO_POINTS][WINO_TILES][WINO_CHANNELS], int rows, int width,
+/* The 64 GEMMs of WINO_GRAD_TILES tiles, added into the partial m (stored
+ * when `first`): m[p][c0 + r][co0 + col] += sum over the blocks and slots
+ * of v[block][p][slot][r] * z[block][p][slot][col], for r < rows, col <
+ * width. The register tile: 4 source channels x 32 columns, 8 of AVX-512's
+ * vector registers (4 x 64 measured slower: 12.1 against 11.0 ms). */
+void wino_grad_products(float v[WINO_GRAD_BLOCKS][WINO_POINTS][WINO_TILES][WINO_CHANNELS],
+                        float z[WINO_GRAD_BLOCKS][WINO_POINTS][WINO_TILES][WINO_CHANNELS], int rows, int width,
                         int first, __global float *m, int m_rows, int cols)
 {
     for (int p = 0; p < WINO_POINTS; p++)
@@ -102,13 +110,15 @@ void wino_grad_products(float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS],
                     acc[r][0] = first ? 0.0f : vload16(0, out + (size_t)r * cols);
                     acc[r][1] = first ? 0.0f : vload16(0, out + (size_t)r * cols + 16);
                 }
-                #pragma unroll
-                for (int t = 0; t < WINO_TILES; t++) {
-                    float16 z0 = vload16(0, &z[p][t][col]), z1 = vload16(0, &z[p][t][col + 16]);
+                for (int b = 0; b < WINO_GRAD_BLOCKS; b++) {
                     #pragma unroll
-                    for (int r = 0; r < 4; r++) {
-                        acc[r][0] = fma((float16)(v[p][t][r0 + r]), z0, acc[r][0]);
-                        acc[r][1] = fma((float16)(v[p][t][r0 + r]), z1, acc[r][1]);
+                    for (int t = 0; t < WINO_TILES; t++) {
+                        float16 z0 = vload16(0, &z[b][p][t][col]), z1 = vload16(0, &z[b][p][t][col + 16]);
+                        #pragma unroll
+                        for (int r = 0; r < 4; r++) {
+                            acc[r][0] = fma((float16)(v[b][p][t][r0 + r]), z0, acc[r][0]);
+                            acc[r][1] = fma((float16)(v[b][p][t][r0 + r]), z1, acc[r][1]);
+                        }
                     }
                 }
                 #pragma unroll
@@ -125,7 +135,7 @@ void wino_grad_products(float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS],
  * its partial, partials + i * 64 * m_rows * cols: M[p][ci][co], m_rows =
  * in channels rounded up to 8, cols = out channels rounded up to 32.
  * `zeros` holds at least as many zeros as x has channels.
- * Global size: (items).
+ * Global size: (items); per_item a multiple of WINO_GRAD_TILES.
  */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void winograd_filter_grad(__global const float *restrict x, __global const float *restrict dy,
@@ -136,19 +146,21 @@ void winograd_filter_grad(__global const float *restrict x, __global const float
     int total = g.batch * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
     int begin = get_global_id(0) * per_item, end = min(total, begin + per_item);
     __global float *m = partials + get_global_id(0) * (size_t)WINO_POINTS * m_rows * cols;
-    float v[WINO_POINTS][WINO_TILES][WINO_CHANNELS], z[WINO_POINTS][WINO_TILES][WINO_CHANNELS];
-    int3 tiles[WINO_TILES];
-    for (int first = begin; first < end; first += WINO_TILES) {
-        int ntiles = min(WINO_TILES, end - first);
-        for (int t = 0; t < WINO_TILES; t++) /* slots past ntiles repeat the last; z zero there */
+    /* 192 KB each, on the PoCL thread's stack like the forward's V */
+    float v[WINO_GRAD_BLOCKS][WINO_POINTS][WINO_TILES][WINO_CHANNELS];
+    float z[WINO_GRAD_BLOCKS][WINO_POINTS][WINO_TILES][WINO_CHANNELS];
+    int3 tiles[WINO_GRAD_TILES];
+    for (int first = begin; first < end; first += WINO_GRAD_TILES) {
+        int ntiles = min(WINO_GRAD_TILES, end - first);
+        for (int t = 0; t < WINO_GRAD_TILES; t++) /* slots past ntiles repeat the last; z zero there */
             tiles[t] = wino_tile(s, first + min(t, ntiles - 1));
         for (int co0 = 0; co0 < s.out_c; co0 += WINO_CHANNELS) {
             int width = min(WINO_CHANNELS, (s.out_c - co0 + 31) / 32 * 32);
-            for (int t = 0; t < WINO_TILES; t++)
-                wino_dy(dy, s, tiles[t], t < ntiles, t, co0, width, z);
+            for (int t = 0; t < WINO_GRAD_TILES; t++)
+                wino_dy(dy, s, tiles[t], t < ntiles, t % WINO_TILES, co0, width, z[t / WINO_TILES]);
             for (int c0 = 0; c0 < s.channels; c0 += WINO_CHANNELS) {
-                for (int t = 0; t < WINO_TILES; t++)
-                    wino_input(x, zeros, s, tiles[t], t, c0, v);
+                for (int t = 0; t < WINO_GRAD_TILES; t++)
+                    wino_input(x, zeros, s, tiles[t], t % WINO_TILES, c0, v[t / WINO_TILES]);
                 int rows = min(WINO_CHANNELS, (s.channels - c0 + 7) / 8 * 8);
                 wino_grad_products(v, z, rows, width, first == begin,
                                    m + (size_t)c0 * cols + co0, m_rows, cols);

@@ -100,10 +100,11 @@ int fl_cl_conv2d_backprop_input_winograd(fl_cl_device *d, const fl_conv_geometry
 }
 
 /* The filter gradient's work-items each take about this many of dy's 4x4
- * tiles (a multiple of the kernel's WINO_TILES): conv_2's 2048 tiles make
- * 8 partials, enough for two cores to share evenly; at most 16 partials
- * bound the scratch on large batches. The count depends on the shape only, so the partials are added in the same order on any device. */
-enum { GRAD_TILES_PER_ITEM = 256, GRAD_MAX_ITEMS = 16 };
+ * tiles (a multiple of the kernel's WINO_GRAD_TILES): conv_2's 2048 tiles
+ * make 8 partials, enough for two cores to share evenly; at most 16
+ * partials bound the scratch on large batches. The count depends on the
+ * shape only, so the partials are added in the same order on any device. */
+enum { GRAD_TILES_PER_ITEM = 256, GRAD_MAX_ITEMS = 16, GRAD_TILES = 12 /* the kernel's WINO_GRAD_TILES */ };
 
 /* dfilter = G^T (sum of the partials) G, each partial M[p][ci][co] being
  * one work-item's sum of point products over its run of tiles. */
@@ -113,7 +114,8 @@ int fl_cl_conv2d_backprop_filter_winograd(fl_cl_device *d, const fl_conv_geometr
     size_t tiles = (size_t)g->batch * ((g->oh + 3) / 4) * ((g->ow + 3) / 4);
     size_t items = (tiles + GRAD_TILES_PER_ITEM - 1) / GRAD_TILES_PER_ITEM;
     items = items < GRAD_MAX_ITEMS ? items : GRAD_MAX_ITEMS;
-    size_t per_item = round_up((tiles + items - 1) / items, WINO_TILES);
+    size_t per_item = round_up((tiles + items - 1) / items, GRAD_TILES);
+    items = (tiles + per_item - 1) / per_item; /* none left empty by the rounding */
     int m_rows = (int)round_up((size_t)g->c, 8), cols = (int)round_up((size_t)g->oc, 32);
     cl_mem zeros = fl_cl_zeros(d, (size_t)g->c * sizeof(float));
     cl_mem partials = fl_cl_scratch(d, items * WINO_POINTS * m_rows * cols * sizeof(float));
