@@ -219,36 +219,45 @@ static void check_applies(fl_device *dev)
     unsetenv("FLOWLAB_WINOGRAD");
 }
 
-/* Conv2D's output on /gpu:0 as a graph runs it, Winograd on or off. */
-static fl_tensor *graph_conv(const fl_tensor *x, const fl_tensor *w, const char *winograd)
+/* Conv2D's output on /gpu:0 as a graph runs it, Winograd on or off; or,
+ * with filter_gradient, the gradient of mean(y * x) with respect to w (so
+ * w must keep x's channel count): its dy, x / size, is the same either way
+ * and only the Conv2DBackpropFilter node's own arithmetic can differ. */
+static fl_tensor *graph_conv(const fl_tensor *x, const fl_tensor *w, const char *winograd, bool filter_gradient)
 {
     setenv("FLOWLAB_WINOGRAD", winograd, 1);
     fl_graph *g = fl_graph_new();
     fl_device_scope_push(g, "/gpu:0");
-    fl_node *y = fl_conv2d(g, fl_constant(g, x, "x"), fl_constant(g, w, "w"), 1, 1, FL_SAME, NULL);
+    fl_node *x_node = fl_constant(g, x, "x"), *w_node = fl_constant(g, w, "w");
+    fl_node *y = fl_conv2d(g, x_node, w_node, 1, 1, FL_SAME, NULL);
+    if (filter_gradient &&
+        fl_gradients(g, fl_reduce_mean(g, fl_mul(g, y, x_node, NULL), NULL, 0, false, NULL), &w_node, 1, &y) != 0)
+        diag("the filter's gradient: %s", fl_graph_error(g));
     fl_device_pop(g);
     fl_session *s = fl_session_new(g, NULL);
     fl_tensor *out = NULL;
     if (fl_session_run(s, NULL, 0, &y, 1, &out, NULL, 0) != 0)
-        diag("Conv2D on /gpu:0: %s", fl_session_error(s));
+        diag("%s on /gpu:0: %s", filter_gradient ? "Conv2DBackpropFilter" : "Conv2D", fl_session_error(s));
     fl_session_free(s);
     fl_graph_free(g);
     unsetenv("FLOWLAB_WINOGRAD");
     return out;
 }
 
-/* The Conv2D node takes the Winograd kernels: its result differs, in the
- * last bits, from the implicit GEMM's that FLOWLAB_WINOGRAD=0 gives. */
-static void check_dispatch(void)
+/* The Conv2D node (or, with filter_gradient, Conv2DBackpropFilter) takes
+ * the Winograd kernels: its result differs, in the last bits, from the
+ * implicit GEMM's that FLOWLAB_WINOGRAD=0 gives. */
+static void check_dispatch(bool filter_gradient)
 {
     fl_tensor *x = fl_tensor_new(FL_FLOAT32, fl_shape_make(4, 2, 14, 14, 32));
-    fl_tensor *w = fl_tensor_new(FL_FLOAT32, fl_shape_make(4, 5, 5, 32, 64));
+    fl_tensor *w = fl_tensor_new(FL_FLOAT32, fl_shape_make(4, 5, 5, 32, filter_gradient ? 32 : 64));
     float *xv = random_floats((size_t)fl_shape_size(x->shape), 5), *wv = random_floats((size_t)fl_shape_size(w->shape), 7);
     memcpy(fl_tensor_floats(x), xv, (size_t)fl_shape_size(x->shape) * sizeof(float));
     memcpy(fl_tensor_floats(w), wv, (size_t)fl_shape_size(w->shape) * sizeof(float));
-    fl_tensor *on = graph_conv(x, w, "1"), *off = graph_conv(x, w, "0");
+    fl_tensor *on = graph_conv(x, w, "1", filter_gradient), *off = graph_conv(x, w, "0", filter_gradient);
     bool differ = on && off && memcmp(fl_tensor_floats(on), fl_tensor_floats(off), fl_tensor_bytes(on)) != 0;
-    ok(differ, "a Conv2D node runs Winograd unless FLOWLAB_WINOGRAD=0 (the two results' last bits differ)");
+    ok(differ, "a %s node runs Winograd unless FLOWLAB_WINOGRAD=0 (the two results' last bits differ)",
+       filter_gradient ? "Conv2DBackpropFilter" : "Conv2D");
     fl_tensor_free(x), fl_tensor_free(w), fl_tensor_free(on), fl_tensor_free(off);
     free(xv), free(wv);
 }
@@ -312,7 +321,8 @@ int main(void)
         for (int kind = FORWARD; kind <= BACKPROP_FILTER; kind++)
             check_kind(dev, &cases[i], kind);
     check_kind(dev, &two_partials, BACKPROP_FILTER);
-    check_dispatch();
+    check_dispatch(false);
+    check_dispatch(true);
     check_training();
     return done_testing();
 }
