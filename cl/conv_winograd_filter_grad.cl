@@ -94,37 +94,39 @@ void wino_dy(__global const float *dy, wino_shape s, int3 tile, int used, int sl
 /* The 64 GEMMs of WINO_GRAD_TILES tiles, added into the partial m (stored
  * when `first`): m[p][c0 + r][co0 + col] += sum over the blocks and slots
  * of v[block][p][slot][r] * z[block][p][slot][col], for r < rows, col <
- * width. The register tile: 4 source channels x 32 columns, 8 of AVX-512's
- * vector registers (4 x 64 measured slower: 12.1 against 11.0 ms). */
+ * width, a multiple of TILE_COLS. The register tile: 4 source channels x
+ * TILE_COLS columns (conv_gemm.cl's two vectors of CONV_WIDTH), 8 of the 16
+ * or 32 vector registers (4 x 64 on AVX-512 measured slower: 12.1 against
+ * 11.0 ms). */
 void wino_grad_products(float v[WINO_GRAD_BLOCKS][WINO_POINTS][WINO_TILES][WINO_CHANNELS],
                         float z[WINO_GRAD_BLOCKS][WINO_POINTS][WINO_TILES][WINO_CHANNELS], int rows, int width,
                         int first, __global float *m, int m_rows, int cols)
 {
     for (int p = 0; p < WINO_POINTS; p++)
         for (int r0 = 0; r0 < rows; r0 += 4)
-            for (int col = 0; col < width; col += 32) {
+            for (int col = 0; col < width; col += TILE_COLS) {
                 __global float *out = m + ((size_t)p * m_rows + r0) * cols + col;
-                float16 acc[4][2];
+                floatv acc[4][2];
                 #pragma unroll
                 for (int r = 0; r < 4; r++) {
-                    acc[r][0] = first ? 0.0f : vload16(0, out + (size_t)r * cols);
-                    acc[r][1] = first ? 0.0f : vload16(0, out + (size_t)r * cols + 16);
+                    acc[r][0] = first ? 0.0f : vloadv(0, out + (size_t)r * cols);
+                    acc[r][1] = first ? 0.0f : vloadv(1, out + (size_t)r * cols);
                 }
                 for (int b = 0; b < WINO_GRAD_BLOCKS; b++) {
                     #pragma unroll
                     for (int t = 0; t < WINO_TILES; t++) {
-                        float16 z0 = vload16(0, &z[b][p][t][col]), z1 = vload16(0, &z[b][p][t][col + 16]);
+                        floatv z0 = vloadv(0, &z[b][p][t][col]), z1 = vloadv(1, &z[b][p][t][col]);
                         #pragma unroll
                         for (int r = 0; r < 4; r++) {
-                            acc[r][0] = fma((float16)(v[b][p][t][r0 + r]), z0, acc[r][0]);
-                            acc[r][1] = fma((float16)(v[b][p][t][r0 + r]), z1, acc[r][1]);
+                            acc[r][0] = fma((floatv)(v[b][p][t][r0 + r]), z0, acc[r][0]);
+                            acc[r][1] = fma((floatv)(v[b][p][t][r0 + r]), z1, acc[r][1]);
                         }
                     }
                 }
                 #pragma unroll
                 for (int r = 0; r < 4; r++) {
-                    vstore16(acc[r][0], 0, out + (size_t)r * cols);
-                    vstore16(acc[r][1], 0, out + (size_t)r * cols + 16);
+                    vstorev(acc[r][0], 0, out + (size_t)r * cols);
+                    vstorev(acc[r][1], 1, out + (size_t)r * cols);
                 }
             }
 }
@@ -133,7 +135,8 @@ void wino_grad_products(float v[WINO_GRAD_BLOCKS][WINO_POINTS][WINO_TILES][WINO_
  * winograd_filter_grad: work-item i sums the products of tiles
  * per_item * i .. per_item * (i + 1) (of dy's 4x4 tiles, NHW order) into
  * its partial, partials + i * 64 * m_rows * cols: M[p][ci][co], m_rows =
- * in channels rounded up to 8, cols = out channels rounded up to 32.
+ * in channels rounded up to 8, cols = out channels rounded up to TILE_COLS
+ * (16 or 32, a multiple of wino_dy's 16).
  * `zeros` holds at least as many zeros as x has channels.
  * Global size: (items); per_item a multiple of WINO_GRAD_TILES.
  */
@@ -155,7 +158,7 @@ void winograd_filter_grad(__global const float *restrict x, __global const float
         for (int t = 0; t < WINO_GRAD_TILES; t++) /* slots past ntiles repeat the last; z zero there */
             tiles[t] = wino_tile(s, first + min(t, ntiles - 1));
         for (int co0 = 0; co0 < s.out_c; co0 += WINO_CHANNELS) {
-            int width = min(WINO_CHANNELS, (s.out_c - co0 + 31) / 32 * 32);
+            int width = min(WINO_CHANNELS, (s.out_c - co0 + TILE_COLS - 1) / TILE_COLS * TILE_COLS);
             for (int t = 0; t < WINO_GRAD_TILES; t++)
                 wino_dy(dy, s, tiles[t], t < ntiles, t % WINO_TILES, co0, width, z[t / WINO_TILES]);
             for (int c0 = 0; c0 < s.channels; c0 += WINO_CHANNELS) {

@@ -116,7 +116,7 @@ int fl_cl_conv2d_backprop_filter_winograd(fl_cl_device *d, const fl_conv_geometr
     items = items < GRAD_MAX_ITEMS ? items : GRAD_MAX_ITEMS;
     size_t per_item = round_up((tiles + items - 1) / items, GRAD_TILES);
     items = (tiles + per_item - 1) / per_item; /* none left empty by the rounding */
-    int m_rows = (int)round_up((size_t)g->c, 8), cols = (int)round_up((size_t)g->oc, 32);
+    int m_rows = (int)round_up((size_t)g->c, 8), cols = (int)round_up((size_t)g->oc, 2 * (size_t)d->conv_width);
     cl_mem zeros = fl_cl_zeros(d, (size_t)g->c * sizeof(float));
     cl_mem partials = fl_cl_scratch(d, items * WINO_POINTS * m_rows * cols * sizeof(float));
     if (!zeros || !partials)
