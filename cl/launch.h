@@ -130,6 +130,10 @@ int fl_cl_conv2d_winograd(fl_cl_device *d, const fl_conv_geometry *g, const void
                           const void *filter, const fl_cl_epilogue *epilogue, void *y);
 int fl_cl_conv2d_backprop_input_winograd(fl_cl_device *d, const fl_conv_geometry *g, const void *dy,
                                          const void *filter, void *dx);
+/* Conv2DBackpropFilter by F(5x5, 4x4) (conv_winograd_filter_grad.cl), where
+ * fl_cl_winograd_applies: dfilter = the correlation of x with dy. */
+int fl_cl_conv2d_backprop_filter_winograd(fl_cl_device *d, const fl_conv_geometry *g, const void *x,
+                                          const void *dy, void *dfilter);
 
 /* conv.cl and conv_gemm.cl take a geometry by value as their `geom`, thirteen ints. */
 _Static_assert(sizeof(fl_conv_geometry) == 13 * sizeof(cl_int),

@@ -143,6 +143,8 @@ FL_CL_OP(fl_cl_conv2d_backprop_filter)
 {
     (void)ctx;
     fl_conv_geometry g = fl_conv_geometry_of(n, in[1]->shape, in[2]->shape);
+    if (fl_cl_winograd_applies(d, &g))
+        return fl_cl_conv2d_backprop_filter_winograd(d, &g, in[1]->data, in[0]->data, out->data);
     if (!fl_cl_use_clblast(d))
         return fl_cl_conv2d_backprop_filter_implicit(d, &g, in[1]->data, in[0]->data, out->data);
     chunking ch;

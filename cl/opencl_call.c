@@ -31,6 +31,8 @@ static const char *const kernel_names[FL_CL_KERNEL_COUNT] = {
     [K_CONV_BACKPROP_INPUT_NARROW] = "conv_backprop_input_narrow",
     [K_CONV_FORWARD_NARROW] = "conv_forward_narrow",
     [K_WINOGRAD_FILTER] = "winograd_filter", [K_WINOGRAD_CONV] = "winograd_conv",
+    [K_WINOGRAD_FILTER_GRAD] = "winograd_filter_grad",
+    [K_WINOGRAD_FILTER_GRAD_OUTPUT] = "winograd_filter_grad_output",
     [K_BINARY_FLOAT_CHUNKS] = "binary_float_chunks",
     [K_RELU_CHUNKS] = "relu_chunks", [K_RELU_GRAD_CHUNKS] = "relu_grad_chunks",
     [K_BIAS_RELU_CHUNKS] = "bias_relu_chunks",

@@ -156,7 +156,9 @@ static const op_case cases[] = {
      * chunks of images (cl/launch_conv.c's CHUNK_BYTES), pooling windows
      * that tile the image, leave gaps or overlap, broadcasts over many rows */
     {"Conv2D 3x3 VALID stride 2, C=5", b_conv_valid2, 2, {{F, {4, {2, 11, 9, 5}}, -1, 1}, {F, {4, {3, 3, 5, 7}}, -1, 1}}, true, 1e-4},
-    {"Conv2D 5x5 SAME, 3 chunks", b_conv_same, 2, {{F, {4, {3, 64, 64, 16}}, -1, 1}, {F, {4, {5, 5, 16, 8}}, -1, 1}}, true, 1e-4},
+    {"Conv2D 5x5 SAME, 3 chunks", b_conv_same, 2, {{F, {4, {3, 64, 64, 16}}, -1, 1}, {F, {4, {5, 5, 16, 8}}, -1, 1}}, true, 1e-3},
+    /* ^ dW by Winograd: sums of 12288 products whose error, about 1e-5 of the
+     * largest |dW| (33), is up to 6.5e-4 of a value near 1 (tests/test_winograd.c) */
     {"Conv2D 5x5 SAME stride 2, C=5, 2 chunks", b_conv_same22, 2, {{F, {4, {5, 160, 160, 5}}, -1, 1}, {F, {4, {5, 5, 5, 3}}, -1, 1}}, true, 1e-3}, /* dW: sums of 32000 products */
     /* The implicit-GEMM convolutions (cl/conv_gemm.cl): tiles of 6 pixels x
      * 16 channels with partial tiles on both sides, one input channel (each

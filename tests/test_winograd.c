@@ -1,7 +1,8 @@
 /* test_winograd.c: the Winograd F(4x4, 5x5) convolutions of
  * cl/conv_winograd.cl against a direct convolution summed in doubles:
- * Conv2D (plain, and with the bias + ReLU epilogue) and Conv2DBackpropInput
- * on chapter 1's shapes and on odd ones; when they apply; and that Conv2D
+ * Conv2D (plain, and with the bias + ReLU epilogue), Conv2DBackpropInput and
+ * Conv2DBackpropFilter (conv_winograd_filter_grad.cl) on chapter 1's shapes
+ * and on odd ones; when they apply; and that Conv2D
  * nodes take them unless FLOWLAB_WINOGRAD=0. Skipped without OpenCL. */
 #include <math.h>
 #include <stdlib.h>
@@ -14,7 +15,10 @@
 /* The largest error allowed, relative to the largest value of the result.
  * A direct float sum of a few thousand products is good to about 1e-6;
  * the transforms, whose entries reach 21/4 (B^T) and 32/45 (G), lose a few
- * bits more: up to 9e-6 on these cases, 6e-6 on conv_2's shape. */
+ * bits more: up to 9e-6 on these cases, 6e-6 on conv_2's shape. The
+ * filter gradient sums over the whole batch (25088 products a value at
+ * conv_2's batch 128) and its transforms mix in A's 8 and G's 32/45: 1.1e-5
+ * at batch 128 (measured), within the same bound. */
 #define TOLERANCE 2e-5
 
 typedef struct {
@@ -107,6 +111,27 @@ static double *reference_backprop_input(const fl_conv_geometry *g, const float *
     return dx;
 }
 
+/* dW = the gradient of sum(y * dy) with respect to w: each product of the
+ * forward sum adds x times dy to its tap. */
+static double *reference_backprop_filter(const fl_conv_geometry *g, const float *x, const float *dy)
+{
+    double *dw = calloc((size_t)25 * g->c * g->oc, sizeof *dw);
+    for (int n = 0; n < g->batch; n++)
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox++)
+                for (int tap = 0; tap < 25; tap++) {
+                    int y = oy - g->pad_top + tap / 5, xx = ox - g->pad_left + tap % 5;
+                    if (y < 0 || y >= g->h || xx < 0 || xx >= g->w)
+                        continue;
+                    const float *d = dy + (((size_t)n * g->oh + oy) * g->ow + ox) * g->oc;
+                    const float *in = x + (((size_t)n * g->h + y) * g->w + xx) * g->c;
+                    for (int c = 0; c < g->c; c++)
+                        for (int o = 0; o < g->oc; o++)
+                            dw[((size_t)tap * g->c + c) * g->oc + o] += (double)in[c] * d[o];
+                }
+    return dw;
+}
+
 /* max |got - want| / max |want|. */
 static double relative_error(const float *got, const double *want, size_t n)
 {
@@ -139,8 +164,12 @@ static float *download(fl_device *dev, const void *buffer, size_t count)
     return host;
 }
 
-enum { FORWARD, FORWARD_BIAS_RELU, BACKPROP_INPUT };
-static const char *const kinds[] = {"Conv2D", "Conv2D + bias + ReLU", "Conv2DBackpropInput"};
+enum { FORWARD, FORWARD_BIAS_RELU, BACKPROP_INPUT, BACKPROP_FILTER };
+static const char *const kinds[] = {"Conv2D", "Conv2D + bias + ReLU", "Conv2DBackpropInput",
+                                    "Conv2DBackpropFilter"};
+
+/* A batch whose 320 tiles make two partials of the filter gradient. */
+static const conv_case two_partials = {"conv_2's shape, batch 20 (two partials)", 20, 14, 14, 32, 64, FL_SAME};
 
 /* Runs one kind of convolution of case k through Winograd and checks it. */
 static void check_kind(fl_device *dev, const conv_case *k, int kind)
@@ -148,16 +177,19 @@ static void check_kind(fl_device *dev, const conv_case *k, int kind)
     fl_conv_geometry g = geometry_of(k, 5, 1);
     size_t xs = (size_t)g.batch * g.h * g.w * g.c, ys = (size_t)g.batch * g.oh * g.ow * g.oc;
     size_t ws = (size_t)25 * g.c * g.oc, in_count = kind == BACKPROP_INPUT ? ys : xs;
-    size_t out_count = kind == BACKPROP_INPUT ? xs : ys;
-    float *in = random_floats(in_count, 11), *w = random_floats(ws, 23), *bias = random_floats(g.oc, 37);
-    void *d_in = upload(dev, in, in_count), *d_w = upload(dev, w, ws), *d_bias = upload(dev, bias, g.oc);
+    size_t out_count = kind == BACKPROP_INPUT ? xs : kind == BACKPROP_FILTER ? ws : ys;
+    size_t w_count = kind == BACKPROP_FILTER ? ys : ws; /* the filter, or dy */
+    float *in = random_floats(in_count, 11), *w = random_floats(w_count, 23), *bias = random_floats(g.oc, 37);
+    void *d_in = upload(dev, in, in_count), *d_w = upload(dev, w, w_count), *d_bias = upload(dev, bias, g.oc);
     void *d_out = upload(dev, NULL, out_count);
     fl_cl_epilogue epilogue = {d_bias, true};
     int rc = !d_in || !d_w || !d_bias || !d_out ? -1
            : kind == BACKPROP_INPUT ? fl_cl_conv2d_backprop_input_winograd(dev->impl, &g, d_in, d_w, d_out)
+           : kind == BACKPROP_FILTER ? fl_cl_conv2d_backprop_filter_winograd(dev->impl, &g, d_in, d_w, d_out)
            : fl_cl_conv2d_winograd(dev->impl, &g, d_in, d_w, kind == FORWARD ? NULL : &epilogue, d_out);
     float *got = download(dev, d_out, out_count);
     double *want = kind == BACKPROP_INPUT ? reference_backprop_input(&g, in, w)
+                 : kind == BACKPROP_FILTER ? reference_backprop_filter(&g, in, w)
                  : reference_conv(&g, in, w, kind == FORWARD ? NULL : bias, kind != FORWARD);
     double err = rc == 0 ? relative_error(got, want, out_count) : INFINITY;
     ok(err <= TOLERANCE, "%s, %s: within %.0e of the direct sum (relative to its largest value)",
@@ -187,36 +219,45 @@ static void check_applies(fl_device *dev)
     unsetenv("FLOWLAB_WINOGRAD");
 }
 
-/* Conv2D's output on /gpu:0 as a graph runs it, Winograd on or off. */
-static fl_tensor *graph_conv(const fl_tensor *x, const fl_tensor *w, const char *winograd)
+/* Conv2D's output on /gpu:0 as a graph runs it, Winograd on or off; or,
+ * with filter_gradient, the gradient of mean(y * x) with respect to w (so
+ * w must keep x's channel count): its dy, x / size, is the same either way
+ * and only the Conv2DBackpropFilter node's own arithmetic can differ. */
+static fl_tensor *graph_conv(const fl_tensor *x, const fl_tensor *w, const char *winograd, bool filter_gradient)
 {
     setenv("FLOWLAB_WINOGRAD", winograd, 1);
     fl_graph *g = fl_graph_new();
     fl_device_scope_push(g, "/gpu:0");
-    fl_node *y = fl_conv2d(g, fl_constant(g, x, "x"), fl_constant(g, w, "w"), 1, 1, FL_SAME, NULL);
+    fl_node *x_node = fl_constant(g, x, "x"), *w_node = fl_constant(g, w, "w");
+    fl_node *y = fl_conv2d(g, x_node, w_node, 1, 1, FL_SAME, NULL);
+    if (filter_gradient &&
+        fl_gradients(g, fl_reduce_mean(g, fl_mul(g, y, x_node, NULL), NULL, 0, false, NULL), &w_node, 1, &y) != 0)
+        diag("the filter's gradient: %s", fl_graph_error(g));
     fl_device_pop(g);
     fl_session *s = fl_session_new(g, NULL);
     fl_tensor *out = NULL;
     if (fl_session_run(s, NULL, 0, &y, 1, &out, NULL, 0) != 0)
-        diag("Conv2D on /gpu:0: %s", fl_session_error(s));
+        diag("%s on /gpu:0: %s", filter_gradient ? "Conv2DBackpropFilter" : "Conv2D", fl_session_error(s));
     fl_session_free(s);
     fl_graph_free(g);
     unsetenv("FLOWLAB_WINOGRAD");
     return out;
 }
 
-/* The Conv2D node takes the Winograd kernels: its result differs, in the
- * last bits, from the implicit GEMM's that FLOWLAB_WINOGRAD=0 gives. */
-static void check_dispatch(void)
+/* The Conv2D node (or, with filter_gradient, Conv2DBackpropFilter) takes
+ * the Winograd kernels: its result differs, in the last bits, from the
+ * implicit GEMM's that FLOWLAB_WINOGRAD=0 gives. */
+static void check_dispatch(bool filter_gradient)
 {
     fl_tensor *x = fl_tensor_new(FL_FLOAT32, fl_shape_make(4, 2, 14, 14, 32));
-    fl_tensor *w = fl_tensor_new(FL_FLOAT32, fl_shape_make(4, 5, 5, 32, 64));
+    fl_tensor *w = fl_tensor_new(FL_FLOAT32, fl_shape_make(4, 5, 5, 32, filter_gradient ? 32 : 64));
     float *xv = random_floats((size_t)fl_shape_size(x->shape), 5), *wv = random_floats((size_t)fl_shape_size(w->shape), 7);
     memcpy(fl_tensor_floats(x), xv, (size_t)fl_shape_size(x->shape) * sizeof(float));
     memcpy(fl_tensor_floats(w), wv, (size_t)fl_shape_size(w->shape) * sizeof(float));
-    fl_tensor *on = graph_conv(x, w, "1"), *off = graph_conv(x, w, "0");
+    fl_tensor *on = graph_conv(x, w, "1", filter_gradient), *off = graph_conv(x, w, "0", filter_gradient);
     bool differ = on && off && memcmp(fl_tensor_floats(on), fl_tensor_floats(off), fl_tensor_bytes(on)) != 0;
-    ok(differ, "a Conv2D node runs Winograd unless FLOWLAB_WINOGRAD=0 (the two results' last bits differ)");
+    ok(differ, "a %s node runs Winograd unless FLOWLAB_WINOGRAD=0 (the two results' last bits differ)",
+       filter_gradient ? "Conv2DBackpropFilter" : "Conv2D");
     fl_tensor_free(x), fl_tensor_free(w), fl_tensor_free(on), fl_tensor_free(off);
     free(xv), free(wv);
 }
@@ -277,9 +318,11 @@ int main(void)
         skip_all("the OpenCL device is a GPU: Winograd is for CPU-type devices");
     check_applies(dev);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int kind = FORWARD; kind <= BACKPROP_INPUT; kind++)
+        for (int kind = FORWARD; kind <= BACKPROP_FILTER; kind++)
             check_kind(dev, &cases[i], kind);
-    check_dispatch();
+    check_kind(dev, &two_partials, BACKPROP_FILTER);
+    check_dispatch(false);
+    check_dispatch(true);
     check_training();
     return done_testing();
 }
