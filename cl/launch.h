@@ -95,6 +95,9 @@ typedef struct fl_cl_epilogue {
  * on GPU-type ones. Row-major, offsets 0. */
 int fl_cl_gemm_epilogue(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, const void *a,
                         const void *b, void *c, const fl_cl_epilogue *epilogue);
+/* MatMul node n's product (its transposes kept), then the epilogue (NULL: none). */
+int fl_cl_matmul_epilogue(fl_cl_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
+                          const fl_cl_epilogue *epilogue);
 
 /* launch_conv.c: MaxPoolGrad's dx from the pool's input x and dy; with
  * relu_mask also zero where the window's maximum is <= 0, i.e.

@@ -38,13 +38,9 @@ FL_CL_OP(fl_cl_fused_conv2d)
 /* FusedMatMul(a, b, bias), MatMul's transposes kept. */
 FL_CL_OP(fl_cl_fused_matmul)
 {
+    (void)ctx;
     fl_cl_epilogue e = epilogue_of(n, in);
-    if (fl_cl_count(in[0]) < 0 || fl_cl_count(in[1]) < 0 || fl_cl_count(out) < 0)
-        return -1;
-    (void)ctx; /* fl_cl_gemm_epilogue: in the GEMM's store, or a pass after CLBlast */
-    fl_matmul_dims m = fl_matmul_dims_of(n, in[0]->shape, out->shape);
-    return fl_cl_gemm_epilogue(d, m.transpose_a, m.transpose_b, m.m, m.n, m.k, in[0]->data, in[1]->data,
-                               out->data, &e);
+    return fl_cl_matmul_epilogue(d, n, in, out, &e);
 }
 
 /* MaxPoolReluGrad(dy, x, y): MaxPoolGrad's dx, zero where x <= 0. */

@@ -70,13 +70,19 @@ int fl_cl_gemm_epilogue(fl_cl_device *d, bool ta, bool tb, int m, int n, int k, 
     return -1;
 }
 
-/* C[M,N] = op(A) op(B). */
-FL_CL_OP(fl_cl_matmul)
+int fl_cl_matmul_epilogue(fl_cl_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
+                          const fl_cl_epilogue *epilogue)
 {
-    (void)ctx;
     fl_matmul_dims dims = fl_matmul_dims_of(n, in[0]->shape, out->shape);
     if (fl_cl_count(in[0]) < 0 || fl_cl_count(in[1]) < 0 || fl_cl_count(out) < 0)
         return -1;
     return fl_cl_gemm_epilogue(d, dims.transpose_a, dims.transpose_b, dims.m, dims.n, dims.k, in[0]->data,
-                               in[1]->data, out->data, NULL);
+                               in[1]->data, out->data, epilogue);
+}
+
+/* C[M,N] = op(A) op(B). */
+FL_CL_OP(fl_cl_matmul)
+{
+    (void)ctx;
+    return fl_cl_matmul_epilogue(d, n, in, out, NULL);
 }
