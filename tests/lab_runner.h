@@ -78,12 +78,16 @@ static int run_command(const char *command, char **out)
     return status;
 }
 
+/* A lab run that hangs ends here, with timeout's status 124, so the test
+ * fails with the run's output instead of hanging the suite. */
+#define LAB_DEADLINE_S 300
+
 /* Runs "ENV lab ARGS", capturing both output streams. */
 static run_result run_env(const char *env, const char *args)
 {
     run_result r = {0};
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s %s", env, lab, args);
+    snprintf(cmd, sizeof cmd, "%s timeout %d %s %s", env, LAB_DEADLINE_S, lab, args);
     r.status = run_command(cmd, &r.out);
     parse_steps(&r);
     return r;

@@ -27,12 +27,12 @@ static bool loss_falls(const run_result *r)
     return r->nsteps >= 3 && r->loss[r->nsteps - 1] < r->loss[0];
 }
 
-/* The lab in cluster mode against c, with a deadline. */
+/* The lab in cluster mode against c (with run_lab's deadline). */
 static run_result run_cluster_lab(const task_servers *c)
 {
     char args[600];
     snprintf(args, sizeof args, "--ps_hosts=%s --worker_hosts=%s " LAB_FLAGS, c->ps_hosts, c->worker_hosts);
-    return run_env("timeout 300", args);
+    return run_lab(args);
 }
 
 static void check_servers_exit(task_servers *c, const char *what)
