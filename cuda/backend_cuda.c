@@ -2,12 +2,13 @@
  * The fl_backend table: finding devices, opening one (a stream, cuBLAS and
  * cuDNN handles), memory from the pool, copies, wait(), and the kernel
  * table: each op's launcher is in launch_*.c, the kernels in the .cu files.
- * Nothing here waits except wait(): run() and the copies only enqueue. */
+ * Nothing here waits except wait(): run() records (cuda_graph.c), and every
+ * other operation on the stream first flushes what was recorded. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "launch.h"
+#include "cuda_graph.h"
 
 /* ---- which devices exist ---- */
 
@@ -65,9 +66,15 @@ static int cuda_describe(int index, fl_device_info *info)
 
 static void destroy(fl_cuda_device *d)
 {
+    if (d->recorder && d->stream)
+        fl_cuda_flush(d);
     if (d->stream)
         cudaStreamSynchronize(d->stream);
+    fl_cuda_recorder_free(d); /* its graphs give their blocks back to the pool */
+    fl_cuda_trace_free(d);
     fl_cuda_pool_trim(d, true);
+    if (d->cublas_workspace)
+        cudaFree(d->cublas_workspace);
     if (d->cudnn)
         cudnnDestroy(d->cudnn);
     if (d->cublas)
@@ -87,11 +94,19 @@ static void destroy(fl_cuda_device *d)
 }
 
 /* cuBLAS keeps full float32 (no TF32 tensor cores: the default math mode),
- * so results match the host's to float rounding. */
+ * so results match the host's to float rounding. Its workspace is ours,
+ * made once: a captured step must not allocate, and one fixed workspace on
+ * one stream keeps cuBLAS's results the same run after run. */
+#define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20) /* NVIDIA's advice for Hopper */
+
 static int open_libraries(fl_cuda_device *d)
 {
+    if (fl_cuda_check(cudaMalloc(&d->cublas_workspace, CUBLAS_WORKSPACE_BYTES), "cudaMalloc(cuBLAS workspace)") != 0)
+        return -1;
     if (fl_cublas_check(cublasCreate(&d->cublas), "cublasCreate") != 0 ||
         fl_cublas_check(cublasSetStream(d->cublas, d->stream), "cublasSetStream") != 0 ||
+        fl_cublas_check(cublasSetWorkspace(d->cublas, d->cublas_workspace, CUBLAS_WORKSPACE_BYTES),
+                        "cublasSetWorkspace") != 0 ||
         fl_cublas_check(cublasSetMathMode(d->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode") != 0)
         return -1;
     if (fl_cudnn_check(cudnnCreate(&d->cudnn), "cudnnCreate") != 0 ||
@@ -121,6 +136,7 @@ static void *cuda_open(int index)
     fl_cuda_device *d = fl_xcalloc(1, sizeof *d);
     d->index = index;
     pthread_mutex_init(&d->lock, NULL);
+    d->recorder = fl_cuda_recorder_new();
     if (open_device(d) == 0)
         return d;
     pthread_mutex_lock(&reason_lock);
@@ -146,13 +162,21 @@ static void *cuda_alloc(void *impl, size_t bytes)
     return fl_cuda_pool_get(d, bytes);
 }
 
-static void cuda_release(void *impl, void *buffer) { fl_cuda_pool_put(impl, buffer); }
+/* Recorded launches may still use the buffer: they go first, since a
+ * trimmed pool could otherwise free it before they run. */
+static void cuda_release(void *impl, void *buffer)
+{
+    fl_cuda_flush(impl);
+    fl_cuda_pool_put(impl, buffer);
+}
 
 static int copy(fl_cuda_device *d, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
     if (bytes == 0)
         return 0;
     cudaSetDevice(d->index);
+    if (fl_cuda_flush(d) != 0)
+        return -1;
     return fl_cuda_check(cudaMemcpyAsync(dst, src, bytes, kind, d->stream), "cudaMemcpyAsync");
 }
 
@@ -173,6 +197,8 @@ static void *cuda_mark(void *impl)
     fl_cuda_device *d = impl;
     cudaEvent_t mark;
     cudaSetDevice(d->index);
+    if (fl_cuda_flush(d) != 0)
+        return NULL;
     if (fl_cuda_check(cudaEventCreateWithFlags(&mark, cudaEventDisableTiming), "cudaEventCreate") != 0)
         return NULL;
     if (fl_cuda_check(cudaEventRecord(mark, d->stream), "cudaEventRecord") != 0) {
@@ -288,7 +314,9 @@ static int cuda_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tenso
         fl_set_error_code(FL_UNIMPLEMENTED, "the CUDA backend has no kernel for %s", fl_op_def_of(n->op)->type);
         return -1;
     }
-    return launchers[n->op](d, n, in, out, ctx);
+    if (d->tracing)
+        return fl_cuda_traced_run(d, launchers[n->op], n, in, out, ctx);
+    return fl_cuda_record(d, launchers[n->op], n, in, out, ctx);
 }
 
 /* The fault records ride at the end of the stream, so one synchronize
@@ -300,6 +328,7 @@ static int cuda_wait(void *impl)
     fl_cuda_device *d = impl;
     if (fl_cuda_check(cudaSetDevice(d->index), "cudaSetDevice") != 0)
         return -1;
+    int flushed = fl_cuda_flush(d); /* on failure the stream still finishes what was enqueued */
     int nslots = d->nfault_ops;
     d->nfault_ops = 0;
     cudaError_t copied = nslots ? cudaMemcpyAsync(d->fault_host, d->fault, nslots * sizeof *d->fault,
@@ -307,6 +336,8 @@ static int cuda_wait(void *impl)
                                 : cudaSuccess;
     cudaError_t synced = cudaStreamSynchronize(d->stream);
     fl_cuda_free_pending(d);
+    if (flushed != 0)
+        return -1;
     if (fl_cuda_check(synced, "running the enqueued work") != 0 ||
         fl_cuda_check(copied, "reading the fault records") != 0)
         return -1;
@@ -333,5 +364,8 @@ const fl_backend fl_cuda_backend = {
         .copy_out_now = cuda_copy_out_now,
         .release_mark = cuda_release_mark,
     },
-    /* No tracing yet: the session times the enqueue on the host. */
+    .tracing = {
+        .set_tracing = fl_cuda_set_tracing,
+        .take_timings = fl_cuda_take_timings,
+    },
 };

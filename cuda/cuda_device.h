@@ -28,6 +28,23 @@ typedef struct {
     uint64_t mallocs; /* cudaMalloc calls so far: a warm step makes none */
 } fl_cuda_pool;
 
+/* Pool blocks taken by a stream capture on `thread`: its graph's kernels
+ * use them on every replay, so they stay out of the pool (cuda_pool.c). */
+typedef struct {
+    bool active;
+    pthread_t thread;
+    void **owned;
+    int nowned, capacity;
+} fl_cuda_capture;
+
+/* One traced op: events recorded before and after its launches (cuda_trace.c). */
+typedef struct {
+    int node;
+    cudaEvent_t before, after;
+} fl_cuda_op_events;
+
+typedef struct fl_cuda_recorder fl_cuda_recorder; /* cuda_graph.c */
+
 typedef struct {
     int index;
     cudaStream_t stream;
@@ -45,6 +62,12 @@ typedef struct {
     int nfault_ops;
     void **pending;            /* host buffers being copied in, freed at wait() */
     int npending, pending_capacity;
+    fl_cuda_capture capture;
+    fl_cuda_recorder *recorder; /* run()'s launches until the next flush */
+    void *cublas_workspace;     /* cuBLAS's own, so a capture never allocates */
+    bool tracing;
+    fl_cuda_op_events *op_events;
+    int nop_events, op_events_capacity;
 } fl_cuda_device;
 
 /* cuda_fault.c: the fault record for node n's kernel (ops past the last slot
@@ -71,5 +94,17 @@ void fl_cuda_pool_trim(fl_cuda_device *d, bool everything);
  * fl_cuda_free_pending once the stream has finished. */
 void fl_cuda_free_after_wait(fl_cuda_device *d, void *host_buffer);
 void fl_cuda_free_pending(fl_cuda_device *d);
+/* A stream capture on this thread starts: the blocks it takes from now on
+ * are its own until end_capture hands them over (count in *n; the caller
+ * frees the array and gives each block back with fl_cuda_pool_put_owned
+ * when its graph goes). */
+void fl_cuda_pool_begin_capture(fl_cuda_device *d);
+void **fl_cuda_pool_end_capture(fl_cuda_device *d, int *n);
+void fl_cuda_pool_put_owned(fl_cuda_device *d, void **owned, int n);
+
+/* cuda_trace.c: per-op device timing (the fl_backend_tracing group). */
+int fl_cuda_set_tracing(void *impl, bool on);
+int fl_cuda_take_timings(void *impl, fl_op_timing *out, int max);
+void fl_cuda_trace_free(fl_cuda_device *d);
 
 #endif

@@ -64,6 +64,58 @@ static void *allocate(fl_cuda_device *d, size_t size)
     return ptr;
 }
 
+/* ---- a capture's own blocks (called with the lock held) ---- */
+
+static bool capturing_here(const fl_cuda_device *d)
+{
+    return d->capture.active && pthread_equal(d->capture.thread, pthread_self());
+}
+
+static void own(fl_cuda_capture *c, void *ptr)
+{
+    if (c->nowned == c->capacity) {
+        c->capacity = c->capacity ? c->capacity * 2 : 16;
+        c->owned = fl_xrealloc(c->owned, (size_t)c->capacity * sizeof *c->owned);
+    }
+    c->owned[c->nowned++] = ptr;
+}
+
+static bool owned(const fl_cuda_capture *c, const void *ptr)
+{
+    for (int i = 0; i < c->nowned; i++)
+        if (c->owned[i] == ptr)
+            return true;
+    return false;
+}
+
+void fl_cuda_pool_begin_capture(fl_cuda_device *d)
+{
+    pthread_mutex_lock(&d->lock);
+    d->capture = (fl_cuda_capture){true, pthread_self(), NULL, 0, 0};
+    pthread_mutex_unlock(&d->lock);
+}
+
+void **fl_cuda_pool_end_capture(fl_cuda_device *d, int *n)
+{
+    pthread_mutex_lock(&d->lock);
+    void **blocks = d->capture.owned;
+    *n = d->capture.nowned;
+    d->capture = (fl_cuda_capture){0};
+    pthread_mutex_unlock(&d->lock);
+    return blocks;
+}
+
+/* ---- taking and giving back ---- */
+
+static void give_back(fl_cuda_pool *p, void *ptr)
+{
+    for (int i = 0; i < p->count; i++)
+        if (p->blocks[i].ptr == ptr)
+            p->blocks[i].in_use = false;
+}
+
+/* While this thread captures a graph, what it takes stays the graph's: the
+ * kernels write it on every replay, so no one else may have it meanwhile. */
 void *fl_cuda_pool_get(fl_cuda_device *d, size_t bytes)
 {
     if (bytes == 0)
@@ -76,6 +128,8 @@ void *fl_cuda_pool_get(fl_cuda_device *d, size_t bytes)
         if (ptr)
             add_block(&d->pool, ptr, size);
     }
+    if (ptr && capturing_here(d))
+        own(&d->capture, ptr);
     pthread_mutex_unlock(&d->lock);
     return ptr;
 }
@@ -85,9 +139,16 @@ void fl_cuda_pool_put(fl_cuda_device *d, void *ptr)
     if (!ptr)
         return;
     pthread_mutex_lock(&d->lock);
-    for (int i = 0; i < d->pool.count; i++)
-        if (d->pool.blocks[i].ptr == ptr)
-            d->pool.blocks[i].in_use = false;
+    if (!(capturing_here(d) && owned(&d->capture, ptr)))
+        give_back(&d->pool, ptr);
+    pthread_mutex_unlock(&d->lock);
+}
+
+void fl_cuda_pool_put_owned(fl_cuda_device *d, void **blocks, int n)
+{
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < n; i++)
+        give_back(&d->pool, blocks[i]);
     pthread_mutex_unlock(&d->lock);
 }
 

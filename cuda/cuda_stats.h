@@ -8,5 +8,7 @@
 
 /* How many times the device's pool has called cudaMalloc. */
 uint64_t fl_cuda_pool_mallocs(void *impl);
+/* How many times the device has replayed a captured step as a CUDA graph. */
+uint64_t fl_cuda_graph_replays(void *impl);
 
 #endif

@@ -10,7 +10,7 @@
 
 static const fl_module_core *core;
 
-/* The module's one public name besides fl_cuda_pool_mallocs (cuda/module.map). */
+/* The module's one public name besides the counters tests read (cuda/module.map). */
 const fl_backend *fl_cuda_module_open(const fl_module_core *from, char *why, size_t len)
 {
     if (from->core_size != sizeof(fl_module_core) || from->backend_size != sizeof(fl_backend) ||
@@ -45,6 +45,17 @@ void fl_set_error_code(fl_error_code code, const char *fmt, ...)
 }
 
 const char *fl_last_error(void) { return core->last_error(); }
+
+void fl_prefix_error(const char *fmt, ...)
+{
+    char prefix[FL_ERROR_LEN];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, args);
+    va_end(args);
+    core->prefix_error("%s", prefix);
+}
+
 void *fl_xmalloc(size_t bytes) { return core->xmalloc(bytes); }
 void *fl_xcalloc(size_t count, size_t size) { return core->xcalloc(count, size); }
 void *fl_xrealloc(void *p, size_t bytes) { return core->xrealloc(p, bytes); }
@@ -80,3 +91,4 @@ fl_conv_geometry fl_conv_geometry_of(const fl_node *n, fl_shape image, fl_shape 
 fl_conv_geometry fl_pool_geometry_of(const fl_node *n, fl_shape image) { return core->pool_geometry_of(n, image); }
 int fl_conv_pad_bottom(const fl_conv_geometry *g) { return core->conv_pad_bottom(g); }
 int fl_conv_pad_right(const fl_conv_geometry *g) { return core->conv_pad_right(g); }
+double fl_now_us(void) { return core->now_us(); }

@@ -39,6 +39,7 @@ typedef struct fl_module_core {
     void (*set_error)(const char *fmt, ...);
     void (*set_error_code)(fl_error_code code, const char *fmt, ...);
     const char *(*last_error)(void);
+    void (*prefix_error)(const char *fmt, ...);
     void *(*xmalloc)(size_t bytes);
     void *(*xcalloc)(size_t count, size_t size);
     void *(*xrealloc)(void *p, size_t bytes);
@@ -57,6 +58,7 @@ typedef struct fl_module_core {
     fl_conv_geometry (*pool_geometry_of)(const fl_node *n, fl_shape image);
     int (*conv_pad_bottom)(const fl_conv_geometry *g);
     int (*conv_pad_right)(const fl_conv_geometry *g);
+    double (*now_us)(void); /* the clock of every trace, for device timings */
 } fl_module_core;
 
 /* A module's entry point: its table, or NULL with why. */

@@ -16,6 +16,7 @@ static const fl_module_core core = {
     .set_error = fl_set_error,
     .set_error_code = fl_set_error_code,
     .last_error = fl_last_error,
+    .prefix_error = fl_prefix_error,
     .xmalloc = fl_xmalloc,
     .xcalloc = fl_xcalloc,
     .xrealloc = fl_xrealloc,
@@ -34,6 +35,7 @@ static const fl_module_core core = {
     .pool_geometry_of = fl_pool_geometry_of,
     .conv_pad_bottom = fl_conv_pad_bottom,
     .conv_pad_right = fl_conv_pad_right,
+    .now_us = fl_now_us,
 };
 
 static const char *module_path(const fl_backend_entry *e)

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include "gradcheck.h"
+#include "flowlab_pictures.h"
 #include "backend_entry.h"
 
 #ifndef TEST_DEVICE
@@ -323,10 +324,12 @@ static int step(fl_session *s, const model *m, unsigned seed, fl_tensor **loss)
     return rc;
 }
 
-/* Runs init and `steps` steps; returns the session (the caller frees it). */
-static fl_session *train(const model *m, int steps, fl_tensor **last_loss)
+/* Runs init and `steps` steps, traced or not; returns the session (the
+ * caller frees it). */
+static fl_session *train_with(const model *m, int steps, bool traced, fl_tensor **last_loss)
 {
     fl_session *s = fl_session_new(m->g, NULL);
+    fl_session_set_tracing(s, traced);
     fl_node *init = fl_global_variables_initializer(m->g);
     *last_loss = NULL;
     if (fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1) != 0)
@@ -337,6 +340,11 @@ static fl_session *train(const model *m, int steps, fl_tensor **last_loss)
             break;
     }
     return s;
+}
+
+static fl_session *train(const model *m, int steps, fl_tensor **last_loss)
+{
+    return train_with(m, steps, false, last_loss);
 }
 
 static void check_training(const char *what, fl_optimizer *(*make)(void))
@@ -384,11 +392,12 @@ static fl_device *device_under_test(void)
     return strcmp(TEST_DEVICE, "/cpu:0") == 0 ? fl_host_device() : fl_accelerator(0);
 }
 
-/* How many times the device's pool has called cudaMalloc, asked of the CUDA
- * module the registry opened (cuda/cuda_stats.h, exported by cuda/module.map). */
-static uint64_t device_mallocs(fl_device *d)
+/* A counter of the CUDA module the registry opened (cuda/cuda_stats.h,
+ * exported by cuda/module.map): "fl_cuda_pool_mallocs", the cudaMalloc
+ * calls of the device's pool; "fl_cuda_graph_replays", its graph launches. */
+static uint64_t module_counter(fl_device *d, const char *name)
 {
-    typedef uint64_t (*mallocs_fn)(void *impl);
+    typedef uint64_t (*counter_fn)(void *impl);
     const fl_backend_entry *cuda = NULL;
     for (int i = 0; fl_backend_entries[i]; i++)
         if (strcmp(fl_backend_entries[i]->name, "cuda") == 0)
@@ -397,11 +406,14 @@ static uint64_t device_mallocs(fl_device *d)
         return 0;
     const char *path = getenv(cuda->module_path_env);
     void *module = dlopen(path && path[0] ? path : cuda->module_path, RTLD_NOW | RTLD_NOLOAD);
-    mallocs_fn mallocs = NULL;
+    counter_fn counter = NULL;
     if (module)
-        *(void **)&mallocs = dlsym(module, "fl_cuda_pool_mallocs");
-    return mallocs ? mallocs(d->impl) : 0;
+        *(void **)&counter = dlsym(module, name);
+    return counter ? counter(d->impl) : 0;
 }
+
+static uint64_t device_mallocs(fl_device *d) { return module_counter(d, "fl_cuda_pool_mallocs"); }
+static uint64_t graph_replays(fl_device *d) { return module_counter(d, "fl_cuda_graph_replays"); }
 
 /* After two steps every buffer exists: the third and later allocate nothing. */
 static void test_warm_step(void)
@@ -427,6 +439,38 @@ static void test_warm_step(void)
     fl_optimizer_free(opt);
 }
 
+/* Warm steps are replayed as CUDA graphs (cuda/cuda_graph.c) and compute
+ * what op-by-op launches compute: a traced session runs op by op. */
+static void test_graph_replay(void)
+{
+    fl_device *d = device_under_test();
+    if (!d || d->is_host) {
+        skip("warm steps replayed as CUDA graphs", "the device under test is not a CUDA GPU");
+        return;
+    }
+    fl_optimizer *opt_graph = adam(), *opt_ops = adam();
+    model graph_m = build_model(TEST_DEVICE, opt_graph), ops_m = build_model(TEST_DEVICE, opt_ops);
+    uint64_t before = d ? graph_replays(d) : 0;
+    fl_tensor *graph_loss, *ops_loss;
+    fl_session *gs = train(&graph_m, 5, &graph_loss);
+    uint64_t replayed = d ? graph_replays(d) - before : 0;
+    ok(replayed >= 3, "steps 3 to 5 are replayed as CUDA graphs (%llu replays)", (unsigned long long)replayed);
+    fl_session *os = train_with(&ops_m, 5, true, &ops_loss);
+    ok(d && graph_replays(d) == before + replayed, "a traced session launches op by op");
+    if (graph_loss && ops_loss)
+        same_tensor(graph_loss, ops_loss, GRADIENT_TOL, "the replayed steps' loss matches op-by-op launches");
+    else
+        ok(false, "both sessions train (%s | %s)", fl_session_error(gs), fl_session_error(os));
+    fl_tensor_free(graph_loss);
+    fl_tensor_free(ops_loss);
+    fl_session_free(gs);
+    fl_session_free(os);
+    fl_graph_free(graph_m.g);
+    fl_graph_free(ops_m.g);
+    fl_optimizer_free(opt_graph);
+    fl_optimizer_free(opt_ops);
+}
+
 /* A bad label is found on the device and reported when the run waits. */
 static void test_bad_label(void)
 {
@@ -441,6 +485,15 @@ static void test_bad_label(void)
     fl_feed feeds[2] = {{labels, lv}, {logits, xv}};
     fl_session *s = fl_session_new(g, NULL);
     fl_tensor *out = NULL;
+    /* Two good runs first: the bad one is then a replayed CUDA graph, whose
+     * checking kernel must still report into a slot that names its op. */
+    fl_tensor_ints(lv)[1] = 3;
+    for (int i = 0; i < 2; i++) {
+        ok(fl_session_run(s, feeds, 2, &loss, 1, &out, NULL, 0) == 0, "good labels, run %d", i + 1);
+        fl_tensor_free(out);
+        out = NULL;
+    }
+    fl_tensor_ints(lv)[1] = 7;
     ok(fl_session_run(s, feeds, 2, &loss, 1, &out, NULL, 0) != 0, "a label out of range fails the run");
     fl_tensor_free(out); /* the fetch may be made before the wait that fails */
     out = NULL;
@@ -493,6 +546,7 @@ int main(void)
     check_training("Momentum (Nesterov)", nesterov);
     check_training("Adam", adam);
     test_warm_step();
+    test_graph_replay();
     test_bad_label();
     return done_testing();
 }

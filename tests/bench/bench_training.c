@@ -26,6 +26,7 @@ typedef struct {
     char python[256];     /* the command that found it */
     char executable[256]; /* its sys.executable */
     char version[64];     /* torch.__version__ */
+    bool compiled;        /* the step through torch.compile (on CUDA, PyTorch 2.x) */
     double ips[ROUNDS], peak_mb[ROUNDS];
 } pytorch;
 
@@ -70,13 +71,28 @@ static int find_pytorches(pytorch *found)
     return n;
 }
 
+static bool on_cuda(const char *gpu_label) { return strcmp(gpu_label, "CUDA") == 0; }
+
+/* On CUDA each PyTorch 2.x runs twice: eager, and through torch.compile
+ * (the issue's second reference; on the CPU compiling is not compared). */
+static int add_compiled(pytorch *torches, int n)
+{
+    int total = n;
+    for (int i = 0; i < n && total < MAX_PYTORCHES; i++)
+        if (torches[i].version[0] >= '2') {
+            torches[total] = torches[i];
+            torches[total++].compiled = true;
+        }
+    return total;
+}
+
 /* PyTorch on the same kind of device as /gpu:0: its CPU beside PoCL, its
  * CUDA beside flowlab's. */
 static double pytorch_images_per_second(const pytorch *t, const char *gpu_label, double *peak_mb)
 {
     char command[512];
-    snprintf(command, sizeof command, "%s tests/bench/pytorch_cnn.py --steps " TRAIN_STEPS "%s 2>/dev/null",
-             t->python, strcmp(gpu_label, "CUDA") == 0 ? " --device cuda" : "");
+    snprintf(command, sizeof command, "%s tests/bench/pytorch_cnn.py --steps " TRAIN_STEPS "%s%s 2>/dev/null",
+             t->python, on_cuda(gpu_label) ? " --device cuda" : "", t->compiled ? " --compile" : "");
     return run_images_per_second_peak(command, peak_mb);
 }
 
@@ -88,16 +104,19 @@ static double lab_images_per_second(const char *device, double *peak_mb)
     return run_images_per_second_peak(command, peak_mb);
 }
 
-/* The speed target: the step at 2x the fastest PyTorch. */
-static void speed_target(double ours, const pytorch *torches, int n)
+/* The speed target: on a CPU the step at 2x the fastest PyTorch (issue
+ * 29); on a GPU at least 1x the fastest PyTorch eager (issue 28). */
+static void speed_target(double ours, const pytorch *torches, int n, const char *gpu_label)
 {
+    double factor = on_cuda(gpu_label) ? 1.0 : 2.0;
     int best = 0;
     for (int i = 1; i < n; i++)
-        if (median_of_rounds(torches[i].ips) > median_of_rounds(torches[best].ips))
+        if (!torches[i].compiled && median_of_rounds(torches[i].ips) > median_of_rounds(torches[best].ips))
             best = i;
     double theirs = median_of_rounds(torches[best].ips);
-    printf("  ch1 target: the step at least 2.0x the best PyTorch (%s): %s (%.2fx)\n", torches[best].version,
-           ours >= 2.0 * theirs ? "met" : "MISSED", ours / theirs);
+    printf("  ch1 target: the step at least %.1fx the best PyTorch%s (%s): %s (%.2fx)\n", factor,
+           on_cuda(gpu_label) ? " eager" : "", torches[best].version, ours >= factor * theirs ? "met" : "MISSED",
+           ours / theirs);
 }
 
 /* The memory target: peak RSS at or below the leanest PyTorch's (Debian's
@@ -123,8 +142,9 @@ static void memory_target(double ours_mb, const pytorch *torches, int n)
 static void pytorch_rows(const char *label, double ours, double ours_mb, const pytorch *t)
 {
     char what[96], theirs_name[48];
-    snprintf(theirs_name, sizeof theirs_name, "PyTorch %s", t->version);
-    snprintf(what, sizeof what, "ch1 step vs PyTorch %s", t->version);
+    const char *how = t->compiled ? " compiled" : "";
+    snprintf(theirs_name, sizeof theirs_name, "PyTorch %s%s", t->version, how);
+    snprintf(what, sizeof what, "ch1 step vs PyTorch %s%s", t->version, how);
     row("training", what, label, "img/s", ours, median_of_rounds(t->ips), theirs_name);
     double theirs_mb = median_of_rounds(t->peak_mb);
     snprintf(what, sizeof what, "ch1 peak RSS (lower is better) vs %.20s", t->version);
@@ -138,6 +158,8 @@ void bench_training(const char *gpu_label, double openblas_gflops)
 {
     pytorch torches[MAX_PYTORCHES];
     int ntorch = find_pytorches(torches);
+    if (on_cuda(gpu_label))
+        ntorch = add_compiled(torches, ntorch);
     double gpu_r[ROUNDS], gpu_mb[ROUNDS], host_r[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
         fprintf(stderr, "bench: chapter 1's step, round %d of %d (the lab on /gpu:0 and /cpu:0, %d PyTorch)\n", r + 1,
@@ -162,7 +184,7 @@ void bench_training(const char *gpu_label, double openblas_gflops)
     snprintf(label, sizeof label, "ch1 step's GFLOP/s on %s", gpu_label);
     row("training", what, label, "GFLOP/s", ours * STEP_FLOPS_PER_IMAGE / 1e9, openblas_gflops, "sgemm1024");
     if (ntorch > 0) {
-        speed_target(ours, torches, ntorch);
+        speed_target(ours, torches, ntorch, gpu_label);
         memory_target(ours_mb, torches, ntorch);
     }
 }

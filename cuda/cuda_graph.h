@@ -1,0 +1,24 @@
+/* cuda_graph.h: run()'s launches recorded and flushed as one CUDA graph
+ * (cuda_graph.c). Every other operation on the device's stream flushes
+ * first, so the stream sees the same order as without recording. */
+#ifndef FLOWLAB_CUDA_GRAPH_H
+#define FLOWLAB_CUDA_GRAPH_H
+
+#include "launch.h"
+
+/* Made when a device opens; FLOWLAB_CUDA_GRAPH=0 makes one that never
+ * records (every launch goes straight to the stream). */
+fl_cuda_recorder *fl_cuda_recorder_new(void);
+void fl_cuda_recorder_free(fl_cuda_device *d);
+/* Records node n's launch (or, when not recording, makes it now). */
+int fl_cuda_record(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n, fl_tensor *const *in,
+                   fl_tensor *out, const fl_kernel_ctx *ctx);
+/* Enqueues what was recorded: a captured graph, or op by op. -1 with the
+ * error set (naming the op) when a launch fails. */
+int fl_cuda_flush(fl_cuda_device *d);
+/* cuda_trace.c: while the session traces, each op runs at once between two
+ * events (nothing is recorded), so its device time is its own. */
+int fl_cuda_traced_run(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n, fl_tensor *const *in,
+                       fl_tensor *out, const fl_kernel_ctx *ctx);
+
+#endif
