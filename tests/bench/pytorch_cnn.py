@@ -26,6 +26,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda for an NVIDIA GPU")
+    parser.add_argument("--compile", action="store_true",
+                        help="run the step through torch.compile (PyTorch 2.x; compiled before timing)")
     args = parser.parse_args()
     dev = torch.device(args.device)
     torch.set_num_threads(args.threads)
@@ -36,9 +38,11 @@ def main():
     images = torch.rand(args.batch_size, 1, 28, 28, device=dev)
     labels = torch.randint(0, 10, (args.batch_size,), device=dev)
 
+    forward = torch.compile(net) if args.compile else net
+
     def step():
         opt.zero_grad()
-        loss = loss_fn(net(images), labels)
+        loss = loss_fn(forward(images), labels)
         loss.backward()
         opt.step()
         if dev.type == "cuda":  # time the work, not its launch
