@@ -41,6 +41,7 @@ typedef struct {
 typedef struct {
     int node;
     cudaEvent_t before, after;
+    cudaGraphExec_t exec; /* the op as a graph of its own; NULL if launched directly */
 } fl_cuda_op_events;
 
 typedef struct fl_cuda_recorder fl_cuda_recorder; /* cuda_graph.c */

@@ -310,6 +310,47 @@ int fl_cuda_flush(fl_cuda_device *d)
     return rc;
 }
 
+/* The record alone as a graph of its own, between the two events: its
+ * launchers' host work is done before `before` is recorded, so the events
+ * time the GPU's work only. The graph is left in *exec for the caller to
+ * destroy once the stream has passed `after`. Uncapturable: launched
+ * directly between the events. */
+static int launch_between(fl_cuda_device *d, fl_cuda_recorder *r, cudaEvent_t before, cudaEvent_t after,
+                          cudaGraphExec_t *exec)
+{
+    graph_entry alone = {0};
+    char why[FL_ERROR_LEN];
+    cudaGraph_t graph = r->uncapturable ? NULL : capture_launches(d, r, &alone, why, sizeof why);
+    if (graph && cudaGraphInstantiate(exec, graph, 0) != cudaSuccess)
+        *exec = NULL;
+    if (graph)
+        cudaGraphDestroy(graph);
+    int rc = fl_cuda_check(cudaEventRecord(before, d->stream), "cudaEventRecord");
+    if (rc == 0)
+        rc = *exec ? fl_cuda_check(cudaGraphLaunch(*exec, d->stream), "cudaGraphLaunch") : launch_all(d, r);
+    if (rc == 0)
+        rc = fl_cuda_check(cudaEventRecord(after, d->stream), "cudaEventRecord");
+    fl_cuda_pool_put_owned(d, alone.owned, alone.nowned); /* later users come after it on the stream */
+    free(alone.owned);
+    return rc;
+}
+
+int fl_cuda_run_timed(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n, fl_tensor *const *in,
+                      fl_tensor *out, const fl_kernel_ctx *ctx, cudaEvent_t before, cudaEvent_t after,
+                      cudaGraphExec_t *exec)
+{
+    fl_cuda_recorder *r = d->recorder;
+    *exec = NULL;
+    if (fl_cuda_flush(d) != 0)
+        return -1;
+    pthread_mutex_lock(&r->lock);
+    append(r, launch, n, in, out, ctx);
+    int rc = launch_between(d, r, before, after, exec);
+    clear_record(r);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
 int fl_cuda_record(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n, fl_tensor *const *in,
                    fl_tensor *out, const fl_kernel_ctx *ctx)
 {

@@ -16,6 +16,12 @@ int fl_cuda_record(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n,
 /* Enqueues what was recorded: a captured graph, or op by op. -1 with the
  * error set (naming the op) when a launch fails. */
 int fl_cuda_flush(fl_cuda_device *d);
+/* For a traced op (cuda_trace.c): what was recorded is flushed, then n's
+ * launches run between the two events, as a graph of their own where they
+ * can be captured (*exec, for the caller to destroy after `after`). */
+int fl_cuda_run_timed(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n, fl_tensor *const *in,
+                      fl_tensor *out, const fl_kernel_ctx *ctx, cudaEvent_t before, cudaEvent_t after,
+                      cudaGraphExec_t *exec);
 /* cuda_trace.c: while the session traces, each op runs at once between two
  * events (nothing is recorded), so its device time is its own. */
 int fl_cuda_traced_run(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n, fl_tensor *const *in,

@@ -1,6 +1,8 @@
 /* cuda_trace.c: when the session traces a run, each op's launches sit
  * between two CUDA events, so the timeline shows when the GPU really ran
- * the op, not when the host enqueued it (the fl_backend_tracing group). */
+ * the op, not when the host enqueued it (the fl_backend_tracing group).
+ * Each op runs as a little graph of its own (fl_cuda_run_timed), so the
+ * host's work for it (descriptors, choices) is not inside its events. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +14,8 @@ static void drop_events(fl_cuda_device *d, int count)
     for (int i = 0; i < count; i++) {
         cudaEventDestroy(d->op_events[i].before);
         cudaEventDestroy(d->op_events[i].after);
+        if (d->op_events[i].exec)
+            cudaGraphExecDestroy(d->op_events[i].exec);
     }
     d->nop_events -= count;
     memmove(d->op_events, d->op_events + count, (size_t)d->nop_events * sizeof *d->op_events);
@@ -40,23 +44,20 @@ static int add_events(fl_cuda_device *d, int node, fl_cuda_op_events **out)
         return -1;
     }
     e->node = node;
+    e->exec = NULL;
     d->nop_events++;
     *out = e;
     return 0;
 }
 
-/* A traced op runs at once, between its events: what was recorded before
- * it is flushed first, so the events measure this op alone. */
+/* A traced op runs at once, between its events. */
 int fl_cuda_traced_run(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n, fl_tensor *const *in,
                        fl_tensor *out, const fl_kernel_ctx *ctx)
 {
     fl_cuda_op_events *e;
-    if (fl_cuda_flush(d) != 0 || add_events(d, n->id, &e) != 0)
+    if (add_events(d, n->id, &e) != 0)
         return -1;
-    if (fl_cuda_check(cudaEventRecord(e->before, d->stream), "cudaEventRecord") != 0 ||
-        launch(d, n, in, out, ctx) != 0)
-        return -1;
-    return fl_cuda_check(cudaEventRecord(e->after, d->stream), "cudaEventRecord");
+    return fl_cuda_run_timed(d, launch, n, in, out, ctx, e->before, e->after, &e->exec);
 }
 
 /* The events' times as fl_now_us(): one event recorded now and waited for
