@@ -67,6 +67,9 @@ cudaError_t fl_cu_activation(fl_cu_act f, const float *x, float *out, int64_t n,
 /* ReluGrad takes x; SigmoidGrad and TanhGrad take y, the forward output. */
 cudaError_t fl_cu_activation_grad(fl_cu_act f, const float *dy, const float *x_or_y,
                                   float *out, int64_t n, cudaStream_t s);
+/* y[i] = y[i] + bias[i % columns], then max(0, .) when relu: the fused ops' tail. */
+cudaError_t fl_cu_bias_relu(float *y, const float *bias, int64_t columns, int64_t n, bool relu,
+                            cudaStream_t s);
 cudaError_t fl_cu_softmax(const float *x, float *y, int64_t rows, int classes, cudaStream_t s);
 cudaError_t fl_cu_softmax_grad(const float *dy, const float *y, float *out, int64_t rows,
                                int classes, cudaStream_t s);
