@@ -1,7 +1,10 @@
 /* kernels.h: the launchers of the hand-written CUDA kernels (the .cu files here).
  * Plain C prototypes over device pointers and sizes, so the C side of the
  * backend (cuda/launch_*.c) never sees CUDA C++. Each launcher only
- * enqueues on the given stream and returns cudaGetLastError(). */
+ * enqueues on the given stream and returns cudaGetLastError(). Every kernel
+ * is reproducible bit for bit: each output element is written by one thread
+ * (or summed by one block, reduce.cu) in an order fixed by the sizes, with no
+ * atomic accumulation, so FLOWLAB_DETERMINISTIC only has cuDNN to restrain. */
 #ifndef FLOWLAB_CUDA_KERNELS_H
 #define FLOWLAB_CUDA_KERNELS_H
 

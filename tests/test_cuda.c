@@ -8,6 +8,7 @@
 
 #include "gradcheck.h"
 #include "backend_entry.h"
+#include "cuda_tests.h"
 
 #ifndef TEST_DEVICE
 #define TEST_DEVICE "/gpu:0"
@@ -452,32 +453,6 @@ static void test_bad_label(void)
     fl_tensor_free(xv);
     fl_session_free(s);
     fl_graph_free(g);
-}
-
-/* Skips the whole file unless /gpu:0 is a CUDA device. */
-static void require_cuda(void)
-{
-#ifndef TEST_NO_SKIP
-    fl_device_info info[4];
-    int count = fl_list_devices(info, 4);
-    if (count >= 2 && strcmp(info[1].backend, "cuda") == 0) {
-        diag("testing %s: %s", info[1].name, info[1].description);
-        if (fl_accelerator(0))
-            return;
-        /* A device that exists but will not open is a failure, not a skip. */
-        ok(false, "/gpu:0 opens");
-        diag("%s", fl_last_error());
-        diag("under AddressSanitizer, CUDA needs ASAN_OPTIONS=protect_shadow_gap=0");
-        exit(done_testing());
-    }
-    const char *why = fl_last_error() ? fl_last_error() : "unknown";
-    char line[700];
-    if (strncmp(why, "no CUDA device", 14) == 0)
-        snprintf(line, sizeof line, "%s", why);
-    else
-        snprintf(line, sizeof line, "no CUDA device: %s", why);
-    skip_all(line);
-#endif
 }
 
 int main(void)
