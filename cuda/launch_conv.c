@@ -1,5 +1,7 @@
-/* launch_conv.c: Conv2D, its two gradients, MaxPool and MaxPoolGrad through cuDNN.
- * Tensors are NHWC (CUDNN_TENSOR_NHWC). Two things stand between flowlab's
+/* launch_conv.c: Conv2D, its two gradients, MaxPool and MaxPoolGrad through
+ * cuDNN, and the fused FusedConv2D and MaxPoolReluGrad. Each call finds its
+ * shape's descriptors and algorithm in the device's plans (conv_plans.c,
+ * made on the shape's first call) and only enqueues. Tensors are NHWC (CUDNN_TENSOR_NHWC). Two things stand between flowlab's
  * ops and cuDNN's calls:
  *  - Filters. flowlab (like TensorFlow) stores [KH,KW,Cin,Cout]; cuDNN's
  *    NHWC filter is [Cout,KH,KW,Cin]. Seen as a matrix [KH*KW*Cin, Cout] the
@@ -13,8 +15,9 @@
  *    computed for the padded image and cropped back.
  *    Max-pooling pads everything explicitly, with -infinity, so a padded
  *    tap never wins whatever cuDNN's own padding would hold.
- * Scratch comes from the pool and goes back right after the enqueue: the
- * stream runs in order, so no later op can touch it before cuDNN is done. */
+ * Scratch (and cuDNN's workspace) comes from the pool on every call and goes
+ * back right after the enqueue: the stream runs in order, so no later op can
+ * touch it before cuDNN is done. */
 #include <math.h>
 #include <string.h>
 
