@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conv_plans.h"
+#include "cuda_stats.h"
 
 /* One lock for every device's list: a lookup is a short walk, and a miss
  * (the heuristics) happens only on a shape's first step. */
@@ -190,7 +191,10 @@ static int choose_algorithm(fl_cuda_device *d, fl_conv_plan *p)
     if (rc != 0)
         return -1;
     const candidate *chosen = pick(c, found, d->deterministic, p);
-    return chosen ? keep(d, p, chosen->algo) : -1;
+    if (!chosen)
+        return -1;
+    p->deterministic = chosen->determinism == CUDNN_DETERMINISTIC;
+    return keep(d, p, chosen->algo);
 }
 
 /* ---- making and finding plans ---- */
@@ -200,6 +204,7 @@ static fl_conv_plan *make_plan(fl_cuda_device *d, fl_conv_plan_kind kind, const 
     fl_conv_plan *p = fl_xcalloc(1, sizeof *p);
     p->kind = kind;
     p->geometry = *g;
+    p->deterministic = kind == FL_PLAN_MAX_POOL; /* CUDNN_POOLING_MAX_DETERMINISTIC */
     int rc = kind == FL_PLAN_MAX_POOL ? pool_descriptors(p) : conv_descriptors(p) || choose_algorithm(d, p);
     if (rc == 0)
         return p;
@@ -244,6 +249,18 @@ void fl_cuda_conv_plans_free(fl_cuda_device *d)
         destroy_plan(p);
         p = next;
     }
+}
+
+void fl_cuda_conv_plan_counts(void *impl, int *plans, int *nondeterministic)
+{
+    fl_cuda_device *d = impl;
+    *plans = *nondeterministic = 0;
+    pthread_mutex_lock(&plans_lock);
+    for (const fl_conv_plan *p = d->conv_plans; p; p = p->next) {
+        (*plans)++;
+        *nondeterministic += !p->deterministic;
+    }
+    pthread_mutex_unlock(&plans_lock);
 }
 
 bool fl_cuda_deterministic_requested(void)

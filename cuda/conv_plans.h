@@ -30,6 +30,7 @@ typedef struct fl_conv_plan {
     cudnnConvolutionBwdDataAlgo_t backward_data;
     cudnnConvolutionBwdFilterAlgo_t backward_filter;
     size_t workspace_bytes;
+    bool deterministic; /* cuDNN says the algorithm gives the same bits every run */
     struct fl_conv_plan *next;
 } fl_conv_plan;
 

@@ -9,4 +9,8 @@
 /* How many times the device's pool has called cudaMalloc. */
 uint64_t fl_cuda_pool_mallocs(void *impl);
 
+/* How many cuDNN plans the device keeps (conv_plans.c), and how many of
+ * them run an algorithm cuDNN does not mark deterministic. */
+void fl_cuda_conv_plan_counts(void *impl, int *plans, int *nondeterministic);
+
 #endif

@@ -4,8 +4,6 @@
  * the outputs element by element. Skipped, with the reason, where flowlab
  * has no CUDA device. Built with -DTEST_DEVICE='"/cpu:0"' -DTEST_NO_SKIP the
  * harness checks itself on a machine without a GPU. */
-#include <dlfcn.h>
-
 #include "gradcheck.h"
 #include "backend_entry.h"
 #include "cuda_tests.h"
@@ -385,23 +383,25 @@ static fl_device *device_under_test(void)
     return strcmp(TEST_DEVICE, "/cpu:0") == 0 ? fl_host_device() : fl_accelerator(0);
 }
 
-/* How many times the device's pool has called cudaMalloc, asked of the CUDA
- * module the registry opened (cuda/cuda_stats.h, exported by cuda/module.map). */
+/* How many times the device's pool has called cudaMalloc, and how many
+ * cuDNN plans it keeps, asked of the CUDA module (cuda/cuda_stats.h). */
 static uint64_t device_mallocs(fl_device *d)
 {
-    typedef uint64_t (*mallocs_fn)(void *impl);
-    const fl_backend_entry *cuda = NULL;
-    for (int i = 0; fl_backend_entries[i]; i++)
-        if (strcmp(fl_backend_entries[i]->name, "cuda") == 0)
-            cuda = fl_backend_entries[i];
-    if (d->is_host || !cuda)
-        return 0;
-    const char *path = getenv(cuda->module_path_env);
-    void *module = dlopen(path && path[0] ? path : cuda->module_path, RTLD_NOW | RTLD_NOLOAD);
-    mallocs_fn mallocs = NULL;
-    if (module)
-        *(void **)&mallocs = dlsym(module, "fl_cuda_pool_mallocs");
+    uint64_t (*mallocs)(void *impl) = NULL;
+    if (d && !d->is_host)
+        *(void **)&mallocs = cuda_module_symbol("fl_cuda_pool_mallocs");
     return mallocs ? mallocs(d->impl) : 0;
+}
+
+static int device_plans(fl_device *d)
+{
+    void (*counts)(void *impl, int *plans, int *nondeterministic) = NULL;
+    int plans = 0, nondeterministic = 0;
+    if (d && !d->is_host)
+        *(void **)&counts = cuda_module_symbol("fl_cuda_conv_plan_counts");
+    if (counts)
+        counts(d->impl, &plans, &nondeterministic);
+    return plans;
 }
 
 /* After two steps every buffer exists: the third and later allocate nothing. */
@@ -412,7 +412,8 @@ static void test_warm_step(void)
     fl_tensor *loss;
     fl_session *s = train(&m, 2, &loss);
     fl_device *d = device_under_test();
-    uint64_t allocations = d ? d->allocations : 0, mallocs = d ? device_mallocs(d) : 0;
+    uint64_t allocations = d ? d->allocations : 0, mallocs = device_mallocs(d);
+    int plans = device_plans(d);
     bool ran = loss != NULL;
     for (int i = 0; ran && i < 3; i++) {
         fl_tensor_free(loss);
@@ -422,6 +423,10 @@ static void test_warm_step(void)
     ok(ran && d, "three warm training steps run");
     ok(d && d->allocations == allocations, "a warm step asks the device for no buffer");
     ok(d && device_mallocs(d) == mallocs, "a warm step makes no cudaMalloc");
+    /* conv forward, its filter gradient, the pool: made once, in step 1. */
+    if (!ok(d && device_plans(d) == plans && (plans > 0 || d->is_host),
+            "a warm step makes no cuDNN plan: the shapes' plans are kept"))
+        diag("%d plans after two steps, %d after five", plans, device_plans(d));
     fl_tensor_free(loss);
     fl_session_free(s);
     fl_graph_free(m.g);

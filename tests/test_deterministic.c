@@ -2,7 +2,8 @@
  * GPU reproducible, bit for bit, as TensorFlow's TF_CUDNN_DETERMINISTIC does.
  * Chapter 1's model (labs/common/model.h) trains STEPS steps with Adam on
  * /gpu:0 twice, each time in a fresh graph and session with the same seed
- * and the same batches; the losses of the two runs must be the same bits.
+ * and the same batches; the losses of the two runs must be the same bits,
+ * and every cuDNN algorithm the device chose must be a deterministic one.
  * Skipped, with the reason, where flowlab has no CUDA device. Built with
  * -DTEST_DEVICE='"/cpu:0"' -DTEST_NO_SKIP the harness checks itself on a
  * machine without a GPU. */
@@ -102,6 +103,35 @@ static void compare(const float first[STEPS], const float second[STEPS])
              memcmp(&first[i], &second[i], sizeof(float)) ? "  <- differ" : "");
 }
 
+/* The device's cuDNN plans (cuda/cuda_stats.h): false where /gpu:0 is
+ * not the CUDA module's. */
+static bool plan_counts(int *plans, int *nondeterministic)
+{
+    void (*counts)(void *impl, int *plans, int *nondeterministic) = NULL;
+    fl_device *d = fl_accelerator(0);
+    if (d && !d->is_host)
+        *(void **)&counts = cuda_module_symbol("fl_cuda_conv_plan_counts");
+    *plans = *nondeterministic = 0;
+    if (counts)
+        counts(d->impl, plans, nondeterministic);
+    return counts != NULL;
+}
+
+/* Every plan the device keeps runs a deterministic algorithm, and the
+ * second run, with the same shapes, made no plan of its own. */
+static void check_plans(int plans_after_first)
+{
+    int plans, nondeterministic;
+    if (!plan_counts(&plans, &nondeterministic)) {
+        skip("cuDNN's plans", "/gpu:0 is not the CUDA module's");
+        return;
+    }
+    if (!ok(plans > 0 && nondeterministic == 0, "every cuDNN algorithm chosen is deterministic"))
+        diag("%d of %d plans run an algorithm cuDNN does not mark deterministic", nondeterministic, plans);
+    ok(plans == plans_after_first, "the second run found the first run's plans (%d, then %d)", plans_after_first,
+       plans);
+}
+
 int main(void)
 {
     /* Both before the first flowlab call: the backend is picked, and the
@@ -110,9 +140,13 @@ int main(void)
     setenv("FLOWLAB_DETERMINISTIC", "1", 1);
     require_cuda();
     float first[STEPS] = {0}, second[STEPS] = {0};
-    if (train_once("first", first) == 0 && train_once("second", second) == 0) {
+    int plans = 0, nondeterministic;
+    bool trained = train_once("first", first) == 0;
+    plan_counts(&plans, &nondeterministic);
+    if (trained && train_once("second", second) == 0) {
         check_trained(first);
         compare(first, second);
+        check_plans(plans);
     }
     return done_testing();
 }
