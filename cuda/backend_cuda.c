@@ -75,6 +75,7 @@ static void destroy(fl_cuda_device *d)
     fl_cuda_pool_trim(d, true);
     if (d->cublas_workspace)
         cudaFree(d->cublas_workspace);
+    fl_cuda_conv_plans_free(d);
     if (d->cudnn)
         cudnnDestroy(d->cudnn);
     if (d->cublas)
@@ -117,6 +118,7 @@ static int open_libraries(fl_cuda_device *d)
 
 static int open_device(fl_cuda_device *d)
 {
+    d->deterministic = fl_cuda_deterministic_requested();
     if (fl_cuda_check(cudaSetDevice(d->index), "cudaSetDevice") != 0 ||
         fl_cuda_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking),
                       "cudaStreamCreate") != 0 ||
@@ -290,6 +292,9 @@ static const fl_cuda_launcher launchers[FL_OP_COUNT] = {
     [FL_OP_APPLY_GRADIENT_DESCENT] = fl_cuda_apply_gradient_descent,
     [FL_OP_APPLY_MOMENTUM] = fl_cuda_apply_momentum,
     [FL_OP_APPLY_ADAM] = fl_cuda_apply_adam,
+    [FL_OP_FUSED_CONV2D] = fl_cuda_fused_conv2d,
+    [FL_OP_FUSED_MATMUL] = fl_cuda_fused_matmul,
+    [FL_OP_MAX_POOL_RELU_GRAD] = fl_cuda_max_pool_relu_grad,
 };
 
 static bool cuda_has_kernel(fl_op_kind op) { return op >= 0 && op < FL_OP_COUNT && launchers[op] != NULL; }

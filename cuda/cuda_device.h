@@ -69,7 +69,19 @@ typedef struct {
     bool tracing;
     fl_cuda_op_events *op_events;
     int nop_events, op_events_capacity;
+    /* cuDNN's descriptors and algorithm per convolution and pooling shape,
+     * made on a shape's first call (conv_plans.c's list of fl_conv_plan). */
+    void *conv_plans;
+    /* FLOWLAB_DETERMINISTIC=1 at open: only cuDNN algorithms that give the
+     * same bits every run (TensorFlow's TF_CUDNN_DETERMINISTIC). */
+    bool deterministic;
 } fl_cuda_device;
+
+/* conv_plans.c: whether FLOWLAB_DETERMINISTIC asks for reproducible runs
+ * (set, and neither "0" nor "false"), read by open; and the device's plans
+ * destroyed, at close. */
+bool fl_cuda_deterministic_requested(void);
+void fl_cuda_conv_plans_free(fl_cuda_device *d);
 
 /* cuda_fault.c: the fault record for node n's kernel (ops past the last slot
  * share it; the error then names the last of them), and, once wait() has

@@ -11,4 +11,8 @@ uint64_t fl_cuda_pool_mallocs(void *impl);
 /* How many times the device has replayed a captured step as a CUDA graph. */
 uint64_t fl_cuda_graph_replays(void *impl);
 
+/* How many cuDNN plans the device keeps (conv_plans.c), and how many of
+ * them run an algorithm cuDNN does not mark deterministic. */
+void fl_cuda_conv_plan_counts(void *impl, int *plans, int *nondeterministic);
+
 #endif

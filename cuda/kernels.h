@@ -1,7 +1,10 @@
 /* kernels.h: the launchers of the hand-written CUDA kernels (the .cu files here).
  * Plain C prototypes over device pointers and sizes, so the C side of the
  * backend (cuda/launch_*.c) never sees CUDA C++. Each launcher only
- * enqueues on the given stream and returns cudaGetLastError(). */
+ * enqueues on the given stream and returns cudaGetLastError(). Every kernel
+ * is reproducible bit for bit: each output element is written by one thread
+ * (or summed by one block, reduce.cu) in an order fixed by the sizes, with no
+ * atomic accumulation, so FLOWLAB_DETERMINISTIC only has cuDNN to restrain. */
 #ifndef FLOWLAB_CUDA_KERNELS_H
 #define FLOWLAB_CUDA_KERNELS_H
 
@@ -67,6 +70,9 @@ cudaError_t fl_cu_activation(fl_cu_act f, const float *x, float *out, int64_t n,
 /* ReluGrad takes x; SigmoidGrad and TanhGrad take y, the forward output. */
 cudaError_t fl_cu_activation_grad(fl_cu_act f, const float *dy, const float *x_or_y,
                                   float *out, int64_t n, cudaStream_t s);
+/* y[i] = y[i] + bias[i % columns], then max(0, .) when relu: the fused ops' tail. */
+cudaError_t fl_cu_bias_relu(float *y, const float *bias, int64_t columns, int64_t n, bool relu,
+                            cudaStream_t s);
 cudaError_t fl_cu_softmax(const float *x, float *y, int64_t rows, int classes, cudaStream_t s);
 cudaError_t fl_cu_softmax_grad(const float *dy, const float *y, float *out, int64_t rows,
                                int classes, cudaStream_t s);

@@ -23,7 +23,9 @@ static inline unsigned fl_blocks(int64_t n)
 __device__ inline int64_t fl_first_index() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ inline int64_t fl_grid_stride() { return (int64_t)gridDim.x * blockDim.x; }
 
-/* Records the first fault of a run; later ones keep the first's details. */
+/* Records the first fault of a run; later ones keep the first's details.
+ * The backend's one atomic: which of two bad elements is reported may vary
+ * between runs, but no computed value depends on it. */
 __device__ inline void fl_report_fault(fl_cuda_fault *f, int code, long long index, int label,
                                        int classes)
 {

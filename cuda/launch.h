@@ -53,17 +53,26 @@ FL_CUDA_OP(fl_cuda_assign_add);
 FL_CUDA_OP(fl_cuda_apply_gradient_descent);
 FL_CUDA_OP(fl_cuda_apply_momentum);
 FL_CUDA_OP(fl_cuda_apply_adam);
-/* launch_matmul.c: MatMul through cuBLAS */
+/* launch_matmul.c: MatMul through cuBLAS, and FusedMatMul (the session's
+ * fusion, src/session_fusion.c) with the bias and ReLU after it */
 FL_CUDA_OP(fl_cuda_matmul);
-/* launch_conv.c: convolution and max-pooling through cuDNN */
+FL_CUDA_OP(fl_cuda_fused_matmul);
+/* launch_conv.c: convolution and max-pooling through cuDNN (the plans in
+ * conv_plans.c), and the fused FusedConv2D and MaxPoolReluGrad */
 FL_CUDA_OP(fl_cuda_conv2d);
+FL_CUDA_OP(fl_cuda_fused_conv2d);
 FL_CUDA_OP(fl_cuda_conv2d_backprop_input);
 FL_CUDA_OP(fl_cuda_conv2d_backprop_filter);
 FL_CUDA_OP(fl_cuda_max_pool);
 FL_CUDA_OP(fl_cuda_max_pool_grad);
+FL_CUDA_OP(fl_cuda_max_pool_relu_grad);
 
 /* Shared by the launchers (launch_array.c): enqueues a device-to-device
  * copy of bytes; nothing when dst is src. */
 int fl_cuda_copy(fl_cuda_device *d, void *dst, const void *src, size_t bytes);
+
+/* Shared by the fused launchers (launch_matmul.c): out += bias per column
+ * (the bias has one float per column of out), then ReLU when relu, in place. */
+int fl_cuda_bias_relu(fl_cuda_device *d, bool relu, const fl_tensor *bias, fl_tensor *out);
 
 #endif

@@ -1,5 +1,7 @@
-/* launch_conv.c: Conv2D, its two gradients, MaxPool and MaxPoolGrad through cuDNN.
- * Tensors are NHWC (CUDNN_TENSOR_NHWC). Two things stand between flowlab's
+/* launch_conv.c: Conv2D, its two gradients, MaxPool and MaxPoolGrad through
+ * cuDNN, and the fused FusedConv2D and MaxPoolReluGrad. Each call finds its
+ * shape's descriptors and algorithm in the device's plans (conv_plans.c,
+ * made on the shape's first call) and only enqueues. Tensors are NHWC (CUDNN_TENSOR_NHWC). Two things stand between flowlab's
  * ops and cuDNN's calls:
  *  - Filters. flowlab (like TensorFlow) stores [KH,KW,Cin,Cout]; cuDNN's
  *    NHWC filter is [Cout,KH,KW,Cin]. Seen as a matrix [KH*KW*Cin, Cout] the
@@ -13,21 +15,17 @@
  *    computed for the padded image and cropped back.
  *    Max-pooling pads everything explicitly, with -infinity, so a padded
  *    tap never wins whatever cuDNN's own padding would hold.
- * Scratch comes from the pool and goes back right after the enqueue: the
- * stream runs in order, so no later op can touch it before cuDNN is done. */
+ * Scratch (and cuDNN's workspace) comes from the pool on every call and goes
+ * back right after the enqueue: the stream runs in order, so no later op can
+ * touch it before cuDNN is done. */
 #include <math.h>
 #include <string.h>
 
-#include "conv_geometry.h"
+#include "conv_plans.h"
 #include "launch.h"
 
-/* Rows (columns) cuDNN cannot pad: the "after" side's surplus. */
-static int extra_h(const fl_conv_geometry *g) { return fl_conv_pad_bottom(g) - g->pad_top; }
-static int extra_w(const fl_conv_geometry *g) { return fl_conv_pad_right(g) - g->pad_left; }
-static bool uneven(const fl_conv_geometry *g) { return extra_h(g) > 0 || extra_w(g) > 0; }
-/* The image with all its padding, before and after, as pooling sees it. */
-static int padded_h(const fl_conv_geometry *g) { return g->pad_top + g->h + fl_conv_pad_bottom(g); }
-static int padded_w(const fl_conv_geometry *g) { return g->pad_left + g->w + fl_conv_pad_right(g); }
+/* Whether cuDNN needs rows (columns) it cannot pad: the "after" side's surplus. */
+static bool uneven(const fl_conv_geometry *g) { return fl_conv_extra_h(g) > 0 || fl_conv_extra_w(g) > 0; }
 
 /* A convolution over nothing (no batch, channels or pixels) is all zeros. */
 static bool empty(const fl_conv_geometry *g)
@@ -41,77 +39,6 @@ static int zero(fl_cuda_device *d, fl_tensor *t)
     if (bytes == 0)
         return 0;
     return fl_cuda_check(cudaMemsetAsync(t->data, 0, bytes, d->stream), "cudaMemsetAsync");
-}
-
-/* ---- descriptors, made per call (host-side structs, cheap) ---- */
-
-typedef struct {
-    cudnnTensorDescriptor_t x, y;     /* image (as cuDNN sees it: maybe padded) and output */
-    cudnnFilterDescriptor_t filter;
-    cudnnConvolutionDescriptor_t conv;
-    cudnnPoolingDescriptor_t pool;
-} descriptors;
-
-static void destroy_descriptors(descriptors *ds)
-{
-    if (ds->x) cudnnDestroyTensorDescriptor(ds->x);
-    if (ds->y) cudnnDestroyTensorDescriptor(ds->y);
-    if (ds->filter) cudnnDestroyFilterDescriptor(ds->filter);
-    if (ds->conv) cudnnDestroyConvolutionDescriptor(ds->conv);
-    if (ds->pool) cudnnDestroyPoolingDescriptor(ds->pool);
-}
-
-static int nhwc(cudnnTensorDescriptor_t *t, int n, int h, int w, int c)
-{
-    if (fl_cudnn_check(cudnnCreateTensorDescriptor(t), "cudnnCreateTensorDescriptor") != 0)
-        return -1;
-    return fl_cudnn_check(cudnnSetTensor4dDescriptor(*t, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, c, h, w),
-                          "cudnnSetTensor4dDescriptor");
-}
-
-/* The image cuDNN sees has the explicit rows and columns added. Full
- * float32 math (CUDNN_FMA_MATH): no TF32 tensor cores, which would round
- * inputs to 10 bits of mantissa and drift from the host's results. */
-static int conv_descriptors(const fl_conv_geometry *g, descriptors *ds)
-{
-    memset(ds, 0, sizeof *ds);
-    if (nhwc(&ds->x, g->batch, g->h + extra_h(g), g->w + extra_w(g), g->c) ||
-        nhwc(&ds->y, g->batch, g->oh, g->ow, g->oc))
-        return -1;
-    if (fl_cudnn_check(cudnnCreateFilterDescriptor(&ds->filter), "cudnnCreateFilterDescriptor") ||
-        fl_cudnn_check(cudnnSetFilter4dDescriptor(ds->filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
-                                                  g->oc, g->c, g->kh, g->kw), "cudnnSetFilter4dDescriptor"))
-        return -1;
-    if (fl_cudnn_check(cudnnCreateConvolutionDescriptor(&ds->conv), "cudnnCreateConvolutionDescriptor") ||
-        fl_cudnn_check(cudnnSetConvolution2dDescriptor(ds->conv, g->pad_top, g->pad_left, g->sh, g->sw, 1, 1,
-                                                       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-                       "cudnnSetConvolution2dDescriptor") ||
-        fl_cudnn_check(cudnnSetConvolutionMathType(ds->conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType"))
-        return -1;
-    /* The padding arithmetic above must give TensorFlow's output size. */
-    int n, c, h, w;
-    if (fl_cudnn_check(cudnnGetConvolution2dForwardOutputDim(ds->conv, ds->x, ds->filter, &n, &c, &h, &w),
-                       "cudnnGetConvolution2dForwardOutputDim"))
-        return -1;
-    if (h != g->oh || w != g->ow) {
-        fl_set_error("cuDNN would compute a %dx%d output, not %dx%d", h, w, g->oh, g->ow);
-        return -1;
-    }
-    return 0;
-}
-
-/* Pooling pads explicitly (with -inf), so cuDNN sees a padded image and no padding. */
-static int pool_descriptors(const fl_conv_geometry *g, descriptors *ds)
-{
-    memset(ds, 0, sizeof *ds);
-    if (nhwc(&ds->x, g->batch, padded_h(g), padded_w(g), g->c) ||
-        nhwc(&ds->y, g->batch, g->oh, g->ow, g->c))
-        return -1;
-    if (fl_cudnn_check(cudnnCreatePoolingDescriptor(&ds->pool), "cudnnCreatePoolingDescriptor") != 0)
-        return -1;
-    return fl_cudnn_check(cudnnSetPooling2dDescriptor(ds->pool, CUDNN_POOLING_MAX_DETERMINISTIC,
-                                                      CUDNN_NOT_PROPAGATE_NAN, g->kh, g->kw, 0, 0,
-                                                      g->sh, g->sw), "cudnnSetPooling2dDescriptor");
 }
 
 /* ---- scratch: filter transposes and padded images ---- */
@@ -153,7 +80,7 @@ static const float *conv_image(fl_cuda_device *d, const fl_conv_geometry *g, con
 {
     if (!uneven(g))
         return x;
-    return padded_copy(d, g, x, 0, extra_h(g), 0, extra_w(g), 0.0f);
+    return padded_copy(d, g, x, 0, fl_conv_extra_h(g), 0, fl_conv_extra_w(g), 0.0f);
 }
 
 static void release_image(fl_cuda_device *d, const float *image, const float *x)
@@ -165,70 +92,6 @@ static void release_image(fl_cuda_device *d, const float *image, const float *x)
 static int out_of_memory(const char *what)
 {
     fl_set_error("no GPU memory for %s scratch (%s)", what, fl_last_error());
-    return -1;
-}
-
-/* ---- algorithms: cuDNN's own first choice that it says will work ---- */
-
-static int forward_algo(fl_cuda_device *d, const descriptors *ds, cudnnConvolutionFwdAlgo_t *algo, size_t *ws)
-{
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int found = 0;
-    if (fl_cudnn_check(cudnnGetConvolutionForwardAlgorithm_v7(d->cudnn, ds->x, ds->filter, ds->conv, ds->y,
-                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf),
-                       "cudnnGetConvolutionForwardAlgorithm_v7"))
-        return -1;
-    for (int i = 0; i < found; i++)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS) {
-            *algo = perf[i].algo;
-            return fl_cudnn_check(cudnnGetConvolutionForwardWorkspaceSize(d->cudnn, ds->x, ds->filter, ds->conv,
-                                                                          ds->y, *algo, ws),
-                                  "cudnnGetConvolutionForwardWorkspaceSize");
-        }
-    fl_set_error("cuDNN has no forward convolution algorithm for these shapes");
-    return -1;
-}
-
-static int backward_data_algo(fl_cuda_device *d, const descriptors *ds, cudnnConvolutionBwdDataAlgo_t *algo,
-                              size_t *ws)
-{
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int found = 0;
-    if (fl_cudnn_check(cudnnGetConvolutionBackwardDataAlgorithm_v7(d->cudnn, ds->filter, ds->y, ds->conv, ds->x,
-                                                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found,
-                                                                   perf),
-                       "cudnnGetConvolutionBackwardDataAlgorithm_v7"))
-        return -1;
-    for (int i = 0; i < found; i++)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS) {
-            *algo = perf[i].algo;
-            return fl_cudnn_check(cudnnGetConvolutionBackwardDataWorkspaceSize(d->cudnn, ds->filter, ds->y,
-                                                                               ds->conv, ds->x, *algo, ws),
-                                  "cudnnGetConvolutionBackwardDataWorkspaceSize");
-        }
-    fl_set_error("cuDNN has no backward-data convolution algorithm for these shapes");
-    return -1;
-}
-
-static int backward_filter_algo(fl_cuda_device *d, const descriptors *ds,
-                                cudnnConvolutionBwdFilterAlgo_t *algo, size_t *ws)
-{
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    int found = 0;
-    if (fl_cudnn_check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->cudnn, ds->x, ds->y, ds->conv,
-                                                                     ds->filter,
-                                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                                                                     &found, perf),
-                       "cudnnGetConvolutionBackwardFilterAlgorithm_v7"))
-        return -1;
-    for (int i = 0; i < found; i++)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS) {
-            *algo = perf[i].algo;
-            return fl_cudnn_check(cudnnGetConvolutionBackwardFilterWorkspaceSize(d->cudnn, ds->x, ds->y,
-                                                                                 ds->conv, ds->filter, *algo, ws),
-                                  "cudnnGetConvolutionBackwardFilterWorkspaceSize");
-        }
-    fl_set_error("cuDNN has no backward-filter convolution algorithm for these shapes");
     return -1;
 }
 
@@ -244,19 +107,15 @@ static const float one = 1.0f, zero_f = 0.0f;
 
 /* ---- Conv2D(input, filter) ---- */
 
-static int conv_forward(fl_cuda_device *d, const descriptors *ds, const float *image, const float *filter,
+static int conv_forward(fl_cuda_device *d, const fl_conv_plan *p, const float *image, const float *filter,
                         float *y)
 {
-    cudnnConvolutionFwdAlgo_t algo;
-    size_t ws = 0;
     bool failed;
-    if (forward_algo(d, ds, &algo, &ws) != 0)
-        return -1;
-    void *work = workspace(d, ws, &failed);
+    void *work = workspace(d, p->workspace_bytes, &failed);
     if (failed)
         return out_of_memory("convolution workspace");
-    int rc = fl_cudnn_check(cudnnConvolutionForward(d->cudnn, &one, ds->x, image, ds->filter, filter, ds->conv,
-                                                    algo, work, ws, &zero_f, ds->y, y),
+    int rc = fl_cudnn_check(cudnnConvolutionForward(d->cudnn, &one, p->x, image, p->filter, filter, p->conv,
+                                                    p->forward, work, p->workspace_bytes, &zero_f, p->y, y),
                             "cudnnConvolutionForward");
     fl_cuda_pool_put(d, work);
     return rc;
@@ -268,36 +127,39 @@ FL_CUDA_OP(fl_cuda_conv2d)
     fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
     if (empty(&g))
         return zero(d, out);
-    descriptors ds;
-    int rc = conv_descriptors(&g, &ds);
-    float *filter = rc == 0 ? filter_to_cudnn(d, &g, in[1]->data) : NULL;
+    const fl_conv_plan *plan = fl_conv_plan_for(d, FL_PLAN_CONV_FORWARD, &g);
+    if (!plan)
+        return -1;
+    float *filter = filter_to_cudnn(d, &g, in[1]->data);
     const float *image = filter ? conv_image(d, &g, in[0]->data) : NULL;
-    if (rc == 0 && (!filter || !image))
-        rc = out_of_memory("convolution");
-    if (rc == 0)
-        rc = conv_forward(d, &ds, image, filter, out->data);
+    int rc = image ? conv_forward(d, plan, image, filter, out->data) : out_of_memory("convolution");
     if (image)
         release_image(d, image, in[0]->data);
     fl_cuda_pool_put(d, filter);
-    destroy_descriptors(&ds);
     return rc;
+}
+
+/* FusedConv2D(input, filter, bias): the convolution, then the bias (and
+ * ReLU) in place, as host_fused.c does after its own convolution. */
+FL_CUDA_OP(fl_cuda_fused_conv2d)
+{
+    if (fl_cuda_conv2d(d, n, in, out, ctx) != 0)
+        return -1;
+    return fl_cuda_bias_relu(d, n->attrs.fused_relu, in[2], out);
 }
 
 /* ---- Conv2DBackpropInput(dy, filter, input): dx shaped like the input ---- */
 
-static int conv_backward_data(fl_cuda_device *d, const descriptors *ds, const float *filter, const float *dy,
+static int conv_backward_data(fl_cuda_device *d, const fl_conv_plan *p, const float *filter, const float *dy,
                               float *dx)
 {
-    cudnnConvolutionBwdDataAlgo_t algo;
-    size_t ws = 0;
     bool failed;
-    if (backward_data_algo(d, ds, &algo, &ws) != 0)
-        return -1;
-    void *work = workspace(d, ws, &failed);
+    void *work = workspace(d, p->workspace_bytes, &failed);
     if (failed)
         return out_of_memory("convolution workspace");
-    int rc = fl_cudnn_check(cudnnConvolutionBackwardData(d->cudnn, &one, ds->filter, filter, ds->y, dy, ds->conv,
-                                                         algo, work, ws, &zero_f, ds->x, dx),
+    int rc = fl_cudnn_check(cudnnConvolutionBackwardData(d->cudnn, &one, p->filter, filter, p->y, dy, p->conv,
+                                                         p->backward_data, work, p->workspace_bytes, &zero_f,
+                                                         p->x, dx),
                             "cudnnConvolutionBackwardData");
     fl_cuda_pool_put(d, work);
     return rc;
@@ -311,40 +173,35 @@ FL_CUDA_OP(fl_cuda_conv2d_backprop_input)
     fl_conv_geometry g = fl_conv_geometry_of(n, in[2]->shape, in[1]->shape);
     if (empty(&g))
         return zero(d, out);
-    descriptors ds;
-    int rc = conv_descriptors(&g, &ds);
-    float *filter = rc == 0 ? filter_to_cudnn(d, &g, in[1]->data) : NULL;
-    size_t padded = (size_t)g.batch * (size_t)(g.h + extra_h(&g)) * (size_t)(g.w + extra_w(&g)) * (size_t)g.c;
+    const fl_conv_plan *plan = fl_conv_plan_for(d, FL_PLAN_CONV_BACKWARD_DATA, &g);
+    if (!plan)
+        return -1;
+    int eh = fl_conv_extra_h(&g), ew = fl_conv_extra_w(&g);
+    float *filter = filter_to_cudnn(d, &g, in[1]->data);
+    size_t padded = (size_t)g.batch * (size_t)(g.h + eh) * (size_t)(g.w + ew) * (size_t)g.c;
     float *dx = filter && uneven(&g) ? fl_cuda_pool_get(d, padded * sizeof(float)) : out->data;
-    if (rc == 0 && (!filter || !dx))
-        rc = out_of_memory("convolution gradient");
-    if (rc == 0)
-        rc = conv_backward_data(d, &ds, filter, in[0]->data, dx);
+    int rc = filter && dx ? conv_backward_data(d, plan, filter, in[0]->data, dx)
+                          : out_of_memory("convolution gradient");
     if (rc == 0 && dx != out->data)
-        rc = fl_cuda_launched(fl_cu_crop_nhwc(dx, out->data, g.batch, g.h, g.w, g.c, 0, extra_h(&g), 0,
-                                              extra_w(&g), d->stream));
+        rc = fl_cuda_launched(fl_cu_crop_nhwc(dx, out->data, g.batch, g.h, g.w, g.c, 0, eh, 0, ew, d->stream));
     if (dx != out->data)
         fl_cuda_pool_put(d, dx);
     fl_cuda_pool_put(d, filter);
-    destroy_descriptors(&ds);
     return rc;
 }
 
 /* ---- Conv2DBackpropFilter(dy, input, filter): df shaped like the filter ---- */
 
-static int conv_backward_filter(fl_cuda_device *d, const descriptors *ds, const float *image, const float *dy,
+static int conv_backward_filter(fl_cuda_device *d, const fl_conv_plan *p, const float *image, const float *dy,
                                 float *df)
 {
-    cudnnConvolutionBwdFilterAlgo_t algo;
-    size_t ws = 0;
     bool failed;
-    if (backward_filter_algo(d, ds, &algo, &ws) != 0)
-        return -1;
-    void *work = workspace(d, ws, &failed);
+    void *work = workspace(d, p->workspace_bytes, &failed);
     if (failed)
         return out_of_memory("convolution workspace");
-    int rc = fl_cudnn_check(cudnnConvolutionBackwardFilter(d->cudnn, &one, ds->x, image, ds->y, dy, ds->conv,
-                                                           algo, work, ws, &zero_f, ds->filter, df),
+    int rc = fl_cudnn_check(cudnnConvolutionBackwardFilter(d->cudnn, &one, p->x, image, p->y, dy, p->conv,
+                                                           p->backward_filter, work, p->workspace_bytes, &zero_f,
+                                                           p->filter, df),
                             "cudnnConvolutionBackwardFilter");
     fl_cuda_pool_put(d, work);
     return rc;
@@ -357,27 +214,24 @@ FL_CUDA_OP(fl_cuda_conv2d_backprop_filter)
     fl_conv_geometry g = fl_conv_geometry_of(n, in[1]->shape, in[2]->shape);
     if (empty(&g))
         return zero(d, out);
-    descriptors ds;
-    int rc = conv_descriptors(&g, &ds);
+    const fl_conv_plan *plan = fl_conv_plan_for(d, FL_PLAN_CONV_BACKWARD_FILTER, &g);
+    if (!plan)
+        return -1;
     int64_t taps = (int64_t)g.kh * g.kw * g.c;
-    float *df = rc == 0 ? fl_cuda_pool_get(d, (size_t)(taps * g.oc) * sizeof(float)) : NULL;
+    float *df = fl_cuda_pool_get(d, (size_t)(taps * g.oc) * sizeof(float));
     const float *image = df ? conv_image(d, &g, in[1]->data) : NULL;
-    if (rc == 0 && (!df || !image))
-        rc = out_of_memory("filter gradient");
-    if (rc == 0)
-        rc = conv_backward_filter(d, &ds, image, in[0]->data, df);
+    int rc = image ? conv_backward_filter(d, plan, image, in[0]->data, df) : out_of_memory("filter gradient");
     if (rc == 0)
         rc = fl_cuda_launched(fl_cu_transpose(df, out->data, g.oc, taps, d->stream));
     if (image)
         release_image(d, image, in[1]->data);
     fl_cuda_pool_put(d, df);
-    destroy_descriptors(&ds);
     return rc;
 }
 
-/* ---- MaxPool(x) and MaxPoolGrad(dy, x, y) ---- */
+/* ---- MaxPool(x), MaxPoolGrad(dy, x, y) and MaxPoolReluGrad(dy, x, y) ---- */
 
-static bool padded(const fl_conv_geometry *g) { return padded_h(g) > g->h || padded_w(g) > g->w; }
+static bool padded(const fl_conv_geometry *g) { return fl_pool_padded_h(g) > g->h || fl_pool_padded_w(g) > g->w; }
 
 /* x, or a copy with -inf all around (SAME windows always hold a real pixel,
  * so the -inf never reaches the output). */
@@ -395,17 +249,32 @@ FL_CUDA_OP(fl_cuda_max_pool)
     if (fl_shape_size(out->shape) == 0)
         return 0;
     fl_conv_geometry g = fl_pool_geometry_of(n, in[0]->shape);
-    descriptors ds;
-    int rc = pool_descriptors(&g, &ds);
-    const float *image = rc == 0 ? pool_image(d, &g, in[0]->data) : NULL;
-    if (rc == 0 && !image)
-        rc = out_of_memory("max-pool");
-    if (rc == 0)
-        rc = fl_cudnn_check(cudnnPoolingForward(d->cudnn, ds.pool, &one, ds.x, image, &zero_f, ds.y, out->data),
+    const fl_conv_plan *plan = fl_conv_plan_for(d, FL_PLAN_MAX_POOL, &g);
+    if (!plan)
+        return -1;
+    const float *image = pool_image(d, &g, in[0]->data);
+    if (!image)
+        return out_of_memory("max-pool");
+    int rc = fl_cudnn_check(cudnnPoolingForward(d->cudnn, plan->pool, &one, plan->x, image, &zero_f, plan->y,
+                                                out->data),
                             "cudnnPoolingForward");
-    if (image)
-        release_image(d, image, in[0]->data);
-    destroy_descriptors(&ds);
+    release_image(d, image, in[0]->data);
+    return rc;
+}
+
+/* cuDNN's backward pass into dx, which is out, or the padded scratch that
+ * is cropped into out. */
+static int pool_backward(fl_cuda_device *d, const fl_conv_plan *plan, fl_tensor *const *in, const float *image,
+                         float *dx, fl_tensor *out)
+{
+    const fl_conv_geometry *g = &plan->geometry;
+    int rc = fl_cudnn_check(cudnnPoolingBackward(d->cudnn, plan->pool, &one, plan->y, in[2]->data, plan->y,
+                                                 in[0]->data, plan->x, image, &zero_f, plan->x, dx),
+                            "cudnnPoolingBackward");
+    if (rc == 0 && dx != out->data)
+        rc = fl_cuda_launched(fl_cu_crop_nhwc(dx, out->data, g->batch, g->h, g->w, g->c, g->pad_top,
+                                              fl_conv_pad_bottom(g), g->pad_left, fl_conv_pad_right(g),
+                                              d->stream));
     return rc;
 }
 
@@ -420,25 +289,30 @@ FL_CUDA_OP(fl_cuda_max_pool_grad)
     if (fl_shape_size(in[0]->shape) == 0)
         return zero(d, out);
     fl_conv_geometry g = fl_pool_geometry_of(n, in[1]->shape);
-    descriptors ds;
-    int rc = pool_descriptors(&g, &ds);
-    const float *image = rc == 0 ? pool_image(d, &g, in[1]->data) : NULL;
-    size_t count = (size_t)g.batch * (size_t)padded_h(&g) * (size_t)padded_w(&g) * (size_t)g.c;
+    const fl_conv_plan *plan = fl_conv_plan_for(d, FL_PLAN_MAX_POOL, &g);
+    if (!plan)
+        return -1;
+    const float *image = pool_image(d, &g, in[1]->data);
+    size_t count = (size_t)g.batch * (size_t)fl_pool_padded_h(&g) * (size_t)fl_pool_padded_w(&g) * (size_t)g.c;
     float *dx = image && padded(&g) ? fl_cuda_pool_get(d, count * sizeof(float)) : out->data;
-    if (rc == 0 && (!image || !dx))
-        rc = out_of_memory("max-pool gradient");
-    if (rc == 0)
-        rc = fl_cudnn_check(cudnnPoolingBackward(d->cudnn, ds.pool, &one, ds.y, in[2]->data, ds.y, in[0]->data,
-                                                 ds.x, image, &zero_f, ds.x, dx),
-                            "cudnnPoolingBackward");
-    if (rc == 0 && dx != out->data)
-        rc = fl_cuda_launched(fl_cu_crop_nhwc(dx, out->data, g.batch, g.h, g.w, g.c, g.pad_top,
-                                              fl_conv_pad_bottom(&g), g.pad_left, fl_conv_pad_right(&g),
-                                              d->stream));
+    int rc = image && dx ? pool_backward(d, plan, in, image, dx, out) : out_of_memory("max-pool gradient");
     if (dx != out->data)
         fl_cuda_pool_put(d, dx);
     if (image)
         release_image(d, image, in[1]->data);
-    destroy_descriptors(&ds);
     return rc;
+}
+
+/* MaxPoolReluGrad(dy, x, y): MaxPoolGrad, then dx zeroed where x, the
+ * ReLU's output that was pooled, is not positive (host_fused.c). */
+FL_CUDA_OP(fl_cuda_max_pool_relu_grad)
+{
+    if (fl_cuda_max_pool_grad(d, n, in, out, ctx) != 0)
+        return -1;
+    int64_t count = fl_shape_size(out->shape);
+    if (count == 0)
+        return 0;
+    /* ReluGrad's own kernel, in place: dx where x > 0, else 0. */
+    return fl_cuda_launched(fl_cu_activation_grad(FL_CU_RELU, out->data, in[1]->data, out->data, count,
+                                                  d->stream));
 }

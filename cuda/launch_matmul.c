@@ -1,6 +1,7 @@
 /* launch_matmul.c: MatMul through cuBLAS, the CUDA launcher of the op
- * (cl/launch_matmul.c is OpenCL's). The convolutions go through cuDNN
- * instead (launch_conv.c). */
+ * (cl/launch_matmul.c is OpenCL's), and FusedMatMul: the product, then the
+ * bias and ReLU in one kernel, in place (host_fused.c's semantics). The
+ * convolutions go through cuDNN instead (launch_conv.c). */
 #include "launch.h"
 
 /* ---- MatMul through cuBLAS ----
@@ -23,4 +24,20 @@ FL_CUDA_OP(fl_cuda_matmul)
                                        mm.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, mm.n, mm.m, mm.k, &one,
                                        in[1]->data, mm.ldb, in[0]->data, mm.lda, &zero, out->data, mm.n),
                            "cublasSgemm");
+}
+
+int fl_cuda_bias_relu(fl_cuda_device *d, bool relu, const fl_tensor *bias, fl_tensor *out)
+{
+    int64_t count = fl_shape_size(out->shape), columns = fl_shape_size(bias->shape);
+    if (columns <= 0 || count == 0)
+        return 0;
+    return fl_cuda_launched(fl_cu_bias_relu(out->data, bias->data, columns, count, relu, d->stream));
+}
+
+/* FusedMatMul(a, b, bias): a ReLU'd dense layer in two launches, not three. */
+FL_CUDA_OP(fl_cuda_fused_matmul)
+{
+    if (fl_cuda_matmul(d, n, in, out, ctx) != 0)
+        return -1;
+    return fl_cuda_bias_relu(d, n->attrs.fused_relu, in[2], out);
 }

@@ -10,7 +10,7 @@
 
 static const fl_module_core *core;
 
-/* The module's one public name besides the counters tests read (cuda/module.map). */
+/* The module's one public name besides the counters of cuda_stats.h (cuda/module.map). */
 const fl_backend *fl_cuda_module_open(const fl_module_core *from, char *why, size_t len)
 {
     if (from->core_size != sizeof(fl_module_core) || from->backend_size != sizeof(fl_backend) ||

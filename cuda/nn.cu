@@ -54,6 +54,24 @@ extern "C" cudaError_t fl_cu_activation_grad(fl_cu_act f, const float *dy,
     return cudaGetLastError();
 }
 
+/* FusedConv2D's and FusedMatMul's tail, in place after the product:
+ * y[i] = relu(y[i] + bias[i % columns]), the relu only when asked; the
+ * same float add and compare as the unfused Add and Relu kernels. */
+__global__ static void bias_relu_kernel(float *y, const float *bias, int64_t columns, int64_t n, bool relu)
+{
+    for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride()) {
+        float v = y[i] + bias[i % columns];
+        y[i] = relu ? activate(FL_CU_RELU, v) : v;
+    }
+}
+
+extern "C" cudaError_t fl_cu_bias_relu(float *y, const float *bias, int64_t columns, int64_t n, bool relu,
+                                       cudaStream_t s)
+{
+    bias_relu_kernel<<<fl_blocks(n), fl_threads, 0, s>>>(y, bias, columns, n, relu);
+    return cudaGetLastError();
+}
+
 __device__ static float row_max(const float *x, int classes)
 {
     float max = x[0];

@@ -2,7 +2,10 @@
  * A reduction gives each output element one block: the block's threads
  * share out the elements that meet there, each keeps a partial sum, and a
  * tree in shared memory adds the partials. Floats sum in double, integers in
- * int64, as src/host/host_reduce.c does. */
+ * int64, as src/host/host_reduce.c does. Reproducible by construction
+ * (FLOWLAB_DETERMINISTIC needs nothing here): each thread's share and the
+ * tree's order depend only on the sizes, never on scheduling, and nothing
+ * is accumulated with atomics. */
 #include <math.h>
 
 #include "launch.cuh"

@@ -4,11 +4,10 @@
  * the outputs element by element. Skipped, with the reason, where flowlab
  * has no CUDA device. Built with -DTEST_DEVICE='"/cpu:0"' -DTEST_NO_SKIP the
  * harness checks itself on a machine without a GPU. */
-#include <dlfcn.h>
-
 #include "gradcheck.h"
 #include "flowlab_pictures.h"
 #include "backend_entry.h"
+#include "cuda_tests.h"
 
 #ifndef TEST_DEVICE
 #define TEST_DEVICE "/gpu:0"
@@ -392,28 +391,34 @@ static fl_device *device_under_test(void)
     return strcmp(TEST_DEVICE, "/cpu:0") == 0 ? fl_host_device() : fl_accelerator(0);
 }
 
-/* A counter of the CUDA module the registry opened (cuda/cuda_stats.h,
- * exported by cuda/module.map): "fl_cuda_pool_mallocs", the cudaMalloc
- * calls of the device's pool; "fl_cuda_graph_replays", its graph launches. */
-static uint64_t module_counter(fl_device *d, const char *name)
+/* How many times the device's pool has called cudaMalloc, and how many
+ * cuDNN plans it keeps, asked of the CUDA module (cuda/cuda_stats.h). */
+static uint64_t device_mallocs(fl_device *d)
 {
-    typedef uint64_t (*counter_fn)(void *impl);
-    const fl_backend_entry *cuda = NULL;
-    for (int i = 0; fl_backend_entries[i]; i++)
-        if (strcmp(fl_backend_entries[i]->name, "cuda") == 0)
-            cuda = fl_backend_entries[i];
-    if (d->is_host || !cuda)
-        return 0;
-    const char *path = getenv(cuda->module_path_env);
-    void *module = dlopen(path && path[0] ? path : cuda->module_path, RTLD_NOW | RTLD_NOLOAD);
-    counter_fn counter = NULL;
-    if (module)
-        *(void **)&counter = dlsym(module, name);
-    return counter ? counter(d->impl) : 0;
+    uint64_t (*mallocs)(void *impl) = NULL;
+    if (d && !d->is_host)
+        *(void **)&mallocs = cuda_module_symbol("fl_cuda_pool_mallocs");
+    return mallocs ? mallocs(d->impl) : 0;
 }
 
-static uint64_t device_mallocs(fl_device *d) { return module_counter(d, "fl_cuda_pool_mallocs"); }
-static uint64_t graph_replays(fl_device *d) { return module_counter(d, "fl_cuda_graph_replays"); }
+static uint64_t graph_replays(fl_device *d)
+{
+    uint64_t (*replays)(void *impl) = NULL;
+    if (d && !d->is_host)
+        *(void **)&replays = cuda_module_symbol("fl_cuda_graph_replays");
+    return replays ? replays(d->impl) : 0;
+}
+
+static int device_plans(fl_device *d)
+{
+    void (*counts)(void *impl, int *plans, int *nondeterministic) = NULL;
+    int plans = 0, nondeterministic = 0;
+    if (d && !d->is_host)
+        *(void **)&counts = cuda_module_symbol("fl_cuda_conv_plan_counts");
+    if (counts)
+        counts(d->impl, &plans, &nondeterministic);
+    return plans;
+}
 
 /* After two steps every buffer exists: the third and later allocate nothing. */
 static void test_warm_step(void)
@@ -423,7 +428,8 @@ static void test_warm_step(void)
     fl_tensor *loss;
     fl_session *s = train(&m, 2, &loss);
     fl_device *d = device_under_test();
-    uint64_t allocations = d ? d->allocations : 0, mallocs = d ? device_mallocs(d) : 0;
+    uint64_t allocations = d ? d->allocations : 0, mallocs = device_mallocs(d);
+    int plans = device_plans(d);
     bool ran = loss != NULL;
     for (int i = 0; ran && i < 3; i++) {
         fl_tensor_free(loss);
@@ -433,6 +439,10 @@ static void test_warm_step(void)
     ok(ran && d, "three warm training steps run");
     ok(d && d->allocations == allocations, "a warm step asks the device for no buffer");
     ok(d && device_mallocs(d) == mallocs, "a warm step makes no cudaMalloc");
+    /* conv forward, its filter gradient, the pool: made once, in step 1. */
+    if (!ok(d && device_plans(d) == plans && (plans > 0 || d->is_host),
+            "a warm step makes no cuDNN plan: the shapes' plans are kept"))
+        diag("%d plans after two steps, %d after five", plans, device_plans(d));
     fl_tensor_free(loss);
     fl_session_free(s);
     fl_graph_free(m.g);
@@ -505,32 +515,6 @@ static void test_bad_label(void)
     fl_tensor_free(xv);
     fl_session_free(s);
     fl_graph_free(g);
-}
-
-/* Skips the whole file unless /gpu:0 is a CUDA device. */
-static void require_cuda(void)
-{
-#ifndef TEST_NO_SKIP
-    fl_device_info info[4];
-    int count = fl_list_devices(info, 4);
-    if (count >= 2 && strcmp(info[1].backend, "cuda") == 0) {
-        diag("testing %s: %s", info[1].name, info[1].description);
-        if (fl_accelerator(0))
-            return;
-        /* A device that exists but will not open is a failure, not a skip. */
-        ok(false, "/gpu:0 opens");
-        diag("%s", fl_last_error());
-        diag("under AddressSanitizer, CUDA needs ASAN_OPTIONS=protect_shadow_gap=0");
-        exit(done_testing());
-    }
-    const char *why = fl_last_error() ? fl_last_error() : "unknown";
-    char line[700];
-    if (strncmp(why, "no CUDA device", 14) == 0)
-        snprintf(line, sizeof line, "%s", why);
-    else
-        snprintf(line, sizeof line, "no CUDA device: %s", why);
-    skip_all(line);
-#endif
 }
 
 int main(void)

@@ -1,7 +1,7 @@
 /* test_fusion.c: the session's fusion pass (src/session_fusion.c). A small
  * network with every pattern (Conv2D + bias + Relu, MatMul + bias + Relu,
  * MatMul + bias, MaxPoolGrad + ReluGrad) gives the same loss and gradients
- * fused and unfused, on /cpu:0 and on /gpu:0 where PoCL is, and runs six
+ * fused and unfused, on /cpu:0 and on /gpu:0 (PoCL's or CUDA's), and runs six
  * ops fewer; where a pattern's rules fail (an intermediate fetched, read
  * twice or fed, a bias of another shape, an Add of two activations) the
  * step runs every op, and the timeline names a fused op by its own type. */
@@ -263,7 +263,11 @@ int main(void)
     unsetenv("FLOWLAB_FUSION");
     test_device("/cpu:0");
     fl_device_info devices[4];
-    if (fl_list_devices(devices, 4) > 1 && strcmp(devices[1].backend, "opencl") == 0) {
+    const char *backend = fl_list_devices(devices, 4) > 1 ? devices[1].backend : "none";
+    if (strcmp(backend, "cuda") == 0) {
+        /* cuDNN's convolution or cuBLAS's product, then one bias/ReLU kernel. */
+        test_device("/gpu:0");
+    } else if (strcmp(backend, "opencl") == 0) {
         test_device("/gpu:0");
         /* A GPU-type device's path: CLBlast multiplies, then one epilogue pass. */
         diag("again with FLOWLAB_CL_GEMM=clblast");
@@ -272,6 +276,6 @@ int main(void)
         test_not_fused("/gpu:0");
         unsetenv("FLOWLAB_CL_GEMM");
     } else
-        skip("/gpu:0 fusion", "no OpenCL /gpu:0 here");
+        skip("/gpu:0 fusion", "no OpenCL or CUDA /gpu:0 here");
     return done_testing();
 }

@@ -50,3 +50,7 @@ $(BUILD)/tests/test_in_graph_cluster: tests/task_servers.h $(BUILD)/labs/02-in-g
 # The task servers' tests share a graph cut by hand; one runs the built server.
 $(BUILD)/tests/test_partition_server $(BUILD)/tests/test_flowlab_server: tests/partition_fixture.h
 $(BUILD)/tests/test_flowlab_server: $(BUILD)/labs/tools/flowlab_server
+# The tests that need a CUDA GPU share their skip (and chapter 1's model, for
+# the determinism test).
+$(BUILD)/tests/test_cuda $(BUILD)/tests/test_deterministic: tests/cuda_tests.h
+$(BUILD)/tests/test_deterministic: labs/common/model.h

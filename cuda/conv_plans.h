@@ -1,0 +1,51 @@
+/* conv_plans.h: cuDNN's descriptors and algorithm for one convolution or
+ * pooling shape, made the first time a shape is seen and kept per device
+ * until it closes (conv_plans.c). launch_conv.c only looks plans up. */
+#ifndef FLOWLAB_CUDA_CONV_PLANS_H
+#define FLOWLAB_CUDA_CONV_PLANS_H
+
+#include "conv_geometry.h"
+#include "cuda_device.h"
+
+typedef enum {
+    FL_PLAN_CONV_FORWARD,         /* Conv2D, FusedConv2D */
+    FL_PLAN_CONV_BACKWARD_DATA,   /* Conv2DBackpropInput */
+    FL_PLAN_CONV_BACKWARD_FILTER, /* Conv2DBackpropFilter */
+    FL_PLAN_MAX_POOL              /* MaxPool and its gradients */
+} fl_conv_plan_kind;
+
+/* What a call needs besides its tensors' device pointers, which a plan
+ * never holds (a launcher stays capturable into a CUDA graph). x is the
+ * image as cuDNN sees it: with the explicit padding launch_conv.c adds. */
+typedef struct fl_conv_plan {
+    fl_conv_plan_kind kind;
+    fl_conv_geometry geometry;
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t filter;    /* convolutions only */
+    cudnnConvolutionDescriptor_t conv; /* convolutions only */
+    cudnnPoolingDescriptor_t pool;     /* pooling only */
+    /* The algorithm of the plan's kind (the other two are unused), and
+     * the workspace it needs, in bytes. */
+    cudnnConvolutionFwdAlgo_t forward;
+    cudnnConvolutionBwdDataAlgo_t backward_data;
+    cudnnConvolutionBwdFilterAlgo_t backward_filter;
+    size_t workspace_bytes;
+    bool deterministic; /* cuDNN says the algorithm gives the same bits every run */
+    struct fl_conv_plan *next;
+} fl_conv_plan;
+
+/* The image as cuDNN sees it. TensorFlow's SAME may pad one more row
+ * (column) after the image than before; cuDNN pads both sides alike, so a
+ * convolution gets that surplus as explicit zeros ("extra"), and pooling
+ * gets all its padding explicitly (-infinity), cuDNN padding nothing. */
+static inline int fl_conv_extra_h(const fl_conv_geometry *g) { return fl_conv_pad_bottom(g) - g->pad_top; }
+static inline int fl_conv_extra_w(const fl_conv_geometry *g) { return fl_conv_pad_right(g) - g->pad_left; }
+static inline int fl_pool_padded_h(const fl_conv_geometry *g) { return g->pad_top + g->h + fl_conv_pad_bottom(g); }
+static inline int fl_pool_padded_w(const fl_conv_geometry *g) { return g->pad_left + g->w + fl_conv_pad_right(g); }
+
+/* The device's plan for this kind and geometry, made on first use (with
+ * d->deterministic: cuDNN's first deterministic algorithm). NULL, with the
+ * error set, when cuDNN refuses the shape. Safe from several threads. */
+const fl_conv_plan *fl_conv_plan_for(fl_cuda_device *d, fl_conv_plan_kind kind, const fl_conv_geometry *g);
+
+#endif
