@@ -228,7 +228,7 @@ static int compute_gradients(fl_session *s, const replica_graph *m, const allred
     memcpy(fetches, m->grads, (size_t)m->nvars * sizeof fetches[0]);
     fetches[m->nvars] = m->loss;
     fl_feed feeds[2] = {{m->image, my_images}, {m->label, my_labels}};
-    fl_run_options options = {a->overlap ? hand_to_reducer : NULL, r};
+    fl_run_options options = {.fetch_ready = a->overlap ? hand_to_reducer : NULL, .user = r};
     int rc = fl_session_run_with_options(s, &options, feeds, 2, fetches, m->nvars + 1, out, NULL,
                                          0);
     for (int i = 0; rc == 0 && !a->overlap && i <= m->nvars; i++)
@@ -255,7 +255,7 @@ static void allreduce_step(fl_session *s, const replica_graph *m, const allreduc
     fl_tensor means[MAX_VARS]; /* views of the reducer's buffer */
     fl_feed feeds[MAX_VARS];
     for (int v = 0; v < m->nvars; v++) {
-        means[v] = (fl_tensor){FL_FLOAT32, values[v]->shape, (void *)reducer_mean(r, v)};
+        means[v] = (fl_tensor){.dtype = FL_FLOAT32, .shape = values[v]->shape, .data = (void *)reducer_mean(r, v)};
         feeds[v] = (fl_feed){m->averaged[v], &means[v]};
     }
     if (fl_session_run(s, feeds, m->nvars, NULL, 0, NULL, &m->train_op, 1) != 0)
