@@ -419,6 +419,8 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
     for (int i = 0; i < nfetches; i++)
         s->slots[fetches[i]->id].fetched = true;
     int rc = execute(s) == 0 ? fl_session_fetch_the_rest(s) : -1;
+    if (rc != 0)
+        fl_session_wait_after_failure(s);
     for (int i = 0; i < nfetches; i++) {
         s->slots[fetches[i]->id].fetched = false;
         if (rc != 0) { /* a failed run hands back no outputs, not half of them */

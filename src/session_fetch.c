@@ -16,8 +16,9 @@ bool fl_session_wants_early_fetch(const fl_session *s, const fl_slot *slot)
 }
 
 /* A run ends when every device it used is idle: host staging buffers and
- * fed values may be reused by the next run. */
-static int wait_for_devices(fl_session *s)
+ * fed values may be reused by the next run. quiet: after a failure, whose
+ * message stands. */
+static int wait_for_devices(fl_session *s, bool quiet)
 {
     const fl_device *waited[32];
     int nwaited = 0;
@@ -31,10 +32,15 @@ static int wait_for_devices(fl_session *s)
         if (seen || nwaited == 32)
             continue;
         waited[nwaited++] = d;
-        if (d->backend->wait(d->impl) != 0) /* the backend's message names the op where it knows it */
+        if (d->backend->wait(d->impl) != 0 && !quiet) /* the backend's message names the op where it knows it */
             return fl_session_fail(s, "%s (on %s)", fl_last_error(), d->name);
     }
     return 0;
+}
+
+void fl_session_wait_after_failure(fl_session *s)
+{
+    wait_for_devices(s, true);
 }
 
 /* ---- where each fetch goes (fetch_to) ---- */
@@ -216,15 +222,12 @@ int fl_session_fetch_finished(fl_session *s)
 /* Without fetch_ready: queue every copy, then wait once. */
 static int copy_all_at_end(fl_session *s)
 {
-    for (int i = 0; i < s->run->n; i++)
-        if (!fits(s, i))
-            return -1;
     int rc = 0;
     for (int i = 0; i < s->run->n && rc == 0; i++)
+        rc = fits(s, i) ? 0 : -1;
+    for (int i = 0; i < s->run->n && rc == 0; i++)
         rc = deliver(s, i, false);
-    /* Even after a failed copy: those queued write into outputs the run frees. */
-    int waited = wait_for_devices(s);
-    return rc ? rc : waited;
+    return rc ? rc : wait_for_devices(s, false);
 }
 
 int fl_session_fetch_the_rest(fl_session *s)
@@ -241,7 +244,7 @@ int fl_session_fetch_the_rest(fl_session *s)
         if (done < 0 || hand_over(s, i) != 0)
             return -1;
     }
-    if (wait_for_devices(s) != 0)
+    if (wait_for_devices(s, false) != 0)
         return -1;
     for (int i = 0; i < r->n; i++) /* values of devices without marks, and host values */
         if (!r->delivered[i] && hand_over(s, i) != 0)
