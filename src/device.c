@@ -92,6 +92,11 @@ void *fl_device_host_memory(const fl_device *d, const void *buffer)
 
 /* ---- copies within a device: without copy_now, copy and wait for all ---- */
 
+bool fl_device_can_copy_within(const fl_device *d)
+{
+    return d->backend->device_copies.copy != NULL;
+}
+
 int fl_device_copy_within(fl_device *d, void *dst, const void *src, size_t bytes, bool now)
 {
     const fl_backend_device_copies *c = &d->backend->device_copies;

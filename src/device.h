@@ -159,6 +159,8 @@ void *fl_device_host_memory(const fl_device *d, const void *buffer);
 /* A copy between two of d's buffers: enqueued, or (now) finished on return.
  * -1 (FL_UNIMPLEMENTED) on a device that cannot copy within itself. */
 int fl_device_copy_within(fl_device *d, void *dst, const void *src, size_t bytes, bool now);
+/* Whether d can: else values cannot stay on it (a remote task's device). */
+bool fl_device_can_copy_within(const fl_device *d);
 /* ---- device_buffer.c: the device a name such as "/gpu:0" stands for, in
  * this process; NULL with fl_last_error naming the devices there are ---- */
 fl_device *fl_device_named(const char *name);

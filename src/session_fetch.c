@@ -61,27 +61,53 @@ static bool names_device(const char *wanted, const fl_device *d)
     return fl_parse_device(wanted, &parsed, canonical, sizeof canonical) == 0 && strcmp(canonical, d->name) == 0;
 }
 
-/* A value stays on its own device: a copy within a device needs both ends there. */
-int fl_session_check_device_io(fl_session *s)
+/* d keeps values for the caller only where it can copy within itself. */
+static int refuse_unless_kept(fl_session *s, const fl_device *d, const char *what, const char *name)
+{
+    if (fl_device_can_copy_within(d))
+        return 0;
+    return fl_session_fail_code(s, FL_UNIMPLEMENTED, "%s %s: %s (%s) cannot keep values for the caller, since it "
+                                "cannot copy within itself; use host memory", what, name, d->name, d->backend->name);
+}
+
+/* A device feed lies on its placeholder's device, which can copy within itself. */
+static int check_device_feeds(fl_session *s)
 {
     for (int id = 0; id < s->nslots; id++) {
         const fl_tensor *fed = s->feeds[id];
         const fl_device *d = s->slots[id].device;
-        if (s->needed[id] && fed && fed->device && d && !names_device(fed->device, d))
+        const char *name = fl_graph_node(s->graph, id)->name;
+        if (!s->needed[id] || !fed || !fed->device || !d)
+            continue;
+        if (!names_device(fed->device, d))
             return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "feed %s: its value lies on %s, but the "
                                         "placeholder runs on %s; a device feed is copied within one device: "
-                                        "give it a value on %s, or in host memory",
-                                        fl_graph_node(s->graph, id)->name, fed->device, d->name, d->name);
+                                        "give it a value on %s, or in host memory", name, fed->device, d->name,
+                                        d->name);
+        if (refuse_unless_kept(s, d, "feed", name) != 0)
+            return -1;
     }
+    return 0;
+}
+
+/* A value stays only on its own device: a copy within a device needs both ends there. */
+int fl_session_check_device_io(fl_session *s)
+{
+    if (check_device_feeds(s) != 0)
+        return -1;
     const fl_run_fetches *r = s->run;
     for (int i = 0; i < r->n; i++) {
         const fl_fetch_target *t = target_of(r, i);
         const fl_device *d = s->slots[r->fetches[i]->id].device;
-        if (t && t->device && !names_device(t->device, d))
+        if (!t || !t->device)
+            continue;
+        if (!names_device(t->device, d))
             return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fetch %d (%s): fetch_to asks for it on %s, "
                                         "but it runs on %s; a value can stay only on its own device: ask "
                                         "for %s, or for host memory", i, r->fetches[i]->name, t->device,
                                         d->name, d->name);
+        if (refuse_unless_kept(s, d, "fetch", r->fetches[i]->name) != 0)
+            return -1;
     }
     return 0;
 }

@@ -4,8 +4,9 @@
  * machine): a value left on its device and fed back gives the host path's
  * numbers, a caller's buffer (host or device) receives the value, and no
  * copy to or from the host is made (counted by wrapping the device's table);
- * a too-small buffer, a wrong device and a device feed on the wrong device
- * fail with errors naming the fetch or feed, and hand back nothing. */
+ * a too-small buffer, a wrong device, a device feed on the wrong device and
+ * a device that cannot copy within itself fail with errors naming the
+ * fetch or feed, and hand back nothing. */
 #include <string.h>
 
 #include "tap.h"
@@ -249,6 +250,30 @@ static void counting_counts(void)
     fl_graph_free(m.g);
 }
 
+/* A device that cannot copy within itself (a remote task's) keeps nothing
+ * for the caller: the host's table without its device_copies stands for one. */
+static void device_without_copies(void)
+{
+    model m = build("/cpu:0");
+    fl_session *s = started(&m);
+    fl_tensor *x = input(), *y = NULL;
+    fl_device *host = fl_host_device();
+    real = host->backend;
+    counting = *real;
+    counting.device_copies = (fl_backend_device_copies){NULL, NULL};
+    host->backend = &counting;
+    fl_fetch_target stay = {.device = "/cpu:0"};
+    fl_feed fx = {m.x, x};
+    int rc = fl_session_run_with_options(s, &(fl_run_options){.fetch_to = &stay}, &fx, 1, &m.y, 1, &y, NULL, 0);
+    host->backend = real;
+    ok(rc == -1 && !y && fl_session_error_code(s) == FL_UNIMPLEMENTED,
+       "a device that cannot copy within itself refuses to keep a fetch: UNIMPLEMENTED");
+    contains(fl_session_error(s), "fetch y: /cpu:0 (host) cannot keep values for the caller", "and says which");
+    fl_tensor_free(x);
+    fl_session_free(s);
+    fl_graph_free(m.g);
+}
+
 static void buffer_errors(void)
 {
     ok(fl_device_buffer_alloc("/gpu:9", 16) == NULL && fl_last_error_code() == FL_NOT_FOUND,
@@ -274,6 +299,7 @@ int main(void)
         fl_list_devices(info, 4);
         skip("fetches that stay on /gpu:0", fl_last_error());
     }
+    device_without_copies();
     buffer_errors();
     return done_testing();
 }
