@@ -51,6 +51,28 @@ static fl_session *started(const model *m)
     return s;
 }
 
+/* The model, a session that has initialized it, and a value for x. */
+typedef struct {
+    model m;
+    fl_session *s;
+    fl_tensor *x;
+} fixture;
+
+static fixture set_up(const char *device)
+{
+    fixture f = {.m = build(device)};
+    f.s = started(&f.m);
+    f.x = input();
+    return f;
+}
+
+static void tear_down(fixture *f)
+{
+    fl_tensor_free(f->x);
+    fl_session_free(f->s);
+    fl_graph_free(f->m.g);
+}
+
 /* ---- counting the device's copies to and from host memory ---- */
 
 static const fl_backend *real;
@@ -219,59 +241,48 @@ static void refusals(const char *device, const char *other, fl_session *s, const
 
 static void on_device(const char *device, const char *other)
 {
-    model m = build(device);
-    fl_session *s = started(&m);
-    fl_tensor *x = input();
+    fixture f = set_up(device);
     float want_y[ROWS * OUT], want_q = 0;
-    if (!ok(host_path(s, &m, x, want_y, &want_q) == 0, "%s: the host path runs", device))
-        diag("%s", fl_session_error(s));
-    stays_and_feeds_back(device, s, &m, x, want_q);
-    into_callers_buffers(device, s, &m, x, want_y);
-    refusals(device, other, s, &m, x);
-    fl_tensor_free(x);
-    fl_session_free(s);
-    fl_graph_free(m.g);
+    if (!ok(host_path(f.s, &f.m, f.x, want_y, &want_q) == 0, "%s: the host path runs", device))
+        diag("%s", fl_session_error(f.s));
+    stays_and_feeds_back(device, f.s, &f.m, f.x, want_q);
+    into_callers_buffers(device, f.s, &f.m, f.x, want_y);
+    refusals(device, other, f.s, &f.m, f.x);
+    tear_down(&f);
 }
 
 /* Counting works: the host path copies in and out. */
 static void counting_counts(void)
 {
-    model m = build("/cpu:0");
-    fl_session *s = started(&m);
-    fl_tensor *x = input();
+    fixture f = set_up("/cpu:0");
     float y[ROWS * OUT], q;
     start_counting(fl_host_device());
-    int rc = host_path(s, &m, x, y, &q);
+    int rc = host_path(f.s, &f.m, f.x, y, &q);
     int copies = host_copies;
     stop_counting(fl_host_device());
     ok(rc == 0 && copies >= 4, "the host path's copies are counted (%d)", copies);
-    fl_tensor_free(x);
-    fl_session_free(s);
-    fl_graph_free(m.g);
+    tear_down(&f);
 }
 
 /* A device that cannot copy within itself (a remote task's) keeps nothing
  * for the caller: the host's table without its device_copies stands for one. */
 static void device_without_copies(void)
 {
-    model m = build("/cpu:0");
-    fl_session *s = started(&m);
-    fl_tensor *x = input(), *y = NULL;
+    fixture f = set_up("/cpu:0");
+    fl_tensor *y = NULL;
     fl_device *host = fl_host_device();
     real = host->backend;
     counting = *real;
     counting.device_copies = (fl_backend_device_copies){NULL, NULL};
     host->backend = &counting;
     fl_fetch_target stay = {.device = "/cpu:0"};
-    fl_feed fx = {m.x, x};
-    int rc = fl_session_run_with_options(s, &(fl_run_options){.fetch_to = &stay}, &fx, 1, &m.y, 1, &y, NULL, 0);
+    fl_feed fx = {f.m.x, f.x};
+    int rc = fl_session_run_with_options(f.s, &(fl_run_options){.fetch_to = &stay}, &fx, 1, &f.m.y, 1, &y, NULL, 0);
     host->backend = real;
-    ok(rc == -1 && !y && fl_session_error_code(s) == FL_UNIMPLEMENTED,
+    ok(rc == -1 && !y && fl_session_error_code(f.s) == FL_UNIMPLEMENTED,
        "a device that cannot copy within itself refuses to keep a fetch: UNIMPLEMENTED");
-    contains(fl_session_error(s), "fetch y: /cpu:0 (host) cannot keep values for the caller", "and says which");
-    fl_tensor_free(x);
-    fl_session_free(s);
-    fl_graph_free(m.g);
+    contains(fl_session_error(f.s), "fetch y: /cpu:0 (host) cannot keep values for the caller", "and says which");
+    tear_down(&f);
 }
 
 static void buffer_errors(void)
