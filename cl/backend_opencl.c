@@ -235,6 +235,26 @@ static int cl_copy_out_now(void *impl, void *host_dst, const void *src, size_t b
     return err == CL_SUCCESS ? 0 : fl_cl_fail("clEnqueueReadBuffer", err);
 }
 
+/* ---- copies within the device: for fetches and feeds that stay on it ---- */
+
+static int cl_copy_within(void *impl, void *dst, const void *src, size_t bytes)
+{
+    return fl_cl_copy(impl, src, dst, bytes);
+}
+
+/* On the second queue, as cl_copy_out_now, and finished on return. */
+static int cl_copy_within_now(void *impl, void *dst, const void *src, size_t bytes)
+{
+    fl_cl_device *d = impl;
+    if (bytes == 0 || src == dst)
+        return 0;
+    cl_int err = clEnqueueCopyBuffer(d->copy_queue, (cl_mem)src, (cl_mem)dst, 0, 0, bytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return fl_cl_fail("clEnqueueCopyBuffer", err);
+    err = clFinish(d->copy_queue);
+    return err == CL_SUCCESS ? 0 : fl_cl_fail("clFinish", err);
+}
+
 static void cl_release_mark(void *impl, void *mark)
 {
     (void)impl;
@@ -334,6 +354,7 @@ const fl_backend fl_opencl_backend = {
         .set_tracing = cl_set_tracing,
         .take_timings = cl_take_timings,
     },
+    .device_copies = {.copy = cl_copy_within, .copy_now = cl_copy_within_now},
 };
 
 /* The registry's entry (src/backend_entry.h): linked into every program. */

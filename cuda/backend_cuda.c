@@ -235,6 +235,26 @@ static int cuda_copy_out_now(void *impl, void *host_dst, const void *src, size_t
     return fl_cuda_check(cudaStreamSynchronize(d->copy_stream), "cudaStreamSynchronize");
 }
 
+/* ---- copies within the device: for fetches and feeds that stay on it ---- */
+
+static int cuda_copy_within(void *impl, void *dst, const void *src, size_t bytes)
+{
+    return copy(impl, dst, src, bytes, cudaMemcpyDeviceToDevice);
+}
+
+/* On the second stream, as cuda_copy_out_now, and finished on return. */
+static int cuda_copy_within_now(void *impl, void *dst, const void *src, size_t bytes)
+{
+    fl_cuda_device *d = impl;
+    if (bytes == 0 || src == dst)
+        return 0;
+    cudaSetDevice(d->index);
+    if (fl_cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, d->copy_stream),
+                      "cudaMemcpyAsync(device to device)") != 0)
+        return -1;
+    return fl_cuda_check(cudaStreamSynchronize(d->copy_stream), "cudaStreamSynchronize");
+}
+
 static void cuda_release_mark(void *impl, void *mark)
 {
     (void)impl;
@@ -373,4 +393,5 @@ const fl_backend fl_cuda_backend = {
         .set_tracing = fl_cuda_set_tracing,
         .take_timings = fl_cuda_take_timings,
     },
+    .device_copies = {.copy = cuda_copy_within, .copy_now = cuda_copy_within_now},
 };

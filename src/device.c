@@ -1,7 +1,8 @@
 /* device.c: the backend seam's optional groups (marks, tracing, variables by
- * name, host memory), each wrapped once with its fallback, as ggml wraps an
- * optional set_tensor_async with the synchronous one. The executor, saver
- * and readiness check call these and never test a member for NULL. */
+ * name, host memory, copies within a device), each wrapped once with its
+ * fallback, as ggml wraps an optional set_tensor_async with the synchronous
+ * one. The executor, saver and readiness check call these and never test a
+ * member for NULL. */
 #include "device.h"
 
 /* ---- marks: without them, the whole queue is the one mark ---- */
@@ -87,4 +88,25 @@ void *fl_device_host_memory(const fl_device *d, const void *buffer)
     if (!d->backend->host_memory.address_of)
         return NULL;
     return d->backend->host_memory.address_of(d->impl, (void *)buffer);
+}
+
+/* ---- copies within a device: without copy_now, copy and wait for all ---- */
+
+bool fl_device_can_copy_within(const fl_device *d)
+{
+    return d->backend->device_copies.copy != NULL;
+}
+
+int fl_device_copy_within(fl_device *d, void *dst, const void *src, size_t bytes, bool now)
+{
+    const fl_backend_device_copies *c = &d->backend->device_copies;
+    if (!c->copy) {
+        fl_set_error_code(FL_UNIMPLEMENTED, "%s (%s) cannot copy between its own buffers: fetch its values "
+                          "to the host instead", d->name, d->backend->name);
+        return -1;
+    }
+    if (now && c->copy_now)
+        return c->copy_now(d->impl, dst, src, bytes);
+    int rc = c->copy(d->impl, dst, src, bytes);
+    return rc || !now ? rc : d->backend->wait(d->impl);
 }

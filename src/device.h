@@ -70,6 +70,16 @@ typedef struct {
     void *(*address_of)(void *impl, void *buffer);
 } fl_backend_host_memory;
 
+/* Copies between two buffers of one device, for fetches and feeds that stay
+ * on it (all NULL: such fetches and feeds are refused). copy is enqueued on
+ * the device's queue, ordered with its ops; copy_now blocks until done and
+ * does not queue behind work enqueued after a reached mark (src must have
+ * been written before that mark), as copy_out_now. */
+typedef struct {
+    int (*copy)(void *impl, void *dst, const void *src, size_t bytes);
+    int (*copy_now)(void *impl, void *dst, const void *src, size_t bytes);
+} fl_backend_device_copies;
+
 /* The core every backend fills, then the optional groups. */
 typedef struct fl_backend {
     const char *name; /* "host", "opencl", "cuda" */
@@ -94,6 +104,7 @@ typedef struct fl_backend {
     fl_backend_tracing tracing; /* optional */
     fl_backend_variables variables; /* optional */
     fl_backend_host_memory host_memory; /* optional */
+    fl_backend_device_copies device_copies; /* optional */
 } fl_backend;
 
 struct fl_device {
@@ -145,5 +156,13 @@ int fl_device_write_variable(fl_device *d, const char *name, void *buffer, const
 /* Where buffer lies in this process's memory (a host device's: the buffer
  * itself), or NULL when it lies in the device's own memory. */
 void *fl_device_host_memory(const fl_device *d, const void *buffer);
+/* A copy between two of d's buffers: enqueued, or (now) finished on return.
+ * -1 (FL_UNIMPLEMENTED) on a device that cannot copy within itself. */
+int fl_device_copy_within(fl_device *d, void *dst, const void *src, size_t bytes, bool now);
+/* Whether d can: else values cannot stay on it (a remote task's device). */
+bool fl_device_can_copy_within(const fl_device *d);
+/* ---- device_buffer.c: the device a name such as "/gpu:0" stands for, in
+ * this process; NULL with fl_last_error naming the devices there are ---- */
+fl_device *fl_device_named(const char *name);
 
 #endif

@@ -74,7 +74,10 @@ typedef struct {
 typedef struct fl_tensor {
     fl_dtype dtype;
     fl_shape shape;
-    void *data; /* host memory, shape_size(shape) elements */
+    void *data;         /* shape_size(shape) elements, in host memory unless device is set */
+    const char *device; /* NULL: host memory; "/gpu:0": that device's (a CUDA pointer, an
+                         * OpenCL cl_mem), read with fl_device_buffer_read; "/cpu:0": host */
+    bool borrowed;      /* data is someone else's: fl_tensor_free frees only the struct */
 } fl_tensor;
 
 fl_shape fl_shape_make(int rank, ...); /* fl_shape_make(2, 128, 784) */
@@ -87,8 +90,8 @@ const char *fl_dtype_name(fl_dtype dtype); /* "float32", "int32" */
 fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape); /* zero-filled */
 fl_tensor *fl_tensor_from_floats(fl_shape shape, const float *values);
 fl_tensor *fl_tensor_from_ints(fl_shape shape, const int32_t *values);
-fl_tensor *fl_tensor_copy(const fl_tensor *t);
-void fl_tensor_free(fl_tensor *t);
+fl_tensor *fl_tensor_copy(const fl_tensor *t); /* host tensors only */
+void fl_tensor_free(fl_tensor *t); /* data too, unless borrowed or on a device */
 float *fl_tensor_floats(const fl_tensor *t);   /* NULL unless float32 */
 int32_t *fl_tensor_ints(const fl_tensor *t);   /* NULL unless int32 */
 float fl_tensor_scalar(const fl_tensor *t);    /* element 0 as a float */
@@ -286,6 +289,12 @@ typedef struct {
 /* Lists /cpu:0 and each /gpu:N of the active backend; returns the count
  * (<= max). When there is no accelerator, fl_last_error() says why. */
 int fl_list_devices(fl_device_info *out, int max);
+/* A program's own buffer on a device ("/gpu:0", "/cpu:0"), for fetch_to and
+ * device feeds without CUDA or OpenCL code of its own. Read and write block. */
+void *fl_device_buffer_alloc(const char *device, size_t bytes); /* NULL: fl_last_error says why */
+void fl_device_buffer_free(const char *device, void *buffer);
+int fl_device_buffer_read(const char *device, const void *buffer, void *host, size_t bytes);
+int fl_device_buffer_write(const char *device, void *buffer, const void *host, size_t bytes);
 
 /* Each accelerator backend this flowlab was built with, in the order the
  * automatic choice tries them: how many devices it has on this machine and,
@@ -307,7 +316,7 @@ typedef struct fl_cluster fl_cluster; /* chapter 3: see "Clusters" below */
 typedef struct fl_device fl_device;   /* a device behind the backend seam (src/device.h) */
 typedef struct fl_feed {
     fl_node *node;
-    const fl_tensor *value;
+    const fl_tensor *value; /* with device set: copied within that device, the placeholder's */
 } fl_feed;
 
 /* What a cluster runtime lends a session (TensorFlow plugs its distributed
@@ -385,9 +394,22 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
  * fails before any node runs (a bad feed, an unfed placeholder) calls
  * nothing. The callback must not use the session (no nested run). */
 typedef void (*fl_fetch_ready_fn)(int index, const fl_tensor *value, void *user);
+/* Where a fetched value goes (fetch_to: one per fetch). All zero: a new host
+ * tensor, as fl_session_run. buffer alone: copied into the caller's host
+ * memory. device (the one the fetched node runs on, "/gpu:0"): the value
+ * stays there, in the session's own buffer (read-only, valid until the next
+ * run) or, with buffer, copied into the caller's buffer on that device (an
+ * OpenCL cl_mem: at its start). Such an outputs[i] is borrowed, its device
+ * set; the caller's buffer holds the value once fetch_ready or the run has it. */
+typedef struct {
+    const char *device;
+    void *buffer;
+    size_t capacity; /* buffer's bytes: a smaller value fails the run, FL_INVALID_ARGUMENT */
+} fl_fetch_target;
 typedef struct {
     fl_fetch_ready_fn fetch_ready; /* NULL: none, as fl_session_run */
     void *user;                    /* passed to fetch_ready */
+    const fl_fetch_target *fetch_to; /* NULL: every fetch a new host tensor */
 } fl_run_options;
 /* fl_session_run with options (NULL: none). */
 int fl_session_run_with_options(fl_session *s, const fl_run_options *options, const fl_feed *feeds,
@@ -430,8 +452,6 @@ int fl_session_restore_latest(fl_session *s, const char *dir);
  * max of their names go into names (may be NULL). The count, or -1. */
 int fl_session_uninitialized_variables(fl_session *s, const char **names, int max);
 
-/* Monitored training (chapter 4): see flowlab_monitored.h, included below. */
-
 /* ------------------------------------------------------------------------
  * Data: MNIST-format (IDX) files, plain or gzip-compressed, and a pipeline
  * that shuffles with a seed, batches, repeats and prefetches on a thread.
@@ -463,11 +483,8 @@ fl_dataset *fl_dataset_new(const fl_tensor *images, const fl_tensor *labels,
 int fl_dataset_next(fl_dataset *ds, const fl_tensor **images, const fl_tensor **labels);
 void fl_dataset_free(fl_dataset *ds);
 
-/* Clusters, servers and the replica device setter (chapter 3): see
- * flowlab_cluster.h, included below. */
-
-#include "flowlab_cluster.h"   /* the public API continues there */
-#include "flowlab_monitored.h"
+#include "flowlab_cluster.h"   /* clusters, servers, the replica device setter (chapter 3) */
+#include "flowlab_monitored.h" /* monitored training (chapter 4) */
 #include "flowlab_summary.h"   /* event files for TensorBoard */
 #include "flowlab_pictures.h"  /* the graph as DOT, a run as a Chrome trace */
 

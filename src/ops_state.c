@@ -55,6 +55,9 @@ fl_node *fl_constant(fl_graph *g, const fl_tensor *value, const char *name)
 {
     if (!value)
         return fl_graph_fail(g, name ? name : "Const", "the constant's value is NULL");
+    if (value->device)
+        return fl_graph_fail(g, name ? name : "Const", "the constant's value lies on %s: give it in host memory",
+                             value->device);
     if (check_shape(g, name ? name : "Const", value->shape, true) != 0)
         return NULL;
     fl_node_spec spec = {.op = FL_OP_CONST, .name = name, .default_name = "Const",
@@ -68,13 +71,13 @@ fl_node *fl_constant(fl_graph *g, const fl_tensor *value, const char *name)
 
 fl_node *fl_scalar(fl_graph *g, float value, const char *name)
 {
-    fl_tensor t = {FL_FLOAT32, {0, {0}}, &value};
+    fl_tensor t = {.dtype = FL_FLOAT32, .shape = {0, {0}}, .data = &value};
     return fl_constant(g, &t, name);
 }
 
 fl_node *fl_int_scalar(fl_graph *g, int32_t value, const char *name)
 {
-    fl_tensor t = {FL_INT32, {0, {0}}, &value};
+    fl_tensor t = {.dtype = FL_INT32, .shape = {0, {0}}, .data = &value};
     return fl_constant(g, &t, name);
 }
 

@@ -131,7 +131,9 @@ static int run_source(fl_session *s, fl_node *n)
     const fl_tensor *fed = s->feeds[n->id];
     if (fed) {
         fl_session_ensure_buffer(slot, fl_tensor_bytes(fed));
-        slot->value = (fl_tensor){fed->dtype, fed->shape, slot->buffer};
+        slot->value = (fl_tensor){.dtype = fed->dtype, .shape = fed->shape, .data = slot->buffer};
+        if (fed->device) /* on this device: fl_session_check_device_io */
+            return fl_device_copy_within(slot->device, slot->buffer, fed->data, fl_tensor_bytes(fed), false);
         return slot->device->backend->copy_in(slot->device->impl, slot->buffer, fed->data,
                                               fl_tensor_bytes(fed));
     }
@@ -144,9 +146,9 @@ static int run_source(fl_session *s, fl_node *n)
     }
     /* Variables and constants: one buffer for the session's lifetime. */
     if (!slot->buffer) {
-        fl_tensor t = {n->dtype, n->attrs.shape, NULL};
+        fl_tensor t = {.dtype = n->dtype, .shape = n->attrs.shape, .data = NULL};
         fl_session_ensure_buffer(slot, fl_tensor_bytes(&t));
-        slot->value = (fl_tensor){n->dtype, n->attrs.shape, slot->buffer};
+        slot->value = (fl_tensor){.dtype = n->dtype, .shape = n->attrs.shape, .data = slot->buffer};
         if (n->op == FL_OP_CONST)
             return slot->device->backend->copy_in(slot->device->impl, slot->buffer, n->value->data,
                                                   fl_tensor_bytes(n->value));
@@ -204,14 +206,14 @@ static int run_op(fl_session *s, fl_node *n)
     if (fl_op_def_of(n->op)->infer(n, in_shapes, &shape, err) != 0)
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: %s", n->name, err);
     if (fl_op_def_of(n->op)->aliases_input0) {
-        slot->value = (fl_tensor){n->dtype, shape, in[0]->data};
+        slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
     } else if (n->has_output && fl_session_can_forward(s, n, in[0], shape)) {
         release_slot(slot); /* a buffer from a run that could not forward */
-        slot->value = (fl_tensor){n->dtype, shape, in[0]->data};
+        slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
     } else if (n->has_output) {
-        fl_tensor t = {n->dtype, shape, NULL};
+        fl_tensor t = {.dtype = n->dtype, .shape = shape, .data = NULL};
         fl_session_ensure_buffer(slot, fl_tensor_bytes(&t));
-        slot->value = (fl_tensor){n->dtype, shape, slot->buffer};
+        slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = slot->buffer};
     }
     if (n->op == FL_OP_NO_OP)
         return 0;
@@ -250,6 +252,8 @@ static int place_and_find_crossings(fl_session *s)
         if (s->needed[id] && fl_session_place(s, fl_graph_node(s->graph, id)) != 0)
             return -1;
     }
+    if (fl_session_check_device_io(s) != 0)
+        return -1;
     fl_session_fuse(s);
     for (int id = 0; id < s->nslots; id++) {
         fl_node *n = fl_session_planned(s, id);
@@ -415,6 +419,8 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
     for (int i = 0; i < nfetches; i++)
         s->slots[fetches[i]->id].fetched = true;
     int rc = execute(s) == 0 ? fl_session_fetch_the_rest(s) : -1;
+    if (rc != 0)
+        fl_session_wait_after_failure(s);
     for (int i = 0; i < nfetches; i++) {
         s->slots[fetches[i]->id].fetched = false;
         if (rc != 0) { /* a failed run hands back no outputs, not half of them */

@@ -112,7 +112,7 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
         c->buffer = fl_device_alloc(dst, bytes);
         c->capacity = bytes;
     }
-    c->value = (fl_tensor){from->value.dtype, from->value.shape, c->buffer};
+    c->value = (fl_tensor){.dtype = from->value.dtype, .shape = from->value.shape, .data = c->buffer};
     *out = &c->value;
     /* The value is finished first, so a traced copy is only the copy. */
     int rc = wait_for_value(from);

@@ -2,8 +2,11 @@
  * value is copied to the host once all is issued, and the run waits for
  * the devices. With fl_run_options' fetch_ready, each value is handed over
  * as soon as its device has finished it, while later ops still run: what a
- * lab needs to reduce gradients during the backward pass (chapter 6). */
+ * lab needs to reduce gradients during the backward pass (chapter 6). With
+ * fetch_to, a value goes into the caller's memory or stays on its device,
+ * and a device feed is checked here against where its placeholder runs. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "session_internal.h"
 
@@ -13,8 +16,9 @@ bool fl_session_wants_early_fetch(const fl_session *s, const fl_slot *slot)
 }
 
 /* A run ends when every device it used is idle: host staging buffers and
- * fed values may be reused by the next run. */
-static int wait_for_devices(fl_session *s)
+ * fed values may be reused by the next run. quiet: after a failure, whose
+ * message stands. */
+static int wait_for_devices(fl_session *s, bool quiet)
 {
     const fl_device *waited[32];
     int nwaited = 0;
@@ -28,24 +32,159 @@ static int wait_for_devices(fl_session *s)
         if (seen || nwaited == 32)
             continue;
         waited[nwaited++] = d;
-        if (d->backend->wait(d->impl) != 0) /* the backend's message names the op where it knows it */
+        if (d->backend->wait(d->impl) != 0 && !quiet) /* the backend's message names the op where it knows it */
             return fl_session_fail(s, "%s (on %s)", fl_last_error(), d->name);
     }
     return 0;
 }
 
-/* Copies fetch i's finished value into a new host tensor, outputs[i], and
- * hands it to fetch_ready. Blocks only for the copy itself. */
-static int hand_over(fl_session *s, int i)
+void fl_session_wait_after_failure(fl_session *s)
+{
+    wait_for_devices(s, true);
+}
+
+/* ---- where each fetch goes (fetch_to) ---- */
+
+/* fetch_to's entry for fetch i when it asks for more than a new host
+ * tensor, else NULL. */
+static const fl_fetch_target *target_of(const fl_run_fetches *r, int i)
+{
+    const fl_fetch_target *t = r->options && r->options->fetch_to ? &r->options->fetch_to[i] : NULL;
+    return t && (t->device || t->buffer) ? t : NULL;
+}
+
+/* Whether a device name a caller gave ("/device:GPU:0") is d. */
+static bool names_device(const char *wanted, const fl_device *d)
+{
+    fl_device_name parsed;
+    char canonical[64];
+    return fl_parse_device(wanted, &parsed, canonical, sizeof canonical) == 0 && strcmp(canonical, d->name) == 0;
+}
+
+/* d keeps values for the caller only where it can copy within itself. */
+static int refuse_unless_kept(fl_session *s, const fl_device *d, const char *what, const char *name)
+{
+    if (fl_device_can_copy_within(d))
+        return 0;
+    return fl_session_fail_code(s, FL_UNIMPLEMENTED, "%s %s: %s (%s) cannot keep values for the caller, since it "
+                                "cannot copy within itself; use host memory", what, name, d->name, d->backend->name);
+}
+
+/* A device feed lies on its placeholder's device, which can copy within itself. */
+static int check_device_feeds(fl_session *s)
+{
+    for (int id = 0; id < s->nslots; id++) {
+        const fl_tensor *fed = s->feeds[id];
+        const fl_device *d = s->slots[id].device;
+        const char *name = fl_graph_node(s->graph, id)->name;
+        if (!s->needed[id] || !fed || !fed->device || !d)
+            continue;
+        if (!names_device(fed->device, d))
+            return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "feed %s: its value lies on %s, but the "
+                                        "placeholder runs on %s; a device feed is copied within one device: "
+                                        "give it a value on %s, or in host memory", name, fed->device, d->name,
+                                        d->name);
+        if (refuse_unless_kept(s, d, "feed", name) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A value stays only on its own device: a copy within a device needs both ends there. */
+int fl_session_check_device_io(fl_session *s)
+{
+    if (check_device_feeds(s) != 0)
+        return -1;
+    const fl_run_fetches *r = s->run;
+    for (int i = 0; i < r->n; i++) {
+        const fl_fetch_target *t = target_of(r, i);
+        const fl_device *d = s->slots[r->fetches[i]->id].device;
+        if (!t || !t->device)
+            continue;
+        if (!names_device(t->device, d))
+            return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fetch %d (%s): fetch_to asks for it on %s, "
+                                        "but it runs on %s; a value can stay only on its own device: ask "
+                                        "for %s, or for host memory", i, r->fetches[i]->name, t->device,
+                                        d->name, d->name);
+        if (refuse_unless_kept(s, d, "fetch", r->fetches[i]->name) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Into host memory: enqueued, or (now) finished on return. */
+static int copy_out(fl_device *d, void *host, const void *src, size_t bytes, bool now)
+{
+    return now ? fl_device_copy_out_now(d, host, src, bytes) : d->backend->copy_out(d->impl, host, src, bytes);
+}
+
+/* Whether fetch i's value fits the caller's buffer fetch_to gives it (true
+ * without one); the run fails when not. Known once the value is computed. */
+static bool fits(fl_session *s, int i)
+{
+    const fl_run_fetches *r = s->run;
+    const fl_fetch_target *t = target_of(r, i);
+    const fl_slot *slot = &s->slots[r->fetches[i]->id];
+    size_t bytes = fl_tensor_bytes(&slot->value);
+    char shape[64];
+    if (!t || !t->buffer || bytes <= t->capacity)
+        return true;
+    fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fetch %d (%s): its value, %s %s, is %zu bytes, but "
+                         "fetch_to's buffer holds %zu; give a buffer of at least %zu bytes", i,
+                         r->fetches[i]->name, fl_dtype_name(slot->value.dtype),
+                         fl_shape_format(slot->value.shape, shape, sizeof shape), bytes, t->capacity, bytes);
+    return false;
+}
+
+/* outputs[i] for a fetch_to entry: borrowed, on the caller's buffer or,
+ * with none, on the value's own; the copy into the buffer is started. */
+static int deliver_to(fl_session *s, int i, const fl_fetch_target *t, bool now)
+{
+    fl_run_fetches *r = s->run;
+    const fl_slot *slot = &s->slots[r->fetches[i]->id];
+    size_t bytes = fl_tensor_bytes(&slot->value);
+    if (!fits(s, i))
+        return -1;
+    fl_tensor *out = r->outputs[i] = fl_xcalloc(1, sizeof *out);
+    *out = (fl_tensor){slot->value.dtype, slot->value.shape, t->buffer ? t->buffer : slot->value.data,
+                       t->device ? slot->device->name : NULL, true};
+    if (!t->buffer)
+        return 0; /* it stays where it is */
+    if (t->device)
+        return fl_device_copy_within(slot->device, t->buffer, slot->value.data, bytes, now);
+    return copy_out(slot->device, t->buffer, slot->value.data, bytes, now);
+}
+
+/* Gives fetch i its output, outputs[i]: a new host tensor, or where
+ * fetch_to says. The copy is enqueued, or (now) finished on return. */
+static int deliver(fl_session *s, int i, bool now)
 {
     fl_run_fetches *r = s->run;
     const fl_node *n = r->fetches[i];
     const fl_slot *slot = &s->slots[n->id];
-    r->outputs[i] = fl_tensor_new(slot->value.dtype, slot->value.shape);
-    if (fl_device_copy_out_now(slot->device, r->outputs[i]->data, slot->value.data,
-                                     fl_tensor_bytes(r->outputs[i])) != 0)
-        return fl_session_fail(s, "%s: copying the fetched value from %s: %s", n->name,
-                               slot->device->name, fl_last_error());
+    const fl_fetch_target *t = target_of(r, i);
+    int rc;
+    if (t) {
+        rc = deliver_to(s, i, t, now);
+    } else {
+        r->outputs[i] = fl_tensor_new(slot->value.dtype, slot->value.shape);
+        rc = copy_out(slot->device, r->outputs[i]->data, slot->value.data, fl_tensor_bytes(r->outputs[i]), now);
+    }
+    if (rc != 0 && !s->error[0]) /* deliver_to's own refusal is said already */
+        return fl_session_fail(s, "%s: copying the fetched value from %s: %s", n->name, slot->device->name,
+                               fl_last_error());
+    return rc;
+}
+
+/* ---- when each fetch goes ---- */
+
+/* Gives fetch i its finished value and hands it to fetch_ready. Blocks
+ * only for the copy itself. */
+static int hand_over(fl_session *s, int i)
+{
+    fl_run_fetches *r = s->run;
+    if (deliver(s, i, true) != 0)
+        return -1;
     r->delivered[i] = true;
     r->options->fetch_ready(i, r->outputs[i], r->options->user);
     return 0;
@@ -109,14 +248,12 @@ int fl_session_fetch_finished(fl_session *s)
 /* Without fetch_ready: queue every copy, then wait once. */
 static int copy_all_at_end(fl_session *s)
 {
-    fl_run_fetches *r = s->run;
-    for (int i = 0; i < r->n; i++) {
-        const fl_slot *slot = &s->slots[r->fetches[i]->id];
-        r->outputs[i] = fl_tensor_new(slot->value.dtype, slot->value.shape);
-        slot->device->backend->copy_out(slot->device->impl, r->outputs[i]->data, slot->value.data,
-                                        fl_tensor_bytes(r->outputs[i]));
-    }
-    return wait_for_devices(s);
+    int rc = 0;
+    for (int i = 0; i < s->run->n && rc == 0; i++)
+        rc = fits(s, i) ? 0 : -1;
+    for (int i = 0; i < s->run->n && rc == 0; i++)
+        rc = deliver(s, i, false);
+    return rc ? rc : wait_for_devices(s, false);
 }
 
 int fl_session_fetch_the_rest(fl_session *s)
@@ -133,7 +270,7 @@ int fl_session_fetch_the_rest(fl_session *s)
         if (done < 0 || hand_over(s, i) != 0)
             return -1;
     }
-    if (wait_for_devices(s) != 0)
+    if (wait_for_devices(s, false) != 0)
         return -1;
     for (int i = 0; i < r->n; i++) /* values of devices without marks, and host values */
         if (!r->delivered[i] && hand_over(s, i) != 0)

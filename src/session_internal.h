@@ -189,6 +189,13 @@ void fl_session_forget_marks(fl_session *s);
 void fl_session_release_copies(fl_slot *slot, int ninputs);
 
 /* ---- session_fetch.c: handing the fetched values over ---- */
+/* After placement: every device feed lies on its placeholder's device and
+ * every fetch_to device is its fetch's; -1 with the error set. */
+int fl_session_check_device_io(fl_session *s);
+/* After a failed run: waits until its devices are idle (ignoring their
+ * errors), so that no copy they still make writes into outputs the run
+ * frees, or reads feeds the caller may now free. */
+void fl_session_wait_after_failure(fl_session *s);
 /* Whether the value of the node in slot is fetched by a run that wants it
  * as soon as it is finished (it then gets a mark on its device). */
 bool fl_session_wants_early_fetch(const fl_session *s, const fl_slot *slot);

@@ -33,6 +33,12 @@ int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl
                           fl_node *const *fetches, int nfetches, fl_tensor **outputs, fl_node *const *targets,
                           int ntargets)
 {
+    bool device_feeds = false;
+    for (int i = 0; i < nfeeds; i++)
+        device_feeds |= feeds[i].value && feeds[i].value->device;
+    if (device_feeds || (options && options->fetch_to))
+        return fl_session_fail_code(s, FL_UNIMPLEMENTED, "this session is the client of a cluster: its values "
+                                    "live on the tasks; fetch_to and device feeds are for a session's own devices");
     if (s->options.cluster->run_master(s->master, feeds, nfeeds, fetches, nfetches, outputs, targets,
                                        ntargets) != 0) {
         for (int i = 0; i < nfetches; i++)

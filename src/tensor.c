@@ -120,7 +120,7 @@ fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape)
                           "fl_tensor_new: shape %s must be fully known", fl_shape_format(shape, buf, sizeof buf));
         return NULL;
     }
-    fl_tensor *t = fl_xmalloc(sizeof *t);
+    fl_tensor *t = fl_xcalloc(1, sizeof *t); /* host memory, its own */
     t->dtype = dtype;
     t->shape = shape;
     t->data = fl_xcalloc((size_t)fl_shape_size(shape), fl_dtype_size(dtype));
@@ -145,6 +145,11 @@ fl_tensor *fl_tensor_from_ints(fl_shape shape, const int32_t *values)
 
 fl_tensor *fl_tensor_copy(const fl_tensor *src)
 {
+    if (src->device) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_tensor_copy: the tensor lies on %s; read it with "
+                          "fl_device_buffer_read", src->device);
+        return NULL;
+    }
     fl_tensor *t = fl_tensor_new(src->dtype, src->shape);
     if (t)
         memcpy(t->data, src->data, fl_tensor_bytes(t));
@@ -155,7 +160,8 @@ void fl_tensor_free(fl_tensor *t)
 {
     if (!t)
         return;
-    free(t->data);
+    if (!t->borrowed && !t->device) /* a device's buffer is its owner's to release */
+        free(t->data);
     free(t);
 }
 

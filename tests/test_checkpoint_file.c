@@ -412,7 +412,7 @@ static void test_refused_tensors(void)
     ok(fl_checkpoint_write(path, twice, 3) == -1, "duplicate names are refused");
     is_string(fl_last_error(), want, "the message names the duplicate");
 
-    fl_tensor unknown = {FL_FLOAT32, {2, {-1, 3}}, NULL};
+    fl_tensor unknown = {.dtype = FL_FLOAT32, .shape = {2, {-1, 3}}, .data = NULL};
     fl_named_tensor bad = {"x", &unknown};
     snprintf(want, sizeof want,
              "%s: tensor 'x' has shape [?,3]; a checkpoint needs a known shape of rank 0 to 4", path);

@@ -102,7 +102,7 @@ static void once_per_fetch(const char *device)
         return;
     }
     seen w = {.caller = pthread_self()};
-    fl_run_options options = {record, &w};
+    fl_run_options options = {.fetch_ready = record, .user = &w};
     fl_tensor *out[3] = {NULL, NULL, NULL};
     fl_node *fetches[3] = {c.early, c.late, c.early};
     fl_session_set_tracing(s, true);
@@ -142,7 +142,7 @@ static void no_call_when_failing_early(void)
     fl_session *s = fl_session_new(g, NULL);
     seen w = {.caller = pthread_self()};
     fl_tensor *out = (fl_tensor *)&w; /* not NULL: the run must clear it */
-    int rc = fl_session_run_with_options(s, &(fl_run_options){record, &w}, NULL, 0, &doubled, 1,
+    int rc = fl_session_run_with_options(s, &(fl_run_options){.fetch_ready = record, .user = &w}, NULL, 0, &doubled, 1,
                                          &out, NULL, 0);
     ok(rc == -1 && w.calls == 0 && out == NULL,
        "an unfed placeholder: the run fails, calls nothing and returns no output (%d calls)", w.calls);
@@ -169,7 +169,7 @@ static void no_outputs_when_failing_late(void)
     fl_session *s = fl_session_new(g, NULL);
     seen w = {.caller = pthread_self()};
     fl_tensor *out[2];
-    int rc = fl_session_run_with_options(s, &(fl_run_options){record, &w},
+    int rc = fl_session_run_with_options(s, &(fl_run_options){.fetch_ready = record, .user = &w},
                                          (fl_feed[]){{a, va}, {b, vb}}, 2,
                                          (fl_node *[]){early, bad}, 2, out, NULL, 0);
     ok(rc == -1 && strstr(fl_session_error(s), "bad"), "Add of [3] and [4] fails the run, naming "

@@ -89,7 +89,7 @@ static void test_small_frames(void)
     fl_wire_frame f;
     fl_wire_message m;
     float one = 3.5f;
-    fl_tensor t = {FL_FLOAT32, {0, {0}}, &one};
+    fl_tensor t = {.dtype = FL_FLOAT32, .shape = {0, {0}}, .data = &one};
     fl_wire_put_send_tensor(&buf, 3, 99, "a:/job:ps/task:0->/job:worker/task:1", &t);
     ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, err, sizeof err) == 0 && m.u.send.step_id == 99 &&
            strcmp(m.u.send.key, "a:/job:ps/task:0->/job:worker/task:1") == 0 && m.u.send.value.count == 1,

@@ -25,7 +25,7 @@ static void *act_later(void *arg)
     later *l = arg;
     usleep((useconds_t)(l->delay_s * 1e6));
     float v = 7;
-    fl_tensor t = {FL_FLOAT32, {0, {0}}, &v};
+    fl_tensor t = {.dtype = FL_FLOAT32, .shape = {0, {0}}, .data = &v};
     if (l->abort)
         fl_rendezvous_abort(l->r, l->step);
     else
@@ -48,7 +48,7 @@ int main(void)
 {
     fl_rendezvous *r = fl_rendezvous_new();
     float v = 3;
-    fl_tensor t = {FL_FLOAT32, {0, {0}}, &v};
+    fl_tensor t = {.dtype = FL_FLOAT32, .shape = {0, {0}}, .data = &v};
     fl_tensor *got = NULL;
     double seconds;
 

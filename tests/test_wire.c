@@ -549,11 +549,11 @@ static void test_encoder_refusals(void)
     long_name[299] = '\0';
     ok(fl_wire_put_pull(&buf, 2, long_name) == -1 && buf.len == before, "a 299-byte name is refused");
     is_string(buf.error, "PULL: name is 299 bytes, over the 255 limit", "naming the limit");
-    fl_tensor unknown = {FL_FLOAT32, {2, {-1, 4}}, buf.data};
+    fl_tensor unknown = {.dtype = FL_FLOAT32, .shape = {2, {-1, 4}}, .data = buf.data};
     ok(fl_wire_put_value(&buf, 3, "w", &unknown) == -1 && buf.len == before,
        "a shape with an unknown dimension is refused");
     is_string(buf.error, "VALUE: shape [-1,4] has a non-positive dimension", "naming the shape");
-    fl_tensor huge = {FL_FLOAT32, {3, {4096, 4096, 2}}, buf.data}; /* data never read */
+    fl_tensor huge = {.dtype = FL_FLOAT32, .shape = {3, {4096, 4096, 2}}, .data = buf.data}; /* data never read */
     ok(fl_wire_put_value(&buf, 3, "w", &huge) == -1 && buf.len == before,
        "a 128 MiB tensor is refused before its data is read");
     fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = INFINITY};

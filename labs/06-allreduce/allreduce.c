@@ -71,7 +71,8 @@ static void usage(FILE *out)
             "  --fusion_threshold BYTES  gradients ready together are fused into one collective\n"
             "                        of at most BYTES (default 67108864, 64 MiB, as Horovod\n"
             "                        before 0.21); 0: one collective per gradient\n"
-            "  --device D            each process's device (default /gpu:0; falls back to /cpu:0)\n"
+            "  --device D            each process's device (default /gpu:0; falls back to /cpu:0;\n"
+            "                        with --allreduce nccl, the GPU NCCL gives the rank)\n"
             "  --batch_size N        examples per step across all processes, the global batch;\n"
             "                        each gets N / processes (default 128)\n"
             TRAINING_FLAGS_HELP, program, program);
@@ -210,15 +211,17 @@ static fl_tensor *my_slice(const fl_tensor *batch, const job *j)
 }
 
 /* fl_run_options' fetch_ready: each gradient goes to the communication
- * thread as soon as the run has it on the host. */
+ * thread as soon as the run has it: on the host, or with NCCL in its place
+ * in the reducer's GPU buffer (fetch_to), never copied to the host. */
 static void hand_to_reducer(int index, const fl_tensor *value, void *user)
 {
     reducer_tensor_ready(user, index, value);
 }
 
 /* Runs this rank's forward and backward pass on its slice, fetching the
- * gradients and the loss into out[0..nvars] (new tensors); with --overlap
- * on, the reducer has each as soon as it is ready, else all at the end. */
+ * gradients and the loss into out[0..nvars] (new tensors, or with NCCL
+ * borrowed ones on the GPU); with --overlap on, the reducer has each as
+ * soon as it is ready, else all at the end. */
 static int compute_gradients(fl_session *s, const replica_graph *m, const allreduce_flags *a,
                              reducer *r, const fl_tensor *images, const fl_tensor *labels,
                              const job *j, fl_tensor **out)
@@ -228,7 +231,8 @@ static int compute_gradients(fl_session *s, const replica_graph *m, const allred
     memcpy(fetches, m->grads, (size_t)m->nvars * sizeof fetches[0]);
     fetches[m->nvars] = m->loss;
     fl_feed feeds[2] = {{m->image, my_images}, {m->label, my_labels}};
-    fl_run_options options = {a->overlap ? hand_to_reducer : NULL, r};
+    fl_run_options options = {.fetch_ready = a->overlap ? hand_to_reducer : NULL, .user = r,
+                              .fetch_to = reducer_fetch_to(r)};
     int rc = fl_session_run_with_options(s, &options, feeds, 2, fetches, m->nvars + 1, out, NULL,
                                          0);
     for (int i = 0; rc == 0 && !a->overlap && i <= m->nvars; i++)
@@ -252,15 +256,15 @@ static void allreduce_step(fl_session *s, const replica_graph *m, const allreduc
         abort_job(j, "computing the gradients", fl_session_error(s));
     if (reducer_wait(r) != 0)
         abort_job(j, "averaging the gradients", reducer_error(r));
-    fl_tensor means[MAX_VARS]; /* views of the reducer's buffer */
+    fl_tensor means[MAX_VARS]; /* views of the reducer's buffer (on the GPU with NCCL) */
     fl_feed feeds[MAX_VARS];
     for (int v = 0; v < m->nvars; v++) {
-        means[v] = (fl_tensor){FL_FLOAT32, values[v]->shape, (void *)reducer_mean(r, v)};
+        means[v] = reducer_mean_tensor(r, v, values[v]->shape);
         feeds[v] = (fl_feed){m->averaged[v], &means[v]};
     }
     if (fl_session_run(s, feeds, m->nvars, NULL, 0, NULL, &m->train_op, 1) != 0)
         abort_job(j, "applying the gradients", fl_session_error(s));
-    *loss = reducer_mean(r, m->nvars)[0];
+    *loss = reducer_mean_scalar(r, m->nvars);
     for (int v = 0; v <= m->nvars; v++)
         fl_tensor_free(values[v]);
 }
@@ -274,7 +278,7 @@ static reducer *start_reducer(fl_session *s, const replica_graph *m, const allre
 {
     reducer_plan plan = {.count = m->nvars + 1, .fusion_threshold = (size_t)a->fusion_threshold,
                          .algorithm = a->algorithm, .background = a->overlap,
-                         .comm = MPI_COMM_WORLD, .trace = s};
+                         .comm = MPI_COMM_WORLD, .trace = s, .device = a->device};
     plan.elements[m->nvars] = 1;
     plan.order[0] = m->nvars;
     for (int v = 0; v < m->nvars; v++) {
@@ -456,12 +460,15 @@ int main(int argc, char **argv)
         return 1;
     }
     long total_steps = plan_steps(&o, &data, &j);
-    char why[256];
+    char why[256], gpu[16];
     if (a.algorithm == ALLREDUCE_NCCL && nccl_open(MPI_COMM_WORLD, why, sizeof why) != 0) {
         fprintf(stderr, "%s: rank %d: --allreduce nccl: %s\n", program, j.rank, why);
         MPI_Finalize();
         return 2;
     }
+    if (a.algorithm == ALLREDUCE_NCCL && nccl_training_device(gpu, sizeof gpu, why, sizeof why) != 0)
+        abort_job(&j, "--allreduce nccl", why);
+    a.device = a.algorithm == ALLREDUCE_NCCL ? gpu : a.device; /* the gradients stay where NCCL sums */
     fl_graph *g = fl_graph_new();
     fl_optimizer *adam = fl_adam_optimizer(o.learning_rate, 0.9f, 0.999f, 1e-8f);
     replica_graph m = {0};

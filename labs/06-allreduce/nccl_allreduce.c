@@ -1,8 +1,11 @@
-/* nccl_allreduce.c: --allreduce nccl (see nccl_allreduce.h). Built with
- * NCCL when the Makefile finds it beside the CUDA toolkit (FL_HAVE_NCCL);
+/* nccl_allreduce.c: --allreduce nccl (see nccl_allreduce.h): the gradients
+ * stay on the GPU, in a buffer of this file's, averaged there by NCCL. Built
+ * with NCCL when the Makefile finds it beside the CUDA toolkit (FL_HAVE_NCCL);
  * without it, asking for NCCL is a clear error, the same on every rank. */
 #include <stdio.h>
+#include <string.h>
 
+#include "flowlab.h"
 #include "nccl_allreduce.h"
 
 #ifdef FL_HAVE_NCCL
@@ -13,8 +16,6 @@
 static struct {
     ncclComm_t comm;
     cudaStream_t stream;
-    float *buffer;   /* on the device */
-    size_t capacity; /* floats */
     int device;
     int open;
 } nccl;
@@ -85,44 +86,60 @@ int nccl_open(MPI_Comm comm, char *why, size_t len)
     return 0;
 }
 
-static int grow_buffer(size_t count, char *why, size_t len)
+/* CUDA's current device is per thread, and the reducer's collectives run
+ * on the lab's communication thread, not the thread nccl_open ran on. */
+static int use_device(char *why, size_t len)
 {
-    /* CUDA's current device is per thread, and nccl_sum runs on the lab's
-     * communication thread (reducer.c), not the thread nccl_open ran on. */
     cudaError_t e = cudaSetDevice(nccl.device);
-    if (e != cudaSuccess) {
-        snprintf(why, len, "cudaSetDevice(%d): %s", nccl.device, cudaGetErrorString(e));
-        return -1;
-    }
-    if (count <= nccl.capacity)
+    if (e == cudaSuccess)
         return 0;
-    cudaFree(nccl.buffer);
-    nccl.buffer = NULL;
-    nccl.capacity = 0;
-    e = cudaMalloc((void **)&nccl.buffer, count * sizeof(float));
+    snprintf(why, len, "cudaSetDevice(%d): %s", nccl.device, cudaGetErrorString(e));
+    return -1;
+}
+
+int nccl_training_device(char *device, size_t device_len, char *why, size_t len)
+{
+    snprintf(device, device_len, "/gpu:%d", nccl.device);
+    fl_device_info devices[16];
+    int count = fl_list_devices(devices, 16);
+    for (int i = 0; i < count; i++)
+        if (strcmp(devices[i].name, device) == 0 && strcmp(devices[i].backend, "cuda") == 0)
+            return 0;
+    snprintf(why, len, "NCCL sums on CUDA GPU %d, where the gradients must stay, but flowlab's %s is not "
+             "that GPU (its backends: see flowlab-devices); run with FLOWLAB_BACKEND=cuda", nccl.device, device);
+    return -1;
+}
+
+float *nccl_alloc(size_t count, char *why, size_t len)
+{
+    float *buffer = NULL;
+    if (use_device(why, len) != 0)
+        return NULL;
+    cudaError_t e = cudaMalloc((void **)&buffer, (count ? count : 1) * sizeof(float));
     if (e != cudaSuccess) {
         snprintf(why, len, "cudaMalloc of %zu gradient values on GPU %d: %s", count, nccl.device,
                  cudaGetErrorString(e));
-        return -1;
+        return NULL;
     }
-    nccl.capacity = count;
-    return 0;
+    return buffer;
 }
 
-// [book:nccl_sum]
-int nccl_sum(float *host, size_t count, char *why, size_t len)
+void nccl_free(float *buffer)
+{
+    cudaFree(buffer);
+}
+
+// [book:nccl_average]
+int nccl_average(float *gpu, size_t count, char *why, size_t len)
 {
     if (!nccl.open) {
-        snprintf(why, len, "nccl_sum before nccl_open");
+        snprintf(why, len, "nccl_average before nccl_open");
         return -1;
     }
-    if (count == 0 || grow_buffer(count, why, len) != 0)
+    if (count == 0 || use_device(why, len) != 0)
         return count == 0 ? 0 : -1;
-    size_t bytes = count * sizeof(float);
-    cudaMemcpyAsync(nccl.buffer, host, bytes, cudaMemcpyHostToDevice, nccl.stream);
-    ncclResult_t r = ncclAllReduce(nccl.buffer, nccl.buffer, count, ncclFloat, ncclSum, nccl.comm, nccl.stream);
-    cudaMemcpyAsync(host, nccl.buffer, bytes, cudaMemcpyDeviceToHost, nccl.stream);
-    cudaError_t e = cudaStreamSynchronize(nccl.stream);
+    ncclResult_t r = ncclAllReduce(gpu, gpu, count, ncclFloat, ncclAvg, nccl.comm, nccl.stream);
+    cudaError_t e = r == ncclSuccess ? cudaStreamSynchronize(nccl.stream) : cudaSuccess;
     if (r != ncclSuccess || e != cudaSuccess) {
         snprintf(why, len, "ncclAllReduce of %zu values on GPU %d: %s", count, nccl.device,
                  r != ncclSuccess ? ncclGetErrorString(r) : cudaGetErrorString(e));
@@ -130,18 +147,26 @@ int nccl_sum(float *host, size_t count, char *why, size_t len)
     }
     return 0;
 }
-// [end:nccl_sum]
+// [end:nccl_average]
+
+int nccl_read(float *host, const float *gpu, size_t count, char *why, size_t len)
+{
+    if (use_device(why, len) != 0)
+        return -1;
+    cudaError_t e = cudaMemcpy(host, gpu, count * sizeof(float), cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        return 0;
+    snprintf(why, len, "reading %zu values from GPU %d: %s", count, nccl.device, cudaGetErrorString(e));
+    return -1;
+}
 
 void nccl_close(void)
 {
     if (!nccl.open)
         return;
     ncclCommDestroy(nccl.comm);
-    cudaFree(nccl.buffer);
     cudaStreamDestroy(nccl.stream);
     nccl.open = 0;
-    nccl.buffer = NULL;
-    nccl.capacity = 0;
 }
 
 #else /* built without NCCL */
@@ -156,9 +181,37 @@ int nccl_open(MPI_Comm comm, char *why, size_t len)
     return -1;
 }
 
-int nccl_sum(float *host, size_t count, char *why, size_t len)
+int nccl_training_device(char *device, size_t device_len, char *why, size_t len)
+{
+    snprintf(device, device_len, "/gpu:0");
+    snprintf(why, len, NO_NCCL);
+    return -1;
+}
+
+float *nccl_alloc(size_t count, char *why, size_t len)
+{
+    (void)count;
+    snprintf(why, len, NO_NCCL);
+    return NULL;
+}
+
+void nccl_free(float *buffer)
+{
+    (void)buffer;
+}
+
+int nccl_average(float *gpu, size_t count, char *why, size_t len)
+{
+    (void)gpu;
+    (void)count;
+    snprintf(why, len, NO_NCCL);
+    return -1;
+}
+
+int nccl_read(float *host, const float *gpu, size_t count, char *why, size_t len)
 {
     (void)host;
+    (void)gpu;
     (void)count;
     snprintf(why, len, NO_NCCL);
     return -1;

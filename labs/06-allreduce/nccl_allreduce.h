@@ -15,13 +15,26 @@
  * (or the build no NCCL). Returns 0, or -1 with why filled in. */
 int nccl_open(MPI_Comm comm, char *why, size_t len);
 
-/* Replaces host[0..count) by its sum over the ranks: copied to a device
- * buffer, summed there by ncclAllReduce, copied back. The gradients come
- * to the lab as host tensors (fl_session_run's outputs), hence the copies.
+/* The flowlab device this rank trains on, "/gpu:N" into device: the GPU
+ * nccl_open chose, which must be a CUDA device of flowlab's, since the
+ * gradients stay there (fetch_to) and NCCL reads them where they lie.
  * Returns 0, or -1 with why filled in. */
-int nccl_sum(float *host, size_t count, char *why, size_t len);
+int nccl_training_device(char *device, size_t device_len, char *why, size_t len);
 
-/* Frees the communicator and the device buffer; safe when none is open. */
+/* GPU memory for count floats on the rank's GPU (the reducer's buffer);
+ * NULL with why filled in. nccl_free(NULL) does nothing. */
+float *nccl_alloc(size_t count, char *why, size_t len);
+void nccl_free(float *buffer);
+
+/* Replaces gpu[0..count), GPU memory, by its mean over the ranks, in place:
+ * ncclAllReduce with ncclAvg, no copy to or from the host. Blocks until it
+ * is done. Returns 0, or -1 with why filled in. */
+int nccl_average(float *gpu, size_t count, char *why, size_t len);
+
+/* Copies count floats from the GPU to host (the loss: 4 bytes). */
+int nccl_read(float *host, const float *gpu, size_t count, char *why, size_t len);
+
+/* Frees the communicator; safe when none is open. */
 void nccl_close(void);
 
 #endif

@@ -6,17 +6,21 @@
  * buckets: the same on every rank and in every step and run, so the
  * collectives match on every rank and every sum is cut the same way (a
  * 3-rank float sum depends on where a bucket's chunks start). */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "nccl_allreduce.h"
 #include "reducer.h"
 
 struct reducer {
     reducer_plan plan;
+    bool on_gpu;                  /* NCCL's: buffer is GPU memory, and stays there */
     float *buffer;                /* every tensor, in the schedule's order */
+    fl_fetch_target targets[MAX_REDUCED]; /* on_gpu: by index, each tensor's place in buffer */
     size_t offset[MAX_REDUCED];   /* by index: where it starts in buffer */
     bool ready[MAX_REDUCED];      /* by position in the schedule */
     int bucket_length[MAX_REDUCED]; /* by the position a bucket starts at: its tensors */
@@ -76,6 +80,18 @@ static bool bucket_ready(const reducer *r, int from)
     return first_missing(r, from) == from + r->bucket_length[from];
 }
 
+/* The collective of one bucket: NCCL averages it on the GPU (ncclAvg);
+ * MPI and the ring sum host memory, and reduce_bucket divides. */
+static int collective(reducer *r, float *bucket, size_t count)
+{
+    if (r->on_gpu)
+        return nccl_average(bucket, count, r->error, sizeof r->error);
+    if (sum_across_ranks(bucket, count, r->plan.algorithm, r->plan.comm) == 0)
+        return 0;
+    snprintf(r->error, sizeof r->error, "%s", replicas_error());
+    return -1;
+}
+
 /* Sums positions [from, from + n) over the ranks and divides by their
  * number, recording the collective on the timeline. */
 static int reduce_bucket(reducer *r, int from, int n)
@@ -84,10 +100,8 @@ static int reduce_bucket(reducer *r, int from, int n)
     for (int k = from; k < from + n; k++)
         count += r->plan.elements[r->plan.order[k]];
     double began = monotonic_us();
-    if (sum_across_ranks(r->buffer + start, count, r->plan.algorithm, r->plan.comm) != 0) {
-        snprintf(r->error, sizeof r->error, "%s", replicas_error());
+    if (collective(r, r->buffer + start, count) != 0)
         return -1;
-    }
     if (r->plan.trace) {
         char name[64];
         snprintf(name, sizeof name, "%s, %d tensor%s, %.2f MB", allreduce_algorithm_name(r->plan.algorithm), n,
@@ -95,7 +109,7 @@ static int reduce_bucket(reducer *r, int from, int n)
         fl_session_trace_event(r->plan.trace, "collectives", name, began,
                                monotonic_us());
     }
-    for (size_t k = start; k < start + count; k++)
+    for (size_t k = start; !r->on_gpu && k < start + count; k++) /* NCCL's is averaged */
         r->buffer[k] /= (float)r->ranks;
     return 0;
 }
@@ -130,17 +144,31 @@ static void *communicate(void *arg)
     return NULL;
 }
 
+/* The fusion buffer: host memory, or with NCCL GPU memory, where the run
+ * writes each tensor in its place (the targets) and the average stays. */
+static float *allocate_buffer(reducer *r, size_t total)
+{
+    if (!r->on_gpu)
+        return malloc((total ? total : 1) * sizeof *r->buffer);
+    float *buffer = nccl_alloc(total, r->error, sizeof r->error);
+    for (int i = 0; buffer && i < r->plan.count; i++)
+        r->targets[i] = (fl_fetch_target){.device = r->plan.device, .buffer = buffer + r->offset[i],
+                                          .capacity = r->plan.elements[i] * sizeof(float)};
+    return buffer;
+}
+
 reducer *reducer_start(const reducer_plan *plan)
 {
     reducer *r = calloc(1, sizeof *r);
     size_t total = 0;
     if (r) {
         r->plan = *plan;
+        r->on_gpu = plan->algorithm == ALLREDUCE_NCCL;
         for (int k = 0; k < plan->count; k++) {
             r->offset[plan->order[k]] = total;
             total += plan->elements[plan->order[k]];
         }
-        r->buffer = malloc((total ? total : 1) * sizeof *r->buffer);
+        r->buffer = allocate_buffer(r, total);
     }
     if (!r || !r->buffer) {
         free(r);
@@ -168,20 +196,28 @@ void reducer_begin_step(reducer *r)
     pthread_mutex_unlock(&r->lock);
 }
 
+const fl_fetch_target *reducer_fetch_to(const reducer *r)
+{
+    return r->on_gpu ? r->targets : NULL;
+}
+
 void reducer_tensor_ready(reducer *r, int index, const fl_tensor *value)
 {
     size_t count = (size_t)fl_shape_size(value->shape);
     bool fits = index >= 0 && index < r->plan.count && value->dtype == FL_FLOAT32 &&
                 count == r->plan.elements[index];
-    if (fits)
+    if (fits && r->on_gpu) /* the run wrote it in its place (fetch_to): nothing to copy */
+        fits = value->device && value->data == (void *)(r->buffer + r->offset[index]);
+    else if (fits)
         memcpy(r->buffer + r->offset[index], value->data, count * sizeof(float));
     pthread_mutex_lock(&r->lock);
     for (int k = 0; fits && k < r->plan.count; k++)
         r->ready[k] = r->ready[k] || r->plan.order[k] == index;
     if (!fits && !r->failed) {
         r->failed = true;
-        snprintf(r->error, sizeof r->error, "tensor %d is not the float32 of %zu values planned",
-                 index, index >= 0 && index < r->plan.count ? r->plan.elements[index] : 0);
+        snprintf(r->error, sizeof r->error, "tensor %d is not the float32 of %zu values planned%s",
+                 index, index >= 0 && index < r->plan.count ? r->plan.elements[index] : 0,
+                 r->on_gpu ? ", in its place in the GPU buffer (fetch_to)" : "");
     }
     pthread_cond_broadcast(&r->changed);
     pthread_mutex_unlock(&r->lock);
@@ -206,9 +242,21 @@ int reducer_wait(reducer *r)
     return rc;
 }
 
-const float *reducer_mean(const reducer *r, int index)
+fl_tensor reducer_mean_tensor(const reducer *r, int index, fl_shape shape)
 {
-    return r->buffer + r->offset[index];
+    return (fl_tensor){.dtype = FL_FLOAT32, .shape = shape, .data = r->buffer + r->offset[index],
+                       .device = r->on_gpu ? r->plan.device : NULL, .borrowed = true};
+}
+
+float reducer_mean_scalar(const reducer *r, int index)
+{
+    float value = NAN;
+    char why[256];
+    if (!r->on_gpu)
+        return r->buffer[r->offset[index]];
+    if (nccl_read(&value, r->buffer + r->offset[index], 1, why, sizeof why) != 0)
+        fprintf(stderr, "allreduce: reading the mean loss: %s\n", why);
+    return value;
 }
 
 const char *reducer_error(const reducer *r)
@@ -229,6 +277,9 @@ void reducer_stop(reducer *r)
     }
     pthread_cond_destroy(&r->changed);
     pthread_mutex_destroy(&r->lock);
-    free(r->buffer);
+    if (r->on_gpu)
+        nccl_free(r->buffer);
+    else
+        free(r->buffer);
     free(r);
 }

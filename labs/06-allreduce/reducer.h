@@ -26,6 +26,7 @@ typedef struct {
                         * false: reducer_wait reduces them all on the caller's thread */
     MPI_Comm comm;
     fl_session *trace; /* its collectives go on this session's timeline; NULL: none */
+    const char *device; /* with ALLREDUCE_NCCL: the GPU the tensors stay on, "/gpu:0" */
 } reducer_plan;
 
 typedef struct reducer reducer;
@@ -37,18 +38,27 @@ reducer *reducer_start(const reducer_plan *plan);
 /* Before each step's run: no tensor is ready yet. */
 void reducer_begin_step(reducer *r);
 
+/* With ALLREDUCE_NCCL the fusion buffer is GPU memory, and each tensor is
+ * fetched straight into its place there: fl_run_options' fetch_to, by
+ * index. NULL for the other algorithms, whose tensors come as host tensors. */
+const fl_fetch_target *reducer_fetch_to(const reducer *r);
+
 /* Tensor index has its value for this step (any thread but the
- * communication thread, once per step): copied into the fusion buffer, so
- * value may go away on return. */
+ * communication thread, once per step): copied into the fusion buffer (or,
+ * with NCCL, already in its place there), so value may go away on return. */
 void reducer_tensor_ready(reducer *r, int index, const fl_tensor *value);
 
 /* Until every tensor of the step is averaged over the ranks. 0, or -1 with
  * reducer_error() saying why. */
 int reducer_wait(reducer *r);
 
-/* Tensor index's mean over the ranks, after reducer_wait; valid until the
- * next reducer_begin_step. */
-const float *reducer_mean(const reducer *r, int index);
+/* Tensor index's mean over the ranks, after reducer_wait, as a tensor of
+ * shape to feed (a view of the buffer: on the GPU with NCCL); valid until
+ * the next reducer_begin_step. */
+fl_tensor reducer_mean_tensor(const reducer *r, int index, fl_shape shape);
+
+/* Element 0 of that mean in host memory (the loss); NAN if the GPU fails. */
+float reducer_mean_scalar(const reducer *r, int index);
 
 const char *reducer_error(const reducer *r);
 

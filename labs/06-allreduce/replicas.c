@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "replicas.h"
-#include "nccl_allreduce.h"
 #include "ring_allreduce.h"
 
 static char last_error[512];
@@ -110,10 +109,8 @@ const char *allreduce_algorithm_name(allreduce_algorithm algorithm)
 // [book:sum_across_ranks]
 int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm, MPI_Comm comm)
 {
-    if (algorithm == ALLREDUCE_NCCL) {
-        char why[256];
-        return nccl_sum(buffer, count, why, sizeof why) == 0 ? 0 : fail("summing the gradients: %s", why);
-    }
+    if (algorithm == ALLREDUCE_NCCL) /* its buffers are GPU memory: reducer.c calls nccl_average */
+        return fail("summing the gradients: NCCL's buffers are on the GPU, not in host memory");
     int code = algorithm == ALLREDUCE_RING
                    ? ring_allreduce_sum(buffer, count, comm)
                    : MPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);

@@ -34,11 +34,11 @@ int variable_io_build(fl_graph *g, variable_io *io);
  * with replicas_error() saying why. */
 int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm comm);
 
-/* Sums buffer[0..count) over the ranks of comm, in place, with
- * MPI_Allreduce, the ring or NCCL (opened first with nccl_open): the one
- * place the lab sums gradients (the communication thread of reducer.c
- * calls it per fused bucket). Called by one thread at a time. Returns 0,
- * or -1 with replicas_error() saying why. */
+/* Sums buffer[0..count), host memory, over the ranks of comm, in place,
+ * with MPI_Allreduce or the ring: where the lab sums gradients on the host
+ * (the communication thread of reducer.c calls it per fused bucket; NCCL's
+ * buckets stay on the GPU, nccl_allreduce.h). Called by one thread at a
+ * time. Returns 0, or -1 with replicas_error() saying why. */
 int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm, MPI_Comm comm);
 
 /* What sums with algorithm, for messages and the trace: "MPI_Allreduce",

@@ -101,7 +101,7 @@ static remote_buffer *variable_buffer(const fl_node *n, fl_tensor *const *in, in
 
 static fl_tensor staged(const fl_tensor *t)
 {
-    return (fl_tensor){t->dtype, t->shape, ((remote_buffer *)t->data)->data};
+    return (fl_tensor){.dtype = t->dtype, .shape = t->shape, .data = ((remote_buffer *)t->data)->data};
 }
 
 static fl_wire_optimizer_args optimizer_args(const fl_node *n, fl_tensor *const *in)

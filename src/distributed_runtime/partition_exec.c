@@ -318,7 +318,7 @@ static int run_wave(step *s, int wave, fl_node **targets)
         return 0;
     int nfeeds = feed_wave(s);
     fl_tensor **values = fl_xcalloc((size_t)nfetches + 1, sizeof *values);
-    fl_run_options options = {on_value_ready, s};
+    fl_run_options options = {.fetch_ready = on_value_ready, .user = s};
     fl_session *session = s->e->session;
     int rc = fl_session_run_with_options(session, &options, s->feeds, nfeeds, s->wave_fetches, nfetches, values,
                                          targets, ntargets);

@@ -8,7 +8,7 @@
 static fl_tensor tensor_from_wire(const fl_wire_tensor *w, void *data)
 {
     fl_wire_tensor_read(w, data);
-    return (fl_tensor){w->dtype, w->shape, data};
+    return (fl_tensor){.dtype = w->dtype, .shape = w->shape, .data = data};
 }
 
 /* A received tensor in host order: read where it lies in the frame when it
@@ -19,7 +19,7 @@ fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w)
 {
     const void *in_place = fl_wire_tensor_in_place(w);
     if (in_place)
-        return (fl_tensor){w->dtype, w->shape, (void *)in_place};
+        return (fl_tensor){.dtype = w->dtype, .shape = w->shape, .data = (void *)in_place};
     fl_server_count(s, &s->stats.copied_in_bytes, w->bytes);
     if (w->bytes > s->scratch_cap) {
         s->scratch = fl_xrealloc(s->scratch, w->bytes);

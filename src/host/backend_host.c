@@ -150,6 +150,7 @@ const fl_backend fl_host_backend = {
     .run = host_run,
     .wait = host_wait,
     .why_unavailable = host_why_unavailable,
+    .device_copies = {.copy = host_copy, .copy_now = host_copy},
     /* No marks: run() has finished the op when it returns. No tracing:
      * host kernels run inside run(), so the session's own clock times them. */
 };

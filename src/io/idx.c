@@ -354,7 +354,7 @@ static fl_tensor *images_from_bytes(fl_shape idx_shape, const uint8_t *bytes)
 /* The images as they are, uint8 [N,rows,cols,1]: the tensor takes the bytes. */
 static fl_tensor *images_keeping_bytes(fl_shape idx_shape, uint8_t *bytes)
 {
-    fl_tensor *images = fl_xmalloc(sizeof *images);
+    fl_tensor *images = fl_xcalloc(1, sizeof *images);
     images->dtype = FL_UINT8;
     images->shape = fl_shape_make(4, idx_shape.dims[0], idx_shape.dims[1], idx_shape.dims[2], 1);
     images->data = bytes;

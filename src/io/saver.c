@@ -328,7 +328,7 @@ static int copy_in_variable(fl_session *s, fl_node *var, const fl_tensor *t)
     if (rc != 0 || d->backend->wait(d->impl) != 0)
         return fl_session_fail(s, "restoring %s: copying it to %s failed: %s", var->name,
                                d->name, fl_last_error());
-    slot->value = (fl_tensor){var->dtype, var->attrs.shape, slot->buffer};
+    slot->value = (fl_tensor){.dtype = var->dtype, .shape = var->attrs.shape, .data = slot->buffer};
     slot->initialized = true;
     return 0;
 }

@@ -21,7 +21,7 @@ static void check(bool promise, const char *what)
 /* A parsed tensor back into an fl_tensor, for the encoders; the caller frees data. */
 static fl_tensor to_tensor(const fl_wire_tensor *t)
 {
-    fl_tensor out = {t->dtype, t->shape, malloc(t->bytes ? t->bytes : 1)};
+    fl_tensor out = {.dtype = t->dtype, .shape = t->shape, .data = malloc(t->bytes ? t->bytes : 1)};
     fl_wire_tensor_read(t, out.data);
     return out;
 }

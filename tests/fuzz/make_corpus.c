@@ -36,8 +36,8 @@ static int put_all(fl_wire_buf *buf, int which)
 {
     const float w[6] = {1, -2, 0.5f, 3, 4, -5};
     const int32_t one[1] = {1};
-    fl_tensor weights = {FL_FLOAT32, {2, {2, 3}}, (void *)w};
-    fl_tensor step = {FL_INT32, {0, {0}}, (void *)one};
+    fl_tensor weights = {.dtype = FL_FLOAT32, .shape = {2, {2, 3}}, .data = (void *)w};
+    fl_tensor step = {.dtype = FL_INT32, .shape = {0, {0}}, .data = (void *)one};
     const unsigned char nonce[FL_WIRE_PROOF_BYTES] = {1, 2, 3}, proof[FL_WIRE_PROOF_BYTES] = {0xa5, 0x5a};
     fl_wire_optimizer_args adam = {.kind = FL_WIRE_ADAM, .learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .epsilon = 1e-8f, .nslots = 4, .slots = {"dense/kernel/Adam", "dense/kernel/Adam_1", "beta1_power", "beta2_power"}};
     fl_wire_optimizer_args momentum = {.kind = FL_WIRE_MOMENTUM, .learning_rate = 0.01f, .momentum = 0.9f,
