@@ -2,7 +2,8 @@
  * replication across tasks): with a plugin that has open_master, a session
  * hands every run to run_master and keeps fl_session_run's promises around
  * it (outputs NULL and the error's code on failure, fetch_ready per fetch);
- * freeing the session closes the master. A fake master: no cluster code. */
+ * it refuses fetch_to (its values live on the tasks); freeing the session
+ * closes the master. A fake master: no cluster code. */
 #include "tap.h"
 #include "runtime.h"
 
@@ -75,6 +76,12 @@ int main(void)
        "a client's session refuses to save, saying why: %s", fl_session_error(s));
     ok(fl_session_restore_latest(s, "/tmp") == -1 && fl_session_error_code(s) == FL_UNIMPLEMENTED,
        "and to restore");
+    int runs = f.runs;
+    fl_fetch_target stay[2] = {{.device = "/gpu:0"}, {.device = "/gpu:0"}};
+    rc = fl_session_run_with_options(s, &(fl_run_options){.fetch_to = stay}, NULL, 0, fetches, 2, out, NULL, 0);
+    ok(rc == -1 && f.runs == runs && !out[0] && fl_session_error_code(s) == FL_UNIMPLEMENTED &&
+       strstr(fl_session_error(s), "fetch_to and device feeds"),
+       "and fetch_to, before the master runs: %s", fl_session_error(s));
     fl_session_free(s);
     ok(f.closed == 1, "freeing the session closes the master");
     fl_graph_free(g);
