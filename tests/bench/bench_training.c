@@ -50,6 +50,7 @@ static bool probe_pytorch(const char *python, pytorch *t)
     bool found = fscanf(p, "%255s %63s", t->executable, t->version) == 2;
     pclose(p);
     snprintf(t->python, sizeof t->python, "%s", python);
+    t->compiled = false; /* eager; add_compiled makes the compiled twins */
     return found;
 }
 
