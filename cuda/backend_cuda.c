@@ -222,17 +222,21 @@ static int cuda_reached(void *impl, void *mark, bool block)
     return fl_cuda_check(e, block ? "cudaEventSynchronize" : "cudaEventQuery") == 0 ? 1 : -1;
 }
 
-/* On the device's second stream: the first may still be busy with later ops. */
-static int cuda_copy_out_now(void *impl, void *host_dst, const void *src, size_t bytes)
+/* On the device's second stream, finished on return: the first may still
+ * be busy with later ops (the value was finished before a reached mark). */
+static int copy_now(fl_cuda_device *d, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
-    fl_cuda_device *d = impl;
-    if (bytes == 0)
+    if (bytes == 0 || src == dst)
         return 0;
     cudaSetDevice(d->index);
-    if (fl_cuda_check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, d->copy_stream),
-                      "cudaMemcpyAsync") != 0)
+    if (fl_cuda_check(cudaMemcpyAsync(dst, src, bytes, kind, d->copy_stream), "cudaMemcpyAsync") != 0)
         return -1;
     return fl_cuda_check(cudaStreamSynchronize(d->copy_stream), "cudaStreamSynchronize");
+}
+
+static int cuda_copy_out_now(void *impl, void *host_dst, const void *src, size_t bytes)
+{
+    return copy_now(impl, host_dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 
 /* ---- copies within the device: for fetches and feeds that stay on it ---- */
@@ -242,17 +246,9 @@ static int cuda_copy_within(void *impl, void *dst, const void *src, size_t bytes
     return copy(impl, dst, src, bytes, cudaMemcpyDeviceToDevice);
 }
 
-/* On the second stream, as cuda_copy_out_now, and finished on return. */
 static int cuda_copy_within_now(void *impl, void *dst, const void *src, size_t bytes)
 {
-    fl_cuda_device *d = impl;
-    if (bytes == 0 || src == dst)
-        return 0;
-    cudaSetDevice(d->index);
-    if (fl_cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, d->copy_stream),
-                      "cudaMemcpyAsync(device to device)") != 0)
-        return -1;
-    return fl_cuda_check(cudaStreamSynchronize(d->copy_stream), "cudaStreamSynchronize");
+    return copy_now(impl, dst, src, bytes, cudaMemcpyDeviceToDevice);
 }
 
 static void cuda_release_mark(void *impl, void *mark)
