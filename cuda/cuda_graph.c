@@ -284,6 +284,7 @@ static void count_moved(fl_cuda_device *d, fl_cuda_recorder *r)
             say_why(d, r, "its launches are the same each run but their buffers move");
 }
 
+// [book:cuda_flush]
 static int flush_locked(fl_cuda_device *d, fl_cuda_recorder *r)
 {
     if (r->uncapturable)
@@ -299,6 +300,7 @@ static int flush_locked(fl_cuda_device *d, fl_cuda_recorder *r)
     }
     return launch_all(d, r);
 }
+// [end:cuda_flush]
 
 int fl_cuda_flush(fl_cuda_device *d)
 {
