@@ -281,7 +281,7 @@ static void count_moved(fl_cuda_device *d, fl_cuda_recorder *r)
 {
     for (int i = 0; i < r->ngraphs; i++)
         if (r->graphs[i].order == r->order && r->graphs[i].nkey == r->nkey && ++r->moved == 3)
-            say_why(d, r, "its launches are the same each run but their buffers move");
+            say_why(d, r, "its launches repeat each run but their buffers or shapes change");
 }
 
 // [book:cuda_flush]
