@@ -205,9 +205,16 @@ static bool make_cluster(cluster *c, int workers, const char *worker_flags)
     return true;
 }
 
+/* The ps first, then the workers once it serves, the chief (task 1) last:
+ * training starts when the chief has initialized the model, so every
+ * worker is connected by then. A worker that starts late, or finds no ps
+ * yet and backs off for seconds, can otherwise see the others finish a
+ * short run (a step takes milliseconds) before its first step. */
 static void start_all(cluster *c)
 {
-    for (int i = 0; i < c->ntasks; i++)
+    start(&c->tasks[0]);
+    wait_for(&c->tasks[0], "serving variables", 30); /* on a timeout the tests' own waits say what is missing */
+    for (int i = c->ntasks - 1; i >= 1; i--)
         start(&c->tasks[i]);
 }
 
