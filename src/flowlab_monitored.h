@@ -44,7 +44,9 @@ struct fl_session_hook {
 /* The built-in hooks (free them with fl_session_hook_free after closing). */
 fl_session_hook *fl_stop_at_step_hook(long last_step);      /* stop once the global step reaches it */
 fl_session_hook *fl_step_counter_hook(long every_n_steps);  /* logs global steps/sec */
-/* Logs the tensors' values every n global steps (scalars: their value). */
+/* Logs the tensors' values every n global steps (scalars: their value);
+ * 1 to 16 tensors. Each maker returns NULL, fl_last_error saying why, for
+ * arguments it cannot take. */
 fl_session_hook *fl_logging_tensor_hook(fl_node *const *tensors, int n, long every_n_steps);
 /* Saves DIR/model.ckpt-STEP every secs seconds or every steps global steps
  * (0: not by that measure) and at the end, keeping the newest max_to_keep

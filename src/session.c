@@ -16,6 +16,10 @@
 
 fl_session *fl_session_new(fl_graph *g, const fl_session_options *options)
 {
+    if (!g) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_session_new: the graph is NULL (did fl_graph_new fail?)");
+        return NULL;
+    }
     fl_session *s = fl_xcalloc(1, sizeof *s);
     s->graph = g;
     if (options)
@@ -395,11 +399,30 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
                                        ntargets);
 }
 
+/* The counts and arrays a caller passed agree (a C caller can get them
+ * wrong; the run must say so, not write through a NULL). */
+static int check_run_arguments(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
+                               int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets)
+{
+    if (nfeeds < 0 || nfetches < 0 || ntargets < 0)
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_run: a negative count (%d feeds, %d "
+                                    "fetches, %d targets)", nfeeds, nfetches, ntargets);
+    if ((nfeeds && !feeds) || (nfetches && !fetches) || (ntargets && !targets))
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_run: %s is NULL but its count is not 0",
+                                    nfeeds && !feeds ? "feeds" : nfetches && !fetches ? "fetches" : "targets");
+    if (nfetches && !outputs)
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_run: %d fetches but outputs is NULL; pass "
+                                    "an array of %d tensor pointers, or the nodes as targets", nfetches, nfetches);
+    return 0;
+}
+
 int fl_session_run_with_options(fl_session *s, const fl_run_options *options, const fl_feed *feeds,
                                 int nfeeds, fl_node *const *fetches, int nfetches,
                                 fl_tensor **outputs, fl_node *const *targets, int ntargets)
 {
     s->error[0] = '\0';
+    if (check_run_arguments(s, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets) != 0)
+        return -1;
     for (int i = 0; i < nfetches; i++)
         outputs[i] = NULL;
     if (fl_graph_failed(s->graph))

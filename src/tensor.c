@@ -48,6 +48,8 @@ fl_shape fl_shape_make(int rank, ...)
     fl_shape shape = {0};
     if (rank < 0 || rank > FL_MAX_RANK) {
         shape.rank = -1; /* rejected by every builder with a message */
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_shape_make: rank %d; a tensor has rank 0 to %d", rank,
+                          FL_MAX_RANK);
         return shape;
     }
     shape.rank = rank;

@@ -2,9 +2,12 @@
  * canonical codes), set where the message is set, kept when a caller adds
  * context, and kept by the session whose run it failed: a shape error, an
  * unfed placeholder, an uninitialized variable, a missing device, a missing
- * or corrupted checkpoint, bad cluster flags, and a ps that does not answer. */
+ * or corrupted checkpoint, bad cluster flags, and a ps that does not answer;
+ * and a caller's own mistakes (a NULL graph, outputs, counts that disagree
+ * with their arrays) are errors, never a crash. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -57,6 +60,49 @@ static void test_graph_and_session(void)
     fl_node *bad = fl_matmul(g, w, w, false, false, "bad"); /* [3,1] x [3,1] */
     ok(!bad, "a matmul of mismatched shapes is refused at build time");
     is_code(fl_last_error_code(), FL_INVALID_ARGUMENT, "a shape error is");
+    fl_session_free(s);
+    fl_graph_free(g);
+}
+
+/* What a C caller can get wrong in the arguments themselves. */
+static void test_caller_mistakes(void)
+{
+    ok(!fl_session_new(NULL, NULL) && strstr(fl_last_error(), "graph is NULL"), "a session on a NULL graph: %s",
+       fl_last_error());
+    is_code(fl_last_error_code(), FL_INVALID_ARGUMENT, "a NULL graph is");
+    fl_shape five = fl_shape_make(5, 1, 2, 3, 4, 5);
+    ok(five.rank == -1 && strstr(fl_last_error(), "rank 5"), "a rank-5 shape is refused at once: %s",
+       fl_last_error());
+    fl_graph *g = fl_graph_new();
+    fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(1, 2), "x");
+    fl_node *y = fl_add(g, x, x, "y");
+    fl_session *s = fl_session_new(g, NULL);
+    fl_tensor *value = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 2)), *out = NULL;
+    fl_feed feed = {x, value};
+    ok(fl_session_run(s, &feed, 1, &y, 1, NULL, NULL, 0) != 0 && strstr(fl_session_error(s), "outputs is NULL"),
+       "a fetch with no outputs array fails the run: %s", fl_session_error(s));
+    is_code(fl_session_error_code(s), FL_INVALID_ARGUMENT, "no outputs array is");
+    ok(fl_session_run(s, &feed, 1, NULL, 1, &out, NULL, 0) != 0 && strstr(fl_session_error(s), "fetches is NULL"),
+       "a fetch count with no fetches array: %s", fl_session_error(s));
+    ok(fl_session_run(s, NULL, 1, &y, 1, &out, NULL, 0) != 0 && strstr(fl_session_error(s), "feeds is NULL"),
+       "a feed count with no feeds array: %s", fl_session_error(s));
+    ok(fl_session_run(s, &feed, -1, &y, 1, &out, NULL, 0) != 0 && strstr(fl_session_error(s), "negative count"),
+       "a negative count: %s", fl_session_error(s));
+    ok(fl_session_run(s, &feed, 1, &y, 1, &out, NULL, 0) == 0 && out, "and the same run, asked right, works");
+    fl_tensor_free(out);
+
+    ok(!fl_checkpoint_saver_hook(NULL, 0, 10, 1) && strstr(fl_last_error(), "no directory"),
+       "a checkpoint saver hook with no directory is refused: %s", fl_last_error());
+    ok(!fl_logging_tensor_hook(&y, 17, 10) && strstr(fl_last_error(), "1 to 16"),
+       "a logging hook for 17 tensors is refused, not cut to 16: %s", fl_last_error());
+    fl_session_hook *hooks[2] = {fl_stop_at_step_hook(5), fl_logging_tensor_hook(NULL, 1, 10)};
+    fl_monitored_session_options m = {.hooks = hooks, .nhooks = 2, .log_step_count_steps = -1};
+    fl_node *step = fl_get_or_create_global_step(g);
+    ok(!fl_monitored_training_session(g, step, &m) && strstr(fl_last_error(), "hooks[1] is NULL"),
+       "a monitored session given a hook its maker refused fails, naming it: %s", fl_last_error());
+    is_code(fl_last_error_code(), FL_INVALID_ARGUMENT, "a NULL hook is");
+    fl_session_hook_free(hooks[0]);
+    fl_tensor_free(value);
     fl_session_free(s);
     fl_graph_free(g);
 }
@@ -133,6 +179,7 @@ int main(void)
 {
     test_codes_and_wrapping();
     test_graph_and_session();
+    test_caller_mistakes();
     test_devices();
     test_checkpoints();
     test_flags();

@@ -35,9 +35,26 @@ static int worker_losses(const char *out, int task, double *losses, int max)
     return n;
 }
 
+/* When a launch fails, the lines that say why, first: the launcher's own
+ * (which task exited with which status) and any sanitizer's verdict. The
+ * whole output, often long, is printed after by the failing check. */
+static void diag_why_launch_failed(const char *out)
+{
+    for (const char *line = out; line && *line;) {
+        size_t len = strcspn(line, "\n");
+        char text[400];
+        snprintf(text, sizeof text, "%.*s", (int)(len < sizeof text - 1 ? len : sizeof text - 1), line);
+        if (strstr(text, "launch_cluster: ") || strstr(text, "Sanitizer") || strstr(text, "SUMMARY: "))
+            diag("%s", text);
+        line += len + (line[len] == '\n');
+    }
+}
+
 static void check_training(const char *what, const run_result *r, int num_ps)
 {
     ok(r->status == 0, "%s: the launcher exits 0 (every task exited 0)", what);
+    if (r->status != 0)
+        diag_why_launch_failed(r->out);
     for (int task = 0; task < 2; task++) {
         double losses[32];
         int n = worker_losses(r->out ? r->out : "", task, losses, 32);

@@ -147,6 +147,24 @@ static void add_hooks(fl_monitored_session *ms, fl_session_hook *const *hooks, i
             ms->hooks[ms->nhooks++] = hooks[i];
 }
 
+/* A program's hooks: a NULL among them is a hook whose maker refused its
+ * arguments, so it is an error here, not a hook silently missing. */
+static int check_hooks(const char *which, fl_session_hook *const *hooks, int n)
+{
+    if (n < 0 || (n > 0 && !hooks)) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_monitored_training_session: %d %s%s", n, which,
+                          n > 0 && !hooks ? " but the array is NULL" : "");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (!hooks[i]) {
+            fl_set_error_code(FL_INVALID_ARGUMENT, "fl_monitored_training_session: %s[%d] is NULL (did making it "
+                              "fail? each hook maker says why in fl_last_error)", which, i);
+            return -1;
+        }
+    return 0;
+}
+
 /* The step counter for everyone, the saver and the chief-only hooks for the chief. */
 static void make_hooks(fl_monitored_session *ms)
 {
@@ -199,6 +217,14 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
     if (!g || !global_step || !o) {
         fl_set_error_code(FL_INVALID_ARGUMENT,
                           "fl_monitored_training_session: the graph, the global step and the options are needed");
+        return NULL;
+    }
+    if (check_hooks("hooks", o->hooks, o->nhooks) != 0 || check_hooks("chief_only_hooks", o->chief_only_hooks,
+                                                                        o->nchief_hooks) != 0)
+        return NULL;
+    if (o->nhooks + o->nchief_hooks > MAX_HOOKS - 2) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_monitored_training_session: %d hooks; at most %d",
+                          o->nhooks + o->nchief_hooks, MAX_HOOKS - 2);
         return NULL;
     }
     fl_monitored_session *ms = fl_xcalloc(1, sizeof *ms);

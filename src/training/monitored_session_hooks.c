@@ -117,10 +117,15 @@ static bool log_tensors(fl_session_hook *h, const fl_run_values *v)
 
 fl_session_hook *fl_logging_tensor_hook(fl_node *const *tensors, int n, long every_n_steps)
 {
+    if (n < 1 || n > 16 || !tensors) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_logging_tensor_hook: %d tensors%s; it logs 1 to 16", n,
+                          tensors ? "" : " (and the array is NULL)");
+        return NULL;
+    }
     fl_session_hook *h = new_hook("LoggingTensorHook");
     hook_state *st = h->state;
     st->every = every_n_steps;
-    st->ntensors = n < 16 ? n : 16;
+    st->ntensors = n;
     memcpy(st->tensors, tensors, (size_t)st->ntensors * sizeof *tensors);
     h->before_run = fetch_tensors;
     h->after_run = log_tensors;
@@ -165,6 +170,10 @@ static void save_at_end(fl_session_hook *h, const fl_run_values *v)
 
 fl_session_hook *fl_checkpoint_saver_hook(const char *dir, double every_secs, long every_steps, int max_to_keep)
 {
+    if (!dir || !*dir) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_checkpoint_saver_hook: no directory given for the checkpoints");
+        return NULL;
+    }
     fl_session_hook *h = new_hook("CheckpointSaverHook");
     hook_state *st = h->state;
     st->dir = fl_xstrdup(dir);
