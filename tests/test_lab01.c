@@ -236,6 +236,13 @@ static void test_checkpoint_dir_errors(void)
         diag("%s", strtok(r.out, "\n"));
     free(r.out);
 
+    snprintf(dir, sizeof dir, "%s/trace.json", file); /* a file under a regular file */
+    snprintf(args, sizeof args, QUICK " --train_steps 2 --trace %s", dir);
+    r = run_lab(args);
+    ok(r.status == 2 && r.nsteps == 0 && r.out && strstr(r.out, "--trace") && strstr(r.out, dir),
+       "a --trace file that cannot be written exits 2 before training, naming the flag and path");
+    free(r.out);
+
     snprintf(dir, sizeof dir, "%s/new/nested/ckpt", tmp_dir);
     snprintf(args, sizeof args, QUICK " --train_steps 1 --checkpoint_dir %s", dir);
     r = run_lab(args);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "flowlab.h"
 #include "checkpoint_dir.h"
@@ -181,6 +183,29 @@ static inline void require_checkpoint_dir(const training_flags *o)
     exit(2);
 }
 
+/* --graph and --trace are written after training: a file whose directory
+ * cannot be written to is an error of its flag now, not after minutes of
+ * training. */
+static inline void require_writable_file(const char *program, const char *flag, const char *path)
+{
+    if (!path)
+        return;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        errno = ENOTDIR;
+    else if (access(dir, W_OK) == 0)
+        return;
+    fprintf(stderr, "%s: %s %s: cannot write into %s: %s; give a file in a directory you can write to (see --help)\n",
+            program, flag, path, dir, strerror(errno));
+    exit(2);
+}
+
 /* Parses argv into o and, through extra, the lab's own options. --help
  * prints usage and exits 0; anything wrong exits 2 with a message. */
 static inline void parse_flags(int argc, char **argv, training_flags *o, const lab_flags *extra,
@@ -234,6 +259,8 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
             parse_training_flag(flag, value, o);
     }
     require_checkpoint_dir(o);
+    require_writable_file(o->program, "--graph", o->graph_path);
+    require_writable_file(o->program, "--trace", o->trace_path);
 }
 
 #endif

@@ -221,6 +221,11 @@ int main(int argc, char **argv)
         return 2;
     }
     for (int i = first; i < argc; i++)
+        if (strncmp(argv[i], "--", 2) == 0) { /* --write is only first: anything else is a flag it does not know */
+            fprintf(stderr, "book_check: unknown flag %s (see --help)\n", argv[i]);
+            return 2;
+        }
+    for (int i = first; i < argc; i++)
         problems += check_chapter(argv[i], write, &blocks);
     if (problems) {
         fprintf(stderr, "book_check: %d problem%s in %d chapter%s\n", problems, problems == 1 ? "" : "s",
