@@ -94,7 +94,8 @@ fl_tensor *fl_tensor_copy(const fl_tensor *t); /* host tensors only */
 void fl_tensor_free(fl_tensor *t); /* data too, unless borrowed or on a device */
 float *fl_tensor_floats(const fl_tensor *t);   /* NULL unless float32 */
 int32_t *fl_tensor_ints(const fl_tensor *t);   /* NULL unless int32 */
-float fl_tensor_scalar(const fl_tensor *t);    /* element 0 as a float */
+float fl_tensor_scalar(const fl_tensor *t);    /* element 0 as a float; 0 for NULL or empty, NaN on an
+                                                * accelerator (fl_device_buffer_read reads it) */
 /* Gives t a new shape with the same number of elements, in place (the data
  * stays as it is, row-major): fl_tensor_reshape(images, fl_shape_make(2, -1,
  * 784)) flattens fl_mnist_load's [N,28,28,1]. One dimension may be -1, worked

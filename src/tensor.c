@@ -1,5 +1,6 @@
 /* tensor.c: shapes, dtypes and host tensors.
  * A tensor is a dtype, a shape and a row-major host buffer; nothing more. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,8 +130,20 @@ fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape)
     return t;
 }
 
+/* The from_* makers copy values: NULL is a caller's mistake, said, not
+ * read through. */
+static bool have_values(const void *values, const char *caller)
+{
+    if (!values)
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: values is NULL; fl_tensor_new makes a zero-filled tensor",
+                          caller);
+    return values != NULL;
+}
+
 fl_tensor *fl_tensor_from_floats(fl_shape shape, const float *values)
 {
+    if (!have_values(values, "fl_tensor_from_floats"))
+        return NULL;
     fl_tensor *t = fl_tensor_new(FL_FLOAT32, shape);
     if (t)
         memcpy(t->data, values, fl_tensor_bytes(t));
@@ -139,6 +152,8 @@ fl_tensor *fl_tensor_from_floats(fl_shape shape, const float *values)
 
 fl_tensor *fl_tensor_from_ints(fl_shape shape, const int32_t *values)
 {
+    if (!have_values(values, "fl_tensor_from_ints"))
+        return NULL;
     fl_tensor *t = fl_tensor_new(FL_INT32, shape);
     if (t)
         memcpy(t->data, values, fl_tensor_bytes(t));
@@ -147,6 +162,10 @@ fl_tensor *fl_tensor_from_ints(fl_shape shape, const int32_t *values)
 
 fl_tensor *fl_tensor_copy(const fl_tensor *src)
 {
+    if (!src) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_tensor_copy: no tensor given");
+        return NULL;
+    }
     if (src->device) {
         fl_set_error_code(FL_INVALID_ARGUMENT, "fl_tensor_copy: the tensor lies on %s; read it with "
                           "fl_device_buffer_read", src->device);
@@ -175,6 +194,13 @@ float fl_tensor_scalar(const fl_tensor *t)
 {
     if (!t || fl_shape_size(t->shape) < 1)
         return 0.0f;
+    if (t->device && strcmp(t->device, "/cpu:0") != 0) { /* its data is a device's pointer: never read here */
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_tensor_scalar: the tensor lies on %s; read it with "
+                          "fl_device_buffer_read", t->device);
+        return NAN;
+    }
+    if (t->dtype == FL_UINT8)
+        return (float)((uint8_t *)t->data)[0];
     return t->dtype == FL_INT32 ? (float)((int32_t *)t->data)[0] : ((float *)t->data)[0];
 }
 

@@ -70,6 +70,13 @@ static void test_caller_mistakes(void)
     ok(!fl_session_new(NULL, NULL) && strstr(fl_last_error(), "graph is NULL"), "a session on a NULL graph: %s",
        fl_last_error());
     is_code(fl_last_error_code(), FL_INVALID_ARGUMENT, "a NULL graph is");
+    ok(!fl_tensor_copy(NULL) && strstr(fl_last_error(), "no tensor"), "copying no tensor: %s", fl_last_error());
+    ok(!fl_tensor_from_floats(fl_shape_make(1, 3), NULL) && strstr(fl_last_error(), "values is NULL"),
+       "a tensor from a NULL array of values: %s", fl_last_error());
+    fl_tensor *bytes = fl_tensor_new(FL_UINT8, fl_shape_make(1, 2));
+    ((uint8_t *)bytes->data)[0] = 200;
+    ok(fl_tensor_scalar(bytes) == 200.0f, "a uint8 tensor's scalar is its byte (%g)", fl_tensor_scalar(bytes));
+    fl_tensor_free(bytes);
     fl_shape five = fl_shape_make(5, 1, 2, 3, 4, 5);
     ok(five.rank == -1 && strstr(fl_last_error(), "rank 5"), "a rank-5 shape is refused at once: %s",
        fl_last_error());
