@@ -118,6 +118,8 @@ int fl_graph_node_count(const fl_graph *g);
 fl_node *fl_graph_node(const fl_graph *g, int index); /* creation order */
 fl_node *fl_graph_find(const fl_graph *g, const char *name);
 
+/* Asked about a NULL node (a builder's refusal), these answer NULL, 0 or an
+ * unknown shape (rank -1); graph calls given a NULL graph refuse it. */
 const char *fl_node_name(const fl_node *n);      /* "tower_0/dense/MatMul" */
 const char *fl_node_op_type(const fl_node *n);   /* "MatMul" */
 fl_dtype fl_node_dtype(const fl_node *n);

@@ -97,9 +97,27 @@ void fl_graph_set_runtime_records(fl_graph *g, void *records, void (*free_record
 
 /* ---- errors ---- */
 
-const char *fl_graph_error(const fl_graph *g) { return g->error[0] ? g->error : NULL; }
+/* A NULL graph given to a public call is the caller's mistake: said, never
+ * read through. Graph builders already return NULL for it. */
+static bool no_graph(const fl_graph *g, const char *caller)
+{
+    if (!g)
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: the graph is NULL", caller);
+    return !g;
+}
+
+const char *fl_graph_error(const fl_graph *g)
+{
+    if (!g)
+        return "the graph is NULL";
+    return g->error[0] ? g->error : NULL;
+}
 bool fl_graph_failed(const fl_graph *g) { return g->error[0] != '\0'; }
-void fl_graph_clear_error(fl_graph *g) { g->error[0] = '\0'; }
+void fl_graph_clear_error(fl_graph *g)
+{
+    if (g)
+        g->error[0] = '\0';
+}
 
 fl_node *fl_graph_fail(fl_graph *g, const char *node_name, const char *fmt, ...)
 {
@@ -120,34 +138,41 @@ fl_node *fl_graph_fail(fl_graph *g, const char *node_name, const char *fmt, ...)
 
 /* ---- seeds ---- */
 
-void fl_graph_set_random_seed(fl_graph *g, uint64_t seed) { g->seed = seed; }
+void fl_graph_set_random_seed(fl_graph *g, uint64_t seed)
+{
+    if (!no_graph(g, "fl_graph_set_random_seed"))
+        g->seed = seed;
+}
 uint64_t fl_graph_seed(const fl_graph *g) { return g->seed; }
 uint64_t fl_graph_next_op_seed(fl_graph *g) { return ++g->op_seed_counter; }
 
 /* ---- lookup ---- */
 
-int fl_graph_node_count(const fl_graph *g) { return g->nnodes; }
+int fl_graph_node_count(const fl_graph *g) { return g ? g->nnodes : 0; }
 
 fl_node *fl_graph_node(const fl_graph *g, int index)
 {
-    return index >= 0 && index < g->nnodes ? g->nodes[index] : NULL;
+    return g && index >= 0 && index < g->nnodes ? g->nodes[index] : NULL;
 }
 
 fl_node *fl_graph_find(const fl_graph *g, const char *name)
 {
-    return fl_name_table_get(&g->by_name, name);
+    return g && name ? fl_name_table_get(&g->by_name, name) : NULL;
 }
 
-const char *fl_node_name(const fl_node *n) { return n->name; }
-const char *fl_node_op_type(const fl_node *n) { return fl_op_def_of(n->op)->type; }
-fl_dtype fl_node_dtype(const fl_node *n) { return n->dtype; }
-fl_shape fl_node_shape(const fl_node *n) { return n->shape; }
-const char *fl_node_device(const fl_node *n) { return n->device; }
-int fl_node_input_count(const fl_node *n) { return n->ninputs; }
+/* A node a builder refused is NULL: asking about it gives a harmless
+ * answer (NULL, 0, an unknown shape), so a program can print its way to
+ * the graph's error instead of crashing first. */
+const char *fl_node_name(const fl_node *n) { return n ? n->name : NULL; }
+const char *fl_node_op_type(const fl_node *n) { return n ? fl_op_def_of(n->op)->type : NULL; }
+fl_dtype fl_node_dtype(const fl_node *n) { return n ? n->dtype : FL_FLOAT32; }
+fl_shape fl_node_shape(const fl_node *n) { return n ? n->shape : (fl_shape){.rank = -1}; }
+const char *fl_node_device(const fl_node *n) { return n ? n->device : NULL; }
+int fl_node_input_count(const fl_node *n) { return n ? n->ninputs : 0; }
 
 fl_node *fl_node_input(const fl_node *n, int index)
 {
-    return index >= 0 && index < n->ninputs ? n->inputs[index] : NULL;
+    return n && index >= 0 && index < n->ninputs ? n->inputs[index] : NULL;
 }
 
 /* ---- name scopes ---- */
@@ -164,6 +189,8 @@ static bool valid_name(const char *name)
 
 int fl_name_scope_push(fl_graph *g, const char *name)
 {
+    if (no_graph(g, "fl_name_scope_push"))
+        return -1;
     if (g->name_depth >= 64) {
         fl_graph_fail(g, name, "name scopes nested deeper than 64");
         return -1;
@@ -183,7 +210,7 @@ int fl_name_scope_push(fl_graph *g, const char *name)
 
 void fl_name_scope_pop(fl_graph *g)
 {
-    if (g->name_depth > 0)
+    if (g && g->name_depth > 0)
         g->name_scope[g->name_scope_len[--g->name_depth]] = '\0';
 }
 
@@ -209,6 +236,8 @@ static char *unique_name(fl_graph *g, const char *base)
 
 int fl_variable_scope_push(fl_graph *g, const char *name, fl_reuse reuse)
 {
+    if (no_graph(g, "fl_variable_scope_push"))
+        return -1;
     if (g->var_depth >= 64) {
         fl_graph_fail(g, name, "variable scopes nested deeper than 64");
         return -1;
@@ -229,7 +258,7 @@ int fl_variable_scope_push(fl_graph *g, const char *name, fl_reuse reuse)
 
 void fl_variable_scope_pop(fl_graph *g)
 {
-    if (g->var_depth == 0)
+    if (!g || g->var_depth == 0)
         return;
     g->var_depth--;
     fl_name_scope_pop(g);
@@ -258,7 +287,7 @@ fl_node *fl_graph_find_variable(const fl_graph *g, const char *name)
     return fl_name_table_get(&g->variables_by_name, name);
 }
 
-int fl_graph_variable_count(const fl_graph *g) { return g->nvariables; }
+int fl_graph_variable_count(const fl_graph *g) { return g ? g->nvariables : 0; }
 
 fl_node *fl_graph_variable(const fl_graph *g, int index)
 {
@@ -280,6 +309,8 @@ static device_entry *push_device_entry(fl_graph *g)
 
 int fl_device_scope_push(fl_graph *g, const char *device)
 {
+    if (no_graph(g, "fl_device_scope_push"))
+        return -1;
     char canonical[FL_DEVICE_LEN] = "";
     if (device && device[0] && fl_parse_device(device, NULL, canonical, sizeof canonical) != 0) {
         fl_graph_fail(g, "", "%s", fl_last_error());
@@ -294,6 +325,12 @@ int fl_device_scope_push(fl_graph *g, const char *device)
 
 int fl_device_scope_push_colocated(fl_graph *g, const fl_node *with)
 {
+    if (no_graph(g, "fl_device_scope_push_colocated"))
+        return -1;
+    if (!with) {
+        fl_graph_fail(g, "", "fl_device_scope_push_colocated: the node is NULL");
+        return -1;
+    }
     device_entry *e = push_device_entry(g);
     if (!e)
         return -1;
@@ -303,6 +340,8 @@ int fl_device_scope_push_colocated(fl_graph *g, const fl_node *with)
 
 int fl_device_function_push(fl_graph *g, fl_device_fn fn, void *user)
 {
+    if (no_graph(g, "fl_device_function_push"))
+        return -1;
     if (!fn) {
         fl_graph_fail(g, "", "fl_device_function_push: the device function is NULL");
         return -1;
@@ -318,7 +357,7 @@ int fl_device_function_push(fl_graph *g, fl_device_fn fn, void *user)
 
 void fl_device_pop(fl_graph *g)
 {
-    if (g->device_depth > 0)
+    if (g && g->device_depth > 0)
         g->device_depth--;
 }
 
@@ -351,6 +390,12 @@ static int pick_device(fl_graph *g, fl_node *n)
 
 int fl_control_dependencies_push(fl_graph *g, fl_node *const *nodes, int n)
 {
+    if (no_graph(g, "fl_control_dependencies_push"))
+        return -1;
+    if (n < 0 || (n > 0 && !nodes)) {
+        fl_graph_fail(g, "", "fl_control_dependencies_push: %d nodes%s", n, n > 0 ? " but the array is NULL" : "");
+        return -1;
+    }
     if (g->control_depth >= 64) {
         fl_graph_fail(g, "", "control dependency scopes nested deeper than 64");
         return -1;
@@ -370,7 +415,7 @@ int fl_control_dependencies_push(fl_graph *g, fl_node *const *nodes, int n)
 
 void fl_control_dependencies_pop(fl_graph *g)
 {
-    if (g->control_depth == 0)
+    if (!g || g->control_depth == 0)
         return;
     control_entry *e = &g->controls[--g->control_depth];
     free(e->nodes);
@@ -379,6 +424,8 @@ void fl_control_dependencies_pop(fl_graph *g)
 
 int fl_add_control_input(fl_graph *g, fl_node *node, fl_node *before)
 {
+    if (no_graph(g, "fl_add_control_input"))
+        return -1;
     if (!node || !before) {
         fl_graph_fail(g, "", "fl_add_control_input: a node is NULL");
         return -1;

@@ -80,7 +80,17 @@ static void test_caller_mistakes(void)
     fl_shape five = fl_shape_make(5, 1, 2, 3, 4, 5);
     ok(five.rank == -1 && strstr(fl_last_error(), "rank 5"), "a rank-5 shape is refused at once: %s",
        fl_last_error());
+    int scoped = fl_name_scope_push(NULL, "a");
+    ok(fl_graph_error(NULL) && scoped == -1 && fl_graph_node_count(NULL) == 0 &&
+           !fl_global_variables_initializer(NULL) && !fl_graph_find(NULL, "x"),
+       "a NULL graph has an error, and scopes, lookups and the initializer refuse it: %s", fl_last_error());
+    ok(!fl_node_name(NULL) && fl_node_shape(NULL).rank == -1 && fl_node_input_count(NULL) == 0,
+       "asking about a NULL node (a builder's refusal) answers NULL, an unknown shape, no inputs");
     fl_graph *g = fl_graph_new();
+    int pushed = fl_device_scope_push_colocated(g, NULL);
+    ok(pushed == -1 && fl_graph_error(g) && strstr(fl_graph_error(g), "NULL"),
+       "colocating with a NULL node is the graph's error: %s", fl_graph_error(g));
+    fl_graph_clear_error(g);
     fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(1, 2), "x");
     fl_node *y = fl_add(g, x, x, "y");
     fl_session *s = fl_session_new(g, NULL);
