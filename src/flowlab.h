@@ -258,7 +258,8 @@ typedef struct {
 
 /* d(ys)/d(xs) summed over ys' elements; grads[i] NULL where xs[i] is unused. */
 int fl_gradients(fl_graph *g, fl_node *ys, fl_node *const *xs, int n, fl_node **grads);
-/* vars NULL: every trainable variable. Writes nvars pairs; returns count or -1. */
+/* vars NULL: every trainable variable (nvars 0, or out's room, checked).
+ * Writes one pair per variable to out; returns the count, or -1. */
 int fl_compute_gradients(fl_graph *g, fl_node *loss, fl_node *const *vars, int nvars,
                          fl_grad_var *out);
 

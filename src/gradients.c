@@ -151,7 +151,16 @@ int fl_compute_gradients(fl_graph *g, fl_node *loss, fl_node *const *vars, int n
 {
     if (!g || fl_graph_failed(g))
         return -1;
+    if (!out || nvars < 0) {
+        fl_graph_fail(g, "", "fl_compute_gradients: %s", out ? "a negative nvars" : "out is NULL");
+        return -1;
+    }
     int n = vars ? nvars : fl_trainable_variables(g, NULL, 0);
+    if (!vars && nvars > 0 && n > nvars) { /* NULL, N: N is out's room */
+        fl_graph_fail(g, "", "fl_compute_gradients: out holds %d pairs but the graph has %d trainable variables",
+                      nvars, n);
+        return -1;
+    }
     fl_node **xs = fl_xmalloc((size_t)(n ? n : 1) * sizeof *xs);
     fl_node **grads = fl_xcalloc((size_t)(n ? n : 1), sizeof *grads);
     if (vars)

@@ -79,6 +79,8 @@ void fl_optimizer_free(fl_optimizer *opt)
  * feeds a learning-rate tensor instead, here the rate is an op attribute. */
 void fl_optimizer_set_learning_rate(fl_optimizer *opt, float learning_rate)
 {
+    if (!opt)
+        return;
     opt->learning_rate = learning_rate;
     for (int i = 0; i < opt->nupdates; i++)
         opt->updates[i]->attrs.learning_rate = learning_rate;

@@ -420,6 +420,10 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
                                 int nfeeds, fl_node *const *fetches, int nfetches,
                                 fl_tensor **outputs, fl_node *const *targets, int ntargets)
 {
+    if (!s) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_session_run: the session is NULL (did fl_session_new fail?)");
+        return -1;
+    }
     s->error[0] = '\0';
     if (check_run_arguments(s, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets) != 0)
         return -1;

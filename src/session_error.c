@@ -7,8 +7,13 @@
 
 #include "session_internal.h"
 
-const char *fl_session_error(const fl_session *s) { return s->error; }
-fl_error_code fl_session_error_code(const fl_session *s) { return s->error[0] ? s->error_code : FL_OK; }
+const char *fl_session_error(const fl_session *s) { return s ? s->error : "the session is NULL"; }
+fl_error_code fl_session_error_code(const fl_session *s)
+{
+    if (!s)
+        return FL_INVALID_ARGUMENT;
+    return s->error[0] ? s->error_code : FL_OK;
+}
 
 static int fail(fl_session *s, fl_error_code code, const char *fmt, va_list args)
 {

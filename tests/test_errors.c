@@ -70,6 +70,10 @@ static void test_caller_mistakes(void)
     ok(!fl_session_new(NULL, NULL) && strstr(fl_last_error(), "graph is NULL"), "a session on a NULL graph: %s",
        fl_last_error());
     is_code(fl_last_error_code(), FL_INVALID_ARGUMENT, "a NULL graph is");
+    int ran = fl_session_run(NULL, NULL, 0, NULL, 0, NULL, NULL, 0);
+    ok(ran == -1 && strstr(fl_last_error(), "session is NULL") && strstr(fl_session_error(NULL), "NULL"),
+       "a run of a NULL session fails, saying so: %s", fl_last_error());
+    fl_optimizer_set_learning_rate(NULL, 0.1f); /* nothing to set: no crash */
     ok(!fl_tensor_copy(NULL) && strstr(fl_last_error(), "no tensor"), "copying no tensor: %s", fl_last_error());
     ok(!fl_tensor_from_floats(fl_shape_make(1, 3), NULL) && strstr(fl_last_error(), "values is NULL"),
        "a tensor from a NULL array of values: %s", fl_last_error());
@@ -93,6 +97,18 @@ static void test_caller_mistakes(void)
     fl_graph_clear_error(g);
     fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(1, 2), "x");
     fl_node *y = fl_add(g, x, x, "y");
+    fl_node *v = fl_get_variable(g, "v", fl_shape_make(1, 2), fl_zeros_initializer());
+    fl_node *loss = fl_reduce_sum(g, fl_mul(g, v, v, NULL), NULL, 0, false, "loss");
+    int pairs = fl_compute_gradients(g, loss, NULL, 0, NULL);
+    ok(pairs == -1 && fl_graph_error(g) && strstr(fl_graph_error(g), "out is NULL"),
+       "gradients with nowhere to write them: %s", fl_graph_error(g));
+    fl_graph_clear_error(g);
+    fl_grad_var one[1];
+    fl_node *w = fl_get_variable(g, "w", fl_shape_make(1, 2), fl_zeros_initializer());
+    pairs = fl_compute_gradients(g, fl_add(g, loss, fl_reduce_sum(g, w, NULL, 0, false, NULL), NULL), NULL, 1, one);
+    ok(pairs == -1 && fl_graph_error(g) && strstr(fl_graph_error(g), "out holds 1 pairs but the graph has 2"),
+       "gradients of every variable into too small an out: %s", fl_graph_error(g));
+    fl_graph_clear_error(g);
     fl_session *s = fl_session_new(g, NULL);
     fl_tensor *value = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 2)), *out = NULL;
     fl_feed feed = {x, value};

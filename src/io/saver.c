@@ -212,8 +212,12 @@ int fl_session_save(fl_session *s, const char *dir, int64_t step)
 
 int fl_session_save_keeping(fl_session *s, const char *dir, int64_t step, int max_to_keep)
 {
-    if (!s || !dir || !dir[0])
-        return s ? fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_save: no directory given") : -1;
+    if (!s) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_session_save: the session is NULL");
+        return -1;
+    }
+    if (!dir || !dir[0])
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_save: no directory given");
     if (max_to_keep < 0)
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: max_to_keep %d: give the number of checkpoints "
                                     "to keep, or 0 for all", dir, max_to_keep);
@@ -384,8 +388,12 @@ static int restore_previous(fl_session *s, const char *dir, const char *refused)
 
 int fl_session_restore_latest(fl_session *s, const char *dir)
 {
-    if (!s || !dir || !dir[0])
-        return s ? fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_restore_latest: no directory given") : -1;
+    if (!s) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_session_restore_latest: the session is NULL");
+        return -1;
+    }
+    if (!dir || !dir[0])
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_restore_latest: no directory given");
     if (fl_session_refuse_in_client(s, "fl_session_restore_latest"))
         return -1;
     s->error[0] = '\0';
