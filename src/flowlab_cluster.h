@@ -245,7 +245,7 @@ typedef struct {
 fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *options);
 /* Waits until every worker (and chief) of the cluster has said goodbye, as a
  * ps task does before it exits, or until timeout_s seconds pass (0: no
- * limit). 0 when all have, 1 on the timeout. */
+ * limit). 0 when all have, 1 on the timeout, -1 for a NULL server. */
 int fl_server_join(fl_server *server, double timeout_s);
 void fl_server_get_stats(fl_server *server, fl_server_stats *out);
 /* A worker that has finished says so to every ps task of the cluster (also

@@ -140,6 +140,26 @@ static void test_caller_mistakes(void)
     fl_graph_free(g);
 }
 
+/* The cluster calls, given a NULL cluster or server (a failed start). */
+static void test_cluster_caller_mistakes(void)
+{
+    ok(fl_server_join(NULL, 1) == -1 && strstr(fl_last_error(), "server is NULL"), "joining a NULL server: %s",
+       fl_last_error());
+    fl_server_stats stats = {.frames = 7};
+    fl_server_get_stats(NULL, &stats);
+    ok(stats.frames == 0, "a NULL server's stats are zero");
+    ok(fl_cluster_say_goodbye(NULL) == -1 && fl_cluster_reconnect(NULL) == -1 &&
+           fl_cluster_set_secret_file(NULL, "x") == -1 && fl_cluster_set_tls(NULL, "a", "b", "c") == -1,
+       "goodbye, reconnect, a secret and TLS for a NULL cluster are refused: %s", fl_last_error());
+    fl_cluster *c = fl_cluster_from_flags("127.0.0.1:1", "127.0.0.1:2", "worker", 0);
+    int set = fl_cluster_set_secret_file(c, NULL);
+    ok(set == -1 && strstr(fl_last_error(), "no file given"), "a secret file that is NULL: %s", fl_last_error());
+    fl_optimizer *wrapped = fl_sync_replicas_optimizer(NULL, 1, 1);
+    ok(!wrapped && strstr(fl_last_error(), "optimizer to wrap is NULL"), "synchronous replicas of no optimizer: %s",
+       fl_last_error());
+    fl_cluster_free(c);
+}
+
 static void test_devices(void)
 {
     fl_graph *g = fl_graph_new();
@@ -213,6 +233,7 @@ int main(void)
     test_codes_and_wrapping();
     test_graph_and_session();
     test_caller_mistakes();
+    test_cluster_caller_mistakes();
     test_devices();
     test_checkpoints();
     test_flags();

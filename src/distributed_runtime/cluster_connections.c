@@ -79,6 +79,10 @@ static fl_ps_client *reconnect(fl_cluster_state *r, fl_remote_task *t)
  * fail, not go on over a new connection as if nothing happened. */
 int fl_cluster_reconnect(const fl_cluster *c)
 {
+    if (!c) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_cluster_reconnect: the cluster is NULL");
+        return -1;
+    }
     fl_cluster_state *r = fl_cluster_state_of(c);
     int made = 0;
     pthread_mutex_lock(&r->lock);
@@ -148,6 +152,10 @@ static int say_goodbye_to_job(const fl_cluster *c, const char *job)
  * which drove every task, to all of them. */
 int fl_cluster_say_goodbye(const fl_cluster *c)
 {
+    if (!c) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_cluster_say_goodbye: the cluster is NULL");
+        return -1;
+    }
     int rc = say_goodbye_to_job(c, "ps");
     if (strcmp(fl_cluster_job_name(c), FL_WIRE_CLIENT_JOB) == 0 &&
         (say_goodbye_to_job(c, "worker") != 0 || say_goodbye_to_job(c, "chief") != 0))
@@ -164,8 +172,12 @@ int fl_cluster_say_goodbye(const fl_cluster *c)
 
 int fl_remote_task_traffic(const fl_cluster *c, const char *task, uint64_t *sent, uint64_t *received)
 {
-    fl_cluster_state *r = fl_cluster_state_of(c);
+    if (!sent || !received)
+        return 0;
     *sent = *received = 0;
+    if (!c)
+        return 0;
+    fl_cluster_state *r = fl_cluster_state_of(c);
     int found = 0;
     pthread_mutex_lock(&r->lock);
     for (int i = 0; i < r->count; i++) {
@@ -184,6 +196,8 @@ int fl_remote_task_traffic(const fl_cluster *c, const char *task, uint64_t *sent
 
 uint64_t fl_remote_stale_updates(const fl_cluster *c)
 {
+    if (!c)
+        return 0;
     fl_cluster_state *r = fl_cluster_state_of(c);
     pthread_mutex_lock(&r->lock);
     uint64_t n = r->stale_of_lost;

@@ -59,6 +59,11 @@ static int check_private(int fd, const char *path)
 
 int fl_cluster_set_secret_file(fl_cluster *c, const char *path)
 {
+    if (!c || !path || !*path) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_cluster_set_secret_file: %s", c ? "no file given" : "the cluster "
+                          "is NULL");
+        return -1;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         fl_set_error_code(fl_errno_code(errno), "cannot open cluster secret file %s: %s", path, strerror(errno));
@@ -122,6 +127,10 @@ static SSL_CTX *tls_context(bool server, const char *cert, const char *key, cons
 
 int fl_cluster_set_tls(fl_cluster *c, const char *cert, const char *key, const char *ca)
 {
+    if (!c) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_cluster_set_tls: the cluster is NULL");
+        return -1;
+    }
     if (!cert || !key || !ca || !*cert || !*key || !*ca) {
         fl_set_error_code(FL_INVALID_ARGUMENT, "TLS needs all three of --tls_cert, --tls_key and --tls_ca");
         return -1;

@@ -148,6 +148,10 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
 
 int fl_server_join(fl_server *s, double timeout_s)
 {
+    if (!s) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_server_join: the server is NULL (did fl_server_start fail?)");
+        return -1;
+    }
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += (time_t)timeout_s;
@@ -168,6 +172,12 @@ int fl_server_join(fl_server *s, double timeout_s)
 
 void fl_server_get_stats(fl_server *s, fl_server_stats *out)
 {
+    if (!out)
+        return;
+    if (!s) {
+        *out = (fl_server_stats){0};
+        return;
+    }
     pthread_mutex_lock(&s->lock);
     *out = s->stats;
     pthread_mutex_unlock(&s->lock);

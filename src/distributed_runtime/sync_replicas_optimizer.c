@@ -52,10 +52,13 @@ int fl_sync_replicas_to_aggregate(const fl_node *n)
 fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
                                          int total_num_replicas)
 {
-    if (!opt || replicas_to_aggregate < 1 || replicas_to_aggregate > 65535 ||
-        total_num_replicas < replicas_to_aggregate) {
-        fl_set_error("fl_sync_replicas_optimizer: replicas_to_aggregate must be 1..65535 and at most "
-                     "total_num_replicas (got %d of %d)", replicas_to_aggregate, total_num_replicas);
+    if (!opt) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_sync_replicas_optimizer: the optimizer to wrap is NULL");
+        return NULL;
+    }
+    if (replicas_to_aggregate < 1 || replicas_to_aggregate > 65535 || total_num_replicas < replicas_to_aggregate) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_sync_replicas_optimizer: replicas_to_aggregate must be 1..65535 "
+                          "and at most total_num_replicas (got %d of %d)", replicas_to_aggregate, total_num_replicas);
         return NULL;
     }
     return fl_optimizer_marking(opt, mark_synchronous, replicas_to_aggregate);
