@@ -106,18 +106,9 @@ static bool no_graph(const fl_graph *g, const char *caller)
     return !g;
 }
 
-const char *fl_graph_error(const fl_graph *g)
-{
-    if (!g)
-        return "the graph is NULL";
-    return g->error[0] ? g->error : NULL;
-}
+const char *fl_graph_error(const fl_graph *g) { return !g ? "the graph is NULL" : g->error[0] ? g->error : NULL; }
 bool fl_graph_failed(const fl_graph *g) { return g->error[0] != '\0'; }
-void fl_graph_clear_error(fl_graph *g)
-{
-    if (g)
-        g->error[0] = '\0';
-}
+void fl_graph_clear_error(fl_graph *g) { if (g) g->error[0] = '\0'; }
 
 fl_node *fl_graph_fail(fl_graph *g, const char *node_name, const char *fmt, ...)
 {
@@ -158,21 +149,6 @@ fl_node *fl_graph_node(const fl_graph *g, int index)
 fl_node *fl_graph_find(const fl_graph *g, const char *name)
 {
     return g && name ? fl_name_table_get(&g->by_name, name) : NULL;
-}
-
-/* A node a builder refused is NULL: asking about it gives a harmless
- * answer (NULL, 0, an unknown shape), so a program can print its way to
- * the graph's error instead of crashing first. */
-const char *fl_node_name(const fl_node *n) { return n ? n->name : NULL; }
-const char *fl_node_op_type(const fl_node *n) { return n ? fl_op_def_of(n->op)->type : NULL; }
-fl_dtype fl_node_dtype(const fl_node *n) { return n ? n->dtype : FL_FLOAT32; }
-fl_shape fl_node_shape(const fl_node *n) { return n ? n->shape : (fl_shape){.rank = -1}; }
-const char *fl_node_device(const fl_node *n) { return n ? n->device : NULL; }
-int fl_node_input_count(const fl_node *n) { return n ? n->ninputs : 0; }
-
-fl_node *fl_node_input(const fl_node *n, int index)
-{
-    return n && index >= 0 && index < n->ninputs ? n->inputs[index] : NULL;
 }
 
 /* ---- name scopes ---- */
