@@ -231,7 +231,7 @@ static void put_graph(dot_writer *w)
 int dot_write(dot_writer *w, const char *path)
 {
     if (!path || !path[0]) {
-        fl_set_error_code(FL_INVALID_ARGUMENT, "dot_write_dot: no path given");
+        fl_set_error_code(FL_INVALID_ARGUMENT, "writing the graph as DOT: no path given");
         return -1;
     }
     size_t len = strlen(path) + 32;
