@@ -48,7 +48,7 @@ typedef struct tunnel {
 static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t one_ended = PTHREAD_COND_INITIALIZER;
 static struct tunnel *running;
-static pthread_once_t exit_handler_once = PTHREAD_ONCE_INIT;
+static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
 
 #define EXIT_WAIT_SECONDS 3
 
@@ -65,14 +65,30 @@ static void wait_for_tunnels_at_exit(void)
     pthread_mutex_unlock(&running_lock);
 }
 
-/* Registered after OpenSSL has registered its own handler (a TLS context
- * exists before any tunnel), so it runs before OpenSSL's: handlers run in
- * the reverse order of registration. */
-static void register_exit_handler(void) { atexit(wait_for_tunnels_at_exit); }
+/* A child made by fork has none of the tunnel threads: its list starts
+ * empty, so its exit neither waits for them nor shuts down the parent's
+ * sockets, which it shares. The forking thread holds the lock across the
+ * fork, so the child never inherits it held by a thread it does not have. */
+static void lock_before_fork(void) { pthread_mutex_lock(&running_lock); }
+static void unlock_in_parent(void) { pthread_mutex_unlock(&running_lock); }
+static void forget_in_child(void)
+{
+    running = NULL;
+    pthread_mutex_unlock(&running_lock);
+}
+
+/* The exit handler is registered after OpenSSL has registered its own (a
+ * TLS context exists before any tunnel), so it runs before OpenSSL's:
+ * handlers run in the reverse order of registration. */
+static void register_handlers(void)
+{
+    atexit(wait_for_tunnels_at_exit);
+    pthread_atfork(lock_before_fork, unlock_in_parent, forget_in_child);
+}
 
 static void add_running(struct tunnel *t)
 {
-    pthread_once(&exit_handler_once, register_exit_handler);
+    pthread_once(&handlers_once, register_handlers);
     pthread_mutex_lock(&running_lock);
     t->next = running;
     running = t;
