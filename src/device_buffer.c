@@ -45,9 +45,21 @@ void fl_device_buffer_free(const char *device, void *buffer)
         d->backend->release(d->impl, buffer);
 }
 
+/* A copy with nothing at one of its ends is the caller's mistake, said
+ * before any device is asked. */
+static bool have_both_ends(const char *caller, const void *buffer, const void *host, size_t bytes)
+{
+    if (bytes == 0 || (buffer && host))
+        return true;
+    fl_set_error_code(FL_INVALID_ARGUMENT, "%s: the %s is NULL", caller, buffer ? "host memory" : "device buffer");
+    return false;
+}
+
 /* The copy is enqueued, so the device's queue is waited for. */
 int fl_device_buffer_read(const char *device, const void *buffer, void *host, size_t bytes)
 {
+    if (!have_both_ends("fl_device_buffer_read", buffer, host, bytes))
+        return -1;
     fl_device *d = fl_device_named(device);
     if (!d)
         return -1;
@@ -57,6 +69,8 @@ int fl_device_buffer_read(const char *device, const void *buffer, void *host, si
 
 int fl_device_buffer_write(const char *device, void *buffer, const void *host, size_t bytes)
 {
+    if (!have_both_ends("fl_device_buffer_write", buffer, host, bytes))
+        return -1;
     fl_device *d = fl_device_named(device);
     if (!d)
         return -1;

@@ -177,9 +177,11 @@ void *fl_device_alloc(fl_device *d, size_t bytes)
 int fl_list_devices(fl_device_info *out, int max)
 {
     int count = 0;
-    if (count < max)
+    if (!out) /* only the count: /cpu:0 and the accelerators */
+        count = 1 + fl_accelerator_count();
+    else if (max > 0)
         fl_host_backend.describe(0, &out[count++]);
-    for (int i = 0; i < fl_accelerator_count() && count < max; i++) {
+    for (int i = 0; out && i < fl_accelerator_count() && count < max; i++) {
         active->describe(i, &out[count]);
         snprintf(out[count].name, sizeof out[count].name, "/gpu:%d", i);
         count++;
@@ -206,7 +208,10 @@ int fl_list_backends(fl_backend_info *out, int max)
 {
     ensure_chosen();
     int count = 0;
-    for (int i = 0; fl_backend_entries[i] && count < max; i++)
-        describe_backend(fl_backend_entries[i], &out[count++]);
+    for (int i = 0; fl_backend_entries[i] && (!out || count < max); i++) {
+        if (out)
+            describe_backend(fl_backend_entries[i], &out[count]);
+        count++; /* out NULL: just the count */
+    }
     return count;
 }

@@ -291,7 +291,8 @@ typedef struct {
 } fl_device_info;
 
 /* Lists /cpu:0 and each /gpu:N of the active backend; returns the count
- * (<= max). When there is no accelerator, fl_last_error() says why. */
+ * (<= max; out NULL: how many there are). When there is no accelerator,
+ * fl_last_error() says why. */
 int fl_list_devices(fl_device_info *out, int max);
 /* A program's own buffer on a device ("/gpu:0", "/cpu:0"), for fetch_to and
  * device feeds without CUDA or OpenCL code of its own. Read and write block. */
@@ -304,7 +305,7 @@ int fl_device_buffer_write(const char *device, void *buffer, const void *host, s
  * automatic choice tries them: how many devices it has on this machine and,
  * when none, why ("no NVIDIA driver: libcuda.so.1 not found ..."). A backend
  * kept in a module (CUDA) is opened only when its driver answers. Returns
- * the count (<= max). */
+ * the count (<= max; out NULL: how many were built in). */
 typedef struct {
     char name[16];             /* "cuda", "opencl" */
     int devices;               /* 0: unavailable here */

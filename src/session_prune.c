@@ -15,6 +15,8 @@ static int check_feed(fl_session *s, const fl_feed *f)
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
                                     "a feed has a NULL node or value, or a node from another graph");
     const fl_node *n = f->node;
+    if (!f->value->data && fl_shape_size(f->value->shape) > 0)
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: fed a tensor whose data is NULL", n->name);
     if (f->value->dtype != n->dtype)
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
                                     "%s: fed %s but it is %s", n->name, fl_dtype_name(f->value->dtype),

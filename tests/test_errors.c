@@ -121,6 +121,10 @@ static void test_caller_mistakes(void)
        "a feed count with no feeds array: %s", fl_session_error(s));
     ok(fl_session_run(s, &feed, -1, &y, 1, &out, NULL, 0) != 0 && strstr(fl_session_error(s), "negative count"),
        "a negative count: %s", fl_session_error(s));
+    fl_tensor no_data = {.dtype = FL_FLOAT32, .shape = fl_shape_make(1, 2)};
+    fl_feed empty_feed = {x, &no_data};
+    ok(fl_session_run(s, &empty_feed, 1, &y, 1, &out, NULL, 0) != 0 && strstr(fl_session_error(s), "data is NULL"),
+       "a fed tensor whose data is NULL: %s", fl_session_error(s));
     ok(fl_session_run(s, &feed, 1, &y, 1, &out, NULL, 0) == 0 && out, "and the same run, asked right, works");
     fl_tensor_free(out);
 
@@ -162,6 +166,15 @@ static void test_cluster_caller_mistakes(void)
 
 static void test_devices(void)
 {
+    fl_device_info first[1], many[16];
+    int all = fl_list_devices(NULL, 0), listed = fl_list_devices(first, 1), up_to_16 = fl_list_devices(many, 16);
+    ok(all >= 1 && all == up_to_16 && listed == 1 && strcmp(first[0].name, "/cpu:0") == 0,
+       "fl_list_devices(NULL, 0) counts the devices (%d, as a list of 16 has %d) and a list of 1 holds /cpu:0",
+       all, up_to_16);
+    float host[2];
+    int read = fl_device_buffer_read("/cpu:0", NULL, host, sizeof host);
+    ok(read == -1 && strstr(fl_last_error(), "device buffer is NULL"), "reading from a NULL device buffer: %s",
+       fl_last_error());
     fl_graph *g = fl_graph_new();
     fl_device_scope_push(g, "/cpu:3");
     fl_node *c = fl_scalar(g, 1, "c");
