@@ -77,6 +77,14 @@ static void test_caller_mistakes(void)
     ok(!fl_tensor_copy(NULL) && strstr(fl_last_error(), "no tensor"), "copying no tensor: %s", fl_last_error());
     ok(!fl_tensor_from_floats(fl_shape_make(1, 3), NULL) && strstr(fl_last_error(), "values is NULL"),
        "a tensor from a NULL array of values: %s", fl_last_error());
+    ok(!fl_tensor_from_ints(fl_shape_make(1, 3), NULL) && strstr(fl_last_error(), "fl_tensor_from_ints"),
+       "and of int values: %s", fl_last_error());
+    int saved = fl_session_save(NULL, "/tmp", 1);
+    ok(saved == -1 && strstr(fl_last_error(), "fl_session_save: the session is NULL"), "saving a NULL session: %s",
+       fl_last_error());
+    int restored = fl_session_restore_latest(NULL, "/tmp");
+    ok(restored == -1 && strstr(fl_last_error(), "restore_latest: the session is NULL"),
+       "restoring into a NULL session: %s", fl_last_error());
     fl_tensor *bytes = fl_tensor_new(FL_UINT8, fl_shape_make(1, 2));
     ((uint8_t *)bytes->data)[0] = 200;
     ok(fl_tensor_scalar(bytes) == 200.0f, "a uint8 tensor's scalar is its byte (%g)", fl_tensor_scalar(bytes));
@@ -84,6 +92,9 @@ static void test_caller_mistakes(void)
     fl_shape five = fl_shape_make(5, 1, 2, 3, 4, 5);
     ok(five.rank == -1 && strstr(fl_last_error(), "rank 5"), "a rank-5 shape is refused at once: %s",
        fl_last_error());
+    int controlled = fl_control_dependencies_push(NULL, NULL, 0);
+    ok(controlled == -1 && strstr(fl_last_error(), "fl_control_dependencies_push: the graph is NULL"),
+       "control dependencies in a NULL graph: %s", fl_last_error());
     int scoped = fl_name_scope_push(NULL, "a");
     ok(fl_graph_error(NULL) && scoped == -1 && fl_graph_node_count(NULL) == 0 &&
            !fl_global_variables_initializer(NULL) && !fl_graph_find(NULL, "x"),
@@ -155,6 +166,9 @@ static void test_cluster_caller_mistakes(void)
     ok(fl_cluster_say_goodbye(NULL) == -1 && fl_cluster_reconnect(NULL) == -1 &&
            fl_cluster_set_secret_file(NULL, "x") == -1 && fl_cluster_set_tls(NULL, "a", "b", "c") == -1,
        "goodbye, reconnect, a secret and TLS for a NULL cluster are refused: %s", fl_last_error());
+    uint64_t sent = 1, received = 1;
+    fl_remote_traffic(NULL, &sent, &received);
+    ok(sent == 0 && received == 0 && fl_remote_stale_updates(NULL) == 0, "a NULL cluster has moved nothing");
     fl_cluster *c = fl_cluster_from_flags("127.0.0.1:1", "127.0.0.1:2", "worker", 0);
     int set = fl_cluster_set_secret_file(c, NULL);
     ok(set == -1 && strstr(fl_last_error(), "no file given"), "a secret file that is NULL: %s", fl_last_error());
@@ -175,6 +189,15 @@ static void test_devices(void)
     int read = fl_device_buffer_read("/cpu:0", NULL, host, sizeof host);
     ok(read == -1 && strstr(fl_last_error(), "device buffer is NULL"), "reading from a NULL device buffer: %s",
        fl_last_error());
+    void *buffer = fl_device_buffer_alloc("/cpu:0", sizeof host);
+    int written = fl_device_buffer_write("/cpu:0", buffer, NULL, sizeof host);
+    ok(written == -1 && strstr(fl_last_error(), "host memory is NULL"), "writing from NULL host memory: %s",
+       fl_last_error());
+    fl_device_buffer_free("/cpu:0", buffer);
+    fl_backend_info backends[8];
+    int built = fl_list_backends(NULL, 0);
+    ok(built >= 0 && built == fl_list_backends(backends, 8), "fl_list_backends(NULL, 0) counts the backends (%d)",
+       built);
     fl_graph *g = fl_graph_new();
     fl_device_scope_push(g, "/cpu:3");
     fl_node *c = fl_scalar(g, 1, "c");
