@@ -174,18 +174,23 @@ void *fl_device_alloc(fl_device *d, size_t bytes)
     return d->backend->alloc(d->impl, bytes);
 }
 
-int fl_list_devices(fl_device_info *out, int max)
+/* /cpu:0, then each /gpu:N, as many as out holds. */
+static int describe_devices(fl_device_info *out, int max)
 {
     int count = 0;
-    if (!out) /* only the count: /cpu:0 and the accelerators */
-        count = 1 + fl_accelerator_count();
-    else if (max > 0)
+    if (count < max)
         fl_host_backend.describe(0, &out[count++]);
-    for (int i = 0; out && i < fl_accelerator_count() && count < max; i++) {
+    for (int i = 0; i < fl_accelerator_count() && count < max; i++) {
         active->describe(i, &out[count]);
         snprintf(out[count].name, sizeof out[count].name, "/gpu:%d", i);
         count++;
     }
+    return count;
+}
+
+int fl_list_devices(fl_device_info *out, int max)
+{
+    int count = out ? describe_devices(out, max) : 1 + fl_accelerator_count(); /* out NULL: only the count */
     if (fl_accelerator_count() == 0)
         fl_set_error_code(FL_NOT_FOUND, "%s", why_none);
     return count;
@@ -208,10 +213,12 @@ int fl_list_backends(fl_backend_info *out, int max)
 {
     ensure_chosen();
     int count = 0;
-    for (int i = 0; fl_backend_entries[i] && (!out || count < max); i++) {
-        if (out)
-            describe_backend(fl_backend_entries[i], &out[count]);
-        count++; /* out NULL: just the count */
+    if (!out) { /* only the count */
+        while (fl_backend_entries[count])
+            count++;
+        return count;
     }
+    for (int i = 0; fl_backend_entries[i] && count < max; i++)
+        describe_backend(fl_backend_entries[i], &out[count++]);
     return count;
 }

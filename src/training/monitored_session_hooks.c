@@ -8,12 +8,14 @@
 
 #include "runtime.h"
 
+enum { MAX_LOGGED = 16 }; /* a logging hook's tensors: its extra fetches (the session takes 16 per hook) */
+
 typedef struct {
     long every, last_step, last_saved;
     double every_secs, last_time;
     char *dir;
     int max_to_keep;
-    fl_node *tensors[16];
+    fl_node *tensors[MAX_LOGGED];
     int ntensors;
 } hook_state;
 
@@ -117,9 +119,9 @@ static bool log_tensors(fl_session_hook *h, const fl_run_values *v)
 
 fl_session_hook *fl_logging_tensor_hook(fl_node *const *tensors, int n, long every_n_steps)
 {
-    if (n < 1 || n > 16 || !tensors) {
-        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_logging_tensor_hook: %d tensors%s; it logs 1 to 16", n,
-                          tensors ? "" : " (and the array is NULL)");
+    if (n < 1 || n > MAX_LOGGED || !tensors) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_logging_tensor_hook: %d tensors%s; it logs 1 to %d", n,
+                          tensors ? "" : " (and the array is NULL)", MAX_LOGGED);
         return NULL;
     }
     fl_session_hook *h = new_hook("LoggingTensorHook");
