@@ -94,8 +94,10 @@ static void destroy(fl_cuda_device *d)
     free(d);
 }
 
-/* cuBLAS keeps full float32 (no TF32 tensor cores: the default math mode),
- * so results match the host's to float rounding. Its workspace is ours,
+/* cuBLAS follows the device's TF32 policy: CUBLAS_TF32_TENSOR_OP_MATH
+ * rounds the operands of a float32 product to TF32 on tensor cores; the
+ * default math mode keeps full float32, so results match the host's to
+ * float rounding (FLOWLAB_ALLOW_TF32=0). Its workspace is ours,
  * made once: a captured step must not allocate, and one fixed workspace on
  * one stream keeps cuBLAS's results the same run after run. */
 #define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20) /* NVIDIA's advice for Hopper */
@@ -108,7 +110,8 @@ static int open_libraries(fl_cuda_device *d)
         fl_cublas_check(cublasSetStream(d->cublas, d->stream), "cublasSetStream") != 0 ||
         fl_cublas_check(cublasSetWorkspace(d->cublas, d->cublas_workspace, CUBLAS_WORKSPACE_BYTES),
                         "cublasSetWorkspace") != 0 ||
-        fl_cublas_check(cublasSetMathMode(d->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode") != 0)
+        fl_cublas_check(cublasSetMathMode(d->cublas, d->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+                        "cublasSetMathMode") != 0)
         return -1;
     if (fl_cudnn_check(cudnnCreate(&d->cudnn), "cudnnCreate") != 0 ||
         fl_cudnn_check(cudnnSetStream(d->cudnn, d->stream), "cudnnSetStream") != 0)
@@ -119,9 +122,13 @@ static int open_libraries(fl_cuda_device *d)
 static int open_device(fl_cuda_device *d)
 {
     d->deterministic = fl_cuda_deterministic_requested();
+    int major = 0;
     if (fl_cuda_check(cudaSetDevice(d->index), "cudaSetDevice") != 0 ||
-        fl_cuda_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking),
-                      "cudaStreamCreate") != 0 ||
+        fl_cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d->index),
+                      "cudaDeviceGetAttribute") != 0)
+        return -1;
+    d->allow_tf32 = fl_cuda_tf32_allowed(major);
+    if (fl_cuda_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), "cudaStreamCreate") != 0 ||
         fl_cuda_check(cudaStreamCreateWithFlags(&d->copy_stream, cudaStreamNonBlocking),
                       "cudaStreamCreate(copies)") != 0)
         return -1;

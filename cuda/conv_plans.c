@@ -1,9 +1,10 @@
 /* conv_plans.c: the per-device cache of cuDNN plans (conv_plans.h). Making
- * a plan means creating descriptors and asking cuDNN's heuristics for an
- * algorithm and its workspace, about half a millisecond of host time; a
- * training step of chapter 1 asks for the same eight shapes every step, so
- * each is made once per device and found again by a linear search (a model
- * has a handful of shapes). Plans live until the device closes. */
+ * a plan means creating descriptors and choosing an algorithm: by running
+ * every one cuDNN has for the shape and keeping the fastest (cudnnFind*,
+ * PyTorch's cudnn.benchmark), tens of milliseconds on a shape's first call.
+ * A training step of chapter 1 asks for the same shapes every step, so each
+ * is made once per device and found again by a linear search (a model has a
+ * handful of shapes). Plans live until the device closes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,10 +35,12 @@ static int nhwc(cudnnTensorDescriptor_t *t, int n, int h, int w, int c)
                           "cudnnSetTensor4dDescriptor");
 }
 
-/* The image cuDNN sees has the explicit rows and columns added. Full
- * float32 math (CUDNN_FMA_MATH): no TF32 tensor cores, which would round
- * inputs to 10 bits of mantissa and drift from the host's results. */
-static int conv_descriptors(fl_conv_plan *p)
+/* The image cuDNN sees has the explicit rows and columns added. The math
+ * type is the device's TF32 policy: CUDNN_DEFAULT_MATH lets cuDNN use TF32
+ * tensor cores (inputs rounded to 10 bits of mantissa, sums in float32);
+ * CUDNN_FMA_MATH keeps full float32, as the host computes. The algorithm
+ * chosen later may narrow it further (keep() sets its own math type). */
+static int conv_descriptors(const fl_cuda_device *d, fl_conv_plan *p)
 {
     const fl_conv_geometry *g = &p->geometry;
     if (nhwc(&p->x, g->batch, g->h + fl_conv_extra_h(g), g->w + fl_conv_extra_w(g), g->c) ||
@@ -51,7 +54,8 @@ static int conv_descriptors(fl_conv_plan *p)
         fl_cudnn_check(cudnnSetConvolution2dDescriptor(p->conv, g->pad_top, g->pad_left, g->sh, g->sw, 1, 1,
                                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                        "cudnnSetConvolution2dDescriptor") ||
-        fl_cudnn_check(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType"))
+        fl_cudnn_check(cudnnSetConvolutionMathType(p->conv, d->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+                       "cudnnSetConvolutionMathType"))
         return -1;
     /* The padding arithmetic above must give TensorFlow's output size. */
     int n, c, h, w;
@@ -81,54 +85,71 @@ static int pool_descriptors(fl_conv_plan *p)
                                                       g->sh, g->sw), "cudnnSetPooling2dDescriptor");
 }
 
-/* ---- algorithms: cuDNN's own first choice that it says will work ---- */
+/* ---- algorithms: measured, or cuDNN's heuristics ---- */
 
 /* The fields the three kinds' perf structs share; algo is the kind's enum. */
 typedef struct {
     int algo;
     cudnnStatus_t status;
     cudnnDeterminism_t determinism;
+    cudnnMathType_t math;
 } candidate;
 
 /* More than any kind's ALGO_COUNT (8, 6 and 7 in cuDNN 9). */
 enum { MAX_ALGOS = 16 };
 
-/* cuDNN's heuristics, fastest first, for each kind of convolution. */
-static int rank_forward(fl_cuda_device *d, const fl_conv_plan *p, candidate *c, int *found)
+/* How a plan's algorithm is chosen. MEASURE runs each algorithm on the
+ * device's stream and ranks them by time (cudnnFind*); it cannot while the
+ * stream is being captured into a CUDA graph, nor should it under
+ * FLOWLAB_DETERMINISTIC, where timing noise would let two runs pick two
+ * algorithms that round differently. HEURISTICS asks cuDNN's ranking, which
+ * runs nothing (cudnnGet*_v7). */
+typedef enum { MEASURE, HEURISTICS } ranking;
+
+/* Every algorithm of each kind of convolution, fastest first. */
+static int rank_forward(fl_cuda_device *d, const fl_conv_plan *p, ranking how, candidate *c, int *found)
 {
     cudnnConvolutionFwdAlgoPerf_t perf[MAX_ALGOS];
-    if (fl_cudnn_check(cudnnGetConvolutionForwardAlgorithm_v7(d->cudnn, p->x, p->filter, p->conv, p->y,
-                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, found, perf),
-                       "cudnnGetConvolutionForwardAlgorithm_v7"))
+    const int want = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    cudnnStatus_t st = how == MEASURE
+        ? cudnnFindConvolutionForwardAlgorithm(d->cudnn, p->x, p->filter, p->conv, p->y, want, found, perf)
+        : cudnnGetConvolutionForwardAlgorithm_v7(d->cudnn, p->x, p->filter, p->conv, p->y, want, found, perf);
+    if (fl_cudnn_check(st, how == MEASURE ? "cudnnFindConvolutionForwardAlgorithm"
+                                          : "cudnnGetConvolutionForwardAlgorithm_v7"))
         return -1;
     for (int i = 0; i < *found; i++)
-        c[i] = (candidate){(int)perf[i].algo, perf[i].status, perf[i].determinism};
+        c[i] = (candidate){(int)perf[i].algo, perf[i].status, perf[i].determinism, perf[i].mathType};
     return 0;
 }
 
-static int rank_backward_data(fl_cuda_device *d, const fl_conv_plan *p, candidate *c, int *found)
+static int rank_backward_data(fl_cuda_device *d, const fl_conv_plan *p, ranking how, candidate *c, int *found)
 {
     cudnnConvolutionBwdDataAlgoPerf_t perf[MAX_ALGOS];
-    if (fl_cudnn_check(cudnnGetConvolutionBackwardDataAlgorithm_v7(d->cudnn, p->filter, p->y, p->conv, p->x,
-                                                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, found,
-                                                                   perf),
-                       "cudnnGetConvolutionBackwardDataAlgorithm_v7"))
+    const int want = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+    cudnnStatus_t st = how == MEASURE
+        ? cudnnFindConvolutionBackwardDataAlgorithm(d->cudnn, p->filter, p->y, p->conv, p->x, want, found, perf)
+        : cudnnGetConvolutionBackwardDataAlgorithm_v7(d->cudnn, p->filter, p->y, p->conv, p->x, want, found, perf);
+    if (fl_cudnn_check(st, how == MEASURE ? "cudnnFindConvolutionBackwardDataAlgorithm"
+                                          : "cudnnGetConvolutionBackwardDataAlgorithm_v7"))
         return -1;
     for (int i = 0; i < *found; i++)
-        c[i] = (candidate){(int)perf[i].algo, perf[i].status, perf[i].determinism};
+        c[i] = (candidate){(int)perf[i].algo, perf[i].status, perf[i].determinism, perf[i].mathType};
     return 0;
 }
 
-static int rank_backward_filter(fl_cuda_device *d, const fl_conv_plan *p, candidate *c, int *found)
+static int rank_backward_filter(fl_cuda_device *d, const fl_conv_plan *p, ranking how, candidate *c, int *found)
 {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[MAX_ALGOS];
-    if (fl_cudnn_check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->cudnn, p->x, p->y, p->conv, p->filter,
-                                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                                                                     found, perf),
-                       "cudnnGetConvolutionBackwardFilterAlgorithm_v7"))
+    const int want = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+    cudnnStatus_t st = how == MEASURE
+        ? cudnnFindConvolutionBackwardFilterAlgorithm(d->cudnn, p->x, p->y, p->conv, p->filter, want, found, perf)
+        : cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->cudnn, p->x, p->y, p->conv, p->filter, want, found,
+                                                        perf);
+    if (fl_cudnn_check(st, how == MEASURE ? "cudnnFindConvolutionBackwardFilterAlgorithm"
+                                          : "cudnnGetConvolutionBackwardFilterAlgorithm_v7"))
         return -1;
     for (int i = 0; i < *found; i++)
-        c[i] = (candidate){(int)perf[i].algo, perf[i].status, perf[i].determinism};
+        c[i] = (candidate){(int)perf[i].algo, perf[i].status, perf[i].determinism, perf[i].mathType};
     return 0;
 }
 
@@ -154,10 +175,14 @@ static const candidate *pick(const candidate *c, int found, bool deterministic, 
     return NULL;
 }
 
-/* Keeps the chosen algorithm and asks how much workspace it needs. */
-static int keep(fl_cuda_device *d, fl_conv_plan *p, int algo)
+/* Keeps the chosen algorithm with the math type it was ranked with (a
+ * TF32 algorithm under CUDNN_DEFAULT_MATH, say) and asks how much
+ * workspace it needs. */
+static int keep(fl_cuda_device *d, fl_conv_plan *p, int algo, cudnnMathType_t math)
 {
     size_t *ws = &p->workspace_bytes;
+    if (fl_cudnn_check(cudnnSetConvolutionMathType(p->conv, math), "cudnnSetConvolutionMathType"))
+        return -1;
     switch (p->kind) {
     case FL_PLAN_CONV_FORWARD:
         p->forward = (cudnnConvolutionFwdAlgo_t)algo;
@@ -177,16 +202,27 @@ static int keep(fl_cuda_device *d, fl_conv_plan *p, int algo)
     }
 }
 
-/* cuDNN's first choice that it says will work (and, with
- * FLOWLAB_DETERMINISTIC, gives the same bits every run). */
+/* Measured while the stream is free and no determinism is asked for;
+ * cuDNN's heuristics otherwise. */
+static ranking how_to_rank(const fl_cuda_device *d)
+{
+    enum cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(d->stream, &capturing) != cudaSuccess)
+        cudaGetLastError();
+    return d->deterministic || capturing != cudaStreamCaptureStatusNone ? HEURISTICS : MEASURE;
+}
+
+/* The fastest algorithm that works (and, with FLOWLAB_DETERMINISTIC, gives
+ * the same bits every run). */
 static int choose_algorithm(fl_cuda_device *d, fl_conv_plan *p)
 {
     candidate c[MAX_ALGOS];
     int found = 0, rc;
+    ranking how = how_to_rank(d);
     switch (p->kind) {
-    case FL_PLAN_CONV_FORWARD: rc = rank_forward(d, p, c, &found); break;
-    case FL_PLAN_CONV_BACKWARD_DATA: rc = rank_backward_data(d, p, c, &found); break;
-    default: rc = rank_backward_filter(d, p, c, &found); break;
+    case FL_PLAN_CONV_FORWARD: rc = rank_forward(d, p, how, c, &found); break;
+    case FL_PLAN_CONV_BACKWARD_DATA: rc = rank_backward_data(d, p, how, c, &found); break;
+    default: rc = rank_backward_filter(d, p, how, c, &found); break;
     }
     if (rc != 0)
         return -1;
@@ -194,7 +230,8 @@ static int choose_algorithm(fl_cuda_device *d, fl_conv_plan *p)
     if (!chosen)
         return -1;
     p->deterministic = chosen->determinism == CUDNN_DETERMINISTIC;
-    return keep(d, p, chosen->algo);
+    p->measured = how == MEASURE;
+    return keep(d, p, chosen->algo, chosen->math);
 }
 
 /* ---- making and finding plans ---- */
@@ -205,7 +242,7 @@ static fl_conv_plan *make_plan(fl_cuda_device *d, fl_conv_plan_kind kind, const 
     p->kind = kind;
     p->geometry = *g;
     p->deterministic = kind == FL_PLAN_MAX_POOL; /* CUDNN_POOLING_MAX_DETERMINISTIC */
-    int rc = kind == FL_PLAN_MAX_POOL ? pool_descriptors(p) : conv_descriptors(p) || choose_algorithm(d, p);
+    int rc = kind == FL_PLAN_MAX_POOL ? pool_descriptors(p) : conv_descriptors(d, p) || choose_algorithm(d, p);
     if (rc == 0)
         return p;
     destroy_plan(p);
@@ -263,8 +300,29 @@ void fl_cuda_conv_plan_counts(void *impl, int *plans, int *nondeterministic)
     pthread_mutex_unlock(&plans_lock);
 }
 
+void fl_cuda_math_policy(void *impl, int *tf32, int *measured_plans)
+{
+    fl_cuda_device *d = impl;
+    *tf32 = d->allow_tf32;
+    *measured_plans = 0;
+    pthread_mutex_lock(&plans_lock);
+    for (const fl_conv_plan *p = d->conv_plans; p; p = p->next)
+        *measured_plans += p->measured;
+    pthread_mutex_unlock(&plans_lock);
+}
+
 bool fl_cuda_deterministic_requested(void)
 {
     const char *setting = getenv("FLOWLAB_DETERMINISTIC");
     return setting && setting[0] && strcmp(setting, "0") != 0 && strcmp(setting, "false") != 0;
+}
+
+/* FLOWLAB_ALLOW_TF32=0 (or "false") turns TF32 off; unset or anything else
+ * leaves it on where the hardware has it (Ampere, compute capability 8.0,
+ * and later). NVIDIA_TF32_OVERRIDE=0, NVIDIA's own switch, also wins. */
+bool fl_cuda_tf32_allowed(int major)
+{
+    const char *setting = getenv("FLOWLAB_ALLOW_TF32");
+    bool refused = setting && (strcmp(setting, "0") == 0 || strcmp(setting, "false") == 0);
+    return major >= 8 && !refused;
 }

@@ -31,6 +31,7 @@ typedef struct fl_conv_plan {
     cudnnConvolutionBwdFilterAlgo_t backward_filter;
     size_t workspace_bytes;
     bool deterministic; /* cuDNN says the algorithm gives the same bits every run */
+    bool measured;      /* chosen by timing every algorithm (cudnnFind*), not by heuristics */
     struct fl_conv_plan *next;
 } fl_conv_plan;
 
@@ -43,8 +44,9 @@ static inline int fl_conv_extra_w(const fl_conv_geometry *g) { return fl_conv_pa
 static inline int fl_pool_padded_h(const fl_conv_geometry *g) { return g->pad_top + g->h + fl_conv_pad_bottom(g); }
 static inline int fl_pool_padded_w(const fl_conv_geometry *g) { return g->pad_left + g->w + fl_conv_pad_right(g); }
 
-/* The device's plan for this kind and geometry, made on first use (with
- * d->deterministic: cuDNN's first deterministic algorithm). NULL, with the
+/* The device's plan for this kind and geometry, made on first use: the
+ * fastest algorithm by measurement, or with d->deterministic (or while the
+ * stream is being captured) cuDNN's first choice by its heuristics. NULL, with the
  * error set, when cuDNN refuses the shape. Safe from several threads. */
 const fl_conv_plan *fl_conv_plan_for(fl_cuda_device *d, fl_conv_plan_kind kind, const fl_conv_geometry *g);
 

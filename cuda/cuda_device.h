@@ -75,6 +75,10 @@ typedef struct {
     /* FLOWLAB_DETERMINISTIC=1 at open: only cuDNN algorithms that give the
      * same bits every run (TensorFlow's TF_CUDNN_DETERMINISTIC). */
     bool deterministic;
+    /* TF32 tensor cores for convolutions and matrix products: on where the
+     * GPU has them (compute capability 8.0 on), as in TensorFlow and
+     * PyTorch, unless FLOWLAB_ALLOW_TF32=0 (read at open). */
+    bool allow_tf32;
 } fl_cuda_device;
 
 /* conv_plans.c: whether FLOWLAB_DETERMINISTIC asks for reproducible runs
@@ -82,6 +86,8 @@ typedef struct {
  * destroyed, at close. */
 bool fl_cuda_deterministic_requested(void);
 void fl_cuda_conv_plans_free(fl_cuda_device *d);
+/* conv_plans.c: the TF32 policy for a GPU of this compute capability major. */
+bool fl_cuda_tf32_allowed(int major);
 
 /* cuda_fault.c: the fault record for node n's kernel (ops past the last slot
  * share it; the error then names the last of them), and, once wait() has

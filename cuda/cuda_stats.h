@@ -14,5 +14,8 @@ uint64_t fl_cuda_graph_replays(void *impl);
 /* How many cuDNN plans the device keeps (conv_plans.c), and how many of
  * them run an algorithm cuDNN does not mark deterministic. */
 void fl_cuda_conv_plan_counts(void *impl, int *plans, int *nondeterministic);
+/* Whether the device allows TF32 (FLOWLAB_ALLOW_TF32, the GPU), and how
+ * many of its cuDNN plans chose their algorithm by timing them all. */
+void fl_cuda_math_policy(void *impl, int *tf32, int *measured_plans);
 
 #endif

@@ -95,12 +95,28 @@ cudaError_t fl_cu_reduce_i32(fl_cu_reduction r, const int32_t *x, int32_t *out, 
                              bool mean, cudaStream_t s);
 cudaError_t fl_cu_reduce_grad(fl_cu_reduction r, const float *dy, float *out, int64_t nx,
                               float scale, cudaStream_t s);
-/* out[j] = sum of x[i] over every i with i % size == j. */
-cudaError_t fl_cu_sum_to_shape(const float *x, int64_t count, float *out, int64_t size,
+/* out[j] = sum of x[i] over every i with i % size == j, in two stages
+ * through `partials`: fl_cu_sum_to_shape_chunks(count, size) * size doubles
+ * of scratch. */
+int64_t fl_cu_sum_to_shape_chunks(int64_t count, int64_t size);
+cudaError_t fl_cu_sum_to_shape(const float *x, int64_t count, float *out, int64_t size, double *partials,
                                cudaStream_t s);
 /* x seen as [outer, dim, inner]; out [outer, inner]. */
 cudaError_t fl_cu_argmax(const void *x, bool x_int, int64_t outer, int64_t dim, int64_t inner,
                          int32_t *out, cudaStream_t s);
+
+/* ---- pool_grad.cu: MaxPoolGrad and MaxPoolReluGrad ---- */
+/* A pooling window's geometry (src/conv_geometry.h's, without OC). */
+typedef struct {
+    int batch, h, w, c;
+    int kh, kw, oh, ow, sh, sw;
+    int pad_top, pad_left;
+} fl_cu_pool_window;
+
+/* dx for x [batch,h,w,c] from dy [batch,oh,ow,c], the first maximum of each
+ * window taking its dy; relu: also zero where x <= 0 (MaxPoolReluGrad). */
+cudaError_t fl_cu_max_pool_grad(fl_cu_pool_window g, const float *dy, const float *x, float *dx, bool relu,
+                                cudaStream_t s);
 
 /* ---- conv_kernels.cu: what cuDNN needs around it ---- */
 /* NHWC [n,h,w,c] -> [n, top+h+bottom, left+w+right, c], the border set to fill. */

@@ -1,5 +1,6 @@
-/* launch_conv.c: Conv2D, its two gradients, MaxPool and MaxPoolGrad through
- * cuDNN, and the fused FusedConv2D and MaxPoolReluGrad. Each call finds its
+/* launch_conv.c: Conv2D, its two gradients and MaxPool through cuDNN, the
+ * fused FusedConv2D, and MaxPoolGrad and MaxPoolReluGrad through our own
+ * kernel (pool_grad.cu). Each cuDNN call finds its
  * shape's descriptors and algorithm in the device's plans (conv_plans.c,
  * made on the shape's first call) and only enqueues. Tensors are NHWC (CUDNN_TENSOR_NHWC). Two things stand between flowlab's
  * ops and cuDNN's calls:
@@ -14,7 +15,8 @@
  *    (zeros), and cuDNN pads the symmetric rest itself; gradients are
  *    computed for the padded image and cropped back.
  *    Max-pooling pads everything explicitly, with -infinity, so a padded
- *    tap never wins whatever cuDNN's own padding would hold.
+ *    tap never wins whatever cuDNN's own padding would hold (its gradient,
+ *    pool_grad.cu's, skips padding itself).
  * Scratch (and cuDNN's workspace) comes from the pool on every call and goes
  * back right after the enqueue: the stream runs in order, so no later op can
  * touch it before cuDNN is done. */
@@ -262,57 +264,32 @@ FL_CUDA_OP(fl_cuda_max_pool)
     return rc;
 }
 
-/* cuDNN's backward pass into dx, which is out, or the padded scratch that
- * is cropped into out. */
-static int pool_backward(fl_cuda_device *d, const fl_conv_plan *plan, fl_tensor *const *in, const float *image,
-                         float *dx, fl_tensor *out)
+/* MaxPoolGrad(dy, x, y) and MaxPoolReluGrad(dy, x, y): one gather kernel of
+ * our own (pool_grad.cu), not cuDNN's pooling backward. cuDNN needed a
+ * padded copy of x, a crop and, fused, a ReLU pass, and does not promise
+ * which of two equal taps gets the gradient; the kernel reads each tensor
+ * once and gives the host's answer, ties included. y is not read. */
+static int max_pool_grad(fl_cuda_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out, bool relu)
 {
-    const fl_conv_geometry *g = &plan->geometry;
-    int rc = fl_cudnn_check(cudnnPoolingBackward(d->cudnn, plan->pool, &one, plan->y, in[2]->data, plan->y,
-                                                 in[0]->data, plan->x, image, &zero_f, plan->x, dx),
-                            "cudnnPoolingBackward");
-    if (rc == 0 && dx != out->data)
-        rc = fl_cuda_launched(fl_cu_crop_nhwc(dx, out->data, g->batch, g->h, g->w, g->c, g->pad_top,
-                                              fl_conv_pad_bottom(g), g->pad_left, fl_conv_pad_right(g),
-                                              d->stream));
-    return rc;
-}
-
-/* cuDNN sends each window's dy to the tap holding its maximum. Where two
- * taps tie, the host picks the first; cuDNN does not promise which. Random
- * inputs tie almost never; inputs built with equal values may differ. */
-FL_CUDA_OP(fl_cuda_max_pool_grad)
-{
-    (void)ctx;
     if (fl_shape_size(out->shape) == 0)
         return 0;
     if (fl_shape_size(in[0]->shape) == 0)
         return zero(d, out);
     fl_conv_geometry g = fl_pool_geometry_of(n, in[1]->shape);
-    const fl_conv_plan *plan = fl_conv_plan_for(d, FL_PLAN_MAX_POOL, &g);
-    if (!plan)
-        return -1;
-    const float *image = pool_image(d, &g, in[1]->data);
-    size_t count = (size_t)g.batch * (size_t)fl_pool_padded_h(&g) * (size_t)fl_pool_padded_w(&g) * (size_t)g.c;
-    float *dx = image && padded(&g) ? fl_cuda_pool_get(d, count * sizeof(float)) : out->data;
-    int rc = image && dx ? pool_backward(d, plan, in, image, dx, out) : out_of_memory("max-pool gradient");
-    if (dx != out->data)
-        fl_cuda_pool_put(d, dx);
-    if (image)
-        release_image(d, image, in[1]->data);
-    return rc;
+    fl_cu_pool_window w = {g.batch, g.h, g.w, g.c, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.pad_top, g.pad_left};
+    return fl_cuda_launched(fl_cu_max_pool_grad(w, in[0]->data, in[1]->data, out->data, relu, d->stream));
 }
 
-/* MaxPoolReluGrad(dy, x, y): MaxPoolGrad, then dx zeroed where x, the
- * ReLU's output that was pooled, is not positive (host_fused.c). */
+FL_CUDA_OP(fl_cuda_max_pool_grad)
+{
+    (void)ctx;
+    return max_pool_grad(d, n, in, out, false);
+}
+
+/* MaxPoolGrad, then dx zeroed where x, the ReLU's output that was pooled,
+ * is not positive (host_fused.c), in the same pass. */
 FL_CUDA_OP(fl_cuda_max_pool_relu_grad)
 {
-    if (fl_cuda_max_pool_grad(d, n, in, out, ctx) != 0)
-        return -1;
-    int64_t count = fl_shape_size(out->shape);
-    if (count == 0)
-        return 0;
-    /* ReluGrad's own kernel, in place: dx where x > 0, else 0. */
-    return fl_cuda_launched(fl_cu_activation_grad(FL_CU_RELU, out->data, in[1]->data, out->data, count,
-                                                  d->stream));
+    (void)ctx;
+    return max_pool_grad(d, n, in, out, true);
 }

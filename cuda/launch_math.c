@@ -73,10 +73,20 @@ FL_CUDA_OP(fl_cuda_sum_to_shape)
 {
     (void)n;
     (void)ctx;
-    int64_t size = count_of(out);
+    int64_t size = count_of(out), count = count_of(in[0]);
     if (size == 0)
         return 0;
-    return fl_cuda_launched(fl_cu_sum_to_shape(in[0]->data, count_of(in[0]), out->data, size, d->stream));
+    /* The partial sums' scratch goes back at once: the stream runs in order. */
+    size_t bytes = (size_t)(fl_cu_sum_to_shape_chunks(count, size) * size) * sizeof(double);
+    double *partials = fl_cuda_pool_get(d, bytes);
+    if (!partials) {
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "no GPU memory for SumToShape's %zu bytes of partial sums (%s)",
+                          bytes, fl_last_error());
+        return -1;
+    }
+    int rc = fl_cuda_launched(fl_cu_sum_to_shape(in[0]->data, count, out->data, size, partials, d->stream));
+    fl_cuda_pool_put(d, partials);
+    return rc;
 }
 
 /* ---- activations, softmax, the loss ---- */

@@ -142,24 +142,76 @@ extern "C" cudaError_t fl_cu_reduce_grad(fl_cu_reduction r, const float *dy, flo
     return cudaGetLastError();
 }
 
-/* out[j] = x[j] + x[j + size] + x[j + 2 size] + ... */
-__global__ static void sum_to_shape_kernel(const float *x, int64_t count, float *out, int64_t size)
+/* SumToShape in two stages, as x seen as a matrix [rows, size]. One block
+ * per column would leave a large GPU mostly idle (a bias of 32 channels is
+ * 32 blocks) and make each warp's reads stride across rows. Instead:
+ *  1. blocks of 32 columns x 8 rows, each over a chunk of rows: a warp reads
+ *     32 neighbouring floats of one row, and the block leaves one partial
+ *     sum per column and chunk;
+ *  2. one block per column adds its chunks' partials with block_sum.
+ * Every partial and every total is summed in an order fixed by the sizes,
+ * in double, so the result is the same run after run. */
+static const int column_tile = 32, row_tile = 8;
+
+__global__ static void column_partials_kernel(const float *x, int64_t rows, int64_t size, int64_t rows_per_chunk,
+                                              double *partials)
 {
-    int64_t repeats = count / size;
+    __shared__ double tile[row_tile][column_tile + 1];
+    int64_t column = (int64_t)blockIdx.x * column_tile + threadIdx.x;
+    int64_t first = (int64_t)blockIdx.y * rows_per_chunk;
+    int64_t end = first + rows_per_chunk < rows ? first + rows_per_chunk : rows;
+    double sum = 0.0;
+    if (column < size) {
+#pragma unroll 4 /* several rows' loads in flight per thread */
+        for (int64_t r = first + threadIdx.y; r < end; r += row_tile)
+            sum += x[r * size + column];
+    }
+    tile[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.y != 0 || column >= size)
+        return;
+    double total = 0.0;
+    for (int k = 0; k < row_tile; k++)
+        total += tile[k][threadIdx.x];
+    partials[(int64_t)blockIdx.y * size + column] = total;
+}
+
+__global__ static void sum_partials_kernel(const double *partials, int64_t chunks, int64_t size, float *out)
+{
     for (int64_t j = blockIdx.x; j < size; j += gridDim.x) {
         double partial = 0.0;
-        for (int64_t k = threadIdx.x; k < repeats; k += blockDim.x)
-            partial += x[j + k * size];
+        for (int64_t k = threadIdx.x; k < chunks; k += blockDim.x)
+            partial += partials[k * size + j];
         double total = block_sum<double>(partial);
         if (threadIdx.x == 0)
             out[j] = (float)total;
     }
 }
 
-extern "C" cudaError_t fl_cu_sum_to_shape(const float *x, int64_t count, float *out, int64_t size,
-                                          cudaStream_t s)
+/* About a thousand blocks in stage 1 fill any current GPU several times. */
+extern "C" int64_t fl_cu_sum_to_shape_chunks(int64_t count, int64_t size)
 {
-    sum_to_shape_kernel<<<reduce_blocks(size), reduce_threads, 0, s>>>(x, count, out, size);
+    int64_t rows = count / size, columns = (size + column_tile - 1) / column_tile;
+    int64_t chunks = 1024 / columns;
+    int64_t most = (rows + row_tile - 1) / row_tile; /* at least a row per thread */
+    if (chunks > most)
+        chunks = most;
+    if (chunks > 65535)
+        chunks = 65535;
+    return chunks > 0 ? chunks : 1;
+}
+
+extern "C" cudaError_t fl_cu_sum_to_shape(const float *x, int64_t count, float *out, int64_t size,
+                                          double *partials, cudaStream_t s)
+{
+    int64_t rows = count / size, chunks = fl_cu_sum_to_shape_chunks(count, size);
+    int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
+    dim3 grid((unsigned)((size + column_tile - 1) / column_tile), (unsigned)chunks), block(column_tile, row_tile);
+    column_partials_kernel<<<grid, block, 0, s>>>(x, rows, size, rows_per_chunk, partials);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return e;
+    sum_partials_kernel<<<reduce_blocks(size), reduce_threads, 0, s>>>(partials, chunks, size, out);
     return cudaGetLastError();
 }
 

@@ -134,6 +134,16 @@ static void check_case(op_case c)
 static fl_tensor *randf(fl_shape shape, unsigned seed) { return gc_random(shape, -2.0f, 2.0f, seed); }
 
 /* Away from zero, for divisors. */
+/* Values in {-2, -1, 0, 1}: most pooling windows hold a tie, which the
+ * host gives to its first tap, and so must the GPU. */
+static fl_tensor *ties(fl_shape shape, unsigned seed)
+{
+    fl_tensor *t = randf(shape, seed);
+    float *v = fl_tensor_floats(t);
+    for (int64_t i = 0; i < fl_shape_size(shape); i++)
+        v[i] = floorf(v[i]);
+    return t;
+}
 static fl_tensor *positive(fl_shape shape, unsigned seed) { return gc_random(shape, 0.5f, 2.0f, seed); }
 
 static fl_tensor *randi(fl_shape shape, int lo, int hi, unsigned seed)
@@ -217,6 +227,10 @@ static void test_math(void)
     check_case((op_case){"MatMul both transposed", matmul_tt, 2, {randf(fl_shape_make(2, 7, 5), 7), randf(fl_shape_make(2, 3, 7), 8)}});
     check_case((op_case){"MatMul 130x300 by 300x70", matmul_nn, 2, {randf(fl_shape_make(2, 130, 300), 9), randf(fl_shape_make(2, 300, 70), 10)}});
     check_case((op_case){"Add, bias broadcast", add, 2, {randf(fl_shape_make(2, 6, 4), 11), randf(fl_shape_make(1, 4), 12)}});
+    /* The bias gradient (SumToShape) of chapter 1's first convolution, and one
+     * whose channels are not a multiple of the kernel's 32-column tile. */
+    check_case((op_case){"Add, bias of 32 over [32,28,28,32]", add, 2, {randf(fl_shape_make(4, 32, 28, 28, 32), 97), randf(fl_shape_make(1, 32), 98)}});
+    check_case((op_case){"Add, bias of 45 over [9,7,5,45]", add, 2, {randf(fl_shape_make(4, 9, 7, 5, 45), 99), randf(fl_shape_make(1, 45), 100)}});
     check_case((op_case){"Sub, scalar broadcast", sub, 2, {randf(fl_shape_make(2, 6, 4), 13), randf(fl_shape_make(0), 14)}});
     check_case((op_case){"Mul, NHWC by C", mul, 2, {randf(fl_shape_make(4, 2, 3, 3, 5), 15), randf(fl_shape_make(1, 5), 16)}});
     check_case((op_case){"Div, broadcast divisor", divide, 2, {randf(fl_shape_make(2, 6, 4), 17), positive(fl_shape_make(1, 4), 18)}});
@@ -275,6 +289,11 @@ static void test_conv(void)
     check_case((op_case){"MaxPool 3x3 stride 2 SAME (uneven padding)", pool_3x3_s2, 1, {randf(fl_shape_make(4, 2, 8, 7, 3), 91)}});
     check_case((op_case){"MaxPool 3x3 stride 1 SAME", pool_3x3_s1, 1, {randf(fl_shape_make(4, 2, 5, 5, 4), 92)}});
     check_case((op_case){"MaxPool 3x2 VALID strides 2,1", pool_valid, 1, {randf(fl_shape_make(4, 2, 7, 6, 2), 93)}});
+    /* Ties: the gradient goes to each window's first maximum, as on the host. */
+    check_case((op_case){"MaxPool 2x2 stride 2 SAME, ties", pool_2x2_s2, 1, {ties(fl_shape_make(4, 2, 8, 8, 3), 94)}});
+    check_case((op_case){"MaxPool 3x3 stride 1 SAME, ties", pool_3x3_s1, 1, {ties(fl_shape_make(4, 2, 5, 5, 4), 95)}});
+    /* Chapter 1's first pooling layer: a grid of many blocks. */
+    check_case((op_case){"MaxPool 2x2 stride 2 SAME, [16,28,28,32]", pool_2x2_s2, 1, {randf(fl_shape_make(4, 16, 28, 28, 32), 96)}});
 }
 
 /* ---- training: initializers, optimizers, and the memory of a warm step ---- */
@@ -520,6 +539,8 @@ static void test_bad_label(void)
 int main(void)
 {
     setenv("FLOWLAB_BACKEND", "cuda", 1); /* before the first flowlab call picks a backend */
+    /* Float32's tolerances: TF32 convolutions and products have test_tf32. */
+    setenv("FLOWLAB_ALLOW_TF32", "0", 1);
     require_cuda();
     test_math();
     test_nn();

@@ -261,6 +261,7 @@ static void test_device(const char *device)
 int main(void)
 {
     unsetenv("FLOWLAB_FUSION");
+    setenv("FLOWLAB_ALLOW_TF32", "0", 1); /* float32's tolerances; test_tf32 checks TF32 */
     test_device("/cpu:0");
     fl_device_info devices[4];
     const char *backend = fl_list_devices(devices, 4) > 1 ? devices[1].backend : "none";

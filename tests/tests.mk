@@ -38,7 +38,7 @@ PROVE_FLAGS ?= --failures --comments
 
 test: deps
 	$(MAKE) tests
-	FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t tests/slurm.t tests/handout.t \
+	FLOWLAB_ALLOW_TF32=0 FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t tests/slurm.t tests/handout.t \
 	    tests/containerfile.t tests/tensorboard.t tests/install.t
 
 
@@ -52,5 +52,5 @@ $(BUILD)/tests/test_partition_server $(BUILD)/tests/test_flowlab_server: tests/p
 $(BUILD)/tests/test_flowlab_server: $(BUILD)/labs/tools/flowlab_server
 # The tests that need a CUDA GPU share their skip (and chapter 1's model, for
 # the determinism test).
-$(BUILD)/tests/test_cuda $(BUILD)/tests/test_deterministic: tests/cuda_tests.h
+$(BUILD)/tests/test_cuda $(BUILD)/tests/test_deterministic $(BUILD)/tests/test_tf32: tests/cuda_tests.h
 $(BUILD)/tests/test_deterministic: labs/common/model.h
