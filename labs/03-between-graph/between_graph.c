@@ -133,6 +133,12 @@ static void set_cluster_flag(const char *flag, const char *value, void *options)
         bad_flag(program, flag, value, "round_robin or greedy");
 }
 
+/* --insecure_listen: the one switch among the cluster's flags. */
+static bool set_cluster_switch(const char *arg, void *options)
+{
+    return fl_cluster_security_switch(&((cluster_flags *)options)->security, arg);
+}
+
 /* The cluster from the four flags; without them from the environment:
  * TF_CONFIG, else the variables of the launcher that started this task. */
 static fl_cluster *read_cluster(const cluster_flags *c)
@@ -465,7 +471,7 @@ int main(int argc, char **argv)
                                         "--ps_strategy", "--cluster_graph", "--sync_replicas",
                                         "--replicas_to_aggregate", "--total_num_replicas", "--num_ps",
                                         "--port_base", "--num_gpus", FL_CLUSTER_SECURITY_FLAG_NAMES};
-    lab_flags extra = {names, sizeof names / sizeof *names, set_cluster_flag, &c};
+    lab_flags extra = {names, sizeof names / sizeof *names, set_cluster_flag, &c, set_cluster_switch};
     parse_flags(argc, argv, &o, &extra, usage);
     fl_cluster *cluster = read_cluster(&c);
     check_replicas(cluster, &c);

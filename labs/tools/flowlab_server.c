@@ -101,6 +101,8 @@ static server_flags parse_server_flags(int argc, char **argv)
             f.keep_running = !eq || strcmp(eq + 1, "false") != 0;
             continue;
         }
+        if (fl_cluster_security_switch(&f.security, argv[i]))
+            continue;
         const char *value = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
         if (!set_flag(&f, flag, value ? value : "")) {
             fprintf(stderr, "%s: unknown flag %s (see --help)\n", program, flag);
