@@ -50,6 +50,9 @@ $(BUILD)/tests/test_in_graph_cluster: tests/task_servers.h $(BUILD)/labs/02-in-g
 # The task servers' tests share a graph cut by hand; one runs the built server.
 $(BUILD)/tests/test_partition_server $(BUILD)/tests/test_flowlab_server: tests/partition_fixture.h
 $(BUILD)/tests/test_flowlab_server: $(BUILD)/labs/tools/flowlab_server
+# A NaN loss stops chapter 1's and chapter 3's labs (a poisoned checkpoint).
+$(BUILD)/tests/test_nan_loss: $(BUILD)/labs/01-single-device/single_device $(BUILD)/labs/03-between-graph/between_graph \
+                              $(BUILD)/labs/tools/launch_cluster
 # Secure by default: a ps of chapter 3's lab and flowlab_server refuse 0.0.0.0 without a secret.
 $(BUILD)/tests/test_secure_listen: $(BUILD)/labs/tools/flowlab_server $(BUILD)/labs/03-between-graph/between_graph
 # The tests that need a CUDA GPU share their skip (and chapter 1's model, for
