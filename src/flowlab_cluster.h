@@ -40,8 +40,11 @@ void fl_cluster_free(fl_cluster *cluster);
  * the cluster's first connection; every connection it opens (to the ps
  * tasks) or accepts (its task server) then uses them.
  * A shared secret: the file's bytes (16 to 1024, a trailing newline
- * dropped). A file that its group or others may read is refused
- * (FL_PERMISSION_DENIED), saying why. Each connection then proves, both
+ * dropped). Only a regular file owned by this user, that its group and
+ * others may neither read nor change, is taken: another user's file, one
+ * others may read, or a symbolic link is refused (FL_PERMISSION_DENIED); a
+ * FIFO, device or directory, or a file over 1024 bytes, too
+ * (FL_INVALID_ARGUMENT), at once and without blocking, naming the file. Each connection then proves, both
  * ways, that its ends know the secret (HMAC-SHA256 over a fresh nonce, the
  * job, the task and the side): a peer without it is refused, gets nothing,
  * and its refusal is final (FL_UNAUTHENTICATED), never retried. */
