@@ -40,8 +40,11 @@ void fl_cluster_free(fl_cluster *cluster);
  * the cluster's first connection; every connection it opens (to the ps
  * tasks) or accepts (its task server) then uses them.
  * A shared secret: the file's bytes (16 to 1024, a trailing newline
- * dropped). A file that its group or others may read is refused
- * (FL_PERMISSION_DENIED), saying why. Each connection then proves, both
+ * dropped). Only a regular file owned by this user, that its group and
+ * others may neither read nor change, is taken: another user's file, one
+ * others may read, or a symbolic link is refused (FL_PERMISSION_DENIED); a
+ * FIFO, device or directory, or a file over 1024 bytes, too
+ * (FL_INVALID_ARGUMENT), at once and without blocking, naming the file. Each connection then proves, both
  * ways, that its ends know the secret (HMAC-SHA256 over a fresh nonce, the
  * job, the task and the side): a peer without it is refused, gets nothing,
  * and its refusal is final (FL_UNAUTHENTICATED), never retried. */
@@ -51,26 +54,48 @@ int fl_cluster_set_secret_file(fl_cluster *cluster, const char *path);
  * 0, or -1 with fl_last_error() naming the flag and file OpenSSL refused. */
 int fl_cluster_set_tls(fl_cluster *cluster, const char *cert, const char *key, const char *ca);
 
+/* Secure by default on a network: a task server (fl_server_start) listens
+ * on a loopback address (127.0.0.1, ::1, localhost) as it always did, but
+ * where other machines may reach it (0.0.0.0, an address of the machine's
+ * network) only if its cluster has a secret or TLS. Otherwise
+ * fl_server_start fails (FL_FAILED_PRECONDITION) naming the task, the
+ * address, --cluster_secret_file and --insecure_listen. allow true lets it
+ * listen there anyway, open to anyone who can connect, with a WARNING line
+ * in its log; for a network you trust (a lab's private subnet). The
+ * environment's FLOWLAB_INSECURE_LISTEN=1 does the same for any program.
+ * 0, or -1 for a NULL cluster. */
+int fl_cluster_allow_insecure_listen(fl_cluster *cluster, bool allow);
+
 /* The flags every program of a cluster takes for them, parsed in one place:
  *   --cluster_secret_file F   (else the environment's FLOWLAB_CLUSTER_SECRET_FILE)
  *   --tls_cert F --tls_key F --tls_ca F
+ *   --insecure_listen          (a switch, no value: fl_cluster_allow_insecure_listen)
  * A program keeps an fl_cluster_security_flags, offers each flag it does
- * not know to fl_cluster_security_flag, prints FL_CLUSTER_SECURITY_HELP in
- * its --help, and once it has its cluster calls fl_cluster_apply_security. */
+ * not know to fl_cluster_security_flag (and each argument, before looking
+ * for a value, to fl_cluster_security_switch), prints
+ * FL_CLUSTER_SECURITY_HELP in its --help, and once it has its cluster calls
+ * fl_cluster_apply_security. */
 typedef struct {
     const char *secret_file;
     const char *tls_cert, *tls_key, *tls_ca;
+    bool insecure_listen;
 } fl_cluster_security_flags;
 #define FL_CLUSTER_SECURITY_FLAG_NAMES "--cluster_secret_file", "--tls_cert", "--tls_key", "--tls_ca"
 #define FL_CLUSTER_SECURITY_HELP                                                                          \
     "  --cluster_secret_file F  a file (mode 0600) holding the cluster's shared secret; every connection\n" \
     "                        proves both ends know it (default: $FLOWLAB_CLUSTER_SECRET_FILE, else none)\n" \
     "  --tls_cert F --tls_key F --tls_ca F  TLS 1.3 on every connection: this task's certificate and\n"    \
-    "                        key, and the CA that signed every task's (PEM); both ends are verified\n"
+    "                        key, and the CA that signed every task's (PEM); both ends are verified\n"    \
+    "  --insecure_listen     listen on an address other machines may reach (not 127.0.0.1) with no\n"     \
+    "                        secret and no TLS; without it such a task refuses to start\n"
 /* true when flag is one of them (its value kept in f), false otherwise. */
 bool fl_cluster_security_flag(fl_cluster_security_flags *f, const char *flag, const char *value);
+/* true when arg is a switch of them, a flag without a value
+ * ("--insecure_listen", "--insecure_listen=true" or "=false"), kept in f. */
+bool fl_cluster_security_switch(fl_cluster_security_flags *f, const char *arg);
 /* Applies the flags, and FLOWLAB_CLUSTER_SECRET_FILE when no flag gave a
- * secret, to the cluster. 0, or -1 with fl_last_error() naming the flag. */
+ * secret, to the cluster (--insecure_listen too). 0, or -1 with
+ * fl_last_error() naming the flag. */
 int fl_cluster_apply_security(fl_cluster *cluster, const fl_cluster_security_flags *f);
 
 /* Launchers (chapter 6): the cluster from the variables a launcher gives

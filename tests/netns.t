@@ -2,7 +2,8 @@
 # netns.t: chapter 3's lab across machines, as far as one machine can show
 # it: the ps task and the two workers run in two network namespaces this
 # test creates, joined by a veth pair with addresses of a private test
-# subnet that only those namespaces hold, so nothing relies on loopback.
+# subnet that only those namespaces hold, so nothing relies on loopback; off
+# loopback, the tasks share a secret (a ps without one refuses to start).
 # TAP, run by prove; skipped, with the reason, where namespaces cannot be
 # made (not root, no iproute2). Everything it starts is killed by process id
 # and the namespaces are removed, whatever happens.
@@ -48,11 +49,22 @@ for ns in "$PS_NS" "$WORKER_NS"; do
 done
 ip -n "$PS_NS" link set "fl-ps-$ID" up
 ip -n "$WORKER_NS" link set "fl-w-$ID" up
-echo "1..5"
+echo "1..7"
 
+# Off loopback a task refuses to listen without a secret (or --insecure_listen),
+# so the cluster shares one, as a class's would.
 CLUSTER="--ps_hosts=$NET.1:2222 --worker_hosts=$NET.2:2223,$NET.2:2224"
 FLAGS="--device /cpu:0 --train_steps 30 --batch_size 32 --max_examples 1024 --log_every 10"
 export FLOWLAB_BACKEND=host FLOWLAB_TASK_DEADLINE=60
+timeout 60 ip netns exec "$PS_NS" "$LAB" $CLUSTER --job_name=ps --task_index=0 >"$OUT/open" 2>&1
+status=$?
+[ $status = 1 ] && grep -q -- "--cluster_secret_file" "$OUT/open" && grep -q -- "--insecure_listen" "$OUT/open"
+ok $? "without a secret the ps refuses to listen on $NET.1, naming --cluster_secret_file and --insecure_listen (status $status)"
+[ $status = 1 ] || sed "s|^|# |" "$OUT/open"
+(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$OUT/secret")
+[ "$(stat -c %a "$OUT/secret")" = 600 ]
+ok $? "a shared secret for the cluster, mode 600"
+CLUSTER="$CLUSTER --cluster_secret_file=$OUT/secret"
 timeout "$DEADLINE" ip netns exec "$PS_NS" "$LAB" $CLUSTER --job_name=ps --task_index=0 >"$OUT/ps" 2>&1 &
 pids+=($!)
 ps_pid=$!

@@ -117,6 +117,37 @@ static void test_flag_errors(void)
                       flag_errors[i].task_index, flag_errors[i].message);
 }
 
+/* A host of 253 characters (DNS's longest name) is taken; longer ones, up
+ * to 100 KB, are refused at once, naming the flag, without the whole name. */
+static void test_long_hosts(void)
+{
+    size_t sizes[] = {253, 254, 100 * 1024};
+    for (size_t i = 0; i < 3; i++) {
+        char *hosts = malloc(sizes[i] + 8);
+        memset(hosts, 'h', sizes[i]);
+        strcpy(hosts + sizes[i], ":2222");
+        fl_cluster *c = fl_cluster_from_flags(hosts, "w0:2222", "worker", 0);
+        if (i == 0)
+            ok(c != NULL, "a host of 253 characters is taken %s", c ? "" : fl_last_error());
+        else
+            ok(!c && strstr(fl_last_error(), "--ps_hosts: the host of \"hhhh") &&
+                   strstr(fl_last_error(), "characters long; a host name or address has at most 253") &&
+                   strlen(fl_last_error()) < 300,
+               "a host of %zu characters is refused, naming the flag: %s", sizes[i], fl_last_error());
+        fl_cluster_free(c);
+        free(hosts);
+    }
+    char *json = malloc(100 * 1024 + 200);
+    int at = sprintf(json, "{\"cluster\": {\"worker\": [\"");
+    memset(json + at, 'h', 100 * 1024);
+    sprintf(json + at + 100 * 1024, ":2222\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}");
+    fl_cluster *c = fl_cluster_from_tf_config(json);
+    ok(!c && strstr(fl_last_error(), "TF_CONFIG: \"cluster.worker[0]\": the host of"),
+       "so is one in TF_CONFIG, naming its place: %.80s", fl_last_error());
+    fl_cluster_free(c);
+    free(json);
+}
+
 /* The client of in-graph replication across tasks is none of the tasks. */
 static void test_client_flags(void)
 {
@@ -393,6 +424,7 @@ int main(void)
 {
     test_flags();
     test_flag_errors();
+    test_long_hosts();
     test_client_flags();
     test_tf_config();
     test_tf_config_errors();

@@ -123,6 +123,25 @@ static void test_slurm(void)
     }
 }
 
+/* A node name of 100 KB in Slurm's list is refused, naming the rank, not
+ * cut into another name. */
+static void test_long_node_name(void)
+{
+    size_t len = 100 * 1024;
+    char *name = malloc(len + 1);
+    memset(name, 'n', len);
+    name[len] = '\0';
+    const char *const env[] = {"SLURM_PROCID=0", "SLURM_STEP_NUM_TASKS=2", "SLURM_STEP_TASKS_PER_NODE=2", NULL};
+    set_environment(env);
+    setenv("SLURM_STEP_NODELIST", name, 1);
+    fl_cluster *c = fl_cluster_from_slurm(1, 8888);
+    ok(!c && strstr(fl_last_error(), "characters long; a host name has at most 253"),
+       "a node name of 100 KB is refused: %.120s", fl_last_error());
+    fl_cluster_free(c);
+    unsetenv("SLURM_STEP_NODELIST");
+    free(name);
+}
+
 static void test_mpi_launchers(void)
 {
     static const env_case cases[] = {
@@ -205,6 +224,7 @@ static void test_from_environment(void)
 int main(void)
 {
     test_slurm();
+    test_long_node_name();
     test_mpi_launchers();
     test_order();
     test_from_environment();

@@ -30,6 +30,8 @@ static const char fake_task[] =
     "echo \"args: $*\"\n"
     "echo \"pocl: ${POCL_DEVICES-unset} ${POCL_MAX_PTHREAD_COUNT-unset}\"\n"
     "echo \"pid $$\"\n"
+    "case \"${5-}\" in --cluster_secret_file=*) echo \"secret mode $(stat -c %a \"${5#*=}\")\" ;;\n"
+    "*) echo 'no secret' ;; esac\n"
     "echo \"to stderr\" >&2\n"
     "case \"$mode:$me\" in\n"
     "ok:*) exit 0 ;;\n"
@@ -208,6 +210,7 @@ static void test_help_and_bad_flags(void)
         {"--workers 1 true", "--ps N is required"},
         {"--ps 1 --workers 1", "no PROGRAM to run"},
         {"--ps 1 --workers", "--workers needs a value"},
+        {"--ps 1 --workers 1 --no_secret --make_secret true", "--no_secret and --make_secret contradict"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         r = run_launcher("", cases[i][0]);
@@ -378,6 +381,34 @@ static void test_failing_runs(void)
     }
 }
 
+/* Unless told otherwise, the run gets a secret of its own: every task is
+ * given the same 0600 file, which is gone when the launcher ends. */
+static void test_secret_by_default(void)
+{
+    char args[600], line[600], first[600] = "";
+    snprintf(args, sizeof args, "--ps 1 --workers 2 sh %s ok", fake);
+    launch_run r = run_launcher("", args);
+    contains(r.out, "launch_cluster: made a shared secret for this run: ", "by default the launcher makes a secret");
+    static const char *const names[] = {"ps0", "worker0", "worker1"};
+    int same = 0;
+    for (int i = 0; i < 3; i++) {
+        const char *flag = args_of(r.out, names[i], line, sizeof line) ? strstr(line, "--cluster_secret_file=")
+                                                                       : NULL;
+        if (i == 0 && flag)
+            snprintf(first, sizeof first, "%s", flag + strlen("--cluster_secret_file="));
+        same += flag && first[0] && strcmp(flag + strlen("--cluster_secret_file="), first) == 0;
+    }
+    ok(same == 3, "every task gets --cluster_secret_file naming the same file (%s)", first);
+    contains(r.out, "worker1: secret mode 600\n", "a file only its owner may read, there while the tasks run");
+    ok(first[0] && access(first, F_OK) != 0, "and removed when the run ends");
+    free_result(&r);
+    snprintf(args, sizeof args, "--ps 1 --workers 1 --no_secret sh %s ok", fake);
+    r = run_launcher("", args);
+    ok(r.status == 0 && strstr(r.out, "ps0: no secret") && !strstr(r.out, "made a shared secret"),
+       "--no_secret: the tasks get no secret");
+    free_result(&r);
+}
+
 /* Ctrl-C on the launcher once every task has started. */
 static void test_interrupted_launcher(void)
 {
@@ -421,6 +452,7 @@ int main(int argc, char **argv)
     setup(argv[0]);
     test_help_and_bad_flags();
     test_flags_reach_every_task();
+    test_secret_by_default();
     test_base_port();
     test_lines_stay_whole();
     test_failing_runs();

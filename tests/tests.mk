@@ -23,9 +23,10 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # test_rendezvous), the client's master running a step on a thread per task against flowlab_server
 # processes (test_in_graph_cluster), the summary writer's flush thread beside the calls that
 # append records (test_summary), the handshake and TLS tunnels of a secured cluster
-# (test_cluster_secret, test_cluster_tls, test_untrusted_text).
+# (test_cluster_secret, test_cluster_tls, test_untrusted_text), servers started and stopped on 0.0.0.0
+# (test_secure_listen).
 THREAD_TESTS := test_server test_partition_server test_rendezvous test_in_graph_cluster test_remote test_monitored_cluster test_connect test_data test_data_bytes test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary \
-                test_cluster_secret test_cluster_tls test_untrusted_text
+                test_cluster_secret test_cluster_tls test_untrusted_text test_secure_listen
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
@@ -50,6 +51,11 @@ $(BUILD)/tests/test_in_graph_cluster: tests/task_servers.h $(BUILD)/labs/02-in-g
 # The task servers' tests share a graph cut by hand; one runs the built server.
 $(BUILD)/tests/test_partition_server $(BUILD)/tests/test_flowlab_server: tests/partition_fixture.h
 $(BUILD)/tests/test_flowlab_server: $(BUILD)/labs/tools/flowlab_server
+# A NaN loss stops chapter 1's and chapter 3's labs (a poisoned checkpoint).
+$(BUILD)/tests/test_nan_loss: $(BUILD)/labs/01-single-device/single_device $(BUILD)/labs/03-between-graph/between_graph \
+                              $(BUILD)/labs/tools/launch_cluster
+# Secure by default: a ps of chapter 3's lab and flowlab_server refuse 0.0.0.0 without a secret.
+$(BUILD)/tests/test_secure_listen: $(BUILD)/labs/tools/flowlab_server $(BUILD)/labs/03-between-graph/between_graph
 # The tests that need a CUDA GPU share their skip (and chapter 1's model, for
 # the determinism test).
 $(BUILD)/tests/test_cuda $(BUILD)/tests/test_deterministic $(BUILD)/tests/test_tf32: tests/cuda_tests.h

@@ -87,7 +87,7 @@ int main(int argc, char **argv)
     o.offers_warmup = true; /* train() gets the optimizer (train_nodes) */
     const char *device = "/gpu:0";
     static const char *const lab_flag_names[] = {"--device"};
-    lab_flags extra = {lab_flag_names, 1, set_device, &device};
+    lab_flags extra = {lab_flag_names, 1, set_device, &device, NULL};
     parse_flags(argc, argv, &o, &extra, usage);
 
     /* Data first: a missing data set is the most likely first error. */

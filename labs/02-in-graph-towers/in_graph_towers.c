@@ -82,6 +82,13 @@ static void set_tower_flag(const char *flag, const char *value, void *options)
     }
 }
 
+/* --insecure_listen, accepted as every cluster program accepts it (this
+ * client starts no server of its own). */
+static bool set_tower_switch(const char *arg, void *options)
+{
+    return fl_cluster_security_switch(&((tower_flags *)options)->security, arg);
+}
+
 /* "/cpu:0 and /gpu:0": the names of the devices that exist, for messages. */
 static void device_names(char *out, size_t len)
 {
@@ -250,7 +257,7 @@ int main(int argc, char **argv)
     tower_flags towers = {.num_gpus = 0, .controller = "/cpu:0"};
     static const char *const lab_flag_names[] = {"--num_gpus", "--controller", "--ps_hosts", "--worker_hosts",
                                                  FL_CLUSTER_SECURITY_FLAG_NAMES};
-    lab_flags extra = {lab_flag_names, 8, set_tower_flag, &towers};
+    lab_flags extra = {lab_flag_names, 8, set_tower_flag, &towers, set_tower_switch};
     parse_flags(argc, argv, &o, &extra, usage);
     char devices[MAX_TOWERS][40], controller[40];
     fl_cluster *cluster = NULL;

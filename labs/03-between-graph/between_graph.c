@@ -133,6 +133,12 @@ static void set_cluster_flag(const char *flag, const char *value, void *options)
         bad_flag(program, flag, value, "round_robin or greedy");
 }
 
+/* --insecure_listen: the one switch among the cluster's flags. */
+static bool set_cluster_switch(const char *arg, void *options)
+{
+    return fl_cluster_security_switch(&((cluster_flags *)options)->security, arg);
+}
+
 /* The cluster from the four flags; without them from the environment:
  * TF_CONFIG, else the variables of the launcher that started this task. */
 static fl_cluster *read_cluster(const cluster_flags *c)
@@ -267,6 +273,7 @@ typedef struct {
     const worker_graph *w;
     int part, parts; /* this worker's slice of each batch (parts 1: the whole batch) */
     bool sync;
+    char who[32]; /* "worker 1: global ", before "step N" in a message */
 } worker_loop;
 
 // [book:loop]
@@ -289,21 +296,24 @@ static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_datase
             return 1;
         }
         *steps_done = ++local_steps;
-        summarize_step(fl_monitored_session_session(ms), fl_monitored_session_global_step(ms), fl_tensor_scalar(loss));
+        float value = fl_tensor_scalar(loss);
+        fl_tensor_free(loss);
+        if (loss_not_finite(program, L->who, fl_monitored_session_global_step(ms), value))
+            return 1;
+        summarize_step(fl_monitored_session_session(ms), fl_monitored_session_global_step(ms), value);
         if (L->o->trace_path && local_steps == 4)
             write_trace(fl_monitored_session_session(ms), L->o);
         images_seen += my_images.shape.dims[0];
         if (local_steps % L->o->log_every == 0 || local_steps == 1) {
             double now = now_seconds(), bytes = bytes_moved(L->cluster);
             log_worker_progress(L->cluster, local_steps, fl_monitored_session_global_step(ms),
-                                fl_tensor_scalar(loss), images_seen, now - last_time,
+                                value, images_seen, now - last_time,
                                 (bytes - last_bytes) / (double)(local_steps - last_logged), L->sync);
             last_logged = local_steps;
             last_time = now;
             last_bytes = bytes;
             images_seen = 0;
         }
-        fl_tensor_free(loss);
     }
     return 0;
 }
@@ -358,7 +368,8 @@ static int train_worker(const fl_cluster *cluster, const training_flags *o, cons
         return 1;
     }
     worker_loop L = {cluster, o, w, c->sync_replicas ? task : 0,
-                     c->sync_replicas ? fl_cluster_num_tasks(cluster, "worker") : 1, c->sync_replicas};
+                     c->sync_replicas ? fl_cluster_num_tasks(cluster, "worker") : 1, c->sync_replicas, ""};
+    snprintf(L.who, sizeof L.who, "worker %d: global ", task);
     printf("worker %d: training until the global step reaches %ld (batch %d%s)\n", task, total_steps, o->batch_size,
            c->sync_replicas ? ", synchronous" : "");
     fl_dataset *batches = worker_batches(o, data, task, L.parts);
@@ -465,7 +476,7 @@ int main(int argc, char **argv)
                                         "--ps_strategy", "--cluster_graph", "--sync_replicas",
                                         "--replicas_to_aggregate", "--total_num_replicas", "--num_ps",
                                         "--port_base", "--num_gpus", FL_CLUSTER_SECURITY_FLAG_NAMES};
-    lab_flags extra = {names, sizeof names / sizeof *names, set_cluster_flag, &c};
+    lab_flags extra = {names, sizeof names / sizeof *names, set_cluster_flag, &c, set_cluster_switch};
     parse_flags(argc, argv, &o, &extra, usage);
     fl_cluster *cluster = read_cluster(&c);
     check_replicas(cluster, &c);

@@ -348,6 +348,8 @@ static void train_replicas(fl_session *s, const training_flags *o, const allredu
         trace_before_step(s, o, p.step - p.first_step);
         float loss = 0;
         allreduce_step(s, m, a, r, j, images, labels, &loss);
+        if (loss_not_finite(program, "", p.step, loss)) /* the same mean loss on every rank */
+            abort_job(j, "training", "stopped on a loss that is not a number");
         summarize_step(s, p.step, loss); /* rank 0 alone opened the summaries */
         p.images_since_log += images->shape.dims[0]; /* the global batch: the whole job's */
         if (j->rank == 0 && (p.step % o->log_every == 0 || p.step == p.first_step))
@@ -440,7 +442,7 @@ int main(int argc, char **argv)
                          .fusion_threshold = DEFAULT_FUSION_THRESHOLD};
     static const char *const lab_flag_names[] = {"--allreduce", "--device", "--overlap",
                                                  "--fusion_threshold"};
-    lab_flags extra = {lab_flag_names, 4, set_allreduce_flag, &a};
+    lab_flags extra = {lab_flag_names, 4, set_allreduce_flag, &a, NULL};
     one_pocl_device_per_process();
     yield_while_waiting();
     /* Before MPI_Init: --help and a bad flag exit at once, alike on every rank. */

@@ -224,7 +224,7 @@ int main(int argc, char **argv)
     training_flags o = training_flags_defaults(program);
     split_flags f = {.mode = MODE_LAYERS, .micro_batches = 1, .replicas = 1};
     static const char *const names[] = {"--split", "--micro_batches", "--replicas"};
-    lab_flags extra = {names, 3, set_split_flag, &f};
+    lab_flags extra = {names, 3, set_split_flag, &f, NULL};
     parse_flags(argc, argv, &o, &extra, usage);
     check_flags(&f, o.batch_size);
     pipeline_plan plan;

@@ -162,12 +162,15 @@ static inline bool parse_training_flag(const char *flag, const char *value, trai
     return true;
 }
 
-/* A lab's own flags: names (each taking a value) and a function that sets one. */
+/* A lab's own flags: names (each taking a value) and a function that sets
+ * one; and, optionally, switches (flags without a value): set_switch takes
+ * the whole argument and says whether it was one. */
 typedef struct {
     const char *const *names;
     int count;
     void (*set)(const char *flag, const char *value, void *lab_options);
     void *lab_options;
+    bool (*set_switch)(const char *arg, void *lab_options);
 } lab_flags;
 
 /* --checkpoint_dir is created now, before the data is read and the model
@@ -236,6 +239,8 @@ static inline void parse_flags(int argc, char **argv, training_flags *o, const l
             o->print_stats = true;
             continue;
         }
+        if (extra && extra->set_switch && extra->set_switch(arg, extra->lab_options))
+            continue;
         bool is_training = false, is_extra = false;
         for (size_t k = 0; k < sizeof training / sizeof training[0]; k++)
             is_training = is_training || strcmp(flag, training[k]) == 0;

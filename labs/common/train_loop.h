@@ -12,6 +12,7 @@
 #include "data.h"
 #include "evaluate.h"
 #include "flags.h"
+#include "loss_check.h"
 #include "summaries.h"
 #include "run_stats.h"
 #include "timing.h"
@@ -32,6 +33,7 @@ typedef struct {
     long last_saved;       /* the step of this run's latest checkpoint */
     long images_since_log; /* examples trained on since the last progress line */
     double last_log_time;  /* seconds (now_seconds) of the last progress line */
+    float loss;            /* the loss of the latest step */
 } train_progress;
 
 /* Restores the latest checkpoint of --checkpoint_dir, if there is one, and
@@ -140,10 +142,11 @@ static inline int run_step(fl_session *s, const training_flags *o, const train_n
     if (fl_session_run(s, feeds, 2, &t->loss, 1, &loss_value, &t->train_op, 1) != 0)
         return -1;
     p->images_since_log += images->shape.dims[0];
-    summarize_step(s, p->step, fl_tensor_scalar(loss_value));
-    if (p->step % o->log_every == 0 || p->step == p->first_step)
-        log_progress(p, fl_tensor_scalar(loss_value));
+    p->loss = fl_tensor_scalar(loss_value);
     fl_tensor_free(loss_value);
+    summarize_step(s, p->step, p->loss);
+    if (p->step % o->log_every == 0 || p->step == p->first_step)
+        log_progress(p, p->loss);
     return 0;
     // [end:step]
 }
@@ -174,6 +177,8 @@ static inline int run_steps(fl_session *s, const training_flags *o, const train_
         warm_up(o, t, p->step);
         if (run_step(s, o, t, images, labels, p) != 0)
             return step_failed(s, o, p->step);
+        if (loss_not_finite(o->program, "", p->step, p->loss))
+            return 1;
         p->step++;
         if (o->trace_path && p->step - p->first_step == 4)
             write_trace(s, o);

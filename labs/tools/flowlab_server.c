@@ -47,7 +47,8 @@ static void usage(FILE *out)
             "  build/labs/02-in-graph-towers/in_graph_towers --ps_hosts=localhost:2222 \\\n"
             "      --worker_hosts=localhost:2223,localhost:2224\n"
             "or start all three with build/labs/tools/launch_cluster --ps 1 --workers 2 --base_port 2222 \\\n"
-            "      build/labs/tools/flowlab_server\n",
+            "      --cluster_secret_file S build/labs/tools/flowlab_server\n"
+            "and give the client the same --cluster_secret_file S (S: a 0600 file of 16 to 1024 bytes).\n",
             program, program);
 }
 
@@ -101,6 +102,8 @@ static server_flags parse_server_flags(int argc, char **argv)
             f.keep_running = !eq || strcmp(eq + 1, "false") != 0;
             continue;
         }
+        if (fl_cluster_security_switch(&f.security, argv[i]))
+            continue;
         const char *value = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
         if (!set_flag(&f, flag, value ? value : "")) {
             fprintf(stderr, "%s: unknown flag %s (see --help)\n", program, flag);

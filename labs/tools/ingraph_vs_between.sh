@@ -59,10 +59,14 @@ one_process() { # N towers on N single-thread PoCL devices, the same global batc
 across_tasks() { # N: flowlab_server tasks (1 ps + N workers) on ports from $port, one in_graph_towers client
     port=${BASE_PORT:-23400}
     workers=$(seq $((port + 1)) $((port + $1)) | sed 's/^/127.0.0.1:/' | paste -sd, -)
-    "$launcher" --ps 1 --workers "$1" --base_port "$port" --deadline 300 -- "$server" >"$out/servers-$1.log" 2>&1 &
+    # The servers and their client share a secret of this run's (launch_cluster would make one the client lacks).
+    secret=$out/cluster_secret
+    (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$secret")
+    "$launcher" --ps 1 --workers "$1" --base_port "$port" --deadline 300 --cluster_secret_file "$secret" \
+        -- "$server" >"$out/servers-$1.log" 2>&1 &
     servers=$!
     "$towers" --ps_hosts "127.0.0.1:$port" --worker_hosts "$workers" --batch_size $(($1 * batch)) $common \
-        >"$out/across-$1.log" 2>&1 || true
+        --cluster_secret_file "$secret" >"$out/across-$1.log" 2>&1 || true
     wait "$servers" || true
     row in-graph-across-tasks "$1" "$out/across-$1.log" worker0_nodes
 }

@@ -41,7 +41,7 @@ typedef struct {
     task tasks[MAX_TASKS];
     int ntasks;
     double started;
-    run_secret secret; /* --make_secret's file */
+    run_secret secret; /* the run's own secret file (unless --no_secret or --cluster_secret_file) */
     char secret_flag[320]; /* "--cluster_secret_file=F" for every task, or "" */
 } cluster;
 
@@ -449,7 +449,7 @@ int main(int argc, char **argv)
     c.started = now();
     char why[400];
     if (c.opt.make_secret && make_run_secret(&c.secret, why, sizeof why) != 0) {
-        say("--make_secret: %s", why);
+        say("the run's shared secret: %s (--cluster_secret_file F gives one of yours)", why);
         return 1;
     }
     if (c.opt.make_secret)

@@ -19,7 +19,9 @@ static const char usage_text[] =
     "Starts a cluster of tasks on this machine, as chapter 3 runs them: N ps tasks and\n"
     "M worker tasks, each its own process running\n"
     "  PROGRAM ARGS... --ps_hosts=HOSTS --worker_hosts=HOSTS --job_name=ps|worker --task_index=I\n"
-    "where HOSTS lists 127.0.0.1:PORT addresses, comma-separated, the same for every task.\n"
+    "      --cluster_secret_file=F\n"
+    "where HOSTS lists 127.0.0.1:PORT addresses, comma-separated, the same for every task,\n"
+    "and F is the run's shared secret, made for it unless --no_secret (see below).\n"
     "Every line a task prints comes out with the task's name in front (\"ps0: \",\n"
     "\"worker1: \"): its stdout on stdout, its stderr on stderr, never cut mid-line.\n"
     "The launcher's own lines start with \"launch_cluster: \". Tasks read /dev/null.\n"
@@ -42,9 +44,13 @@ static const char usage_text[] =
     "  --deadline S      seconds the whole run may take (default 600)\n"
     "  --grace S         seconds the ps tasks get to exit after the last worker (default 30)\n"
     "  --stop_grace S    seconds between SIGTERM and SIGKILL when stopping tasks (default 5)\n"
-    "  --make_secret     make a fresh shared secret for this run (a 0600 file in a run directory\n"
-    "                    of its own, removed at the end) and give every task --cluster_secret_file\n"
-    "  --cluster_secret_file F  give every task this secret file instead\n"
+    "  --cluster_secret_file F  give every task this secret file (mode 0600, yours)\n"
+    "  --no_secret       give the tasks no secret: anyone who can reach their ports may join\n"
+    "                    (only for programs that do not take --cluster_secret_file)\n"
+    "  --make_secret     the default, kept for old scripts: without --cluster_secret_file or\n"
+    "                    --no_secret, the launcher makes a fresh shared secret for the run (a 0600\n"
+    "                    file in a run directory of its own, removed at the end) and gives every\n"
+    "                    task --cluster_secret_file naming it, so only the run's tasks can connect\n"
     "  --help            this text\n"
     "Flags take their value as the next argument or after '=': --ps 2, --ps=2; seconds may\n"
     "be fractional. Everything from PROGRAM on (or after --) belongs to the task program.\n"
@@ -65,8 +71,9 @@ typedef struct {
     int ps, workers, base_port;
     double deadline, grace, stop_grace;
     char **program; /* PROGRAM ARGS..., the NULL-terminated tail of argv */
-    bool make_secret;
-    const char *secret_file; /* given to every task; NULL: none */
+    bool make_secret;        /* the default; false with --no_secret or --cluster_secret_file */
+    bool no_secret;          /* --no_secret */
+    const char *secret_file; /* given to every task; NULL: a secret of the run's own, or none */
 } options;
 
 static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -154,8 +161,9 @@ static void parse_flags(int argc, char **argv, options *o)
             fputs(usage_text, stdout);
             exit(0);
         }
-        if (strcmp(argv[i], "--make_secret") == 0) {
-            o->make_secret = true;
+        if (strcmp(argv[i], "--make_secret") == 0 || strcmp(argv[i], "--no_secret") == 0) {
+            o->no_secret = o->no_secret || strcmp(argv[i], "--no_secret") == 0;
+            o->make_secret = o->make_secret || strcmp(argv[i], "--make_secret") == 0;
             continue;
         }
         if (flag_is(argv[i], "--cluster_secret_file")) {
@@ -173,6 +181,10 @@ static void parse_flags(int argc, char **argv, options *o)
         usage_error("no PROGRAM to run: name it after the flags");
     if (o->make_secret && o->secret_file)
         usage_error("--make_secret and --cluster_secret_file both give the tasks a secret: choose one");
+    if (o->no_secret && (o->make_secret || o->secret_file))
+        usage_error("--no_secret and %s contradict each other: choose one",
+                    o->secret_file ? "--cluster_secret_file" : "--make_secret");
+    o->make_secret = !o->no_secret && !o->secret_file;
     if (o->base_port > 0 && o->base_port + o->ps + o->workers - 1 > 65535)
         usage_error("--base_port %d leaves no room for %d ports", o->base_port, o->ps + o->workers);
     o->program = argv + i;

@@ -121,6 +121,12 @@ static int split_address(const char *address, const char *where, char **host, in
         fl_set_error_code(FL_INVALID_ARGUMENT, "%s: \"%s\" has no host before the \":port\"", where, address);
         return -1;
     }
+    if (len > FL_MAX_HOST_LEN) { /* a name in DNS is at most 253 characters; longer is no host */
+        fl_set_error_code(FL_INVALID_ARGUMENT,
+                          "%s: the host of \"%.40s...\" is %zu characters long; a host name or address has at "
+                          "most %d", where, address, len, FL_MAX_HOST_LEN);
+        return -1;
+    }
     if (!host_is_valid(h, len, bracketed)) {
         fl_set_error_code(FL_INVALID_ARGUMENT,
                           "%s: \"%s\": the host is not a host name or an address (IPv6 goes in brackets, "

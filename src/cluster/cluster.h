@@ -10,6 +10,10 @@
  * list them. */
 typedef enum { FL_JOB_PS, FL_JOB_WORKER, FL_JOB_CHIEF, FL_JOB_COUNT } fl_job;
 
+/* The longest host a spec may name: a DNS name has at most 253 characters,
+ * and an address fewer. */
+#define FL_MAX_HOST_LEN 253
+
 typedef struct {
     char *host; /* an IPv6 address without its brackets */
     int port;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster.h"
 
@@ -26,9 +27,14 @@ int fl_launcher_env_int(const char *name, long min, long max, const char *expect
 /* "vm:8888", as fl_cluster_add_task reads it. */
 static int add_rank(fl_cluster *c, fl_job job, const char *host, int port, int rank)
 {
-    char address[300], where[48];
-    snprintf(address, sizeof address, "%s:%d", host, port);
+    char address[FL_MAX_HOST_LEN + 16], where[48];
     snprintf(where, sizeof where, "the launcher's rank %d", rank);
+    if (strlen(host) > FL_MAX_HOST_LEN) { /* not cut short into another name */
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: its host \"%.40s...\" is %zu characters long; a host name "
+                          "has at most %d", where, host, strlen(host), FL_MAX_HOST_LEN);
+        return -1;
+    }
+    snprintf(address, sizeof address, "%s:%d", host, port);
     return fl_cluster_add_task(c, job, address, where);
 }
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -18,34 +19,54 @@
 #define MIN_SECRET_BYTES 16
 
 /* The file's bytes into out, its trailing newline and spaces dropped; the
- * length, or -1 after fl_set_error_code. */
-static long read_secret(int fd, const char *path, unsigned char *out, size_t cap)
+ * length, or -1 after fl_set_error_code. At most one byte over the limit is
+ * read, into a buffer that holds it, so a file that grew after fstat is
+ * refused too. */
+static long read_secret(int fd, const char *path, unsigned char out[FL_MAX_SECRET_BYTES])
 {
+    const size_t cap = FL_MAX_SECRET_BYTES;
+    unsigned char bytes[FL_MAX_SECRET_BYTES + 1];
     size_t len = 0;
-    ssize_t n;
-    while (len <= cap && (n = read(fd, out + len, cap + 1 - len)) > 0)
+    ssize_t n = 0;
+    while (len < sizeof bytes && (n = read(fd, bytes + len, sizeof bytes - len)) > 0)
         len += (size_t)n;
+    if (n < 0) {
+        fl_set_error_code(fl_errno_code(errno), "cannot read cluster secret file %s: %s", path, strerror(errno));
+        return -1;
+    }
     if (len > cap) {
+        OPENSSL_cleanse(bytes, sizeof bytes);
         fl_set_error_code(FL_INVALID_ARGUMENT, "cluster secret file %s is over %zu bytes: is it the right file?",
                           path, cap);
         return -1;
     }
-    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r' || out[len - 1] == ' '))
+    while (len > 0 && (bytes[len - 1] == '\n' || bytes[len - 1] == '\r' || bytes[len - 1] == ' '))
         len--;
+    memcpy(out, bytes, len);
+    OPENSSL_cleanse(bytes, sizeof bytes);
     if (len < MIN_SECRET_BYTES) {
         fl_set_error_code(FL_INVALID_ARGUMENT, "cluster secret file %s holds %zu bytes; a secret needs at least %d "
-                          "(launch_cluster --make_secret writes 32 random bytes as hex)", path, len, MIN_SECRET_BYTES);
+                          "(launch_cluster writes 32 random bytes as hex)", path, len, MIN_SECRET_BYTES);
         return -1;
     }
     return (long)len;
 }
 
-/* A file that others can read is no secret: refused, saying why. */
+/* Only a regular file of this user's, that no one else may read or change,
+ * and no bigger than a secret may be: refused otherwise, saying why. */
 static int check_private(int fd, const char *path)
 {
+    const size_t cap = FL_MAX_SECRET_BYTES;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        fl_set_error_code(FL_INVALID_ARGUMENT, "cluster secret file %s is not a regular file", path);
+        fl_set_error_code(FL_INVALID_ARGUMENT, "cluster secret file %s is not a regular file (a FIFO, device or "
+                          "directory?); give a file of its own, made by launch_cluster or with mode 600", path);
+        return -1;
+    }
+    if (st.st_uid != geteuid()) {
+        fl_set_error_code(FL_PERMISSION_DENIED, "cluster secret file %s belongs to user %u, not to this user (%u): "
+                          "anyone who can change it holds the cluster; use a file of your own (chown, or copy it "
+                          "with mode 600)", path, (unsigned)st.st_uid, (unsigned)geteuid());
         return -1;
     }
     if (st.st_mode & (S_IRWXG | S_IRWXO)) {
@@ -54,7 +75,28 @@ static int check_private(int fd, const char *path)
                           path, (unsigned)(st.st_mode & 0777), path);
         return -1;
     }
+    if (st.st_size > (off_t)cap) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "cluster secret file %s is over %zu bytes (%lld): is it the right "
+                          "file?", path, cap, (long long)st.st_size);
+        return -1;
+    }
     return 0;
+}
+
+/* The file, opened without following a last symbolic link and without
+ * blocking (a FIFO would wait for a writer for ever); -1 after
+ * fl_set_error_code. */
+static int open_secret(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd >= 0)
+        return fd;
+    if (errno == ELOOP)
+        fl_set_error_code(FL_PERMISSION_DENIED, "cluster secret file %s is a symbolic link, which is refused "
+                          "(whoever can change the link chooses the secret); give the file it names", path);
+    else
+        fl_set_error_code(fl_errno_code(errno), "cannot open cluster secret file %s: %s", path, strerror(errno));
+    return -1;
 }
 
 int fl_cluster_set_secret_file(fl_cluster *c, const char *path)
@@ -64,13 +106,11 @@ int fl_cluster_set_secret_file(fl_cluster *c, const char *path)
                           "is NULL");
         return -1;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        fl_set_error_code(fl_errno_code(errno), "cannot open cluster secret file %s: %s", path, strerror(errno));
+    int fd = open_secret(path);
+    if (fd < 0)
         return -1;
-    }
     fl_cluster_state *r = fl_cluster_state_of(c);
-    long len = check_private(fd, path) == 0 ? read_secret(fd, path, r->secret, sizeof r->secret) : -1;
+    long len = check_private(fd, path) == 0 ? read_secret(fd, path, r->secret) : -1;
     close(fd);
     r->secret_len = len > 0 ? (size_t)len : 0;
     return len > 0 ? 0 : -1;
@@ -146,6 +186,16 @@ int fl_cluster_set_tls(fl_cluster *c, const char *cert, const char *key, const c
     SSL_CTX_free(r->tls_server);
     r->tls_client = client;
     r->tls_server = server;
+    return 0;
+}
+
+int fl_cluster_allow_insecure_listen(fl_cluster *c, bool allow)
+{
+    if (!c) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_cluster_allow_insecure_listen: the cluster is NULL");
+        return -1;
+    }
+    fl_cluster_state_of(c)->insecure_listen = allow;
     return 0;
 }
 

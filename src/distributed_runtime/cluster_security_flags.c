@@ -1,7 +1,6 @@
 /* cluster_security_flags.c: the flags that secure a cluster, read in one
- * place for every program (the labs, launch_cluster, a task server):
- * --cluster_secret_file (or FLOWLAB_CLUSTER_SECRET_FILE), --tls_cert,
- * --tls_key and --tls_ca, applied to the cluster they name. */
+ * place for every program: --cluster_secret_file (or its environment
+ * variable), --tls_cert, --tls_key, --tls_ca and --insecure_listen. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +21,21 @@ bool fl_cluster_security_flag(fl_cluster_security_flags *f, const char *flag, co
     return true;
 }
 
+bool fl_cluster_security_switch(fl_cluster_security_flags *f, const char *arg)
+{
+    static const char name[] = "--insecure_listen";
+    if (strncmp(arg, name, sizeof name - 1) != 0)
+        return false;
+    const char *rest = arg + sizeof name - 1;
+    if (*rest == '\0' || strcmp(rest, "=true") == 0)
+        f->insecure_listen = true;
+    else if (strcmp(rest, "=false") == 0)
+        f->insecure_listen = false;
+    else
+        return false;
+    return true;
+}
+
 int fl_cluster_apply_security(fl_cluster *cluster, const fl_cluster_security_flags *f)
 {
     const char *secret = f->secret_file, *from = "--cluster_secret_file";
@@ -33,6 +47,8 @@ int fl_cluster_apply_security(fl_cluster *cluster, const fl_cluster_security_fla
         fl_prefix_error("%s: ", from);
         return -1;
     }
+    if (f->insecure_listen)
+        fl_cluster_allow_insecure_listen(cluster, true);
     bool any_tls = f->tls_cert || f->tls_key || f->tls_ca;
     return any_tls ? fl_cluster_set_tls(cluster, f->tls_cert, f->tls_key, f->tls_ca) : 0;
 }

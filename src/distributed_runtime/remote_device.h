@@ -54,6 +54,7 @@ typedef struct {
     unsigned char secret[FL_MAX_SECRET_BYTES];
     size_t secret_len;                   /* 0: no shared secret */
     struct ssl_ctx_st *tls_client, *tls_server; /* NULL: no TLS */
+    bool insecure_listen; /* its server may listen off loopback with neither (listen_security.c) */
 } fl_cluster_state;
 
 fl_cluster_state *fl_cluster_state_of(const fl_cluster *c);

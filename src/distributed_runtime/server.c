@@ -11,6 +11,7 @@
 
 #include <event2/thread.h>
 
+#include "cluster_security.h"
 #include "device.h"
 #include "server_internal.h"
 
@@ -41,6 +42,11 @@ static int listen_on_own_address(fl_server *s, const fl_cluster *c)
     struct addrinfo *address;
     if (resolve_own_address(c, &address) != 0)
         return -1;
+    if (fl_check_listen_security(c, address->ai_addr, s->name, fl_cluster_task_host(c, s->job, s->task),
+                                 fl_cluster_task_port(c, s->job, s->task), s->log) != 0) {
+        freeaddrinfo(address); /* secure by default: listen_security.c */
+        return -1;
+    }
     unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
     s->listener = evconnlistener_new_bind(s->base, fl_server_accept, s, flags, 64, address->ai_addr,
                                           (int)address->ai_addrlen);

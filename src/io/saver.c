@@ -259,6 +259,39 @@ long fl_latest_checkpoint_step(const char *dir)
     return n > 0 ? atol(names[n - 1] + strlen(CKPT_PREFIX)) : -1;
 }
 
+/* Whether a and b are one directory (through links and spellings alike). */
+static bool same_directory(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* DIR/name for the name a state file gives, only when it names a file in
+ * DIR itself: a bare name, or a path (TensorFlow writes absolute ones) whose
+ * directory is DIR. Anything else, ../elsewhere or /etc/x, is refused: a
+ * restore reads only checkpoints inside its directory. NULL with *rc -1. */
+static char *inside_dir(fl_session *s, const char *dir, const char *state, const char *name, int *rc)
+{
+    const char *slash = strrchr(name, '/');
+    const char *base = slash ? slash + 1 : name;
+    bool inside = *base && strcmp(base, ".") != 0 && strcmp(base, "..") != 0;
+    if (inside && slash) { /* a relative path is relative to DIR, as TensorFlow reads it */
+        char *parent = fl_xstrdup(name);
+        parent[slash == name ? 1 : slash - name] = '\0';
+        char *full = name[0] == '/' ? fl_xstrdup(parent) : join_path(dir, parent);
+        inside = same_directory(full, dir);
+        free(full);
+        free(parent);
+    }
+    if (inside)
+        return join_path(dir, base);
+    *rc = fl_session_fail_code(s, FL_PERMISSION_DENIED, "%s names the checkpoint \"%s\", which is not in the "
+                               "checkpoint directory %s: refused, a restore reads only checkpoints inside it "
+                               "(remove or fix that line of %s)", state, name, dir, state);
+    return NULL;
+}
+
 /* The checkpoint DIR/checkpoint names, as a path; NULL with *rc 0 when there
  * is none yet, NULL with *rc -1 on an error. */
 static char *latest_path(fl_session *s, const char *dir, int *rc)
@@ -283,8 +316,9 @@ static char *latest_path(fl_session *s, const char *dir, int *rc)
         free(state);
         return NULL;
     }
+    char *path = inside_dir(s, dir, state, name, rc);
     free(state);
-    return name[0] == '/' ? fl_xstrdup(name) : join_path(dir, name);
+    return path;
 }
 
 static const fl_tensor *find_tensor(const fl_named_tensor *tensors, int n, const char *name)
