@@ -91,6 +91,15 @@ fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape); /* zero-filled */
 fl_tensor *fl_tensor_from_floats(fl_shape shape, const float *values);
 fl_tensor *fl_tensor_from_ints(fl_shape shape, const int32_t *values);
 fl_tensor *fl_tensor_copy(const fl_tensor *t); /* host tensors only */
+/* The most bytes one tensor a node computes may take in this process (the
+ * task): a node whose output would be larger fails its run with
+ * FL_RESOURCE_EXHAUSTED naming the limit, as does an allocation that fails;
+ * the process goes on. By default half the machine's physical memory, or
+ * FLOWLAB_MAX_TENSOR_BYTES=N (bytes) from the environment; set (0: back to
+ * the default) at any time. fl_tensor_new and fl_tensor_copy return NULL
+ * with that error beyond it. */
+size_t fl_max_tensor_bytes(void);
+void fl_set_max_tensor_bytes(size_t bytes);
 void fl_tensor_free(fl_tensor *t); /* data too, unless borrowed or on a device */
 float *fl_tensor_floats(const fl_tensor *t);   /* NULL unless float32 */
 int32_t *fl_tensor_ints(const fl_tensor *t);   /* NULL unless int32 */
