@@ -118,6 +118,10 @@ static int resolve(step *s)
         if (!(s->feeds[i].node = node_named(s, r->feed_names[i], "feed")))
             return -1;
         s->feed_values[i] = fl_tensor_new(r->feed_values[i].dtype, r->feed_values[i].shape);
+        if (!s->feed_values[i]) { /* over the tensor limit: RESOURCE_EXHAUSTED */
+            fl_prefix_error("%s: feed %s: ", s->env->task, r->feed_names[i]);
+            return -1;
+        }
         fl_wire_tensor_read(&r->feed_values[i], s->feed_values[i]->data);
         s->feeds[i].value = s->feed_values[i];
         s->fed[s->feeds[i].node->id] = true;
