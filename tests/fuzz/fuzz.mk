@@ -53,7 +53,7 @@ $(FUZZ_DIR)/obj/%.o: src/%.c src/flowlab.h src/runtime.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) -c $< -o $@
 
-$(FUZZ_DIR)/fuzz_graph_run: tests/fuzz/fuzz_graph_run.c $(FUZZ_RUN_OBJ) $(LIB)
+$(FUZZ_DIR)/fuzz_graph_run: tests/fuzz/fuzz_graph_run.c tests/fuzz/graph_program.h $(FUZZ_RUN_OBJ) $(LIB)
 	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) -fsanitize=fuzzer tests/fuzz/fuzz_graph_run.c $(FUZZ_RUN_OBJ) \
 	    $(SUMMARY_OBJ) $(BUILD)/obj/backends.o $(BACKEND_OBJ) -o $@ $(LDLIBS) $(CLUSTER_LDLIBS)
 

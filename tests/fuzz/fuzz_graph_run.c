@@ -3,13 +3,18 @@
  * (fl_partition_exec_new) and RUNS it on the host device (`make fuzz`):
  * its initializers first, then every node alone, each placeholder fed a
  * small tensor of its shape. Any run may fail with a message; ASan and
- * UBSan catch a read or write out of bounds, abort() a broken promise. */
+ * UBSan catch a read or write out of bounds, abort() a broken promise.
+ * An input that starts with 'G' is a program instead (graph_program.h):
+ * nodes of any op, inputs and attrs, built as the decoder builds them,
+ * so the fuzzer reaches the shape rules and kernels without first
+ * having to find the wire format's every field. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "distributed_runtime/graph_wire.h"
 #include "distributed_runtime/partition_exec.h"
+#include "graph_program.h"
 #include "runtime.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -110,7 +115,16 @@ static void run_partition(fl_partition_exec *e, const fl_graph *g, feeds *f)
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
     fl_graph_partition p;
-    if (fl_graph_wire_decode(data, size, &p) != 0) {
+    fl_wire_buf program = {0};
+    if (size > 0 && data[0] == 'G') { /* a program: its graph's bytes from the encoder */
+        if (fl_graph_program_encode(data + 1, size - 1, &program) != 0)
+            return 0;
+        data = program.data;
+        size = program.len;
+    }
+    int decoded = fl_graph_wire_decode(data, size, &p);
+    fl_wire_buf_free(&program);
+    if (decoded != 0) {
         check(fl_last_error_code() == FL_INVALID_ARGUMENT, "a refusal is INVALID_ARGUMENT");
         check(p.graph == NULL, "a refused partition leaves nothing behind");
         return 0;
