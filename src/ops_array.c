@@ -227,7 +227,8 @@ fl_node *fl_concat(fl_graph *g, fl_node *const *inputs, int n, int axis, const c
  * part's length); the kernels place it from attrs. */
 static int slice_size(const fl_attrs *a, int dim, int *size, char *err)
 {
-    if (a->begin < 0 || a->size < 0 || a->num_parts < 0 || (a->num_parts > 0 && (a->part < 0 || a->part >= a->num_parts))) {
+    bool no_part = a->num_parts > 0 && (a->part < 0 || a->part >= a->num_parts);
+    if (a->begin < 0 || a->size < 0 || a->num_parts < 0 || no_part) {
         snprintf(err, FL_ERROR_LEN, "the window begin %d size %d (part %d of %d) does not exist", a->begin, a->size,
                  a->part, a->num_parts);
         return -1;
@@ -242,8 +243,8 @@ static int slice_size(const fl_attrs *a, int dim, int *size, char *err)
         return 0;
     }
     if (dim >= 0 && (int64_t)a->begin + a->size > dim) {
-        snprintf(err, FL_ERROR_LEN, "the window [%d, %d) does not fit axis %d of size %d", a->begin,
-                 a->begin + a->size, a->axis, dim);
+        snprintf(err, FL_ERROR_LEN, "the window [%d, %lld) does not fit axis %d of size %d", a->begin,
+                 (long long)a->begin + a->size, a->axis, dim);
         return -1;
     }
     *size = a->size;
