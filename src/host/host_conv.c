@@ -175,8 +175,14 @@ static void window_max(const fl_conv_geometry *g, const float *x, int b, int oy,
 {
     for (int c = 0; c < g->c; c++)
         best_at[c] = -1;
-    for (int ky = 0; ky < g->kh; ky++)
-        for (int kx = 0; kx < g->kw; kx++) {
+    /* Only the window's taps inside the image: a SAME window may be far
+     * larger than the image (a ksize of 65536 from the wire). */
+    int64_t base_y = (int64_t)oy * g->sh - g->pad_top, base_x = (int64_t)ox * g->sw - g->pad_left;
+    int ky0 = base_y < 0 ? (int)-base_y : 0, kx0 = base_x < 0 ? (int)-base_x : 0;
+    int ky1 = g->h - base_y < g->kh ? (int)(g->h - base_y) : g->kh;
+    int kx1 = g->w - base_x < g->kw ? (int)(g->w - base_x) : g->kw;
+    for (int ky = ky0; ky < ky1; ky++)
+        for (int kx = kx0; kx < kx1; kx++) {
             int iy, ix;
             if (!tap(g, oy, ox, ky, kx, &iy, &ix))
                 continue;

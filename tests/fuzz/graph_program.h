@@ -58,10 +58,11 @@ static inline fl_attrs program_attrs(program_bytes *b, fl_op_kind op)
     for (int i = 0; i < FL_MAX_RANK; i++)
         a.reduce_axis[i] = axes & (1u << i);
     a.shape = program_shape(b, op == FL_OP_PLACEHOLDER || op == FL_OP_RESHAPE);
-    a.stride_h = (int)(program_byte(b) % 3) + 1;
-    a.stride_w = (int)(program_byte(b) % 3) + 1;
-    a.ksize_h = (int)(program_byte(b) % 4) + 1;
-    a.ksize_w = (int)(program_byte(b) % 4) + 1;
+    int *window[] = {&a.stride_h, &a.stride_w, &a.ksize_h, &a.ksize_w};
+    for (int i = 0; i < 4; i++) { /* now and then the wire's largest, 65536 */
+        unsigned v = program_byte(b);
+        *window[i] = v >= 250 ? 65536 : (int)(v % (i < 2 ? 3u : 4u)) + 1;
+    }
     a.value = (float)(program_byte(b) % 7) - 3.0f;
     a.maxval = 1.0f;
     a.stddev = 1.0f;
