@@ -40,8 +40,9 @@ $(FUZZ_DIR)/make_graph_corpus: tests/fuzz/make_graph_corpus.c tests/partition_fi
 # fuzz_graph_run runs what it decodes: the core and the cluster rooms are built
 # again with clang, the sanitizers and the fuzzer's coverage (build/fuzz/obj/),
 # so that a kernel's over-read is caught; the event protobuf and the backend
-# table come from the plain build. Its seeds are checked in (tests/fuzz/corpus-run/,
-# written by make_run_corpus: `make fuzz-run-corpus` after changing it); what the
+# table come from the plain build. Its seeds are checked in (tests/fuzz/corpus-run/:
+# seed-* written by make_run_corpus, `make fuzz-run-corpus` after changing it;
+# found-* inputs a longer run found, one of them a crash since fixed); what the
 # fuzzer adds goes to build/fuzz/corpus-run/.
 FUZZ_RUN_SECONDS ?= 60
 FUZZ_RUN_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c src/training/*.c) $(CLUSTER_SRC) $(DISTRIBUTED_RUNTIME_SRC)
