@@ -52,7 +52,9 @@ FUZZ_RUN_CFLAGS = $(filter-out -O3 -Wno-format-truncation,$(CFLAGS)) -O1 \
 
 $(FUZZ_DIR)/obj/%.o: src/%.c src/flowlab.h src/runtime.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) -MMD -c $< -o $@
+
+-include $(FUZZ_RUN_OBJ:.o=.d)
 
 $(FUZZ_DIR)/fuzz_graph_run: tests/fuzz/fuzz_graph_run.c tests/fuzz/graph_program.h $(FUZZ_RUN_OBJ) $(LIB)
 	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) -fsanitize=fuzzer tests/fuzz/fuzz_graph_run.c $(FUZZ_RUN_OBJ) \
