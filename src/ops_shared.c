@@ -74,15 +74,13 @@ int fl_check_broadcasts_into(const fl_node *n, const fl_shape *in, int i, fl_sha
 }
 
 /* Two inputs of one shape, both float32 (ReluGrad, SigmoidGrad, TanhGrad,
- * SoftmaxGrad): the output is that shape, with whichever dims are known. */
+ * SoftmaxGrad): the output is input 0's shape, as it always was (a
+ * partition states it), now that input 1 is known to match it. */
 int fl_infer_same_float_pair(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
     if (fl_check_float_inputs(n, err) != 0 || fl_check_same_shape(n, in, 1, 0, err) != 0)
         return -1;
     *out = in[0];
-    for (int d = 0; d < out->rank; d++)
-        if (out->dims[d] < 0)
-            out->dims[d] = in[1].dims[d];
     return 0;
 }
 
