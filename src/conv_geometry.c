@@ -8,7 +8,7 @@ int fl_conv_output_size(int in, int k, int stride, fl_padding padding)
     if (in < 0 || stride < 1)
         return -1;
     if (padding == FL_SAME) /* ceil(in / stride), whatever the window */
-        return (in + stride - 1) / stride;
+        return (int)(((int64_t)in + stride - 1) / stride); /* 64 bits: in may be near INT_MAX */
     if (k < 0)
         return -1;
     if (k > in) /* shape inference rejects this; never compute a negative size */
@@ -23,8 +23,8 @@ int fl_conv_pad_before(int in, int k, int stride, fl_padding padding)
     if (padding != FL_SAME || in < 0 || k < 0 || stride < 1)
         return 0;
     int out = fl_conv_output_size(in, k, stride, padding);
-    int total = (out - 1) * stride + k - in;
-    return total > 0 ? total / 2 : 0;
+    int64_t total = (int64_t)(out - 1) * stride + k - in;
+    return total > 0 ? (int)(total / 2) : 0;
 }
 
 static fl_conv_geometry window(const fl_node *n, fl_shape image, int kh, int kw, int oc)
@@ -56,8 +56,8 @@ static int reach_past(int in, int k, int stride, int out, int before)
 {
     if (out <= 0)
         return 0;
-    int past = (out - 1) * stride + k - before - in;
-    return past > 0 ? past : 0;
+    int64_t past = (int64_t)(out - 1) * stride + k - before - in;
+    return past > 0 ? (int)past : 0;
 }
 
 int fl_conv_pad_bottom(const fl_conv_geometry *g)

@@ -87,20 +87,20 @@ bool fl_shape_equal(fl_shape a, fl_shape b);
 const char *fl_shape_format(fl_shape shape, char *buf, size_t len);
 const char *fl_dtype_name(fl_dtype dtype); /* "float32", "int32" */
 
-fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape); /* zero-filled */
+fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape); /* zero-filled; NULL past fl_max_tensor_bytes */
 fl_tensor *fl_tensor_from_floats(fl_shape shape, const float *values);
 fl_tensor *fl_tensor_from_ints(fl_shape shape, const int32_t *values);
 fl_tensor *fl_tensor_copy(const fl_tensor *t); /* host tensors only */
+size_t fl_max_tensor_bytes(void); /* a node's output past it fails the run, RESOURCE_EXHAUSTED naming it */
+void fl_set_max_tensor_bytes(size_t bytes); /* 0: the default, FLOWLAB_MAX_TENSOR_BYTES or half of RAM */
 void fl_tensor_free(fl_tensor *t); /* data too, unless borrowed or on a device */
 float *fl_tensor_floats(const fl_tensor *t);   /* NULL unless float32 */
 int32_t *fl_tensor_ints(const fl_tensor *t);   /* NULL unless int32 */
 float fl_tensor_scalar(const fl_tensor *t);    /* element 0 as a float; 0 for NULL or empty, NaN on an
                                                 * accelerator (fl_device_buffer_read reads it) */
-/* Gives t a new shape with the same number of elements, in place (the data
- * stays as it is, row-major): fl_tensor_reshape(images, fl_shape_make(2, -1,
- * 784)) flattens fl_mnist_load's [N,28,28,1]. One dimension may be -1, worked
- * out from the others. 0, or -1 (t unchanged) and fl_last_error() names both
- * shapes. */
+/* Gives t a new shape of as many elements, in place, its data as it is (row-major); one dimension
+ * may be -1, worked out: fl_tensor_reshape(images, fl_shape_make(2, -1, 784)) flattens fl_mnist_load's
+ * [N,28,28,1]. 0, or -1 (t unchanged) and fl_last_error() names both shapes. */
 int fl_tensor_reshape(fl_tensor *t, fl_shape shape);
 
 /* ------------------------------------------------------------------------

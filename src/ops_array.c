@@ -4,6 +4,7 @@
  * reductions; copies between devices are the session's, not ops.)
  * Sizes unknown at build time (a batch of ?) are settled at run time, when
  * each shape rule runs again on the real shapes. */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "runtime.h"
@@ -52,6 +53,8 @@ static int infer_reshape(const fl_node *n, const fl_shape *in, fl_shape *out, ch
 {
     bool like = n->ninputs == 2;
     fl_shape target = like ? in[1] : n->attrs.shape;
+    if (!like && fl_reshape_target_check(target, err, FL_ERROR_LEN) != 0)
+        return -1;
     int64_t count = fl_shape_size(in[0]);
     /* Not checkable until run time: -1 stays unknown in the build-time shape. */
     if (count < 0 || (like && fl_shape_size(target) < 0)) {
@@ -107,29 +110,46 @@ fl_node *fl_reshape_like(fl_graph *g, fl_node *x, fl_node *like, const char *nam
 
 /* ---- Concat along attrs.axis ---- */
 
+/* Input i against the output so far: same dtype, rank and dims but the axis. */
+static int concat_input(const fl_node *n, const fl_shape *in, int i, fl_shape *out, char *err)
+{
+    int axis = n->attrs.axis;
+    bool match = in[i].rank == in[0].rank;
+    for (int d = 0; match && d < in[0].rank; d++) {
+        int a = out->dims[d], b = in[i].dims[d];
+        if (d != axis && a >= 0 && b >= 0 && a != b)
+            match = false;
+        else if (d != axis && a < 0)
+            out->dims[d] = b; /* keep whichever size is known */
+    }
+    if (!match) {
+        char s0[64], si[64];
+        snprintf(err, FL_ERROR_LEN, "input %d (%s) has shape %s, input 0 has %s; all dimensions but axis %d must match",
+                 i, n->inputs[i]->name, fl_shape_format(in[i], si, sizeof si), fl_shape_format(in[0], s0, sizeof s0),
+                 axis);
+        return -1;
+    }
+    return fl_check_input_dtype(n, i, n->inputs[0]->dtype, err);
+}
+
 static int infer_concat(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
     int axis = n->attrs.axis;
+    if (fl_check_axis(axis, in[0].rank, err) != 0)
+        return -1;
     *out = in[0];
-    for (int i = 1; i < n->ninputs; i++) {
-        bool match = in[i].rank == in[0].rank;
-        for (int d = 0; match && d < in[0].rank; d++) {
-            int a = out->dims[d], b = in[i].dims[d];
-            if (d != axis && a >= 0 && b >= 0 && a != b)
-                match = false;
-            else if (d != axis && a < 0)
-                out->dims[d] = b; /* keep whichever size is known */
-        }
-        if (!match) {
-            char s0[64], si[64];
-            snprintf(err, FL_ERROR_LEN, "input %d has shape %s, input 0 has %s; all dimensions but axis %d must match",
-                     i, fl_shape_format(in[i], si, sizeof si), fl_shape_format(in[0], s0, sizeof s0), axis);
+    for (int i = 1; i < n->ninputs; i++)
+        if (concat_input(n, in, i, out, err) != 0)
             return -1;
-        }
+    int64_t total = 0;
+    for (int i = 0; i < n->ninputs && total >= 0; i++)
+        total = in[i].dims[axis] < 0 ? -1 : total + in[i].dims[axis];
+    if (total > INT32_MAX) {
+        snprintf(err, FL_ERROR_LEN, "the inputs add up to %lld on axis %d, over a dimension's limit of %d",
+                 (long long)total, axis, INT32_MAX);
+        return -1;
     }
-    out->dims[axis] = 0;
-    for (int i = 0; i < n->ninputs && out->dims[axis] >= 0; i++)
-        out->dims[axis] = in[i].dims[axis] < 0 ? -1 : out->dims[axis] + in[i].dims[axis];
+    out->dims[axis] = (int)total;
     return 0;
 }
 
@@ -207,6 +227,12 @@ fl_node *fl_concat(fl_graph *g, fl_node *const *inputs, int n, int axis, const c
  * part's length); the kernels place it from attrs. */
 static int slice_size(const fl_attrs *a, int dim, int *size, char *err)
 {
+    bool no_part = a->num_parts > 0 && (a->part < 0 || a->part >= a->num_parts);
+    if (a->begin < 0 || a->size < 0 || a->num_parts < 0 || no_part) {
+        snprintf(err, FL_ERROR_LEN, "the window begin %d size %d (part %d of %d) does not exist", a->begin, a->size,
+                 a->part, a->num_parts);
+        return -1;
+    }
     if (a->num_parts > 0) {
         if (dim >= 0 && dim % a->num_parts != 0) {
             snprintf(err, FL_ERROR_LEN, "cannot split axis %d of size %d into %d equal parts",
@@ -216,9 +242,9 @@ static int slice_size(const fl_attrs *a, int dim, int *size, char *err)
         *size = dim < 0 ? -1 : dim / a->num_parts;
         return 0;
     }
-    if (dim >= 0 && a->begin + a->size > dim) {
-        snprintf(err, FL_ERROR_LEN, "the window [%d, %d) does not fit axis %d of size %d", a->begin,
-                 a->begin + a->size, a->axis, dim);
+    if (dim >= 0 && (int64_t)a->begin + a->size > dim) {
+        snprintf(err, FL_ERROR_LEN, "the window [%d, %lld) does not fit axis %d of size %d", a->begin,
+                 (long long)a->begin + a->size, a->axis, dim);
         return -1;
     }
     *size = a->size;
@@ -227,6 +253,8 @@ static int slice_size(const fl_attrs *a, int dim, int *size, char *err)
 
 static int slice_shape(const fl_attrs *a, fl_shape x, fl_shape *out, char *err)
 {
+    if (fl_check_axis(a->axis, x.rank, err) != 0)
+        return -1;
     *out = x;
     return slice_size(a, x.dims[a->axis], &out->dims[a->axis], err);
 }
@@ -238,6 +266,12 @@ static int infer_slice(const fl_node *n, const fl_shape *in, fl_shape *out, char
     if (slice_shape(&n->attrs, in[0], out, err) != 0)
         return -1;
     int axis = n->attrs.axis, got = out->dims[axis];
+    if (n->ninputs == 2 && in[1].rank != in[0].rank) {
+        char sx[64], sl[64];
+        snprintf(err, FL_ERROR_LEN, "input 1 (%s) has shape %s, input 0 has %s: the part and its input need one rank",
+                 n->inputs[1]->name, fl_shape_format(in[1], sl, sizeof sl), fl_shape_format(in[0], sx, sizeof sx));
+        return -1;
+    }
     if (n->ninputs == 2 && got >= 0 && in[1].dims[axis] >= 0 && got != in[1].dims[axis]) {
         snprintf(err, FL_ERROR_LEN, "part %d of %d is %d long on axis %d but %s is %d: Concat's gradient needs equal sizes where they are unknown at build time",
                  n->attrs.part, n->attrs.num_parts, got, axis, n->inputs[1]->name, in[1].dims[axis]);
@@ -262,7 +296,7 @@ static int infer_slice_grad(const fl_node *n, const fl_shape *in, fl_shape *out,
         return -1;
     }
     *out = in[1];
-    return 0;
+    return fl_check_input_dtype(n, 0, n->inputs[1]->dtype, err);
 }
 
 static int grad_slice(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
@@ -356,7 +390,19 @@ static int grad_cast(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_cast = {"Cast", fl_infer_same_as_input0, grad_cast, false};
+/* The kernel converts into attrs.dtype: the node must say the same. */
+static int infer_cast(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    if (n->attrs.dtype != n->dtype || (n->dtype != FL_FLOAT32 && n->dtype != FL_INT32)) {
+        snprintf(err, FL_ERROR_LEN, "casts to %s but its output is %s", fl_dtype_name(n->attrs.dtype),
+                 fl_dtype_name(n->dtype));
+        return -1;
+    }
+    *out = in[0];
+    return 0;
+}
+
+const fl_op_def fl_def_cast = {"Cast", infer_cast, grad_cast, false};
 
 fl_node *fl_cast(fl_graph *g, fl_node *x, fl_dtype dtype, const char *name)
 {

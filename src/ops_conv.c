@@ -57,16 +57,7 @@ static int check_dy(fl_shape dy, fl_shape forward, char *err)
     return 0;
 }
 
-static int check_float_inputs(const fl_node *n, char *err)
-{
-    for (int i = 0; i < n->ninputs; i++)
-        if (n->inputs[i]->dtype != FL_FLOAT32) {
-            snprintf(err, FL_ERROR_LEN, "needs float32 inputs, but %s is %s; use fl_cast",
-                     n->inputs[i]->name, fl_dtype_name(n->inputs[i]->dtype));
-            return -1;
-        }
-    return 0;
-}
+static int check_float_inputs(const fl_node *n, char *err) { return fl_check_float_inputs(n, err); }
 
 /* Every gradient here is one fused op of three inputs carrying the forward attrs. */
 static fl_node *build_backprop(fl_graph *g, fl_op_kind op, const char *type, fl_node *a,
@@ -124,6 +115,8 @@ static int infer_conv2d_backprop_input(const fl_node *n, const fl_shape *in, fl_
                                        char *err)
 {
     fl_shape forward;
+    if (check_float_inputs(n, err) != 0)
+        return -1;
     if (conv_output_shape(&n->attrs, in[2], in[1], &forward, err) != 0)
         return -1;
     if (check_dy(in[0], forward, err) != 0)
@@ -137,6 +130,8 @@ static int infer_conv2d_backprop_filter(const fl_node *n, const fl_shape *in, fl
                                         char *err)
 {
     fl_shape forward;
+    if (check_float_inputs(n, err) != 0)
+        return -1;
     if (conv_output_shape(&n->attrs, in[1], in[2], &forward, err) != 0)
         return -1;
     if (check_dy(in[0], forward, err) != 0)
@@ -211,6 +206,8 @@ static int infer_max_pool(const fl_node *n, const fl_shape *in, fl_shape *out, c
 static int infer_max_pool_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
     fl_shape forward;
+    if (check_float_inputs(n, err) != 0)
+        return -1;
     if (pool_output_shape(&n->attrs, in[1], &forward, err) != 0)
         return -1;
     if (check_dy(in[0], forward, err) != 0 || check_dy(in[2], forward, err) != 0)

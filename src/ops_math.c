@@ -12,6 +12,8 @@ static int infer_matmul(const fl_node *n, const fl_shape *in, fl_shape *out, cha
 {
     fl_shape a = in[0], b = in[1];
     char sa[64], sb[64];
+    if (fl_check_input_dtype(n, 0, FL_FLOAT32, err) != 0 || fl_check_input_dtype(n, 1, FL_FLOAT32, err) != 0)
+        return -1;
     if (a.rank != 2 || b.rank != 2) {
         snprintf(err, FL_ERROR_LEN, "matmul needs two matrices, got %s and %s",
                  fl_shape_format(a, sa, sizeof sa), fl_shape_format(b, sb, sizeof sb));
@@ -167,8 +169,9 @@ fl_node *fl_div(fl_graph *g, fl_node *a, fl_node *b, const char *name)
 /* DivGradB(dy, a, b) = -dy * a / b^2, shaped like dy: the gradient of a / b for b. */
 static int infer_div_grad_b(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
-    (void)n;
-    (void)err;
+    if (fl_check_float_inputs(n, err) != 0 || fl_check_broadcasts_into(n, in, 1, in[0], err) != 0 ||
+        fl_check_broadcasts_into(n, in, 2, in[0], err) != 0)
+        return -1;
     *out = in[0];
     return 0;
 }
@@ -198,6 +201,8 @@ static int infer_add_n(const fl_node *n, const fl_shape *in, fl_shape *out, char
     *out = in[0];
     for (int i = 1; i < n->ninputs; i++) {
         fl_shape merged;
+        if (fl_check_input_dtype(n, i, n->inputs[0]->dtype, err) != 0)
+            return -1;
         if (in[i].rank != in[0].rank || fl_broadcast_shape(*out, in[i], &merged, err) != 0) {
             char s0[64], si[64];
             snprintf(err, FL_ERROR_LEN, "input %d has shape %s, input 0 has %s; add_n needs equal shapes",
@@ -235,11 +240,11 @@ fl_node *fl_add_n(fl_graph *g, fl_node *const *inputs, int n, const char *name)
 
 /* ---- SumToShape(x, like): x summed over its leading axes to like's shape ---- */
 
+/* like must broadcast into x (a scalar or x's trailing dims): the kernel
+ * adds x up in blocks of like's size. */
 static int infer_sum_to_shape(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
-    (void)n;
-    fl_shape merged;
-    if (fl_broadcast_shape(in[0], in[1], &merged, err) != 0)
+    if (fl_check_input_dtype(n, 0, FL_FLOAT32, err) != 0 || fl_check_broadcasts_into(n, in, 1, in[0], err) != 0)
         return -1;
     *out = in[1];
     return 0;

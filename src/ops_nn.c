@@ -34,7 +34,7 @@ static int grad_relu(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
 }
 
 const fl_op_def fl_def_relu = {"Relu", infer_float_unary, grad_relu, false};
-const fl_op_def fl_def_relu_grad = {"ReluGrad", fl_infer_same_as_input0, NULL, false};
+const fl_op_def fl_def_relu_grad = {"ReluGrad", fl_infer_same_float_pair, NULL, false};
 
 fl_node *fl_relu(fl_graph *g, fl_node *x, const char *name)
 {
@@ -51,7 +51,7 @@ static int grad_sigmoid(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
 }
 
 const fl_op_def fl_def_sigmoid = {"Sigmoid", infer_float_unary, grad_sigmoid, false};
-const fl_op_def fl_def_sigmoid_grad = {"SigmoidGrad", fl_infer_same_as_input0, NULL, false};
+const fl_op_def fl_def_sigmoid_grad = {"SigmoidGrad", fl_infer_same_float_pair, NULL, false};
 
 fl_node *fl_sigmoid(fl_graph *g, fl_node *x, const char *name)
 {
@@ -68,7 +68,7 @@ static int grad_tanh(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
 }
 
 const fl_op_def fl_def_tanh = {"Tanh", infer_float_unary, grad_tanh, false};
-const fl_op_def fl_def_tanh_grad = {"TanhGrad", fl_infer_same_as_input0, NULL, false};
+const fl_op_def fl_def_tanh_grad = {"TanhGrad", fl_infer_same_float_pair, NULL, false};
 
 fl_node *fl_tanh(fl_graph *g, fl_node *x, const char *name)
 {
@@ -94,7 +94,17 @@ static int grad_softmax(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
 }
 
 const fl_op_def fl_def_softmax = {"Softmax", infer_softmax, grad_softmax, false};
-const fl_op_def fl_def_softmax_grad = {"SoftmaxGrad", fl_infer_same_as_input0, NULL, false};
+/* SoftmaxGrad(dy, y): both of y's shape, rows over the last axis. */
+static int infer_softmax_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    if (in[0].rank < 1) {
+        snprintf(err, FL_ERROR_LEN, "softmax needs at least one axis, got a scalar dy");
+        return -1;
+    }
+    return fl_infer_same_float_pair(n, in, out, err);
+}
+
+const fl_op_def fl_def_softmax_grad = {"SoftmaxGrad", infer_softmax_grad, NULL, false};
 
 fl_node *fl_softmax(fl_graph *g, fl_node *logits, const char *name)
 {
@@ -104,15 +114,13 @@ fl_node *fl_softmax(fl_graph *g, fl_node *logits, const char *name)
 /* ---- SparseSoftmaxCrossEntropyWithLogits(labels [N], logits [N,C]) -> [N] ----
  * Gradient for the logits: (softmax(logits) - onehot(labels)) * dy. */
 
-static int infer_sparse_xent(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+/* labels [N] int32 and logits [N,C] float32 (inputs li and gi of n): [N]. */
+static int check_xent(const fl_node *n, const fl_shape *in, int li, int gi, fl_shape *batch, char *err)
 {
     char sl[64], sg[64];
-    fl_shape labels = in[0], logits = in[1];
-    if (n->inputs[0]->dtype != FL_INT32 || n->inputs[1]->dtype != FL_FLOAT32) {
-        snprintf(err, FL_ERROR_LEN, "needs int32 labels and float32 logits, got %s and %s",
-                 fl_dtype_name(n->inputs[0]->dtype), fl_dtype_name(n->inputs[1]->dtype));
+    fl_shape labels = in[li], logits = in[gi];
+    if (fl_check_input_dtype(n, li, FL_INT32, err) != 0 || fl_check_input_dtype(n, gi, FL_FLOAT32, err) != 0)
         return -1;
-    }
     bool batch_ok = labels.rank == 1 && logits.rank == 2 &&
                     (labels.dims[0] < 0 || logits.dims[0] < 0 || labels.dims[0] == logits.dims[0]);
     if (!batch_ok) {
@@ -120,14 +128,28 @@ static int infer_sparse_xent(const fl_node *n, const fl_shape *in, fl_shape *out
                  fl_shape_format(labels, sl, sizeof sl), fl_shape_format(logits, sg, sizeof sg));
         return -1;
     }
-    *out = fl_shape_make(1, logits.dims[0] >= 0 ? logits.dims[0] : labels.dims[0]);
+    *batch = fl_shape_make(1, logits.dims[0] >= 0 ? logits.dims[0] : labels.dims[0]);
     return 0;
 }
 
+static int infer_sparse_xent(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    return check_xent(n, in, 0, 1, out, err);
+}
+
+/* SparseSoftmaxXentGrad(dy [N], labels [N], logits [N,C]) is shaped like logits. */
 static int infer_sparse_xent_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
-    (void)n;
-    (void)err;
+    fl_shape batch;
+    if (check_xent(n, in, 1, 2, &batch, err) != 0 || fl_check_input_dtype(n, 0, FL_FLOAT32, err) != 0)
+        return -1;
+    fl_shape dy = in[0];
+    if (dy.rank != 1 || (dy.dims[0] >= 0 && batch.dims[0] >= 0 && dy.dims[0] != batch.dims[0])) {
+        char sd[64], sb[64];
+        snprintf(err, FL_ERROR_LEN, "input 0 (%s), dy, has shape %s but the loss has %s", n->inputs[0]->name,
+                 fl_shape_format(dy, sd, sizeof sd), fl_shape_format(batch, sb, sizeof sb));
+        return -1;
+    }
     *out = in[2];
     return 0;
 }

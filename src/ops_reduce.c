@@ -20,9 +20,21 @@ static fl_shape reduced_shape(fl_shape x, const fl_attrs *attrs)
     return out;
 }
 
+/* The builders mark only axes x has; a partition from the wire may mark more. */
+static int check_reduce_axes(const fl_attrs *attrs, int rank, char *err)
+{
+    for (int i = rank; i < FL_MAX_RANK; i++)
+        if (attrs->reduce_axis[i]) {
+            snprintf(err, FL_ERROR_LEN, "reduces axis %d of a rank-%d input", i, rank);
+            return -1;
+        }
+    return 0;
+}
+
 static int infer_reduce(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
-    (void)err;
+    if (check_reduce_axes(&n->attrs, in[0].rank, err) != 0)
+        return -1;
     *out = reduced_shape(in[0], &n->attrs);
     return 0;
 }
@@ -41,6 +53,8 @@ static bool shapes_compatible(fl_shape a, fl_shape b)
 /* ReduceGrad(dy, x) has x's shape; dy must be x reduced the same way. */
 static int infer_reduce_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
+    if (fl_check_float_inputs(n, err) != 0 || check_reduce_axes(&n->attrs, in[1].rank, err) != 0)
+        return -1;
     fl_shape want = reduced_shape(in[1], &n->attrs);
     if (!shapes_compatible(in[0], want)) {
         char sd[64], sw[64], sx[64];
@@ -136,6 +150,8 @@ fl_node *fl_reduce_mean(fl_graph *g, fl_node *x, const int *axes, int naxes, boo
 static int infer_argmax(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
     int axis = n->attrs.axis;
+    if (fl_check_axis(axis, in[0].rank, err) != 0)
+        return -1;
     if (in[0].dims[axis] == 0) {
         snprintf(err, FL_ERROR_LEN, "argmax over axis %d, which is empty", axis);
         return -1;

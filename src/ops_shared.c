@@ -1,5 +1,7 @@
 /* ops_shared.c: the shape rules and node builders several op families
- * share: same-shape-as-input-0, broadcasting, and one- and two-input nodes. */
+ * share: same-shape-as-input-0, broadcasting, the checks of an input's
+ * dtype, shape and axis, and one- and two-input nodes. Shape rules run on
+ * graphs from the wire too, so each checks every input it reads. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +16,73 @@ int fl_infer_same_as_input0(const fl_node *n, const fl_shape *in, fl_shape *out,
 }
 
 static bool dim_compatible(int a, int b) { return a < 0 || b < 0 || a == b; }
+static bool is_suffix(fl_shape big, fl_shape small);
+
+int fl_check_input_dtype(const fl_node *n, int i, fl_dtype want, char *err)
+{
+    if (n->inputs[i]->dtype == want)
+        return 0;
+    snprintf(err, FL_ERROR_LEN, "input %d (%s) is %s, but this op needs %s; use fl_cast", i, n->inputs[i]->name,
+             fl_dtype_name(n->inputs[i]->dtype), fl_dtype_name(want));
+    return -1;
+}
+
+int fl_check_float_inputs(const fl_node *n, char *err)
+{
+    for (int i = 0; i < n->ninputs; i++)
+        if (fl_check_input_dtype(n, i, FL_FLOAT32, err) != 0)
+            return -1;
+    return 0;
+}
+
+int fl_check_same_shape(const fl_node *n, const fl_shape *in, int i, int j, char *err)
+{
+    bool match = in[i].rank == in[j].rank;
+    for (int d = 0; match && d < in[i].rank; d++)
+        match = dim_compatible(in[i].dims[d], in[j].dims[d]);
+    if (match)
+        return 0;
+    char si[64], sj[64];
+    snprintf(err, FL_ERROR_LEN, "input %d (%s) has shape %s but input %d (%s) has %s; they must match", i,
+             n->inputs[i]->name, fl_shape_format(in[i], si, sizeof si), j, n->inputs[j]->name,
+             fl_shape_format(in[j], sj, sizeof sj));
+    return -1;
+}
+
+int fl_check_axis(int axis, int rank, char *err)
+{
+    if (axis >= 0 && axis < rank)
+        return 0;
+    if (rank == 0)
+        snprintf(err, FL_ERROR_LEN, "axis %d of a scalar input: a scalar has no axis", axis);
+    else
+        snprintf(err, FL_ERROR_LEN, "axis %d is out of range for a rank-%d input (the builder takes %d to %d)", axis,
+                 rank, -rank, rank - 1);
+    return -1;
+}
+
+/* Input i broadcasts into `into` (a scalar, or its trailing dims): it is
+ * read at index % its size, so it must divide the output evenly. */
+int fl_check_broadcasts_into(const fl_node *n, const fl_shape *in, int i, fl_shape into, char *err)
+{
+    if (is_suffix(into, in[i]))
+        return 0;
+    char si[64], so[64];
+    snprintf(err, FL_ERROR_LEN, "input %d (%s) has shape %s, which does not broadcast into %s", i,
+             n->inputs[i]->name, fl_shape_format(in[i], si, sizeof si), fl_shape_format(into, so, sizeof so));
+    return -1;
+}
+
+/* Two inputs of one shape, both float32 (ReluGrad, SigmoidGrad, TanhGrad,
+ * SoftmaxGrad): the output is input 0's shape, as it always was (a
+ * partition states it), now that input 1 is known to match it. */
+int fl_infer_same_float_pair(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+{
+    if (fl_check_float_inputs(n, err) != 0 || fl_check_same_shape(n, in, 1, 0, err) != 0)
+        return -1;
+    *out = in[0];
+    return 0;
+}
 
 /* b broadcasts against a when b is a scalar or a's trailing dims are b's. */
 static bool is_suffix(fl_shape big, fl_shape small)

@@ -7,11 +7,22 @@
 
 #include "runtime.h"
 
+/* The shape attr of a source: rank 0 to 4, every dimension known but a
+ * placeholder's (-1, fed at run time). */
 static int infer_from_attrs(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
     (void)in;
-    (void)err;
-    *out = n->attrs.shape;
+    fl_shape s = n->attrs.shape;
+    int lowest = n->op == FL_OP_PLACEHOLDER ? -1 : 0;
+    bool ok = s.rank >= 0 && s.rank <= FL_MAX_RANK;
+    for (int i = 0; ok && i < s.rank; i++)
+        ok = s.dims[i] >= lowest;
+    if (!ok) {
+        snprintf(err, FL_ERROR_LEN, "its shape attr (rank %d) is not valid: rank 0 to %d, dimensions >= %d",
+                 s.rank, FL_MAX_RANK, lowest);
+        return -1;
+    }
+    *out = s;
     return 0;
 }
 
@@ -90,8 +101,9 @@ const fl_op_def fl_def_variable = {"VariableV2", infer_from_attrs, NULL, false};
 
 static int infer_fill(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
-    (void)err;
-    *out = n->ninputs ? in[0] : n->attrs.shape;
+    if (n->ninputs == 0)
+        return infer_from_attrs(n, in, out, err);
+    *out = in[0];
     return 0;
 }
 
@@ -184,16 +196,30 @@ fl_node *fl_group(fl_graph *g, fl_node *const *nodes, int n, const char *name)
 
 /* The optimizers' updates (optimizers.c builds them): they write the variable
  * and its slots in place and have no output. */
+/* Every input float32; the gradient and the slots (Momentum's accumulator,
+ * Adam's m and v) shaped like the variable; Adam's beta powers one number each. */
 static int infer_update(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
     const fl_shape grad = in[n->ninputs - 1];
     char sv[64], sg[64];
+    if (fl_check_float_inputs(n, err) != 0)
+        return -1;
     if (!fl_shape_equal(grad, in[0])) {
         snprintf(err, FL_ERROR_LEN, "gradient %s has shape %s but variable %s is %s",
                  n->inputs[n->ninputs - 1]->name, fl_shape_format(grad, sg, sizeof sg),
                  n->inputs[0]->name, fl_shape_format(in[0], sv, sizeof sv));
         return -1;
     }
+    int slots = n->op == FL_OP_APPLY_ADAM ? 2 : n->ninputs - 2;
+    for (int i = 1; i <= slots; i++)
+        if (fl_check_same_shape(n, in, i, 0, err) != 0)
+            return -1;
+    for (int i = slots + 1; i < n->ninputs - 1; i++)
+        if (fl_shape_size(in[i]) != 1 && fl_shape_size(in[i]) != -1) {
+            snprintf(err, FL_ERROR_LEN, "input %d (%s) has shape %s; a beta power holds one number", i,
+                     n->inputs[i]->name, fl_shape_format(in[i], sv, sizeof sv));
+            return -1;
+        }
     *out = fl_shape_make(0);
     return 0;
 }

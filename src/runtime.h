@@ -40,7 +40,16 @@ bool fl_shape_known(fl_shape shape);
 int fl_reshape_target_check(fl_shape target, char *why, size_t len);
 const char *fl_reshape_target_format(fl_shape target, char *buf, size_t len);
 int fl_reshape_target_resolve(fl_shape target, int64_t count, fl_shape *out);
-/* Exit with a message: only for running out of memory, never for user input. */
+/* ---- tensor_limit.c: a tensor's bytes against fl_max_tensor_bytes ----
+ * check: 0, or -1 with RESOURCE_EXHAUSTED "needs N bytes, over the limit of
+ * M ..." (the caller prefixes the node); try_malloc: the same, then malloc,
+ * NULL with RESOURCE_EXHAUSTED when either fails. Tensors' memory on any
+ * thread goes through these, never through fl_xmalloc. */
+int fl_check_tensor_bytes(size_t bytes);
+void *fl_try_malloc(size_t bytes);
+/* Exit with a message: only for running out of memory, never for user input
+ * nor a tensor's size; on a thread other than main it aborts instead, as
+ * exit() there would run the exit handlers under the main thread's feet. */
 void *fl_xmalloc(size_t bytes);
 void *fl_xcalloc(size_t count, size_t size);
 void *fl_xrealloc(void *p, size_t bytes);
@@ -196,6 +205,17 @@ int fl_parse_device(const char *text, fl_device_name *out, char *canonical, size
 
 /* ---- shared shape helpers (ops_shared.c) ---- */
 int fl_infer_same_as_input0(const fl_node *n, const fl_shape *in, fl_shape *out, char *err);
+/* Checks a shape rule makes of its inputs: 0, or -1 with what is wrong in
+ * err, naming the input. A graph from the wire meets them as the API's does. */
+int fl_check_input_dtype(const fl_node *n, int i, fl_dtype want, char *err);
+int fl_check_float_inputs(const fl_node *n, char *err);
+/* Inputs i and j have one shape (a dimension unknown at build time matches any). */
+int fl_check_same_shape(const fl_node *n, const fl_shape *in, int i, int j, char *err);
+/* 0 <= axis < rank: builders turn -1 into the last axis; the rule bounds it. */
+int fl_check_axis(int axis, int rank, char *err);
+/* Input i is a scalar or into's trailing dimensions. */
+int fl_check_broadcasts_into(const fl_node *n, const fl_shape *in, int i, fl_shape into, char *err);
+int fl_infer_same_float_pair(const fl_node *n, const fl_shape *in, fl_shape *out, char *err);
 /* Broadcast of a scalar or of a suffix: out is the larger of a and b. */
 int fl_broadcast_shape(fl_shape a, fl_shape b, fl_shape *out, char *err);
 fl_node *fl_build_unary(fl_graph *g, fl_op_kind op, fl_node *x, const char *name,

@@ -103,13 +103,31 @@ const char *fl_session_node_device(const fl_session *s, const fl_node *n)
     return s->slots[n->id].device->name;
 }
 
-void fl_session_ensure_buffer(fl_slot *slot, size_t bytes)
+int fl_session_ensure_buffer(fl_slot *slot, size_t bytes)
 {
     if (bytes <= slot->capacity)
-        return;
+        return 0;
+    if (fl_check_tensor_bytes(bytes) != 0)
+        return -1;
     release_slot(slot);
     slot->buffer = fl_device_alloc(slot->device, bytes);
+    if (!slot->buffer) {
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "%s has no room for %zu bytes (a tensor may take up to %zu: "
+                          "FLOWLAB_MAX_TENSOR_BYTES, fl_set_max_tensor_bytes)", slot->device->name, bytes,
+                          fl_max_tensor_bytes());
+        return -1;
+    }
     slot->capacity = bytes;
+    return 0;
+}
+
+int fl_session_ensure_node_buffer(fl_session *s, const fl_node *n, fl_slot *slot, fl_dtype dtype, fl_shape shape)
+{
+    char text[64];
+    if (fl_session_ensure_buffer(slot, fl_tensor_bytes(&(fl_tensor){.dtype = dtype, .shape = shape})) == 0)
+        return 0;
+    return fl_session_fail(s, "%s: its output, %s %s, %s", n->name, fl_dtype_name(dtype),
+                           fl_shape_format(shape, text, sizeof text), fl_last_error());
 }
 
 /* A variable held by another process (a ps task's, over the network): its
@@ -134,7 +152,8 @@ static int run_source(fl_session *s, fl_node *n)
     fl_slot *slot = &s->slots[n->id];
     const fl_tensor *fed = s->feeds[n->id];
     if (fed) {
-        fl_session_ensure_buffer(slot, fl_tensor_bytes(fed));
+        if (fl_session_ensure_node_buffer(s, n, slot, fed->dtype, fed->shape) != 0)
+            return -1;
         slot->value = (fl_tensor){.dtype = fed->dtype, .shape = fed->shape, .data = slot->buffer};
         if (fed->device) /* on this device: fl_session_check_device_io */
             return fl_device_copy_within(slot->device, slot->buffer, fed->data, fl_tensor_bytes(fed), false);
@@ -150,8 +169,8 @@ static int run_source(fl_session *s, fl_node *n)
     }
     /* Variables and constants: one buffer for the session's lifetime. */
     if (!slot->buffer) {
-        fl_tensor t = {.dtype = n->dtype, .shape = n->attrs.shape, .data = NULL};
-        fl_session_ensure_buffer(slot, fl_tensor_bytes(&t));
+        if (fl_session_ensure_node_buffer(s, n, slot, n->dtype, n->attrs.shape) != 0)
+            return -1;
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = n->attrs.shape, .data = slot->buffer};
         if (n->op == FL_OP_CONST)
             return slot->device->backend->copy_in(slot->device->impl, slot->buffer, n->value->data,
@@ -215,8 +234,8 @@ static int run_op(fl_session *s, fl_node *n)
         release_slot(slot); /* a buffer from a run that could not forward */
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
     } else if (n->has_output) {
-        fl_tensor t = {.dtype = n->dtype, .shape = shape, .data = NULL};
-        fl_session_ensure_buffer(slot, fl_tensor_bytes(&t));
+        if (fl_session_ensure_node_buffer(s, n, slot, n->dtype, shape) != 0)
+            return -1;
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = slot->buffer};
     }
     if (n->op == FL_OP_NO_OP)

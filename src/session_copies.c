@@ -49,8 +49,12 @@ static int transfer(fl_session *s, fl_edge_copy *c, fl_device *src, fl_device *d
         int rc = dst->backend->copy_in(dst->impl, c->buffer, from_host, bytes);
         return rc ? rc : note_pending_read(s, dst, from_host);
     }
-    if (bytes > c->host_capacity) {
-        c->host = fl_xrealloc(c->host, bytes);
+    if (bytes > c->host_capacity) { /* a tensor's size: failing is the run's RESOURCE_EXHAUSTED */
+        void *host = fl_try_malloc(bytes);
+        if (!host)
+            return -1;
+        free(c->host);
+        c->host = host;
         c->host_capacity = bytes;
     }
     int rc = fl_device_copy_out_now(src, c->host, from, bytes);

@@ -168,6 +168,8 @@ static int deliver(fl_session *s, int i, bool now)
         rc = deliver_to(s, i, t, now);
     } else {
         r->outputs[i] = fl_tensor_new(slot->value.dtype, slot->value.shape);
+        if (!r->outputs[i])
+            return fl_session_fail(s, "%s: fetching its value: %s", n->name, fl_last_error());
         rc = copy_out(slot->device, r->outputs[i]->data, slot->value.data, fl_tensor_bytes(r->outputs[i]), now);
     }
     if (rc != 0 && !s->error[0]) /* deliver_to's own refusal is said already */

@@ -144,8 +144,13 @@ int fl_session_fail_code(fl_session *s, fl_error_code code, const char *fmt, ...
 void fl_session_grow(fl_session *s);
 /* Chooses n's device once (logging it when asked); -1 with the error set. */
 int fl_session_place(fl_session *s, fl_node *n);
-/* Makes slot->buffer hold at least bytes on the slot's device. */
-void fl_session_ensure_buffer(fl_slot *slot, size_t bytes);
+/* Makes slot->buffer hold at least bytes on the slot's device: 0, or -1
+ * with RESOURCE_EXHAUSTED when bytes pass fl_max_tensor_bytes or the device
+ * has no room (the slot is then left empty). */
+int fl_session_ensure_buffer(fl_slot *slot, size_t bytes);
+/* The same for node n's value, the failure recorded as the run's, naming
+ * n, its output's shape and the limit. */
+int fl_session_ensure_node_buffer(fl_session *s, const fl_node *n, fl_slot *slot, fl_dtype dtype, fl_shape shape);
 
 /* ---- session_master.c: a run handed to the cluster's master, in a client
  * (fl_cluster_plugin.open_master); without one, open does nothing ---- */

@@ -44,14 +44,29 @@ static int record_feeds(fl_session *s, const fl_feed *feeds, int nfeeds)
 
 /* ---- pruning: mark what the fetches and targets need ---- */
 
+/* A stack of nodes still to visit; a node pushes its inputs and controls,
+ * as many as it has (an AddN from the wire may have thousands). */
+typedef struct {
+    fl_node **nodes;
+    size_t top, cap;
+} visit_stack;
+
+static void push(visit_stack *v, fl_node *n)
+{
+    if (v->top == v->cap) {
+        v->cap = v->cap * 2 + 64;
+        v->nodes = fl_xrealloc(v->nodes, v->cap * sizeof *v->nodes);
+    }
+    v->nodes[v->top++] = n;
+}
+
 static void mark_needed(fl_session *s, fl_node *const *roots, int nroots)
 {
-    fl_node **stack = fl_xmalloc((size_t)s->nslots * 2 * sizeof *stack + sizeof *stack);
-    int top = 0;
+    visit_stack v = {NULL, 0, 0};
     for (int i = 0; i < nroots; i++)
-        stack[top++] = roots[i];
-    while (top > 0) {
-        fl_node *n = stack[--top];
+        push(&v, roots[i]);
+    while (v.top > 0) {
+        fl_node *n = v.nodes[--v.top];
         if (s->needed[n->id])
             continue;
         s->needed[n->id] = true;
@@ -59,14 +74,12 @@ static void mark_needed(fl_session *s, fl_node *const *roots, int nroots)
             continue;
         for (int i = 0; i < n->ninputs; i++)
             if (!s->needed[n->inputs[i]->id])
-                stack[top++] = n->inputs[i];
+                push(&v, n->inputs[i]);
         for (int i = 0; i < n->ncontrols; i++)
             if (!s->needed[n->controls[i]->id])
-                stack[top++] = n->controls[i];
-        if (top + 64 >= s->nslots * 2) /* one node pushes at most its inputs */
-            stack = fl_xrealloc(stack, (size_t)(top + 64 + s->nslots * 2) * sizeof *stack);
+                push(&v, n->controls[i]);
     }
-    free(stack);
+    free(v.nodes);
 }
 
 static int check_roots(fl_session *s, fl_node *const *nodes, int n, const char *what)

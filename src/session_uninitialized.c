@@ -18,7 +18,8 @@ static int has_value(fl_session *s, fl_node *var)
         return fl_session_fail(s, "asking %s whether %s has a value: %s", slot->device->name, var->name,
                                fl_last_error());
     if (has && !slot->initialized) { /* another process initialised it: reads may go ahead */
-        fl_session_ensure_buffer(slot, fl_tensor_bytes(&(fl_tensor){.dtype = var->dtype, .shape = var->attrs.shape, .data = NULL}));
+        if (fl_session_ensure_node_buffer(s, var, slot, var->dtype, var->attrs.shape) != 0)
+            return -1;
         slot->value = (fl_tensor){.dtype = var->dtype, .shape = var->attrs.shape, .data = slot->buffer};
         slot->initialized = true;
     }

@@ -1,6 +1,7 @@
 /* tensor.c: shapes, dtypes and host tensors.
  * A tensor is a dtype, a shape and a row-major host buffer; nothing more. */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,33 +9,41 @@
 
 #include "runtime.h"
 
+/* Which thread is main: only it may exit(); another thread that runs out of
+ * memory for the runtime's own small records aborts, as exit() there would
+ * race the main thread through the exit handlers (OpenBLAS's among them). */
+static pthread_t main_thread;
+__attribute__((constructor)) static void note_main_thread(void) { main_thread = pthread_self(); }
+
+static _Noreturn void out_of_memory(size_t count, size_t size)
+{
+    fprintf(stderr, "flowlab: out of memory allocating %zu x %zu bytes\n", count, size);
+    if (pthread_equal(pthread_self(), main_thread))
+        exit(1);
+    abort();
+}
+
 void *fl_xmalloc(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "flowlab: out of memory allocating %zu bytes\n", bytes);
-        exit(1);
-    }
+    if (!p)
+        out_of_memory(1, bytes);
     return p;
 }
 
 void *fl_xcalloc(size_t count, size_t size)
 {
     void *p = calloc(count ? count : 1, size ? size : 1);
-    if (!p) {
-        fprintf(stderr, "flowlab: out of memory allocating %zu x %zu bytes\n", count, size);
-        exit(1);
-    }
+    if (!p)
+        out_of_memory(count, size);
     return p;
 }
 
 void *fl_xrealloc(void *p, size_t bytes)
 {
     void *q = realloc(p, bytes ? bytes : 1);
-    if (!q) {
-        fprintf(stderr, "flowlab: out of memory allocating %zu bytes\n", bytes);
-        exit(1);
-    }
+    if (!q)
+        out_of_memory(1, bytes);
     return q;
 }
 
@@ -62,13 +71,18 @@ fl_shape fl_shape_make(int rank, ...)
     return shape;
 }
 
+/* Saturates at INT64_MAX (four dims of 2^31 overflow 64 bits): no tensor
+ * is that large, so the size limit refuses it before anything allocates. */
 int64_t fl_shape_size(fl_shape shape)
 {
     int64_t size = 1;
     for (int i = 0; i < shape.rank; i++) {
         if (shape.dims[i] < 0)
             return -1;
-        size *= shape.dims[i];
+        if (shape.dims[i] > 0 && size > INT64_MAX / shape.dims[i])
+            size = INT64_MAX;
+        else
+            size *= shape.dims[i];
     }
     return size;
 }
@@ -110,9 +124,14 @@ const char *fl_dtype_name(fl_dtype dtype)
 
 size_t fl_dtype_size(fl_dtype dtype) { return dtype == FL_UINT8 ? 1 : 4; }
 
+/* SIZE_MAX when the bytes would not fit a size_t (see fl_shape_size). */
 size_t fl_tensor_bytes(const fl_tensor *t)
 {
-    return (size_t)fl_shape_size(t->shape) * fl_dtype_size(t->dtype);
+    int64_t count = fl_shape_size(t->shape);
+    size_t width = fl_dtype_size(t->dtype);
+    if (count < 0 || (uint64_t)count > SIZE_MAX / width)
+        return SIZE_MAX;
+    return (size_t)count * width;
 }
 
 fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape)
@@ -123,10 +142,22 @@ fl_tensor *fl_tensor_new(fl_dtype dtype, fl_shape shape)
                           "fl_tensor_new: shape %s must be fully known", fl_shape_format(shape, buf, sizeof buf));
         return NULL;
     }
+    size_t bytes = fl_tensor_bytes(&(fl_tensor){.dtype = dtype, .shape = shape});
+    char buf[64];
+    if (fl_check_tensor_bytes(bytes) != 0) {
+        fl_prefix_error("fl_tensor_new: %s %s: ", fl_dtype_name(dtype), fl_shape_format(shape, buf, sizeof buf));
+        return NULL;
+    }
+    void *data = calloc(bytes ? bytes : 1, 1);
+    if (!data) {
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "fl_tensor_new: out of memory for %s %s (%zu bytes)",
+                          fl_dtype_name(dtype), fl_shape_format(shape, buf, sizeof buf), bytes);
+        return NULL;
+    }
     fl_tensor *t = fl_xcalloc(1, sizeof *t); /* host memory, its own */
     t->dtype = dtype;
     t->shape = shape;
-    t->data = fl_xcalloc((size_t)fl_shape_size(shape), fl_dtype_size(dtype));
+    t->data = data;
     return t;
 }
 

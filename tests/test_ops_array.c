@@ -235,9 +235,9 @@ static void check_concat_error(const char *what, fl_shape sa, fl_dtype tb, fl_sh
 static void test_concat_errors(void)
 {
     check_concat_error("other dimensions differ", shape2(3, 3), FL_FLOAT32, shape2(2, 4), 2, 1,
-                       "cat: input 1 has shape [2,4], input 0 has [3,3]; all dimensions but axis 1 must match");
+                       "cat: input 1 (b) has shape [2,4], input 0 has [3,3]; all dimensions but axis 1 must match");
     check_concat_error("ranks differ", shape2(3, 3), FL_FLOAT32, fl_shape_make(1, 3), 2, 0,
-                       "cat: input 1 has shape [3], input 0 has [3,3]; all dimensions but axis 0 must match");
+                       "cat: input 1 (b) has shape [3], input 0 has [3,3]; all dimensions but axis 0 must match");
     check_concat_error("dtypes differ", shape2(3, 3), FL_INT32, shape2(3, 3), 2, 0,
                        "cat: inputs mix float32 and int32");
     check_concat_error("axis out of range", shape2(3, 3), FL_FLOAT32, shape2(3, 3), 2, 2,

@@ -397,7 +397,7 @@ static void test_errors(void)
     fl_node *x = fl_placeholder(g, FL_INT32, nhwc(1, 4, 4, 1), "x");
     fl_node *f = fl_placeholder(g, FL_FLOAT32, fl_shape_make(4, 2, 2, 1, 1), "f");
     is_string(build_result(g, fl_conv2d(g, x, f, 1, 1, FL_SAME, NULL)),
-              "Conv2D: needs float32 inputs, but x is int32; use fl_cast", "conv: int32 input");
+              "Conv2D: input 0 (x) is int32, but this op needs float32; use fl_cast", "conv: int32 input");
 }
 
 /* ---- gradients ---- */

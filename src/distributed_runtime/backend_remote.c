@@ -37,7 +37,11 @@ static void remote_close(void *impl) { (void)impl; }
 static void *remote_alloc(void *impl, size_t bytes)
 {
     (void)impl;
-    remote_buffer *b = fl_xcalloc(1, sizeof *b + bytes);
+    if (bytes > SIZE_MAX - sizeof(remote_buffer))
+        return NULL;
+    remote_buffer *b = calloc(1, sizeof *b + bytes); /* NULL: the session says RESOURCE_EXHAUSTED */
+    if (!b)
+        return NULL;
     b->bytes = bytes;
     return b;
 }

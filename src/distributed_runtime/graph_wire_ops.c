@@ -60,6 +60,16 @@ static int check_state_inputs(fl_op_kind op, fl_node *const *inputs, int ninputs
     return 0;
 }
 
+/* The fused ops are the session's own, made for one run on a device that
+ * has their kernel (session_fusion.c): a partition never carries them. */
+static int check_not_fused(fl_op_kind op, char *why, size_t len)
+{
+    if (op != FL_OP_FUSED_CONV2D && op != FL_OP_FUSED_MATMUL && op != FL_OP_MAX_POOL_RELU_GRAD)
+        return 0;
+    snprintf(why, len, "a %s is made by the session's fusion pass, never sent in a partition", fl_op_def_of(op)->type);
+    return -1;
+}
+
 bool fl_graph_wire_op_has_output(fl_op_kind op)
 {
     return op != FL_OP_NO_OP && op != FL_OP_APPLY_GRADIENT_DESCENT && op != FL_OP_APPLY_MOMENTUM &&
@@ -68,5 +78,8 @@ bool fl_graph_wire_op_has_output(fl_op_kind op)
 
 int fl_graph_wire_check_inputs(fl_op_kind op, fl_node *const *inputs, int ninputs, char *why, size_t len)
 {
-    return check_arity(op, ninputs, why, len) != 0 || check_state_inputs(op, inputs, ninputs, why, len) != 0 ? -1 : 0;
+    return check_not_fused(op, why, len) != 0 || check_arity(op, ninputs, why, len) != 0 ||
+                   check_state_inputs(op, inputs, ninputs, why, len) != 0
+               ? -1
+               : 0;
 }

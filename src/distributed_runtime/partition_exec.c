@@ -118,6 +118,10 @@ static int resolve(step *s)
         if (!(s->feeds[i].node = node_named(s, r->feed_names[i], "feed")))
             return -1;
         s->feed_values[i] = fl_tensor_new(r->feed_values[i].dtype, r->feed_values[i].shape);
+        if (!s->feed_values[i]) { /* over the tensor limit: RESOURCE_EXHAUSTED */
+            fl_prefix_error("%s: feed %s: ", s->env->task, r->feed_names[i]);
+            return -1;
+        }
         fl_wire_tensor_read(&r->feed_values[i], s->feed_values[i]->data);
         s->feeds[i].value = s->feed_values[i];
         s->fed[s->feeds[i].node->id] = true;
@@ -294,18 +298,23 @@ static int feed_wave(step *s)
     return n;
 }
 
-/* What the wave computed: kept for later waves, copied out for the client. */
-static void keep_results(step *s, int nfetches, fl_tensor **values)
+/* What the wave computed: kept for later waves, copied out for the client;
+ * a copy over the tensor limit fails the step (RESOURCE_EXHAUSTED). */
+static int keep_results(step *s, int nfetches, fl_tensor **values)
 {
+    int rc = 0;
     for (int k = 0; k < nfetches; k++) {
         const fl_node *n = s->wave_fetches[k];
-        if (s->keep_later[n->id] && !s->kept[n->id])
-            s->kept[n->id] = fl_tensor_copy(values[k]);
-        for (int j = 0; j < s->run->lists[0].count; j++)
+        if (rc == 0 && s->keep_later[n->id] && !s->kept[n->id])
+            rc = (s->kept[n->id] = fl_tensor_copy(values[k])) ? 0 : -1;
+        for (int j = 0; rc == 0 && j < s->run->lists[0].count; j++)
             if (s->fetches[j] == n && !s->outputs[j])
-                s->outputs[j] = fl_tensor_copy(values[k]);
+                rc = (s->outputs[j] = fl_tensor_copy(values[k])) ? 0 : -1;
         fl_tensor_free(values[k]);
     }
+    if (rc != 0)
+        fl_prefix_error("%s: keeping a wave's value: ", s->env->task);
+    return rc;
 }
 
 static int run_wave(step *s, int wave, fl_node **targets)
@@ -325,7 +334,7 @@ static int run_wave(step *s, int wave, fl_node **targets)
     if (rc != 0)
         fl_set_error_code(fl_session_error_code(session), "%s: %s", s->env->task, fl_session_error(session));
     else
-        keep_results(s, nfetches, values);
+        rc = keep_results(s, nfetches, values);
     free(values);
     return rc;
 }

@@ -4,6 +4,8 @@
  * host_conv.c stay as the reference these are tested against. */
 #ifdef FL_HAVE_CBLAS
 #include <cblas.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conv_geometry.h"
@@ -25,27 +27,70 @@ FL_HOST_KERNEL(fl_host_matmul_blas)
     return 0;
 }
 
-/* One growing scratch buffer per thread: a warm step allocates nothing. */
-static float *scratch(size_t floats)
+/* One growing scratch buffer per thread: a warm step allocates nothing.
+ * NULL with RESOURCE_EXHAUSTED past the tensor limit or when malloc fails. */
+static float *scratch(int64_t floats)
 {
     static _Thread_local float *buffer;
-    static _Thread_local size_t capacity;
-    if (floats > capacity) {
-        buffer = fl_xrealloc(buffer, floats * sizeof *buffer);
-        capacity = floats;
+    static _Thread_local int64_t capacity;
+    if (floats <= capacity)
+        return buffer;
+    size_t bytes = floats > (int64_t)(SIZE_MAX / sizeof *buffer) ? SIZE_MAX : (size_t)floats * sizeof *buffer;
+    if (fl_check_tensor_bytes(bytes) != 0) {
+        fl_prefix_error("the convolution's patch matrix ");
+        return NULL;
     }
+    float *grown = realloc(buffer, bytes);
+    if (!grown) {
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "out of memory for the convolution's patch matrix (%zu bytes)", bytes);
+        return NULL;
+    }
+    buffer = grown;
+    capacity = floats;
     return buffer;
+}
+
+/* a * b for sizes >= 0, INT64_MAX when it would overflow. */
+static int64_t times(int64_t a, int64_t b)
+{
+    return a > 0 && b > INT64_MAX / a ? INT64_MAX : a * b;
 }
 
 /* Images per GEMM: enough rows to keep sgemm busy, few enough that the
  * patch matrix stays near 32 MiB. */
 static int images_per_chunk(const fl_conv_geometry *g)
 {
-    int64_t per_image = (int64_t)g->oh * g->ow * g->kh * g->kw * g->c;
+    int64_t per_image = times(times((int64_t)g->oh * g->ow, (int64_t)g->kh * g->kw), g->c);
     int64_t chunk = per_image > 0 ? (8 << 20) / per_image : g->batch;
     if (chunk < 1)
         chunk = 1;
     return chunk < g->batch ? (int)chunk : g->batch;
+}
+
+/* The GEMMs' sizes: k = KH*KW*C columns, pixels = OH*OW rows an image, chunk
+ * images at a time, and the patch matrix. 1: nothing to compute (an empty
+ * side); -1 with RESOURCE_EXHAUSTED when a size passes sgemm's int or the
+ * matrix the tensor limit. */
+typedef struct {
+    int k, pixels, chunk;
+    float *cols;
+} patches;
+
+static int plan_patches(const fl_conv_geometry *g, patches *p)
+{
+    int64_t k = times((int64_t)g->kh * g->kw, g->c), pixels = (int64_t)g->oh * g->ow;
+    if (k == 0 || pixels == 0 || g->oc == 0 || g->batch == 0)
+        return 1;
+    p->chunk = images_per_chunk(g);
+    if (k > INT32_MAX || times(pixels, p->chunk) > INT32_MAX) {
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "a patch matrix of %lld x %lld is too large for one sgemm",
+                          (long long)times(pixels, p->chunk), (long long)k);
+        return -1;
+    }
+    p->k = (int)k;
+    p->pixels = (int)pixels;
+    p->cols = scratch(times(times(p->chunk, pixels), k));
+    return p->cols ? 0 : -1;
 }
 
 /* cols[(b*OH + oy)*OW + ox][(ky*KW + kx)*C + c] = x[b0 + b, iy, ix, c], or 0 in the padding. */
@@ -97,8 +142,14 @@ FL_HOST_KERNEL(fl_host_conv2d_blas)
 {
     (void)ctx;
     fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
-    int k = g.kh * g.kw * g.c, pixels = g.oh * g.ow, chunk = images_per_chunk(&g);
-    float *cols = scratch((size_t)chunk * pixels * k);
+    patches p;
+    int planned = plan_patches(&g, &p);
+    if (planned != 0) {
+        memset(out->data, 0, fl_tensor_bytes(out)); /* an empty window or image sums to 0 */
+        return planned < 0 ? -1 : 0;
+    }
+    int k = p.k, pixels = p.pixels, chunk = p.chunk;
+    float *cols = p.cols;
     for (int b0 = 0; b0 < g.batch; b0 += chunk) {
         int nb = g.batch - b0 < chunk ? g.batch - b0 : chunk;
         im2col(&g, in[0]->data, b0, nb, cols);
@@ -114,9 +165,13 @@ FL_HOST_KERNEL(fl_host_conv2d_backprop_input_blas)
 {
     (void)ctx;
     fl_conv_geometry g = fl_conv_geometry_of(n, in[2]->shape, in[1]->shape);
-    int k = g.kh * g.kw * g.c, pixels = g.oh * g.ow, chunk = images_per_chunk(&g);
-    float *cols = scratch((size_t)chunk * pixels * k);
+    patches p;
     memset(out->data, 0, fl_tensor_bytes(out));
+    int planned = plan_patches(&g, &p);
+    if (planned != 0)
+        return planned < 0 ? -1 : 0;
+    int k = p.k, pixels = p.pixels, chunk = p.chunk;
+    float *cols = p.cols;
     for (int b0 = 0; b0 < g.batch; b0 += chunk) {
         int nb = g.batch - b0 < chunk ? g.batch - b0 : chunk;
         const float *dy = (const float *)in[0]->data + (int64_t)b0 * pixels * g.oc;
@@ -132,9 +187,13 @@ FL_HOST_KERNEL(fl_host_conv2d_backprop_filter_blas)
 {
     (void)ctx;
     fl_conv_geometry g = fl_conv_geometry_of(n, in[1]->shape, in[2]->shape);
-    int k = g.kh * g.kw * g.c, pixels = g.oh * g.ow, chunk = images_per_chunk(&g);
-    float *cols = scratch((size_t)chunk * pixels * k);
+    patches p;
     memset(out->data, 0, fl_tensor_bytes(out));
+    int planned = plan_patches(&g, &p);
+    if (planned != 0)
+        return planned < 0 ? -1 : 0;
+    int k = p.k, pixels = p.pixels, chunk = p.chunk;
+    float *cols = p.cols;
     for (int b0 = 0; b0 < g.batch; b0 += chunk) {
         int nb = g.batch - b0 < chunk ? g.batch - b0 : chunk;
         im2col(&g, in[1]->data, b0, nb, cols);

@@ -80,7 +80,9 @@ FL_HOST_KERNEL(fl_host_conv2d)
 static float *swap_filter_channels(const fl_conv_geometry *g, const float *f)
 {
     int64_t taps = (int64_t)g->kh * g->kw;
-    float *t = fl_xmalloc((size_t)(taps * g->c * g->oc) * sizeof *t);
+    float *t = fl_try_malloc((size_t)(taps * g->c * g->oc) * sizeof *t); /* the filter's size: allocated already */
+    if (!t)
+        return NULL;
     for (int64_t k = 0; k < taps; k++)
         for (int ci = 0; ci < g->c; ci++)
             for (int co = 0; co < g->oc; co++)
@@ -112,6 +114,8 @@ FL_HOST_KERNEL(fl_host_conv2d_backprop_input)
     fl_conv_geometry g = fl_conv_geometry_of(n, in[2]->shape, in[1]->shape);
     const float *dy = in[0]->data;
     float *ft = swap_filter_channels(&g, in[1]->data);
+    if (!ft)
+        return -1;
     float *dx = out->data;
     zero_output(out); /* windows overlap, so accumulate */
     for (int b = 0; b < g.batch; b++)
@@ -171,8 +175,14 @@ static void window_max(const fl_conv_geometry *g, const float *x, int b, int oy,
 {
     for (int c = 0; c < g->c; c++)
         best_at[c] = -1;
-    for (int ky = 0; ky < g->kh; ky++)
-        for (int kx = 0; kx < g->kw; kx++) {
+    /* Only the window's taps inside the image: a SAME window may be far
+     * larger than the image (a ksize of 65536 from the wire). */
+    int64_t base_y = (int64_t)oy * g->sh - g->pad_top, base_x = (int64_t)ox * g->sw - g->pad_left;
+    int ky0 = base_y < 0 ? (int)-base_y : 0, kx0 = base_x < 0 ? (int)-base_x : 0;
+    int ky1 = g->h - base_y < g->kh ? (int)(g->h - base_y) : g->kh;
+    int kx1 = g->w - base_x < g->kw ? (int)(g->w - base_x) : g->kw;
+    for (int ky = ky0; ky < ky1; ky++)
+        for (int kx = kx0; kx < kx1; kx++) {
             int iy, ix;
             if (!tap(g, oy, ox, ky, kx, &iy, &ix))
                 continue;
@@ -191,17 +201,21 @@ typedef struct {
     int64_t *best_at;
 } pool_scratch;
 
-static pool_scratch scratch_new(int channels)
-{
-    size_t n = channels > 0 ? (size_t)channels : 1;
-    pool_scratch s = {fl_xmalloc(n * sizeof(float)), fl_xmalloc(n * sizeof(int64_t))};
-    return s;
-}
-
 static void scratch_free(pool_scratch s)
 {
     free(s.best);
     free(s.best_at);
+}
+
+/* 12 bytes a channel, on a run's thread: -1 with RESOURCE_EXHAUSTED when it fails. */
+static int scratch_new(int channels, pool_scratch *s)
+{
+    size_t n = channels > 0 ? (size_t)channels : 1;
+    *s = (pool_scratch){fl_try_malloc(n * sizeof(float)), fl_try_malloc(n * sizeof(int64_t))};
+    if (s->best && s->best_at)
+        return 0;
+    scratch_free(*s);
+    return -1;
 }
 
 FL_HOST_KERNEL(fl_host_max_pool)
@@ -210,7 +224,9 @@ FL_HOST_KERNEL(fl_host_max_pool)
     fl_conv_geometry g = fl_pool_geometry_of(n, in[0]->shape);
     const float *x = in[0]->data;
     float *y = out->data;
-    pool_scratch s = scratch_new(g.c);
+    pool_scratch s;
+    if (scratch_new(g.c, &s) != 0)
+        return -1;
     for (int b = 0; b < g.batch; b++)
         for (int oy = 0; oy < g.oh; oy++)
             for (int ox = 0; ox < g.ow; ox++) {
@@ -232,7 +248,9 @@ FL_HOST_KERNEL(fl_host_max_pool_grad)
     const float *dy = in[0]->data, *x = in[1]->data;
     float *dx = out->data;
     zero_output(out);
-    pool_scratch s = scratch_new(g.c);
+    pool_scratch s;
+    if (scratch_new(g.c, &s) != 0)
+        return -1;
     for (int b = 0; b < g.batch; b++)
         for (int oy = 0; oy < g.oh; oy++)
             for (int ox = 0; ox < g.ow; ox++) {

@@ -3,6 +3,7 @@
  * reduced axes from its coordinates and flatten what is left. The keep_dims
  * layout has the same flat order, since its reduced axes have size 1. */
 #include <math.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "host_kernels.h"
@@ -38,11 +39,24 @@ static int64_t reduced_count(fl_shape x, const bool *reduce)
     return count;
 }
 
+/* 8 bytes an output element, twice the output's: fallible, on a run's thread. */
+static void *accumulators(int64_t count, size_t width)
+{
+    void *acc = fl_try_malloc((size_t)(count > 0 ? count : 1) * width);
+    if (acc)
+        memset(acc, 0, (size_t)(count > 0 ? count : 1) * width);
+    else
+        fl_prefix_error("the reduction's accumulators: ");
+    return acc;
+}
+
 /* Sums in double so that a mean over a large batch keeps its precision. */
-static void reduce_floats(const fl_node *n, const fl_tensor *x, fl_tensor *out, bool mean)
+static int reduce_floats(const fl_node *n, const fl_tensor *x, fl_tensor *out, bool mean)
 {
     int64_t nx = fl_shape_size(x->shape), nout = fl_shape_size(out->shape);
-    double *acc = fl_xcalloc((size_t)nout, sizeof *acc);
+    double *acc = accumulators(nout, sizeof *acc);
+    if (!acc)
+        return -1;
     const float *xs = x->data;
     for (int64_t i = 0; i < nx; i++)
         acc[reduced_index(i, x->shape, n->attrs.reduce_axis)] += xs[i];
@@ -55,14 +69,17 @@ static void reduce_floats(const fl_node *n, const fl_tensor *x, fl_tensor *out, 
             o[j] = count ? (float)(acc[j] / (double)count) : NAN; /* mean of nothing */
     }
     free(acc);
+    return 0;
 }
 
 /* Integers sum in 64 bits and wrap to 32 at the end, like int32 addition;
  * an integer mean truncates toward zero, as TensorFlow's does. */
-static void reduce_ints(const fl_node *n, const fl_tensor *x, fl_tensor *out, bool mean)
+static int reduce_ints(const fl_node *n, const fl_tensor *x, fl_tensor *out, bool mean)
 {
     int64_t nx = fl_shape_size(x->shape), nout = fl_shape_size(out->shape);
-    int64_t *acc = fl_xcalloc((size_t)nout, sizeof *acc);
+    int64_t *acc = accumulators(nout, sizeof *acc);
+    if (!acc)
+        return -1;
     const int32_t *xs = x->data;
     for (int64_t i = 0; i < nx; i++)
         acc[reduced_index(i, x->shape, n->attrs.reduce_axis)] += xs[i];
@@ -73,15 +90,14 @@ static void reduce_ints(const fl_node *n, const fl_tensor *x, fl_tensor *out, bo
         o[j] = (int32_t)(uint32_t)(uint64_t)v;
     }
     free(acc);
+    return 0;
 }
 
 static int reduce(const fl_node *n, fl_tensor *const *in, fl_tensor *out, bool mean)
 {
     if (in[0]->dtype == FL_INT32)
-        reduce_ints(n, in[0], out, mean);
-    else
-        reduce_floats(n, in[0], out, mean);
-    return 0;
+        return reduce_ints(n, in[0], out, mean);
+    return reduce_floats(n, in[0], out, mean);
 }
 
 FL_HOST_KERNEL(fl_host_reduce_sum)

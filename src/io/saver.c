@@ -354,11 +354,11 @@ static int check_variables(fl_session *s, const char *path, fl_node *const *vars
 
 static int copy_in_variable(fl_session *s, fl_node *var, const fl_tensor *t)
 {
-    size_t bytes = fl_tensor_bytes(t);
     if (fl_session_place(s, var) != 0)
         return -1;
     fl_slot *slot = &s->slots[var->id];
-    fl_session_ensure_buffer(slot, bytes);
+    if (fl_session_ensure_node_buffer(s, var, slot, t->dtype, t->shape) != 0)
+        return -1;
     fl_device *d = slot->device;
     fl_clear_error();
     /* wait before returning: t is freed once every variable is loaded */
