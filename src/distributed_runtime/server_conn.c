@@ -60,9 +60,13 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         fl_wire_status st = fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)look), look, &f, why, sizeof why);
         if (st == FL_WIRE_BAD)
             return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
-        size_t need = look < FL_WIRE_HEADER_BYTES
-                          ? FL_WIRE_HEADER_BYTES
-                          : fl_wire_frame_length(evbuffer_pullup(in, FL_WIRE_HEADER_BYTES));
+        size_t need = FL_WIRE_HEADER_BYTES;
+        if (look == FL_WIRE_HEADER_BYTES) {
+            fl_wire_frame announced = fl_wire_frame_announced(evbuffer_pullup(in, FL_WIRE_HEADER_BYTES));
+            if (!fl_server_guard_allows(c, announced.type, why, sizeof why))
+                return fl_server_refuse(c, announced.request_id, FL_WIRE_E_OUT_OF_ORDER, why);
+            need = announced.frame_len;
+        }
         if (len < need) { /* wake me when the whole frame is here */
             if (c->room_made != need && !c->tls) /* once per frame: a parked connection comes back here */
                 make_room_for_frame(in, len, need);
@@ -105,9 +109,7 @@ static void on_event(struct bufferevent *bev, short events, void *conn)
     char why[FL_WIRE_ERROR_LEN];
     struct evbuffer *in = bufferevent_get_input(bev);
     size_t left = evbuffer_get_length(in);
-    if (events & BEV_EVENT_TIMEOUT)
-        fl_server_log_conn(c, "dropping", "said nothing before the hello timeout");
-    else if (c->tls && !c->who[0] && (events & BEV_EVENT_ERROR) && tls_refusal(bev, why, sizeof why)) {
+    if (c->tls && !c->who[0] && (events & BEV_EVENT_ERROR) && tls_refusal(bev, why, sizeof why)) {
         fl_server_log_conn(c, "refused", why);
         fl_server_count(c->server, &c->server->stats.refused, 1);
     }
@@ -118,15 +120,17 @@ static void on_event(struct bufferevent *bev, short events, void *conn)
     else if (c->who[0] && !c->said_goodbye && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         fl_server_log_conn(c, "lost", "disconnected without saying goodbye (fl_monitored_session_close says it; "
                                         "without a monitored session, call fl_cluster_say_goodbye)");
-    if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+    if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
         fl_server_free_conn(c);
 }
 
-static void describe_peer(const struct sockaddr *address, int length, char *out, size_t len)
+static void describe_peer(const struct sockaddr *address, int length, fl_server_conn *c)
 {
-    char host[64] = "?", port[16] = "?";
-    getnameinfo(address, (socklen_t)length, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf(out, len, "%s:%s", host, port);
+    char port[16] = "?";
+    snprintf(c->host, sizeof c->host, "?");
+    getnameinfo(address, (socklen_t)length, c->host, sizeof c->host, port, sizeof port,
+                NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(c->peer, sizeof c->peer, "%s:%s", c->host, port);
 }
 
 /* A plain socket's bufferevent, or with the cluster's TLS a TLS server's
@@ -154,7 +158,7 @@ void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
     c->server = s;
     c->task = -1;
     fl_wire_conn_init(&c->order, FL_WIRE_SERVER_SIDE);
-    describe_peer(address, length, c->peer, sizeof c->peer);
+    describe_peer(address, length, c);
     int one = 1; /* replies are small and awaited: no Nagle delay */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->bev = new_bufferevent(s, fd, &c->tls);
@@ -163,9 +167,11 @@ void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
      * would take 800 trips through the event loop each way. */
     bufferevent_set_max_single_read(c->bev, FL_SERVER_MAX_SINGLE_IO);
     bufferevent_set_max_single_write(c->bev, FL_SERVER_MAX_SINGLE_IO);
-    struct timeval hello = {(time_t)s->hello_timeout_s,
-                            (suseconds_t)((s->hello_timeout_s - (time_t)s->hello_timeout_s) * 1e6)};
-    bufferevent_set_timeouts(c->bev, &hello, NULL);
+    if (fl_server_guard_stranger(c) != 0) { /* libevent could not make its timer: no room for it */
+        bufferevent_free(c->bev);
+        free(c);
+        return;
+    }
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     c->next = s->conns;
     s->conns = c;

@@ -30,7 +30,10 @@ struct fl_server {
     char job[16];
     int task;
     FILE *log;
-    double hello_timeout_s;
+    fl_server_options limits; /* every limit resolved to its value (server_limits.c) */
+    struct event *resume_accepting; /* accepting paused: out of descriptors (server_guard.c) */
+    bool accept_paused_logged;
+    uint64_t strangers_dropped;
     struct event_base *base;
     struct evconnlistener *listener;
     pthread_t thread;
@@ -65,6 +68,8 @@ typedef struct fl_server_conn {
     struct bufferevent *bev;
     fl_wire_conn order;
     char peer[80]; /* "127.0.0.1:40312" */
+    char host[64]; /* "127.0.0.1": strangers are counted per address */
+    struct event *deadline; /* until HELLO_OK: a stranger is dropped when it fires (server_guard.c) */
     char who[64];  /* "/job:worker/task:1" once it said HELLO */
     char job[FL_WIRE_MAX_NAME + 1];
     int task;
@@ -139,6 +144,18 @@ void fl_server_serve_partition_frame(fl_server_conn *c, const fl_wire_frame *f, 
 void fl_server_peek_while_running(fl_server_conn *c, const fl_wire_frame *f);
 void fl_server_drop_partitions(fl_server_conn *c);
 void fl_server_stop_partitions(fl_server *s);
+
+/* server_guard.c: bounds before authentication. A stranger gets its
+ * deadline to HELLO_OK (the oldest stranger goes when a cap is reached);
+ * welcomed, it loses it; a frame announced by a stranger's header is
+ * checked from the header (only HELLO and PROOF); the listener pauses when
+ * accept fails. -1 when libevent cannot make a timer. */
+int fl_server_guard_stranger(fl_server_conn *c);
+void fl_server_guard_welcomed(fl_server_conn *c);
+bool fl_server_guard_allows(fl_server_conn *c, fl_wire_type announced, char *why, size_t len);
+int fl_server_guard_listener(fl_server *s);
+/* server_limits.c: options with every 0 replaced by its default. */
+fl_server_options fl_server_limits_resolve(const fl_server_options *o);
 
 /* libevent's accept callback: a new connection to serve (server_conn.c). */
 void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *address,
