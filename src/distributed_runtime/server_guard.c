@@ -79,11 +79,6 @@ int fl_server_guard_stranger(fl_server_conn *c)
     struct timeval limit = seconds_to_timeval(s->limits.hello_timeout_s);
     evtimer_add(c->deadline, &limit);
     bufferevent_set_max_single_read(c->bev, STRANGER_READ_BYTES);
-    if (s->accept_paused_logged) {
-        fprintf(s->log, "%s: accepting connections again\n", s->log_prefix);
-        fflush(s->log);
-        s->accept_paused_logged = false;
-    }
     return 0;
 }
 
@@ -119,8 +114,8 @@ static void resume_accepting(evutil_socket_t fd, short events, void *server)
 
 /* accept() failed (EMFILE: out of descriptors): the listening socket stays
  * readable, so libevent would call back at once, for ever. Accepting
- * pauses instead, the oldest stranger gives its descriptor back, and one
- * line says so until a connection is accepted again. */
+ * pauses instead, the oldest stranger gives its descriptor back, and a
+ * line says so at the 1st, 2nd, 4th, 8th ... pause. */
 static void on_accept_error(struct evconnlistener *listener, void *server)
 {
     fl_server *s = server;
@@ -130,12 +125,11 @@ static void on_accept_error(struct evconnlistener *listener, void *server)
     fl_server_conn *oldest = oldest_stranger(s, NULL, &count);
     if (oldest)
         drop_stranger(oldest, "out of descriptors: the oldest unauthenticated connection goes");
-    if (!s->accept_paused_logged) {
-        fprintf(s->log, "%s: cannot accept connections: %s; pausing accepts for %g s at a time until it can "
-                "(said once; raise the limit with ulimit -n)\n", s->log_prefix, evutil_socket_error_to_string(why),
-                ACCEPT_PAUSE_S);
+    if (worth_logging(++s->accept_pauses)) {
+        fprintf(s->log, "%s: cannot accept connections: %s; pausing accepts for %g s (%llu pauses so far; raise "
+                "the limit with ulimit -n)\n", s->log_prefix, evutil_socket_error_to_string(why), ACCEPT_PAUSE_S,
+                (unsigned long long)s->accept_pauses);
         fflush(s->log);
-        s->accept_paused_logged = true;
     }
     struct timeval pause = seconds_to_timeval(ACCEPT_PAUSE_S);
     evtimer_add(s->resume_accepting, &pause);

@@ -32,7 +32,7 @@ struct fl_server {
     FILE *log;
     fl_server_options limits; /* every limit resolved to its value (server_limits.c) */
     struct event *resume_accepting; /* accepting paused: out of descriptors (server_guard.c) */
-    bool accept_paused_logged;
+    uint64_t accept_pauses;
     uint64_t strangers_dropped;
     struct event_base *base;
     struct evconnlistener *listener;
@@ -55,6 +55,7 @@ struct fl_server {
     /* Who has said goodbye, by job: the ps exits once every worker has. */
     int num_workers, num_chiefs;
     bool *worker_done, *chief_done;
+    bool serves_workers;  /* a worker or chief has sent ps requests: a client's goodbye does not end it */
     /* Shared with the threads that join or read stats: under lock. */
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -164,6 +165,8 @@ void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
 void fl_server_close_all(fl_server *s);
 /* Counts a goodbye from job/task; true when it was the last one expected. */
 bool fl_server_note_goodbye(fl_server *s, const char *job, int task);
+/* Notes who sends what: a worker's or chief's ps request makes s a ps that serves workers. */
+void fl_server_note_request(fl_server *s, const fl_server_conn *c, fl_wire_type type);
 /* Bumps one of the stats counters under the lock. */
 void fl_server_count(fl_server *s, uint64_t *counter, uint64_t by);
 
