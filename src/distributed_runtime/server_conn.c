@@ -45,6 +45,52 @@ static void make_room_for_frame(struct evbuffer *in, size_t have, size_t need)
     evbuffer_freeze(in, 0);
 }
 
+/* Replies the client has not read: past --max_unread_reply_bytes, reading
+ * from it pauses until they have drained to half that (on_write). */
+static bool too_many_unread_replies(fl_server_conn *c)
+{
+    size_t limit = (size_t)c->server->limits.max_unread_reply_bytes;
+    size_t unread = evbuffer_get_length(bufferevent_get_output(c->bev));
+    if (unread <= limit)
+        return false;
+    if (!c->reading_paused) {
+        char why[160];
+        snprintf(why, sizeof why, "%zu bytes of replies unread (--max_unread_reply_bytes %zu)", unread, limit);
+        fl_server_log_conn(c, "pausing reads from", why);
+    }
+    c->reading_paused = true;
+    bufferevent_disable(c->bev, EV_READ);
+    bufferevent_setwatermark(c->bev, EV_WRITE, limit / 2, 0);
+    return true;
+}
+
+/* Behind a partition's run in flight, a connection's frames wait in its
+ * input: past --max_bytes_behind_run it is not read until the run ends. */
+static void limit_bytes_behind_run(fl_server_conn *c, size_t buffered)
+{
+    if (buffered > c->server->limits.max_bytes_behind_run)
+        bufferevent_disable(c->bev, EV_READ);
+}
+
+void fl_server_resume_reading(fl_server_conn *c)
+{
+    if (c->parked || c->reading_paused || c->closing)
+        return;
+    bufferevent_enable(c->bev, EV_READ);
+    if (!c->running && evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+        fl_server_on_read(c->bev, c);
+}
+
+static void on_write(struct bufferevent *bev, void *conn)
+{
+    fl_server_conn *c = conn;
+    if (!c->reading_paused)
+        return;
+    c->reading_paused = false;
+    bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+    fl_server_resume_reading(c);
+}
+
 /* libevent calls this when at least the read watermark's bytes are in. */
 void fl_server_on_read(struct bufferevent *bev, void *conn)
 {
@@ -55,7 +101,7 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         size_t look = len < FL_WIRE_HEADER_BYTES ? len : FL_WIRE_HEADER_BYTES;
         fl_wire_frame f;
         char why[FL_WIRE_ERROR_LEN];
-        if (look == 0)
+        if (look == 0 || too_many_unread_replies(c))
             return;
         fl_wire_status st = fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)look), look, &f, why, sizeof why);
         if (st == FL_WIRE_BAD)
@@ -82,6 +128,8 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         if (!was_running)
             fl_server_count(c->server, &c->server->stats.bytes_in, need);
         fl_server_serve_frame(c, &f);
+        if (was_running)
+            limit_bytes_behind_run(c, len);
         if (c->closing || was_running)
             return; /* refused: the connection closes once the error is out; or left for after the run */
         evbuffer_drain(in, need);
@@ -162,7 +210,7 @@ void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
     int one = 1; /* replies are small and awaited: no Nagle delay */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->bev = new_bufferevent(s, fd, &c->tls);
-    bufferevent_setcb(c->bev, fl_server_on_read, NULL, on_event, c);
+    bufferevent_setcb(c->bev, fl_server_on_read, on_write, on_event, c);
     /* libevent moves 16 KiB per read or write by default: a 13 MB gradient
      * would take 800 trips through the event loop each way. */
     bufferevent_set_max_single_read(c->bev, FL_SERVER_MAX_SINGLE_IO);

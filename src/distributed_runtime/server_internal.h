@@ -77,6 +77,7 @@ typedef struct fl_server_conn {
     bool said_goodbye;
     bool sent_values; /* a peer task's connection for SEND_TENSOR: it closes with no goodbye */
     bool closing;  /* refused: closes once the ERROR is out */
+    bool reading_paused; /* too many replies unread (--max_unread_reply_bytes): until they drain */
     bool parked;   /* a WAIT_STEP awaits its answer: reading paused (server_sync.c) ... */
     uint32_t parked_id;                        /* ... that request, */
     char parked_name[FL_WIRE_MAX_NAME + 1];    /* on this variable, */
@@ -127,6 +128,9 @@ fl_op_kind fl_server_update_op(const fl_wire_message *m, fl_attrs *attrs);
 bool fl_server_read_step(const fl_tensor *t, uint64_t *step);
 /* server_conn.c: serves the frames buffered (libevent's read callback). */
 void fl_server_on_read(struct bufferevent *bev, void *conn);
+/* Reads again, and serves what is buffered, unless a WAIT_STEP, unread
+ * replies or a refusal hold the connection. */
+void fl_server_resume_reading(fl_server_conn *c);
 
 /* The requests of synchronous replicas (server_sync.c). */
 void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m);

@@ -86,6 +86,13 @@ static void serve_register(fl_server_conn *c, uint32_t id, const fl_wire_bytes *
         fl_graph_partition_free(&p);
         return answer_failure(c, id, FL_INVALID_ARGUMENT, why);
     }
+    if (c->partitions && c->partitions->count >= s->limits.max_partitions) {
+        char why[FL_WIRE_ERROR_LEN];
+        snprintf(why, sizeof why, "this connection to %s already has %d partitions registered, the most it may "
+                 "(--max_partitions); deregister one first", s->name, c->partitions->count);
+        fl_graph_partition_free(&p);
+        return answer_failure(c, id, FL_RESOURCE_EXHAUSTED, why);
+    }
     if (!c->partitions)
         c->partitions = fl_xcalloc(1, sizeof *c->partitions);
     fl_partition_registry *r = c->partitions;
@@ -187,8 +194,8 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
         c->running = NULL;
     }
     free_job(job);
-    if (c && evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
-        fl_server_on_read(c->bev, c);
+    if (c)
+        fl_server_resume_reading(c); /* also after --max_bytes_behind_run paused it */
 }
 
 /* The feeds' data lies in the frame, which is drained once this request is

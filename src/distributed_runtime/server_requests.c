@@ -42,6 +42,11 @@ static void serve_init(fl_server_conn *c, uint32_t id, const fl_wire_named_tenso
     fl_server *s = c->server;
     fl_tensor value = fl_server_received(s, &m->tensor);
     char why[FL_WIRE_ERROR_LEN];
+    if (!fl_ps_store_get(s->store, m->name) && fl_ps_store_count(s->store) >= s->limits.max_variables) {
+        snprintf(why, sizeof why, "INIT_VARIABLE %s: %s already holds %d variables, the most it may (--max_variables)",
+                 m->name, s->name, fl_ps_store_count(s->store));
+        return fl_server_refuse(c, id, fl_wire_error_for(FL_RESOURCE_EXHAUSTED), why);
+    }
     int rc = fl_ps_store_init(s->store, m->name, &value, why, sizeof why);
     if (rc < 0)
         return fl_server_refuse(c, id, FL_WIRE_E_MISMATCH, why);
