@@ -295,6 +295,56 @@ static void test_goodbyes_from_others(void)
     fclose(log);
 }
 
+/* A client that sends 200 PULLs of a 256 KB variable and reads nothing:
+ * the ps queues at most about --max_unread_reply_bytes (1 MiB here), then
+ * every reply still comes once it reads; a 3rd variable past
+ * --max_variables 2 is refused, naming the flag. */
+static void test_unread_replies_and_variables(void)
+{
+    char ps_hosts[64], worker_hosts[64];
+    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
+    int port = atoi(strchr(ps_hosts, ':') + 1);
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    FILE *log = tmpfile();
+    fl_server_options options = {.log = log, .max_unread_reply_bytes = 1 << 20, .max_variables = 2};
+    fl_server *ps = fl_server_start(spec, &options);
+    fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
+    fl_ps_client *worker = ps ? fl_ps_client_open(&o, "worker", 0) : NULL;
+    fl_tensor *big = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 65536));
+    ok(worker && fl_ps_client_wait(worker, fl_ps_client_init(worker, "big", big, NULL)) == 0 &&
+           fl_ps_client_wait(worker, fl_ps_client_init(worker, "other", big, NULL)) == 0,
+       "two variables of 256 KB");
+    ok(worker && fl_ps_client_wait(worker, fl_ps_client_init(worker, "third", big, NULL)) != 0,
+       "a third is refused (--max_variables 2)");
+    contains(fl_last_error(), "--max_variables", "the error names the flag");
+    if (worker)
+        fl_ps_client_close(worker);
+    fl_wire_buf buf = {0};
+    fl_wire_put_hello(&buf, 1, "worker", 0);
+    for (uint32_t i = 0; i < 200; i++)
+        fl_wire_put_pull(&buf, 2 + i, "big");
+    int fd = loopback_connect(port, 10);
+    fl_socket_write_all(fd, buf.data, buf.len);
+    fl_server_stats st = {0};
+    for (double end = fl_now_s() + 2; fl_now_s() < end; poll(NULL, 0, 50))
+        fl_server_get_stats(ps, &st);
+    /* 1 MiB in the ps, the rest in the kernel's socket buffers; 52 MB without the cap */
+    ok(st.bytes_out < 16u << 20, "with no reader, the ps sent %llu bytes of 200 x 256 KB and paused",
+       (unsigned long long)st.bytes_out);
+    fl_wire_frame f;
+    char why[256];
+    int values = 0;
+    for (int i = 0; i < 201 && fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1; i++)
+        values += f.type == FL_WIRE_VALUE;
+    ok(values == 200, "once read, all 200 replies come (%d)", values);
+    close(fd);
+    fl_wire_buf_free(&buf);
+    fl_tensor_free(big);
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
+    fclose(log);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -335,5 +385,6 @@ int main(void)
     unlink(log_path);
     rmdir(dir);
     test_goodbyes_from_others();
+    test_unread_replies_and_variables();
     return done_testing();
 }
