@@ -223,7 +223,6 @@ typedef struct {
     uint64_t max_unread_reply_bytes;  /* replies not yet read: reading it pauses (0: 256 MiB) */
     uint64_t max_bytes_behind_run;    /* requests buffered behind its partition run (0: 128 MiB) */
     int max_partitions;               /* partitions registered (0: 64) */
-    uint64_t max_early_value_bytes;   /* values sent for steps not running yet, per task (0: 256 MiB) */
     int max_variables;                /* variables a ps holds in all (0: 100000) */
 } fl_server_options;
 
@@ -235,7 +234,6 @@ typedef struct {
     "  --max_unread_reply_bytes N     replies queued to one connection before it is read again (256 MiB)\n"    \
     "  --max_bytes_behind_run N       bytes one connection may send behind its partition run (128 MiB)\n"       \
     "  --max_partitions N             partitions one connection may register (64)\n"                            \
-    "  --max_early_value_bytes N      values held for steps not running yet, per sending task (256 MiB)\n"       \
     "  --max_variables N              variables a ps holds (100000)\n"
 
 /* Reads one of those flags into o: 1 when flag is one (value checked), 0
