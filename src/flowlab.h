@@ -415,6 +415,9 @@ typedef struct {
     fl_fetch_ready_fn fetch_ready; /* NULL: none, as fl_session_run */
     void *user;                    /* passed to fetch_ready */
     const fl_fetch_target *fetch_to; /* NULL: every fetch a new host tensor */
+    /* Asked (with user) before each op: true ends the run ABORTED there, so
+     * a run whose caller has gone stops computing (NULL: never asked). */
+    bool (*should_stop)(void *user);
 } fl_run_options;
 /* fl_session_run with options (NULL: none). */
 int fl_session_run_with_options(fl_session *s, const fl_run_options *options, const fl_feed *feeds,

@@ -223,6 +223,9 @@ typedef struct {
     uint64_t max_unread_reply_bytes;  /* replies not yet read: reading it pauses (0: 256 MiB) */
     uint64_t max_bytes_behind_run;    /* requests buffered behind its partition run (0: 128 MiB) */
     int max_partitions;               /* partitions registered (0: 64) */
+    /* Values sent here (SEND_TENSOR) that no run has taken yet, from all
+     * senders (0: 256 MiB); one waits at most FLOWLAB_TASK_DEADLINE. */
+    uint64_t max_waiting_value_bytes;
     int max_variables;                /* variables a ps holds in all (0: 100000) */
 } fl_server_options;
 
@@ -234,6 +237,7 @@ typedef struct {
     "  --max_unread_reply_bytes N     replies queued to one connection before it is read again (256 MiB)\n"    \
     "  --max_bytes_behind_run N       bytes one connection may send behind its partition run (128 MiB)\n"       \
     "  --max_partitions N             partitions one connection may register (64)\n"                            \
+    "  --max_waiting_value_bytes N    values sent here that no run has taken yet (256 MiB)\n"                    \
     "  --max_variables N              variables a ps holds (100000)\n"
 
 /* Reads one of those flags into o: 1 when flag is one (value checked), 0

@@ -109,6 +109,7 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     s->store = fl_ps_store_new();
     s->sync = fl_ps_sync_new(s->store);
     s->rendezvous = fl_rendezvous_new();
+    fl_rendezvous_set_limits(s->rendezvous, (size_t)s->limits.max_waiting_value_bytes, fl_task_deadline_s());
     s->message = fl_xmalloc(sizeof *s->message);
     s->num_workers = fl_cluster_num_tasks(c, "worker");
     s->num_chiefs = fl_cluster_num_tasks(c, "chief");

@@ -33,6 +33,7 @@ typedef struct fl_partition_job {
     uint32_t request_id;
     unsigned char *feed_bytes;      /* the feeds' values, out of the frame (freed with it) */
     fl_tensor **outputs;
+    atomic_bool cancelled;          /* its client has gone: stop between waves */
     int rc;
     fl_error_code code;
     char error[FL_ERROR_LEN];
@@ -135,7 +136,7 @@ static void *run_job(void *arg)
 {
     fl_partition_job *job = arg;
     fl_server *s = job->server;
-    fl_partition_env env = {s->rendezvous, s->cluster, s->name, s->log, s->log_prefix};
+    fl_partition_env env = {s->rendezvous, s->cluster, s->name, s->log, s->log_prefix, &job->cancelled};
     job->rc = fl_partition_exec_run(job->exec, &env, &job->run, job->outputs);
     if (job->rc != 0) {
         job->code = fl_last_error_code();
@@ -251,7 +252,15 @@ static void serve_send(fl_server_conn *c, uint32_t id, const fl_wire_send_tensor
 {
     fl_server *s = c->server;
     fl_tensor value = fl_server_received(s, &m->value);
-    fl_rendezvous_put(s->rendezvous, m->step_id, m->key, &value);
+    size_t held;
+    if (fl_rendezvous_put(s->rendezvous, m->step_id, m->key, &value, &held) != 0) {
+        char why[FL_WIRE_ERROR_LEN];
+        snprintf(why, sizeof why, "SEND_TENSOR %s for step %llu: %s already holds %zu bytes of values no run has "
+                 "taken yet; %llu more would pass --max_waiting_value_bytes (%llu)", m->key,
+                 (unsigned long long)m->step_id, s->name, held, (unsigned long long)m->value.bytes,
+                 (unsigned long long)s->limits.max_waiting_value_bytes);
+        return answer_failure(c, id, FL_RESOURCE_EXHAUSTED, why);
+    }
     fl_server_count(s, &s->stats.values_received, 1);
     fl_server_count(s, &s->stats.value_bytes_received, m->value.bytes);
     answer_ok(c, id);
@@ -292,9 +301,10 @@ void fl_server_drop_partitions(fl_server_conn *c)
                 s->log_prefix, count, count == 1 ? "" : "s", c->peer, c->who);
         fflush(s->log);
     }
-    if (c->running) { /* the run is let go: it ends (aborted) on its own */
+    if (c->running) { /* the run is let go: cancelled, it ends (aborted) before its next wave */
         c->running->conn = NULL;
         c->running->orphans = c->partitions;
+        atomic_store(&c->running->cancelled, true);
         fl_rendezvous_abort(s->rendezvous, c->running->run.step_id);
     } else {
         free_registry(c->partitions);
