@@ -345,6 +345,47 @@ static void test_unread_replies_and_variables(void)
     fclose(log);
 }
 
+/* Silent strangers past --max_unauthenticated_per_address 4: the oldest
+ * are dropped, the newest 4 held until their deadline. */
+static void test_strangers_per_address(void)
+{
+    enum { STRANGERS = 10 };
+    char ps_hosts[64], worker_hosts[64];
+    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
+    int port = atoi(strchr(ps_hosts, ':') + 1), fds[STRANGERS], left = STRANGERS;
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    FILE *log = tmpfile();
+    fl_server_options options = {.log = log, .max_unauthenticated_per_address = 4};
+    fl_server *ps = fl_server_start(spec, &options);
+    for (int i = 0; i < STRANGERS; i++)
+        fds[i] = loopback_connect(port, 1);
+    for (double end = fl_now_s() + 5; left > 4 && fl_now_s() < end; poll(NULL, 0, 20)) {
+        left = 0;
+        for (int i = 0; i < STRANGERS; i++) {
+            char b;
+            if (fds[i] >= 0 && recv(fds[i], &b, 1, MSG_DONTWAIT) == 0) {
+                close(fds[i]);
+                fds[i] = -1;
+            }
+            left += fds[i] >= 0;
+        }
+    }
+    ok(left == 4, "of %d silent connections from one address, %d are held (waited up to 5 s for 4)", STRANGERS,
+       left);
+    ok(fds[STRANGERS - 1] >= 0 && fds[0] < 0, "the newest stay, the oldest went");
+    for (int i = 0; i < STRANGERS; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    fl_server_stop(ps);
+    fflush(log);
+    rewind(log);
+    char text[4096] = "";
+    text[fread(text, 1, sizeof text - 1, log)] = '\0';
+    contains(text, "--max_unauthenticated_per_address", "the log names the flag");
+    fl_cluster_free(spec);
+    fclose(log);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -386,5 +427,6 @@ int main(void)
     rmdir(dir);
     test_goodbyes_from_others();
     test_unread_replies_and_variables();
+    test_strangers_per_address();
     return done_testing();
 }
