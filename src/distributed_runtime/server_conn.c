@@ -65,11 +65,17 @@ static bool too_many_unread_replies(fl_server_conn *c)
 }
 
 /* Behind a partition's run in flight, a connection's frames wait in its
- * input: past --max_bytes_behind_run it is not read until the run ends. */
-static void limit_bytes_behind_run(fl_server_conn *c, size_t buffered)
+ * input. A client waits for PARTITION_DONE, so past --max_bytes_behind_run
+ * it is refused, and its run cancelled (pausing would not see it hang up). */
+static void refuse_if_too_much_behind_run(fl_server_conn *c, size_t buffered)
 {
-    if (buffered > c->server->limits.max_bytes_behind_run)
-        bufferevent_disable(c->bev, EV_READ);
+    uint64_t limit = c->server->limits.max_bytes_behind_run;
+    if (buffered <= limit || c->closing)
+        return;
+    char why[200];
+    snprintf(why, sizeof why, "%zu bytes sent behind its partition run in flight, over --max_bytes_behind_run "
+             "(%llu): a client waits for PARTITION_DONE", buffered, (unsigned long long)limit);
+    fl_server_refuse(c, 0, fl_wire_error_for(FL_RESOURCE_EXHAUSTED), why);
 }
 
 void fl_server_resume_reading(fl_server_conn *c)
@@ -113,6 +119,10 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
                 return fl_server_refuse(c, announced.request_id, FL_WIRE_E_OUT_OF_ORDER, why);
             need = announced.frame_len;
         }
+        if (c->running) /* a frame announced behind a run counts whole, before it arrives */
+            refuse_if_too_much_behind_run(c, need);
+        if (c->closing)
+            return;
         if (len < need) { /* wake me when the whole frame is here */
             if (c->room_made != need && !c->tls) /* once per frame: a parked connection comes back here */
                 make_room_for_frame(in, len, need);
@@ -129,7 +139,7 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
             fl_server_count(c->server, &c->server->stats.bytes_in, need);
         fl_server_serve_frame(c, &f);
         if (was_running)
-            limit_bytes_behind_run(c, len);
+            refuse_if_too_much_behind_run(c, len);
         if (c->closing || was_running)
             return; /* refused: the connection closes once the error is out; or left for after the run */
         evbuffer_drain(in, need);
