@@ -6,7 +6,8 @@
  * the whole run would have (estimated from 200 ops), not compute on.
  * Also, a run stopped through should_stop on a plain session ends ABORTED,
  * and a client that sends 32 MiB behind its run in flight gets no more than
- * --max_bytes_behind_run (1 MiB here) and the kernel's buffers read. */
+ * --max_bytes_behind_run (1 MiB here) and the kernel's buffers read; a
+ * third partition past --max_partitions 2 is refused, naming the flag. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -103,6 +104,47 @@ static size_t send_behind_run(int fd)
     return sent;
 }
 
+/* REGISTER_PARTITION of a one-node graph: true when it was registered; the ERROR's words in why. */
+static bool register_tiny(int fd, fl_wire_buf *out, fl_wire_buf *in, char *why, size_t len)
+{
+    fl_graph_partition p = {.task = 0, .nwaves = 1};
+    snprintf(p.job, sizeof p.job, "worker");
+    p.graph = fl_graph_new();
+    fl_placeholder(p.graph, FL_FLOAT32, fl_shape_make(1, 2), "x");
+    p.wave = calloc(1, sizeof *p.wave);
+    fl_wire_buf graph = {0};
+    fl_graph_wire_encode(&p, &graph);
+    fl_graph_partition_free(&p);
+    fl_wire_put_register_partition(out, 2, graph.data, graph.len);
+    fl_wire_buf_free(&graph);
+    fl_wire_frame f;
+    fl_wire_message *m = fl_xmalloc(sizeof *m);
+    bool answered = request(fd, out, in, &f) && fl_wire_parse(&f, m, why, len) == 0;
+    bool registered = answered && m->type == FL_WIRE_PARTITION_REGISTERED;
+    if (answered && m->type == FL_WIRE_ERROR)
+        snprintf(why, len, "%s", m->u.error.message);
+    free(m);
+    return registered;
+}
+
+static void test_partitions_per_connection(int port)
+{
+    fl_wire_buf out = {0}, in = {0};
+    fl_wire_frame f;
+    char why[FL_WIRE_ERROR_LEN] = "";
+    int fd = loopback_connect(port, 20);
+    fl_wire_put_hello(&out, 1, FL_WIRE_CLIENT_JOB, 0);
+    bool hello = fd >= 0 && request(fd, &out, &in, &f) && f.type == FL_WIRE_HELLO_OK;
+    bool two = hello && register_tiny(fd, &out, &in, why, sizeof why) && register_tiny(fd, &out, &in, why, sizeof why);
+    ok(two, "a client registers two partitions");
+    ok(two && !register_tiny(fd, &out, &in, why, sizeof why), "a third is refused (--max_partitions 2)");
+    contains(why, "--max_partitions", "the error names the flag");
+    if (fd >= 0)
+        close(fd);
+    fl_wire_buf_free(&out);
+    fl_wire_buf_free(&in);
+}
+
 static void start_busy_run_and_hang_up(int port)
 {
     fl_graph_partition p = {.task = 0, .nwaves = 1};
@@ -147,11 +189,12 @@ static void test_client_hangs_up(void)
     setenv("FLOWLAB_TASK_DEADLINE", "20", 1);
     fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 0);
     FILE *log = tmpfile();
-    fl_server_options options = {.log = log, .max_bytes_behind_run = 1 << 20};
+    fl_server_options options = {.log = log, .max_bytes_behind_run = 1 << 20, .max_partitions = 2};
     fl_server *worker = fl_server_start(spec, &options);
     ok(worker != NULL, "a worker's task server starts (%s)", worker ? "" : fl_last_error());
     if (!worker)
         return;
+    test_partitions_per_connection(port);
     double start = fl_now_s();
     start_busy_run_and_hang_up(port);
     fl_server_stats st = {0};
