@@ -85,8 +85,10 @@ int fl_connect_with_retry(const fl_connect_options *o)
                 fprintf(log, "%s: reached %s at %s:%d after %.0f s\n", o->log_prefix ? o->log_prefix : "flowlab",
                         o->who, o->host, o->port, now - start);
             freeaddrinfo(addresses);
-            fl_socket_receive_within(fd, start + o->deadline_s - now); /* the handshake ends by the deadline */
-            return o->tls ? fl_tls_tunnel_open(fd, o->tls, o->who) : fd; /* a failed TLS handshake is final */
+            int out = o->tls ? fl_tls_tunnel_open(fd, o->tls, o->who) : fd; /* a failed TLS handshake is final */
+            if (out >= 0) /* the handshake after it ends by the deadline too (a TLS tunnel: its end of the pair) */
+                fl_socket_receive_within(out, start + o->deadline_s - fl_now_us() * 1e-6);
+            return out;
         }
         if (now - start >= o->deadline_s)
             break;
