@@ -387,9 +387,8 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
  * fetched value over as soon as it is finished, while the rest of the run
  * goes on (Horovod's and PyTorch DDP's hook: reduce a gradient while the
  * backward pass computes the next). fetch_ready(index, value, user) is
- * called once per fetch (a node fetched twice: twice), on the thread that
- * called fl_session_run_with_options, from inside the run and before it
- * returns; never from another thread. value is the tensor the run returns
+ * called once per fetch (a node fetched twice: twice), inside the run, on
+ * the thread that called fl_session_run_with_options. value is the tensor the run returns
  * in outputs[index], holding its final value: read or copy it, do not free
  * it; it stays valid until the run returns, and is freed by the run if the
  * run then fails (a failed run hands back no outputs). A value is handed
@@ -415,6 +414,7 @@ typedef struct {
     fl_fetch_ready_fn fetch_ready; /* NULL: none, as fl_session_run */
     void *user;                    /* passed to fetch_ready */
     const fl_fetch_target *fetch_to; /* NULL: every fetch a new host tensor */
+    bool (*should_stop)(void *user); /* asked before each op: true ends the run there, ABORTED (NULL: never) */
 } fl_run_options;
 /* fl_session_run with options (NULL: none). */
 int fl_session_run_with_options(fl_session *s, const fl_run_options *options, const fl_feed *feeds,

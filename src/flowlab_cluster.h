@@ -235,10 +235,39 @@ fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_t
  * logged with the peer and the reason, and everyone else is still served. */
 typedef struct fl_server fl_server;
 
+/* Every limit has a flag of the same name (fl_server_option_flag) and is
+ * named in the error or log line of a client that reaches it; 0 is its default. */
 typedef struct {
     void *log;              /* a FILE * for the server's log lines (NULL: stderr) */
-    double hello_timeout_s; /* a client that says nothing is dropped after this (0: 10 s) */
+    /* Before authentication: a client gets this long from connecting to
+     * HELLO_OK (TLS handshake included), however often it sends (0: 10 s). */
+    double hello_timeout_s;
+    int max_unauthenticated;              /* connections not yet welcomed, in all (0: 256) */
+    int max_unauthenticated_per_address;  /* ... from one address (0: 64) */
+    /* After: what one connection may make the server hold. */
+    uint64_t max_unread_reply_bytes;  /* replies not yet read: reading it pauses (0: 256 MiB) */
+    uint64_t max_bytes_behind_run;    /* requests buffered behind its partition run (0: 128 MiB) */
+    int max_partitions;               /* partitions registered (0: 64) */
+    /* Values sent here (SEND_TENSOR) that no run has taken yet, from all
+     * senders (0: 256 MiB); one waits at most FLOWLAB_TASK_DEADLINE. */
+    uint64_t max_waiting_value_bytes;
+    int max_variables;                /* variables a ps holds in all (0: 100000) */
 } fl_server_options;
+
+/* The flags of fl_server_options, for a program's --help. */
+#define FL_SERVER_OPTIONS_HELP                                                                                  \
+    "  --hello_timeout_s S            seconds from connecting to the end of the handshake (10)\n"               \
+    "  --max_unauthenticated N        connections not yet authenticated, in all (256)\n"                        \
+    "  --max_unauthenticated_per_address N   ... from one address (64)\n"                                       \
+    "  --max_unread_reply_bytes N     replies queued to one connection before it is read again (256 MiB)\n"    \
+    "  --max_bytes_behind_run N       bytes one connection may send behind its partition run (128 MiB)\n"       \
+    "  --max_partitions N             partitions one connection may register (64)\n"                            \
+    "  --max_waiting_value_bytes N    values sent here that no run has taken yet (256 MiB)\n"                    \
+    "  --max_variables N              variables a ps holds (100000)\n"
+
+/* Reads one of those flags into o: 1 when flag is one (value checked), 0
+ * when it is not, -1 with fl_last_error() naming the flag for a bad value. */
+int fl_server_option_flag(fl_server_options *o, const char *flag, const char *value);
 
 typedef struct {
     uint64_t connections;    /* accepted so far */

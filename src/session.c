@@ -331,6 +331,10 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n)
  * or one fetched early (session_fetch.c), gets a mark right behind it. */
 static int issue(fl_session *s, fl_node *n)
 {
+    const fl_run_options *o = s->run ? s->run->options : NULL;
+    if (o && o->should_stop && o->should_stop(o->user))
+        return fl_session_fail_code(s, FL_ABORTED, "%s: the run was stopped before this op: its caller gave it up",
+                                    n->name);
     fl_slot *slot = &s->slots[n->id];
     bool source = is_source(n) || s->feeds[n->id];
     if ((source ? run_source(s, n) : run_op(s, n)) != 0)

@@ -4,10 +4,13 @@
  * tunnel, src/distributed_runtime/tls_tunnel.c; the ps's libevent_openssl
  * bufferevents), with the shared secret as well; a certificate from
  * another CA is refused on either side, at once (UNAUTHENTICATED), and the
- * ps logs the refused peer; a worker process that exits right after closing
+ * ps logs the refused peer; TLS handshakes fed a byte at a time are dropped
+ * at the ps's hello deadline (server_guard.c); a worker process that exits right after closing
  * its TLS connection exits cleanly (its tunnel thread does not outlive
  * OpenSSL's exit handler). Certificates are made at test time
  * (tests/make_test_certs.sh) in the build directory. Loopback only. */
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -117,6 +120,46 @@ static void test_variables_over_tls(const char *secret_file)
     fl_tensor_free(ones);
     free(values);
     free(back);
+    fclose(log);
+}
+
+/* TLS handshakes held open by a byte every 0.5 s (slowloris): each is
+ * dropped at the ps's 5 s hello deadline all the same. */
+static void test_slow_tls_handshakes(void)
+{
+    enum { SLOW = 20 };
+    fl_cluster *spec;
+    int port, fds[SLOW], open_count = SLOW;
+    FILE *log = tmpfile();
+    fl_server *ps = start_ps(&spec, &port, log, NULL);
+    for (int i = 0; i < SLOW; i++)
+        fds[i] = loopback_connect(port, 1);
+    const unsigned char record[] = {0x16, 0x03, 0x01, 0x00, 0x80}; /* a handshake record of 128 bytes, never sent */
+    double start = fl_now_s();
+    for (int k = 0; open_count > 0 && fl_now_s() - start < 15; k++) {
+        open_count = 0;
+        for (int i = 0; i < SLOW; i++) {
+            char b;
+            ssize_t n = fds[i] < 0 ? 0 : recv(fds[i], &b, 1, MSG_DONTWAIT);
+            if (fds[i] >= 0 && (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))) {
+                close(fds[i]);
+                fds[i] = -1;
+            }
+            if (fds[i] < 0)
+                continue;
+            send(fds[i], &record[k % sizeof record], 1, MSG_NOSIGNAL);
+            open_count++;
+        }
+        poll(NULL, 0, 500);
+    }
+    double took = fl_now_s() - start;
+    ok(open_count == 0 && took < 9, "%d TLS handshakes fed a byte every 0.5 s are dropped by the 5 s deadline "
+       "(%d open after %.1f s)", SLOW, open_count, took);
+    for (int i = 0; i < SLOW; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
     fclose(log);
 }
 
@@ -243,6 +286,7 @@ int main(int argc, char **argv)
     test_variables_over_tls(NULL);
     test_variables_over_tls(secret);
     test_other_ca_refused();
+    test_slow_tls_handshakes();
     test_exit_right_after_tls(argv[0]);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

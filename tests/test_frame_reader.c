@@ -163,9 +163,9 @@ static void test_reader(void)
 
     d = (destination){landing, bytes, 0};
     rc = read_sent(frame.data, frame.len - 1000, &d, &buf, &f, why, sizeof why);
-    ok(rc == -1 && strstr(why, "ended inside a frame"), "a VALUE cut short in its data: %s", why);
+    ok(rc == -1 && strstr(why, "ended inside a VALUE frame"), "a VALUE cut short in its data: %s", why);
     rc = read_sent(frame.data, 30, &d, &buf, &f, why, sizeof why);
-    ok(rc == -1 && strstr(why, "ended inside a frame"), "a VALUE cut short in its head: %s", why);
+    ok(rc == -1 && strstr(why, "ended inside a VALUE frame"), "a VALUE cut short in its head: %s", why);
     rc = read_sent(frame.data, 0, &d, &buf, &f, why, sizeof why);
     ok(rc == 0 && strstr(why, "closed"), "an end of stream between frames: %s", why);
 

@@ -44,6 +44,7 @@ typedef struct {
     bool sync_replicas;        /* chapter 4: synchronous updates */
     long replicas_to_aggregate, total_num_replicas; /* 0: the number of workers */
     fl_cluster_security_flags security; /* --cluster_secret_file, --tls_*: chapter 4's securing a cluster */
+    fl_server_options server;           /* --hello_timeout_s, --max_*: what a stranger or client may hold */
 } cluster_flags;
 
 static void usage(FILE *out)
@@ -81,6 +82,7 @@ static void usage(FILE *out)
             "  every --save_every global steps; the other workers wait for the model to be ready.\n"
             "  --batch_size N        examples per step on each worker (default 128)\n"
             FL_CLUSTER_SECURITY_HELP
+            FL_SERVER_OPTIONS_HELP
             TRAINING_FLAGS_HELP
             "Tasks wait for each other (FLOWLAB_TASK_DEADLINE seconds, default 120) and say so every 5 s.\n",
             program, program);
@@ -98,6 +100,11 @@ static void set_cluster_flag(const char *flag, const char *value, void *options)
 {
     cluster_flags *c = options;
     if (fl_cluster_security_flag(&c->security, flag, value))
+        return;
+    int limit = fl_server_option_flag(&c->server, flag, value);
+    if (limit < 0)
+        bad_flag(program, flag, value, fl_last_error());
+    if (limit > 0)
         return;
     if (strcmp(flag, "--ps_hosts") == 0)
         c->ps_hosts = value;
@@ -173,9 +180,9 @@ static fl_cluster *read_cluster(const cluster_flags *c)
 
 // [book:ps]
 /* A ps task: serve the variables until every worker has said goodbye. */
-static int run_ps(const fl_cluster *cluster)
+static int run_ps(const fl_cluster *cluster, const fl_server_options *limits)
 {
-    fl_server *server = fl_server_start(cluster, NULL);
+    fl_server *server = fl_server_start(cluster, limits);
     if (!server) {
         fprintf(stderr, "%s: %s\n", program, fl_last_error());
         return 1;
@@ -411,7 +418,7 @@ static int train_worker(const fl_cluster *cluster, const training_flags *o, cons
 static int run_worker(const fl_cluster *cluster, const training_flags *o, const cluster_flags *c,
                       const lab_data *data)
 {
-    fl_server *server = fl_server_start(cluster, NULL); /* every task runs one */
+    fl_server *server = fl_server_start(cluster, &c->server); /* every task runs one */
     if (!server) {
         fprintf(stderr, "%s: %s\n", program, fl_last_error());
         return 1;
@@ -483,7 +490,7 @@ int main(int argc, char **argv)
     check_towers(cluster, &o, &c);
     int rc;
     if (strcmp(fl_cluster_job_name(cluster), "ps") == 0) {
-        rc = run_ps(cluster);
+        rc = run_ps(cluster, &c.server);
     } else {
         lab_data data;
         if (load_data(o.data_dir, o.max_examples, &data) != 0) {

@@ -19,6 +19,7 @@ typedef struct {
     long num_ps, port_base; /* a launcher's tasks: how many are ps, their first port */
     bool keep_running;
     fl_cluster_security_flags security; /* --cluster_secret_file, --tls_*: chapter 4's securing a cluster */
+    fl_server_options limits;           /* --hello_timeout_s, --max_*: what a stranger or client may hold */
 } server_flags;
 
 static void usage(FILE *out)
@@ -40,6 +41,7 @@ static void usage(FILE *out)
             "  --port_base P           with a launcher: the first port on each node (default 8888)\n"
             "  --keep_running          serve client after client; never exit by itself\n"
             FL_CLUSTER_SECURITY_HELP
+            FL_SERVER_OPTIONS_HELP
             "Waits for other tasks up to FLOWLAB_TASK_DEADLINE seconds (default 120).\n"
             "Example: one ps and two workers on this machine, then their client:\n"
             "  build/labs/tools/flowlab_server --ps_hosts=localhost:2222 --worker_hosts=localhost:2223,localhost:2224 --job_name=ps &\n"
@@ -64,6 +66,17 @@ static long parse_number(const char *flag, const char *value, long min, long max
     return n;
 }
 
+/* A limit of the task server's (--max_partitions ...); false when flag is none. */
+static bool limit_flag(fl_server_options *limits, const char *flag, const char *value)
+{
+    int rc = fl_server_option_flag(limits, flag, value);
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s (see --help)\n", program, fl_last_error());
+        exit(2);
+    }
+    return rc > 0;
+}
+
 /* One flag with its value (--flag=value or --flag value); false when unknown. */
 static bool set_flag(server_flags *f, const char *flag, const char *value)
 {
@@ -79,7 +92,7 @@ static bool set_flag(server_flags *f, const char *flag, const char *value)
         f->num_ps = parse_number(flag, value, 0, 65535);
     else if (strcmp(flag, "--port_base") == 0)
         f->port_base = parse_number(flag, value, 1, 65535);
-    else if (!fl_cluster_security_flag(&f->security, flag, value))
+    else if (!fl_cluster_security_flag(&f->security, flag, value) && !limit_flag(&f->limits, flag, value))
         return false;
     return true;
 }
@@ -172,7 +185,7 @@ int main(int argc, char **argv)
 {
     server_flags f = parse_server_flags(argc, argv);
     fl_cluster *cluster = read_cluster(&f);
-    fl_server *server = fl_server_start(cluster, NULL);
+    fl_server *server = fl_server_start(cluster, &f.limits);
     if (!server) {
         fprintf(stderr, "%s: %s\n", program, fl_last_error());
         fl_cluster_free(cluster);

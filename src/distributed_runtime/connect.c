@@ -85,7 +85,10 @@ int fl_connect_with_retry(const fl_connect_options *o)
                 fprintf(log, "%s: reached %s at %s:%d after %.0f s\n", o->log_prefix ? o->log_prefix : "flowlab",
                         o->who, o->host, o->port, now - start);
             freeaddrinfo(addresses);
-            return o->tls ? fl_tls_tunnel_open(fd, o->tls, o->who) : fd; /* a failed TLS handshake is final */
+            int out = o->tls ? fl_tls_tunnel_open(fd, o->tls, o->who) : fd; /* a failed TLS handshake is final */
+            if (out >= 0) /* the handshake after it ends by the deadline too (a TLS tunnel: its end of the pair) */
+                fl_socket_receive_within(out, start + o->deadline_s - fl_now_us() * 1e-6);
+            return out;
         }
         if (now - start >= o->deadline_s)
             break;
@@ -103,4 +106,12 @@ int fl_connect_with_retry(const fl_connect_options *o)
                       "address in the cluster spec right?",
                       o->who, o->host, o->port, o->deadline_s, strerror(why));
     return -1;
+}
+
+void fl_socket_receive_within(int fd, double seconds)
+{
+    if (seconds < 0.001 && seconds != 0)
+        seconds = 0.001; /* 0 would mean no bound */
+    struct timeval patience = {(time_t)seconds, (suseconds_t)((seconds - (time_t)seconds) * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
 }

@@ -28,8 +28,15 @@ typedef struct {
  * message naming the peer, its address, how long it was tried and the last
  * reason ("connection refused"). A name that does not resolve fails at once.
  * With o->tls, the socket is a TLS tunnel's (tls_tunnel.h), and a failed
- * TLS handshake fails at once (FL_UNAUTHENTICATED for a refused certificate). */
+ * TLS handshake fails at once (FL_UNAUTHENTICATED for a refused certificate).
+ * Its receives end at the deadline, so that the handshake after it cannot
+ * hang on a stopped or silent peer: clear that with fl_socket_receive_within(fd, 0). */
 int fl_connect_with_retry(const fl_connect_options *o);
+
+/* Bounds each recv on fd to `seconds` (0: no bound again), so that a
+ * handshake with a peer that is stopped or silent ends: recv then fails
+ * with EAGAIN, which fl_read_frame reports as a timeout. */
+void fl_socket_receive_within(int fd, double seconds);
 
 /* The pause before try number `attempt` (from 0): 50 ms doubling to 1 s. */
 double fl_connect_backoff_s(int attempt);

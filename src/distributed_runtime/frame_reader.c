@@ -93,7 +93,10 @@ int fl_read_frame(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_value_destinati
     unsigned char header[FL_WIRE_HEADER_BYTES];
     int rc = read_all(fd, header, sizeof header);
     if (rc <= 0) {
-        snprintf(why, len, rc == 0 ? "the task closed the connection" : "%s", strerror(errno));
+        if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            snprintf(why, len, "no answer before the deadline (FLOWLAB_TASK_DEADLINE): is it stopped, or busy?");
+        else
+            snprintf(why, len, rc == 0 ? "the task closed the connection" : "%s", strerror(errno));
         return rc;
     }
     if (fl_wire_decode(header, sizeof header, f, why, len) == FL_WIRE_BAD)
@@ -104,8 +107,11 @@ int fl_read_frame(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_value_destinati
         buf->cap = announced.frame_len;
     }
     memcpy(buf->data, header, sizeof header);
+    errno = 0;
     if (read_payload(fd, buf, &announced, destination, ctx) != 0) {
-        snprintf(why, len, "the connection ended inside a frame");
+        snprintf(why, len, errno == EAGAIN || errno == EWOULDBLOCK
+                               ? "no more of a %s frame before the deadline (FLOWLAB_TASK_DEADLINE)"
+                               : "the connection ended inside a %s frame", fl_wire_type_name(announced.type));
         return -1;
     }
     if (announced.tail_len == 0)

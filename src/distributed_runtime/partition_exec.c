@@ -317,6 +317,13 @@ static int keep_results(step *s, int nfetches, fl_tensor **values)
     return rc;
 }
 
+/* Asked by the session before each op: the run's client has gone. */
+static bool client_gone(void *arg)
+{
+    const step *s = arg;
+    return s->env->cancelled && atomic_load(s->env->cancelled);
+}
+
 static int run_wave(step *s, int wave, fl_node **targets)
 {
     int nfetches, ntargets;
@@ -327,7 +334,7 @@ static int run_wave(step *s, int wave, fl_node **targets)
         return 0;
     int nfeeds = feed_wave(s);
     fl_tensor **values = fl_xcalloc((size_t)nfetches + 1, sizeof *values);
-    fl_run_options options = {.fetch_ready = on_value_ready, .user = s};
+    fl_run_options options = {.fetch_ready = on_value_ready, .user = s, .should_stop = client_gone};
     fl_session *session = s->e->session;
     int rc = fl_session_run_with_options(session, &options, s->feeds, nfeeds, s->wave_fetches, nfetches, values,
                                          targets, ntargets);
@@ -407,6 +414,15 @@ int fl_partition_exec_inherit(fl_partition_exec *e, fl_partition_exec *older, co
     return carried;
 }
 
+/* The client has gone: no wave after this one starts. */
+static bool was_cancelled(const fl_partition_env *env, int wave)
+{
+    if (!env->cancelled || !atomic_load(env->cancelled))
+        return false;
+    fl_set_error_code(FL_ABORTED, "%s: the run was cancelled before wave %d: its client has gone", env->task, wave);
+    return true;
+}
+
 int fl_partition_exec_run(fl_partition_exec *e, const fl_partition_env *env, const fl_wire_run_partition *run,
                           fl_tensor **outputs)
 {
@@ -421,7 +437,7 @@ int fl_partition_exec_run(fl_partition_exec *e, const fl_partition_env *env, con
     if (rc == 0)
         mark_needed(&s);
     for (int wave = 0; wave < e->p.nwaves && rc == 0; wave++)
-        rc = run_wave(&s, wave, targets);
+        rc = was_cancelled(env, wave) ? -1 : run_wave(&s, wave, targets);
     if (await_sends(&s) != 0)
         rc = -1;
     free(targets);

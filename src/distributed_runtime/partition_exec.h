@@ -6,6 +6,8 @@
 #ifndef FLOWLAB_DIST_PARTITION_EXEC_H
 #define FLOWLAB_DIST_PARTITION_EXEC_H
 
+#include <stdatomic.h>
+
 #include "graph_partition.h"
 #include "rendezvous.h"
 
@@ -29,6 +31,9 @@ typedef struct {
     const char *task;          /* this task: "/job:worker/task:1" */
     FILE *log;
     const char *log_prefix;    /* "worker 1" */
+    /* Set (by the loop thread) when the run's client has gone: the run
+     * stops before its next wave or op, ABORTED (NULL: it runs to the end). */
+    const atomic_bool *cancelled;
 } fl_partition_env;
 
 /* One step: outputs[i] gets a new tensor for fetch i (the caller frees

@@ -65,8 +65,7 @@ static void mark_broken(fl_ps_client *c, const char *why)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* Records the first failed request's message, for whoever waits for it;
- * detail came from the peer, so it is escaped. */
+/* Keeps the first failed request's message for whoever waits; detail, the peer's words, escaped. */
 static void note_error(fl_ps_client *c, uint32_t id, fl_error_code code, const char *fmt, const char *detail)
 {
     if (c->error_id)
@@ -135,6 +134,7 @@ static void *read_replies(void *client)
     fl_wire_conn order;
     fl_wire_conn_init(&order, FL_WIRE_CLIENT_SIDE);
     fl_wire_check_order(&order, FL_WIRE_HELLO_OK, NULL, 0); /* open() read it already */
+    fl_socket_receive_within(c->fd, 0); /* the handshake's deadline is over: replies may take long */
     fl_wire_message *m = fl_xmalloc(sizeof *m);
     char why[FL_WIRE_ERROR_LEN];
     for (;;) {
@@ -435,7 +435,7 @@ static int connect_and_greet(fl_ps_client *c, const fl_connect_options *where, c
         c->fd = fl_connect_with_retry(where);
         if (c->fd < 0)
             return -1;
-        int rc = say_hello(c, where, my_job, my_task);
+        int rc = say_hello(c, where, my_job, my_task); /* its receives end at the deadline (connect.h) */
         if (rc == 0)
             return c->fd;
         close(c->fd);

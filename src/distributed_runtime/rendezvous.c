@@ -16,6 +16,8 @@ typedef struct entry {
     uint64_t step;
     char *key;
     fl_tensor *value;
+    size_t bytes;
+    double arrived_s;
     struct entry *next;
 } entry;
 
@@ -31,6 +33,8 @@ struct fl_rendezvous {
     step_over over[STEPS_REMEMBERED];
     int nover, next_over;
     bool all_aborted;
+    size_t bytes, max_bytes; /* held now, and the most (0: no bound) */
+    double max_age_s;        /* a value waits at most this long (0: no bound) */
 };
 
 fl_rendezvous *fl_rendezvous_new(void)
@@ -62,6 +66,30 @@ void fl_rendezvous_free(fl_rendezvous *r)
     free(r);
 }
 
+void fl_rendezvous_set_limits(fl_rendezvous *r, size_t max_bytes, double max_age_s)
+{
+    pthread_mutex_lock(&r->lock);
+    r->max_bytes = max_bytes;
+    r->max_age_s = max_age_s;
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Drops the values that have waited past max_age_s. Lock held. */
+static void drop_stale(fl_rendezvous *r)
+{
+    double too_old = fl_now_s() - r->max_age_s;
+    for (entry **p = &r->entries; r->max_age_s > 0 && *p;) {
+        entry *e = *p;
+        if (e->arrived_s >= too_old) {
+            p = &e->next;
+            continue;
+        }
+        *p = e->next;
+        r->bytes -= e->bytes;
+        free_entry(e);
+    }
+}
+
 /* The record of a step that is over, or NULL. Lock held. */
 static const step_over *find_over(const fl_rendezvous *r, uint64_t step)
 {
@@ -71,22 +99,26 @@ static const step_over *find_over(const fl_rendezvous *r, uint64_t step)
     return NULL;
 }
 
-void fl_rendezvous_put(fl_rendezvous *r, uint64_t step, const char *key, const fl_tensor *value)
+int fl_rendezvous_put(fl_rendezvous *r, uint64_t step, const char *key, const fl_tensor *value, size_t *held)
 {
     entry *e = fl_xcalloc(1, sizeof *e);
-    e->step = step;
-    e->key = fl_xstrdup(key);
-    e->value = fl_tensor_copy(value);
+    *e = (entry){.step = step, .key = fl_xstrdup(key), .value = fl_tensor_copy(value),
+                 .bytes = fl_tensor_bytes(value), .arrived_s = fl_now_s()};
     pthread_mutex_lock(&r->lock);
-    if (find_over(r, step) || r->all_aborted) {
+    drop_stale(r);
+    *held = r->bytes;
+    bool refused = r->max_bytes > 0 && r->bytes + e->bytes > r->max_bytes;
+    if (refused || find_over(r, step) || r->all_aborted) { /* a value after its step is over: nobody waits */
         pthread_mutex_unlock(&r->lock);
         free_entry(e);
-        return;
+        return refused ? -1 : 0;
     }
     e->next = r->entries;
     r->entries = e;
+    r->bytes += e->bytes;
     pthread_cond_broadcast(&r->arrived);
     pthread_mutex_unlock(&r->lock);
+    return 0;
 }
 
 /* Unlinks and returns the entry for (step, key), or NULL. Lock held. */
@@ -96,6 +128,7 @@ static entry *unlink_entry(fl_rendezvous *r, uint64_t step, const char *key)
         entry *e = *p;
         if (e->step == step && (!key || strcmp(e->key, key) == 0)) {
             *p = e->next;
+            r->bytes -= e->bytes;
             return e;
         }
     }

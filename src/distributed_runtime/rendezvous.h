@@ -15,8 +15,14 @@ typedef struct fl_rendezvous fl_rendezvous;
 
 fl_rendezvous *fl_rendezvous_new(void);
 void fl_rendezvous_free(fl_rendezvous *r);
-/* Keeps a copy of value for (step, key); dropped when the step is over. */
-void fl_rendezvous_put(fl_rendezvous *r, uint64_t step, const char *key, const fl_tensor *value);
+/* Bounds what waits for a run that has not taken it (0: no bound): a put
+ * that would hold more than max_bytes is refused, and a value that has
+ * waited max_age_s (a run that needed it would have given up) is dropped. */
+void fl_rendezvous_set_limits(fl_rendezvous *r, size_t max_bytes, double max_age_s);
+/* Keeps a copy of value for (step, key); dropped when the step is over.
+ * 0, or -1 (nothing kept) when it would pass max_bytes, with the bytes
+ * held now in *held. */
+int fl_rendezvous_put(fl_rendezvous *r, uint64_t step, const char *key, const fl_tensor *value, size_t *held);
 
 typedef struct {
     const char *from;   /* the sending task, for messages: "/job:ps/task:0" */

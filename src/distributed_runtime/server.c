@@ -86,6 +86,8 @@ static void free_server(fl_server *s)
     fl_rendezvous_free(s->rendezvous);
     if (s->listener)
         evconnlistener_free(s->listener);
+    if (s->resume_accepting)
+        event_free(s->resume_accepting);
     if (s->base)
         event_base_free(s->base);
     fl_ps_sync_free(s->sync);
@@ -108,11 +110,12 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     s->task = fl_cluster_task_index(c);
     snprintf(s->name, sizeof s->name, "/job:%s/task:%d", s->job, s->task);
     snprintf(s->log_prefix, sizeof s->log_prefix, "%s %d", s->job, s->task);
-    s->log = o && o->log ? o->log : stderr;
-    s->hello_timeout_s = o && o->hello_timeout_s > 0 ? o->hello_timeout_s : 10.0;
+    s->limits = fl_server_limits_resolve(o);
+    s->log = s->limits.log;
     s->store = fl_ps_store_new();
     s->sync = fl_ps_sync_new(s->store);
     s->rendezvous = fl_rendezvous_new();
+    fl_rendezvous_set_limits(s->rendezvous, (size_t)s->limits.max_waiting_value_bytes, fl_task_deadline_s());
     s->message = fl_xmalloc(sizeof *s->message);
     s->num_workers = fl_cluster_num_tasks(c, "worker");
     s->num_chiefs = fl_cluster_num_tasks(c, "chief");
@@ -137,8 +140,8 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
     fl_accelerator_count();
     fl_server *s = new_server(cluster, options);
     s->base = event_base_new();
-    if (!s->base || listen_on_own_address(s, cluster) != 0) {
-        if (!s->base)
+    if (!s->base || listen_on_own_address(s, cluster) != 0 || fl_server_guard_listener(s) != 0) {
+        if (!s->base || s->listener)
             fl_set_error_code(FL_INTERNAL, "%s: libevent could not make an event loop", s->name);
         free_server(s);
         return NULL;

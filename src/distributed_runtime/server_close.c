@@ -44,6 +44,8 @@ void fl_server_free_conn(fl_server_conn *c)
             fl_server_log_conn(c, "refused", "it closed without proving it knows the cluster secret");
     }
     unlink_conn(c);
+    if (c->deadline)
+        event_free(c->deadline);
     bufferevent_free(c->bev);
     free(c);
 }

@@ -45,6 +45,58 @@ static void make_room_for_frame(struct evbuffer *in, size_t have, size_t need)
     evbuffer_freeze(in, 0);
 }
 
+/* Replies the client has not read: past --max_unread_reply_bytes, reading
+ * from it pauses until they have drained to half that (on_write). */
+static bool too_many_unread_replies(fl_server_conn *c)
+{
+    size_t limit = (size_t)c->server->limits.max_unread_reply_bytes;
+    size_t unread = evbuffer_get_length(bufferevent_get_output(c->bev));
+    if (unread <= limit)
+        return false;
+    if (!c->reading_paused) {
+        char why[160];
+        snprintf(why, sizeof why, "%zu bytes of replies unread (--max_unread_reply_bytes %zu)", unread, limit);
+        fl_server_log_conn(c, "pausing reads from", why);
+    }
+    c->reading_paused = true;
+    bufferevent_disable(c->bev, EV_READ);
+    bufferevent_setwatermark(c->bev, EV_WRITE, limit / 2, 0);
+    return true;
+}
+
+/* Behind a partition's run in flight, a connection's frames wait in its
+ * input. A client waits for PARTITION_DONE, so past --max_bytes_behind_run
+ * it is refused, and its run cancelled (pausing would not see it hang up). */
+static void refuse_if_too_much_behind_run(fl_server_conn *c, size_t buffered)
+{
+    uint64_t limit = c->server->limits.max_bytes_behind_run;
+    if (buffered <= limit || c->closing)
+        return;
+    char why[200];
+    snprintf(why, sizeof why, "%zu bytes sent behind its partition run in flight, over --max_bytes_behind_run "
+             "(%llu): a client waits for PARTITION_DONE", buffered, (unsigned long long)limit);
+    fl_server_refuse(c, 0, fl_wire_error_for(FL_RESOURCE_EXHAUSTED), why);
+}
+
+void fl_server_resume_reading(fl_server_conn *c)
+{
+    if (c->parked || c->reading_paused || c->closing)
+        return;
+    bufferevent_enable(c->bev, EV_READ);
+    if (!c->running && evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+        fl_server_on_read(c->bev, c);
+}
+
+static void on_write(struct bufferevent *bev, void *conn)
+{
+    fl_server_conn *c = conn;
+    if (!c->reading_paused)
+        return;
+    c->reading_paused = false;
+    bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+    fl_server_resume_reading(c);
+}
+
 /* libevent calls this when at least the read watermark's bytes are in. */
 void fl_server_on_read(struct bufferevent *bev, void *conn)
 {
@@ -55,14 +107,22 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         size_t look = len < FL_WIRE_HEADER_BYTES ? len : FL_WIRE_HEADER_BYTES;
         fl_wire_frame f;
         char why[FL_WIRE_ERROR_LEN];
-        if (look == 0)
+        if (look == 0 || too_many_unread_replies(c))
             return;
         fl_wire_status st = fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)look), look, &f, why, sizeof why);
         if (st == FL_WIRE_BAD)
             return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
-        size_t need = look < FL_WIRE_HEADER_BYTES
-                          ? FL_WIRE_HEADER_BYTES
-                          : fl_wire_frame_length(evbuffer_pullup(in, FL_WIRE_HEADER_BYTES));
+        size_t need = FL_WIRE_HEADER_BYTES;
+        if (look == FL_WIRE_HEADER_BYTES) {
+            fl_wire_frame announced = fl_wire_frame_announced(evbuffer_pullup(in, FL_WIRE_HEADER_BYTES));
+            if (!fl_server_guard_allows(c, announced.type, why, sizeof why))
+                return fl_server_refuse(c, announced.request_id, FL_WIRE_E_OUT_OF_ORDER, why);
+            need = announced.frame_len;
+        }
+        if (c->running) /* a frame announced behind a run counts whole, before it arrives */
+            refuse_if_too_much_behind_run(c, need);
+        if (c->closing)
+            return;
         if (len < need) { /* wake me when the whole frame is here */
             if (c->room_made != need && !c->tls) /* once per frame: a parked connection comes back here */
                 make_room_for_frame(in, len, need);
@@ -78,6 +138,8 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         if (!was_running)
             fl_server_count(c->server, &c->server->stats.bytes_in, need);
         fl_server_serve_frame(c, &f);
+        if (was_running)
+            refuse_if_too_much_behind_run(c, len);
         if (c->closing || was_running)
             return; /* refused: the connection closes once the error is out; or left for after the run */
         evbuffer_drain(in, need);
@@ -105,9 +167,7 @@ static void on_event(struct bufferevent *bev, short events, void *conn)
     char why[FL_WIRE_ERROR_LEN];
     struct evbuffer *in = bufferevent_get_input(bev);
     size_t left = evbuffer_get_length(in);
-    if (events & BEV_EVENT_TIMEOUT)
-        fl_server_log_conn(c, "dropping", "said nothing before the hello timeout");
-    else if (c->tls && !c->who[0] && (events & BEV_EVENT_ERROR) && tls_refusal(bev, why, sizeof why)) {
+    if (c->tls && !c->who[0] && (events & BEV_EVENT_ERROR) && tls_refusal(bev, why, sizeof why)) {
         fl_server_log_conn(c, "refused", why);
         fl_server_count(c->server, &c->server->stats.refused, 1);
     }
@@ -118,15 +178,17 @@ static void on_event(struct bufferevent *bev, short events, void *conn)
     else if (c->who[0] && !c->said_goodbye && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         fl_server_log_conn(c, "lost", "disconnected without saying goodbye (fl_monitored_session_close says it; "
                                         "without a monitored session, call fl_cluster_say_goodbye)");
-    if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+    if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
         fl_server_free_conn(c);
 }
 
-static void describe_peer(const struct sockaddr *address, int length, char *out, size_t len)
+static void describe_peer(const struct sockaddr *address, int length, fl_server_conn *c)
 {
-    char host[64] = "?", port[16] = "?";
-    getnameinfo(address, (socklen_t)length, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf(out, len, "%s:%s", host, port);
+    char port[16] = "?";
+    snprintf(c->host, sizeof c->host, "?");
+    getnameinfo(address, (socklen_t)length, c->host, sizeof c->host, port, sizeof port,
+                NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(c->peer, sizeof c->peer, "%s:%s", c->host, port);
 }
 
 /* A plain socket's bufferevent, or with the cluster's TLS a TLS server's
@@ -154,18 +216,20 @@ void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
     c->server = s;
     c->task = -1;
     fl_wire_conn_init(&c->order, FL_WIRE_SERVER_SIDE);
-    describe_peer(address, length, c->peer, sizeof c->peer);
+    describe_peer(address, length, c);
     int one = 1; /* replies are small and awaited: no Nagle delay */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->bev = new_bufferevent(s, fd, &c->tls);
-    bufferevent_setcb(c->bev, fl_server_on_read, NULL, on_event, c);
+    bufferevent_setcb(c->bev, fl_server_on_read, on_write, on_event, c);
     /* libevent moves 16 KiB per read or write by default: a 13 MB gradient
      * would take 800 trips through the event loop each way. */
     bufferevent_set_max_single_read(c->bev, FL_SERVER_MAX_SINGLE_IO);
     bufferevent_set_max_single_write(c->bev, FL_SERVER_MAX_SINGLE_IO);
-    struct timeval hello = {(time_t)s->hello_timeout_s,
-                            (suseconds_t)((s->hello_timeout_s - (time_t)s->hello_timeout_s) * 1e6)};
-    bufferevent_set_timeouts(c->bev, &hello, NULL);
+    if (fl_server_guard_stranger(c) != 0) { /* libevent could not make its timer: no room for it */
+        bufferevent_free(c->bev);
+        free(c);
+        return;
+    }
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     c->next = s->conns;
     s->conns = c;

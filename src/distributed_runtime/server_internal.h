@@ -30,7 +30,10 @@ struct fl_server {
     char job[16];
     int task;
     FILE *log;
-    double hello_timeout_s;
+    fl_server_options limits; /* every limit resolved to its value (server_limits.c) */
+    struct event *resume_accepting; /* accepting paused: out of descriptors (server_guard.c) */
+    uint64_t accept_pauses;
+    uint64_t strangers_dropped;
     struct event_base *base;
     struct evconnlistener *listener;
     pthread_t thread;
@@ -52,6 +55,7 @@ struct fl_server {
     /* Who has said goodbye, by job: the ps exits once every worker has. */
     int num_workers, num_chiefs;
     bool *worker_done, *chief_done;
+    bool serves_workers;  /* a worker or chief has sent ps requests: a client's goodbye does not end it */
     /* Shared with the threads that join or read stats: under lock. */
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -65,12 +69,15 @@ typedef struct fl_server_conn {
     struct bufferevent *bev;
     fl_wire_conn order;
     char peer[80]; /* "127.0.0.1:40312" */
+    char host[64]; /* "127.0.0.1": strangers are counted per address */
+    struct event *deadline; /* until HELLO_OK: a stranger is dropped when it fires (server_guard.c) */
     char who[64];  /* "/job:worker/task:1" once it said HELLO */
     char job[FL_WIRE_MAX_NAME + 1];
     int task;
     bool said_goodbye;
     bool sent_values; /* a peer task's connection for SEND_TENSOR: it closes with no goodbye */
     bool closing;  /* refused: closes once the ERROR is out */
+    bool reading_paused; /* too many replies unread (--max_unread_reply_bytes): until they drain */
     bool parked;   /* a WAIT_STEP awaits its answer: reading paused (server_sync.c) ... */
     uint32_t parked_id;                        /* ... that request, */
     char parked_name[FL_WIRE_MAX_NAME + 1];    /* on this variable, */
@@ -121,6 +128,9 @@ fl_op_kind fl_server_update_op(const fl_wire_message *m, fl_attrs *attrs);
 bool fl_server_read_step(const fl_tensor *t, uint64_t *step);
 /* server_conn.c: serves the frames buffered (libevent's read callback). */
 void fl_server_on_read(struct bufferevent *bev, void *conn);
+/* Reads again, and serves what is buffered, unless a WAIT_STEP, unread
+ * replies or a refusal hold the connection. */
+void fl_server_resume_reading(fl_server_conn *c);
 
 /* The requests of synchronous replicas (server_sync.c). */
 void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m);
@@ -140,6 +150,18 @@ void fl_server_peek_while_running(fl_server_conn *c, const fl_wire_frame *f);
 void fl_server_drop_partitions(fl_server_conn *c);
 void fl_server_stop_partitions(fl_server *s);
 
+/* server_guard.c: bounds before authentication. A stranger gets its
+ * deadline to HELLO_OK (the oldest stranger goes when a cap is reached);
+ * welcomed, it loses it; a frame announced by a stranger's header is
+ * checked from the header (only HELLO and PROOF); the listener pauses when
+ * accept fails. -1 when libevent cannot make a timer. */
+int fl_server_guard_stranger(fl_server_conn *c);
+void fl_server_guard_welcomed(fl_server_conn *c);
+bool fl_server_guard_allows(fl_server_conn *c, fl_wire_type announced, char *why, size_t len);
+int fl_server_guard_listener(fl_server *s);
+/* server_limits.c: options with every 0 replaced by its default. */
+fl_server_options fl_server_limits_resolve(const fl_server_options *o);
+
 /* libevent's accept callback: a new connection to serve (server_conn.c). */
 void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *address,
                       int length, void *server);
@@ -147,6 +169,8 @@ void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
 void fl_server_close_all(fl_server *s);
 /* Counts a goodbye from job/task; true when it was the last one expected. */
 bool fl_server_note_goodbye(fl_server *s, const char *job, int task);
+/* Notes who sends what: a worker's or chief's ps request makes s a ps that serves workers. */
+void fl_server_note_request(fl_server *s, const fl_server_conn *c, fl_wire_type type);
 /* Bumps one of the stats counters under the lock. */
 void fl_server_count(fl_server *s, uint64_t *counter, uint64_t by);
 

@@ -33,6 +33,7 @@ typedef struct fl_partition_job {
     uint32_t request_id;
     unsigned char *feed_bytes;      /* the feeds' values, out of the frame (freed with it) */
     fl_tensor **outputs;
+    atomic_bool cancelled;          /* its client has gone: stop between waves */
     int rc;
     fl_error_code code;
     char error[FL_ERROR_LEN];
@@ -86,6 +87,13 @@ static void serve_register(fl_server_conn *c, uint32_t id, const fl_wire_bytes *
         fl_graph_partition_free(&p);
         return answer_failure(c, id, FL_INVALID_ARGUMENT, why);
     }
+    if (c->partitions && c->partitions->count >= s->limits.max_partitions) {
+        char why[FL_WIRE_ERROR_LEN];
+        snprintf(why, sizeof why, "this connection to %s already has %d partitions registered, the most it may "
+                 "(--max_partitions); deregister one first", s->name, c->partitions->count);
+        fl_graph_partition_free(&p);
+        return answer_failure(c, id, FL_RESOURCE_EXHAUSTED, why);
+    }
     if (!c->partitions)
         c->partitions = fl_xcalloc(1, sizeof *c->partitions);
     fl_partition_registry *r = c->partitions;
@@ -128,7 +136,7 @@ static void *run_job(void *arg)
 {
     fl_partition_job *job = arg;
     fl_server *s = job->server;
-    fl_partition_env env = {s->rendezvous, s->cluster, s->name, s->log, s->log_prefix};
+    fl_partition_env env = {s->rendezvous, s->cluster, s->name, s->log, s->log_prefix, &job->cancelled};
     job->rc = fl_partition_exec_run(job->exec, &env, &job->run, job->outputs);
     if (job->rc != 0) {
         job->code = fl_last_error_code();
@@ -187,8 +195,8 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
         c->running = NULL;
     }
     free_job(job);
-    if (c && evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
-        fl_server_on_read(c->bev, c);
+    if (c)
+        fl_server_resume_reading(c); /* also after --max_bytes_behind_run paused it */
 }
 
 /* The feeds' data lies in the frame, which is drained once this request is
@@ -244,7 +252,15 @@ static void serve_send(fl_server_conn *c, uint32_t id, const fl_wire_send_tensor
 {
     fl_server *s = c->server;
     fl_tensor value = fl_server_received(s, &m->value);
-    fl_rendezvous_put(s->rendezvous, m->step_id, m->key, &value);
+    size_t held;
+    if (fl_rendezvous_put(s->rendezvous, m->step_id, m->key, &value, &held) != 0) {
+        char why[FL_WIRE_ERROR_LEN];
+        snprintf(why, sizeof why, "SEND_TENSOR %s for step %llu: %s already holds %zu bytes of values no run has "
+                 "taken yet; %llu more would pass --max_waiting_value_bytes (%llu)", m->key,
+                 (unsigned long long)m->step_id, s->name, held, (unsigned long long)m->value.bytes,
+                 (unsigned long long)s->limits.max_waiting_value_bytes);
+        return answer_failure(c, id, FL_RESOURCE_EXHAUSTED, why);
+    }
     fl_server_count(s, &s->stats.values_received, 1);
     fl_server_count(s, &s->stats.value_bytes_received, m->value.bytes);
     answer_ok(c, id);
@@ -285,9 +301,10 @@ void fl_server_drop_partitions(fl_server_conn *c)
                 s->log_prefix, count, count == 1 ? "" : "s", c->peer, c->who);
         fflush(s->log);
     }
-    if (c->running) { /* the run is let go: it ends (aborted) on its own */
+    if (c->running) { /* the run is let go: cancelled, it ends (aborted) before its next wave */
         c->running->conn = NULL;
         c->running->orphans = c->partitions;
+        atomic_store(&c->running->cancelled, true);
         fl_rendezvous_abort(s->rendezvous, c->running->run.step_id);
     } else {
         free_registry(c->partitions);

@@ -42,6 +42,11 @@ static void serve_init(fl_server_conn *c, uint32_t id, const fl_wire_named_tenso
     fl_server *s = c->server;
     fl_tensor value = fl_server_received(s, &m->tensor);
     char why[FL_WIRE_ERROR_LEN];
+    if (!fl_ps_store_get(s->store, m->name) && fl_ps_store_count(s->store) >= s->limits.max_variables) {
+        snprintf(why, sizeof why, "INIT_VARIABLE %s: %s already holds %d variables, the most it may (--max_variables)",
+                 m->name, s->name, fl_ps_store_count(s->store));
+        return fl_server_refuse(c, id, fl_wire_error_for(FL_RESOURCE_EXHAUSTED), why);
+    }
     int rc = fl_ps_store_init(s->store, m->name, &value, why, sizeof why);
     if (rc < 0)
         return fl_server_refuse(c, id, FL_WIRE_E_MISMATCH, why);
@@ -134,6 +139,7 @@ void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
         fl_server_refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, why);
     } else {
         fl_server_count(c->server, &c->server->stats.frames, 1);
+        fl_server_note_request(c->server, c, m->type);
         switch (m->type) {
         case FL_WIRE_HELLO: serve_hello(c, f->request_id, &m->u.hello); break;
         case FL_WIRE_INIT_VARIABLE: serve_init(c, f->request_id, &m->u.named); break;

@@ -1,0 +1,432 @@
+/* test_server_bounds.c: a ps with a cluster secret, in a child process
+ * whose descriptors are limited to 64, attacked before authentication
+ * (server_guard.c) while a worker with the secret trains beside: a
+ * slowloris that sends a byte of HELLO every 200 ms on 150 connections
+ * (held past 64 descriptors, so accept fails), a stranger that announces a
+ * 60 MB ASSIGN before HELLO_OK, and a stranger's GOODBYE. The worker's every
+ * update lands, the trickling connections are all dropped by the deadline,
+ * the log stays small, and the ps exits 0 once the worker says goodbye.
+ * Then goodbyes (server_stats.c), on a ps without a secret on this
+ * process's thread: a `client`'s and a ps task's goodbye do not end a ps
+ * whose worker is still there. Every wait has a deadline; the child is
+ * killed by its pid. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "flowlab.h"
+#include "runtime.h"
+#include "distributed_runtime/cluster_security.h"
+#include "distributed_runtime/frame_reader.h"
+#include "distributed_runtime/ps_client.h"
+#include "distributed_runtime/socket_writer.h"
+#include "loopback.h"
+
+#define ATTACKERS 150
+#define UPDATES 300
+#define WIDTH 64
+
+static const char SECRET[] = "0123456789abcdef0123456789abcdef\n";
+static char dir[64], secret_file[96], log_path[96];
+
+static void write_secret(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/flowlab_bounds_XXXXXX");
+    if (!mkdtemp(dir))
+        diag("cannot make a temporary directory");
+    snprintf(secret_file, sizeof secret_file, "%s/secret", dir);
+    snprintf(log_path, sizeof log_path, "%s/ps.log", dir);
+    int fd = open(secret_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || write(fd, SECRET, strlen(SECRET)) != (ssize_t)strlen(SECRET))
+        diag("cannot write %s", secret_file);
+    close(fd);
+}
+
+/* The child: a ps of one worker, 64 descriptors, a 1 s hello deadline;
+ * it exits 0 once the worker has said goodbye, 2 after 60 s. */
+static void run_ps(const char *ps_hosts, const char *worker_hosts)
+{
+    struct rlimit few = {64, 64};
+    setrlimit(RLIMIT_NOFILE, &few);
+    FILE *log = fopen(log_path, "w");
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    if (!log || !spec || fl_cluster_set_secret_file(spec, secret_file) != 0)
+        _exit(3);
+    fl_server_options options = {.log = log, .hello_timeout_s = 1};
+    fl_server *ps = fl_server_start(spec, &options);
+    if (!ps)
+        _exit(4);
+    int rc = fl_server_join(ps, 60) == 0 ? 0 : 2;
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
+    fclose(log);
+    _exit(rc);
+}
+
+static fl_ps_client *open_worker(int port, fl_cluster *mine)
+{
+    fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 30,
+                            .job = "ps", .task = 0};
+    o.secret = fl_cluster_secret(mine, &o.secret_len);
+    return fl_ps_client_open(&o, "worker", 0);
+}
+
+/* Opens the attackers' connections, as many as the kernel takes (the ps accepts only some). */
+static int open_attackers(int port, int fds[ATTACKERS])
+{
+    int opened = 0;
+    for (int i = 0; i < ATTACKERS; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        connect(fds[i], (struct sockaddr *)&a, sizeof a);
+        opened += fds[i] >= 0;
+    }
+    return opened;
+}
+
+/* One byte of a HELLO to every attacker still open; how many are open. */
+static int trickle(int fds[ATTACKERS], const unsigned char *hello, size_t at)
+{
+    int open_count = 0;
+    for (int i = 0; i < ATTACKERS; i++) {
+        if (fds[i] < 0)
+            continue;
+        char drain[256];
+        ssize_t n = recv(fds[i], drain, sizeof drain, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINPROGRESS &&
+                       errno != ENOTCONN)) {
+            close(fds[i]);
+            fds[i] = -1;
+            continue;
+        }
+        send(fds[i], hello + at, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        open_count++;
+    }
+    return open_count;
+}
+
+/* A stranger announces a 60 MB ASSIGN before HELLO_OK: refused from the header. */
+static bool big_frame_refused_from_header(int port)
+{
+    unsigned char header[16] = {'F', 'L', 'W', 'P', 1, 13, 0, 0, 0, 0, 0, 1, 0x03, 0x90, 0, 0};
+    int fd = loopback_connect(port, 10);
+    if (fd < 0)
+        return false;
+    fl_socket_write_all(fd, header, sizeof header);
+    fl_wire_buf buf = {0};
+    fl_wire_frame f;
+    char why[256] = "";
+    bool refused = fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1 && f.type == FL_WIRE_ERROR;
+    fl_wire_message *m = fl_xmalloc(sizeof *m);
+    refused = refused && fl_wire_parse(&f, m, why, sizeof why) == 0 &&
+              strstr(m->u.error.message, "ASSIGN before HELLO") != NULL;
+    if (!refused)
+        diag("the ps said: %s", m->type == FL_WIRE_ERROR ? m->u.error.message : why);
+    free(m);
+    fl_wire_buf_free(&buf);
+    close(fd);
+    return refused;
+}
+
+/* The worker's training: UPDATES steps of SGD on w, the attack going on. */
+static int train(fl_ps_client *c, int fds[ATTACKERS], const unsigned char *hello, size_t hello_len,
+                 int *most_open)
+{
+    fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
+    fl_tensor *ones = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
+    for (int i = 0; i < WIDTH; i++)
+        fl_tensor_floats(ones)[i] = 1;
+    int failures = fl_ps_client_wait(c, fl_ps_client_init(c, "w", zeros, NULL)) != 0;
+    fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 1};
+    double next_byte = fl_now_s();
+    for (int i = 0, at = 0; i < UPDATES; i++) {
+        failures += fl_ps_client_wait(c, fl_ps_client_apply(c, "w", &sgd, ones)) != 0;
+        if (fl_now_s() >= next_byte && (size_t)at < hello_len - 1) { /* never the last byte */
+            int open_count = trickle(fds, hello, (size_t)at++);
+            *most_open = open_count > *most_open ? open_count : *most_open;
+            next_byte = fl_now_s() + 0.2;
+        }
+        struct timespec pause = {0, 5 * 1000 * 1000}; /* a worker computes between steps */
+        nanosleep(&pause, NULL);
+    }
+    fl_tensor_free(zeros);
+    fl_tensor_free(ones);
+    return failures;
+}
+
+/* Waits up to `seconds` for every attacker to be closed by the ps. */
+static int still_open_after(int fds[ATTACKERS], double seconds)
+{
+    double end = fl_now_s() + seconds;
+    int open_count = ATTACKERS;
+    while (open_count > 0 && fl_now_s() < end) {
+        open_count = 0;
+        for (int i = 0; i < ATTACKERS; i++) {
+            if (fds[i] < 0)
+                continue;
+            char drain[256];
+            ssize_t n = recv(fds[i], drain, sizeof drain, MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+                close(fds[i]);
+                fds[i] = -1;
+            } else {
+                open_count++;
+            }
+        }
+        poll(NULL, 0, 50);
+    }
+    return open_count;
+}
+
+/* The worker's goodbye on its own connection; a stranger's GOODBYE before it changes nothing. */
+static void say_stranger_goodbye(int port)
+{
+    fl_wire_buf buf = {0};
+    fl_wire_put_hello(&buf, 1, "client", 0);
+    fl_wire_put_goodbye(&buf, 2);
+    int fd = loopback_connect(port, 5);
+    if (fd >= 0)
+        fl_socket_write_all(fd, buf.data, buf.len);
+    fl_wire_frame f;
+    char why[256];
+    while (fd >= 0 && fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1)
+        ; /* CHALLENGE, then ERROR and the end */
+    if (fd >= 0)
+        close(fd);
+    fl_wire_buf_free(&buf);
+}
+
+/* The child's exit status within `seconds`, or -1 (then it is killed). */
+static int wait_child(pid_t pid, double seconds)
+{
+    int status;
+    for (double end = fl_now_s() + seconds; fl_now_s() < end; poll(NULL, 0, 20))
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void attack_while_training(fl_ps_client *worker, int port, pid_t ps)
+{
+    static int fds[ATTACKERS];
+    fl_wire_buf hello = {0};
+    fl_wire_put_hello(&hello, 1, "worker", 0);
+    ok(open_attackers(port, fds) == ATTACKERS, "%d attackers connect", ATTACKERS);
+    ok(big_frame_refused_from_header(port), "a 60 MB ASSIGN announced before HELLO_OK is refused from its header");
+    say_stranger_goodbye(port);
+    int most_open = 0;
+    double start = fl_now_s();
+    int failures = train(worker, fds, hello.data, hello.len, &most_open);
+    ok(failures == 0, "the worker with the secret trained %d steps under the attack in %.1f s", UPDATES,
+       fl_now_s() - start);
+    float w[WIDTH] = {0};
+    int pulled = fl_ps_client_wait(worker, fl_ps_client_pull(worker, "w", w, sizeof w));
+    ok(pulled == 0 && w[0] == -UPDATES && w[WIDTH - 1] == -UPDATES, "every update landed: w = %g (want %d)",
+       (double)w[0], -UPDATES);
+    int left = still_open_after(fds, 5);
+    ok(left == 0, "every trickling connection was dropped by the 1 s deadline (%d still open after 5 s more)", left);
+    ok(waitpid(ps, NULL, WNOHANG) == 0, "the stranger's GOODBYE as client did not end the ps");
+    fl_wire_buf_free(&hello);
+}
+
+/* HELLO as job/task, then GOODBYE; true when the GOODBYE was answered OK. */
+static bool goodbye_as(int port, const char *job, int task)
+{
+    fl_wire_buf buf = {0};
+    fl_wire_put_hello(&buf, 1, job, (uint32_t)task);
+    fl_wire_put_goodbye(&buf, 2);
+    int fd = loopback_connect(port, 5);
+    if (fd >= 0)
+        fl_socket_write_all(fd, buf.data, buf.len);
+    fl_wire_frame f;
+    char why[256];
+    bool welcomed = fd >= 0 && fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1 &&
+                    f.type == FL_WIRE_HELLO_OK;
+    bool answered = welcomed && fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1 &&
+                    f.type == FL_WIRE_OK;
+    if (fd >= 0)
+        close(fd);
+    fl_wire_buf_free(&buf);
+    return answered;
+}
+
+static void test_goodbyes_from_others(void)
+{
+    char ps_hosts[64], worker_hosts[64];
+    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
+    int port = atoi(strchr(ps_hosts, ':') + 1);
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    FILE *log = tmpfile();
+    fl_server_options options = {.log = log};
+    fl_server *ps = fl_server_start(spec, &options);
+    fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
+    fl_ps_client *worker = ps ? fl_ps_client_open(&o, "worker", 0) : NULL;
+    fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
+    ok(worker && fl_ps_client_wait(worker, fl_ps_client_init(worker, "w", zeros, NULL)) == 0,
+       "a ps without a secret serves worker 0 (%s)", worker ? "" : fl_last_error());
+    ok(goodbye_as(port, "client", 0), "a stranger's GOODBYE as client is answered");
+    ok(fl_server_join(ps, 0.3) == 1, "but does not end a ps that serves workers");
+    ok(goodbye_as(port, "ps", 0), "a GOODBYE from /job:ps/task:0 is answered");
+    ok(fl_server_join(ps, 0.3) == 1, "but is not counted as worker 0's");
+    ok(worker && fl_ps_client_goodbye(worker) == 0 && fl_server_join(ps, 10) == 0,
+       "worker 0's own goodbye ends the ps");
+    if (worker)
+        fl_ps_client_close(worker);
+    fl_tensor_free(zeros);
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
+    fclose(log);
+}
+
+/* A client that sends 200 PULLs of a 256 KB variable and reads nothing:
+ * the ps queues at most about --max_unread_reply_bytes (1 MiB here), then
+ * every reply still comes once it reads; a 3rd variable past
+ * --max_variables 2 is refused, naming the flag. */
+static void test_unread_replies_and_variables(void)
+{
+    char ps_hosts[64], worker_hosts[64];
+    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
+    int port = atoi(strchr(ps_hosts, ':') + 1);
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    FILE *log = tmpfile();
+    fl_server_options options = {.log = log, .max_unread_reply_bytes = 1 << 20, .max_variables = 2};
+    fl_server *ps = fl_server_start(spec, &options);
+    fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
+    fl_ps_client *worker = ps ? fl_ps_client_open(&o, "worker", 0) : NULL;
+    fl_tensor *big = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 65536));
+    ok(worker && fl_ps_client_wait(worker, fl_ps_client_init(worker, "big", big, NULL)) == 0 &&
+           fl_ps_client_wait(worker, fl_ps_client_init(worker, "other", big, NULL)) == 0,
+       "two variables of 256 KB");
+    ok(worker && fl_ps_client_wait(worker, fl_ps_client_init(worker, "third", big, NULL)) != 0,
+       "a third is refused (--max_variables 2)");
+    contains(fl_last_error(), "--max_variables", "the error names the flag");
+    if (worker)
+        fl_ps_client_close(worker);
+    fl_wire_buf buf = {0};
+    fl_wire_put_hello(&buf, 1, "worker", 0);
+    for (uint32_t i = 0; i < 200; i++)
+        fl_wire_put_pull(&buf, 2 + i, "big");
+    int fd = loopback_connect(port, 10);
+    fl_socket_write_all(fd, buf.data, buf.len);
+    fl_server_stats st = {0};
+    for (double end = fl_now_s() + 2; fl_now_s() < end; poll(NULL, 0, 50))
+        fl_server_get_stats(ps, &st);
+    /* 1 MiB in the ps, the rest in the kernel's socket buffers; 52 MB without the cap */
+    ok(st.bytes_out < 16u << 20, "with no reader, the ps sent %llu bytes of 200 x 256 KB and paused",
+       (unsigned long long)st.bytes_out);
+    fl_wire_frame f;
+    char why[256];
+    int values = 0;
+    for (int i = 0; i < 201 && fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1; i++)
+        values += f.type == FL_WIRE_VALUE;
+    ok(values == 200, "once read, all 200 replies come (%d)", values);
+    close(fd);
+    fl_wire_buf_free(&buf);
+    fl_tensor_free(big);
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
+    fclose(log);
+}
+
+/* Silent strangers past --max_unauthenticated_per_address 4: the oldest
+ * are dropped, the newest 4 held until their deadline. */
+static void test_strangers_per_address(void)
+{
+    enum { STRANGERS = 10 };
+    char ps_hosts[64], worker_hosts[64];
+    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
+    int port = atoi(strchr(ps_hosts, ':') + 1), fds[STRANGERS], left = STRANGERS;
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    FILE *log = tmpfile();
+    fl_server_options options = {.log = log, .max_unauthenticated_per_address = 4};
+    fl_server *ps = fl_server_start(spec, &options);
+    for (int i = 0; i < STRANGERS; i++)
+        fds[i] = loopback_connect(port, 1);
+    for (double end = fl_now_s() + 5; left > 4 && fl_now_s() < end; poll(NULL, 0, 20)) {
+        left = 0;
+        for (int i = 0; i < STRANGERS; i++) {
+            char b;
+            if (fds[i] >= 0 && recv(fds[i], &b, 1, MSG_DONTWAIT) == 0) {
+                close(fds[i]);
+                fds[i] = -1;
+            }
+            left += fds[i] >= 0;
+        }
+    }
+    ok(left == 4, "of %d silent connections from one address, %d are held (waited up to 5 s for 4)", STRANGERS,
+       left);
+    ok(fds[STRANGERS - 1] >= 0 && fds[0] < 0, "the newest stay, the oldest went");
+    for (int i = 0; i < STRANGERS; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    fl_server_stop(ps);
+    fflush(log);
+    rewind(log);
+    char text[4096] = "";
+    text[fread(text, 1, sizeof text - 1, log)] = '\0';
+    contains(text, "--max_unauthenticated_per_address", "the log names the flag");
+    fl_cluster_free(spec);
+    fclose(log);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    write_secret();
+    char ps_hosts[64], worker_hosts[64];
+    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
+    int port = atoi(strchr(ps_hosts, ':') + 1);
+    pid_t ps = fork();
+    if (ps == 0)
+        run_ps(ps_hosts, worker_hosts);
+    fl_cluster *mine = fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 0);
+    fl_cluster_set_secret_file(mine, secret_file);
+    fl_ps_client *worker = open_worker(port, mine);
+    ok(worker != NULL, "the worker with the secret connects (%s)", worker ? "" : fl_last_error());
+    if (worker) {
+        attack_while_training(worker, port, ps);
+        ok(fl_ps_client_goodbye(worker) == 0, "the worker says goodbye");
+        fl_ps_client_close(worker);
+    }
+    int rc = wait_child(ps, 20);
+    ok(rc == 0, "the ps exits 0 after the worker's goodbye (status %d; -1: killed after 20 s)", rc);
+    long size = file_size(log_path);
+    ok(size >= 0 && size < 64 * 1024, "the ps's log stays small under the attack (%ld bytes)", size);
+    char *text = NULL;
+    FILE *f = fopen(log_path, "r");
+    if (f) {
+        text = calloc(1, 64 * 1024 + 1);
+        fread(text, 1, 64 * 1024, f);
+        fclose(f);
+    }
+    contains(text ? text : "", "no HELLO_OK within 1 s", "the log names the deadline");
+    contains(text ? text : "", "cannot accept connections", "and that accepting paused, in a few lines");
+    if (text && (!strstr(text, "cannot accept") || getenv("FLOWLAB_TEST_VERBOSE")))
+        diag("the ps's log:\n%s", text);
+    free(text);
+    fl_cluster_free(mine);
+    unlink(secret_file);
+    unlink(log_path);
+    rmdir(dir);
+    test_goodbyes_from_others();
+    test_unread_replies_and_variables();
+    test_strangers_per_address();
+    return done_testing();
+}
