@@ -2,11 +2,13 @@
  * while a good worker keeps updating a variable: each bad connection gets an
  * ERROR frame where the stream allows one and is closed, the server goes on,
  * and the worker loses no update. Also: a port already in use, a client
- * that says nothing. Loopback only; every read has a deadline. */
+ * that says nothing, a server stopped right after it starts. Loopback only;
+ * every read has a deadline. */
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -317,8 +319,36 @@ static void test_big_tensors_in_place(void)
     fl_cluster_free(spec);
 }
 
+/* Stopped right after it starts, before its event loop may have run: the
+ * stop must still end the loop. 100 rounds in a child that must be done in
+ * 20 s, so a hang fails the test instead of holding it. */
+static void test_stop_right_after_start(void)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        alarm(20);
+        for (int i = 0; i < 100; i++) {
+            fl_cluster *spec;
+            int port;
+            fl_server *s = start_ps(&spec, &port, NULL);
+            if (!s)
+                _exit(2);
+            fl_server_stop(s);
+            fl_cluster_free(spec);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "100 servers stopped right after starting all stop"))
+        diag("the child %s %d (SIGALRM: a stop waited for a loop that never ended)",
+             WIFEXITED(status) ? "exited" : "was killed by signal",
+             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+
 int main(void)
 {
+    test_stop_right_after_start();
     test_big_tensors_in_place();
     test_bad_input_beside_a_good_worker();
     test_straggler_released_at_goodbye();

@@ -17,7 +17,7 @@
 
 static pthread_once_t libevent_threads_once = PTHREAD_ONCE_INIT;
 
-/* Other threads call event_base_loopbreak (stop): libevent must lock. */
+/* Other threads call event_base_loopexit (stop): libevent must lock. */
 static void use_pthreads(void) { evthread_use_pthreads(); }
 
 /* The socket address of the local task, as the spec spells it. */
@@ -197,7 +197,10 @@ void fl_server_stop(fl_server *s)
     if (!s)
         return;
     if (s->thread_started) {
-        event_base_loopbreak(s->base);
+        /* loopexit, not loopbreak: libevent forgets a break asked for
+         * before its loop has started, and a stop right after a start
+         * would then wait for ever; an exit is an event the loop meets. */
+        event_base_loopexit(s->base, NULL);
         pthread_join(s->thread, NULL);
     }
     free_server(s);

@@ -5,6 +5,7 @@
 #ifdef FL_HAVE_CBLAS
 #include <cblas.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,26 +29,59 @@ FL_HOST_KERNEL(fl_host_matmul_blas)
 }
 
 /* One growing scratch buffer per thread: a warm step allocates nothing.
- * NULL with RESOURCE_EXHAUSTED past the tensor limit or when malloc fails. */
+ * It is freed when its thread ends (a task server's run threads come and
+ * go), through a pthread key's destructor. */
+typedef struct {
+    float *buffer;
+    int64_t capacity;
+} thread_scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_key_once = PTHREAD_ONCE_INIT;
+
+static void free_scratch(void *p)
+{
+    thread_scratch *s = p;
+    free(s->buffer);
+    free(s);
+}
+
+static void make_scratch_key(void) { pthread_key_create(&scratch_key, free_scratch); }
+
+/* This thread's scratch record, made on its first use; NULL if malloc fails. */
+static thread_scratch *this_thread_scratch(void)
+{
+    pthread_once(&scratch_key_once, make_scratch_key);
+    thread_scratch *s = pthread_getspecific(scratch_key);
+    if (s)
+        return s;
+    s = calloc(1, sizeof *s);
+    if (s && pthread_setspecific(scratch_key, s) != 0) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+/* NULL with RESOURCE_EXHAUSTED past the tensor limit or when malloc fails. */
 static float *scratch(int64_t floats)
 {
-    static _Thread_local float *buffer;
-    static _Thread_local int64_t capacity;
-    if (floats <= capacity)
-        return buffer;
-    size_t bytes = floats > (int64_t)(SIZE_MAX / sizeof *buffer) ? SIZE_MAX : (size_t)floats * sizeof *buffer;
+    thread_scratch *s = this_thread_scratch();
+    if (s && floats <= s->capacity)
+        return s->buffer;
+    size_t bytes = floats > (int64_t)(SIZE_MAX / sizeof *s->buffer) ? SIZE_MAX : (size_t)floats * sizeof *s->buffer;
     if (fl_check_tensor_bytes(bytes) != 0) {
         fl_prefix_error("the convolution's patch matrix ");
         return NULL;
     }
-    float *grown = realloc(buffer, bytes);
+    float *grown = s ? realloc(s->buffer, bytes) : NULL;
     if (!grown) {
         fl_set_error_code(FL_RESOURCE_EXHAUSTED, "out of memory for the convolution's patch matrix (%zu bytes)", bytes);
         return NULL;
     }
-    buffer = grown;
-    capacity = floats;
-    return buffer;
+    s->buffer = grown;
+    s->capacity = floats;
+    return s->buffer;
 }
 
 /* a * b for sizes >= 0, INT64_MAX when it would overflow. */
