@@ -248,9 +248,12 @@ typedef struct {
     uint64_t max_unread_reply_bytes;  /* replies not yet read: reading it pauses (0: 256 MiB) */
     uint64_t max_bytes_behind_run;    /* requests buffered behind its partition run (0: 128 MiB) */
     int max_partitions;               /* partitions registered (0: 64) */
-    /* Values sent here (SEND_TENSOR) that no run has taken yet, from all
-     * senders (0: 256 MiB); one waits at most FLOWLAB_TASK_DEADLINE. */
+    /* Values sent here (SEND_TENSOR) that no run has taken yet, each
+     * counted with 512 bytes of bookkeeping: those one connection sent (0:
+     * 256 MiB; they go when it closes, except a running step's), and all
+     * (0: 1 GiB). One waits at most FLOWLAB_TASK_DEADLINE. */
     uint64_t max_waiting_value_bytes;
+    uint64_t max_waiting_value_bytes_total;
     int max_variables;                /* variables a ps holds in all (0: 100000) */
 } fl_server_options;
 
@@ -262,7 +265,8 @@ typedef struct {
     "  --max_unread_reply_bytes N     replies queued to one connection before it is read again (256 MiB)\n"    \
     "  --max_bytes_behind_run N       bytes one connection may send behind its partition run (128 MiB)\n"       \
     "  --max_partitions N             partitions one connection may register (64)\n"                            \
-    "  --max_waiting_value_bytes N    values sent here that no run has taken yet (256 MiB)\n"                    \
+    "  --max_waiting_value_bytes N    values one connection sent that no run has taken yet (256 MiB)\n"       \
+    "  --max_waiting_value_bytes_total N   ... from all connections (1 GiB)\n"                                  \
     "  --max_variables N              variables a ps holds (100000)\n"
 
 /* Reads one of those flags into o: 1 when flag is one (value checked), 0
@@ -285,6 +289,7 @@ typedef struct {
      * the values other tasks sent this one for them (SEND_TENSOR). */
     uint64_t partition_steps;
     uint64_t values_received, value_bytes_received;
+    uint64_t waiting_value_bytes; /* charged now for values no run has taken (--max_waiting_value_bytes) */
     uint64_t refused;        /* connections that never proved they know the cluster's secret,
                               * or whose TLS certificate was refused */
 } fl_server_stats;

@@ -3,8 +3,10 @@
  * value put before or after the take arrives, a waiting take woken by
  * another thread, an abort and a deadline that end a wait with the right
  * code and a message naming the key and the sender, and values of a step
- * that is over dropped; its limits (a server's --max_waiting_value_bytes,
- * and FLOWLAB_TASK_DEADLINE as the longest a value waits). Every wait here
+ * that is over dropped; its limits (a server's --max_waiting_value_bytes per
+ * sender and --max_waiting_value_bytes_total, FLOWLAB_TASK_DEADLINE as the
+ * longest a value waits) and a sender's values gone with it, but for a
+ * running step's. Every wait here
  * has a deadline of a few seconds. */
 #include <poll.h>
 #include <pthread.h>
@@ -14,7 +16,8 @@
 #include "tap.h"
 
 static const fl_rendezvous_wait_options WAIT = {"/job:ps/task:0", 5, NULL, "test"};
-static size_t held; /* what a put says the table held */
+static fl_rendezvous_held held; /* what a put says the table held */
+#define CHARGE (4 + FL_RENDEZVOUS_VALUE_OVERHEAD) /* a float scalar's */
 
 typedef struct {
     fl_rendezvous *r;
@@ -33,7 +36,7 @@ static void *act_later(void *arg)
     if (l->abort)
         fl_rendezvous_abort(l->r, l->step);
     else
-        fl_rendezvous_put(l->r, l->step, "k", &t, &held);
+        fl_rendezvous_put(l->r, NULL, l->step, "k", &t, &held);
     return NULL;
 }
 
@@ -48,29 +51,45 @@ static int take_with(fl_rendezvous *r, uint64_t step, later *l, double *seconds,
     return rc;
 }
 
-/* At most 8 bytes held, each value at most 0.2 s. */
+/* Two values a sender, three in all, each value at most 0.2 s. */
 static void test_limits(void)
 {
     fl_rendezvous *r = fl_rendezvous_new();
-    fl_rendezvous_set_limits(r, 8, 0.2);
+    fl_rendezvous_set_limits(r, 2 * CHARGE, 3 * CHARGE, 0.2);
+    fl_rendezvous_sender *a = fl_rendezvous_sender_new(), *b = fl_rendezvous_sender_new();
     float v = 1;
     fl_tensor t = {.dtype = FL_FLOAT32, .shape = {0, {0}}, .data = &v}, *got = NULL;
-    ok(fl_rendezvous_put(r, 10, "a", &t, &held) == 0 && fl_rendezvous_put(r, 11, "b", &t, &held) == 0,
-       "two 4-byte values fit in 8 bytes");
-    ok(fl_rendezvous_put(r, 12, "c", &t, &held) != 0 && held == 8 && fl_rendezvous_count(r) == 2,
-       "a third is refused, with the bytes held (%zu)", held);
-    ok(fl_rendezvous_take(r, 10, "a", &WAIT, &got) == 0 && fl_rendezvous_put(r, 12, "c", &t, &held) == 0,
+    ok(fl_rendezvous_put(r, a, 10, "a", &t, &held) == FL_RENDEZVOUS_KEPT &&
+           fl_rendezvous_put(r, a, 11, "b", &t, &held) == FL_RENDEZVOUS_KEPT,
+       "a sender's two values fit in its %d bytes", 2 * CHARGE);
+    fl_rendezvous_put_result put = fl_rendezvous_put(r, a, 12, "c", &t, &held);
+    ok(put == FL_RENDEZVOUS_SENDER_FULL && held.sender_bytes == 2 * CHARGE && fl_rendezvous_count(r) == 2,
+       "its third is refused, with the bytes it holds (%zu)", held.sender_bytes);
+    ok(fl_rendezvous_put(r, b, 12, "c", &t, &held) == FL_RENDEZVOUS_KEPT, "another sender's value still fits");
+    put = fl_rendezvous_put(r, b, 13, "d", &t, &held);
+    ok(put == FL_RENDEZVOUS_ALL_FULL && held.all_bytes == 3 * CHARGE,
+       "until all hold %d bytes (%zu)", 3 * CHARGE, held.all_bytes);
+    ok(fl_rendezvous_take(r, 10, "a", &WAIT, &got) == 0 &&
+           fl_rendezvous_put(r, a, 13, "d", &t, &held) == FL_RENDEZVOUS_KEPT,
        "once one is taken, room is made");
+    fl_tensor_free(got);
+    uint64_t running[] = {13};
+    fl_rendezvous_sender_gone(r, a, running, 1);
+    ok(fl_rendezvous_count(r) == 2 && fl_rendezvous_bytes(r) == 2 * CHARGE,
+       "a sender gone: its value of a step not running goes, a running step's stays (%d values)",
+       fl_rendezvous_count(r));
+    ok(fl_rendezvous_take(r, 13, "d", &WAIT, &got) == 0, "and its run takes it");
     fl_tensor_free(got);
     fl_rendezvous_finish(r, 99);
     double start = fl_now_s();
     while (fl_rendezvous_count(r) > 0 && fl_now_s() - start < 5) {
-        fl_rendezvous_put(r, 99, "x", &t, &held); /* dropped (step over), but looks for stale values */
+        fl_rendezvous_put(r, b, 99, "x", &t, &held); /* dropped (step over), but looks for stale values */
         poll(NULL, 0, 20);
     }
     double waited = fl_now_s() - start;
-    ok(fl_rendezvous_count(r) == 0 && waited >= 0.15,
+    ok(fl_rendezvous_count(r) == 0 && fl_rendezvous_bytes(r) == 0 && waited >= 0.15,
        "values no run took are dropped after their 0.2 s (%.2f s; waited up to 5 s)", waited);
+    fl_rendezvous_sender_gone(r, b, NULL, 0);
     fl_rendezvous_free(r);
 }
 
@@ -83,7 +102,7 @@ int main(void)
     fl_tensor *got = NULL;
     double seconds;
 
-    fl_rendezvous_put(r, 1, "k", &t, &held);
+    fl_rendezvous_put(r, NULL, 1, "k", &t, &held);
     ok(fl_rendezvous_take(r, 1, "k", &WAIT, &got) == 0 && fl_tensor_scalar(got) == 3,
        "a value put before the take is taken at once");
     fl_tensor_free(got);
@@ -100,11 +119,11 @@ int main(void)
     ok(rc != 0 && fl_last_error_code() == FL_ABORTED && !got,
        "an abort ends the wait with ABORTED after %.2f s (deadline 5 s)", seconds);
     contains(fl_last_error(), "k from /job:ps/task:0", "the message names the key and the sender");
-    fl_rendezvous_put(r, 3, "k", &t, &held);
+    fl_rendezvous_put(r, NULL, 3, "k", &t, &held);
     ok(fl_rendezvous_count(r) == 0, "a value of an aborted step is dropped");
 
     fl_rendezvous_finish(r, 1);
-    fl_rendezvous_put(r, 1, "k", &t, &held);
+    fl_rendezvous_put(r, NULL, 1, "k", &t, &held);
     ok(fl_rendezvous_count(r) == 0, "a value of a finished step is dropped");
     ok(fl_rendezvous_take(r, 1, "k", &WAIT, &got) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
        "waiting in a finished step is refused at once: %s", fl_last_error());
@@ -118,8 +137,8 @@ int main(void)
        "a value that never comes: DEADLINE_EXCEEDED after %.2f s (deadline 0.3 s)", seconds);
     contains(fl_last_error(), "FLOWLAB_TASK_DEADLINE", "the message says which setting to change");
 
-    fl_rendezvous_put(r, 5, "k", &t, &held);
-    fl_rendezvous_put(r, 5, "other", &t, &held);
+    fl_rendezvous_put(r, NULL, 5, "k", &t, &held);
+    fl_rendezvous_put(r, NULL, 5, "other", &t, &held);
     fl_rendezvous_finish(r, 5);
     ok(fl_rendezvous_count(r) == 0, "finishing a step drops what it left");
 

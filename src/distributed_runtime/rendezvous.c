@@ -2,7 +2,9 @@
  * them takes them. A list under one lock and one condition: a step moves a
  * handful of values, so a search is cheaper than a hash table to read. The
  * steps that are over (finished or aborted) are remembered in a ring, so a
- * value that arrives after its step is over is dropped, not kept forever. */
+ * value that arrives after its step is over is dropped, not kept forever.
+ * What waits is charged to its sender, so one connection cannot take the
+ * room of the others, and goes when its sender does. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +18,15 @@ typedef struct entry {
     uint64_t step;
     char *key;
     fl_tensor *value;
-    size_t bytes;
+    size_t bytes;       /* charged: data and FL_RENDEZVOUS_VALUE_OVERHEAD */
     double arrived_s;
+    fl_rendezvous_sender *sender; /* NULL: charged to nobody (its sender has gone) */
     struct entry *next;
 } entry;
+
+struct fl_rendezvous_sender {
+    size_t bytes; /* its values waiting now (under the table's lock) */
+};
 
 typedef struct {
     uint64_t step;
@@ -33,7 +40,8 @@ struct fl_rendezvous {
     step_over over[STEPS_REMEMBERED];
     int nover, next_over;
     bool all_aborted;
-    size_t bytes, max_bytes; /* held now, and the most (0: no bound) */
+    size_t bytes;            /* held now */
+    size_t per_sender, in_all; /* the most one sender's values, and all, may hold (0: no bound) */
     double max_age_s;        /* a value waits at most this long (0: no bound) */
 };
 
@@ -66,12 +74,21 @@ void fl_rendezvous_free(fl_rendezvous *r)
     free(r);
 }
 
-void fl_rendezvous_set_limits(fl_rendezvous *r, size_t max_bytes, double max_age_s)
+void fl_rendezvous_set_limits(fl_rendezvous *r, size_t per_sender, size_t in_all, double max_age_s)
 {
     pthread_mutex_lock(&r->lock);
-    r->max_bytes = max_bytes;
+    r->per_sender = per_sender;
+    r->in_all = in_all;
     r->max_age_s = max_age_s;
     pthread_mutex_unlock(&r->lock);
+}
+
+/* Takes e's bytes off what is held. Lock held. */
+static void uncharge(fl_rendezvous *r, entry *e)
+{
+    r->bytes -= e->bytes;
+    if (e->sender)
+        e->sender->bytes -= e->bytes;
 }
 
 /* Drops the values that have waited past max_age_s. Lock held. */
@@ -85,7 +102,7 @@ static void drop_stale(fl_rendezvous *r)
             continue;
         }
         *p = e->next;
-        r->bytes -= e->bytes;
+        uncharge(r, e);
         free_entry(e);
     }
 }
@@ -99,26 +116,79 @@ static const step_over *find_over(const fl_rendezvous *r, uint64_t step)
     return NULL;
 }
 
-int fl_rendezvous_put(fl_rendezvous *r, uint64_t step, const char *key, const fl_tensor *value, size_t *held)
+/* Which bound a value of e->bytes would pass, if any. Lock held. */
+static fl_rendezvous_put_result room_for(const fl_rendezvous *r, const entry *e, fl_rendezvous_held *held)
+{
+    *held = (fl_rendezvous_held){e->sender ? e->sender->bytes : 0, r->bytes, e->bytes};
+    if (r->per_sender > 0 && e->sender && e->sender->bytes + e->bytes > r->per_sender)
+        return FL_RENDEZVOUS_SENDER_FULL;
+    if (r->in_all > 0 && r->bytes + e->bytes > r->in_all)
+        return FL_RENDEZVOUS_ALL_FULL;
+    return FL_RENDEZVOUS_KEPT;
+}
+
+fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
+                                           const char *key, const fl_tensor *value, fl_rendezvous_held *held)
 {
     entry *e = fl_xcalloc(1, sizeof *e);
     *e = (entry){.step = step, .key = fl_xstrdup(key), .value = fl_tensor_copy(value),
-                 .bytes = fl_tensor_bytes(value), .arrived_s = fl_now_s()};
+                 .bytes = fl_tensor_bytes(value) + FL_RENDEZVOUS_VALUE_OVERHEAD, .arrived_s = fl_now_s(),
+                 .sender = sender};
     pthread_mutex_lock(&r->lock);
     drop_stale(r);
-    *held = r->bytes;
-    bool refused = r->max_bytes > 0 && r->bytes + e->bytes > r->max_bytes;
-    if (refused || find_over(r, step) || r->all_aborted) { /* a value after its step is over: nobody waits */
+    fl_rendezvous_put_result result = room_for(r, e, held);
+    if (result != FL_RENDEZVOUS_KEPT || find_over(r, step) || r->all_aborted) { /* after its step: nobody waits */
         pthread_mutex_unlock(&r->lock);
         free_entry(e);
-        return refused ? -1 : 0;
+        return result;
     }
     e->next = r->entries;
     r->entries = e;
     r->bytes += e->bytes;
+    if (sender)
+        sender->bytes += e->bytes;
     pthread_cond_broadcast(&r->arrived);
     pthread_mutex_unlock(&r->lock);
-    return 0;
+    return FL_RENDEZVOUS_KEPT;
+}
+
+fl_rendezvous_sender *fl_rendezvous_sender_new(void)
+{
+    return fl_xcalloc(1, sizeof(fl_rendezvous_sender));
+}
+
+static bool is_running(uint64_t step, const uint64_t *running, int nrunning)
+{
+    for (int i = 0; i < nrunning; i++)
+        if (running[i] == step)
+            return true;
+    return false;
+}
+
+void fl_rendezvous_sender_gone(fl_rendezvous *r, fl_rendezvous_sender *sender, const uint64_t *running,
+                               int nrunning)
+{
+    if (!sender)
+        return;
+    pthread_mutex_lock(&r->lock);
+    for (entry **p = &r->entries; *p;) {
+        entry *e = *p;
+        if (e->sender != sender) {
+            p = &e->next;
+            continue;
+        }
+        uncharge(r, e);
+        if (is_running(e->step, running, nrunning)) { /* its run may take it yet: kept, charged to nobody */
+            e->sender = NULL;
+            r->bytes += e->bytes;
+            p = &e->next;
+            continue;
+        }
+        *p = e->next;
+        free_entry(e);
+    }
+    pthread_mutex_unlock(&r->lock);
+    free(sender);
 }
 
 /* Unlinks and returns the entry for (step, key), or NULL. Lock held. */
@@ -128,7 +198,7 @@ static entry *unlink_entry(fl_rendezvous *r, uint64_t step, const char *key)
         entry *e = *p;
         if (e->step == step && (!key || strcmp(e->key, key) == 0)) {
             *p = e->next;
-            r->bytes -= e->bytes;
+            uncharge(r, e);
             return e;
         }
     }
@@ -237,4 +307,12 @@ int fl_rendezvous_count(fl_rendezvous *r)
         n++;
     pthread_mutex_unlock(&r->lock);
     return n;
+}
+
+size_t fl_rendezvous_bytes(fl_rendezvous *r)
+{
+    pthread_mutex_lock(&r->lock);
+    size_t bytes = r->bytes;
+    pthread_mutex_unlock(&r->lock);
+    return bytes;
 }

@@ -15,14 +15,37 @@ typedef struct fl_rendezvous fl_rendezvous;
 
 fl_rendezvous *fl_rendezvous_new(void);
 void fl_rendezvous_free(fl_rendezvous *r);
-/* Bounds what waits for a run that has not taken it (0: no bound): a put
- * that would hold more than max_bytes is refused, and a value that has
+/* Who sent a value (a task server's connection): its values are counted,
+ * and go when it closes. */
+typedef struct fl_rendezvous_sender fl_rendezvous_sender;
+
+/* What a value waiting here is charged besides its data: the table's own
+ * memory for it (its entry, its key up to 255 bytes, its tensor). */
+#define FL_RENDEZVOUS_VALUE_OVERHEAD 512
+
+/* Bounds what waits for a run that has not taken it (0: no bound): each
+ * sender's values to per_sender bytes and everyone's to in_all (each value
+ * charged its data and FL_RENDEZVOUS_VALUE_OVERHEAD), and a value that has
  * waited max_age_s (a run that needed it would have given up) is dropped. */
-void fl_rendezvous_set_limits(fl_rendezvous *r, size_t max_bytes, double max_age_s);
-/* Keeps a copy of value for (step, key); dropped when the step is over.
- * 0, or -1 (nothing kept) when it would pass max_bytes, with the bytes
- * held now in *held. */
-int fl_rendezvous_put(fl_rendezvous *r, uint64_t step, const char *key, const fl_tensor *value, size_t *held);
+void fl_rendezvous_set_limits(fl_rendezvous *r, size_t per_sender, size_t in_all, double max_age_s);
+fl_rendezvous_sender *fl_rendezvous_sender_new(void);
+/* The sender has gone (its connection closed): its values go, except
+ * those of the steps running now (running[0..nrunning)), which stay,
+ * charged to nobody, for their runs; sender is freed. NULL: nothing. */
+void fl_rendezvous_sender_gone(fl_rendezvous *r, fl_rendezvous_sender *sender, const uint64_t *running,
+                               int nrunning);
+
+typedef enum { FL_RENDEZVOUS_KEPT = 0, FL_RENDEZVOUS_SENDER_FULL, FL_RENDEZVOUS_ALL_FULL } fl_rendezvous_put_result;
+typedef struct {
+    size_t sender_bytes, all_bytes; /* held before the put */
+    size_t charge;                  /* what the value would add */
+} fl_rendezvous_held;
+/* Keeps a copy of value for (step, key), charged to sender (NULL: to
+ * nobody); dropped when the step is over. KEPT (also for a value dropped
+ * because its step is over), or which bound it would pass (nothing kept),
+ * with what is held in *held. */
+fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
+                                           const char *key, const fl_tensor *value, fl_rendezvous_held *held);
 
 typedef struct {
     const char *from;   /* the sending task, for messages: "/job:ps/task:0" */
@@ -41,7 +64,8 @@ void fl_rendezvous_abort(fl_rendezvous *r, uint64_t step);
 void fl_rendezvous_abort_all(fl_rendezvous *r);
 /* The step's run has ended here: what is left of it goes, later values drop. */
 void fl_rendezvous_finish(fl_rendezvous *r, uint64_t step);
-/* Values held now (for tests). */
+/* Values held now, and the bytes charged for them (for stats and tests). */
 int fl_rendezvous_count(fl_rendezvous *r);
+size_t fl_rendezvous_bytes(fl_rendezvous *r);
 
 #endif

@@ -115,7 +115,8 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     s->store = fl_ps_store_new();
     s->sync = fl_ps_sync_new(s->store);
     s->rendezvous = fl_rendezvous_new();
-    fl_rendezvous_set_limits(s->rendezvous, (size_t)s->limits.max_waiting_value_bytes, fl_task_deadline_s());
+    fl_rendezvous_set_limits(s->rendezvous, (size_t)s->limits.max_waiting_value_bytes,
+                             (size_t)s->limits.max_waiting_value_bytes_total, fl_task_deadline_s());
     s->message = fl_xmalloc(sizeof *s->message);
     s->num_workers = fl_cluster_num_tasks(c, "worker");
     s->num_chiefs = fl_cluster_num_tasks(c, "chief");
@@ -190,6 +191,7 @@ void fl_server_get_stats(fl_server *s, fl_server_stats *out)
     pthread_mutex_lock(&s->lock);
     *out = s->stats;
     pthread_mutex_unlock(&s->lock);
+    out->waiting_value_bytes = fl_rendezvous_bytes(s->rendezvous);
 }
 
 void fl_server_stop(fl_server *s)

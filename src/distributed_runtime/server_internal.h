@@ -87,6 +87,7 @@ typedef struct fl_server_conn {
     size_t room_made;      /* the length of the big frame memory was made for, until it is served */
     struct fl_partition_registry *partitions; /* what this client registered (server_partitions.c) */
     struct fl_partition_job *running; /* its RUN_PARTITION in flight: later frames wait */
+    fl_rendezvous_sender *values_sent; /* its SEND_TENSOR values waiting for runs (NULL: none sent) */
     unsigned char nonce[FL_WIRE_PROOF_BYTES]; /* the CHALLENGE sent, which its PROOF must answer */
     bool tls;              /* a TLS bufferevent (libevent_openssl): no tricks with its buffers */
     bool challenged;       /* sent a CHALLENGE, not yet welcomed: a stranger until it proves itself */
@@ -143,7 +144,7 @@ void fl_server_release_stuck_waits(fl_server *s);
 
 /* In-graph replication across tasks (server_partitions.c): the frames,
  * ABORT_STEP seen while a run is in flight (served at once, answered after
- * the run's reply), a closed connection's partitions dropped, and at stop
+ * the run's reply), a closed connection's partitions and waiting values dropped, and at stop
  * every run aborted and joined. */
 void fl_server_serve_partition_frame(fl_server_conn *c, const fl_wire_frame *f, const fl_wire_message *m);
 void fl_server_peek_while_running(fl_server_conn *c, const fl_wire_frame *f);

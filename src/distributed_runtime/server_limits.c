@@ -29,6 +29,8 @@ fl_server_options fl_server_limits_resolve(const fl_server_options *o)
         r.max_partitions = 64;
     if (r.max_waiting_value_bytes == 0)
         r.max_waiting_value_bytes = 256 * MIB;
+    if (r.max_waiting_value_bytes_total == 0)
+        r.max_waiting_value_bytes_total = 1024 * MIB;
     if (r.max_variables <= 0)
         r.max_variables = 100000;
     return r;
@@ -71,6 +73,7 @@ int fl_server_option_flag(fl_server_options *o, const char *flag, const char *va
         {"--max_bytes_behind_run", offsetof(fl_server_options, max_bytes_behind_run), false},
         {"--max_partitions", offsetof(fl_server_options, max_partitions), true},
         {"--max_waiting_value_bytes", offsetof(fl_server_options, max_waiting_value_bytes), false},
+        {"--max_waiting_value_bytes_total", offsetof(fl_server_options, max_waiting_value_bytes_total), false},
         {"--max_variables", offsetof(fl_server_options, max_variables), true},
     };
     if (strcmp(flag, "--hello_timeout_s") == 0)

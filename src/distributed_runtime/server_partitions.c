@@ -248,17 +248,29 @@ static void serve_run(fl_server_conn *c, const fl_wire_frame *f)
 
 /* ---- the other frames ---- */
 
+/* The words of a SEND_TENSOR refused for want of room, naming the flag. */
+static void say_full(const fl_server *s, const fl_wire_send_tensor *m, fl_rendezvous_put_result full,
+                     const fl_rendezvous_held *h, char *why, size_t len)
+{
+    bool mine = full == FL_RENDEZVOUS_SENDER_FULL;
+    uint64_t limit = mine ? s->limits.max_waiting_value_bytes : s->limits.max_waiting_value_bytes_total;
+    snprintf(why, len, "SEND_TENSOR %s for step %llu: %s holds %zu bytes of values %s sent that no run has "
+             "taken; %zu more would pass %s (%llu); they go when their step runs or their connection closes", m->key, (unsigned long long)m->step_id, s->name,
+             mine ? h->sender_bytes : h->all_bytes, mine ? "this connection" : "all connections", h->charge,
+             mine ? "--max_waiting_value_bytes" : "--max_waiting_value_bytes_total", (unsigned long long)limit);
+}
+
 static void serve_send(fl_server_conn *c, uint32_t id, const fl_wire_send_tensor *m)
 {
     fl_server *s = c->server;
     fl_tensor value = fl_server_received(s, &m->value);
-    size_t held;
-    if (fl_rendezvous_put(s->rendezvous, m->step_id, m->key, &value, &held) != 0) {
+    if (!c->values_sent)
+        c->values_sent = fl_rendezvous_sender_new();
+    fl_rendezvous_held held;
+    fl_rendezvous_put_result put = fl_rendezvous_put(s->rendezvous, c->values_sent, m->step_id, m->key, &value, &held);
+    if (put != FL_RENDEZVOUS_KEPT) {
         char why[FL_WIRE_ERROR_LEN];
-        snprintf(why, sizeof why, "SEND_TENSOR %s for step %llu: %s already holds %zu bytes of values no run has "
-                 "taken yet; %llu more would pass --max_waiting_value_bytes (%llu)", m->key,
-                 (unsigned long long)m->step_id, s->name, held, (unsigned long long)m->value.bytes,
-                 (unsigned long long)s->limits.max_waiting_value_bytes);
+        say_full(s, m, put, &held, why, sizeof why);
         return answer_failure(c, id, FL_RESOURCE_EXHAUSTED, why);
     }
     fl_server_count(s, &s->stats.values_received, 1);
@@ -292,6 +304,23 @@ void fl_server_peek_while_running(fl_server_conn *c, const fl_wire_frame *f)
         fl_rendezvous_abort(c->server->rendezvous, step); /* answered, in order, after the run */
 }
 
+/* The values c sent that no run has taken go with it, but for those of a
+ * step running here now, which its run may still take. */
+static void drop_values_sent(fl_server_conn *c)
+{
+    fl_server *s = c->server;
+    int n = 0;
+    for (const fl_partition_job *job = s->jobs; job; job = job->next)
+        n++;
+    uint64_t *running = fl_xcalloc((size_t)n + 1, sizeof *running);
+    n = 0;
+    for (const fl_partition_job *job = s->jobs; job; job = job->next)
+        running[n++] = job->run.step_id;
+    fl_rendezvous_sender_gone(s->rendezvous, c->values_sent, running, n);
+    c->values_sent = NULL;
+    free(running);
+}
+
 void fl_server_drop_partitions(fl_server_conn *c)
 {
     fl_server *s = c->server;
@@ -311,6 +340,7 @@ void fl_server_drop_partitions(fl_server_conn *c)
     }
     c->partitions = NULL;
     c->running = NULL;
+    drop_values_sent(c);
 }
 
 void fl_server_stop_partitions(fl_server *s)

@@ -76,8 +76,9 @@ typedef enum {
     FL_WIRE_E_UNAVAILABLE = 9,      /* a peer task was lost */
     FL_WIRE_E_DEADLINE = 10,        /* a value from another task never came */
     FL_WIRE_E_UNAUTHENTICATED = 11, /* no proof of the cluster secret, or a wrong one */
+    FL_WIRE_E_RESOURCE_EXHAUSTED = 12, /* a limit of the server's (the message names its flag) */
 } fl_wire_error_code;
-#define FL_WIRE_ERROR_CODE_COUNT 12
+#define FL_WIRE_ERROR_CODE_COUNT 13
 /* What an ERROR frame's code means as flowlab's error code (BAD_FRAME:
  * DATA_LOSS), and the code a failed run's error travels as (wire_error_codes.c). */
 fl_error_code fl_wire_error_meaning(fl_wire_error_code code);

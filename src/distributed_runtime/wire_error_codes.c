@@ -17,6 +17,7 @@ fl_error_code fl_wire_error_meaning(fl_wire_error_code code)
     case FL_WIRE_E_UNAVAILABLE: return FL_UNAVAILABLE;
     case FL_WIRE_E_DEADLINE: return FL_DEADLINE_EXCEEDED;
     case FL_WIRE_E_UNAUTHENTICATED: return FL_UNAUTHENTICATED;
+    case FL_WIRE_E_RESOURCE_EXHAUSTED: return FL_RESOURCE_EXHAUSTED;
     }
     return FL_UNKNOWN;
 }
@@ -28,6 +29,7 @@ fl_wire_error_code fl_wire_error_for(fl_error_code code)
     case FL_ABORTED: return FL_WIRE_E_ABORTED;
     case FL_UNAVAILABLE: return FL_WIRE_E_UNAVAILABLE;
     case FL_DEADLINE_EXCEEDED: return FL_WIRE_E_DEADLINE;
+    case FL_RESOURCE_EXHAUSTED: return FL_WIRE_E_RESOURCE_EXHAUSTED;
     case FL_FAILED_PRECONDITION: return FL_WIRE_E_NOT_INITIALIZED; /* a variable read before its initializer ran */
     default: return FL_WIRE_E_INTERNAL;
     }

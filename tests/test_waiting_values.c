@@ -1,0 +1,143 @@
+/* test_waiting_values.c: a live task server with a cluster secret bounds
+ * the values sent to it (SEND_TENSOR) for a step that never runs there, per
+ * connection (--max_waiting_value_bytes) and in all
+ * (--max_waiting_value_bytes_total), and frees a connection's values when it
+ * closes (server_partitions.c, rendezvous.c). Two workers that hold the
+ * secret send 4 KB values for step 1000: one past its cap is refused
+ * RESOURCE_EXHAUSTED naming the flag while the other's values are still
+ * taken; closing the first frees its values, and room is made. */
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "distributed_runtime/cluster_security.h"
+#include "distributed_runtime/partition_client.h"
+#include "distributed_runtime/rendezvous.h"
+#include "flowlab_cluster.h"
+#include "loopback.h"
+#include "runtime.h"
+#include "tap.h"
+
+#define FLOATS 1024
+#define CHARGE (FLOATS * 4 + FL_RENDEZVOUS_VALUE_OVERHEAD) /* what one value is charged */
+#define PER_CONNECTION 16                                  /* values one connection may leave waiting */
+#define IN_ALL 24                                          /* ... all connections */
+#define NEVER_RUNS 1000                                    /* a step no run here takes */
+
+static const char SECRET[] = "fedcba9876543210fedcba9876543210\n";
+static char dir[64], secret_file[96];
+
+static void write_secret(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/flowlab_waiting_XXXXXX");
+    if (!mkdtemp(dir))
+        diag("cannot make a temporary directory");
+    snprintf(secret_file, sizeof secret_file, "%s/secret", dir);
+    int fd = open(secret_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || write(fd, SECRET, strlen(SECRET)) != (ssize_t)strlen(SECRET))
+        diag("cannot write %s", secret_file);
+    close(fd);
+}
+
+/* worker `task`'s connection to the task server, with the secret. */
+static fl_ps_client *open_worker(int port, fl_cluster *mine, int task)
+{
+    fl_connect_options o = {.who = "/job:worker/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 20,
+                            .job = "worker", .task = 0};
+    o.secret = fl_cluster_secret(mine, &o.secret_len);
+    return fl_ps_client_open(&o, "worker", task);
+}
+
+/* Sends values "k<first>".. for the step that never runs until one is
+ * refused or `count` are sent: how many were taken (the refusal's words in why). */
+static int send_values(fl_ps_client *c, int first, int count, char *why, size_t len)
+{
+    fl_tensor *value = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, FLOATS));
+    int taken = 0;
+    why[0] = '\0';
+    for (int i = first; c && i < first + count; i++, taken++) {
+        char key[32];
+        snprintf(key, sizeof key, "k%d", i);
+        uint32_t id = fl_partition_send_tensor(c, NEVER_RUNS, key, value);
+        if (id == 0 || fl_ps_client_wait(c, id) != 0) {
+            snprintf(why, len, "%s (code %d)", fl_last_error(), (int)fl_last_error_code());
+            break;
+        }
+    }
+    fl_tensor_free(value);
+    return taken;
+}
+
+/* The bytes the server holds for waiting values, once they are `want`, or after 10 s. */
+static uint64_t waiting_bytes(fl_server *server, uint64_t want)
+{
+    fl_server_stats st = {0};
+    for (double end = fl_now_s() + 10; fl_now_s() < end; poll(NULL, 0, 20)) {
+        fl_server_get_stats(server, &st);
+        if (st.waiting_value_bytes == want)
+            break;
+    }
+    return st.waiting_value_bytes;
+}
+
+static void attack(fl_server *server, int port, fl_cluster *mine)
+{
+    char why[FL_ERROR_LEN];
+    fl_ps_client *a = open_worker(port, mine, 0), *b = open_worker(port, mine, 1);
+    ok(a && b, "two workers with the secret connect (%s)", a && b ? "" : fl_last_error());
+    int sent = send_values(a, 0, PER_CONNECTION + 1, why, sizeof why);
+    ok(sent == PER_CONNECTION, "the first connection leaves %d values of 4 KB waiting (want %d)", sent,
+       PER_CONNECTION);
+    ok(fl_last_error_code() == FL_RESOURCE_EXHAUSTED, "its next is refused RESOURCE_EXHAUSTED: %s", why);
+    contains(why, "--max_waiting_value_bytes (", "the refusal names the per-connection flag");
+    sent = send_values(b, 0, IN_ALL - PER_CONNECTION, why, sizeof why);
+    ok(sent == IN_ALL - PER_CONNECTION, "the other connection's values are still taken (%d of %d): %s", sent,
+       IN_ALL - PER_CONNECTION, why);
+    sent = send_values(b, 100, 1, why, sizeof why);
+    ok(sent == 0 && strstr(why, "--max_waiting_value_bytes_total"),
+       "past %d values in all, the server refuses, naming --max_waiting_value_bytes_total: %s", IN_ALL, why);
+    uint64_t held = waiting_bytes(server, (uint64_t)IN_ALL * CHARGE);
+    ok(held == (uint64_t)IN_ALL * CHARGE, "the server holds %llu bytes for them (want %d)",
+       (unsigned long long)held, IN_ALL * CHARGE);
+    if (a)
+        fl_ps_client_close(a);
+    uint64_t want = (uint64_t)(IN_ALL - PER_CONNECTION) * CHARGE;
+    held = waiting_bytes(server, want);
+    ok(held == want, "closing the first connection frees its values: %llu bytes held (want %llu; waited up to 10 s)",
+       (unsigned long long)held, (unsigned long long)want);
+    sent = send_values(b, 200, 1, why, sizeof why);
+    ok(sent == 1, "and the other connection may send again (%s)", why);
+    if (b)
+        fl_ps_client_close(b);
+    ok(waiting_bytes(server, 0) == 0, "closing the second frees the rest");
+}
+
+int main(void)
+{
+    write_secret();
+    char ps_hosts[64], worker_hosts[128];
+    int port = loopback_free_port();
+    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", loopback_free_port());
+    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d,127.0.0.1:%d", port, loopback_free_port());
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 0);
+    fl_cluster *mine = fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 1);
+    ok(spec && mine && fl_cluster_set_secret_file(spec, secret_file) == 0 &&
+           fl_cluster_set_secret_file(mine, secret_file) == 0,
+       "the cluster has a secret (%s)", spec && mine ? secret_file : fl_last_error());
+    FILE *log = tmpfile();
+    fl_server_options options = {.log = log, .max_waiting_value_bytes = PER_CONNECTION * CHARGE,
+                                 .max_waiting_value_bytes_total = IN_ALL * CHARGE};
+    fl_server *server = spec ? fl_server_start(spec, &options) : NULL;
+    ok(server != NULL, "worker 0's task server starts (%s)", server ? "" : fl_last_error());
+    if (server && mine)
+        attack(server, port, mine);
+    fl_server_stop(server);
+    fl_cluster_free(spec);
+    fl_cluster_free(mine);
+    fclose(log);
+    unlink(secret_file);
+    rmdir(dir);
+    return done_testing();
+}
