@@ -269,6 +269,12 @@ typedef struct {
     "  --max_waiting_value_bytes_total N   ... from all connections (1 GiB)\n"                                  \
     "  --max_variables N              variables a ps holds (100000)\n"
 
+/* Their names, for a program's table of flags that take a value. */
+#define FL_SERVER_OPTION_NAMES                                                                                  \
+    "--hello_timeout_s", "--max_unauthenticated", "--max_unauthenticated_per_address",                         \
+        "--max_unread_reply_bytes", "--max_bytes_behind_run", "--max_partitions", "--max_waiting_value_bytes",   \
+        "--max_waiting_value_bytes_total", "--max_variables"
+
 /* Reads one of those flags into o: 1 when flag is one (value checked), 0
  * when it is not, -1 with fl_last_error() naming the flag for a bad value. */
 int fl_server_option_flag(fl_server_options *o, const char *flag, const char *value);

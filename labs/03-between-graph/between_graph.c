@@ -482,7 +482,7 @@ int main(int argc, char **argv)
     static const char *const names[] = {"--ps_hosts", "--worker_hosts", "--job_name", "--task_index", "--device",
                                         "--ps_strategy", "--cluster_graph", "--sync_replicas",
                                         "--replicas_to_aggregate", "--total_num_replicas", "--num_ps",
-                                        "--port_base", "--num_gpus", FL_CLUSTER_SECURITY_FLAG_NAMES};
+                                        "--port_base", "--num_gpus", FL_CLUSTER_SECURITY_FLAG_NAMES, FL_SERVER_OPTION_NAMES};
     lab_flags extra = {names, sizeof names / sizeof *names, set_cluster_flag, &c, set_cluster_switch};
     parse_flags(argc, argv, &o, &extra, usage);
     fl_cluster *cluster = read_cluster(&c);
