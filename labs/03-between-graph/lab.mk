@@ -3,6 +3,8 @@ LAB03    := $(BUILD)/labs/03-between-graph/between_graph
 LAUNCHER := $(BUILD)/labs/tools/launch_cluster
 # tests/test_lab03 runs the lab through the launcher, so both are built first.
 $(BUILD)/tests/test_lab03: $(LAB03) $(LAUNCHER)
+# tests/test_lab03_attack runs the lab's ps and worker itself, under a slowloris.
+$(BUILD)/tests/test_lab03_attack: $(LAB03)
 # tests/test_lab03_hybrid holds the hybrid (--num_gpus) against chapter 2's towers.
 $(BUILD)/tests/test_lab03_hybrid: $(LAB03) $(LAUNCHER) $(BUILD)/labs/02-in-graph-towers/in_graph_towers
 $(LAB03): $(LAB_COMMON) $(wildcard labs/03-between-graph/*.h)
