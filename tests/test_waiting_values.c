@@ -5,14 +5,20 @@
  * closes (server_partitions.c, rendezvous.c). Two workers that hold the
  * secret send 4 KB values for step 1000: one past its cap is refused
  * RESOURCE_EXHAUSTED naming the flag while the other's values are still
- * taken; closing the first frees its values, and room is made. */
+ * taken; closing the first frees its values, and room is made. And a
+ * connection that closes while a step it sent a value for runs here does
+ * not take that value from the run: a partition waits for b, then a; a
+ * is sent and its connection closed (its value for a step not running goes
+ * at once), then b comes on another, and the run ends with a + b. */
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "distributed_runtime/cluster_security.h"
+#include "distributed_runtime/graph_partition.h"
 #include "distributed_runtime/partition_client.h"
 #include "distributed_runtime/rendezvous.h"
 #include "flowlab_cluster.h"
@@ -27,7 +33,8 @@
 #define NEVER_RUNS 1000                                    /* a step no run here takes */
 
 static const char SECRET[] = "fedcba9876543210fedcba9876543210\n";
-static char dir[64], secret_file[96];
+static char dir[64], secret_file[96], log_path[96];
+static const char *A_KEY = "a:/job:worker/task:1->/job:worker/task:0", *B_KEY = "b:/job:worker/task:1->/job:worker/task:0";
 
 static void write_secret(void)
 {
@@ -35,6 +42,7 @@ static void write_secret(void)
     if (!mkdtemp(dir))
         diag("cannot make a temporary directory");
     snprintf(secret_file, sizeof secret_file, "%s/secret", dir);
+    snprintf(log_path, sizeof log_path, "%s/server.log", dir);
     int fd = open(secret_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0 || write(fd, SECRET, strlen(SECRET)) != (ssize_t)strlen(SECRET))
         diag("cannot write %s", secret_file);
@@ -82,6 +90,107 @@ static uint64_t waiting_bytes(fl_server *server, uint64_t want)
     return st.waiting_value_bytes;
 }
 
+/* worker 0's partition: wave 0 waits for b, wave 1 for a; sum = a + b. */
+static void sum_partition(fl_graph_partition *p)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->job, sizeof p->job, "worker");
+    p->graph = fl_graph_new();
+    fl_node *b = fl_placeholder(p->graph, FL_FLOAT32, fl_shape_make(1, 2), "recv/b");
+    fl_node *a = fl_placeholder(p->graph, FL_FLOAT32, fl_shape_make(1, 2), "recv/a");
+    fl_add(p->graph, a, b, "sum");
+    p->nwaves = 2;
+    p->wave = calloc(3, sizeof *p->wave);
+    p->wave[a->id] = p->wave[fl_graph_find(p->graph, "sum")->id] = 1;
+    p->recvs = calloc(2, sizeof *p->recvs);
+    p->nrecvs = 2;
+    snprintf(p->recvs[0].key, sizeof p->recvs[0].key, "%s", B_KEY);
+    snprintf(p->recvs[0].node, sizeof p->recvs[0].node, "recv/b");
+    snprintf(p->recvs[1].key, sizeof p->recvs[1].key, "%s", A_KEY);
+    snprintf(p->recvs[1].node, sizeof p->recvs[1].node, "recv/a");
+    for (int i = 0; i < 2; i++)
+        snprintf(p->recvs[i].peer_job, sizeof p->recvs[i].peer_job, "worker");
+}
+
+typedef struct {
+    fl_ps_client *client;
+    uint64_t handle;
+    fl_tensor *sum;
+    int rc;
+    char error[FL_ERROR_LEN];
+} sum_run;
+
+static void *run_sum(void *arg)
+{
+    sum_run *r = arg;
+    const char *fetches[] = {"sum"}, *recvs[] = {B_KEY, A_KEY};
+    fl_partition_run run = {.step_id = 77, .fetch_names = fetches, .nfetches = 1, .recv_keys = recvs, .nrecvs = 2};
+    r->rc = fl_partition_run_remote(r->client, r->handle, &run, &r->sum);
+    snprintf(r->error, sizeof r->error, "%s", r->rc ? fl_last_error() : "");
+    return NULL;
+}
+
+/* A value [x, 2x] for `key` in `step` on c: true when it was taken. */
+static bool send_pair(fl_ps_client *c, uint64_t step, const char *key, float x)
+{
+    fl_tensor *t = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 2));
+    fl_tensor_floats(t)[0] = x;
+    fl_tensor_floats(t)[1] = 2 * x;
+    uint32_t id = c ? fl_partition_send_tensor(c, step, key, t) : 0;
+    bool taken = id != 0 && fl_ps_client_wait(c, id) == 0;
+    fl_tensor_free(t);
+    return taken;
+}
+
+/* Waits up to `seconds` for the server's log to hold text. */
+static bool log_says(const char *text, double seconds)
+{
+    for (double end = fl_now_s() + seconds; fl_now_s() < end; poll(NULL, 0, 50)) {
+        char have[8192] = "";
+        FILE *f = fopen(log_path, "r");
+        if (f) {
+            have[fread(have, 1, sizeof have - 1, f)] = '\0';
+            fclose(f);
+        }
+        if (strstr(have, text))
+            return true;
+    }
+    return false;
+}
+
+static void test_running_step_keeps(fl_server *server, int port, fl_cluster *mine)
+{
+    fl_graph_partition p;
+    sum_partition(&p);
+    sum_run r = {.client = open_worker(port, mine, 0)};
+    fl_ps_client *a = open_worker(port, mine, 1);
+    bool registered = r.client && fl_partition_register(r.client, &p, &r.handle) == 0;
+    ok(registered, "a client registers a partition that waits for b, then a (%s)", registered ? "" : fl_last_error());
+    fl_graph_partition_free(&p);
+    ok(send_pair(a, 77, A_KEY, 1) && send_pair(a, 78, "z", 5), "a peer sends a for step 77 and z for step 78");
+    pthread_t thread;
+    bool started = registered && pthread_create(&thread, NULL, run_sum, &r) == 0;
+    ok(started && log_says("step 77 waiting for b:", 20), "step 77 runs, waiting for b (waited up to 20 s for the "
+       "server's line)");
+    if (a)
+        fl_ps_client_close(a);
+    uint64_t held = waiting_bytes(server, 8 + FL_RENDEZVOUS_VALUE_OVERHEAD);
+    ok(held == 8 + FL_RENDEZVOUS_VALUE_OVERHEAD, "the peer closes: its z (step 78 does not run) goes, its a (step 77 "
+       "runs) stays: %llu bytes held (waited up to 10 s)", (unsigned long long)held);
+    fl_ps_client *b = open_worker(port, mine, 1);
+    ok(send_pair(b, 77, B_KEY, 10), "another connection sends b");
+    if (started)
+        pthread_join(thread, NULL);
+    const float *sum = r.sum ? fl_tensor_floats(r.sum) : NULL;
+    ok(r.rc == 0 && sum && sum[0] == 11 && sum[1] == 22, "the run took a after its sender had gone: a + b = [%g, %g] "
+       "(want [11, 22]) %s", sum ? (double)sum[0] : 0, sum ? (double)sum[1] : 0, r.error);
+    fl_tensor_free(r.sum);
+    if (b)
+        fl_ps_client_close(b);
+    if (r.client)
+        fl_ps_client_close(r.client);
+}
+
 static void attack(fl_server *server, int port, fl_cluster *mine)
 {
     char why[FL_ERROR_LEN];
@@ -116,6 +225,7 @@ static void attack(fl_server *server, int port, fl_cluster *mine)
 
 int main(void)
 {
+    setenv("FLOWLAB_TASK_DEADLINE", "30", 1); /* the run waits for b this long; a value waits as long */
     write_secret();
     char ps_hosts[64], worker_hosts[128];
     int port = loopback_free_port();
@@ -126,18 +236,21 @@ int main(void)
     ok(spec && mine && fl_cluster_set_secret_file(spec, secret_file) == 0 &&
            fl_cluster_set_secret_file(mine, secret_file) == 0,
        "the cluster has a secret (%s)", spec && mine ? secret_file : fl_last_error());
-    FILE *log = tmpfile();
+    FILE *log = fopen(log_path, "w");
     fl_server_options options = {.log = log, .max_waiting_value_bytes = PER_CONNECTION * CHARGE,
                                  .max_waiting_value_bytes_total = IN_ALL * CHARGE};
     fl_server *server = spec ? fl_server_start(spec, &options) : NULL;
     ok(server != NULL, "worker 0's task server starts (%s)", server ? "" : fl_last_error());
-    if (server && mine)
+    if (server && mine) {
         attack(server, port, mine);
+        test_running_step_keeps(server, port, mine);
+    }
     fl_server_stop(server);
     fl_cluster_free(spec);
     fl_cluster_free(mine);
     fclose(log);
     unlink(secret_file);
+    unlink(log_path);
     rmdir(dir);
     return done_testing();
 }
