@@ -66,7 +66,7 @@ static int hex_value(char c)
     return -1;
 }
 
-/* The four hex digits of a \uXXXX escape starting at p->pos (the 'u'). */
+/* The four hex digits of a \u escape starting at p->pos (the 'u'). */
 static int read_hex4(parser *p, uint32_t *out)
 {
     uint32_t v = 0;
@@ -105,7 +105,7 @@ static size_t put_utf8(uint32_t cp, char *out)
     return 4;
 }
 
-/* \uXXXX, or a surrogate pair \uD83D\uDE00, at p->pos (the 'u'). */
+/* A \u escape (\u00e9), or a surrogate pair \uD83D\uDE00, at p->pos (the 'u'). */
 static int read_unicode_escape(parser *p, char *out, size_t *n)
 {
     size_t start = p->pos - 1;
