@@ -5,8 +5,9 @@
 # directory, on ports nobody else uses), runs between_graph as 1 ps + 2
 # workers with `srun -n 3` (the tasks find their roles in SLURM_* variables)
 # and the allreduce lab with `srun --mpi=pmix -n 2` and inside a step with
-# `srun -n 1 mpirun -np 2`, then stops every daemon by process id and removes
-# its files. TAP, run by prove; skipped, with the reason, where Slurm or
+# `srun -n 1 mpirun -np 2`, then cancels its jobs, stops every daemon by
+# process id, checks that no step daemon of its own is left, and removes its
+# files. TAP, run by prove; skipped, with the reason, where Slurm or
 # munge is missing or cannot start (not root, no such daemons).
 set -u
 BUILD=${BUILD:-build}
@@ -14,33 +15,61 @@ LAB03=$BUILD/labs/03-between-graph/between_graph
 LAB06=$BUILD/labs/06-allreduce/allreduce
 START_DEADLINE=${SLURM_START_DEADLINE:-30} # seconds for munged and the node to come up
 RUN_DEADLINE=${SLURM_RUN_DEADLINE:-90}     # seconds for each srun
+STOP_DEADLINE=${SLURM_STOP_DEADLINE:-120}  # seconds for the daemons to exit after SIGTERM
 NODE=$(hostname -s)
 DIR=$(mktemp -d /tmp/flowlab-slurm.XXXXXX)
 pids=()
 
-# Stops every daemon by its process id: TERM, up to 5 s, then KILL. 0 when
-# all had exited before the KILL.
-# slurmctld saves its state on the way out, which takes seconds on a busy
-# machine (a sanitized suite beside it): 15 s, then SIGKILL, naming who lingered.
-stop_daemons() {
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-    local alive
-    for _ in $(seq 60); do
-        alive=0
-        for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-        [ $alive = 0 ] && break
+# The job steps go first: a slurmstepd outlives its slurmd, so the test
+# cancels its jobs and waits (bounded) until squeue lists none.
+stop_job_steps() {
+    [ -n "${SLURM_CONF:-}" ] || return 0
+    scancel --quiet --partition=flowlab 2>/dev/null
+    for _ in $(seq 240); do
+        [ -z "$(squeue -h -o %i 2>/dev/null)" ] && return 0
         sleep 0.25
     done
-    for pid in "${pids[@]}"; do
-        kill -0 "$pid" 2>/dev/null && echo "# still running 15 s after SIGTERM: $(ps -o comm= -p "$pid") ($pid)"
-        kill -9 "$pid" 2>/dev/null
+    echo "# jobs still listed 60 s after scancel: $(squeue -h -o '%i %T' 2>/dev/null | xargs)"
+}
+# This cluster's processes: the daemons name $DIR on their command lines, and
+# its slurmstepd processes inherit slurmd's SLURM_CONF.
+our_processes() {
+    pgrep -f "$DIR"
+    for pid in $(pgrep -x slurmstepd); do
+        tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "SLURM_CONF=$DIR/slurm.conf" && echo "$pid"
     done
+}
+# Stops every daemon by its process id, SIGTERM, and waits on each one's own
+# exit (wait, not a fixed pause). slurmctld saves its state on the way out,
+# which takes seconds on a busy machine: a watchdog kills what is left after
+# STOP_DEADLINE s and says whom. 0 when every daemon exited by itself.
+stop_daemons() {
+    [ ${#pids[@]} -gt 0 ] || return 0
+    stop_job_steps
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+    (
+        trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+        for _ in $(seq $((STOP_DEADLINE / 10))); do
+            sleep 10 &
+            sleeper=$!
+            wait "$sleeper"
+            echo "# waiting for the daemons to exit: $(ps -o comm= -p "$(IFS=,; echo "${pids[*]}")" | xargs)"
+        done
+        touch "$DIR/daemons-killed"
+        echo "# killed after $STOP_DEADLINE s, not exited after SIGTERM: $(ps -o comm= -p "$(IFS=,; echo "${pids[*]}")" | xargs)"
+        kill -9 "${pids[@]}" 2>/dev/null
+    ) &
+    local watchdog=$!
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
+    kill "$watchdog" 2>/dev/null
+    wait "$watchdog" 2>/dev/null
     pids=()
-    return $alive
+    [ ! -e "$DIR/daemons-killed" ]
 }
 # Runs however the test ends.
 cleanup() {
     stop_daemons
+    for pid in $(our_processes); do kill -9 "$pid" 2>/dev/null; done
     rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -135,7 +164,7 @@ if [ "$state" != idle ]; then
     show "$DIR/slurmd.log" 5
     skip_all "waited $START_DEADLINE s for node $NODE to be idle in sinfo; it was '${state:-no answer}'"
 fi
-echo "1..12"
+echo "1..13"
 
 # --- chapter 3: 1 ps + 2 workers, their roles from SLURM_PROCID ----------------
 export FLOWLAB_BACKEND=host FLOWLAB_TASK_DEADLINE=60
@@ -211,4 +240,13 @@ else
 fi
 
 stop_daemons
-ok $? "munged, slurmctld and slurmd exited within 15 s of SIGTERM (by process id)"
+ok $? "after its jobs were cancelled, munged, slurmctld and slurmd exited by themselves after SIGTERM (waited on by process id)"
+# A step daemon finishes its job's last words after the job has left squeue: up to 30 s.
+for _ in $(seq 120); do
+    left=$(our_processes | sort -u | xargs)
+    [ -z "$left" ] && break
+    sleep 0.25
+done
+[ -z "$left" ]
+ok $? "no process of this cluster (daemon or step) is left running${left:+ (left: $(ps -o comm= -p "${left// /,}" | xargs), killed)}"
+
