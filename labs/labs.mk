@@ -62,6 +62,11 @@ endif
 # ==== make handout DEST=dir: a student's tree without the reference solutions ====
 # labs/tools/handout.sh copies every file git knows of except
 # labs/*/exercises/solutions/; tests/handout.t checks the result.
-.PHONY: handout
+.PHONY: handout mark
 handout:
 	@sh labs/tools/handout.sh "$(DEST)"
+
+# Marks a class: a hand-out per student outside this tree, with only the files
+# a student edits copied in (book/for-instructors.md).
+mark:
+	@sh labs/tools/mark_submissions.sh "$(SUBMISSIONS)" "$(MARKING)"
