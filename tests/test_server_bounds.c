@@ -8,7 +8,8 @@
  * the log stays small, and the ps exits 0 once the worker says goodbye.
  * Then goodbyes (server_stats.c), on a ps without a secret on this
  * process's thread: a `client`'s and a ps task's goodbye do not end a ps
- * whose worker is still there. Every wait has a deadline; the child is
+ * whose worker is still there. Which stranger makes room for a newcomer.
+ * Every wait has a deadline; the child is
  * killed by its pid. */
 #include <errno.h>
 #include <fcntl.h>
@@ -386,6 +387,72 @@ static void test_strangers_per_address(void)
     fclose(log);
 }
 
+/* Whether fd's peer closes within `seconds` (EOF); bytes before it are read. */
+static bool closed_within(int fd, double seconds)
+{
+    for (double end = fl_now_s() + seconds; fl_now_s() < end;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        char b[256];
+        ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno == ECONNRESET))
+            return true;
+    }
+    return false;
+}
+
+/* Which stranger makes room (server_guard.c's eviction_rank), with room for
+ * 3 from one address: two that sent a byte of HELLO go first, then the
+ * oldest not yet heard; one that sent a whole HELLO and is being
+ * challenged for the secret stays, although it is older. */
+static void test_eviction_order(void)
+{
+    write_secret();
+    char ps_hosts[64], worker_hosts[64];
+    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
+    int port = atoi(strchr(ps_hosts, ':') + 1);
+    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    fl_cluster_set_secret_file(spec, secret_file);
+    FILE *log = tmpfile();
+    fl_server_options options = {.log = log, .max_unauthenticated_per_address = 3};
+    fl_server *ps = fl_server_start(spec, &options);
+    fl_wire_buf hello = {0};
+    fl_wire_put_hello(&hello, 1, "worker", 0);
+    int trickling[2], proving = -1, silent[3];
+    for (int i = 0; i < 2; i++) {
+        trickling[i] = loopback_connect(port, 1);
+        send(trickling[i], hello.data, 1, MSG_NOSIGNAL);
+    }
+    proving = loopback_connect(port, 1);
+    send(proving, hello.data, hello.len, MSG_NOSIGNAL);
+    struct pollfd p = {.fd = proving, .events = POLLIN};
+    ok(poll(&p, 1, 5000) == 1, "the stranger that sent a whole HELLO is challenged (waited up to 5 s)");
+    bool order_kept = true;
+    for (int i = 0; i < 3; i++) {
+        silent[i] = loopback_connect(port, 1);
+        int victim = i < 2 ? trickling[i] : silent[0];
+        if (!closed_within(victim, 5)) {
+            diag("after silent connection %d: waited 5 s for %s to be dropped", i + 1,
+                 i < 2 ? "a trickling one" : "the oldest silent one");
+            order_kept = false;
+        }
+    }
+    ok(order_kept, "the trickling strangers went first, then the oldest silent one");
+    ok(!closed_within(proving, 0.2), "the stranger proving the secret is still held, though the oldest left");
+    for (int i = 0; i < 2; i++)
+        close(trickling[i]);
+    for (int i = 0; i < 3; i++)
+        close(silent[i]);
+    close(proving);
+    fl_wire_buf_free(&hello);
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
+    fclose(log);
+    unlink(secret_file);
+    rmdir(dir);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -428,5 +495,6 @@ int main(void)
     test_goodbyes_from_others();
     test_unread_replies_and_variables();
     test_strangers_per_address();
+    test_eviction_order();
     return done_testing();
 }

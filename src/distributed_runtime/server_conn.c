@@ -93,6 +93,7 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
 {
     fl_server_conn *c = conn;
     struct evbuffer *in = bufferevent_get_input(bev);
+    c->heard = true;
     for (;;) {
         size_t len = evbuffer_get_length(in);
         size_t look = len < FL_WIRE_HEADER_BYTES ? len : FL_WIRE_HEADER_BYTES;

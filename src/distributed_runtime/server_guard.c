@@ -1,7 +1,8 @@
 /* server_guard.c: what bounds a connection before it has proven who it is.
  * It has a fixed deadline from accept to HELLO_OK (a TLS handshake included),
  * however often it sends a byte; at most so many such strangers are held, in
- * all and per address, the oldest making room for a newcomer; and when the
+ * all and per address, the oldest of the least promising making room for a
+ * newcomer (eviction_rank); and when the
  * process runs out of descriptors, accepting pauses a while, logged once. */
 #include <errno.h>
 #include <string.h>
@@ -41,32 +42,46 @@ static void on_deadline(evutil_socket_t fd, short events, void *conn)
     drop_stranger(c, why);
 }
 
-/* The oldest stranger (the list is newest first), from host alone when host is given. */
-static fl_server_conn *oldest_stranger(fl_server *s, const char *host, int *count)
+/* Which stranger goes first when one must make room: one that has been
+ * heard and still has not sent a whole HELLO (a slowloris: a client sends
+ * its HELLO in one write), then one not yet heard (accepted in the same
+ * burst as the newcomer: it has had no chance), then one that is proving
+ * it knows the secret. Lower goes first. */
+static int eviction_rank(const fl_server_conn *c)
 {
-    fl_server_conn *oldest = NULL;
+    if (c->challenged)
+        return 2;
+    return c->heard ? 0 : 1;
+}
+
+/* The stranger to drop first (the list is newest first: the oldest of the
+ * lowest rank), from host alone when host is given; *count: how many. */
+static fl_server_conn *stranger_to_drop(fl_server *s, const char *host, int *count)
+{
+    fl_server_conn *first = NULL;
     *count = 0;
     for (fl_server_conn *c = s->conns; c; c = c->next) {
         if (!c->deadline || (host && strcmp(c->host, host) != 0))
             continue;
-        oldest = c;
+        if (!first || eviction_rank(c) <= eviction_rank(first))
+            first = c;
         ++*count;
     }
-    return oldest;
+    return first;
 }
 
-/* Room for one more stranger from host: the oldest goes when a cap is reached. */
+/* Room for one more stranger from host: one goes when a cap is reached. */
 static void make_room_for_stranger(fl_server *s, const char *host)
 {
     int count;
-    fl_server_conn *oldest = oldest_stranger(s, host, &count);
-    if (oldest && count >= s->limits.max_unauthenticated_per_address)
-        drop_stranger(oldest, "the oldest unauthenticated connection from its address makes room for a new one "
-                              "(--max_unauthenticated_per_address)");
-    oldest = oldest_stranger(s, NULL, &count);
-    if (oldest && count >= s->limits.max_unauthenticated)
-        drop_stranger(oldest, "the oldest unauthenticated connection makes room for a new one "
-                              "(--max_unauthenticated)");
+    fl_server_conn *first = stranger_to_drop(s, host, &count);
+    if (first && count >= s->limits.max_unauthenticated_per_address)
+        drop_stranger(first, "an unauthenticated connection from its address (the oldest of the least advanced "
+                             "in the handshake) makes room for a new one (--max_unauthenticated_per_address)");
+    first = stranger_to_drop(s, NULL, &count);
+    if (first && count >= s->limits.max_unauthenticated)
+        drop_stranger(first, "an unauthenticated connection (the oldest of the least advanced in the handshake) "
+                             "makes room for a new one (--max_unauthenticated)");
 }
 
 int fl_server_guard_stranger(fl_server_conn *c)
@@ -114,7 +129,7 @@ static void resume_accepting(evutil_socket_t fd, short events, void *server)
 
 /* accept() failed (EMFILE: out of descriptors): the listening socket stays
  * readable, so libevent would call back at once, for ever. Accepting
- * pauses instead, the oldest stranger gives its descriptor back, and a
+ * pauses instead, a stranger (stranger_to_drop) gives its descriptor back, and a
  * line says so at the 1st, 2nd, 4th, 8th ... pause. */
 static void on_accept_error(struct evconnlistener *listener, void *server)
 {
@@ -122,9 +137,10 @@ static void on_accept_error(struct evconnlistener *listener, void *server)
     int why = EVUTIL_SOCKET_ERROR();
     evconnlistener_disable(listener);
     int count;
-    fl_server_conn *oldest = oldest_stranger(s, NULL, &count);
-    if (oldest)
-        drop_stranger(oldest, "out of descriptors: the oldest unauthenticated connection goes");
+    fl_server_conn *first = stranger_to_drop(s, NULL, &count);
+    if (first)
+        drop_stranger(first, "out of descriptors: an unauthenticated connection goes (the oldest of the least "
+                             "advanced in the handshake)");
     if (worth_logging(++s->accept_pauses)) {
         fprintf(s->log, "%s: cannot accept connections: %s; pausing accepts for %g s (%llu pauses so far; raise "
                 "the limit with ulimit -n)\n", s->log_prefix, evutil_socket_error_to_string(why), ACCEPT_PAUSE_S,

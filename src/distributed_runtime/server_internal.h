@@ -91,6 +91,7 @@ typedef struct fl_server_conn {
     unsigned char nonce[FL_WIRE_PROOF_BYTES]; /* the CHALLENGE sent, which its PROOF must answer */
     bool tls;              /* a TLS bufferevent (libevent_openssl): no tricks with its buffers */
     bool challenged;       /* sent a CHALLENGE, not yet welcomed: a stranger until it proves itself */
+    bool heard;            /* its bytes have been read at least once (server_guard.c's eviction order) */
     struct fl_server_conn *next;
 } fl_server_conn;
 
