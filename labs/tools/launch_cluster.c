@@ -290,6 +290,7 @@ static int start_cluster(cluster *c)
     host_list(ports, 0, c->opt.ps, ps_flag + at, sizeof ps_flag - at);
     at = strlen(worker_flag);
     host_list(ports, c->opt.ps, c->opt.workers, worker_flag + at, sizeof worker_flag - at);
+    say("the tasks get %s %s", ps_flag, worker_flag); /* so that another program can join, or try to */
     int nprogram = 0;
     while (c->opt.program[nprogram])
         nprogram++;
