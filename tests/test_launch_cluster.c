@@ -389,6 +389,7 @@ static void test_secret_by_default(void)
     snprintf(args, sizeof args, "--ps 1 --workers 2 sh %s ok", fake);
     launch_run r = run_launcher("", args);
     contains(r.out, "launch_cluster: made a shared secret for this run: ", "by default the launcher makes a secret");
+    contains(r.out, "launch_cluster: the tasks get --ps_hosts=127.0.0.1:", "and says which hosts its tasks get");
     static const char *const names[] = {"ps0", "worker0", "worker1"};
     int same = 0;
     for (int i = 0; i < 3; i++) {
