@@ -112,6 +112,28 @@ static void test_towers(void)
     free(two.out);
 }
 
+/* Chapter 2's sentence, with its own two commands (book/outputs/02-two-towers.txt
+ * and 02-one-tower.txt): every loss of the six steps within a relative
+ * 1e-5, and the same test accuracy. */
+#define BOOK_TOWERS "--max_examples 512 --batch_size 64 --train_steps 6 --log_every 1"
+#define BOOK_TOLERANCE 1e-5
+
+static void test_chapter_sentence(void)
+{
+    run_result two = run_lab(BOOK_TOWERS " --num_gpus 2"), one = run_lab(BOOK_TOWERS " --num_gpus 1");
+    bool same = two.status == 0 && one.status == 0 && two.nsteps == 6 && one.nsteps == 6;
+    double worst = 0;
+    for (int i = 0; same && i < 6; i++) {
+        double d = fabs(one.loss[i] - two.loss[i]) / fabs(one.loss[i]);
+        worst = d > worst ? d : worst;
+    }
+    ok(same && worst <= BOOK_TOLERANCE && accuracy_of(&one) == accuracy_of(&two),
+       "the chapter's two commands: 2 towers and 1 agree within %.0e over 6 steps (worst %.2g), "
+       "the same accuracy (%.4f, %.4f)", BOOK_TOLERANCE, worst, accuracy_of(&two), accuracy_of(&one));
+    free(two.out);
+    free(one.out);
+}
+
 static void test_no_accelerator(void)
 {
     run_result r = run_env("FLOWLAB_BACKEND=host", "--max_examples 128 --batch_size 32 "
@@ -182,9 +204,10 @@ int main(int argc, char **argv)
     } else {
         test_no_accelerator();
         test_checkpoint_dir_errors();
-        if (naccelerators == 2)
+        if (naccelerators == 2) {
             test_towers();
-        else
+            test_chapter_sentence();
+        } else
             printf("ok %d # SKIP two towers need two accelerators (PoCL's pthread devices); "
                    "found %d\n", ++tap_count, naccelerators);
     }
