@@ -236,6 +236,11 @@ fl_wire_frame fl_wire_frame_announced(const void *header);
  * "connection closed inside a frame header (7 of 16 bytes)". */
 int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen);
 
+/* Whether the first bytes of a stream (1 or more) are a TLS record's, not a
+ * frame's: a ClientHello (0x16 0x03), an alert (0x15 0x03), ... A peer with
+ * --tls_* met one without them; each side names the flags (TLS mismatch). */
+bool fl_wire_looks_like_tls(const void *bytes, size_t len);
+
 /* ---- typed payloads: plain structs; tensor data points into the frame ---- */
 typedef struct {
     fl_dtype dtype;
