@@ -11,7 +11,7 @@
  * The chief (worker 0, or the chief task) restores the latest checkpoint or
  * initialises the variables; every other worker waits until the model is
  * ready, saying what it waits for every few seconds, up to
- * FLOWLAB_TASK_DEADLINE. A run that loses a task connects again, lets the
+ * FLOWLAB_TASK_DEADLINE seconds (120 unset). A run that loses a task connects again, lets the
  * chief restore a restarted ps from the latest checkpoint, and runs again.
  * Hooks run after every step: stop at a step, count steps, log, save.
  * ------------------------------------------------------------------------ */
