@@ -80,8 +80,10 @@ static void test_max_to_keep(void)
 {
     char all[] = "/tmp/flowlab-keep-XXXXXX", five[] = "/tmp/flowlab-keep-XXXXXX", which[16], cmd[600];
     long step = -1;
-    if (!mkdtemp(all) || !mkdtemp(five))
-        return (void)ok(false, "mkdtemp failed");
+    if (!mkdtemp(all) || !mkdtemp(five)) {
+        ok(false, "mkdtemp made the checkpoint directories");
+        return;
+    }
     int steps = train_keeping(all, 8, 0, &step);
     ok(steps == 8, "8 steps saved at each, max_checkpoints_to_keep 0 (%d, global step %ld)", steps, step);
     kept(all, 8, which);

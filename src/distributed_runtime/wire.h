@@ -67,7 +67,7 @@ typedef enum {
     FL_WIRE_E_BAD_FRAME = 1,        /* the bytes are not a valid frame */
     FL_WIRE_E_OUT_OF_ORDER = 2,     /* a valid frame at the wrong time */
     FL_WIRE_E_UNKNOWN_VARIABLE = 3, /* no variable of that name on this task */
-    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's */
+    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's; or --sync_replicas from another worker's */
     FL_WIRE_E_NOT_INITIALIZED = 5,  /* PULL/APPLY before any INIT_VARIABLE */
     FL_WIRE_E_INTERNAL = 6,         /* the server failed, e.g. out of memory */
     /* A partition's run that failed (the connection stays). */
