@@ -13,6 +13,10 @@
  * Every task is started with the same spec and its own job and index.
  * Errors return NULL (or -1) and fl_last_error() names the flag or the
  * TF_CONFIG key at fault.
+ * Tasks wait for each other up to FLOWLAB_TASK_DEADLINE seconds (the
+ * environment's; 120 when unset). Set to no number of seconds above 0
+ * ("abc", "0", "-5"), it fails every fl_cluster_from_* (FL_INVALID_ARGUMENT,
+ * naming the variable and the value).
  * ------------------------------------------------------------------------ */
 typedef struct fl_cluster fl_cluster;
 
@@ -251,7 +255,7 @@ typedef struct {
     /* Values sent here (SEND_TENSOR) that no run has taken yet, each
      * counted with 512 bytes of bookkeeping: those one connection sent (0:
      * 256 MiB; they go when it closes, except a running step's), and all
-     * (0: 1 GiB). One waits at most FLOWLAB_TASK_DEADLINE. */
+     * (0: 1 GiB). One waits at most FLOWLAB_TASK_DEADLINE seconds. */
     uint64_t max_waiting_value_bytes;
     uint64_t max_waiting_value_bytes_total;
     int max_variables;                /* variables a ps holds in all (0: 100000) */

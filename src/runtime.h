@@ -27,8 +27,13 @@ long fl_latest_checkpoint_step(const char *dir);
 /* ---- clock.c: CLOCK_MONOTONIC in microseconds, the clock of every trace ---- */
 double fl_now_us(void);
 double fl_now_s(void); /* the same clock in seconds, for waits and rates */
-/* How long to wait for a peer task (FLOWLAB_TASK_DEADLINE, 120 s by default). */
+/* How long to wait for a peer task: FLOWLAB_TASK_DEADLINE, in seconds, 120
+ * by default (and, with a WARNING once, when the variable is wrong). */
+#define FL_TASK_DEADLINE_DEFAULT_S 120.0
 double fl_task_deadline_s(void);
+/* 0, or -1 after fl_set_error_code naming the variable and its value when
+ * FLOWLAB_TASK_DEADLINE is set to no number of seconds above 0. */
+int fl_task_deadline_check(void);
 
 /* ---- tensor.c ---- */
 size_t fl_dtype_size(fl_dtype dtype);

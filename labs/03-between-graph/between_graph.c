@@ -252,6 +252,7 @@ static fl_monitored_session *open_session(const fl_cluster *cluster, const train
     fl_session_options config = {.allow_soft_placement = true, .cluster = fl_cluster_session_plugin(cluster),
                                  .log_device_placement = o->log_device_placement};
     fl_monitored_session_options m = {.checkpoint_dir = o->checkpoint_dir, .save_checkpoint_steps = o->save_every,
+                                      .max_checkpoints_to_keep = FL_DEFAULT_MAX_TO_KEEP, /* 0 would keep all */
                                       .log_step_count_steps = -1, .hooks = &stop, .nhooks = 1, .config = &config};
     return fl_monitored_training_session(w->g, w->global_step, &m);
 }

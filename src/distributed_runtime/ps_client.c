@@ -118,12 +118,11 @@ static void *awaited_destination(void *client, const fl_wire_frame *f, size_t *b
     return dst;
 }
 
-/* Reads one frame into buf. 1: a frame in *f; 0: the stream ended; -1: bad. */
+/* Reads one frame into buf: as fl_read_frame, counting what it received. */
 static int read_frame(fl_ps_client *c, fl_wire_buf *buf, fl_wire_frame *f, char *why, size_t len)
 {
     int rc = fl_read_frame(c->fd, buf, f, awaited_destination, c, why, len);
-    if (rc == 1)
-        c->received += f->frame_len;
+    c->received += rc == 1 ? f->frame_len : 0;
     return rc;
 }
 
@@ -367,8 +366,9 @@ static int read_welcome(fl_ps_client *c, const fl_connect_options *where, const 
                         fl_wire_buf *buf, fl_wire_message *m, char *why, size_t len)
 {
     fl_wire_frame f;
-    if (read_frame(c, buf, &f, why, len) != 1 || fl_wire_parse(&f, m, why, len) != 0)
-        return -1;
+    int got = read_frame(c, buf, &f, why, len); /* -2: a task with TLS, final */
+    if (got != 1 || fl_wire_parse(&f, m, why, len) != 0)
+        return got == -2 ? -2 : -1;
     if (m->type == FL_WIRE_CHALLENGE) {
         unsigned char challenge[FL_WIRE_PROOF_BYTES];
         memcpy(challenge, m->u.handshake.nonce, sizeof challenge);

@@ -67,7 +67,7 @@ typedef enum {
     FL_WIRE_E_BAD_FRAME = 1,        /* the bytes are not a valid frame */
     FL_WIRE_E_OUT_OF_ORDER = 2,     /* a valid frame at the wrong time */
     FL_WIRE_E_UNKNOWN_VARIABLE = 3, /* no variable of that name on this task */
-    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's */
+    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's; or --sync_replicas from another worker's */
     FL_WIRE_E_NOT_INITIALIZED = 5,  /* PULL/APPLY before any INIT_VARIABLE */
     FL_WIRE_E_INTERNAL = 6,         /* the server failed, e.g. out of memory */
     /* A partition's run that failed (the connection stays). */
@@ -235,6 +235,11 @@ fl_wire_frame fl_wire_frame_announced(const void *header);
 /* At end of stream: 0 when no bytes are left over, else -1 and a message such as
  * "connection closed inside a frame header (7 of 16 bytes)". */
 int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen);
+
+/* Whether the first bytes of a stream (1 or more) are a TLS record's, not a
+ * frame's: a ClientHello (0x16 0x03), an alert (0x15 0x03), ... A peer with
+ * --tls_* met one without them; each side names the flags (TLS mismatch). */
+bool fl_wire_looks_like_tls(const void *bytes, size_t len);
 
 /* ---- typed payloads: plain structs; tensor data points into the frame ---- */
 typedef struct {
