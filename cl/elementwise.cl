@@ -62,8 +62,6 @@ __kernel void div_grad_b(__global const float *dy, __global const float *a, int 
                          __global const float *b, int nb, __global float *out, int n)
 {
     int i = get_global_id(0);
-    if (i >= n)
-        return;
-    float bi = b[i % nb];
-    out[i] = -dy[i] * a[i % na] / (bi * bi);
+    if (i < n)
+        out[i] = fl_rule_div_grad_b(dy[i], a[i % na], b[i % nb]);
 }

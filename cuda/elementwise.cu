@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "launch.cuh"
+#include "scalar_rules.h" /* Cast's and DivGradB's rules, the host's own */
 
 __device__ static float arith_f32(fl_cu_arith op, float x, float y)
 {
@@ -113,10 +114,8 @@ extern "C" cudaError_t fl_cu_accumulate_i32(int32_t *out, const int32_t *x, int6
 __global__ static void div_grad_b_kernel(const float *dy, const float *a, int64_t na,
                                          const float *b, int64_t nb, float *out, int64_t n)
 {
-    for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride()) {
-        float bi = b[i % nb];
-        out[i] = -dy[i] * a[i % na] / (bi * bi);
-    }
+    for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride())
+        out[i] = fl_rule_div_grad_b(dy[i], a[i % na], b[i % nb]);
 }
 
 extern "C" cudaError_t fl_cu_div_grad_b(const float *dy, const float *a, int64_t na,
@@ -151,24 +150,10 @@ extern "C" cudaError_t fl_cu_fill_i32(int32_t *out, int64_t n, int32_t value, cu
     return cudaGetLastError();
 }
 
-/* Truncation toward zero, as the host's float_to_int32: NaN becomes 0 and
- * out-of-range values saturate, spelled out rather than left to the
- * hardware conversion. */
-__device__ static int32_t float_to_int32(float f)
-{
-    if (isnan(f))
-        return 0;
-    if (f >= 2147483648.0f)
-        return INT32_MAX;
-    if (f < -2147483648.0f)
-        return INT32_MIN;
-    return (int32_t)f;
-}
-
 __global__ static void cast_f32_i32_kernel(const float *x, int32_t *out, int64_t n)
 {
     for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride())
-        out[i] = float_to_int32(x[i]);
+        out[i] = fl_rule_float_to_int32(x[i]);
 }
 
 __global__ static void cast_i32_f32_kernel(const int32_t *x, float *out, int64_t n)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "host_kernels.h"
+#include "scalar_rules.h"
 
 /* C[M,N] = op(A) op(B), where op transposes when asked. The i-k-j loop order
  * streams rows of B and C, the cache-friendly order for row-major data. */
@@ -224,9 +225,7 @@ FL_HOST_KERNEL(fl_host_div_grad_b)
     int64_t na = fl_shape_size(in[1]->shape), nb = fl_shape_size(in[2]->shape);
     const float *dy = in[0]->data, *a = in[1]->data, *b = in[2]->data;
     float *o = out->data;
-    for (int64_t i = 0; i < count; i++) {
-        float bi = b[i % nb];
-        o[i] = -dy[i] * a[i % na] / (bi * bi);
-    }
+    for (int64_t i = 0; i < count; i++)
+        o[i] = fl_rule_div_grad_b(dy[i], a[i % na], b[i % nb]);
     return 0;
 }
