@@ -1,8 +1,6 @@
-/* scalar_rules.h: the element-wise rules every backend computes (Cast to
- * int32, the activations and their gradients), each written once, float in,
- * float out. C includes it (src/host/), nvcc includes it (the cuda/ kernels),
- * and the OpenCL backend embeds it ahead of the cl/ kernels in the program it
- * builds (cl/opencl_device.c), so it travels inside the library. */
+/* scalar_rules.h: each element-wise rule (Cast to int32, the activations and
+ * their gradients, the optimizers' updates) written once, float in, float out,
+ * for C (src/host/), nvcc (cuda/) and OpenCL C (put ahead of cl/'s kernels). */
 #ifndef FLOWLAB_SCALAR_RULES_H
 #define FLOWLAB_SCALAR_RULES_H
 
@@ -16,6 +14,7 @@ typedef int int32_t;
 #define INT32_MAX INT_MAX
 #define INT32_MIN INT_MIN
 #define expf exp
+#define sqrtf sqrt
 #define tanhf tanh
 #elif defined(__CUDACC__)
 #include <math.h>
@@ -59,5 +58,40 @@ FL_RULE float fl_rule_tanh_grad(float dy, float y) { return dy * (1.0f - y * y);
 
 /* DivGradB: d(a / b)/db times dy, -dy a / b^2. */
 FL_RULE float fl_rule_div_grad_b(float dy, float a, float b) { return -dy * a / (b * b); }
+
+/* The optimizers' updates, TensorFlow's ApplyGradientDescent, ApplyMomentum
+ * and ApplyAdam. Each expression keeps its shape: where a device contracts
+ * a * b + c into one fused multiply-add (OpenCL C and CUDA may), the same
+ * expression contracts the same way in every kernel that calls it. */
+
+/* ApplyGradientDescent: var - lr grad. */
+FL_RULE float fl_rule_gradient_descent(float var, float lr, float grad) { return var - lr * grad; }
+
+/* ApplyMomentum's accumulator: momentum accum + grad. */
+FL_RULE float fl_rule_momentum_accum(float accum, float momentum, float grad) { return momentum * accum + grad; }
+
+/* ApplyMomentum's variable, from the new accum: var - lr accum, or with
+ * Nesterov var - lr (grad + momentum accum). */
+FL_RULE float fl_rule_momentum_var(float var, float lr, float momentum, float accum, float grad, int nesterov)
+{
+    return var - (nesterov ? lr * (grad + momentum * accum) : lr * accum);
+}
+
+/* ApplyAdam's step size from the beta powers (beta^t): lr sqrt(1 - beta2^t) / (1 - beta1^t). */
+FL_RULE float fl_rule_adam_lr(float lr, float beta1_power, float beta2_power)
+{
+    return lr * sqrtf(1.0f - beta2_power) / (1.0f - beta1_power);
+}
+
+/* ApplyAdam's first moment, m = beta1 m + (1 - beta1) grad, and second, v =
+ * beta2 v + (1 - beta2) grad^2. */
+FL_RULE float fl_rule_adam_m(float m, float beta1, float grad) { return beta1 * m + (1.0f - beta1) * grad; }
+FL_RULE float fl_rule_adam_v(float v, float beta2, float grad) { return beta2 * v + (1.0f - beta2) * grad * grad; }
+
+/* ApplyAdam's variable, from the new moments: var - lr_t m / (sqrt(v) + epsilon). */
+FL_RULE float fl_rule_adam_var(float var, float lr_t, float m, float v, float epsilon)
+{
+    return var - lr_t * m / (sqrtf(v) + epsilon);
+}
 
 #endif

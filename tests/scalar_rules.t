@@ -1,12 +1,14 @@
 #!/usr/bin/perl
 # scalar_rules.t: each element-wise rule (Cast to int32, the activations and
-# their gradients, DivGradB) is written once, in src/scalar_rules.h, and the
-# host, OpenCL and CUDA kernels all use it. TAP, run by prove from the root.
+# their gradients, DivGradB, the optimizers' updates) is written once, in
+# src/scalar_rules.h, and the host, OpenCL and CUDA kernels all use it. TAP,
+# run by prove from the repository's root.
 use strict;
 use warnings;
 
 my $header = 'src/scalar_rules.h';
-my @rules = qw(float_to_int32 relu relu_grad sigmoid sigmoid_grad tanh tanh_grad div_grad_b);
+my @rules = qw(float_to_int32 relu relu_grad sigmoid sigmoid_grad tanh tanh_grad div_grad_b
+               gradient_descent momentum_accum momentum_var adam_lr adam_m adam_v adam_var);
 # The kernels of each dialect, where a rule would be written again.
 my %dialect = (
     host   => [glob('src/host/*.c src/host/*.h')],
@@ -23,6 +25,9 @@ my %spelling = (
     'a gradient y (1 - y) or (1 - y y)'             => qr/(\w+)\s*\*\s*\(\s*1\.0f\s*-\s*\1\s*\)|\(\s*1\.0f\s*-\s*(\w+)\s*\*\s*\2\s*\)/,
     'a tanh call'                                   => qr/(?<![\w.])tanhf?\s*\(/,
     'DivGradB\'s b^2 (/ (b * b))'                   => qr/\/\s*\(\s*(\w+)\s*\*\s*\1\s*\)/,
+    'an Adam moment ((1 - beta) * g)'               => qr/\(\s*1\.0f\s*-\s*\w+\s*\)\s*\*/,
+    'a sqrt call (Adam\'s)'                         => qr/(?<![\w.])sqrtf?\s*\(/,
+    'an update in place (var -= lr * g)'            => qr/-=\s*[\w\[\]>-]+\s*\*/,
 );
 
 my $tests = 0;
@@ -98,8 +103,14 @@ ok(read_text('cl/opencl_device.c') =~ /source_named\("scalar_rules\.h"\)/, 'cl/o
 if (system('command -v clang >/dev/null 2>&1') != 0) {
     print "ok " . ++$tests . " # SKIP clang is not installed (the OpenCL tests build it under PoCL)\n";
 } else {
-    my $calls = join(' + ', map { $_ eq 'float_to_int32' ? "fl_rule_$_(x[0])" : /grad_b/ ? "fl_rule_$_(x[0], x[1], x[2])"
-                                                       : /grad/ ? "fl_rule_$_(x[0], x[1])" : "fl_rule_$_(x[0])" } @rules);
+    # Each rule called once, with as many arguments as its parameter list names.
+    my @calls;
+    for my $rule (@rules) {
+        my ($parameters) = $rules_text =~ /\bfl_rule_$rule\s*\(([^)]*)\)/;
+        my $count = () = ($parameters // '') =~ /,/g;
+        push @calls, "fl_rule_$rule(" . join(', ', map { "x[$_]" } 0 .. $count) . ')';
+    }
+    my $calls = join(' + ', @calls);
     my $kernel = "__kernel void k(__global const float *x, __global float *o) { o[0] = $calls; }";
     my $out = `(cat $header; echo '$kernel') | clang -x cl -cl-std=CL1.2 -Xclang -finclude-default-header -fsyntax-only -Werror - 2>&1`;
     ok($? == 0, "$header compiles as OpenCL C 1.2", split(/\n/, $out));
