@@ -1,6 +1,6 @@
-/* scalar_rules.h: each element-wise rule (Cast to int32, the activations and
- * their gradients, the optimizers' updates) written once, float in, float out,
- * for C (src/host/), nvcc (cuda/) and OpenCL C (put ahead of cl/'s kernels). */
+/* scalar_rules.h: each element-wise rule (Cast, the activations and their
+ * gradients, the optimizers' updates, int32 arithmetic) written once, for C
+ * (src/host/), nvcc (cuda/) and OpenCL C (put ahead of cl/'s kernels). */
 #ifndef FLOWLAB_SCALAR_RULES_H
 #define FLOWLAB_SCALAR_RULES_H
 
@@ -11,6 +11,7 @@
  * CUDA call expf and tanhf. */
 #define FL_RULE
 typedef int int32_t;
+typedef uint uint32_t;
 #define INT32_MAX INT_MAX
 #define INT32_MIN INT_MIN
 #define expf exp
@@ -58,6 +59,18 @@ FL_RULE float fl_rule_tanh_grad(float dy, float y) { return dy * (1.0f - y * y);
 
 /* DivGradB: d(a / b)/db times dy, -dy a / b^2. */
 FL_RULE float fl_rule_div_grad_b(float dy, float a, float b) { return -dy * a / (b * b); }
+
+/* int32 Add, Sub, Mul, Neg (and AddN's sum) wrap around instead of
+ * overflowing, which C leaves undefined: computed as uint32, whose
+ * arithmetic wraps, and read back as int32. */
+FL_RULE int32_t fl_rule_int32_add(int32_t x, int32_t y) { return (int32_t)((uint32_t)x + (uint32_t)y); }
+FL_RULE int32_t fl_rule_int32_sub(int32_t x, int32_t y) { return (int32_t)((uint32_t)x - (uint32_t)y); }
+FL_RULE int32_t fl_rule_int32_mul(int32_t x, int32_t y) { return (int32_t)((uint32_t)x * (uint32_t)y); }
+FL_RULE int32_t fl_rule_int32_neg(int32_t x) { return (int32_t)(0u - (uint32_t)x); }
+
+/* int32 Div truncates toward zero (C's x / y), except where it has no value:
+ * by zero, and INT32_MIN / -1. Each kernel reports those as its faults. */
+FL_RULE int fl_rule_int32_div_fails(int32_t x, int32_t y) { return y == 0 || (x == INT32_MIN && y == -1); }
 
 /* The optimizers' updates, TensorFlow's ApplyGradientDescent, ApplyMomentum
  * and ApplyAdam. Each expression keeps its shape: where a device contracts

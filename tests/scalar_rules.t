@@ -1,6 +1,7 @@
 #!/usr/bin/perl
 # scalar_rules.t: each element-wise rule (Cast to int32, the activations and
-# their gradients, DivGradB, the optimizers' updates) is written once, in
+# their gradients, DivGradB, the optimizers' updates, int32 arithmetic that
+# wraps) is written once, in
 # src/scalar_rules.h, and the host, OpenCL and CUDA kernels all use it. TAP,
 # run by prove from the repository's root.
 use strict;
@@ -8,7 +9,8 @@ use warnings;
 
 my $header = 'src/scalar_rules.h';
 my @rules = qw(float_to_int32 relu relu_grad sigmoid sigmoid_grad tanh tanh_grad div_grad_b
-               gradient_descent momentum_accum momentum_var adam_lr adam_m adam_v adam_var);
+               gradient_descent momentum_accum momentum_var adam_lr adam_m adam_v adam_var
+               int32_add int32_sub int32_mul int32_neg int32_div_fails);
 # The kernels of each dialect, where a rule would be written again.
 my %dialect = (
     host   => [glob('src/host/*.c src/host/*.h')],
@@ -28,6 +30,8 @@ my %spelling = (
     'an Adam moment ((1 - beta) * g)'               => qr/\(\s*1\.0f\s*-\s*\w+\s*\)\s*\*/,
     'a sqrt call (Adam\'s)'                         => qr/(?<![\w.])sqrtf?\s*\(/,
     'an update in place (var -= lr * g)'            => qr/-=\s*[\w\[\]>-]+\s*\*/,
+    'int32 arithmetic that wraps (through uint)'    => qr/\(\s*uint(?:32_t)?\s*\)\s*[\w\[\]]+\s*[-+*]\s*\(\s*uint|0u\s*-/,
+    'Div\'s faults (INT32_MIN / -1)'                => qr/INT(?:32)?_MIN\s*&&\s*\w+\s*==\s*-1/,
 );
 
 my $tests = 0;
