@@ -1,6 +1,6 @@
 /* optimizers.cl: the update rules of SGD, Momentum and Adam, in place on the
  * variable and its slots. The formulas are the host's
- * (src/host_optimizers.c), which are TensorFlow's.
+ * (src/host/host_optimizers.c), which are TensorFlow's.
  *
  * These kernels do a few flops per element and move 12 to 28 bytes for it,
  * so they are bound by memory bandwidth, and the shape that reaches it is
