@@ -267,7 +267,7 @@ static bool cl_has_kernel(fl_op_kind op) { return launchers[op] != NULL; }
 static int launch(fl_cl_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
                   const fl_kernel_ctx *ctx)
 {
-    bool aliased = fl_op_def_of(n->op)->aliases_input0 && out->data == in[0]->data;
+    bool aliased = fl_op_def_of(n->op)->sig.aliases != FL_ALIAS_NONE && out->data == in[0]->data;
     if (aliased && launchers[n->op] == fl_cl_copy_input0)
         return 0;
     return launchers[n->op](d, n, in, out, ctx);
