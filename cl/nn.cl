@@ -2,7 +2,7 @@
  * cross-entropy loss. Row kernels give one work-item a whole row (a
  * handful of classes), subtracting the row's maximum before exp(). */
 
-enum { ACT_RELU, ACT_SIGMOID, ACT_TANH };
+enum { ACT_RELU, ACT_SIGMOID, ACT_TANH, ACT_SOFTPLUS };
 
 __kernel void activation(int act, __global const float *x, __global float *out, int n)
 {
@@ -13,11 +13,12 @@ __kernel void activation(int act, __global const float *x, __global float *out, 
     switch (act) {
     case ACT_RELU: out[i] = v > 0.0f ? v : 0.0f; break;
     case ACT_SIGMOID: out[i] = 1.0f / (1.0f + exp(-v)); break;
+    case ACT_SOFTPLUS: out[i] = fmax(v, 0.0f) + log1p(exp(-fabs(v))); break; /* exp never overflows */
     default: out[i] = tanh(v); break;
     }
 }
 
-/* Inputs (dy, x) for Relu; (dy, y) for Sigmoid and Tanh. */
+/* Inputs (dy, x) for Relu and Softplus; (dy, y) for Sigmoid and Tanh. */
 __kernel void activation_grad(int act, __global const float *dy, __global const float *v,
                               __global float *out, int n)
 {
@@ -28,6 +29,7 @@ __kernel void activation_grad(int act, __global const float *dy, __global const 
     switch (act) {
     case ACT_RELU: out[i] = y > 0.0f ? dy[i] : 0.0f; break;
     case ACT_SIGMOID: out[i] = dy[i] * y * (1.0f - y); break;
+    case ACT_SOFTPLUS: out[i] = dy[i] / (1.0f + exp(-y)); break; /* y is x here: dy * sigmoid(x) */
     default: out[i] = dy[i] * (1.0f - y * y); break;
     }
 }

@@ -11,17 +11,19 @@ __device__ static float activate(fl_cu_act f, float x)
     switch (f) {
     case FL_CU_RELU: return x > 0.0f ? x : 0.0f;
     case FL_CU_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case FL_CU_SOFTPLUS: return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); /* expf never overflows */
     default: return tanhf(x);
     }
 }
 
 /* ReluGrad(dy, x): dy where x > 0. SigmoidGrad(dy, y): dy y (1 - y).
- * TanhGrad(dy, y): dy (1 - y^2). */
+ * TanhGrad(dy, y): dy (1 - y^2). SoftplusGrad(dy, x): dy sigmoid(x). */
 __device__ static float activation_grad(fl_cu_act f, float dy, float v)
 {
     switch (f) {
     case FL_CU_RELU: return v > 0.0f ? dy : 0.0f;
     case FL_CU_SIGMOID: return dy * v * (1.0f - v);
+    case FL_CU_SOFTPLUS: return dy / (1.0f + expf(-v));
     default: return dy * (1.0f - v * v);
     }
 }

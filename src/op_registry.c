@@ -13,7 +13,7 @@ extern const fl_op_def fl_def_placeholder, fl_def_const, fl_def_variable, fl_def
 extern const fl_op_def fl_def_matmul, fl_def_add, fl_def_sub, fl_def_mul, fl_def_div, fl_def_neg,
     fl_def_add_n, fl_def_sum_to_shape, fl_def_div_grad_b;
 extern const fl_op_def fl_def_relu, fl_def_relu_grad, fl_def_sigmoid, fl_def_sigmoid_grad,
-    fl_def_tanh, fl_def_tanh_grad, fl_def_softmax, fl_def_softmax_grad, fl_def_sparse_xent,
+    fl_def_tanh, fl_def_tanh_grad, fl_def_softplus, fl_def_softplus_grad, fl_def_softmax, fl_def_softmax_grad, fl_def_sparse_xent,
     fl_def_sparse_xent_grad;
 extern const fl_op_def fl_def_reduce_sum, fl_def_reduce_mean, fl_def_reduce_grad;
 extern const fl_op_def fl_def_reshape, fl_def_concat, fl_def_slice, fl_def_slice_grad,
@@ -48,6 +48,8 @@ static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_SIGMOID_GRAD] = &fl_def_sigmoid_grad,
     [FL_OP_TANH] = &fl_def_tanh,
     [FL_OP_TANH_GRAD] = &fl_def_tanh_grad,
+    [FL_OP_SOFTPLUS] = &fl_def_softplus,
+    [FL_OP_SOFTPLUS_GRAD] = &fl_def_softplus_grad,
     [FL_OP_SOFTMAX] = &fl_def_softmax,
     [FL_OP_SOFTMAX_GRAD] = &fl_def_softmax_grad,
     [FL_OP_SPARSE_XENT] = &fl_def_sparse_xent,
@@ -103,6 +105,7 @@ static const char *const why_no_gradient[FL_OP_COUNT] = {
     [FL_OP_RELU_GRAD] = GRADIENT_OP,
     [FL_OP_SIGMOID_GRAD] = GRADIENT_OP,
     [FL_OP_TANH_GRAD] = GRADIENT_OP,
+    [FL_OP_SOFTPLUS_GRAD] = GRADIENT_OP,
     [FL_OP_SOFTMAX_GRAD] = GRADIENT_OP,
     [FL_OP_SPARSE_XENT_GRAD] = GRADIENT_OP,
     [FL_OP_REDUCE_GRAD] = GRADIENT_OP,

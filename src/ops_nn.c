@@ -1,4 +1,4 @@
-/* ops_nn.c: activations (relu, sigmoid, tanh), softmax and the sparse
+/* ops_nn.c: activations (relu, sigmoid, tanh, softplus), softmax and the sparse
  * softmax cross-entropy loss. Each gradient is one fused op that takes dy
  * first, then what the rule needs (the input x or the output y). */
 #include <stdio.h>
@@ -91,6 +91,29 @@ const fl_op_def fl_def_tanh_grad = {
 fl_node *fl_tanh(fl_graph *g, fl_node *x, const char *name)
 {
     return fl_build_unary(g, FL_OP_TANH, x, name, "Tanh");
+}
+
+/* ---- Softplus: log(1 + e^x); its gradient dy * sigmoid(x) ---- */
+
+static int grad_softplus(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    fl_node *inputs[2] = {dy, n->inputs[0]};
+    dx[0] = build_fused_grad(g, FL_OP_SOFTPLUS_GRAD, "SoftplusGrad", inputs, 2);
+    return 0;
+}
+
+const fl_op_def fl_def_softplus = {
+    "Softplus",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_float_unary, grad_softplus};
+const fl_op_def fl_def_softplus_grad = {
+    "SoftplusGrad",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    fl_infer_same_float_pair, NULL};
+
+fl_node *fl_softplus(fl_graph *g, fl_node *x, const char *name)
+{
+    return fl_build_unary(g, FL_OP_SOFTPLUS, x, name, "Softplus");
 }
 
 /* ---- Softmax over the last axis: dx = y * (dy - sum(dy * y)) ---- */

@@ -9,6 +9,8 @@ typedef float (*unary_fn)(float);
 
 static float relu(float x) { return x > 0.0f ? x : 0.0f; }
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+/* log(1 + e^x), written so that e^x never overflows: max(x, 0) + log(1 + e^-|x|). */
+static float softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
 
 static int map_unary(unary_fn fn, fl_tensor *const *in, fl_tensor *out)
 {
@@ -23,6 +25,7 @@ static int map_unary(unary_fn fn, fl_tensor *const *in, fl_tensor *out)
 FL_HOST_KERNEL(fl_host_relu) { (void)n; (void)ctx; return map_unary(relu, in, out); }
 FL_HOST_KERNEL(fl_host_sigmoid) { (void)n; (void)ctx; return map_unary(sigmoid, in, out); }
 FL_HOST_KERNEL(fl_host_tanh) { (void)n; (void)ctx; return map_unary(tanhf, in, out); }
+FL_HOST_KERNEL(fl_host_softplus) { (void)n; (void)ctx; return map_unary(softplus, in, out); }
 
 /* Inputs (dy, x): dy where x > 0. */
 FL_HOST_KERNEL(fl_host_relu_grad)
@@ -60,6 +63,19 @@ FL_HOST_KERNEL(fl_host_tanh_grad)
     float *o = out->data;
     for (int64_t i = 0; i < count; i++)
         o[i] = dy[i] * (1.0f - y[i] * y[i]);
+    return 0;
+}
+
+/* Inputs (dy, x): dy * sigmoid(x), Softplus's derivative. */
+FL_HOST_KERNEL(fl_host_softplus_grad)
+{
+    (void)n;
+    (void)ctx;
+    int64_t count = fl_shape_size(out->shape);
+    const float *dy = in[0]->data, *x = in[1]->data;
+    float *o = out->data;
+    for (int64_t i = 0; i < count; i++)
+        o[i] = dy[i] * sigmoid(x[i]);
     return 0;
 }
 
