@@ -3,7 +3,7 @@
  * handful of classes), subtracting the row's maximum before exp(). The
  * activations' rules are src/scalar_rules.h's, joined ahead of this file. */
 
-enum { ACT_RELU, ACT_SIGMOID, ACT_TANH };
+enum { ACT_RELU, ACT_SIGMOID, ACT_TANH, ACT_SOFTPLUS };
 
 __kernel void activation(int act, __global const float *x, __global float *out, int n)
 {
@@ -14,6 +14,7 @@ __kernel void activation(int act, __global const float *x, __global float *out, 
     switch (act) {
     case ACT_RELU: out[i] = fl_rule_relu(v); break;
     case ACT_SIGMOID: out[i] = fl_rule_sigmoid(v); break;
+    case ACT_SOFTPLUS: out[i] = fl_rule_softplus(v); break;
     default: out[i] = fl_rule_tanh(v); break;
     }
 }
@@ -28,6 +29,7 @@ __kernel void activation_grad(int act, __global const float *dy, __global const 
     switch (act) {
     case ACT_RELU: out[i] = fl_rule_relu_grad(dy[i], v[i]); break;
     case ACT_SIGMOID: out[i] = fl_rule_sigmoid_grad(dy[i], v[i]); break;
+    case ACT_SOFTPLUS: out[i] = fl_rule_softplus_grad(dy[i], v[i]); break;
     default: out[i] = fl_rule_tanh_grad(dy[i], v[i]); break;
     }
 }

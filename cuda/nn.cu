@@ -13,16 +13,18 @@ __device__ static float activate(fl_cu_act f, float x)
     switch (f) {
     case FL_CU_RELU: return fl_rule_relu(x);
     case FL_CU_SIGMOID: return fl_rule_sigmoid(x);
+    case FL_CU_SOFTPLUS: return fl_rule_softplus(x);
     default: return fl_rule_tanh(x);
     }
 }
 
-/* Inputs (dy, x) for ReluGrad; (dy, y) for SigmoidGrad and TanhGrad. */
+/* Inputs (dy, x) for ReluGrad and SoftplusGrad; (dy, y) for SigmoidGrad and TanhGrad. */
 __device__ static float activation_grad(fl_cu_act f, float dy, float v)
 {
     switch (f) {
     case FL_CU_RELU: return fl_rule_relu_grad(dy, v);
     case FL_CU_SIGMOID: return fl_rule_sigmoid_grad(dy, v);
+    case FL_CU_SOFTPLUS: return fl_rule_softplus_grad(dy, v);
     default: return fl_rule_tanh_grad(dy, v);
     }
 }

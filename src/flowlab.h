@@ -204,8 +204,7 @@ fl_node *fl_global_variables_initializer(fl_graph *g);
  * Binary element-wise ops broadcast a scalar, or a tensor whose shape is a
  * suffix of the other's (a bias [C] against [N,C] or [N,H,W,C]).
  * ------------------------------------------------------------------------ */
-fl_node *fl_matmul(fl_graph *g, fl_node *a, fl_node *b, bool transpose_a, bool transpose_b,
-                   const char *name);
+fl_node *fl_matmul(fl_graph *g, fl_node *a, fl_node *b, bool transpose_a, bool transpose_b, const char *name);
 fl_node *fl_add(fl_graph *g, fl_node *a, fl_node *b, const char *name);
 fl_node *fl_sub(fl_graph *g, fl_node *a, fl_node *b, const char *name);
 fl_node *fl_mul(fl_graph *g, fl_node *a, fl_node *b, const char *name);
@@ -214,6 +213,7 @@ fl_node *fl_add_n(fl_graph *g, fl_node *const *inputs, int n, const char *name);
 fl_node *fl_relu(fl_graph *g, fl_node *x, const char *name);
 fl_node *fl_sigmoid(fl_graph *g, fl_node *x, const char *name);
 fl_node *fl_tanh(fl_graph *g, fl_node *x, const char *name);
+fl_node *fl_softplus(fl_graph *g, fl_node *x, const char *name); /* log(1 + e^x) */
 fl_node *fl_softmax(fl_graph *g, fl_node *logits, const char *name); /* last axis */
 /* labels int32 [N], logits float32 [N,C] -> per-example loss [N]. */
 fl_node *fl_sparse_softmax_cross_entropy_with_logits(fl_graph *g, fl_node *labels,

@@ -15,6 +15,9 @@ typedef uint uint32_t;
 #define INT32_MAX INT_MAX
 #define INT32_MIN INT_MIN
 #define expf exp
+#define fabsf fabs
+#define fmaxf fmax
+#define log1pf log1p
 #define sqrtf sqrt
 #define tanhf tanh
 #elif defined(__CUDACC__)
@@ -56,6 +59,12 @@ FL_RULE float fl_rule_tanh(float x) { return tanhf(x); }
 
 /* TanhGrad(dy, y), from the output y = tanh(x): dy (1 - y^2). */
 FL_RULE float fl_rule_tanh_grad(float dy, float y) { return dy * (1.0f - y * y); }
+
+/* Softplus: log(1 + e^x), written so that e^x never overflows: max(x, 0) + log(1 + e^-|x|). */
+FL_RULE float fl_rule_softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
+
+/* SoftplusGrad(dy, x), from the input x: dy sigmoid(x). */
+FL_RULE float fl_rule_softplus_grad(float dy, float x) { return dy / (1.0f + expf(-x)); }
 
 /* DivGradB: d(a / b)/db times dy, -dy a / b^2. */
 FL_RULE float fl_rule_div_grad_b(float dy, float a, float b) { return -dy * a / (b * b); }

@@ -1,5 +1,6 @@
 /* session_internal.h: the session's state, shared by the files that run it
- * (session.c, session_prune.c, session_copies.c), save it and trace it. */
+ * (src/session*.c), save it, trace it and draw it (`grep -rl
+ * session_internal.h src` lists them all). */
 #ifndef FLOWLAB_SESSION_INTERNAL_H
 #define FLOWLAB_SESSION_INTERNAL_H
 

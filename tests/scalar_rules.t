@@ -8,7 +8,7 @@ use strict;
 use warnings;
 
 my $header = 'src/scalar_rules.h';
-my @rules = qw(float_to_int32 relu relu_grad sigmoid sigmoid_grad tanh tanh_grad div_grad_b
+my @rules = qw(float_to_int32 relu relu_grad sigmoid sigmoid_grad tanh tanh_grad softplus softplus_grad div_grad_b
                gradient_descent momentum_accum momentum_var adam_lr adam_m adam_v adam_var
                int32_add int32_sub int32_mul int32_neg int32_div_fails);
 # The kernels of each dialect, where a rule would be written again.

@@ -314,7 +314,7 @@ static int local_controls(cutter *c, const fl_node *n, fl_node **out)
 static fl_node *copy_node(fl_graph *pg, const fl_node *n, fl_node **inputs, const char *device)
 {
     fl_node_spec spec = {.op = n->op, .name = n->name, .inputs = inputs, .ninputs = n->ninputs,
-                         .dtype = n->dtype, .attrs = n->attrs, .has_output = n->has_output,
+                         .dtype = n->dtype, .attrs = n->attrs,
                          .exact_name = true};
     fl_device_scope_push(pg, device);
     fl_node *copy = fl_add_node(pg, &spec);

@@ -77,12 +77,18 @@ typedef enum {
     FL_WIRE_E_DEADLINE = 10,        /* a value from another task never came */
     FL_WIRE_E_UNAUTHENTICATED = 11, /* no proof of the cluster secret, or a wrong one */
     FL_WIRE_E_RESOURCE_EXHAUSTED = 12, /* a limit of the server's (the message names its flag) */
+    /* CANONICAL + c carries flowlab's code c (FL_NOT_FOUND: 37) unchanged: a
+     * failed run whose code none of the names above says. */
+    FL_WIRE_E_CANONICAL = 32,
 } fl_wire_error_code;
-#define FL_WIRE_ERROR_CODE_COUNT 13
+#define FL_WIRE_ERROR_CODE_COUNT 13 /* the named codes are 1 to 12 */
 /* What an ERROR frame's code means as flowlab's error code (BAD_FRAME:
- * DATA_LOSS), and the code a failed run's error travels as (wire_error_codes.c). */
+ * DATA_LOSS; CANONICAL + c: c), the code a failed run's error travels as
+ * (its own name where the wire has one, else CANONICAL + code), and whether
+ * a frame's code is one of these (wire_error_codes.c). */
 fl_error_code fl_wire_error_meaning(fl_wire_error_code code);
 fl_wire_error_code fl_wire_error_for(fl_error_code code);
+bool fl_wire_error_code_known(unsigned code);
 
 typedef enum { FL_WIRE_GRADIENT_DESCENT = 0, FL_WIRE_MOMENTUM = 1, FL_WIRE_ADAM = 2 } fl_wire_optimizer;
 

@@ -19,7 +19,7 @@ static int map_unary(unary_fn fn, fl_tensor *const *in, fl_tensor *out)
     return 0;
 }
 
-/* A gradient's inputs are (dy, x) for Relu, (dy, y) for Sigmoid and Tanh. */
+/* A gradient's inputs are (dy, x) for Relu and Softplus, (dy, y) for Sigmoid and Tanh. */
 static int map_binary(binary_fn fn, fl_tensor *const *in, fl_tensor *out)
 {
     int64_t count = fl_shape_size(out->shape);
@@ -34,9 +34,11 @@ static int map_binary(binary_fn fn, fl_tensor *const *in, fl_tensor *out)
 FL_HOST_KERNEL(fl_host_relu) { (void)n; (void)ctx; return map_unary(fl_rule_relu, in, out); }
 FL_HOST_KERNEL(fl_host_sigmoid) { (void)n; (void)ctx; return map_unary(fl_rule_sigmoid, in, out); }
 FL_HOST_KERNEL(fl_host_tanh) { (void)n; (void)ctx; return map_unary(fl_rule_tanh, in, out); }
+FL_HOST_KERNEL(fl_host_softplus) { (void)n; (void)ctx; return map_unary(fl_rule_softplus, in, out); }
 FL_HOST_KERNEL(fl_host_relu_grad) { (void)n; (void)ctx; return map_binary(fl_rule_relu_grad, in, out); }
 FL_HOST_KERNEL(fl_host_sigmoid_grad) { (void)n; (void)ctx; return map_binary(fl_rule_sigmoid_grad, in, out); }
 FL_HOST_KERNEL(fl_host_tanh_grad) { (void)n; (void)ctx; return map_binary(fl_rule_tanh_grad, in, out); }
+FL_HOST_KERNEL(fl_host_softplus_grad) { (void)n; (void)ctx; return map_binary(fl_rule_softplus_grad, in, out); }
 
 static int last_axis(const fl_tensor *t) { return t->shape.rank ? t->shape.dims[t->shape.rank - 1] : 1; }
 
