@@ -42,6 +42,7 @@ typedef struct {
     bool mark_reached;
     bool issued; /* enqueued (or run, on the host) in this run */
     bool fetched; /* this run returns the value to the caller */
+    bool placement_logged; /* the client of a cluster: its task's device was printed */
     fl_sent_copy *sent; /* at most one per other device */
     int nsent;
 } fl_slot;
@@ -161,6 +162,8 @@ int fl_session_refuse_in_client(fl_session *s, const char *what);
 int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl_feed *feeds, int nfeeds,
                           fl_node *const *fetches, int nfetches, fl_tensor **outputs, fl_node *const *targets,
                           int ntargets);
+/* The task and device the master asked n to run on, once a run needed it. */
+const char *fl_session_master_node_device(const fl_session *s, const fl_node *n);
 /* ---- session_forward.c: an element-wise op's output over its input's buffer ---- */
 /* Whether n (about to run, its output of `shape`) may write over its input
  * 0's buffer: in[0] is read by nothing else in this run, and more. */

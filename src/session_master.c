@@ -2,6 +2,7 @@
  * replication across tasks) hands each run to the cluster runtime's master,
  * which runs it on the tasks; the core only keeps fl_session_run's promises
  * around it. The master comes through fl_cluster_plugin: no cluster symbol. */
+#include "placement.h"
 #include "session_internal.h"
 
 void fl_session_open_master(fl_session *s)
@@ -27,6 +28,28 @@ int fl_session_refuse_in_client(fl_session *s, const char *what)
                                 "supported yet", what);
 }
 
+const char *fl_session_master_node_device(const fl_session *s, const fl_node *n)
+{
+    if (!n || n->graph != s->graph || !s->options.cluster->node_device)
+        return NULL;
+    return s->options.cluster->node_device(s->master, n);
+}
+
+/* log_device_placement, as a session on its own devices prints it: once
+ * per node, after the first run that needed it succeeded. */
+static void log_new_placements(fl_session *s)
+{
+    fl_session_grow(s);
+    for (int id = 0; id < s->nslots; id++) {
+        fl_node *n = fl_graph_node(s->graph, id);
+        const char *device = s->slots[id].placement_logged ? NULL : fl_session_master_node_device(s, n);
+        if (!device)
+            continue;
+        fl_log_placement(n, device);
+        s->slots[id].placement_logged = true;
+    }
+}
+
 /* Outputs NULL on failure, fl_session_error and its code set; a fetch that
  * is ready is handed over at the end, as a value on a device with no marks. */
 int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl_feed *feeds, int nfeeds,
@@ -46,6 +69,8 @@ int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl
         return fl_session_fail(s, "%s", fl_last_error());
     }
     s->run_count++;
+    if (s->options.log_device_placement)
+        log_new_placements(s);
     for (int i = 0; options && options->fetch_ready && i < nfetches; i++)
         options->fetch_ready(i, outputs[i], options->user);
     return 0;
