@@ -335,7 +335,12 @@ const fl_cluster_plugin *fl_cluster_session_plugin(const fl_cluster *cluster);
  * partition on each task, again when the graph has grown. A run is one
  * request per task, all at once; values that cross tasks go task to task.
  * A task lost mid-run fails the run within the deadline with UNAVAILABLE,
- * naming the task, and the other tasks give that step up. Freeing the session
+ * naming the task and the step as the user counts it ("run 7 of this
+ * session (global step 6 when last fetched)": the value a run of the
+ * session last fetched of the node "global_step", left out when none did),
+ * and the other tasks give that step up. fl_session_node_device and
+ * log_device_placement name each node's task and the device asked of it
+ * ("/job:worker/task:1/cpu:0") once a run that needed it has succeeded. Freeing the session
  * says goodbye to every task, so their servers exit. The bytes through the
  * client are fl_remote_traffic's. NULL for a NULL cluster. */
 const fl_cluster_plugin *fl_cluster_client_plugin(const fl_cluster *cluster);
