@@ -6,7 +6,9 @@
  * plans once what each task must do (run_plan.c); then every run is one
  * step: one request per task that takes part (master_step.c). Its
  * connections are the cluster's own (cluster_connections.c), so
- * fl_remote_traffic counts the bytes that pass through the client. */
+ * fl_remote_traffic counts the bytes that pass through the client. It
+ * remembers what the user sees: where each node was asked to run, and the
+ * runs and global step a failed step is named by. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
