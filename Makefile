@@ -73,7 +73,7 @@ LIB_OBJ += $(BACKEND_OBJ)
 # What the labs share (flags, the model, the data), for their dependencies.
 LAB_COMMON := $(wildcard labs/common/*.h)
 
-.PHONY: all lib labs lab tests test test-threads deps clean flags flags-cluster
+.PHONY: all lib labs lab tests test test-threads deps clean flags flags-cluster size
 all: lib labs
 # The .mk files define targets of their own: `make` alone still builds all.
 .DEFAULT_GOAL := all
@@ -102,6 +102,10 @@ flags:
 	@echo "-I$(CURDIR)/src $(CURDIR)/$(LIB) $(LDFLAGS) $(LDLIBS)"
 flags-cluster:
 	@echo "-I$(CURDIR)/src $(CURDIR)/$(CLUSTER_LIB) $(CURDIR)/$(LIB) $(LDFLAGS) $(LDLIBS) $(CLUSTER_LDLIBS)"
+
+# Each room's lines beside its budget (tests/line_budgets.txt; house_rules.t checks it).
+size:
+	@perl tests/room_sizes.pl
 
 clean:
 	rm -rf build build-sanitize build-tsan

@@ -2,8 +2,9 @@
 # house_rules.t: the layout rules of DESIGN.md, checked on the tree (TAP, run
 # by prove beside the C tests). Files stay under 500 lines and functions under
 # 80; src/ names neither cl/ nor cuda/, and only src/host/ includes the host
-# kernel list; no two object files call each other (read from the symbols nm
-# lists in the built libraries, so the rule holds for what is really linked);
+# kernel list; no object files call each other in a cycle of any length (read
+# from the symbols nm lists in the built libraries, so the rule holds for what
+# is really linked);
 # the core names nothing of the cluster rooms and no two folders depend on
 # each other both ways (read from nm of the built objects); the programs of
 # chapters 0-1 link no libevent (read from ldd).
@@ -82,7 +83,45 @@ for my $path (grep { m{^src/} } @runtime) {
 ok(!@backend_includes, 'nothing under src/ includes a file from cl/ or cuda/', @backend_includes);
 ok(!@host_includes, 'only src/host/ includes the host kernel list', @host_includes);
 
-# ---- call loops between object files, from the library's symbol tables ----
+# ---- call cycles between object files, from the library's symbol tables ----
+# An edge runs from an object to the object that defines a symbol it uses.
+# An op's definition (fl_def_*) and a backend's table are data that register
+# a piece with the registry, which calls back through them: not an edge.
+sub is_registration { return $_[0] =~ /^fl_def_\w+$/ || $_[0] =~ /^fl_\w+_backend(?:_entry)?$/ }
+
+# Tarjan's strongly connected components: every cycle, of any length, lies
+# inside one component of two or more objects.
+sub components {
+    my ($calls) = @_;
+    my ($next, %index, %low, @stack, %on_stack, @found) = (0);
+    my $visit;
+    $visit = sub {
+        my ($v) = @_;
+        $index{$v} = $low{$v} = $next++;
+        push @stack, $v;
+        $on_stack{$v} = 1;
+        for my $w (sort keys %{ $calls->{$v} // {} }) {
+            if (!defined $index{$w}) {
+                $visit->($w);
+                $low{$v} = $low{$w} if $low{$w} < $low{$v};
+            } elsif ($on_stack{$w} && $index{$w} < $low{$v}) {
+                $low{$v} = $index{$w};
+            }
+        }
+        return unless $low{$v} == $index{$v};
+        my @component;
+        while (1) {
+            my $w = pop @stack;
+            $on_stack{$w} = 0;
+            push @component, $w;
+            last if $w eq $v;
+        }
+        push @found, [sort @component] if @component > 1;
+    };
+    for my $v (sort keys %$calls) { $visit->($v) unless defined $index{$v} }
+    return @found;
+}
+
 if (!-f $library) {
     print "ok " . ++$tests . " # SKIP $library is not built (make lib)\n";
 } else {
@@ -98,17 +137,20 @@ if (!-f $library) {
     for my $from (keys %uses) {
         for my $symbol (keys %{ $uses{$from} }) {
             my $to = $defines{$symbol};
-            push @{ $calls{$from}{$to} }, $symbol if $to && $to ne $from;
+            next if !$to || $to eq $from || is_registration($symbol);
+            $calls{$from}{$to} //= $symbol;
         }
     }
-    my @loops;
-    for my $a (sort keys %calls) {
-        for my $b (sort keys %{ $calls{$a} }) {
-            next unless $a lt $b && $calls{$b}{$a};
-            push @loops, "$a uses $calls{$a}{$b}[0], $b uses $calls{$b}{$a}[0]";
+    my @cycles;
+    for my $component (components(\%calls)) {
+        my %in = map { $_ => 1 } @$component;
+        my @edges;
+        for my $a (@$component) {
+            push @edges, "$a uses $calls{$a}{$_}" for grep { $in{$_} } sort keys %{ $calls{$a} };
         }
+        push @cycles, 'a cycle through ' . join(', ', @$component) . ': ' . join('; ', @edges);
     }
-    ok(!@loops, 'no two object files of the libraries call each other', @loops);
+    ok(!@cycles, 'no object files of the libraries call each other in a cycle, of any length', @cycles);
 }
 
 # ---- folders: the core stands alone, and no two folders depend both ways ----
@@ -121,11 +163,10 @@ sub folder_of {
     return 'src';
 }
 my %cluster_rooms = map { $_ => 1 } qw(src/cluster src/distributed_runtime);
-# The seam's registration: the device registry names each backend's table
-# (fl_host_backend, fl_opencl_backend, or the generated table's
-# fl_cl_backend_entry) and every backend uses the core;
-# that is how a backend plugs in, not a loop.
-sub is_backend_table { return $_[0] =~ /^fl_\w+_backend(?:_entry)?$/ }
+# The seam's registration (is_registration above): the device registry names
+# each backend's table (fl_host_backend, fl_opencl_backend, or the generated
+# table's fl_cl_backend_entry) and every backend uses the core; that is how a
+# backend plugs in, not a loop.
 my @objects = grep { -f } glob("$build/obj/*.o $build/obj/*/*.o");
 if (!@objects) {
     print "ok " . ++$tests . " # SKIP $build/obj holds no objects (make lib)\n";
@@ -146,7 +187,7 @@ if (!@objects) {
             my $to = $defined_in{$symbol};
             next unless $to && $to ne $from;
             push @core_names_cluster, "$object names $symbol ($to)" if $cluster_rooms{$to} && !$cluster_rooms{$from};
-            $depends{$from}{$to} //= "$object names $symbol" unless is_backend_table($symbol);
+            $depends{$from}{$to} //= "$object names $symbol" unless is_registration($symbol);
         }
     }
     ok(!@core_names_cluster, 'no object outside src/cluster and src/distributed_runtime names a symbol of theirs',
@@ -159,6 +200,13 @@ if (!@objects) {
         }
     }
     ok(!@both_ways, 'no two folders depend on each other both ways', @both_ways);
+}
+
+# ---- line budgets: each room within its budget (make size prints the table) ----
+{
+    my @report = `perl tests/room_sizes.pl --check 2>&1`;
+    ok($? == 0, 'every room holds no more lines than its budget in tests/line_budgets.txt',
+       $? == 0 ? () : map { s/^# //r =~ s/\s+$//r } grep { /^# / } @report);
 }
 
 # ---- the core's programs: chapters 0-1 and flowlab-devices link no libevent ----

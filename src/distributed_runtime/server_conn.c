@@ -78,15 +78,6 @@ static void refuse_if_too_much_behind_run(fl_server_conn *c, size_t buffered)
     fl_server_refuse(c, 0, fl_wire_error_for(FL_RESOURCE_EXHAUSTED), why);
 }
 
-void fl_server_resume_reading(fl_server_conn *c)
-{
-    if (c->parked || c->reading_paused || c->closing)
-        return;
-    bufferevent_enable(c->bev, EV_READ);
-    if (!c->running && evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
-        fl_server_on_read(c->bev, c);
-}
-
 static void on_write(struct bufferevent *bev, void *conn)
 {
     fl_server_conn *c = conn;

@@ -131,9 +131,11 @@ fl_op_kind fl_server_update_op(const fl_wire_message *m, fl_attrs *attrs);
 bool fl_server_read_step(const fl_tensor *t, uint64_t *step);
 /* server_conn.c: serves the frames buffered (libevent's read callback). */
 void fl_server_on_read(struct bufferevent *bev, void *conn);
-/* Reads again, and serves what is buffered, unless a WAIT_STEP, unread
- * replies or a refusal hold the connection. */
+/* server_reading.c: reads again, and serves what is buffered, unless a
+ * WAIT_STEP, unread replies or a refusal hold the connection; and serves
+ * what is buffered now (through libevent, which calls fl_server_on_read). */
 void fl_server_resume_reading(fl_server_conn *c);
+void fl_server_serve_buffered(fl_server_conn *c);
 
 /* The requests of synchronous replicas (server_sync.c). */
 void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m);

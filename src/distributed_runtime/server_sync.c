@@ -105,8 +105,7 @@ static void resume(fl_server_conn *c)
 {
     c->parked = false;
     bufferevent_enable(c->bev, EV_READ);
-    if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
-        fl_server_on_read(c->bev, c);
+    fl_server_serve_buffered(c);
 }
 
 /* The first parked connection answered: among those waiting on variable
