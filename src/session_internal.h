@@ -42,7 +42,6 @@ typedef struct {
     bool mark_reached;
     bool issued; /* enqueued (or run, on the host) in this run */
     bool fetched; /* this run returns the value to the caller */
-    bool placement_logged; /* the client of a cluster: its task's device was printed */
     fl_sent_copy *sent; /* at most one per other device */
     int nsent;
 } fl_slot;
@@ -127,6 +126,8 @@ struct fl_session {
     int nreads, reads_cap;
     fl_run_fetches *run; /* during a run, else NULL */
     void *master; /* the cluster runtime's master, in the client of a cluster */
+    bool *placement_logged; /* by node id, in the client: its task's device was printed */
+    int nplacement_logged;
     /* fl_session_trace_event's events, from any thread: under external_lock. */
     pthread_mutex_t external_lock;
     bool external_tracing; /* s->tracing, as the other threads may read it */

@@ -2,6 +2,9 @@
  * replication across tasks) hands each run to the cluster runtime's master,
  * which runs it on the tasks; the core only keeps fl_session_run's promises
  * around it. The master comes through fl_cluster_plugin: no cluster symbol. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "placement.h"
 #include "session_internal.h"
 
@@ -17,6 +20,8 @@ void fl_session_close_master(fl_session *s)
     if (s->master)
         s->options.cluster->close_master(s->master);
     s->master = NULL;
+    free(s->placement_logged);
+    s->placement_logged = NULL;
 }
 
 int fl_session_refuse_in_client(fl_session *s, const char *what)
@@ -39,14 +44,19 @@ const char *fl_session_master_node_device(const fl_session *s, const fl_node *n)
  * per node, after the first run that needed it succeeded. */
 static void log_new_placements(fl_session *s)
 {
-    fl_session_grow(s);
-    for (int id = 0; id < s->nslots; id++) {
-        fl_node *n = fl_graph_node(s->graph, id);
-        const char *device = s->slots[id].placement_logged ? NULL : fl_session_master_node_device(s, n);
+    int n = fl_graph_node_count(s->graph);
+    if (n > s->nplacement_logged) { /* the graph has grown */
+        s->placement_logged = fl_xrealloc(s->placement_logged, (size_t)n * sizeof *s->placement_logged);
+        memset(s->placement_logged + s->nplacement_logged, 0, (size_t)(n - s->nplacement_logged) * sizeof(bool));
+        s->nplacement_logged = n;
+    }
+    for (int id = 0; id < n; id++) {
+        fl_node *node = fl_graph_node(s->graph, id);
+        const char *device = s->placement_logged[id] ? NULL : fl_session_master_node_device(s, node);
         if (!device)
             continue;
-        fl_log_placement(n, device);
-        s->slots[id].placement_logged = true;
+        fl_log_placement(node, device);
+        s->placement_logged[id] = true;
     }
 }
 
