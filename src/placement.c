@@ -95,9 +95,9 @@ fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *
     return NULL;
 }
 
-void fl_log_placement(const fl_node *n, const fl_device *d)
+void fl_log_placement(const fl_node *n, const char *device)
 {
-    bool moved = n->device[0] && strcmp(n->device, d->name) != 0;
-    fprintf(stderr, "%s: (%s): %s%s%s%s\n", n->name, fl_node_op_type(n), d->name,
+    bool moved = n->device[0] && strcmp(n->device, device) != 0;
+    fprintf(stderr, "%s: (%s): %s%s%s%s\n", n->name, fl_node_op_type(n), device,
             moved ? " (asked for " : "", moved ? n->device : "", moved ? ")" : "");
 }

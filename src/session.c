@@ -90,7 +90,7 @@ int fl_session_place(fl_session *s, fl_node *n)
     if (!slot->device)
         return fl_session_fail(s, "%s", err);
     if (s->options.log_device_placement)
-        fl_log_placement(n, slot->device);
+        fl_log_placement(n, slot->device->name);
     return 0;
 }
 
@@ -98,6 +98,8 @@ int fl_session_ops_run(const fl_session *s) { return s ? s->ops_run : 0; }
 
 const char *fl_session_node_device(const fl_session *s, const fl_node *n)
 {
+    if (s && s->master)
+        return fl_session_master_node_device(s, n);
     if (!s || !n || n->graph != s->graph || n->id >= s->nslots || !s->slots[n->id].device)
         return NULL;
     return s->slots[n->id].device->name;

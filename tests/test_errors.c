@@ -170,7 +170,8 @@ static void test_cluster_caller_mistakes(void)
        "goodbye, reconnect, a secret and TLS for a NULL cluster are refused: %s", fl_last_error());
     uint64_t sent = 1, received = 1;
     fl_remote_traffic(NULL, &sent, &received);
-    ok(sent == 0 && received == 0 && fl_remote_stale_updates(NULL) == 0, "a NULL cluster has moved nothing");
+    ok(sent == 0 && received == 0 && fl_remote_stale_steps(NULL) == 0 &&
+       fl_remote_stale_variable_updates(NULL) == 0, "a NULL cluster has moved nothing");
     fl_cluster *c = fl_cluster_from_flags("127.0.0.1:1", "127.0.0.1:2", "worker", 0);
     int set = fl_cluster_set_secret_file(c, NULL);
     ok(set == -1 && strstr(fl_last_error(), "no file given"), "a secret file that is NULL: %s", fl_last_error());

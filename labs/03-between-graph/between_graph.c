@@ -153,7 +153,8 @@ static void log_worker_progress(const fl_cluster *cluster, long local_steps, lon
            bytes_per_step / 1e6);
     summarize_rates(global_step, (double)images / seconds); /* the chief's, where --log_dir is kept */
     if (sync)
-        printf(", %llu stale gradients dropped", (unsigned long long)fl_remote_stale_updates(cluster));
+        printf(", %llu stale steps dropped (%llu variable updates)", (unsigned long long)fl_remote_stale_steps(cluster),
+               (unsigned long long)fl_remote_stale_variable_updates(cluster));
     printf(")\n");
     fflush(stdout);
 }

@@ -43,6 +43,16 @@ static int node_task(const fl_node *n, char job[32], int *task, char *local, siz
     return 0;
 }
 
+int fl_partition_node_device(const fl_node *n, char *out, size_t len)
+{
+    char job[32], local[FL_DEVICE_LEN];
+    int task;
+    if (node_task(n, job, &task, local, sizeof local) != 0)
+        return -1;
+    snprintf(out, len, "/job:%s/task:%d%s", job, task, local[0] ? local : "/cpu:0");
+    return 0;
+}
+
 static int find_part(const fl_graph_partition *parts, int nparts, const char *job, int task)
 {
     for (int p = 0; p < nparts; p++)

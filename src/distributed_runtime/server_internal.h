@@ -86,6 +86,8 @@ typedef struct fl_server_conn {
     uint64_t parked_step;                      /* until it moves from this step */
     bool counted;  /* it has sent a SYNC_ASSIGN_ADD ... */
     uint64_t counted_step; /* ... counted toward this step */
+    bool dropped_any;      /* an update it sent was dropped as stale ... */
+    uint64_t dropped_step; /* ... the latest for this step (server_sync.c) */
     size_t room_made;      /* the length of the big frame memory was made for, until it is served */
     struct fl_partition_registry *partitions; /* what this client registered (server_partitions.c) */
     struct fl_partition_job *running; /* its RUN_PARTITION in flight: later frames wait */

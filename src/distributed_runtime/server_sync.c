@@ -41,6 +41,19 @@ bool fl_server_refuses_other_sync_mode(fl_server_conn *c, uint32_t id, fl_wire_t
     return true;
 }
 
+/* A dropped update counts once as a variable update, and once per step of
+ * the worker that sent it: its connection's steps follow one another. */
+static void count_stale(fl_server_conn *c)
+{
+    fl_server *s = c->server;
+    uint64_t step = fl_ps_sync_last_step(s->sync); /* the step the update was counted toward */
+    fl_server_count(s, &s->stats.stale_variable_updates, 1);
+    if (!c->dropped_any || c->dropped_step != step)
+        fl_server_count(s, &s->stats.stale_steps, 1);
+    c->dropped_any = true;
+    c->dropped_step = step;
+}
+
 void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m)
 {
     fl_server *s = c->server;
@@ -60,7 +73,7 @@ void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m)
     if (fl_ps_sync_update(s->sync, op, &attrs, vars, nvars, &arg, &m->sync, &outcome, why, sizeof why) != 0)
         return fl_server_refuse(c, m->request_id, FL_WIRE_E_MISMATCH, why);
     if (outcome == FL_WIRE_SYNC_DROPPED)
-        fl_server_count(s, &s->stats.stale_updates, 1);
+        count_stale(c);
     s->sync_replicas = m->sync.replicas;
     if (m->type == FL_WIRE_SYNC_ASSIGN_ADD) {
         c->counted = true;
