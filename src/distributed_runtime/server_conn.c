@@ -161,6 +161,19 @@ static bool tls_refusal(struct bufferevent *bev, char *why, size_t len)
     return true;
 }
 
+/* A peer welcomed that hangs up before its first request has refused this
+ * task's side of the handshake (or stopped just then): what this task can
+ * tell of why. */
+static const char *handshake_refusal(const fl_server *s)
+{
+    size_t len;
+    if (!fl_cluster_secret(s->cluster, &len))
+        return "it closed after HELLO_OK, before any request: a task given a cluster secret refuses a task "
+               "without one, and this task has none (--cluster_secret_file), or it stopped just then";
+    return "it closed after this task proved it knows the secret, before any request: it expected another task "
+           "at this address (is its cluster spec the same as this task's?), or it stopped just then";
+}
+
 static void on_event(struct bufferevent *bev, short events, void *conn)
 {
     fl_server_conn *c = conn;
@@ -173,8 +186,11 @@ static void on_event(struct bufferevent *bev, short events, void *conn)
     }
     else if (left && fl_wire_check_eof(evbuffer_pullup(in, -1), left, why, sizeof why) != 0)
         fl_server_log_conn(c, "lost", why);
-    else if (c->sent_values && (events & BEV_EVENT_EOF)) /* a task server that sent values, exiting */
-        fl_server_log_conn(c, "closed", "the task that sent values here has finished");
+    else if (c->sent_values && (events & BEV_EVENT_EOF)) /* a task server that sent values: exited, or killed */
+        fl_server_log_conn(c, "closed", "the task that sent values here disconnected: it exited, or was lost "
+                                        "(killed, or its host is gone)");
+    else if (c->who[0] && !c->requested && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+        fl_server_log_conn(c, "refused at the handshake by", handshake_refusal(c->server));
     else if (c->who[0] && !c->said_goodbye && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         fl_server_log_conn(c, "lost", "disconnected without saying goodbye (fl_monitored_session_close says it; "
                                         "without a monitored session, call fl_cluster_say_goodbye)");
