@@ -24,10 +24,12 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # processes (test_in_graph_cluster), the summary writer's flush thread beside the calls that
 # append records (test_summary), the handshake and TLS tunnels of a secured cluster
 # (test_cluster_secret, test_cluster_tls, test_untrusted_text), servers started and stopped on 0.0.0.0
-# (test_secure_listen), a task server bounding the values two connections leave waiting (test_waiting_values).
+# (test_secure_listen), a task server bounding the values two connections leave waiting (test_waiting_values),
+# a ps's join watching its workers come and go (test_server_join), a client's goodbyes on a thread per task
+# (test_client_close).
 THREAD_TESTS := test_server test_partition_server test_rendezvous test_in_graph_cluster test_remote test_monitored_cluster test_connect test_data test_data_bytes test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary \
                 test_cluster_secret test_cluster_tls test_untrusted_text test_secure_listen test_server_bounds \
-                test_handshake_deadline test_run_cancel test_waiting_values test_server_join
+                test_handshake_deadline test_run_cancel test_waiting_values test_server_join test_client_close
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
