@@ -56,12 +56,19 @@ static bool may_count_gone(const fl_server *s, const fl_awaited_task *t)
     return t == &s->client || strcmp(s->job, "ps") == 0;
 }
 
+// [book:settled]
+/* A task is settled when it said goodbye, or when it has been neither
+ * connected nor heard from for longer than the task deadline since this
+ * server started or it last disconnected: a live worker that loses its ps
+ * tries to reach it again for exactly that long and then gives up, so one
+ * absent for longer has finished or given up. */
 static bool settled(fl_server *s, fl_awaited_task *t, double now)
 {
     if (!t->done && !t->gone && t->connected == 0 && may_count_gone(s, t) && now - t->absent_since > s->gone_after_s)
         t->gone = true;
     return t->done || t->gone;
 }
+// [end:settled]
 
 /* Every awaited task has said goodbye or is gone (marking those gone now). */
 static bool finished(fl_server *s, double now)
@@ -142,7 +149,6 @@ static void name_tasks(const fl_server *s, task_state state, double now, char *n
         name_task(&s->workers[i], "worker", i, state, now, names);
 }
 
-// [book:join_waiting]
 /* "ps 0: waiting for goodbyes from /job:worker/task:1 (connected),
  * /job:worker/task:2 (not seen for 34 s)": every log_every_s while join waits. */
 static void say_waiting(const fl_server *s, double now)
@@ -156,7 +162,6 @@ static void say_waiting(const fl_server *s, double now)
                 "(FLOWLAB_TASK_DEADLINE) counts as gone\n", s->log_prefix, names, s->gone_after_s);
     fflush(s->log);
 }
-// [end:join_waiting]
 
 /* The end of a wait that counted tasks as gone says which, and who finished. */
 static void say_gone(const fl_server *s, double now)
