@@ -317,8 +317,9 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
  * long and gives up, so it has finished or given up (a ps restarted after a
  * worker said goodbye to the old one, workers that gave up, a worker refused
  * at the handshake). Start the workers within that deadline of their ps.
- * Every 10 s (FLOWLAB_JOIN_LOG_EVERY_S) the wait logs the tasks it still
- * waits for, and its end names any counted as gone. 0 when all have
+ * Every 10 s (FLOWLAB_JOIN_LOG_EVERY_S) while one of them is not connected,
+ * the wait logs the tasks it still waits for; its end names any counted as
+ * gone. 0 when all have
  * finished or gone, 1 on the timeout, -1 for a NULL server. */
 int fl_server_join(fl_server *server, double timeout_s);
 void fl_server_get_stats(fl_server *server, fl_server_stats *out);

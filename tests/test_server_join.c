@@ -4,7 +4,8 @@
  * before it came back, and a ps one of whose workers never got a session (a
  * wrong secret; a secret the ps lacks) each end with 0 within the deadline
  * and a few seconds, with a line naming who was counted as gone; the wait
- * logs whom it waits for (every second here: FLOWLAB_JOIN_LOG_EVERY_S=1).
+ * logs whom it waits for while one is not connected (every second here:
+ * FLOWLAB_JOIN_LOG_EVERY_S=1), and nothing while all are.
  * The ps runs on this process's thread, on loopback ports nothing uses. */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -148,6 +149,10 @@ static void test_workers_gave_up(void)
     fl_ps_client *w0 = old ? fl_ps_client_open(&to, "worker", 0) : NULL;
     fl_ps_client *w1 = old ? fl_ps_client_open(&to, "worker", 1) : NULL;
     ok(w0 && w1, "both workers reach the first ps (%s)", w0 && w1 ? "" : fl_last_error());
+    ok(old && fl_server_join(old, 1.5) == 1, "while they are connected, the ps waits for them");
+    char *before = contents(log);
+    ok(!strstr(before, "waiting for goodbyes"), "and says nothing: it is serving them (every second here)");
+    free(before);
     fl_server_stop(old);
     fl_ps_client_close(w0); /* their runs failed; they gave up */
     fl_ps_client_close(w1);

@@ -1,7 +1,8 @@
 /* server_join.c: fl_server_join, the wait of a ps (or a task server) for
- * the goodbyes of the tasks it serves. The wait names whom it still waits
- * for every 10 s, and it ends: a worker that neither said goodbye nor was
- * connected for longer than the task deadline has finished or given up. */
+ * the goodbyes of the tasks it serves. While one of them is not connected,
+ * the wait names whom it still waits for every 10 s; and it ends: a worker
+ * that neither said goodbye nor was connected for longer than the task
+ * deadline has finished or given up. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,10 +151,29 @@ static void name_tasks(const fl_server *s, task_state state, double now, char *n
 }
 
 /* "ps 0: waiting for goodbyes from /job:worker/task:1 (connected),
- * /job:worker/task:2 (not seen for 34 s)": every log_every_s while join waits. */
+ * /job:worker/task:2 (not seen for 34 s)": every log_every_s while join
+ * waits and one of them is not connected. */
+static bool absent(const fl_awaited_task *t) { return state_of(t) == STILL_AWAITED && t->connected == 0; }
+
+/* Whether a task awaited is not connected now: while all are, the server
+ * serves them and says nothing. */
+static bool someone_absent(const fl_server *s)
+{
+    if (waits_for_client(s))
+        return absent(&s->client);
+    bool any = strcmp(s->job, "ps") != 0; /* a task server without a client yet */
+    for (int i = 0; i < s->num_workers; i++)
+        any = any || absent(&s->workers[i]);
+    for (int i = 0; i < s->num_chiefs; i++)
+        any = any || absent(&s->chiefs[i]);
+    return any;
+}
+
 static void say_waiting(const fl_server *s, double now)
 {
     char names[NAMES_LEN];
+    if (!someone_absent(s))
+        return;
     name_tasks(s, STILL_AWAITED, now, names);
     if (strcmp(s->job, "ps") != 0 && !waits_for_client(s))
         fprintf(s->log, "%s: waiting for its client's goodbye (no client has connected yet)\n", s->log_prefix);
