@@ -161,17 +161,18 @@ static bool tls_refusal(struct bufferevent *bev, char *why, size_t len)
     return true;
 }
 
-/* A peer welcomed that hangs up before its first request has refused this
- * task's side of the handshake (or stopped just then): what this task can
- * tell of why. */
+/* A peer welcomed that hangs up before its first request has most likely
+ * refused this task's side of the handshake (else it gave up waiting for
+ * the answer, or stopped): what this task can tell of why. */
 static const char *handshake_refusal(const fl_server *s)
 {
     size_t len;
     if (!fl_cluster_secret(s->cluster, &len))
-        return "it closed after HELLO_OK, before any request: a task given a cluster secret refuses a task "
-               "without one, and this task has none (--cluster_secret_file), or it stopped just then";
-    return "it closed after this task proved it knows the secret, before any request: it expected another task "
-           "at this address (is its cluster spec the same as this task's?), or it stopped just then";
+        return "it closed after its HELLO, before any request: a task given a cluster secret refuses one without, "
+               "and this task has none (--cluster_secret_file); unless it gave up waiting for the answer, or stopped";
+    return "it closed after proving it knows the secret, before any request: it refused this task's proof, so it "
+           "expected another task at this address (is its cluster spec the same as this task's?); unless it gave "
+           "up waiting for the answer, or stopped";
 }
 
 static void on_event(struct bufferevent *bev, short events, void *conn)
