@@ -316,12 +316,24 @@ typedef struct {
  * spec). */
 fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *options);
 /* Waits until every worker (and chief) of the cluster has said goodbye, as a
- * ps task does before it exits, or until timeout_s seconds pass (0: no
- * limit). 0 when all have, 1 on the timeout, -1 for a NULL server. */
+ * ps task does before it exits (a task server of in-graph replication: until
+ * its client has), or until timeout_s seconds pass (0: no limit). A worker
+ * that said no goodbye but has been neither connected nor heard from for
+ * longer than FLOWLAB_TASK_DEADLINE since the server started or it last
+ * disconnected counts as gone: a worker that loses its ps retries for that
+ * long and gives up, so it has finished or given up (a ps restarted after a
+ * worker said goodbye to the old one, workers that gave up, a worker refused
+ * at the handshake). Start the workers within that deadline of their ps.
+ * Every 10 s (FLOWLAB_JOIN_LOG_EVERY_S) while one of them is not connected,
+ * the wait logs the tasks it still waits for; its end names any counted as
+ * gone. 0 when all have
+ * finished or gone, 1 on the timeout, -1 for a NULL server. */
 int fl_server_join(fl_server *server, double timeout_s);
 void fl_server_get_stats(fl_server *server, fl_server_stats *out);
 /* A worker that has finished says so to every ps task of the cluster (also
  * those it never used), so that they can exit, and closes its connections.
+ * The goodbyes go at once, each over the live connection or a new one tried
+ * for 2 s (at most FLOWLAB_TASK_DEADLINE): -1 naming a task not reached.
  * fl_monitored_session_close does it for a worker: call it yourself only in
  * a program without a monitored session. */
 int fl_cluster_say_goodbye(const fl_cluster *cluster);

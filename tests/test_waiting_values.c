@@ -9,7 +9,8 @@
  * connection that closes while a step it sent a value for runs here does
  * not take that value from the run: a partition waits for b, then a; a
  * is sent and its connection closed (its value for a step not running goes
- * at once), then b comes on another, and the run ends with a + b. */
+ * at once; the server logs the sender as disconnected, not as finished),
+ * then b comes on another, and the run ends with a + b. */
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -177,6 +178,8 @@ static void test_running_step_keeps(fl_server *server, int port, fl_cluster *min
     uint64_t held = waiting_bytes(server, 8 + FL_RENDEZVOUS_VALUE_OVERHEAD);
     ok(held == 8 + FL_RENDEZVOUS_VALUE_OVERHEAD, "the peer closes: its z (step 78 does not run) goes, its a (step 77 "
        "runs) stays: %llu bytes held (waited up to 10 s)", (unsigned long long)held);
+    ok(log_says("the task that sent values here disconnected: it exited, or was lost", 10),
+       "the server logs the sender as disconnected (exited or lost), not as finished (waited up to 10 s)");
     fl_ps_client *b = open_worker(port, mine, 1);
     ok(send_pair(b, 77, B_KEY, 10), "another connection sends b");
     if (started)

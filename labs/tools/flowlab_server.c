@@ -197,7 +197,8 @@ int main(int argc, char **argv)
         pause();
     say_what_crossed(server, cluster);
     if (rc == 0)
-        printf("%s: its work is done (its client, or every worker of chapter 3, said goodbye); exiting\n", program);
+        printf("%s: its work is done (its client, or every worker of chapter 3, said goodbye or is gone, as "
+               "the log says); exiting\n", program);
     else
         fprintf(stderr, "%s: the server stopped: %s\n", program, fl_last_error());
     fl_server_stop(server);

@@ -1,8 +1,8 @@
 /* cluster_connections.c: a cluster's connections to the other tasks, one
  * remote device each. A worker reaches each ps task it uses once, on first
  * use (fl_remote_device), connects again to those it lost, between runs
- * (fl_cluster_reconnect), and says goodbye to all of them when it has
- * finished (fl_cluster_say_goodbye), which is how a ps knows it may exit.
+ * (fl_cluster_reconnect), and closes them all once it has said goodbye
+ * (cluster_goodbye.c), which is how a ps knows it may exit.
  * All of it is the cluster's own state (made on first use, freed with the
  * cluster): two clusters in one process share nothing. */
 #include <pthread.h>
@@ -46,11 +46,11 @@ fl_cluster_state *fl_cluster_state_of(const fl_cluster *c)
 }
 
 static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who,
-                                uint32_t first_id)
+                                uint32_t first_id, double deadline_s)
 {
     fl_cluster_state *r = fl_cluster_state_of(c);
     fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
-                            .port = fl_cluster_task_port(c, job, task), .deadline_s = fl_task_deadline_s(),
+                            .port = fl_cluster_task_port(c, job, task), .deadline_s = deadline_s,
                             .log_prefix = r->task_name, .job = job, .task = task, .secret = r->secret,
                             .secret_len = r->secret_len, .tls = r->tls_client, .stale = &r->stale};
     return fl_ps_client_reopen(&o, fl_cluster_job_name(c), fl_cluster_task_index(c), first_id);
@@ -63,7 +63,7 @@ static fl_ps_client *reconnect(fl_cluster_state *r, fl_remote_task *t)
     fprintf(stderr, "%s %d: lost %s; connecting again\n", fl_cluster_job_name(t->cluster),
             fl_cluster_task_index(t->cluster), t->who);
     uint32_t last = fl_ps_client_last_id(t->client);
-    fl_ps_client *fresh = connect_to(t->cluster, t->job, t->task, t->who, last);
+    fl_ps_client *fresh = connect_to(t->cluster, t->job, t->task, t->who, last, fl_task_deadline_s());
     if (!fresh)
         return NULL;
     uint64_t sent, received;
@@ -129,7 +129,7 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
         fl_set_error_code(FL_RESOURCE_EXHAUSTED, "%s: this cluster already talks to %d tasks, the most it can", who,
                           FL_MAX_REMOTE_TASKS);
     if (!d && r->count < FL_MAX_REMOTE_TASKS) {
-        fl_ps_client *client = connect_to(c, job, task, who, 0);
+        fl_ps_client *client = connect_to(c, job, task, who, 0, fl_task_deadline_s());
         if (client)
             d = add_device(r, c, job, task, who, client);
     }
@@ -137,30 +137,27 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
     return d;
 }
 
-static int say_goodbye_to_job(const fl_cluster *c, const char *job)
+fl_ps_client *fl_cluster_live_client(const fl_cluster *c, const char *job, int task)
 {
-    int rc = 0, n = fl_cluster_num_tasks(c, job);
-    for (int task = 0; task < n; task++) { /* also those this process never used */
-        fl_device *d = fl_remote_device(c, job, task);
-        fl_ps_client *client = d ? fl_remote_client(d->impl) : NULL;
-        if (!client || fl_ps_client_goodbye(client) != 0)
-            rc = -1;
-    }
-    return rc;
+    fl_cluster_state *r = fl_cluster_state_of(c);
+    fl_ps_client *client = NULL;
+    pthread_mutex_lock(&r->lock);
+    for (int i = 0; i < r->count; i++)
+        if (r->tasks[i].task == task && strcmp(r->tasks[i].job, job) == 0)
+            client = r->tasks[i].client;
+    pthread_mutex_unlock(&r->lock);
+    return client && !fl_ps_client_broken(client) ? client : NULL;
 }
 
-/* A worker says goodbye to the ps tasks; the client of in-graph replication,
- * which drove every task, to all of them. */
-int fl_cluster_say_goodbye(const fl_cluster *c)
+fl_ps_client *fl_cluster_connect_within(const fl_cluster *c, const char *job, int task, double deadline_s)
 {
-    if (!c) {
-        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_cluster_say_goodbye: the cluster is NULL");
-        return -1;
-    }
-    int rc = say_goodbye_to_job(c, "ps");
-    if (strcmp(fl_cluster_job_name(c), FL_WIRE_CLIENT_JOB) == 0 &&
-        (say_goodbye_to_job(c, "worker") != 0 || say_goodbye_to_job(c, "chief") != 0))
-        rc = -1;
+    char who[64];
+    snprintf(who, sizeof who, "/job:%s/task:%d", job, task);
+    return connect_to(c, job, task, who, 0, deadline_s);
+}
+
+void fl_cluster_close_connections(const fl_cluster *c)
+{
     fl_cluster_state *r = fl_cluster_state_of(c);
     pthread_mutex_lock(&r->lock);
     for (int i = 0; i < r->count; i++)
@@ -168,7 +165,6 @@ int fl_cluster_say_goodbye(const fl_cluster *c)
     r->count = 0;
     pthread_mutex_unlock(&r->lock);
     fl_sync_step_forget(r->sync, NULL);
-    return rc;
 }
 
 int fl_remote_task_traffic(const fl_cluster *c, const char *task, uint64_t *sent, uint64_t *received)

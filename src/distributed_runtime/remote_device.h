@@ -19,6 +19,13 @@ extern const fl_backend fl_remote_backend;
  * fl_set_error when the task does not answer within the deadline
  * (FLOWLAB_TASK_DEADLINE seconds, 120 by default). */
 fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task);
+/* For a goodbye (cluster_goodbye.c): the cluster's connection to job/task
+ * when it has one that is not broken, else NULL; a new connection, not the
+ * cluster's (the caller closes it), tried for deadline_s seconds; and every
+ * connection of the cluster closed. */
+fl_ps_client *fl_cluster_live_client(const fl_cluster *c, const char *job, int task);
+fl_ps_client *fl_cluster_connect_within(const fl_cluster *c, const char *job, int task, double deadline_s);
+void fl_cluster_close_connections(const fl_cluster *c);
 /* A remote device's impl: the task and the connection to it. */
 typedef struct {
     char who[64]; /* "/job:ps/task:0" */

@@ -1,8 +1,8 @@
 /* server.c: a task's server: it listens at the task's address in the
  * cluster spec, runs libevent's loop on a thread of its own, and for a ps
  * knows when every worker has finished, so the ps can exit by itself
- * instead of waiting in join forever. What one connection does is in
- * server_conn.c. */
+ * instead of waiting in join forever (server_join.c). What one connection
+ * does is in server_conn.c. */
 #include <errno.h>
 #include <netdb.h>
 #include <stdlib.h>
@@ -95,8 +95,7 @@ static void free_server(fl_server *s)
     fl_wire_buf_free(&s->out);
     free(s->scratch);
     free(s->message);
-    free(s->worker_done);
-    free(s->chief_done);
+    fl_server_join_free(s);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->changed);
     free(s);
@@ -118,10 +117,7 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     fl_rendezvous_set_limits(s->rendezvous, (size_t)s->limits.max_waiting_value_bytes,
                              (size_t)s->limits.max_waiting_value_bytes_total, fl_task_deadline_s());
     s->message = fl_xmalloc(sizeof *s->message);
-    s->num_workers = fl_cluster_num_tasks(c, "worker");
-    s->num_chiefs = fl_cluster_num_tasks(c, "chief");
-    s->worker_done = fl_xcalloc((size_t)s->num_workers + 1, sizeof *s->worker_done);
-    s->chief_done = fl_xcalloc((size_t)s->num_chiefs + 1, sizeof *s->chief_done);
+    fl_server_join_init(s);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->changed, NULL);
     return s;
@@ -154,30 +150,6 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
     }
     s->thread_started = true;
     return s;
-}
-
-int fl_server_join(fl_server *s, double timeout_s)
-{
-    if (!s) {
-        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_server_join: the server is NULL (did fl_server_start fail?)");
-        return -1;
-    }
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += (time_t)timeout_s;
-    deadline.tv_nsec += (long)((timeout_s - (time_t)timeout_s) * 1e9);
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&s->lock);
-    int rc = 0;
-    while (!s->all_done && !s->loop_ended && rc == 0)
-        rc = timeout_s > 0 ? pthread_cond_timedwait(&s->changed, &s->lock, &deadline)
-                           : pthread_cond_wait(&s->changed, &s->lock);
-    bool done = s->all_done;
-    pthread_mutex_unlock(&s->lock);
-    return done ? 0 : 1;
 }
 
 void fl_server_get_stats(fl_server *s, fl_server_stats *out)

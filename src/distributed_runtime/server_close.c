@@ -43,6 +43,8 @@ void fl_server_free_conn(fl_server_conn *c)
         if (!c->closing)
             fl_server_log_conn(c, "refused", "it closed without proving it knows the cluster secret");
     }
+    if (c->who[0]) /* welcomed: join counts how long its task has been away */
+        fl_server_note_disconnected(c->server, c->job, c->task);
     unlink_conn(c);
     if (c->deadline)
         event_free(c->deadline);

@@ -188,6 +188,20 @@ static bool tls_refusal(struct bufferevent *bev, char *why, size_t len)
     return true;
 }
 
+/* A peer welcomed that hangs up before its first request has most likely
+ * refused this task's side of the handshake (else it gave up waiting for
+ * the answer, or stopped): what this task can tell of why. */
+static const char *handshake_refusal(const fl_server *s)
+{
+    size_t len;
+    if (!fl_cluster_secret(s->cluster, &len))
+        return "it closed after its HELLO, before any request: a task given a cluster secret refuses one without, "
+               "and this task has none (--cluster_secret_file); unless it gave up waiting for the answer, or stopped";
+    return "it closed after proving it knows the secret, before any request: it refused this task's proof, so it "
+           "expected another task at this address (is its cluster spec the same as this task's?); unless it gave "
+           "up waiting for the answer, or stopped";
+}
+
 static void on_event(struct bufferevent *bev, short events, void *conn)
 {
     fl_server_conn *c = conn;
@@ -200,8 +214,11 @@ static void on_event(struct bufferevent *bev, short events, void *conn)
     }
     else if (left && fl_wire_check_eof(evbuffer_pullup(in, -1), left, why, sizeof why) != 0)
         fl_server_log_conn(c, "lost", why);
-    else if (c->sent_values && (events & BEV_EVENT_EOF)) /* a task server that sent values, exiting */
-        fl_server_log_conn(c, "closed", "the task that sent values here has finished");
+    else if (c->sent_values && (events & BEV_EVENT_EOF)) /* a task server that sent values: exited, or killed */
+        fl_server_log_conn(c, "closed", "the task that sent values here disconnected: it exited, or was lost "
+                                        "(killed, or its host is gone)");
+    else if (c->who[0] && !c->requested && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+        fl_server_log_conn(c, "refused at the handshake by", handshake_refusal(c->server));
     else if (c->who[0] && !c->said_goodbye && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         fl_server_log_conn(c, "lost", "disconnected without saying goodbye (fl_monitored_session_close says it; "
                                         "without a monitored session, call fl_cluster_say_goodbye)");

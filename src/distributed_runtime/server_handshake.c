@@ -17,6 +17,7 @@ void fl_server_welcome(fl_server_conn *c, uint32_t id)
     c->challenged = false;
     snprintf(c->who, sizeof c->who, "(/job:%s/task:%d)", c->job, c->task);
     fl_server_guard_welcomed(c); /* no deadline now: a worker may compute for long between requests */
+    fl_server_note_connected(s, c->job, c->task);
     fl_wire_put_hello_ok(&s->out, id, s->job, (uint32_t)s->task);
     fl_server_send_out(c);
 }

@@ -24,6 +24,14 @@
 /* A frame this long is read into memory of its own (see server_conn.c). */
 #define FL_SERVER_BIG_FRAME (256 << 10)
 
+/* One task whose goodbye a server awaits (under the server's lock). */
+typedef struct {
+    bool done;           /* it said goodbye */
+    bool gone;           /* counted as gone: absent for longer than the task deadline */
+    int connected;       /* its welcomed connections open now */
+    double absent_since; /* fl_now_s() at the server's start or its last disconnection */
+} fl_awaited_task;
+
 struct fl_server {
     char name[64];        /* "/job:ps/task:0", for replies and logs */
     char log_prefix[32];  /* "ps 0" */
@@ -54,15 +62,21 @@ struct fl_server {
     fl_rendezvous *rendezvous;    /* values from other tasks, by step and edge */
     uint64_t next_handle;         /* the last partition handle given (loop thread) */
     struct fl_partition_job *jobs; /* partitions running on their threads (loop thread) */
-    /* Who has said goodbye, by job: the ps exits once every worker has. */
-    int num_workers, num_chiefs;
-    bool *worker_done, *chief_done;
     bool serves_workers;  /* a worker or chief has sent ps requests: a client's goodbye does not end it */
     /* Shared with the threads that join or read stats: under lock. */
     pthread_mutex_t lock;
     pthread_cond_t changed;
     fl_server_stats stats;
-    bool all_done, loop_ended;
+    bool loop_ended;
+    /* Whom join waits for (server_join.c): the workers and chiefs of the
+     * spec by job, or the client of in-graph replication once one has
+     * connected. Each is connected, or absent since a time; one absent for
+     * longer than gone_after_s has finished or given up. */
+    int num_workers, num_chiefs;
+    fl_awaited_task *workers, *chiefs, client;
+    bool client_seen;
+    double gone_after_s;  /* fl_task_deadline_s() when the server started */
+    double log_every_s;   /* a "waiting for" line this often (FLOWLAB_JOIN_LOG_EVERY_S, else 10 s) */
 };
 
 /* One client connection (server_conn.c). */
@@ -77,6 +91,7 @@ typedef struct fl_server_conn {
     char job[FL_WIRE_MAX_NAME + 1];
     int task;
     bool said_goodbye;
+    bool requested; /* it has sent a request after its handshake */
     bool sent_values; /* a peer task's connection for SEND_TENSOR: it closes with no goodbye */
     bool closing;  /* refused: closes once the ERROR is out */
     bool reading_paused; /* too many replies unread (--max_unread_reply_bytes): until they drain */
@@ -170,6 +185,10 @@ int fl_server_guard_stranger(fl_server_conn *c);
 void fl_server_guard_welcomed(fl_server_conn *c);
 bool fl_server_guard_allows(fl_server_conn *c, fl_wire_type announced, char *why, size_t len);
 int fl_server_guard_listener(fl_server *s);
+/* server_join.c: whom join waits for, set up from the spec at the
+ * server's start, and freed with it. */
+void fl_server_join_init(fl_server *s);
+void fl_server_join_free(fl_server *s);
 /* server_limits.c: options with every 0 replaced by its default. */
 fl_server_options fl_server_limits_resolve(const fl_server_options *o);
 
@@ -178,8 +197,16 @@ void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
                       int length, void *server);
 /* server_close.c: closes and frees every open connection: after the loop has ended. */
 void fl_server_close_all(fl_server *s);
-/* Counts a goodbye from job/task; true when it was the last one expected. */
+/* Counts a goodbye from job/task; true when it was the last one expected
+ * (every awaited task has said it). */
 bool fl_server_note_goodbye(fl_server *s, const char *job, int task);
+/* A welcomed connection of job/task opened or closed: join counts a task
+ * absent for longer than the task deadline as gone (server_join.c). */
+void fl_server_note_connected(fl_server *s, const char *job, int task);
+void fl_server_note_disconnected(fl_server *s, const char *job, int task);
+/* The awaited task job/task (a worker or chief of the spec, or the client),
+ * or NULL for any other. Lock held. */
+fl_awaited_task *fl_server_awaited(fl_server *s, const char *job, int task);
 /* Notes who sends what: a worker's or chief's ps request makes s a ps that serves workers. */
 void fl_server_note_request(fl_server *s, const fl_server_conn *c, fl_wire_type type);
 /* Bumps one of the stats counters under the lock. */

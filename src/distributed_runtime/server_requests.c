@@ -140,6 +140,7 @@ void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
     } else {
         fl_server_count(c->server, &c->server->stats.frames, 1);
         fl_server_note_request(c->server, c, m->type);
+        c->requested = c->requested || (m->type != FL_WIRE_HELLO && m->type != FL_WIRE_PROOF);
         if (fl_server_refuses_other_sync_mode(c, f->request_id, m->type))
             return;
         switch (m->type) {
