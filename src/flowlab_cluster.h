@@ -1,6 +1,7 @@
-/* flowlab_cluster.h: the part of flowlab's public API for chapter 3's
- * between-graph replication: cluster specs, task servers, the replica
- * device setter. Included by flowlab.h; include that, not this. */
+/* flowlab_cluster.h: flowlab's public API for clusters (chapter 3 on):
+ * cluster specs, task servers, the replica device setter, synchronous
+ * replicas. Its functions are in libflowlab_cluster.a (pkg-config
+ * flowlab-cluster); it includes flowlab.h, the core's. */
 #ifndef FLOWLAB_CLUSTER_H
 #define FLOWLAB_CLUSTER_H
 
@@ -23,7 +24,16 @@ fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts
                                   const char *job_name, int task_index);
 /* The client of a cluster (in-graph replication across tasks): one process
  * that is none of its tasks, drives them all and runs TensorFlow's master.
- * The same lists, no job name; its job name is "client". */
+ * The same lists, no job name; its job name is "client". Given as
+ * fl_session_options.cluster, it makes the session the master: its graph's
+ * nodes run on the tasks their devices name (no task: /job:worker/task:0);
+ * for each distinct run (feeds, fetches, targets) the session partitions the
+ * graph once and registers a partition on each task, again when the graph
+ * has grown. A run is one request per task, all at once; values that cross
+ * tasks go task to task. A task lost mid-run fails the run within the
+ * deadline with UNAVAILABLE, naming the task, and the other tasks give that
+ * step up. Freeing the session says goodbye to every task, so their servers
+ * exit. The bytes through the client are fl_remote_traffic's. */
 fl_cluster *fl_cluster_client_from_flags(const char *ps_hosts, const char *worker_hosts);
 /* TensorFlow's TF_CONFIG JSON:
  *   {"cluster": {"chief": ["h:2222"], "ps": ["h:2223"], "worker": ["h:2224"]},
@@ -318,24 +328,23 @@ void fl_server_get_stats(fl_server *server, fl_server_stats *out);
  * fl_monitored_session_close does it for a worker: call it yourself only in
  * a program without a monitored session. */
 int fl_cluster_say_goodbye(const fl_cluster *cluster);
-/* What the cluster lends a session: give it as fl_session_options.cluster.
- * Devices on other tasks are reached through it, and a monitored session
- * takes the task's name, whether it is the chief, the reconnection after a
- * lost task and the goodbye at close from it. Owned by the cluster (freed
- * with it); NULL for a NULL cluster. */
-const fl_cluster_plugin *fl_cluster_session_plugin(const fl_cluster *cluster);
-/* What the cluster lends a session in its client (fl_cluster_client_from_flags):
- * give it as fl_session_options.cluster, and the session is the master of
- * in-graph replication across tasks. Its graph's nodes run on the tasks their
- * devices name (no task: /job:worker/task:0); for each distinct run (feeds,
- * fetches, targets) the session partitions the graph once and registers a
- * partition on each task, again when the graph has grown. A run is one
- * request per task, all at once; values that cross tasks go task to task.
- * A task lost mid-run fails the run within the deadline with UNAVAILABLE,
- * naming the task, and the other tasks give that step up. Freeing the session
- * says goodbye to every task, so their servers exit. The bytes through the
- * client are fl_remote_traffic's. NULL for a NULL cluster. */
-const fl_cluster_plugin *fl_cluster_client_plugin(const fl_cluster *cluster);
+/* Removed: fl_session_options.cluster takes the cluster itself
+ * (.cluster = cluster), task or client alike; the table these returned is
+ * internal now. A program that still calls them stops at compile time with
+ * this message (gcc 12 and later, clang), and links nowhere elsewhere. */
+#if defined(__has_attribute)
+#if __has_attribute(unavailable)
+#define FL_REMOVED_PLUGIN_CALL                                                                             \
+    __attribute__((unavailable("removed: fl_session_options.cluster now takes the cluster itself: write "  \
+                               "`.cluster = cluster` (a task's or a client's cluster alike); see "          \
+                               "flowlab_cluster.h")))
+#endif
+#endif
+#ifndef FL_REMOVED_PLUGIN_CALL
+#define FL_REMOVED_PLUGIN_CALL
+#endif
+const void *fl_cluster_session_plugin(const fl_cluster *cluster) FL_REMOVED_PLUGIN_CALL;
+const void *fl_cluster_client_plugin(const fl_cluster *cluster) FL_REMOVED_PLUGIN_CALL;
 /* Bytes this process has sent to and received from the cluster's other
  * tasks so far (each cluster counts its own connections). */
 void fl_remote_traffic(const fl_cluster *cluster, uint64_t *sent, uint64_t *received);

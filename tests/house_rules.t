@@ -124,8 +124,10 @@ my %cluster_rooms = map { $_ => 1 } qw(src/cluster src/distributed_runtime);
 # The seam's registration: the device registry names each backend's table
 # (fl_host_backend, fl_opencl_backend, or the generated table's
 # fl_cl_backend_entry) and every backend uses the core;
-# that is how a backend plugs in, not a loop.
-sub is_backend_table { return $_[0] =~ /^fl_\w+_backend(?:_entry)?$/ }
+# that is how a backend plugs in, not a loop. A cluster plugs into a session
+# the same way: its head names the distributed runtime's table for a task or
+# a client (src/cluster/cluster_head.c names fl_cluster_task_plugin_table).
+sub is_backend_table { return $_[0] =~ /^fl_\w+_backend(?:_entry)?$|^fl_cluster_\w+_plugin_table$/ }
 my @objects = grep { -f } glob("$build/obj/*.o $build/obj/*/*.o");
 if (!@objects) {
     print "ok " . ++$tests . " # SKIP $build/obj holds no objects (make lib)\n";

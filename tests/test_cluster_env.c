@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "tap.h"
 
 static const char *const launcher_variables[] = {

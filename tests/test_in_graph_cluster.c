@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "lab_runner.h"
 #include "task_servers.h"
 
@@ -175,7 +176,7 @@ static void test_worker_killed_mid_step(void)
     }
     small_model m = build_small();
     fl_node *init = fl_global_variables_initializer(m.g);
-    fl_session_options options = {.cluster = fl_cluster_client_plugin(cluster)};
+    fl_session_options options = {.cluster = cluster};
     fl_session *s = fl_session_new(m.g, &options);
     if (!ok(fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1) == 0, "the client initializes w on the ps"))
         diag("%s", fl_session_error(s));

@@ -13,6 +13,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "distributed_runtime/ps_client.h"
 #include "loopback.h"
 

@@ -4,6 +4,7 @@
  * the global step's increment) with replicas_to_aggregate; the nodes of a
  * plain optimizer, and every other node, carry no mark. No server needed. */
 #include "tap.h"
+#include "flowlab_cluster.h"
 #include "runtime.h"
 #include "distributed_runtime/sync_replicas_optimizer.h"
 
