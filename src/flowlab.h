@@ -190,6 +190,17 @@ fl_initializer fl_random_uniform_initializer(float minval, float maxval, uint64_
 fl_initializer fl_truncated_normal_initializer(float mean, float stddev, uint64_t seed);
 fl_initializer fl_glorot_uniform_initializer(uint64_t seed);
 
+/* Where the initial value is computed: not beside the variable, as
+ * TensorFlow colocates it, but on a host CPU. The initializer's value op
+ * ("w/Initializer": the zeros, the random numbers) gets no device, so it
+ * runs on /cpu:0 of whichever process runs it; only the Assign is colocated
+ * with the variable and takes the value across. A variable on a GPU gets it
+ * copied from the host. A variable on a ps task (chapter 3) gets it from
+ * the worker that runs the initializer (the chief under a monitored
+ * session), computed there: a ps holds values and computes none. In the
+ * client of a cluster (in-graph across tasks) the value op runs on
+ * /job:worker/task:0/cpu:0 and the value goes from worker 0 to the variable's
+ * task. */
 /* A trainable float32 variable named by the variable scope: "dense/kernel". */
 fl_node *fl_get_variable(fl_graph *g, const char *name, fl_shape shape, fl_initializer init);
 fl_node *fl_get_variable_typed(fl_graph *g, const char *name, fl_dtype dtype, fl_shape shape,

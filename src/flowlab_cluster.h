@@ -61,6 +61,14 @@ void fl_cluster_free(fl_cluster *cluster);
 int fl_cluster_set_secret_file(fl_cluster *cluster, const char *path);
 /* TLS 1.3 on every connection, both ends verified: this task's certificate
  * chain and key, and the CA that signed every task's certificate (PEM).
+ * The CA chain is the identity: a peer's certificate is accepted when it
+ * chains to a certificate in the ca file and is within its dates, and no
+ * name in it is checked (not the host, not the CN or subjectAltName, not the
+ * job or task): a certificate the CA signed may be any task of the cluster,
+ * and one certificate may serve them all. So give the cluster a CA of its
+ * own that signs nothing else. Each task uses its one certificate both to
+ * connect and to accept: if it has an extendedKeyUsage, that must allow both
+ * TLS client and server authentication (OpenSSL's default purpose checks).
  * 0, or -1 with fl_last_error() naming the flag and file OpenSSL refused. */
 int fl_cluster_set_tls(fl_cluster *cluster, const char *cert, const char *key, const char *ca);
 
@@ -183,11 +191,14 @@ int fl_cluster_device_is_local(const fl_cluster *cluster, const char *device);
  *     FL_PS_GREEDY_BY_BYTES: the task holding the fewest bytes so far (ties to
  *     the lowest index), bytes = elements x dtype size (4 for float32).
  *   - Whatever else is built goes to the worker device.
- *   - A variable's initializer and Assign, its optimizer slots (Momentum's
+ *   - A variable's initializer (its Assign), its optimizer slots (Momentum's
  *     accumulator, Adam's m and v) and the update op are colocated with the
  *     variable by the graph, so they land on its ps task without the setter
  *     being asked (and count nothing); Adam's beta powers are colocated with
- *     the first variable updated, as TensorFlow does.
+ *     the first variable updated, as TensorFlow does. The initial value the
+ *     Assign takes is not: it is computed on the /cpu:0 of the worker that
+ *     runs the initializer and sent to the ps (flowlab.h, before
+ *     fl_get_variable).
  *   - A cluster with no ps tasks sends every node to the worker device.
  *     (TensorFlow's setter is then no device function at all.)
  *   - An inner device scope wins: the innermost scope decides in this runtime,
@@ -232,7 +243,13 @@ int fl_replica_device_setter_ps_bytes(const fl_replica_device_setter *setter, in
  * replicas_to_aggregate: the extra workers are backups. Use it with every
  * worker, pass global_step to minimize/apply_gradients. On variables a
  * process holds itself it behaves as opt. NULL, with fl_last_error() saying
- * why, for counts out of range. Free it with fl_optimizer_free. */
+ * why, for counts out of range. Free it with fl_optimizer_free.
+ * Ownership: the new optimizer copies opt's kind and settings (the learning
+ * rate, momentum, Adam's betas and epsilon) as they are at this call and
+ * keeps no pointer to it. opt stays the caller's, to free whenever it likes
+ * (at once, too); a later fl_optimizer_set_learning_rate on opt does not
+ * reach the new one: set a schedule's rate on the optimizer that built the
+ * train op. */
 fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
                                          int total_num_replicas);
 
