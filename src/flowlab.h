@@ -347,8 +347,9 @@ typedef struct {
      * and their updates only), one on the local task's devices runs here.
      * A client's (fl_cluster_client_from_flags): in-graph replication across
      * tasks, every run goes to the tasks. NULL: devices that name a task are
-     * refused. Anything but a live fl_cluster (a cast, a freed cluster) makes
-     * fl_session_new fail with a message, never a crash. */
+     * refused. A pointer to something else (cast to fl_cluster), or to a
+     * cluster already freed whose memory was not reused, makes
+     * fl_session_new fail with a message instead of a crash. */
     const fl_cluster *cluster;
     /* Run every op as the graph has it: no Conv2D/MatMul + bias + Relu, or
      * MaxPoolGrad + ReluGrad, as one kernel (FLOWLAB_FUSION=0 does the same). */
