@@ -1,6 +1,7 @@
 #!/bin/bash
 # cluster_api.t: compile checks of the cluster API as a user meets it, with
-# gcc and with clang: a program giving its session the cluster itself
+# gcc and with clang. flowlab.h declares only functions of libflowlab.a; a
+# program giving its session the cluster itself
 # (.cluster = cluster; tests/cluster_api/new_api.c) builds with -std=c11 -Wall
 # -Wextra -Werror and trains against a ps and a worker task on loopback; one
 # written for the removed plugin functions (old_api.c) does not build, at
@@ -26,7 +27,14 @@ ok()     { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
 check()  { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
 
-echo "1..10"
+echo "1..11"
+# flowlab.h declares only what the core's archive holds: every function it
+# (and the headers it includes) declares is defined in libflowlab.a.
+declared=$(cc -std=c11 -E -P -Isrc src/flowlab.h | grep -oE '\bfl_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)
+defined=$(nm -g --defined-only "$BUILD/libflowlab.a" 2>/dev/null | awk '$2 ~ /[TDRB]/ {print $3}' | sort -u)
+missing=$(comm -23 <(echo "$declared") <(echo "$defined") | tr '\n' ' ')
+check "flowlab.h declares only functions of libflowlab.a ($(echo "$declared" | wc -l) declared)" \
+    "[ -z \"$missing\" ] || { echo \"# declared but not in $BUILD/libflowlab.a: $missing\"; false; }"
 for cc in gcc clang; do
     if ! command -v $cc >/dev/null; then
         for i in 1 2 3 4 5; do ok "$cc # SKIP $cc is not installed"; done
