@@ -1,6 +1,7 @@
-/* flowlab.h: the one public header a lab includes.
+/* flowlab.h: the core's public header (libflowlab.a, pkg-config flowlab).
  * Graphs, sessions, automatic differentiation, optimizers, devices, data and
- * checkpoints, named after TensorFlow 1.x where users already know the names. */
+ * checkpoints, named after TensorFlow 1.x where users already know the names.
+ * A program of a cluster (chapter 3 on) includes flowlab_cluster.h too. */
 #ifndef FLOWLAB_H
 #define FLOWLAB_H
 
@@ -189,6 +190,17 @@ fl_initializer fl_random_uniform_initializer(float minval, float maxval, uint64_
 fl_initializer fl_truncated_normal_initializer(float mean, float stddev, uint64_t seed);
 fl_initializer fl_glorot_uniform_initializer(uint64_t seed);
 
+/* Where the initial value is computed: not beside the variable, as
+ * TensorFlow colocates it, but on a host CPU. The initializer's value op
+ * ("w/Initializer": the zeros, the random numbers) gets no device, so it
+ * runs on /cpu:0 of whichever process runs it; only the Assign is colocated
+ * with the variable and takes the value across. A variable on a GPU gets it
+ * copied from the host. A variable on a ps task (chapter 3) gets it from
+ * the worker that runs the initializer (the chief under a monitored
+ * session), computed there: a ps holds values and computes none. In the
+ * client of a cluster (in-graph across tasks) the value op runs on
+ * /job:worker/task:0/cpu:0 and the value goes from worker 0 to the variable's
+ * task. */
 /* A trainable float32 variable named by the variable scope: "dense/kernel". */
 fl_node *fl_get_variable(fl_graph *g, const char *name, fl_shape shape, fl_initializer init);
 fl_node *fl_get_variable_typed(fl_graph *g, const char *name, fl_dtype dtype, fl_shape shape,
@@ -317,51 +329,28 @@ int fl_list_backends(fl_backend_info *out, int max);
 /* ------------------------------------------------------------------------
  * Sessions.
  * ------------------------------------------------------------------------ */
-typedef struct fl_cluster fl_cluster; /* chapter 3: see "Clusters" below */
+typedef struct fl_cluster fl_cluster; /* chapter 3: flowlab_cluster.h (libflowlab_cluster.a) */
 typedef struct fl_device fl_device;   /* a device behind the backend seam (src/device.h) */
 typedef struct fl_feed {
     fl_node *node;
     const fl_tensor *value; /* with device set: copied within that device, the placeholder's */
 } fl_feed;
 
-/* What a cluster runtime lends a session (TensorFlow plugs its distributed
- * runtime in the same way, through session factories). The core calls only
- * these; it names no symbol of the cluster code. A program gets one from
- * fl_cluster_session_plugin(cluster) (flowlab_cluster.h). */
-typedef struct fl_cluster_plugin {
-    void *state;   /* the runtime's own (its fl_cluster) */
-    /* Placement: the device a "/job:.../task:..." name stands for. *is_local
-     * set (and NULL returned) when it is this process's own task, which the
-     * core then places as usual. NULL otherwise means an error, with
-     * fl_last_error() saying why. */
-    fl_device *(*resolve_device)(void *state, const char *device, bool *is_local);
-    /* The monitored session: this task's name for log lines ("worker 1"),
-     * whether it is the chief, reconnecting lost tasks after a run failed with
-     * UNAVAILABLE or ABORTED (tasks reconnected, or -1), and saying goodbye
-     * to the ps tasks at close. */
-    const char *(*task_name)(void *state);
-    bool (*is_chief)(void *state);
-    int (*recover)(void *state);
-    int (*say_goodbye)(void *state);
-    /* In the client of a cluster, TensorFlow's master: the session opens it, runs each step
-     * through it, asks it where a node ran, closes it (goodbye to the tasks). NULL in a task. */
-    void *(*open_master)(void *state, fl_graph *g);
-    int (*run_master)(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
-                      int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
-    const char *(*node_device)(void *master, const fl_node *n);
-    void (*close_master)(void *master);
-} fl_cluster_plugin;
-
 typedef struct {
     bool log_device_placement; /* print each node's device on first use */
     bool allow_soft_placement; /* fall back to /cpu:0 when a device or kernel is missing */
     uint64_t seed;             /* nonzero: overrides the graph's random seed */
-    /* Between-graph replication: the cluster this process is a task of, as
-     * fl_cluster_session_plugin(cluster) lends it. A node on
-     * "/job:ps/task:0/cpu:0" then runs on that task (a remote device:
-     * variables and their updates only); one on the local task's devices
-     * runs here. NULL: devices that name a task are refused. */
-    const fl_cluster_plugin *cluster;
+    /* The cluster itself (flowlab_cluster.h), which the session uses but
+     * does not own: free it after the sessions that use it. A task's (fl_cluster_from_flags,
+     * TF_CONFIG, a launcher's): between-graph replication, a node on
+     * "/job:ps/task:0/cpu:0" runs on that task (a remote device: variables
+     * and their updates only), one on the local task's devices runs here.
+     * A client's (fl_cluster_client_from_flags): in-graph replication across
+     * tasks, every run goes to the tasks. NULL: devices that name a task are
+     * refused. A pointer to something else (cast to fl_cluster), or to a
+     * cluster already freed whose memory was not reused, makes
+     * fl_session_new fail with a message instead of a crash. */
+    const fl_cluster *cluster;
     /* Run every op as the graph has it: no Conv2D/MatMul + bias + Relu, or
      * MaxPoolGrad + ReluGrad, as one kernel (FLOWLAB_FUSION=0 does the same). */
     bool disable_fusion;
@@ -488,7 +477,6 @@ fl_dataset *fl_dataset_new(const fl_tensor *images, const fl_tensor *labels, con
 int fl_dataset_next(fl_dataset *ds, const fl_tensor **images, const fl_tensor **labels);
 void fl_dataset_free(fl_dataset *ds);
 
-#include "flowlab_cluster.h"   /* clusters, servers, the replica device setter (chapter 3) */
 #include "flowlab_monitored.h" /* monitored training (chapter 4) */
 #include "flowlab_summary.h"   /* event files for TensorBoard */
 #include "flowlab_pictures.h"  /* the graph as DOT, a run as a Chrome trace */

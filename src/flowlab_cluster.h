@@ -1,6 +1,7 @@
-/* flowlab_cluster.h: the part of flowlab's public API for chapter 3's
- * between-graph replication: cluster specs, task servers, the replica
- * device setter. Included by flowlab.h; include that, not this. */
+/* flowlab_cluster.h: flowlab's public API for clusters (chapter 3 on):
+ * cluster specs, task servers, the replica device setter, synchronous
+ * replicas. Its functions are in libflowlab_cluster.a (pkg-config
+ * flowlab-cluster); it includes flowlab.h, the core's. */
 #ifndef FLOWLAB_CLUSTER_H
 #define FLOWLAB_CLUSTER_H
 
@@ -27,7 +28,22 @@ fl_cluster *fl_cluster_from_flags(const char *ps_hosts, const char *worker_hosts
                                   const char *job_name, int task_index);
 /* The client of a cluster (in-graph replication across tasks): one process
  * that is none of its tasks, drives them all and runs TensorFlow's master.
- * The same lists, no job name; its job name is "client". */
+ * The same lists, no job name; its job name is "client". Given as
+ * fl_session_options.cluster, it makes the session the master: its graph's
+ * nodes run on the tasks their devices name (no task: /job:worker/task:0);
+ * for each distinct run (feeds, fetches, targets) the session partitions the
+ * graph once and registers a partition on each task, again when the graph
+ * has grown. A run is one request per task, all at once; values that cross
+ * tasks go task to task. A task lost mid-run fails the run within the
+ * deadline with UNAVAILABLE, naming the task and the step as the user counts
+ * it ("run 7 of this session (global step 6 when last fetched)": the value a
+ * run of the session last fetched of the node "global_step", left out when
+ * none did), and the other tasks give that step up. fl_session_node_device
+ * and log_device_placement name each node's task and the device asked of it
+ * ("/job:worker/task:1/cpu:0") once a run that needed it has succeeded.
+ * Freeing the session says goodbye to every task (all at once, each with a
+ * short deadline of its own), so their servers exit. The bytes through the
+ * client are fl_remote_traffic's. */
 fl_cluster *fl_cluster_client_from_flags(const char *ps_hosts, const char *worker_hosts);
 /* TensorFlow's TF_CONFIG JSON:
  *   {"cluster": {"chief": ["h:2222"], "ps": ["h:2223"], "worker": ["h:2224"]},
@@ -55,6 +71,14 @@ void fl_cluster_free(fl_cluster *cluster);
 int fl_cluster_set_secret_file(fl_cluster *cluster, const char *path);
 /* TLS 1.3 on every connection, both ends verified: this task's certificate
  * chain and key, and the CA that signed every task's certificate (PEM).
+ * The CA chain is the identity: a peer's certificate is accepted when it
+ * chains to a certificate in the ca file and is within its dates, and no
+ * name in it is checked (not the host, not the CN or subjectAltName, not the
+ * job or task): a certificate the CA signed may be any task of the cluster,
+ * and one certificate may serve them all. So give the cluster a CA of its
+ * own that signs nothing else. Each task uses its one certificate both to
+ * connect and to accept: if it has an extendedKeyUsage, that must allow both
+ * TLS client and server authentication (OpenSSL's default purpose checks).
  * 0, or -1 with fl_last_error() naming the flag and file OpenSSL refused. */
 int fl_cluster_set_tls(fl_cluster *cluster, const char *cert, const char *key, const char *ca);
 
@@ -177,11 +201,14 @@ int fl_cluster_device_is_local(const fl_cluster *cluster, const char *device);
  *     FL_PS_GREEDY_BY_BYTES: the task holding the fewest bytes so far (ties to
  *     the lowest index), bytes = elements x dtype size (4 for float32).
  *   - Whatever else is built goes to the worker device.
- *   - A variable's initializer and Assign, its optimizer slots (Momentum's
+ *   - A variable's initializer (its Assign), its optimizer slots (Momentum's
  *     accumulator, Adam's m and v) and the update op are colocated with the
  *     variable by the graph, so they land on its ps task without the setter
  *     being asked (and count nothing); Adam's beta powers are colocated with
- *     the first variable updated, as TensorFlow does.
+ *     the first variable updated, as TensorFlow does. The initial value the
+ *     Assign takes is not: it is computed on the /cpu:0 of the worker that
+ *     runs the initializer and sent to the ps (flowlab.h, before
+ *     fl_get_variable).
  *   - A cluster with no ps tasks sends every node to the worker device.
  *     (TensorFlow's setter is then no device function at all.)
  *   - An inner device scope wins: the innermost scope decides in this runtime,
@@ -226,7 +253,13 @@ int fl_replica_device_setter_ps_bytes(const fl_replica_device_setter *setter, in
  * replicas_to_aggregate: the extra workers are backups. Use it with every
  * worker, pass global_step to minimize/apply_gradients. On variables a
  * process holds itself it behaves as opt. NULL, with fl_last_error() saying
- * why, for counts out of range. Free it with fl_optimizer_free. */
+ * why, for counts out of range. Free it with fl_optimizer_free.
+ * Ownership: the new optimizer copies opt's kind and settings (the learning
+ * rate, momentum, Adam's betas and epsilon) as they are at this call and
+ * keeps no pointer to it. opt stays the caller's, to free whenever it likes
+ * (at once, too); a later fl_optimizer_set_learning_rate on opt does not
+ * reach the new one: set a schedule's rate on the optimizer that built the
+ * train op. */
 fl_optimizer *fl_sync_replicas_optimizer(const fl_optimizer *opt, int replicas_to_aggregate,
                                          int total_num_replicas);
 
@@ -337,29 +370,23 @@ void fl_server_get_stats(fl_server *server, fl_server_stats *out);
  * fl_monitored_session_close does it for a worker: call it yourself only in
  * a program without a monitored session. */
 int fl_cluster_say_goodbye(const fl_cluster *cluster);
-/* What the cluster lends a session: give it as fl_session_options.cluster.
- * Devices on other tasks are reached through it, and a monitored session
- * takes the task's name, whether it is the chief, the reconnection after a
- * lost task and the goodbye at close from it. Owned by the cluster (freed
- * with it); NULL for a NULL cluster. */
-const fl_cluster_plugin *fl_cluster_session_plugin(const fl_cluster *cluster);
-/* What the cluster lends a session in its client (fl_cluster_client_from_flags):
- * give it as fl_session_options.cluster, and the session is the master of
- * in-graph replication across tasks. Its graph's nodes run on the tasks their
- * devices name (no task: /job:worker/task:0); for each distinct run (feeds,
- * fetches, targets) the session partitions the graph once and registers a
- * partition on each task, again when the graph has grown. A run is one
- * request per task, all at once; values that cross tasks go task to task.
- * A task lost mid-run fails the run within the deadline with UNAVAILABLE,
- * naming the task and the step as the user counts it ("run 7 of this
- * session (global step 6 when last fetched)": the value a run of the
- * session last fetched of the node "global_step", left out when none did),
- * and the other tasks give that step up. fl_session_node_device and
- * log_device_placement name each node's task and the device asked of it
- * ("/job:worker/task:1/cpu:0") once a run that needed it has succeeded. Freeing the session
- * says goodbye to every task, so their servers exit. The bytes through the
- * client are fl_remote_traffic's. NULL for a NULL cluster. */
-const fl_cluster_plugin *fl_cluster_client_plugin(const fl_cluster *cluster);
+/* Removed: fl_session_options.cluster takes the cluster itself
+ * (.cluster = cluster), task or client alike; the table these returned is
+ * internal now. A program that still calls them stops at compile time with
+ * this message (gcc 12 and later, clang), and links nowhere elsewhere. */
+#if defined(__has_attribute)
+#if __has_attribute(unavailable)
+#define FL_REMOVED_PLUGIN_CALL                                                                             \
+    __attribute__((unavailable("removed: fl_session_options.cluster now takes the cluster itself: write "  \
+                               "`.cluster = cluster` (a task's or a client's cluster alike); see "          \
+                               "flowlab_cluster.h")))
+#endif
+#endif
+#ifndef FL_REMOVED_PLUGIN_CALL
+#define FL_REMOVED_PLUGIN_CALL
+#endif
+const void *fl_cluster_session_plugin(const fl_cluster *cluster) FL_REMOVED_PLUGIN_CALL;
+const void *fl_cluster_client_plugin(const fl_cluster *cluster) FL_REMOVED_PLUGIN_CALL;
 /* Bytes this process has sent to and received from the cluster's other
  * tasks so far (each cluster counts its own connections). */
 void fl_remote_traffic(const fl_cluster *cluster, uint64_t *sent, uint64_t *received);

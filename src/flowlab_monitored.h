@@ -74,7 +74,7 @@ typedef struct {
     int nhooks;
     fl_session_hook *const *chief_only_hooks;
     int nchief_hooks;
-    const fl_session_options *config; /* with .cluster (fl_cluster_session_plugin) for a worker */
+    const fl_session_options *config; /* with .cluster = cluster for a worker */
     void *log;                      /* FILE * for the session's lines (NULL: stdout) */
 } fl_monitored_session_options;
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster_plugin.h"
 #include "device.h"
 #include "placement.h"
 
@@ -38,15 +39,16 @@ static bool can_run(const fl_device *dev, const fl_node *n)
 static fl_device *place_on_task(const fl_node *n, const fl_session_options *opt, bool *local, char *err,
                                 size_t len)
 {
-    if (!opt->cluster) {
+    const fl_cluster_plugin *plugin = fl_cluster_plugin_of(opt->cluster);
+    if (!plugin) {
         snprintf(err, len, "%s: device %s names a cluster task, but the session has no cluster: set "
-                 "fl_session_options.cluster = fl_cluster_session_plugin(cluster) (chapter 3), or drop the "
+                 "fl_session_options.cluster = cluster (chapter 3), or drop the "
                  "/job: and /task: parts to run it here",
                  n->name, n->device);
         fl_set_error_code(FL_INVALID_ARGUMENT, "%s", err);
         return NULL;
     }
-    fl_device *dev = opt->cluster->resolve_device(opt->cluster->state, n->device, local);
+    fl_device *dev = plugin->resolve_device(opt->cluster, n->device, local);
     if (!dev) {
         if (!*local) { /* the resolver's code (UNAVAILABLE, INVALID_ARGUMENT) stays */
             fl_prefix_error("%s: ", n->name);

@@ -25,7 +25,10 @@ fl_session *fl_session_new(fl_graph *g, const fl_session_options *options)
     if (options)
         s->options = *options;
     pthread_mutex_init(&s->external_lock, NULL);
-    fl_session_open_master(s);
+    if (fl_session_open_master(s) != 0) {
+        fl_session_free(s);
+        return NULL;
+    }
     return s;
 }
 

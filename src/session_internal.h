@@ -156,8 +156,10 @@ int fl_session_ensure_buffer(fl_slot *slot, size_t bytes);
 int fl_session_ensure_node_buffer(fl_session *s, const fl_node *n, fl_slot *slot, fl_dtype dtype, fl_shape shape);
 
 /* ---- session_master.c: a run handed to the cluster's master, in a client
- * (fl_cluster_plugin.open_master); without one, open does nothing ---- */
-void fl_session_open_master(fl_session *s);
+ * (fl_cluster_plugin.open_master); without one, open does nothing. Open
+ * checks options.cluster first: -1 with fl_last_error() set when it is not
+ * a live fl_cluster ---- */
+int fl_session_open_master(fl_session *s);
 void fl_session_close_master(fl_session *s);
 /* -1 with the error set when s is a client's (what: "fl_session_save"). */
 int fl_session_refuse_in_client(fl_session *s, const char *what);

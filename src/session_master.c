@@ -1,24 +1,29 @@
 /* session_master.c: a session in the client of a cluster (in-graph
  * replication across tasks) hands each run to the cluster runtime's master,
  * which runs it on the tasks; the core only keeps fl_session_run's promises
- * around it. The master comes through fl_cluster_plugin: no cluster symbol. */
+ * around it. The master comes through the cluster's plugin table
+ * (cluster_plugin.h): no cluster symbol. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_plugin.h"
 #include "placement.h"
 #include "session_internal.h"
 
-void fl_session_open_master(fl_session *s)
+int fl_session_open_master(fl_session *s)
 {
-    const fl_cluster_plugin *plugin = s->options.cluster;
+    if (fl_cluster_check(s->options.cluster, "fl_session_new") != 0)
+        return -1;
+    const fl_cluster_plugin *plugin = fl_cluster_plugin_of(s->options.cluster);
     if (plugin && plugin->open_master)
-        s->master = plugin->open_master(plugin->state, s->graph);
+        s->master = plugin->open_master(s->options.cluster, s->graph);
+    return 0;
 }
 
 void fl_session_close_master(fl_session *s)
 {
     if (s->master)
-        s->options.cluster->close_master(s->master);
+        fl_cluster_plugin_of(s->options.cluster)->close_master(s->master);
     s->master = NULL;
     free(s->placement_logged);
     s->placement_logged = NULL;
@@ -35,9 +40,10 @@ int fl_session_refuse_in_client(fl_session *s, const char *what)
 
 const char *fl_session_master_node_device(const fl_session *s, const fl_node *n)
 {
-    if (!n || n->graph != s->graph || !s->options.cluster->node_device)
+    const fl_cluster_plugin *plugin = fl_cluster_plugin_of(s->options.cluster);
+    if (!n || n->graph != s->graph || !plugin || !plugin->node_device)
         return NULL;
-    return s->options.cluster->node_device(s->master, n);
+    return plugin->node_device(s->master, n);
 }
 
 /* log_device_placement, as a session on its own devices prints it: once
@@ -72,7 +78,7 @@ int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl
     if (device_feeds || (options && options->fetch_to))
         return fl_session_fail_code(s, FL_UNIMPLEMENTED, "this session is the client of a cluster: its values "
                                     "live on the tasks; fetch_to and device feeds are for a session's own devices");
-    if (s->options.cluster->run_master(s->master, feeds, nfeeds, fetches, nfetches, outputs, targets,
+    if (fl_cluster_plugin_of(s->options.cluster)->run_master(s->master, feeds, nfeeds, fetches, nfetches, outputs, targets,
                                        ntargets) != 0) {
         for (int i = 0; i < nfetches; i++)
             outputs[i] = NULL;

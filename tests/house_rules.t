@@ -87,7 +87,9 @@ ok(!@host_includes, 'only src/host/ includes the host kernel list', @host_includ
 # An edge runs from an object to the object that defines a symbol it uses.
 # An op's definition (fl_def_*) and a backend's table are data that register
 # a piece with the registry, which calls back through them: not an edge.
-sub is_registration { return $_[0] =~ /^fl_def_\w+$/ || $_[0] =~ /^fl_\w+_backend(?:_entry)?$/ }
+sub is_registration {
+    return $_[0] =~ /^fl_def_\w+$/ || $_[0] =~ /^fl_\w+_backend(?:_entry)?$/ || $_[0] =~ /^fl_cluster_\w+_plugin_table$/;
+}
 
 # Tarjan's strongly connected components: every cycle, of any length, lies
 # inside one component of two or more objects.
@@ -166,7 +168,9 @@ my %cluster_rooms = map { $_ => 1 } qw(src/cluster src/distributed_runtime);
 # The seam's registration (is_registration above): the device registry names
 # each backend's table (fl_host_backend, fl_opencl_backend, or the generated
 # table's fl_cl_backend_entry) and every backend uses the core; that is how a
-# backend plugs in, not a loop.
+# backend plugs in, not a loop. A cluster plugs into a session the same way:
+# its head names the distributed runtime's table for a task or a client
+# (src/cluster/cluster_head.c names fl_cluster_task_plugin_table).
 my @objects = grep { -f } glob("$build/obj/*.o $build/obj/*/*.o");
 if (!@objects) {
     print "ok " . ++$tests . " # SKIP $build/obj holds no objects (make lib)\n";

@@ -50,6 +50,7 @@ PROGRAM
 cat > "$DIR/cluster.c" <<'PROGRAM'
 #include <stdio.h>
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 int main(void)
 {
     fl_cluster *c = fl_cluster_from_flags("localhost:2222", "localhost:2223,localhost:2224", "worker", 1);

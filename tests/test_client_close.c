@@ -8,6 +8,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "runtime.h"
 #include "loopback.h"
 
@@ -45,7 +46,7 @@ int main(void)
         return done_testing();
     fl_node *fetches[2];
     fl_graph *g = build(fetches);
-    fl_session_options o = {.cluster = fl_cluster_client_plugin(cluster)};
+    fl_session_options o = {.cluster = cluster};
     fl_session *s = fl_session_new(g, &o);
     ok(s != NULL, "its session opens");
 

@@ -3,6 +3,7 @@
  * edge cases of the small JSON reader behind TF_CONFIG. */
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "cluster/json.h" /* the reader itself, for its edge cases */
 
 /* The spec is refused with exactly message. */

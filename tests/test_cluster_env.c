@@ -8,6 +8,7 @@
 
 #include "flowlab.h"
 #include "runtime.h"
+#include "flowlab_cluster.h"
 #include "tap.h"
 
 static const char *const launcher_variables[] = {

@@ -21,6 +21,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "runtime.h"
 #include "distributed_runtime/cluster_security.h"
 #include "distributed_runtime/frame_reader.h"

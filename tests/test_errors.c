@@ -13,6 +13,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "loopback.h"
 #include "runtime.h" /* fl_set_error_code, fl_prefix_error */
 #include "distributed_runtime/wire.h"
@@ -257,7 +258,7 @@ static void test_unreachable_ps(void)
     fl_device_scope_push(g, "/job:ps/task:0/cpu:0");
     fl_node *w = fl_get_variable(g, "w", fl_shape_make(1, 2), fl_zeros_initializer());
     fl_device_pop(g);
-    fl_session_options o = {.cluster = fl_cluster_session_plugin(cluster)};
+    fl_session_options o = {.cluster = cluster};
     fl_session *s = fl_session_new(g, &o);
     fl_tensor *out = NULL;
     ok(fl_session_run(s, NULL, 0, &w, 1, &out, NULL, 0) != 0, "a run with its variable on a closed port fails");

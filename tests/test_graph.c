@@ -218,7 +218,7 @@ static void test_cluster_device_refused(void)
            "a node on %s is refused, even with soft placement", devices[i]);
         char want[300];
         snprintf(want, sizeof want, "x: device %s names a cluster task, but the session has no cluster: set "
-                 "fl_session_options.cluster = fl_cluster_session_plugin(cluster) (chapter 3), or drop the /job: "
+                 "fl_session_options.cluster = cluster (chapter 3), or drop the /job: "
                  "and /task: parts", devices[i]);
         contains(fl_session_error(s), want, "without a cluster, with a message that says why and what to do");
         fl_tensor_free(out);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "lab_runner.h"
 #include "task_servers.h"
 
@@ -217,7 +218,7 @@ static void test_worker_killed_mid_step(void)
     }
     small_model m = build_small();
     fl_node *init = fl_global_variables_initializer(m.g);
-    fl_session_options options = {.cluster = fl_cluster_client_plugin(cluster), .log_device_placement = true};
+    fl_session_options options = {.cluster = cluster, .log_device_placement = true};
     fl_session *s = fl_session_new(m.g, &options);
     char placement_log[400];
     snprintf(placement_log, sizeof placement_log, "%s/placement.log", tmp_dir);

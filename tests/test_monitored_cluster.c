@@ -9,6 +9,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "loopback.h"
 
 typedef struct {
@@ -52,7 +53,7 @@ static int open_as(int task, fl_chief_choice chief, char **log, char *why, size_
     model m = build(cluster);
     size_t size = 0;
     FILE *lines = open_memstream(log, &size);
-    fl_session_options config = {.cluster = fl_cluster_session_plugin(cluster)};
+    fl_session_options config = {.cluster = cluster};
     fl_monitored_session_options o = {.chief = chief, .log_step_count_steps = -1, .config = &config, .log = lines};
     fl_monitored_session *ms = fl_monitored_training_session(m.g, m.step, &o);
     snprintf(why, len, "%s", ms ? "" : fl_last_error());
@@ -111,7 +112,7 @@ static void test_close_says_goodbye(void)
     fl_server *ps = fl_server_start(ps_spec, &so);
     ok(ps != NULL, "a ps starts on %s (%s)", ps_hosts, ps ? "ok" : fl_last_error());
     model m = build(worker);
-    fl_session_options config = {.cluster = fl_cluster_session_plugin(worker)};
+    fl_session_options config = {.cluster = worker};
     fl_monitored_session_options o = {.log_step_count_steps = -1, .config = &config, .log = stderr};
     fl_monitored_session *ms = ps ? fl_monitored_training_session(m.g, m.step, &o) : NULL;
     ok(ms && fl_monitored_session_run(ms, NULL, 0, NULL, 0, NULL, &m.train, 1) == 0,

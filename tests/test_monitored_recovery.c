@@ -12,6 +12,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "loopback.h"
 
 typedef struct {
@@ -79,7 +80,7 @@ static void test_recovers_on_codes(const char *checkpoint_dir)
     fl_tensor *x = fl_tensor_from_floats(fl_shape_make(2, 4, 2), xs);
     fl_tensor *y = fl_tensor_from_floats(fl_shape_make(2, 4, 1), ys);
     fl_tensor *bad_x = fl_tensor_from_floats(fl_shape_make(2, 1, 3), wrong);
-    fl_session_options config = {.cluster = fl_cluster_session_plugin(worker_spec)};
+    fl_session_options config = {.cluster = worker_spec};
     fl_monitored_session_options o = {.chief = FL_CHIEF_YES, .checkpoint_dir = checkpoint_dir,
                                       .save_checkpoint_steps = 1, .log_step_count_steps = -1,
                                       .config = &config, .log = log};

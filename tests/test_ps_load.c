@@ -9,6 +9,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "loopback.h"
 
 #define WORKERS 8
@@ -92,7 +93,7 @@ static int run_worker(int index, int out, int go)
     fl_node *loss = fl_reduce_mean(g, fl_mul(g, err, err, NULL), NULL, 0, false, "loss");
     fl_optimizer *sgd = fl_gradient_descent_optimizer(0.01f);
     fl_node *train_op = fl_minimize(sgd, g, loss, step, NULL);
-    fl_session_options config = {.cluster = fl_cluster_session_plugin(cluster)};
+    fl_session_options config = {.cluster = cluster};
     fl_monitored_session_options o = {.log_step_count_steps = -1, .config = &config, .log = stderr};
     fl_monitored_session *ms = fl_monitored_training_session(g, step, &o);
     int rc = ms ? train(ms, xy, train_op, step, out, go, index) : 1;

@@ -13,6 +13,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "distributed_runtime/frame_reader.h"
 #include "distributed_runtime/socket_writer.h"
 #include "loopback.h"
@@ -58,7 +59,7 @@ static int train(model *m, const fl_cluster *cluster, int n, double *losses, fl_
     const float xs[8] = {1, 2, 3, 1, 0, 1, 2, 2}, ys[4] = {5, 5, 2, 6};
     fl_tensor *x = fl_tensor_from_floats(fl_shape_make(2, 4, 2), xs);
     fl_tensor *y = fl_tensor_from_floats(fl_shape_make(2, 4, 1), ys);
-    fl_session_options opt = {.cluster = fl_cluster_session_plugin(cluster)};
+    fl_session_options opt = {.cluster = cluster};
     fl_session *s = fl_session_new(m->g, &opt);
     int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &m->init, 1);
     fl_feed feeds[2] = {{m->x, x}, {m->y, y}};
@@ -247,7 +248,7 @@ static void test_lost_connection_names_the_op(void)
     fl_device_scope_push(g, "/job:ps/task:0/cpu:0");
     fl_node *assign = fl_assign(g, w, v, "assign_w");
     fl_device_pop(g);
-    fl_session_options opt = {.cluster = fl_cluster_session_plugin(spec)};
+    fl_session_options opt = {.cluster = spec};
     fl_session *s = fl_session_new(g, &opt);
     ok(fl_session_run(s, NULL, 0, NULL, 0, NULL, &assign, 1) != 0, "a run whose ps hangs up fails");
     const char *error = fl_session_error(s);

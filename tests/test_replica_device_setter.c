@@ -5,6 +5,7 @@
  * tasks all on the worker; inner scopes win; the ps loads it reports. */
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 
 /* The model's own variables in creation order, with their bytes
  * (elements x 4) worked out by hand: the test does not trust the setter's

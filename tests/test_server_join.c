@@ -14,6 +14,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "runtime.h"
 #include "distributed_runtime/ps_client.h"
 #include "loopback.h"

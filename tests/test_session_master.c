@@ -1,22 +1,28 @@
-/* test_session_master.c: the core's seam for a master in the client (in-graph
- * replication across tasks): with a plugin that has open_master, a session
- * hands every run to run_master and keeps fl_session_run's promises around
- * it (outputs NULL and the error's code on failure, fetch_ready per fetch);
- * it refuses fetch_to (its values live on the tasks); freeing the session
- * closes the master. A fake master: no cluster code. */
+/* test_session_master.c: the core's seam to a cluster (cluster_plugin.h).
+ * With a cluster whose plugin has open_master, a session hands every run to
+ * run_master and keeps fl_session_run's promises around it (outputs NULL
+ * and the error's code on failure, fetch_ready per fetch); it refuses
+ * fetch_to (its values live on the tasks); freeing the session closes the
+ * master. A pointer given as the cluster that is not a live fl_cluster (a
+ * cast, a freed one) is refused with a message, never followed. A fake
+ * cluster and master: no cluster code. */
 #include "tap.h"
+#include "cluster_plugin.h"
 #include "runtime.h"
 
+/* A cluster as the core sees one: the head first, then its own state. */
 typedef struct {
+    fl_cluster_head head;
     int opened, runs, closed;
     bool fail;
 } fake;
 
-static void *open_master(void *state, fl_graph *g)
+static void *open_master(const fl_cluster *cluster, fl_graph *g)
 {
     (void)g;
-    ((fake *)state)->opened++;
-    return state;
+    fake *f = (fake *)(void *)cluster;
+    f->opened++;
+    return f;
 }
 
 static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
@@ -47,15 +53,16 @@ static void on_ready(int index, const fl_tensor *value, void *user)
     ready_calls += value && index == ready_calls;
 }
 
-int main(void)
+static const fl_cluster_plugin client_plugin = {.open_master = open_master, .run_master = run_master,
+                                                .close_master = close_master};
+
+static void test_master(void)
 {
-    fake f = {0};
-    fl_cluster_plugin plugin = {.state = &f, .open_master = open_master, .run_master = run_master,
-                                .close_master = close_master};
+    fake f = {.head = {FL_CLUSTER_MAGIC, &client_plugin}};
     fl_graph *g = fl_graph_new();
     fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(0), "x");
     fl_node *y = fl_add(g, x, x, "y");
-    fl_session_options opts = {.cluster = &plugin};
+    fl_session_options opts = {.cluster = (const fl_cluster *)(void *)&f};
     fl_session *s = fl_session_new(g, &opts);
     ok(f.opened == 1, "making the session opens the master");
     fl_node *fetches[2] = {y, y};
@@ -85,5 +92,57 @@ int main(void)
     fl_session_free(s);
     ok(f.closed == 1, "freeing the session closes the master");
     fl_graph_free(g);
+}
+
+/* What the previous API handed a session: a table of functions whose first
+ * field pointed at the cluster. */
+typedef struct {
+    void *state;
+    void *functions[8];
+} old_plugin_table;
+
+/* A session given something that is not a cluster fails with a message
+ * that says what to pass, and follows no pointer of it (this would crash
+ * if it did: the functions are NULL). */
+static void refused(const char *what, const fl_cluster *cluster, const char *says)
+{
+    fl_graph *g = fl_graph_new();
+    fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(0), "x");
+    fl_node *y = fl_add(g, x, x, "y");
+    fl_session_options opts = {.cluster = cluster};
+    fl_session *s = fl_session_new(g, &opts);
+    ok(s == NULL && fl_last_error_code() == FL_INVALID_ARGUMENT, "a session given %s is not made", what);
+    contains(fl_last_error(), says, "fl_session_new says why");
+    contains(fl_last_error(), "pass the cluster itself, as returned by fl_cluster_from_flags", "and what to pass");
+    fl_session_free(s);
+    fl_monitored_session_options mo = {.config = &opts};
+    fl_monitored_session *ms = fl_monitored_training_session(g, fl_get_or_create_global_step(g), &mo);
+    ok(ms == NULL, "so is a monitored session");
+    contains(fl_last_error(), "fl_monitored_training_session: fl_session_options.cluster is", "naming its own call");
+    fl_monitored_session_close(ms);
+    (void)y;
+    fl_graph_free(g);
+}
+
+static void test_not_a_cluster(void)
+{
+    fake f = {.head = {FL_CLUSTER_MAGIC, &client_plugin}};
+    old_plugin_table old = {.state = &f};
+    refused("the previous API's plugin table, cast", (const fl_cluster *)(void *)&old,
+            "fl_session_new: fl_session_options.cluster is not an fl_cluster");
+    fl_graph *graph = fl_graph_new();
+    refused("a graph, cast", (const fl_cluster *)(void *)graph, "is not an fl_cluster");
+    fl_graph_free(graph);
+    fake freed = {.head = {FL_CLUSTER_FREED, &client_plugin}};
+    refused("a cluster already freed", (const fl_cluster *)(void *)&freed, "is a cluster already freed");
+    fake no_table = {.head = {FL_CLUSTER_MAGIC, NULL}};
+    refused("a cluster head without a table", (const fl_cluster *)(void *)&no_table, "is not an fl_cluster");
+    ok(f.opened == 0, "none of them was called");
+}
+
+int main(void)
+{
+    test_master();
+    test_not_a_cluster();
     return done_testing();
 }

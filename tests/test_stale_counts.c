@@ -9,6 +9,7 @@
  * dropped 2 steps and 4 updates, ps 1 2 steps and 2 updates. */
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "distributed_runtime/remote_device.h"
 #include "loopback.h"
 

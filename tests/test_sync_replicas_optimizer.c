@@ -2,8 +2,10 @@
  * the cluster runtime and marks, in the graph's records for it, every state
  * op the wrapped optimizer builds (the Apply ops, Adam's beta power updates,
  * the global step's increment) with replicas_to_aggregate; the nodes of a
- * plain optimizer, and every other node, carry no mark. No server needed. */
+ * plain optimizer, and every other node, carry no mark; the wrapper keeps
+ * no pointer to the optimizer it wraps. No server needed. */
 #include "tap.h"
+#include "flowlab_cluster.h"
 #include "runtime.h"
 #include "distributed_runtime/sync_replicas_optimizer.h"
 
@@ -46,6 +48,16 @@ int main(void)
     ok(strstr(fl_last_error(), "at most total_num_replicas (got 3 of 2)") != NULL, "saying so (%s)",
        fl_last_error());
     fl_optimizer_free(sync);
+
+    /* The header's promise: the wrapper keeps no pointer to the optimizer
+     * it wraps, which may be freed at once (ASan would see a later use). */
+    fl_optimizer *momentum = fl_momentum_optimizer(0.1f, 0.9f, false);
+    fl_optimizer *owned = fl_sync_replicas_optimizer(momentum, 2, 2);
+    fl_optimizer_free(momentum);
+    build_and_count(owned, 2, &marked, &applies, &wrong);
+    ok(marked == 3 && wrong == 0, "a wrapper whose optimizer was freed first still builds its marked updates "
+       "(%d marked)", marked);
+    fl_optimizer_free(owned);
     fl_optimizer_free(adam);
     return done_testing();
 }

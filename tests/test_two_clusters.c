@@ -6,6 +6,7 @@
  * the other working. */
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "distributed_runtime/remote_device.h"
 #include "loopback.h"
 

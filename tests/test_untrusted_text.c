@@ -11,6 +11,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "distributed_runtime/frame_reader.h"
 #include "distributed_runtime/ps_client.h"
 #include "distributed_runtime/socket_writer.h"

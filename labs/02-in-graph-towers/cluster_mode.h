@@ -2,7 +2,7 @@
  * in-graph replication across machines. One client process (this one, no
  * task of the cluster) builds the one graph: tower i on worker task i, the
  * variables, the averaging and the update on ps task 0. Its session is the
- * master (fl_cluster_client_plugin): each step is one request per task, and
+ * master (its cluster is a client's): each step is one request per task, and
  * a tower's gradients go from its worker to the ps, never through here. */
 #ifndef LABS_02_CLUSTER_MODE_H
 #define LABS_02_CLUSTER_MODE_H
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "../common/devices.h"
 #include "../common/flags.h"
 

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "../common/cluster_traffic.h"
 #include "../common/data.h"
 #include "../common/devices.h"
@@ -292,7 +293,7 @@ int main(int argc, char **argv)
     // [book:session]
     fl_session_options config = {.allow_soft_placement = false,
                                  .log_device_placement = o.log_device_placement,
-                                 .cluster = fl_cluster_client_plugin(cluster)}; /* NULL: one process */
+                                 .cluster = cluster}; /* NULL: one process */
     fl_session *s = fl_session_new(g, &config);
     printf("%d tower%s on", ntowers, ntowers == 1 ? "" : "s");
     for (int t = 0; t < ntowers; t++)

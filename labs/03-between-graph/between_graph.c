@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "../common/cluster_traffic.h"
 #include "../common/data.h"
 #include "../common/evaluate.h"
@@ -250,7 +251,7 @@ static void say_goodbye(const fl_cluster *cluster)
 static fl_monitored_session *open_session(const fl_cluster *cluster, const training_flags *o, const worker_graph *w,
                                           fl_session_hook *stop)
 {
-    fl_session_options config = {.allow_soft_placement = true, .cluster = fl_cluster_session_plugin(cluster),
+    fl_session_options config = {.allow_soft_placement = true, .cluster = cluster,
                                  .log_device_placement = o->log_device_placement};
     fl_monitored_session_options m = {.checkpoint_dir = o->checkpoint_dir, .save_checkpoint_steps = o->save_every,
                                       .max_checkpoints_to_keep = FL_DEFAULT_MAX_TO_KEEP, /* 0 would keep all */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 
 #define MAX_PS 64
 

@@ -40,9 +40,10 @@ static bool header_has_word(const lines *header, const char *word, size_t len)
     return false;
 }
 
-/* The header and the headers beside it that it includes by a quoted name
- * (flowlab.h goes on in flowlab_cluster.h and flowlab_monitored.h). */
-static bool read_header(const char *path, lines *out)
+/* The header and the headers beside it that it includes by a quoted name,
+ * and theirs, `depth` levels down (flowlab_cluster.h includes flowlab.h,
+ * which goes on in flowlab_monitored.h); a header met twice is read twice. */
+static bool read_header_to(const char *path, lines *out, int depth)
 {
     if (!read_lines(path, out))
         return false;
@@ -55,12 +56,14 @@ static bool read_header(const char *path, lines *out)
             continue;
         snprintf(included, sizeof included, "%.*s%s", dir_len, path, name);
         lines more = {0};
-        if (strcmp(included, path) != 0 && read_lines(included, &more))
+        if (depth > 0 && strcmp(included, path) != 0 && read_header_to(included, &more, depth - 1))
             lines_push_all(out, &more);
         lines_free(&more);
     }
     return true;
 }
+
+static bool read_header(const char *path, lines *out) { return read_header_to(path, out, 2); }
 
 /* Reports each fl_/FL_ name of one chapter line that the header lacks;
  * returns how many. */

@@ -38,13 +38,18 @@ const char *fl_task_count_text(int n, char *buf, size_t len)
  * it: a wrong FLOWLAB_TASK_DEADLINE fails it, before any task waits. */
 fl_cluster *fl_cluster_new(void)
 {
-    return fl_task_deadline_check() == 0 ? fl_xcalloc(1, sizeof(fl_cluster)) : NULL;
+    if (fl_task_deadline_check() != 0)
+        return NULL;
+    fl_cluster *c = fl_xcalloc(1, sizeof(fl_cluster));
+    fl_cluster_set_plugin(c, false);
+    return c;
 }
 
 void fl_cluster_free(fl_cluster *c)
 {
     if (!c)
         return;
+    c->head.magic = FL_CLUSTER_FREED; /* a session given it after this says so (cluster_plugin.c) */
     if (c->free_runtime)
         c->free_runtime(c->runtime);
     for (int j = 0; j < FL_JOB_COUNT; j++) {

@@ -1,9 +1,12 @@
 /* cluster.h: the insides of fl_cluster, shared by the files that build it
  * (cluster_flags.c, cluster_tf_config.c, the launchers' cluster_slurm.c and
- * cluster_mpi_launcher.c) and read it (cluster.c, cluster_device.c). Users see only the accessors in flowlab.h. */
+ * cluster_mpi_launcher.c) and read it (cluster.c, cluster_device.c). Users see only the accessors in
+ * flowlab_cluster.h; a session sees only its head (cluster_plugin.h). */
 #ifndef FLOWLAB_DIST_CLUSTER_H
 #define FLOWLAB_DIST_CLUSTER_H
 
+#include "cluster_plugin.h"
+#include "flowlab_cluster.h"
 #include "runtime.h"
 
 /* The jobs TensorFlow's between-graph examples use, in the order messages
@@ -20,6 +23,9 @@ typedef struct {
 } fl_task_address;
 
 struct fl_cluster {
+    /* First, so that a session (the core) can check that what it was given
+     * is a cluster and find its plugin table (cluster_plugin.h). */
+    fl_cluster_head head;
     fl_task_address *tasks[FL_JOB_COUNT]; /* tasks[job][index] */
     int num_tasks[FL_JOB_COUNT];
     fl_job job; /* the local task: this process */
@@ -49,7 +55,13 @@ const char *fl_job_name(fl_job job);
 /* "2 tasks (0 and 1)", "1 task (only 0)", "no tasks": for messages. */
 const char *fl_task_count_text(int n, char *buf, size_t len);
 
+/* A cluster with no tasks yet: a task's until fl_cluster_set_plugin says
+ * it is a client's. */
 fl_cluster *fl_cluster_new(void);
+/* What the cluster lends a session (cluster_head.c): the distributed
+ * runtime's table for a task or for the client (session_plugin.c). */
+void fl_cluster_set_plugin(fl_cluster *c, bool client);
+extern const fl_cluster_plugin fl_cluster_task_plugin_table, fl_cluster_client_plugin_table;
 /* Appends "host:port" as job's next task; where names it in messages
  * ("--worker_hosts", "TF_CONFIG: \"cluster.worker[1]\""). */
 int fl_cluster_add_task(fl_cluster *c, fl_job job, const char *address, const char *where);

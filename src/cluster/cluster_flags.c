@@ -57,6 +57,7 @@ fl_cluster *fl_cluster_client_from_flags(const char *ps_hosts, const char *worke
     fl_cluster *c = cluster_of_lists(ps_hosts, worker_hosts);
     if (c) {
         c->is_client = true;
+        fl_cluster_set_plugin(c, true);
         c->job = FL_JOB_WORKER;
         c->task_index = 0;
     }

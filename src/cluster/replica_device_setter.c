@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "flowlab_cluster.h"
 #include "runtime.h"
 
 struct fl_replica_device_setter {

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "flowlab.h"
+#include "flowlab_cluster.h"
 
 struct ssl_ctx_st;
 struct sockaddr;

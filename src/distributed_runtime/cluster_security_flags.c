@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flowlab_cluster.h"
 #include "runtime.h"
 
 bool fl_cluster_security_flag(fl_cluster_security_flags *f, const char *flag, const char *value)

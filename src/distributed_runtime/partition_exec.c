@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flowlab_cluster.h"
 #include "partition_client.h"
 #include "partition_exec.h"
 #include "remote_device.h"

@@ -44,13 +44,10 @@ static inline fl_ps_client *fl_remote_client(void *impl) { return ((fl_remote_ta
 
 /* What the runtime keeps for one cluster, in the cluster's runtime slot
  * (made on first use, freed with the cluster): its remote devices, their
- * connections and counters, its synchronous step, and what it lends a
- * session. Anything else the runtime keeps per cluster belongs here too, so
- * two clusters share nothing. */
+ * connections and counters, and its synchronous step. Anything else the
+ * runtime keeps per cluster belongs here too, so two clusters share nothing. */
 typedef struct {
     char task_name[48];               /* "worker 1": this task, for log lines */
-    fl_cluster_plugin session_plugin; /* fl_cluster_session_plugin's, filled on first ask */
-    fl_cluster_plugin client_plugin;  /* fl_cluster_client_plugin's: the same, with a master */
     pthread_mutex_t lock; /* the tasks and counters below */
     fl_device devices[FL_MAX_REMOTE_TASKS];
     fl_remote_task tasks[FL_MAX_REMOTE_TASKS];

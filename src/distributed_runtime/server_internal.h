@@ -13,7 +13,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "ps_store.h"
 #include "ps_sync.h"
 #include "rendezvous.h"

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include "cluster_plugin.h"
 #include "runtime.h"
 
 #define MAX_HOOKS 32
@@ -22,7 +23,8 @@ struct fl_monitored_session {
     fl_session *session;
     fl_node *global_step, *init;
     fl_monitored_session_options o;
-    const fl_cluster_plugin *cluster; /* o.config's, or NULL: one process */
+    const fl_cluster *cluster;        /* o.config's, or NULL: one process */
+    const fl_cluster_plugin *plugin;  /* the cluster's (cluster_plugin.h) */
     bool is_chief;
     fl_session_hook *hooks[MAX_HOOKS];
     int nhooks;
@@ -183,11 +185,11 @@ static void make_hooks(fl_monitored_session *ms)
 
 /* The cluster knows which task is the chief; a program may say otherwise.
  * One process without a cluster is its own chief. */
-static bool is_chief(const fl_cluster_plugin *cluster, fl_chief_choice chief)
+static bool is_chief(const fl_monitored_session *ms, fl_chief_choice chief)
 {
     if (chief != FL_CHIEF_FROM_CLUSTER)
         return chief == FL_CHIEF_YES;
-    return !cluster || cluster->is_chief(cluster->state);
+    return !ms->cluster || ms->plugin->is_chief(ms->cluster);
 }
 
 /* The hooks see the prepared model before any step: a stop hook whose step
@@ -230,15 +232,19 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
                           o->nhooks + o->nchief_hooks, MAX_HOOKS - 2);
         return NULL;
     }
+    const fl_cluster *cluster = o->config ? o->config->cluster : NULL;
+    if (fl_cluster_check(cluster, "fl_monitored_training_session") != 0)
+        return NULL;
     fl_monitored_session *ms = fl_xcalloc(1, sizeof *ms);
     ms->graph = g;
     ms->global_step = global_step;
     ms->o = *o;
-    ms->cluster = o->config ? o->config->cluster : NULL;
-    ms->is_chief = is_chief(ms->cluster, o->chief);
+    ms->cluster = cluster;
+    ms->plugin = fl_cluster_plugin_of(cluster);
+    ms->is_chief = is_chief(ms, o->chief);
     ms->log = o->log ? o->log : stdout;
     if (ms->cluster)
-        snprintf(ms->who, sizeof ms->who, "%s: ", ms->cluster->task_name(ms->cluster->state));
+        snprintf(ms->who, sizeof ms->who, "%s: ", ms->plugin->task_name(ms->cluster));
     ms->init = fl_global_variables_initializer(g);
     ms->session = fl_session_new(g, o->config);
     make_hooks(ms);
@@ -296,7 +302,7 @@ static int recover(fl_monitored_session *ms)
         return fail(ms, "%s", why);
     say(ms, "the step failed (%s); connecting again", why);
     long checkpoint = checkpoint_to_restore(ms);
-    int reconnected = ms->cluster->recover(ms->cluster->state);
+    int reconnected = ms->plugin->recover(ms->cluster);
     if (reconnected < 0)
         return fail(ms, "%s", fl_last_error());
     if (reconnected == 0)
@@ -392,11 +398,12 @@ int fl_monitored_session_close(fl_monitored_session *ms)
         if (ms->hooks[h]->end)
             ms->hooks[h]->end(ms->hooks[h], &v);
     int rc = ms->error[0] ? -1 : 0;
-    const fl_cluster_plugin *cluster = ms->cluster;
+    const fl_cluster *cluster = ms->cluster;
+    const fl_cluster_plugin *plugin = ms->plugin;
     free_session(ms);
     /* After the chief's last save: the ps tasks may exit once every worker
      * has said goodbye. */
-    if (cluster && cluster->say_goodbye(cluster->state) != 0) {
+    if (cluster && plugin->say_goodbye(cluster) != 0) {
         char why[FL_ERROR_LEN];
         snprintf(why, sizeof why, "%s", fl_last_error());
         fl_set_error("fl_monitored_session_close: saying goodbye to the ps tasks: %s", why);

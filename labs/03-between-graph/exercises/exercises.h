@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 
 /* Exercise round-robin: a device function (see fl_device_function_push) for
  * one worker, a replica device setter of your own. `user` points to a
