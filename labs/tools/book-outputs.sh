@@ -43,18 +43,26 @@ TWO='POCL_DEVICES="pthread pthread" POCL_MAX_PTHREAD_COUNT=2'
 SCRATCH=$(mktemp -d /tmp/book-outputs.XXXXXX)
 trap 'rm -rf "$SCRATCH"' EXIT
 # /cpu:0 losses through OpenBLAS: its kernels (picked per CPU) sum in another
-# order on another CPU. Measured with OPENBLAS_CORETYPE on one machine (see
-# the rerun's report in issue 37).
-CPU_TOLERANCE="within 1e-3"
-# /gpu:N through PoCL: the tile widths (FLOWLAB_GEMM_COLUMNS, FLOWLAB_CONV_WIDTH;
-# AVX2 or AVX-512) change the order of the sums.
-GPU_TOLERANCE="within 1e-3"
+# order on another CPU. Measured on one AVX2 machine (2026-11-28) with
+# OPENBLAS_CORETYPE=Zen, Sandybridge and Prescott against Haswell: the losses
+# of 01-short-run (60 steps) moved by up to 6.6e-4 and its accuracy by 2.5e-3
+# (4 of 2048 test images); 00-xor, 05-cpu and the short runs not at all.
+CPU_TOLERANCE="within 5e-3"
+# /gpu:N through PoCL is exact: FLOWLAB_GEMM_COLUMNS=16/32 with
+# FLOWLAB_CONV_WIDTH=8/16 (the AVX2 and AVX-512 tiles) printed the same
+# losses for 02-one-tower, 05-gpu and 07-none here, and issue 37 found the
+# PoCL blocks exact on an AVX-512 Xeon (with the kernels they were made with).
+GPU_KIND="exact"
 
 # Known stale (2026-11-28, issue 37): blocks whose stored output predates
 # today's kernels (Winograd, fusion) or whose chapter is being rerun by other
 # work (chapters 2, 5 and 7). The rerun skips them and says so; take a name
 # off once its block is regenerated and its prose reread.
-STALE=""
+# Found by `make book-rerun` on 2026-11-28 (AMD EPYC, AVX2): every one
+# differs from step 1 or 4 on (PoCL's Winograd and fused kernels; chapter 2's
+# first loss is 2.292852 now, 2.293568 in the book). 06-ring-three, not rerun,
+# is likely stale too.
+STALE="02-two-towers 02-one-tower 05-gpu 06-two-ranks 07-none 07-layers 07-pipeline 07-replicas"
 
 passed=0 failed=0 skipped=0 stale=0
 
@@ -157,8 +165,8 @@ show 01-resumed "$CPU_TOLERANCE" "$L1 --device /cpu:0 --max_examples 512 --batch
 show 01-exercise "exact" "build/exercises/01-single-device/check_dense_layer"
 
 # Chapter 2
-show 02-two-towers "$GPU_TOLERANCE" "$TWO $L2 --num_gpus 2 --max_examples 512 --batch_size 64 --train_steps 6 --log_every 1"
-show 02-one-tower "$GPU_TOLERANCE" "$TWO $L2 --num_gpus 1 --max_examples 512 --batch_size 64 --train_steps 6 --log_every 1"
+show 02-two-towers "$GPU_KIND" "$TWO $L2 --num_gpus 2 --max_examples 512 --batch_size 64 --train_steps 6 --log_every 1"
+show 02-one-tower "$GPU_KIND" "$TWO $L2 --num_gpus 1 --max_examples 512 --batch_size 64 --train_steps 6 --log_every 1"
 show 02-too-many "exact" "$TWO $L2 --num_gpus 3"
 show 02-placement "exact" "$TWO $L2 --num_gpus 2 --max_examples 64 --batch_size 32 --train_steps 1 --log_device_placement 2>&1 | grep -e '^model/dense_1/kernel:' -e '^tower_1/model/dense_1/MatMul:' -e 'towers on'"
 
@@ -187,7 +195,7 @@ if [ ! -x "$L6" ]; then
     echo "book-outputs: no $L6 (needs mpicc: apt-get install libopenmpi-dev openmpi-bin); chapter 6's outputs kept, not rerun"
     NO_LAB="${NO_LAB:-} 06-two-ranks 06-ring-three 06-bad-batch"
 fi
-show 06-two-ranks "$CPU_TOLERANCE" "mpirun -np 2 $L6 --max_examples 2048 --batch_size 128 --train_steps 30 --log_every 10"
+show 06-two-ranks "$GPU_KIND" "mpirun -np 2 $L6 --max_examples 2048 --batch_size 128 --train_steps 30 --log_every 10"
 show 06-ring-three "no: three ranks' last lines come in any order" "mpirun --oversubscribe -np 3 $L6 --max_examples 2048 --batch_size 96 --train_steps 20 --log_every 10 --allreduce ring"
 show 06-bad-batch "exact" "mpirun -np 2 $L6 --batch_size 33"
 
@@ -197,16 +205,16 @@ L7=build/labs/07-model-parallel/model_parallel
 R7=build/labs/07-model-parallel/trace_report
 FOUR='POCL_DEVICES="pthread pthread pthread pthread" POCL_MAX_PTHREAD_COUNT=2'
 Q7="--max_examples 256 --batch_size 32 --train_steps 5 --log_every 1"
-show 07-none "$GPU_TOLERANCE" "$TWO $L7 --split none $Q7"
-show 07-layers "$GPU_TOLERANCE" "$TWO $L7 --split layers $Q7"
-show 07-pipeline "$GPU_TOLERANCE" "$TWO $L7 --split layers --micro_batches 4 $Q7"
-show 07-replicas "$GPU_TOLERANCE" "$FOUR $L7 --replicas 2 --micro_batches 2 $Q7"
-show 07-idle "$GPU_TOLERANCE" "$TWO $L7 --split layers $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json --micro_batches 1"
-show 07-columns "$GPU_TOLERANCE" "$TWO $L7 --split columns $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json | tail -n 1"
-show 07-rows "$GPU_TOLERANCE" "$TWO $L7 --split rows $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json | tail -n 1"
+show 07-none "$GPU_KIND" "$TWO $L7 --split none $Q7"
+show 07-layers "$GPU_KIND" "$TWO $L7 --split layers $Q7"
+show 07-pipeline "$GPU_KIND" "$TWO $L7 --split layers --micro_batches 4 $Q7"
+show 07-replicas "$GPU_KIND" "$FOUR $L7 --replicas 2 --micro_batches 2 $Q7"
+show 07-idle "$GPU_KIND" "$TWO $L7 --split layers $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json --micro_batches 1"
+show 07-columns "$GPU_KIND" "$TWO $L7 --split columns $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json | tail -n 1"
+show 07-rows "$GPU_KIND" "$TWO $L7 --split rows $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json | tail -n 1"
 
 # Chapter 5
-show 05-gpu "$GPU_TOLERANCE" "$L1 --device /gpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
+show 05-gpu "$GPU_KIND" "$L1 --device /gpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
 show 05-cpu "$CPU_TOLERANCE" "$L1 --device /cpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
 # Chapters 5 and 7: the tables of `make bench` and `bench --training`
 # (minutes each; run by hand first), never rerun here.
