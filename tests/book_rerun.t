@@ -8,6 +8,7 @@
 set -u
 BUILD=${BUILD:-build}
 CHECK=$BUILD/labs/tools/book_check
+case "$CHECK" in /*) ;; *) CHECK=$PWD/$CHECK ;; esac
 DIR=$(mktemp -d /tmp/flowlab-book-rerun.XXXXXX)
 trap 'rm -rf "$DIR"' EXIT
 n=0
@@ -41,10 +42,9 @@ mkdir -p "$DIR/book/outputs"
 cp "$DIR/stored" "$DIR/book/outputs/x.txt"
 { echo '<!-- output: book/outputs/x.txt -->'; echo '```text'; cat "$DIR/stored"; echo '```'; } > "$DIR/book/bare.md"
 sed 's/x.txt -->/x.txt (rerun: within 1e-5) -->/' "$DIR/book/bare.md" > "$DIR/book/kind.md"
-TOP=$PWD
-(cd "$DIR" && "$TOP/$CHECK" book/bare.md > out 2>&1)
+(cd "$DIR" && "$CHECK" book/bare.md > out 2>&1)
 check "book_check refuses an output marker without its rerun kind" "[ $? = 1 ] && grep -q '(rerun: exact)' $DIR/out"
-check "book_check accepts (rerun: within 1e-5) and compares the block" "(cd $DIR && $TOP/$CHECK book/kind.md > /dev/null)"
+check "book_check accepts (rerun: within 1e-5) and compares the block" "(cd $DIR && $CHECK book/kind.md > /dev/null)"
 
 if [ -x "$BUILD/labs/02-in-graph-towers/in_graph_towers" ] && [ "$BUILD" = build ]; then
     out=$(BOOK_OUTPUTS=02-too-many sh labs/tools/book-outputs.sh --rerun 2>&1)
