@@ -31,8 +31,8 @@ if [ "${1:-}" = --rerun ]; then MODE=rerun; fi
 FILTER=${BOOK_OUTPUTS:-}
 OUT=book/outputs
 DEST=$OUT
-LIMIT=
-if [ "$MODE" = rerun ]; then DEST=build/book-rerun LIMIT="timeout 120"; fi
+LIMIT= LIMIT_S=${BOOK_RERUN_SECONDS:-300}
+if [ "$MODE" = rerun ]; then DEST=build/book-rerun LIMIT="timeout $LIMIT_S"; fi
 mkdir -p "$DEST"
 CHECK=build/labs/tools/book_check
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -143,7 +143,11 @@ show() {
         case "$2" in no:*) echo "book-rerun: not rerun $1 (${2#no: })"; skipped=$((skipped + 1)); return 0 ;; esac
         case " $STALE " in *" $1 "*) echo "book-rerun: skipped-stale $1 (on the STALE list of book-outputs.sh)"; stale=$((stale + 1)); return 0 ;; esac
     fi
-    { printf '# cpu: %s\n$ %s\n' "$CPU" "$3"; $LIMIT sh -c "$3" 2>&1 || true; } > "$DEST/$1.txt"
+    { printf '# cpu: %s\n$ %s\n' "$CPU" "$3"; $LIMIT sh -c "$3" 2>&1 || echo "exit $?" > "$SCRATCH/status"; } > "$DEST/$1.txt"
+    if [ -n "$LIMIT" ] && grep -q -x "exit 124" "$SCRATCH/status" 2>/dev/null; then
+        echo "book-rerun: timed out after $LIMIT_S s (BOOK_RERUN_SECONDS)" >> "$DEST/$1.txt"
+    fi
+    rm -f "$SCRATCH/status"
     sed -i "s#$SCRATCH/##g" "$DEST/$1.txt"
     if [ "$MODE" = rerun ]; then compare "$@"; else echo "book-outputs: $DEST/$1.txt"; fi
 }
