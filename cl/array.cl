@@ -13,21 +13,13 @@ __kernel void copy_window(__global const uint *src, int src_row, int src_off,
     dst[(size_t)o * dst_row + dst_off + j] = src[(size_t)o * src_row + src_off + j];
 }
 
-/* Truncates toward zero; NaN becomes 0 and the rest saturate, as on the host. */
+/* The rule, with its NaN and saturation, is src/scalar_rules.h's (joined
+ * ahead of these files), as on the host. */
 __kernel void cast_to_int(__global const float *x, __global int *out, int n)
 {
     int i = get_global_id(0);
-    if (i >= n)
-        return;
-    float f = x[i];
-    if (isnan(f))
-        out[i] = 0;
-    else if (f >= 2147483648.0f)
-        out[i] = INT_MAX;
-    else if (f < -2147483648.0f)
-        out[i] = INT_MIN;
-    else
-        out[i] = (int)f;
+    if (i < n)
+        out[i] = fl_rule_float_to_int32(x[i]);
 }
 
 __kernel void cast_to_float(__global const int *x, __global float *out, int n)

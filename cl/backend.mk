@@ -1,8 +1,10 @@
 # cl/backend.mk: the OpenCL backend, included by the Makefile.
 # Builds cl/*.c into $(BUILD)/obj/cl_*.o, and embeds cl/*.cl into the library
-# as $(BUILD)/gen/cl_sources.c (made by cl/embed_sources.c, a build tool).
+# as $(BUILD)/gen/cl_sources.c (made by cl/embed_sources.c, a build tool),
+# with src/scalar_rules.h, the element-wise rules the kernels share with the
+# host and CUDA: the program is built from text, so the header travels in it.
 CL_SRC     := $(filter-out cl/embed_sources.c,$(wildcard cl/*.c))
-CL_KERNELS := $(sort $(wildcard cl/*.cl))
+CL_KERNELS := $(sort $(wildcard cl/*.cl)) src/scalar_rules.h
 BACKENDS    += cl
 BACKEND_OBJ += $(patsubst cl/%.c,$(BUILD)/obj/cl_%.o,$(CL_SRC)) $(BUILD)/obj/cl_sources.o
 # OpenCL 1.2 calls only: every OpenCL driver in use has them.

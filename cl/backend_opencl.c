@@ -34,6 +34,8 @@ static const fl_cl_launcher launchers[FL_OP_COUNT] = {
     [FL_OP_SIGMOID_GRAD] = fl_cl_sigmoid_grad,
     [FL_OP_TANH] = fl_cl_tanh,
     [FL_OP_TANH_GRAD] = fl_cl_tanh_grad,
+    [FL_OP_SOFTPLUS] = fl_cl_softplus,
+    [FL_OP_SOFTPLUS_GRAD] = fl_cl_softplus_grad,
     [FL_OP_SOFTMAX] = fl_cl_softmax,
     [FL_OP_SOFTMAX_GRAD] = fl_cl_softmax_grad,
     [FL_OP_SPARSE_XENT] = fl_cl_sparse_xent,
@@ -267,7 +269,7 @@ static bool cl_has_kernel(fl_op_kind op) { return launchers[op] != NULL; }
 static int launch(fl_cl_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out,
                   const fl_kernel_ctx *ctx)
 {
-    bool aliased = fl_op_def_of(n->op)->aliases_input0 && out->data == in[0]->data;
+    bool aliased = fl_op_def_of(n->op)->sig.aliases != FL_ALIAS_NONE && out->data == in[0]->data;
     if (aliased && launchers[n->op] == fl_cl_copy_input0)
         return 0;
     return launchers[n->op](d, n, in, out, ctx);

@@ -55,7 +55,8 @@ __kernel void binary_float_chunks(int op, __global const float *a, int na, __glo
     }
 }
 
-/* Relu: v > 0 ? v : 0, exactly as the host has it (NaN and -0 give +0). */
+/* Relu: fl_rule_relu (src/scalar_rules.h), whose float8 spelling is the
+ * select below: v > 0 ? v : 0 lane by lane (NaN and -0 give +0). */
 __kernel void relu_chunks(__global const float *x, __global float *out, int count, int chunk)
 {
     int begin = get_global_id(0) * chunk, end = min(begin + chunk, count), i = begin;
@@ -64,10 +65,10 @@ __kernel void relu_chunks(__global const float *x, __global float *out, int coun
         vstore8(select((float8)(0.0f), v, v > 0.0f), 0, out + i);
     }
     for (; i < end; i++)
-        out[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        out[i] = fl_rule_relu(x[i]);
 }
 
-/* ReluGrad(dy, x): x > 0 ? dy : 0. */
+/* ReluGrad(dy, x): fl_rule_relu_grad, x > 0 ? dy : 0, eight lanes at a time. */
 __kernel void relu_grad_chunks(__global const float *dy, __global const float *x, __global float *out,
                                int count, int chunk)
 {
@@ -75,7 +76,7 @@ __kernel void relu_grad_chunks(__global const float *dy, __global const float *x
     for (; i + 8 <= end; i += 8)
         vstore8(select((float8)(0.0f), vload8(0, dy + i), vload8(0, x + i) > 0.0f), 0, out + i);
     for (; i < end; i++)
-        out[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+        out[i] = fl_rule_relu_grad(dy[i], x[i]);
 }
 
 /* A fused op's epilogue where its product's kernel cannot apply one (a
@@ -97,7 +98,7 @@ __kernel void bias_relu_chunks(__global float *y, __global const float *bias, in
     }
     for (; i < end; i++) {
         float v = y[i] + bias[j];
-        y[i] = relu && !(v > 0.0f) ? 0.0f : v;
+        y[i] = relu ? fl_rule_relu(v) : v;
         j = j + 1 == columns ? 0 : j + 1;
     }
 }

@@ -29,6 +29,8 @@ FL_CL_OP(fl_cl_sigmoid);
 FL_CL_OP(fl_cl_sigmoid_grad);
 FL_CL_OP(fl_cl_tanh);
 FL_CL_OP(fl_cl_tanh_grad);
+FL_CL_OP(fl_cl_softplus);
+FL_CL_OP(fl_cl_softplus_grad);
 FL_CL_OP(fl_cl_softmax);
 FL_CL_OP(fl_cl_softmax_grad);
 FL_CL_OP(fl_cl_sparse_xent);

@@ -3,7 +3,7 @@
 #include "launch.h"
 
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };               /* as in elementwise.cl */
-enum { ACT_RELU, ACT_SIGMOID, ACT_TANH };              /* as in nn.cl */
+enum { ACT_RELU, ACT_SIGMOID, ACT_TANH, ACT_SOFTPLUS };              /* as in nn.cl */
 
 static int binary(fl_cl_device *d, const fl_node *n, int op, fl_tensor *const *in, fl_tensor *out)
 {
@@ -120,7 +120,7 @@ static int activation(fl_cl_device *d, int act, fl_tensor *const *in, fl_tensor 
     return fl_cl_run(&c, (size_t)count);
 }
 
-/* Inputs (dy, x) for Relu, (dy, y) for Sigmoid and Tanh. */
+/* Inputs (dy, x) for Relu and Softplus, (dy, y) for Sigmoid and Tanh. */
 static int activation_grad(fl_cl_device *d, int act, fl_tensor *const *in, fl_tensor *out)
 {
     int count = fl_cl_count(out);
@@ -156,6 +156,8 @@ FL_CL_OP(fl_cl_tanh) { (void)n; (void)ctx; return activation(d, ACT_TANH, in, ou
 FL_CL_OP(fl_cl_relu_grad) { (void)n; (void)ctx; return relu(d, in, 2, out); }
 FL_CL_OP(fl_cl_sigmoid_grad) { (void)n; (void)ctx; return activation_grad(d, ACT_SIGMOID, in, out); }
 FL_CL_OP(fl_cl_tanh_grad) { (void)n; (void)ctx; return activation_grad(d, ACT_TANH, in, out); }
+FL_CL_OP(fl_cl_softplus) { (void)n; (void)ctx; return activation(d, ACT_SOFTPLUS, in, out); }
+FL_CL_OP(fl_cl_softplus_grad) { (void)n; (void)ctx; return activation_grad(d, ACT_SOFTPLUS, in, out); }
 
 /* Rows and classes of a tensor seen as [rows, last axis]. */
 static int rows_of(const fl_tensor *t, int *classes)

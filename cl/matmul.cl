@@ -198,7 +198,8 @@ void fl_pack_cols16(int K, int N, __global const float *src, ulong off, int ld,
  * convolution layer's bias and ReLU cost no pass over C of their own: with
  * bias != NULL, add bias[j] (bias[i] when bias_on_rows: the host computes
  * C^T, so the kernel's rows are the caller's columns); then, with relu,
- * max(0, v) as the host's ReLU computes it (NaN becomes 0).
+ * max(0, v) as the host's ReLU computes it (NaN becomes 0): fl_rule_relu of
+ * src/scalar_rules.h, which leads this program, or its float8 spelling.
  */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void fl_gemm(int M, int N, int K,
@@ -273,7 +274,7 @@ void fl_gemm(int M, int N, int K,
             float v = beta != 0.0f ? fma(beta, *e, t[r][c]) : t[r][c];
             if (bias)
                 v += bias[bias_on_rows ? i0 + r : j0 + c];
-            *e = relu && !(v > 0.0f) ? 0.0f : v;
+            *e = relu ? fl_rule_relu(v) : v;
         }
 }
 

@@ -1,8 +1,9 @@
 /* nn.cl: activations and their gradients, softmax and the sparse softmax
  * cross-entropy loss. Row kernels give one work-item a whole row (a
- * handful of classes), subtracting the row's maximum before exp(). */
+ * handful of classes), subtracting the row's maximum before exp(). The
+ * activations' rules are src/scalar_rules.h's, joined ahead of this file. */
 
-enum { ACT_RELU, ACT_SIGMOID, ACT_TANH };
+enum { ACT_RELU, ACT_SIGMOID, ACT_TANH, ACT_SOFTPLUS };
 
 __kernel void activation(int act, __global const float *x, __global float *out, int n)
 {
@@ -11,9 +12,10 @@ __kernel void activation(int act, __global const float *x, __global float *out, 
         return;
     float v = x[i];
     switch (act) {
-    case ACT_RELU: out[i] = v > 0.0f ? v : 0.0f; break;
-    case ACT_SIGMOID: out[i] = 1.0f / (1.0f + exp(-v)); break;
-    default: out[i] = tanh(v); break;
+    case ACT_RELU: out[i] = fl_rule_relu(v); break;
+    case ACT_SIGMOID: out[i] = fl_rule_sigmoid(v); break;
+    case ACT_SOFTPLUS: out[i] = fl_rule_softplus(v); break;
+    default: out[i] = fl_rule_tanh(v); break;
     }
 }
 
@@ -24,11 +26,11 @@ __kernel void activation_grad(int act, __global const float *dy, __global const 
     int i = get_global_id(0);
     if (i >= n)
         return;
-    float y = v[i];
     switch (act) {
-    case ACT_RELU: out[i] = y > 0.0f ? dy[i] : 0.0f; break;
-    case ACT_SIGMOID: out[i] = dy[i] * y * (1.0f - y); break;
-    default: out[i] = dy[i] * (1.0f - y * y); break;
+    case ACT_RELU: out[i] = fl_rule_relu_grad(dy[i], v[i]); break;
+    case ACT_SIGMOID: out[i] = fl_rule_sigmoid_grad(dy[i], v[i]); break;
+    case ACT_SOFTPLUS: out[i] = fl_rule_softplus_grad(dy[i], v[i]); break;
+    default: out[i] = fl_rule_tanh_grad(dy[i], v[i]); break;
     }
 }
 

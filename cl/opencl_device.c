@@ -19,23 +19,45 @@ static const fl_cl_source *source_named(const char *name)
     return NULL;
 }
 
-/* common.cl first (the others use it), then every other file but the GEMM's,
- * which cl/gemm.c wants as a program of its own. */
+/* The files the kernels' program starts with: scalar_rules.h (src/: the
+ * element-wise rules, shared with the host and CUDA; the GEMM's program
+ * starts with it too) and common.cl. */
+static bool is_prelude(const char *name)
+{
+    return strcmp(name, "scalar_rules.h") == 0 || strcmp(name, "common.cl") == 0;
+}
+
+/* The rules and common.cl first, since the others use them; then every
+ * other file but the GEMM's, which cl/gemm.c wants as a program of its own. */
 static char *joined_sources(void)
 {
     size_t total = 1;
     for (int i = 0; i < fl_cl_source_count; i++)
         total += fl_cl_sources[i].length + 1;
     char *text = fl_xmalloc(total);
-    const fl_cl_source *common = source_named("common.cl");
-    strcpy(text, common ? common->text : "");
+    const fl_cl_source *rules = source_named("scalar_rules.h"), *common = source_named("common.cl");
+    strcpy(text, rules ? rules->text : "");
+    strcat(text, "\n");
+    strcat(text, common ? common->text : "");
     for (int i = 0; i < fl_cl_source_count; i++) {
         const char *name = fl_cl_sources[i].name;
-        if (strcmp(name, "common.cl") == 0 || strcmp(name, "matmul.cl") == 0)
+        if (is_prelude(name) || strcmp(name, "matmul.cl") == 0)
             continue;
         strcat(text, "\n");
         strcat(text, fl_cl_sources[i].text);
     }
+    return text;
+}
+
+/* The GEMM's program: the rules, then matmul.cl. */
+static char *gemm_source(const fl_cl_source *matmul)
+{
+    const fl_cl_source *rules = source_named("scalar_rules.h");
+    size_t rules_length = rules ? rules->length : 0;
+    char *text = fl_xmalloc(rules_length + 1 + matmul->length + 1);
+    strcpy(text, rules ? rules->text : "");
+    strcat(text, "\n");
+    strcat(text, matmul->text);
     return text;
 }
 
@@ -115,7 +137,9 @@ static int build_gemm(fl_cl_device *d)
     }
     char options[64]; /* the GEMM's tile width, from the device's SIMD width */
     fl_cl_gemm_build_options(d->id, options, sizeof options);
-    d->gemm_program = fl_cl_program_build(d->context, d->id, "gemm", matmul->text, options);
+    char *source = gemm_source(matmul);
+    d->gemm_program = fl_cl_program_build(d->context, d->id, "gemm", source, options);
+    free(source);
     if (!d->gemm_program)
         return -1;
     d->gemm = fl_cl_gemm_new(d->context, d->id, d->gemm_program);

@@ -1,6 +1,7 @@
-/* opencl_sources.h: the OpenCL C files of cl/, embedded into the library at build
- * time ($(BUILD)/gen/cl_sources.c, made by cl/embed_sources.c), so a program
- * finds its kernels whatever directory it runs from. */
+/* opencl_sources.h: the OpenCL C files of cl/ and src/scalar_rules.h, embedded
+ * into the library at build time ($(BUILD)/gen/cl_sources.c, made by
+ * cl/embed_sources.c), so a program finds its kernels whatever directory it
+ * runs from. */
 #ifndef FLOWLAB_OPENCL_SOURCES_H
 #define FLOWLAB_OPENCL_SOURCES_H
 

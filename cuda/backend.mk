@@ -32,13 +32,14 @@ CUDA_MODULE_OBJ := $(patsubst cuda/%.cu,$(BUILD)/cuda_module/%.o,$(wildcard cuda
 # newer GPUs. Three targets keep a full build near a minute on two cores.
 NVCC_ARCH  := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
               -gencode arch=compute_90,code=compute_90
-NVCC_FLAGS := -O2 -std=c++17 $(NVCC_ARCH) -Icuda -Xcompiler -Wall,-Wextra,-fPIC
+# -Isrc: the kernels include src/scalar_rules.h, the rules the host shares.
+NVCC_FLAGS := -O2 -std=c++17 $(NVCC_ARCH) -Icuda -Isrc -Xcompiler -Wall,-Wextra,-fPIC
 # The module is built without sanitizers even with SANITIZE=1 or thread: a
 # plain shared object loads fine into a sanitized program, and CUDA's own
 # libraries are not instrumented either.
 CUDA_MODULE_CFLAGS := $(filter-out $(SANFLAGS),$(CFLAGS)) -fPIC -I$(CUDA_HOME)/include -Icuda
 
-$(BUILD)/cuda_module/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh)
+$(BUILD)/cuda_module/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/scalar_rules.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 

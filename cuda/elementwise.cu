@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "launch.cuh"
+#include "scalar_rules.h" /* the int32 ops', Cast's and DivGradB's rules, the host's own */
 
 __device__ static float arith_f32(fl_cu_arith op, float x, float y)
 {
@@ -23,25 +24,25 @@ __global__ static void arith_f32_kernel(fl_cu_arith op, const float *a, int64_t 
         out[i] = arith_f32(op, a[i % na], b[i % nb]);
 }
 
-/* int32 wraps like the host's (uint32_t arithmetic); division by zero and
- * INT32_MIN / -1 are faults, reported at wait(), and write 0. */
+/* int32 wraps like the host's (the rules of src/scalar_rules.h); division by
+ * zero and INT32_MIN / -1 are faults, reported at wait(), and write 0. */
 __global__ static void arith_i32_kernel(fl_cu_arith op, const int32_t *a, int64_t na,
                                         const int32_t *b, int64_t nb, int32_t *out, int64_t n,
                                         fl_cuda_fault *fault)
 {
     for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride()) {
-        uint32_t x = (uint32_t)a[i % na], y = (uint32_t)b[i % nb];
+        int32_t x = a[i % na], y = b[i % nb];
         if (op == FL_CU_ADD)
-            out[i] = (int32_t)(x + y);
+            out[i] = fl_rule_int32_add(x, y);
         else if (op == FL_CU_SUB)
-            out[i] = (int32_t)(x - y);
+            out[i] = fl_rule_int32_sub(x, y);
         else if (op == FL_CU_MUL)
-            out[i] = (int32_t)(x * y);
-        else if (y == 0 || ((int32_t)x == INT32_MIN && (int32_t)y == -1)) {
+            out[i] = fl_rule_int32_mul(x, y);
+        else if (fl_rule_int32_div_fails(x, y)) {
             fl_report_fault(fault, FL_CUDA_FAULT_INT_DIV, i, 0, 0);
             out[i] = 0;
         } else
-            out[i] = (int32_t)x / (int32_t)y;
+            out[i] = x / y;
     }
 }
 
@@ -69,7 +70,7 @@ __global__ static void neg_f32_kernel(const float *x, float *out, int64_t n)
 __global__ static void neg_i32_kernel(const int32_t *x, int32_t *out, int64_t n)
 {
     for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride())
-        out[i] = (int32_t)(0u - (uint32_t)x[i]);
+        out[i] = fl_rule_int32_neg(x[i]);
 }
 
 extern "C" cudaError_t fl_cu_neg_f32(const float *x, float *out, int64_t n, cudaStream_t s)
@@ -93,7 +94,7 @@ __global__ static void accumulate_f32_kernel(float *out, const float *x, int64_t
 __global__ static void accumulate_i32_kernel(int32_t *out, const int32_t *x, int64_t n)
 {
     for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride())
-        out[i] = (int32_t)((uint32_t)out[i] + (uint32_t)x[i]);
+        out[i] = fl_rule_int32_add(out[i], x[i]);
 }
 
 extern "C" cudaError_t fl_cu_accumulate_f32(float *out, const float *x, int64_t n, cudaStream_t s)
@@ -113,10 +114,8 @@ extern "C" cudaError_t fl_cu_accumulate_i32(int32_t *out, const int32_t *x, int6
 __global__ static void div_grad_b_kernel(const float *dy, const float *a, int64_t na,
                                          const float *b, int64_t nb, float *out, int64_t n)
 {
-    for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride()) {
-        float bi = b[i % nb];
-        out[i] = -dy[i] * a[i % na] / (bi * bi);
-    }
+    for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride())
+        out[i] = fl_rule_div_grad_b(dy[i], a[i % na], b[i % nb]);
 }
 
 extern "C" cudaError_t fl_cu_div_grad_b(const float *dy, const float *a, int64_t na,
@@ -151,24 +150,10 @@ extern "C" cudaError_t fl_cu_fill_i32(int32_t *out, int64_t n, int32_t value, cu
     return cudaGetLastError();
 }
 
-/* Truncation toward zero, as the host's float_to_int32: NaN becomes 0 and
- * out-of-range values saturate, spelled out rather than left to the
- * hardware conversion. */
-__device__ static int32_t float_to_int32(float f)
-{
-    if (isnan(f))
-        return 0;
-    if (f >= 2147483648.0f)
-        return INT32_MAX;
-    if (f < -2147483648.0f)
-        return INT32_MIN;
-    return (int32_t)f;
-}
-
 __global__ static void cast_f32_i32_kernel(const float *x, int32_t *out, int64_t n)
 {
     for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride())
-        out[i] = float_to_int32(x[i]);
+        out[i] = fl_rule_float_to_int32(x[i]);
 }
 
 __global__ static void cast_i32_f32_kernel(const int32_t *x, float *out, int64_t n)

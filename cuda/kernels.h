@@ -31,7 +31,7 @@ typedef struct {
 #define FL_CUDA_FAULT_SLOTS 16
 
 typedef enum { FL_CU_ADD, FL_CU_SUB, FL_CU_MUL, FL_CU_DIV } fl_cu_arith;
-typedef enum { FL_CU_RELU, FL_CU_SIGMOID, FL_CU_TANH } fl_cu_act;
+typedef enum { FL_CU_RELU, FL_CU_SIGMOID, FL_CU_TANH, FL_CU_SOFTPLUS } fl_cu_act;
 
 /* ---- elementwise.cu: suffix broadcasting, element i meets a[i % na], b[i % nb] ---- */
 cudaError_t fl_cu_arith_f32(fl_cu_arith op, const float *a, int64_t na, const float *b, int64_t nb,
@@ -67,7 +67,7 @@ cudaError_t fl_cu_apply_adam(float *var, float *m, float *v, const float *beta1_
 /* ---- nn.cu: activations, softmax and the sparse cross-entropy ---- */
 cudaError_t fl_cu_activation(fl_cu_act f, const float *x, float *out, int64_t n,
                              cudaStream_t s);
-/* ReluGrad takes x; SigmoidGrad and TanhGrad take y, the forward output. */
+/* ReluGrad and SoftplusGrad take x; SigmoidGrad and TanhGrad take y, the forward output. */
 cudaError_t fl_cu_activation_grad(fl_cu_act f, const float *dy, const float *x_or_y,
                                   float *out, int64_t n, cudaStream_t s);
 /* y[i] = y[i] + bias[i % columns], then max(0, .) when relu: the fused ops' tail. */

@@ -29,6 +29,8 @@ FL_CUDA_OP(fl_cuda_sigmoid);
 FL_CUDA_OP(fl_cuda_sigmoid_grad);
 FL_CUDA_OP(fl_cuda_tanh);
 FL_CUDA_OP(fl_cuda_tanh_grad);
+FL_CUDA_OP(fl_cuda_softplus);
+FL_CUDA_OP(fl_cuda_softplus_grad);
 FL_CUDA_OP(fl_cuda_softmax);
 FL_CUDA_OP(fl_cuda_softmax_grad);
 FL_CUDA_OP(fl_cuda_sparse_xent);

@@ -113,6 +113,8 @@ FL_CUDA_OP(fl_cuda_tanh) { (void)n; (void)ctx; return activation(d, FL_CU_TANH, 
 FL_CUDA_OP(fl_cuda_relu_grad) { (void)n; (void)ctx; return activation_grad(d, FL_CU_RELU, in, out); }
 FL_CUDA_OP(fl_cuda_sigmoid_grad) { (void)n; (void)ctx; return activation_grad(d, FL_CU_SIGMOID, in, out); }
 FL_CUDA_OP(fl_cuda_tanh_grad) { (void)n; (void)ctx; return activation_grad(d, FL_CU_TANH, in, out); }
+FL_CUDA_OP(fl_cuda_softplus) { (void)n; (void)ctx; return activation(d, FL_CU_SOFTPLUS, in, out); }
+FL_CUDA_OP(fl_cuda_softplus_grad) { (void)n; (void)ctx; return activation_grad(d, FL_CU_SOFTPLUS, in, out); }
 
 static int last_axis(const fl_tensor *t) { return t->shape.rank ? t->shape.dims[t->shape.rank - 1] : 1; }
 

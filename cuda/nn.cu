@@ -5,24 +5,27 @@
 #include <math.h>
 
 #include "launch.cuh"
+#include "scalar_rules.h"
 
+/* The rules are src/scalar_rules.h's, the host's and OpenCL's own. */
 __device__ static float activate(fl_cu_act f, float x)
 {
     switch (f) {
-    case FL_CU_RELU: return x > 0.0f ? x : 0.0f;
-    case FL_CU_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    default: return tanhf(x);
+    case FL_CU_RELU: return fl_rule_relu(x);
+    case FL_CU_SIGMOID: return fl_rule_sigmoid(x);
+    case FL_CU_SOFTPLUS: return fl_rule_softplus(x);
+    default: return fl_rule_tanh(x);
     }
 }
 
-/* ReluGrad(dy, x): dy where x > 0. SigmoidGrad(dy, y): dy y (1 - y).
- * TanhGrad(dy, y): dy (1 - y^2). */
+/* Inputs (dy, x) for ReluGrad and SoftplusGrad; (dy, y) for SigmoidGrad and TanhGrad. */
 __device__ static float activation_grad(fl_cu_act f, float dy, float v)
 {
     switch (f) {
-    case FL_CU_RELU: return v > 0.0f ? dy : 0.0f;
-    case FL_CU_SIGMOID: return dy * v * (1.0f - v);
-    default: return dy * (1.0f - v * v);
+    case FL_CU_RELU: return fl_rule_relu_grad(dy, v);
+    case FL_CU_SIGMOID: return fl_rule_sigmoid_grad(dy, v);
+    case FL_CU_SOFTPLUS: return fl_rule_softplus_grad(dy, v);
+    default: return fl_rule_tanh_grad(dy, v);
     }
 }
 
@@ -61,7 +64,7 @@ __global__ static void bias_relu_kernel(float *y, const float *bias, int64_t col
 {
     for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride()) {
         float v = y[i] + bias[i % columns];
-        y[i] = relu ? activate(FL_CU_RELU, v) : v;
+        y[i] = relu ? fl_rule_relu(v) : v;
     }
 }
 

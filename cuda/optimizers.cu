@@ -1,14 +1,15 @@
 /* optimizers.cu: SGD, Momentum and Adam updates on the GPU, in place.
- * The same formulas as src/host/host_optimizers.c (TensorFlow's ApplyGradientDescent,
+ * The rules of src/scalar_rules.h (TensorFlow's ApplyGradientDescent,
  * ApplyMomentum and ApplyAdam), one thread per element. */
 #include <math.h>
 
 #include "launch.cuh"
+#include "scalar_rules.h" /* the rules, the host's and OpenCL's own */
 
 __global__ static void gradient_descent_kernel(float *var, const float *grad, float lr, int64_t n)
 {
     for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride())
-        var[i] -= lr * grad[i];
+        var[i] = fl_rule_gradient_descent(var[i], lr, grad[i]);
 }
 
 extern "C" cudaError_t fl_cu_apply_gradient_descent(float *var, const float *grad, float lr,
@@ -18,13 +19,12 @@ extern "C" cudaError_t fl_cu_apply_gradient_descent(float *var, const float *gra
     return cudaGetLastError();
 }
 
-/* accum = mu * accum + grad; var -= lr * accum, or lr * (grad + mu * accum) (Nesterov). */
 __global__ static void momentum_kernel(float *var, float *accum, const float *grad, float lr,
                                        float mu, bool nesterov, int64_t n)
 {
     for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride()) {
-        accum[i] = mu * accum[i] + grad[i];
-        var[i] -= nesterov ? lr * (grad[i] + mu * accum[i]) : lr * accum[i];
+        accum[i] = fl_rule_momentum_accum(accum[i], mu, grad[i]);
+        var[i] = fl_rule_momentum_var(var[i], lr, mu, accum[i], grad[i], nesterov);
     }
 }
 
@@ -41,12 +41,11 @@ __global__ static void adam_kernel(float *var, float *m, float *v, const float *
                                    const float *beta2_power, const float *grad, float lr, float b1,
                                    float b2, float eps, int64_t n)
 {
-    float lr_t = lr * sqrtf(1.0f - *beta2_power) / (1.0f - *beta1_power);
+    float lr_t = fl_rule_adam_lr(lr, *beta1_power, *beta2_power);
     for (int64_t i = fl_first_index(); i < n; i += fl_grid_stride()) {
-        float g = grad[i];
-        m[i] = b1 * m[i] + (1.0f - b1) * g;
-        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-        var[i] -= lr_t * m[i] / (sqrtf(v[i]) + eps);
+        m[i] = fl_rule_adam_m(m[i], b1, grad[i]);
+        v[i] = fl_rule_adam_v(v[i], b2, grad[i]);
+        var[i] = fl_rule_adam_var(var[i], lr_t, m[i], v[i], eps);
     }
 }
 

@@ -9,6 +9,7 @@
  * included. Every byte is read about once from memory (neighbours' taps come
  * from cache): the kernel runs near the copy bandwidth. */
 #include "launch.cuh"
+#include "scalar_rules.h" /* ReluGrad's rule, for MaxPoolReluGrad */
 
 /* Whether pixel (iy, ix) of channel `at` (its offset in x) is the first
  * maximum of window (oy, ox): the host's window_max for one channel. */
@@ -69,7 +70,7 @@ __global__ static void max_pool_grad_kernel(fl_cu_pool_window g, const float *dy
                 if (wins_window(g, x, image, c, oy, ox, (int64_t)i))
                     sum += dy[((b * g.oh + oy) * g.ow + ox) * g.c + c];
         /* MaxPoolReluGrad: the ReLU whose output was pooled passes nothing where x <= 0. */
-        dx[i] = relu && !(x[i] > 0.0f) ? 0.0f : sum;
+        dx[i] = relu ? fl_rule_relu_grad(sum, x[i]) : sum;
     }
 }
 
@@ -105,8 +106,8 @@ __global__ static void max_pool_grad_tiled_kernel(fl_cu_pool_window g, const flo
         for (int ky = 0; ky < g.kh; ky++)
             for (int kx = 0; kx < g.kw; kx++) {
                 int64_t tap = first + ((int64_t)ky * g.w + kx) * g.c;
-                bool masked = relu && !(x[tap] > 0.0f);
-                dx[tap] = tap == best_at && !masked ? grad : 0.0f;
+                float mine = tap == best_at ? grad : 0.0f;
+                dx[tap] = relu ? fl_rule_relu_grad(mine, x[tap]) : mine;
             }
     }
 }

@@ -31,7 +31,7 @@ extern const char *const fl_backend_folders[];
  * or the tensor helpers by name (and -rdynamic would export only what that
  * program happened to pull from the archive). The core hands it this table
  * instead; the module's own definitions of those functions forward to it
- * (cuda/module_core.c), so its errors land in the program's fl_last_error. */
+ * (cuda/module_open.c), so its errors land in the program's fl_last_error. */
 typedef struct fl_module_core {
     /* sizeof of the structs both sides share, compared by the module: a
      * module built from other headers is refused, not run. */

@@ -2,6 +2,8 @@
  * trace, devices that time their own ops, waits and rates), so that every
  * lane of a timeline can be compared; and how long a wait for a peer task
  * may last. Not a timer API for labs: they use their own. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -16,9 +18,48 @@ double fl_now_us(void)
 
 double fl_now_s(void) { return fl_now_us() / 1e6; }
 
-double fl_task_deadline_s(void)
+/* FLOWLAB_TASK_DEADLINE's seconds: the default when it is unset, or -1
+ * (why says so) when it is not a number of seconds between 0 and 1e6. */
+static double deadline_from_environment(char *why, size_t len)
 {
     const char *text = getenv("FLOWLAB_TASK_DEADLINE");
-    double seconds = text ? atof(text) : 0;
-    return seconds > 0 ? seconds : 120;
+    if (!text)
+        return FL_TASK_DEADLINE_DEFAULT_S;
+    char *end;
+    double seconds = strtod(text, &end);
+    if (end != text && *end == '\0' && seconds > 0 && seconds <= 1e6) /* NaN fails both */
+        return seconds;
+    snprintf(why, len, "FLOWLAB_TASK_DEADLINE=\"%.40s\" is not a number of seconds above 0 (e.g. 30; unset, "
+             "tasks wait %.0f s for each other)", text, FL_TASK_DEADLINE_DEFAULT_S);
+    return -1;
+}
+
+int fl_task_deadline_check(void)
+{
+    char why[200];
+    if (deadline_from_environment(why, sizeof why) > 0)
+        return 0;
+    fl_set_error_code(FL_INVALID_ARGUMENT, "%s", why);
+    return -1;
+}
+
+static pthread_once_t warned = PTHREAD_ONCE_INIT;
+
+static void warn_bad_deadline(void)
+{
+    char why[200];
+    if (deadline_from_environment(why, sizeof why) < 0)
+        fprintf(stderr, "flowlab: WARNING: %s; waiting the default\n", why);
+}
+
+/* Clusters check the variable when they are made (fl_cluster_new); one set
+ * wrong after that is still not ignored in silence. */
+double fl_task_deadline_s(void)
+{
+    char why[200];
+    double seconds = deadline_from_environment(why, sizeof why);
+    if (seconds > 0)
+        return seconds;
+    pthread_once(&warned, warn_bad_deadline);
+    return FL_TASK_DEADLINE_DEFAULT_S;
 }

@@ -204,8 +204,7 @@ fl_node *fl_global_variables_initializer(fl_graph *g);
  * Binary element-wise ops broadcast a scalar, or a tensor whose shape is a
  * suffix of the other's (a bias [C] against [N,C] or [N,H,W,C]).
  * ------------------------------------------------------------------------ */
-fl_node *fl_matmul(fl_graph *g, fl_node *a, fl_node *b, bool transpose_a, bool transpose_b,
-                   const char *name);
+fl_node *fl_matmul(fl_graph *g, fl_node *a, fl_node *b, bool transpose_a, bool transpose_b, const char *name);
 fl_node *fl_add(fl_graph *g, fl_node *a, fl_node *b, const char *name);
 fl_node *fl_sub(fl_graph *g, fl_node *a, fl_node *b, const char *name);
 fl_node *fl_mul(fl_graph *g, fl_node *a, fl_node *b, const char *name);
@@ -214,6 +213,7 @@ fl_node *fl_add_n(fl_graph *g, fl_node *const *inputs, int n, const char *name);
 fl_node *fl_relu(fl_graph *g, fl_node *x, const char *name);
 fl_node *fl_sigmoid(fl_graph *g, fl_node *x, const char *name);
 fl_node *fl_tanh(fl_graph *g, fl_node *x, const char *name);
+fl_node *fl_softplus(fl_graph *g, fl_node *x, const char *name); /* log(1 + e^x) */
 fl_node *fl_softmax(fl_graph *g, fl_node *logits, const char *name); /* last axis */
 /* labels int32 [N], logits float32 [N,C] -> per-example loss [N]. */
 fl_node *fl_sparse_softmax_cross_entropy_with_logits(fl_graph *g, fl_node *labels,
@@ -343,11 +343,12 @@ typedef struct fl_cluster_plugin {
     bool (*is_chief)(void *state);
     int (*recover)(void *state);
     int (*say_goodbye)(void *state);
-    /* In the client of a cluster, TensorFlow's master: the session opens it, runs
-     * each step through it, closes it (goodbye to the tasks). NULL in a task. */
+    /* In the client of a cluster, TensorFlow's master: the session opens it, runs each step
+     * through it, asks it where a node ran, closes it (goodbye to the tasks). NULL in a task. */
     void *(*open_master)(void *state, fl_graph *g);
     int (*run_master)(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                       int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
+    const char *(*node_device)(void *master, const fl_node *n);
     void (*close_master)(void *master);
 } fl_cluster_plugin;
 
@@ -420,9 +421,10 @@ typedef struct {
 int fl_session_run_with_options(fl_session *s, const fl_run_options *options, const fl_feed *feeds,
                                 int nfeeds, fl_node *const *fetches, int nfetches,
                                 fl_tensor **outputs, fl_node *const *targets, int ntargets);
-/* The device n really runs on in s ("/cpu:0", "/gpu:1"): the requested one,
- * or /cpu:0 where soft placement moved it (fl_node_device gives the
- * request). NULL until a run of s has needed n, or when n is not of s's graph. */
+/* The device n really runs on in s ("/cpu:0", "/gpu:1"): the requested one, or
+ * /cpu:0 where soft placement moved it (fl_node_device gives the request); in the
+ * client of a cluster, the task and device asked of it ("/job:worker/task:1/cpu:0").
+ * NULL until a run of s has needed n, or when n is not of s's graph. */
 const char *fl_session_node_device(const fl_session *s, const fl_node *n);
 /* How many ops the latest run of s ran (sources and fed nodes not counted):
  * fewer than the graph's when the session fused some (session_fusion.c). */
@@ -466,8 +468,7 @@ int fl_session_uninitialized_variables(fl_session *s, const char **names, int ma
 /* Reads an IDX file of unsigned bytes: rank-1 (labels) or rank-3 (images). */
 int fl_idx_read(const char *path, fl_shape *shape, uint8_t **bytes);
 /* split: "train" or "t10k". images float32 [N,28,28,1] in [0,1]; labels int32 [N]. */
-int fl_mnist_load(const char *data_dir, const char *split, fl_tensor **images,
-                  fl_tensor **labels);
+int fl_mnist_load(const char *data_dir, const char *split, fl_tensor **images, fl_tensor **labels);
 /* Images kept as bytes, uint8 [N,28,28,1]; only the first max_examples (0: all) are read. */
 int fl_mnist_load_bytes(const char *data_dir, const char *split, int max_examples, fl_tensor **images, fl_tensor **labels);
 
@@ -482,8 +483,7 @@ typedef struct {
 } fl_dataset_options;
 
 /* Borrows images and labels (first axis is the example); they must outlive it. uint8 images: batches of byte/255. */
-fl_dataset *fl_dataset_new(const fl_tensor *images, const fl_tensor *labels,
-                           const fl_dataset_options *options);
+fl_dataset *fl_dataset_new(const fl_tensor *images, const fl_tensor *labels, const fl_dataset_options *options);
 /* 1: a batch (owned by the dataset, valid until the next call); 0: done; -1: error. */
 int fl_dataset_next(fl_dataset *ds, const fl_tensor **images, const fl_tensor **labels);
 void fl_dataset_free(fl_dataset *ds);

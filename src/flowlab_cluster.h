@@ -13,6 +13,10 @@
  * Every task is started with the same spec and its own job and index.
  * Errors return NULL (or -1) and fl_last_error() names the flag or the
  * TF_CONFIG key at fault.
+ * Tasks wait for each other up to FLOWLAB_TASK_DEADLINE seconds (the
+ * environment's; 120 when unset). Set to no number of seconds above 0
+ * ("abc", "0", "-5"), it fails every fl_cluster_from_* (FL_INVALID_ARGUMENT,
+ * naming the variable and the value).
  * ------------------------------------------------------------------------ */
 typedef struct fl_cluster fl_cluster;
 
@@ -251,7 +255,7 @@ typedef struct {
     /* Values sent here (SEND_TENSOR) that no run has taken yet, each
      * counted with 512 bytes of bookkeeping: those one connection sent (0:
      * 256 MiB; they go when it closes, except a running step's), and all
-     * (0: 1 GiB). One waits at most FLOWLAB_TASK_DEADLINE. */
+     * (0: 1 GiB). One waits at most FLOWLAB_TASK_DEADLINE seconds. */
     uint64_t max_waiting_value_bytes;
     uint64_t max_waiting_value_bytes_total;
     int max_variables;                /* variables a ps holds in all (0: 100000) */
@@ -287,7 +291,10 @@ typedef struct {
     uint64_t variable_bytes; /* held in variables (ps) */
     int variables;
     int goodbyes;            /* workers and chiefs that have finished */
-    uint64_t stale_updates;  /* synchronous updates dropped as stale (chapter 4) */
+    /* Synchronous updates dropped here as stale (chapter 4), in two units:
+     * workers' steps that lost at least one update here (one per worker and
+     * step), and the updates lost, one per variable a step updates. */
+    uint64_t stale_steps, stale_variable_updates;
     /* Received tensor bytes copied before use. A big tensor (a gradient) is
      * received where it can be used as it lies, so these are small ones. */
     uint64_t copied_in_bytes;
@@ -332,16 +339,27 @@ const fl_cluster_plugin *fl_cluster_session_plugin(const fl_cluster *cluster);
  * partition on each task, again when the graph has grown. A run is one
  * request per task, all at once; values that cross tasks go task to task.
  * A task lost mid-run fails the run within the deadline with UNAVAILABLE,
- * naming the task, and the other tasks give that step up. Freeing the session
+ * naming the task and the step as the user counts it ("run 7 of this
+ * session (global step 6 when last fetched)": the value a run of the
+ * session last fetched of the node "global_step", left out when none did),
+ * and the other tasks give that step up. fl_session_node_device and
+ * log_device_placement name each node's task and the device asked of it
+ * ("/job:worker/task:1/cpu:0") once a run that needed it has succeeded. Freeing the session
  * says goodbye to every task, so their servers exit. The bytes through the
  * client are fl_remote_traffic's. NULL for a NULL cluster. */
 const fl_cluster_plugin *fl_cluster_client_plugin(const fl_cluster *cluster);
 /* Bytes this process has sent to and received from the cluster's other
  * tasks so far (each cluster counts its own connections). */
 void fl_remote_traffic(const fl_cluster *cluster, uint64_t *sent, uint64_t *received);
-/* Synchronous updates (chapter 4) sent through this cluster that the ps
- * tasks dropped as stale: computed against a step the others had finished. */
-uint64_t fl_remote_stale_updates(const fl_cluster *cluster);
+/* Synchronous updates (chapter 4) this worker sent through this cluster that
+ * the ps tasks dropped as stale (computed against a step the others had
+ * finished), in steps: this worker's steps that lost at least one update,
+ * however many ps tasks dropped them... */
+uint64_t fl_remote_stale_steps(const fl_cluster *cluster);
+/* ... and in variable updates: one per variable a step updates (Adam's
+ * beta powers and the global step are variables too), so a step of 7 such
+ * variables that came too late counts 1 step and 7 variable updates. */
+uint64_t fl_remote_stale_variable_updates(const fl_cluster *cluster);
 /* After a run failed because a task was lost (killed, restarted): connects
  * again to every lost task, waiting for it with a line every few seconds up
  * to FLOWLAB_TASK_DEADLINE. The number of tasks reconnected (0: none was

@@ -11,7 +11,7 @@
  * The chief (worker 0, or the chief task) restores the latest checkpoint or
  * initialises the variables; every other worker waits until the model is
  * ready, saying what it waits for every few seconds, up to
- * FLOWLAB_TASK_DEADLINE. A run that loses a task connects again, lets the
+ * FLOWLAB_TASK_DEADLINE seconds (120 unset). A run that loses a task connects again, lets the
  * chief restore a restarted ps from the latest checkpoint, and runs again.
  * Hooks run after every step: stop at a step, count steps, log, save.
  * ------------------------------------------------------------------------ */
@@ -64,7 +64,11 @@ typedef struct {
     const char *checkpoint_dir;     /* restore from / save to (NULL: none) */
     double save_checkpoint_secs;    /* the chief's saver (both 0 with a dir: every 600 s) */
     long save_checkpoint_steps;
-    int max_checkpoints_to_keep;    /* older ones are deleted (0: FL_DEFAULT_MAX_TO_KEEP, 5; -1: keep all) */
+    /* The newest N checkpoints are kept, older ones deleted; 0 keeps every
+     * one, as TensorFlow's max_to_keep=0 and fl_session_save_keeping's 0,
+     * so options left zero never delete a checkpoint. TensorFlow's default,
+     * 5, is FL_DEFAULT_MAX_TO_KEEP. Negative: refused (FL_INVALID_ARGUMENT). */
+    int max_checkpoints_to_keep;
     long log_step_count_steps;      /* global steps/sec every N steps (0: 100; -1: never) */
     fl_session_hook *const *hooks;  /* every worker's; not freed by close */
     int nhooks;

@@ -463,17 +463,20 @@ fl_node *fl_add_node(fl_graph *g, const fl_node_spec *spec)
         return fl_graph_failed(g) ? NULL : fl_graph_fail(g, spec->name ? spec->name : spec->default_name,
                                                           "an input is NULL");
     const char *base = spec->name ? spec->name : spec->default_name;
+    char err[FL_ERROR_LEN] = "";
     if (spec->exact_name && fl_graph_find(g, base))
         return fl_graph_fail(g, base, "the name is already taken by another node");
     if (!valid_name(base))
         return fl_graph_fail(g, base ? base : "(null)",
                              "a node name uses letters, digits, '_', '-', '.' and '/'");
+    if (fl_op_check_input_count(spec->op, spec->ninputs, err, sizeof err) != 0) /* its signature's */
+        return fl_graph_fail(g, base, "%s", err);
     fl_node *n = fl_xcalloc(1, sizeof *n);
     n->graph = g;
     n->name = spec->exact_name ? fl_xstrdup(base) : unique_name(g, base);
     n->op = spec->op;
     n->dtype = spec->dtype;
-    n->has_output = spec->has_output;
+    n->has_output = fl_op_def_of(spec->op)->sig.has_output;
     n->attrs = spec->attrs;
     n->ninputs = spec->ninputs;
     n->inputs = fl_xmalloc((size_t)(spec->ninputs ? spec->ninputs : 1) * sizeof *n->inputs);
@@ -486,7 +489,6 @@ fl_node *fl_add_node(fl_graph *g, const fl_node_spec *spec)
     fl_shape in[spec->ninputs ? spec->ninputs : 1];
     for (int i = 0; i < spec->ninputs; i++)
         in[i] = spec->inputs[i]->shape;
-    char err[FL_ERROR_LEN] = "";
     if (fl_op_def_of(n->op)->infer(n, in, &n->shape, err) != 0) {
         fl_graph_fail(g, n->name, "%s", err);
         node_free(n);

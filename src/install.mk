@@ -1,12 +1,16 @@
 # src/install.mk: make install PREFIX=... [DESTDIR=...] and make uninstall;
 # included by the Makefile. Installs the public headers (PREFIX/include/flowlab/),
-# both archives, the CUDA module where it was built (PREFIX/lib/flowlab/), and
+# both archives, the CUDA module where it was built (PREFIX/lib/flowlab/),
+# the cluster's tools flowlab_server and launch_cluster (PREFIX/bin/: a task
+# for an in-graph client, and a launcher of N ps and M workers), and
 # flowlab.pc and flowlab-cluster.pc, so that a program outside this tree builds with
 #   cc -std=c11 my_program.c $(pkg-config --cflags --libs flowlab)
 # DESTDIR stages the files (for a package) without changing the paths they name.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 INSTALL_LIB     := $(PREFIX)/lib
+INSTALL_BIN     := $(PREFIX)/bin
+INSTALL_TOOLS   := $(BUILD)/labs/tools/flowlab_server $(BUILD)/labs/tools/launch_cluster
 INSTALL_INCLUDE := $(PREFIX)/include/flowlab
 INSTALL_MODULES := $(INSTALL_LIB)/flowlab
 INSTALL_PC      := $(INSTALL_LIB)/pkgconfig
@@ -16,6 +20,7 @@ STAGE           := $(BUILD)/install
 INSTALLED := $(patsubst src/%,$(INSTALL_INCLUDE)/%,$(PUBLIC_HEADERS)) \
              $(INSTALL_LIB)/libflowlab.a $(INSTALL_LIB)/libflowlab_cluster.a \
              $(INSTALL_PC)/flowlab.pc $(INSTALL_PC)/flowlab-cluster.pc \
+             $(patsubst $(BUILD)/labs/tools/%,$(INSTALL_BIN)/%,$(INSTALL_TOOLS)) \
              $(if $(CUDA_MODULE),$(INSTALL_MODULES)/libflowlab_cuda.so)
 
 .PHONY: install uninstall FORCE
@@ -42,8 +47,9 @@ ifneq ($(CUDA_MODULE),)
 	ar rcs $@ $(STAGE)/cuda_driver_probe.o
 endif
 
-install: lib $(STAGE)/libflowlab.a $(STAGE)/flowlab.pc $(STAGE)/flowlab-cluster.pc
-	install -d $(DESTDIR)$(INSTALL_INCLUDE) $(DESTDIR)$(INSTALL_LIB) $(DESTDIR)$(INSTALL_PC)
+install: lib $(STAGE)/libflowlab.a $(STAGE)/flowlab.pc $(STAGE)/flowlab-cluster.pc $(INSTALL_TOOLS)
+	install -d $(DESTDIR)$(INSTALL_INCLUDE) $(DESTDIR)$(INSTALL_LIB) $(DESTDIR)$(INSTALL_PC) $(DESTDIR)$(INSTALL_BIN)
+	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(INSTALL_BIN)
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INSTALL_INCLUDE)
 	install -m 644 $(STAGE)/libflowlab.a $(CLUSTER_LIB) $(DESTDIR)$(INSTALL_LIB)
 	install -m 644 $(STAGE)/flowlab.pc $(STAGE)/flowlab-cluster.pc $(DESTDIR)$(INSTALL_PC)

@@ -1,5 +1,6 @@
-/* op_registry.c: the op table: every op kind's definition, and the stated
- * reasons why an op has no gradient or no kernel. Each op family file
+/* op_registry.c: the op table: every op kind's definition, the stated
+ * reasons why an op has no gradient, and what its signature says about
+ * kernels and inputs. Each op family file
  * (ops_math.c, ops_nn.c, ...) defines its ops' builders, shape inference and
  * gradients; this table is where they all meet. */
 #include <stdio.h>
@@ -12,7 +13,7 @@ extern const fl_op_def fl_def_placeholder, fl_def_const, fl_def_variable, fl_def
 extern const fl_op_def fl_def_matmul, fl_def_add, fl_def_sub, fl_def_mul, fl_def_div, fl_def_neg,
     fl_def_add_n, fl_def_sum_to_shape, fl_def_div_grad_b;
 extern const fl_op_def fl_def_relu, fl_def_relu_grad, fl_def_sigmoid, fl_def_sigmoid_grad,
-    fl_def_tanh, fl_def_tanh_grad, fl_def_softmax, fl_def_softmax_grad, fl_def_sparse_xent,
+    fl_def_tanh, fl_def_tanh_grad, fl_def_softplus, fl_def_softplus_grad, fl_def_softmax, fl_def_softmax_grad, fl_def_sparse_xent,
     fl_def_sparse_xent_grad;
 extern const fl_op_def fl_def_reduce_sum, fl_def_reduce_mean, fl_def_reduce_grad;
 extern const fl_op_def fl_def_reshape, fl_def_concat, fl_def_slice, fl_def_slice_grad,
@@ -47,6 +48,8 @@ static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_SIGMOID_GRAD] = &fl_def_sigmoid_grad,
     [FL_OP_TANH] = &fl_def_tanh,
     [FL_OP_TANH_GRAD] = &fl_def_tanh_grad,
+    [FL_OP_SOFTPLUS] = &fl_def_softplus,
+    [FL_OP_SOFTPLUS_GRAD] = &fl_def_softplus_grad,
     [FL_OP_SOFTMAX] = &fl_def_softmax,
     [FL_OP_SOFTMAX_GRAD] = &fl_def_softmax_grad,
     [FL_OP_SPARSE_XENT] = &fl_def_sparse_xent,
@@ -102,6 +105,7 @@ static const char *const why_no_gradient[FL_OP_COUNT] = {
     [FL_OP_RELU_GRAD] = GRADIENT_OP,
     [FL_OP_SIGMOID_GRAD] = GRADIENT_OP,
     [FL_OP_TANH_GRAD] = GRADIENT_OP,
+    [FL_OP_SOFTPLUS_GRAD] = GRADIENT_OP,
     [FL_OP_SOFTMAX_GRAD] = GRADIENT_OP,
     [FL_OP_SPARSE_XENT_GRAD] = GRADIENT_OP,
     [FL_OP_REDUCE_GRAD] = GRADIENT_OP,
@@ -117,25 +121,44 @@ static const char *const why_no_gradient[FL_OP_COUNT] = {
     [FL_OP_MAX_POOL_RELU_GRAD] = FUSED_OP,
 };
 
-/* The session itself gives these their value on any device (placement.c
- * lets them sit anywhere), so no backend needs a kernel for them. */
-static const char *const why_no_kernel[FL_OP_COUNT] = {
-    [FL_OP_PLACEHOLDER] = "the session copies the fed value to the node's device",
-    [FL_OP_CONST] = "the session copies the constant to the node's device once",
-    [FL_OP_VARIABLE] = "the session keeps the variable's value in a buffer on its device",
-    [FL_OP_NO_OP] = "it has no output: the session only orders its control inputs",
-};
+const char *fl_op_why_no_gradient(fl_op_kind op) { return why_no_gradient[op]; }
+
+/* ---- what the signature says for the checklist, the placer and the wire ---- */
+
+/* The session itself gives a source its value on any device (placement.c
+ * lets it sit anywhere), and an op with no output that writes nothing only
+ * orders its control inputs: no backend needs a kernel for either. */
+const char *fl_op_why_no_kernel(fl_op_kind op)
+{
+    const fl_op_signature *sig = &op_table[op]->sig;
+    if (sig->is_source)
+        return "a source: the session gives it its value on any device (a feed, a constant, a variable's buffer)";
+    if (!sig->has_output && sig->writes_inputs == 0)
+        return "it has no output and writes nothing: the session only orders its control inputs";
+    return NULL;
+}
 
 /* A fused op stands for ops every backend has: a backend without its
  * kernel runs them one by one (session_fusion.c asks has_kernel first). */
-#define FUSION_ONLY "a fused op: the session fuses only on a device whose backend has its kernel"
+const char *fl_op_why_kernel_optional(fl_op_kind op)
+{
+    if (!op_table[op]->sig.fused)
+        return NULL;
+    return "a fused op: the session fuses only on a device whose backend has its kernel";
+}
 
-static const char *const why_kernel_optional[FL_OP_COUNT] = {
-    [FL_OP_FUSED_CONV2D] = FUSION_ONLY,
-    [FL_OP_FUSED_MATMUL] = FUSION_ONLY,
-    [FL_OP_MAX_POOL_RELU_GRAD] = FUSION_ONLY,
-};
-
-const char *fl_op_why_no_gradient(fl_op_kind op) { return why_no_gradient[op]; }
-const char *fl_op_why_kernel_optional(fl_op_kind op) { return why_kernel_optional[op]; }
-const char *fl_op_why_no_kernel(fl_op_kind op) { return why_no_kernel[op]; }
+int fl_op_check_input_count(fl_op_kind op, int n, char *err, size_t len)
+{
+    const fl_op_signature *sig = &op_table[op]->sig;
+    bool list = sig->max_inputs == FL_OP_INPUT_LIST;
+    if (n >= sig->min_inputs && (list || n <= sig->max_inputs))
+        return 0;
+    if (list)
+        snprintf(err, len, "a %s takes %d or more inputs, not %d", op_table[op]->type, sig->min_inputs, n);
+    else if (sig->min_inputs == sig->max_inputs)
+        snprintf(err, len, "a %s takes %d inputs, not %d", op_table[op]->type, sig->min_inputs, n);
+    else
+        snprintf(err, len, "a %s takes %d to %d inputs, not %d", op_table[op]->type, sig->min_inputs,
+                 sig->max_inputs, n);
+    return -1;
+}

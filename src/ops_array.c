@@ -76,7 +76,10 @@ static int grad_reshape(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_reshape = {"Reshape", infer_reshape, grad_reshape, true};
+const fl_op_def fl_def_reshape = {
+    "Reshape",
+    {.min_inputs = 1, .max_inputs = 2, .has_output = true, .aliases = FL_ALIAS_RENAMES_INPUT0},
+    infer_reshape, grad_reshape};
 
 static int check_target(fl_graph *g, const char *name, fl_shape shape)
 {
@@ -93,8 +96,7 @@ fl_node *fl_reshape(fl_graph *g, fl_node *x, fl_shape shape, const char *name)
         return NULL;
     fl_node *inputs[1] = {x};
     fl_node_spec spec = {.op = FL_OP_RESHAPE, .name = name, .default_name = "Reshape",
-                         .inputs = inputs, .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32,
-                         .has_output = true};
+                         .inputs = inputs, .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32};
     spec.attrs.shape = shape;
     return fl_add_node(g, &spec);
 }
@@ -103,8 +105,7 @@ fl_node *fl_reshape_like(fl_graph *g, fl_node *x, fl_node *like, const char *nam
 {
     fl_node *inputs[2] = {x, like};
     fl_node_spec spec = {.op = FL_OP_RESHAPE, .name = name, .default_name = "Reshape",
-                         .inputs = inputs, .ninputs = 2, .dtype = x ? x->dtype : FL_FLOAT32,
-                         .has_output = true};
+                         .inputs = inputs, .ninputs = 2, .dtype = x ? x->dtype : FL_FLOAT32};
     return fl_add_node(g, &spec);
 }
 
@@ -161,7 +162,7 @@ static fl_node *equal_part_like(fl_graph *g, fl_node *dy, int axis, int part, in
 {
     fl_node *inputs[2] = {dy, like};
     fl_node_spec spec = {.op = FL_OP_SLICE, .default_name = "Slice", .inputs = inputs,
-                         .ninputs = 2, .dtype = dy->dtype, .has_output = true};
+                         .ninputs = 2, .dtype = dy->dtype};
     spec.attrs.axis = axis;
     spec.attrs.part = part;
     spec.attrs.num_parts = num_parts;
@@ -197,7 +198,10 @@ static int grad_concat(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_concat = {"Concat", infer_concat, grad_concat, false};
+const fl_op_def fl_def_concat = {
+    "Concat",
+    {.min_inputs = 1, .max_inputs = FL_OP_INPUT_LIST, .has_output = true},
+    infer_concat, grad_concat};
 
 fl_node *fl_concat(fl_graph *g, fl_node *const *inputs, int n, int axis, const char *name)
 {
@@ -207,7 +211,7 @@ fl_node *fl_concat(fl_graph *g, fl_node *const *inputs, int n, int axis, const c
     if (n < 1 || !inputs)
         return fl_graph_fail(g, what, "concat needs at least one input");
     fl_node_spec spec = {.op = FL_OP_CONCAT, .name = name, .default_name = "Concat",
-                         .inputs = inputs, .ninputs = n, .has_output = true};
+                         .inputs = inputs, .ninputs = n};
     for (int i = 0; i < n; i++)
         if (!inputs[i]) /* fl_add_node says so, or stays quiet after an earlier error */
             return fl_add_node(g, &spec);
@@ -303,21 +307,26 @@ static int grad_slice(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
 {
     fl_node *inputs[2] = {dy, n->inputs[0]};
     fl_node_spec spec = {.op = FL_OP_SLICE_GRAD, .default_name = "SliceGrad", .inputs = inputs,
-                         .ninputs = 2, .dtype = dy->dtype, .has_output = true, .attrs = n->attrs};
+                         .ninputs = 2, .dtype = dy->dtype, .attrs = n->attrs};
     dx[0] = fl_add_node(g, &spec);
     return 0;
 }
 
-const fl_op_def fl_def_slice = {"Slice", infer_slice, grad_slice, false};
-const fl_op_def fl_def_slice_grad = {"SliceGrad", infer_slice_grad, NULL, false};
+const fl_op_def fl_def_slice = {
+    "Slice",
+    {.min_inputs = 1, .max_inputs = 2, .has_output = true},
+    infer_slice, grad_slice};
+const fl_op_def fl_def_slice_grad = {
+    "SliceGrad",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_slice_grad, NULL};
 
 static fl_node *build_slice(fl_graph *g, fl_node *x, const fl_attrs *attrs, int axis,
                             const char *name, const char *default_name)
 {
     fl_node *inputs[1] = {x};
     fl_node_spec spec = {.op = FL_OP_SLICE, .name = name, .default_name = default_name,
-                         .inputs = inputs, .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32,
-                         .has_output = true, .attrs = *attrs};
+                         .inputs = inputs, .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32, .attrs = *attrs};
     if (x) {
         spec.attrs.axis = normalize_axis(g, name ? name : default_name, axis, x->shape.rank);
         if (spec.attrs.axis < 0)
@@ -367,8 +376,14 @@ int fl_split(fl_graph *g, fl_node *x, int num, int axis, fl_node **out, const ch
 
 /* ---- Identity, StopGradient: the same tensor under a new name ---- */
 
-const fl_op_def fl_def_identity = {"Identity", fl_infer_same_as_input0, grad_pass, true};
-const fl_op_def fl_def_stop_gradient = {"StopGradient", fl_infer_same_as_input0, grad_none, true};
+const fl_op_def fl_def_identity = {
+    "Identity",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true, .aliases = FL_ALIAS_RENAMES_INPUT0},
+    fl_infer_same_as_input0, grad_pass};
+const fl_op_def fl_def_stop_gradient = {
+    "StopGradient",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true, .aliases = FL_ALIAS_RENAMES_INPUT0},
+    fl_infer_same_as_input0, grad_none};
 
 fl_node *fl_identity(fl_graph *g, fl_node *x, const char *name)
 {
@@ -402,7 +417,10 @@ static int infer_cast(const fl_node *n, const fl_shape *in, fl_shape *out, char 
     return 0;
 }
 
-const fl_op_def fl_def_cast = {"Cast", infer_cast, grad_cast, false};
+const fl_op_def fl_def_cast = {
+    "Cast",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_cast, grad_cast};
 
 fl_node *fl_cast(fl_graph *g, fl_node *x, fl_dtype dtype, const char *name)
 {
@@ -412,7 +430,7 @@ fl_node *fl_cast(fl_graph *g, fl_node *x, fl_dtype dtype, const char *name)
         return fl_graph_fail(g, name ? name : "Cast", "unknown dtype %d", (int)dtype);
     fl_node *inputs[1] = {x};
     fl_node_spec spec = {.op = FL_OP_CAST, .name = name, .default_name = "Cast", .inputs = inputs,
-                         .ninputs = 1, .dtype = dtype, .has_output = true};
+                         .ninputs = 1, .dtype = dtype};
     spec.attrs.dtype = dtype;
     return fl_add_node(g, &spec);
 }

@@ -65,7 +65,7 @@ static fl_node *build_backprop(fl_graph *g, fl_op_kind op, const char *type, fl_
 {
     fl_node *inputs[3] = {a, b, c};
     fl_node_spec spec = {.op = op, .default_name = type, .inputs = inputs, .ninputs = 3,
-                         .dtype = FL_FLOAT32, .attrs = *attrs, .has_output = true};
+                         .dtype = FL_FLOAT32, .attrs = *attrs};
     return fl_add_node(g, &spec);
 }
 
@@ -150,18 +150,25 @@ static int grad_conv2d(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_conv2d = {"Conv2D", infer_conv2d, grad_conv2d, false};
-const fl_op_def fl_def_conv2d_backprop_input = {"Conv2DBackpropInput",
-                                                infer_conv2d_backprop_input, NULL, false};
-const fl_op_def fl_def_conv2d_backprop_filter = {"Conv2DBackpropFilter",
-                                                 infer_conv2d_backprop_filter, NULL, false};
+const fl_op_def fl_def_conv2d = {
+    "Conv2D",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_conv2d, grad_conv2d};
+const fl_op_def fl_def_conv2d_backprop_input = {
+    "Conv2DBackpropInput",
+    {.min_inputs = 3, .max_inputs = 3, .has_output = true},
+    infer_conv2d_backprop_input, NULL};
+const fl_op_def fl_def_conv2d_backprop_filter = {
+    "Conv2DBackpropFilter",
+    {.min_inputs = 3, .max_inputs = 3, .has_output = true},
+    infer_conv2d_backprop_filter, NULL};
 
 fl_node *fl_conv2d(fl_graph *g, fl_node *input, fl_node *filter, int stride_h, int stride_w,
                    fl_padding padding, const char *name)
 {
     fl_node *inputs[2] = {input, filter};
     fl_node_spec spec = {.op = FL_OP_CONV2D, .name = name, .default_name = "Conv2D",
-                         .inputs = inputs, .ninputs = 2, .dtype = FL_FLOAT32, .has_output = true};
+                         .inputs = inputs, .ninputs = 2, .dtype = FL_FLOAT32};
     spec.attrs.stride_h = stride_h;
     spec.attrs.stride_w = stride_w;
     spec.attrs.padding = padding;
@@ -222,15 +229,21 @@ static int grad_max_pool(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_max_pool = {"MaxPool", infer_max_pool, grad_max_pool, false};
-const fl_op_def fl_def_max_pool_grad = {"MaxPoolGrad", infer_max_pool_grad, NULL, false};
+const fl_op_def fl_def_max_pool = {
+    "MaxPool",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_max_pool, grad_max_pool};
+const fl_op_def fl_def_max_pool_grad = {
+    "MaxPoolGrad",
+    {.min_inputs = 3, .max_inputs = 3, .has_output = true},
+    infer_max_pool_grad, NULL};
 
 fl_node *fl_max_pool2d(fl_graph *g, fl_node *input, int ksize_h, int ksize_w, int stride_h,
                        int stride_w, fl_padding padding, const char *name)
 {
     fl_node *inputs[1] = {input};
     fl_node_spec spec = {.op = FL_OP_MAX_POOL, .name = name, .default_name = "MaxPool",
-                         .inputs = inputs, .ninputs = 1, .dtype = FL_FLOAT32, .has_output = true};
+                         .inputs = inputs, .ninputs = 1, .dtype = FL_FLOAT32};
     spec.attrs.ksize_h = ksize_h;
     spec.attrs.ksize_w = ksize_w;
     spec.attrs.stride_h = stride_h;

@@ -36,8 +36,14 @@ static int infer_fused_matmul(const fl_node *n, const fl_shape *in, fl_shape *ou
     return check_bias(*out, in[2], err);
 }
 
-const fl_op_def fl_def_fused_conv2d = {"FusedConv2D", infer_fused_conv2d, NULL, false};
-const fl_op_def fl_def_fused_matmul = {"FusedMatMul", infer_fused_matmul, NULL, false};
+const fl_op_def fl_def_fused_conv2d = {
+    "FusedConv2D",
+    {.min_inputs = 3, .max_inputs = 3, .has_output = true, .fused = true},
+    infer_fused_conv2d, NULL};
+const fl_op_def fl_def_fused_matmul = {
+    "FusedMatMul",
+    {.min_inputs = 3, .max_inputs = 3, .has_output = true, .fused = true},
+    infer_fused_matmul, NULL};
 
 /* MaxPoolReluGrad(dy, x, y) takes MaxPoolGrad's inputs and is shaped like x. */
 static int infer_max_pool_relu_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
@@ -45,4 +51,7 @@ static int infer_max_pool_relu_grad(const fl_node *n, const fl_shape *in, fl_sha
     return fl_def_max_pool_grad.infer(n, in, out, err);
 }
 
-const fl_op_def fl_def_max_pool_relu_grad = {"MaxPoolReluGrad", infer_max_pool_relu_grad, NULL, false};
+const fl_op_def fl_def_max_pool_relu_grad = {
+    "MaxPoolReluGrad",
+    {.min_inputs = 3, .max_inputs = 3, .has_output = true, .fused = true},
+    infer_max_pool_relu_grad, NULL};

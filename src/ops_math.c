@@ -63,7 +63,10 @@ static int grad_matmul(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_matmul = {"MatMul", infer_matmul, grad_matmul, false};
+const fl_op_def fl_def_matmul = {
+    "MatMul",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_matmul, grad_matmul};
 
 static int check_float(fl_graph *g, fl_node *x, const char *name, const char *what)
 {
@@ -82,7 +85,7 @@ fl_node *fl_matmul(fl_graph *g, fl_node *a, fl_node *b, bool transpose_a, bool t
         return NULL;
     fl_node *inputs[2] = {a, b};
     fl_node_spec spec = {.op = FL_OP_MATMUL, .name = name, .default_name = "MatMul",
-                         .inputs = inputs, .ninputs = 2, .dtype = FL_FLOAT32, .has_output = true};
+                         .inputs = inputs, .ninputs = 2, .dtype = FL_FLOAT32};
     spec.attrs.transpose_a = transpose_a;
     spec.attrs.transpose_b = transpose_b;
     return fl_add_node(g, &spec);
@@ -135,16 +138,28 @@ static int grad_div(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     fl_node *a = n->inputs[0], *b = n->inputs[1];
     fl_node *inputs[3] = {dy, a, b};
     fl_node_spec spec = {.op = FL_OP_DIV_GRAD_B, .default_name = "DivGradB", .inputs = inputs,
-                         .ninputs = 3, .dtype = FL_FLOAT32, .has_output = true};
+                         .ninputs = 3, .dtype = FL_FLOAT32};
     dx[0] = reduce_to_operand(g, fl_div(g, dy, b, NULL), a, n);
     dx[1] = reduce_to_operand(g, fl_add_node(g, &spec), b, n);
     return 0;
 }
 
-const fl_op_def fl_def_add = {"Add", infer_broadcast, grad_add, false};
-const fl_op_def fl_def_sub = {"Sub", infer_broadcast, grad_sub, false};
-const fl_op_def fl_def_mul = {"Mul", infer_broadcast, grad_mul, false};
-const fl_op_def fl_def_div = {"Div", infer_broadcast, grad_div, false};
+const fl_op_def fl_def_add = {
+    "Add",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_broadcast, grad_add};
+const fl_op_def fl_def_sub = {
+    "Sub",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_broadcast, grad_sub};
+const fl_op_def fl_def_mul = {
+    "Mul",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_broadcast, grad_mul};
+const fl_op_def fl_def_div = {
+    "Div",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_broadcast, grad_div};
 
 fl_node *fl_add(fl_graph *g, fl_node *a, fl_node *b, const char *name)
 {
@@ -176,7 +191,10 @@ static int infer_div_grad_b(const fl_node *n, const fl_shape *in, fl_shape *out,
     return 0;
 }
 
-const fl_op_def fl_def_div_grad_b = {"DivGradB", infer_div_grad_b, NULL, false};
+const fl_op_def fl_def_div_grad_b = {
+    "DivGradB",
+    {.min_inputs = 3, .max_inputs = 3, .has_output = true},
+    infer_div_grad_b, NULL};
 
 /* ---- Neg ---- */
 
@@ -187,7 +205,10 @@ static int grad_neg(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_neg = {"Neg", fl_infer_same_as_input0, grad_neg, false};
+const fl_op_def fl_def_neg = {
+    "Neg",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    fl_infer_same_as_input0, grad_neg};
 
 fl_node *fl_neg(fl_graph *g, fl_node *x, const char *name)
 {
@@ -222,7 +243,10 @@ static int grad_add_n(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_add_n = {"AddN", infer_add_n, grad_add_n, false};
+const fl_op_def fl_def_add_n = {
+    "AddN",
+    {.min_inputs = 1, .max_inputs = FL_OP_INPUT_LIST, .has_output = true},
+    infer_add_n, grad_add_n};
 
 fl_node *fl_add_n(fl_graph *g, fl_node *const *inputs, int n, const char *name)
 {
@@ -233,8 +257,7 @@ fl_node *fl_add_n(fl_graph *g, fl_node *const *inputs, int n, const char *name)
             return fl_graph_fail(g, name ? name : "AddN", "inputs mix %s and %s",
                                  fl_dtype_name(inputs[0]->dtype), fl_dtype_name(inputs[i]->dtype));
     fl_node_spec spec = {.op = FL_OP_ADD_N, .name = name, .default_name = "AddN", .inputs = inputs,
-                         .ninputs = n, .dtype = inputs[0] ? inputs[0]->dtype : FL_FLOAT32,
-                         .has_output = true};
+                         .ninputs = n, .dtype = inputs[0] ? inputs[0]->dtype : FL_FLOAT32};
     return fl_add_node(g, &spec);
 }
 
@@ -250,7 +273,10 @@ static int infer_sum_to_shape(const fl_node *n, const fl_shape *in, fl_shape *ou
     return 0;
 }
 
-const fl_op_def fl_def_sum_to_shape = {"SumToShape", infer_sum_to_shape, NULL, false};
+const fl_op_def fl_def_sum_to_shape = {
+    "SumToShape",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_sum_to_shape, NULL};
 
 fl_node *fl_sum_to_shape(fl_graph *g, fl_node *x, fl_node *like, const char *name)
 {

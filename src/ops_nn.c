@@ -1,4 +1,4 @@
-/* ops_nn.c: activations (relu, sigmoid, tanh), softmax and the sparse
+/* ops_nn.c: activations (relu, sigmoid, tanh, softplus), softmax and the sparse
  * softmax cross-entropy loss. Each gradient is one fused op that takes dy
  * first, then what the rule needs (the input x or the output y). */
 #include <stdio.h>
@@ -9,7 +9,7 @@ static fl_node *build_fused_grad(fl_graph *g, fl_op_kind op, const char *type, f
                                  int n)
 {
     fl_node_spec spec = {.op = op, .default_name = type, .inputs = inputs, .ninputs = n,
-                         .dtype = FL_FLOAT32, .has_output = true};
+                         .dtype = FL_FLOAT32};
     return fl_add_node(g, &spec);
 }
 
@@ -33,8 +33,14 @@ static int grad_relu(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_relu = {"Relu", infer_float_unary, grad_relu, false};
-const fl_op_def fl_def_relu_grad = {"ReluGrad", fl_infer_same_float_pair, NULL, false};
+const fl_op_def fl_def_relu = {
+    "Relu",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_float_unary, grad_relu};
+const fl_op_def fl_def_relu_grad = {
+    "ReluGrad",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    fl_infer_same_float_pair, NULL};
 
 fl_node *fl_relu(fl_graph *g, fl_node *x, const char *name)
 {
@@ -50,8 +56,14 @@ static int grad_sigmoid(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_sigmoid = {"Sigmoid", infer_float_unary, grad_sigmoid, false};
-const fl_op_def fl_def_sigmoid_grad = {"SigmoidGrad", fl_infer_same_float_pair, NULL, false};
+const fl_op_def fl_def_sigmoid = {
+    "Sigmoid",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_float_unary, grad_sigmoid};
+const fl_op_def fl_def_sigmoid_grad = {
+    "SigmoidGrad",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    fl_infer_same_float_pair, NULL};
 
 fl_node *fl_sigmoid(fl_graph *g, fl_node *x, const char *name)
 {
@@ -67,12 +79,41 @@ static int grad_tanh(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_tanh = {"Tanh", infer_float_unary, grad_tanh, false};
-const fl_op_def fl_def_tanh_grad = {"TanhGrad", fl_infer_same_float_pair, NULL, false};
+const fl_op_def fl_def_tanh = {
+    "Tanh",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_float_unary, grad_tanh};
+const fl_op_def fl_def_tanh_grad = {
+    "TanhGrad",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    fl_infer_same_float_pair, NULL};
 
 fl_node *fl_tanh(fl_graph *g, fl_node *x, const char *name)
 {
     return fl_build_unary(g, FL_OP_TANH, x, name, "Tanh");
+}
+
+/* ---- Softplus: log(1 + e^x); its gradient dy * sigmoid(x) ---- */
+
+static int grad_softplus(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
+{
+    fl_node *inputs[2] = {dy, n->inputs[0]};
+    dx[0] = build_fused_grad(g, FL_OP_SOFTPLUS_GRAD, "SoftplusGrad", inputs, 2);
+    return 0;
+}
+
+const fl_op_def fl_def_softplus = {
+    "Softplus",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_float_unary, grad_softplus};
+const fl_op_def fl_def_softplus_grad = {
+    "SoftplusGrad",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    fl_infer_same_float_pair, NULL};
+
+fl_node *fl_softplus(fl_graph *g, fl_node *x, const char *name)
+{
+    return fl_build_unary(g, FL_OP_SOFTPLUS, x, name, "Softplus");
 }
 
 /* ---- Softmax over the last axis: dx = y * (dy - sum(dy * y)) ---- */
@@ -93,7 +134,10 @@ static int grad_softmax(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_softmax = {"Softmax", infer_softmax, grad_softmax, false};
+const fl_op_def fl_def_softmax = {
+    "Softmax",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_softmax, grad_softmax};
 /* SoftmaxGrad(dy, y): both of y's shape, rows over the last axis. */
 static int infer_softmax_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
 {
@@ -104,7 +148,10 @@ static int infer_softmax_grad(const fl_node *n, const fl_shape *in, fl_shape *ou
     return fl_infer_same_float_pair(n, in, out, err);
 }
 
-const fl_op_def fl_def_softmax_grad = {"SoftmaxGrad", infer_softmax_grad, NULL, false};
+const fl_op_def fl_def_softmax_grad = {
+    "SoftmaxGrad",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_softmax_grad, NULL};
 
 fl_node *fl_softmax(fl_graph *g, fl_node *logits, const char *name)
 {
@@ -161,10 +208,14 @@ static int grad_sparse_xent(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_sparse_xent = {"SparseSoftmaxCrossEntropyWithLogits", infer_sparse_xent,
-                                      grad_sparse_xent, false};
-const fl_op_def fl_def_sparse_xent_grad = {"SparseSoftmaxXentGrad", infer_sparse_xent_grad, NULL,
-                                           false};
+const fl_op_def fl_def_sparse_xent = {
+    "SparseSoftmaxCrossEntropyWithLogits",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_sparse_xent, grad_sparse_xent};
+const fl_op_def fl_def_sparse_xent_grad = {
+    "SparseSoftmaxXentGrad",
+    {.min_inputs = 3, .max_inputs = 3, .has_output = true},
+    infer_sparse_xent_grad, NULL};
 
 fl_node *fl_sparse_softmax_cross_entropy_with_logits(fl_graph *g, fl_node *labels, fl_node *logits,
                                                      const char *name)
@@ -172,6 +223,6 @@ fl_node *fl_sparse_softmax_cross_entropy_with_logits(fl_graph *g, fl_node *label
     fl_node *inputs[2] = {labels, logits};
     fl_node_spec spec = {.op = FL_OP_SPARSE_XENT, .name = name,
                          .default_name = "SparseSoftmaxCrossEntropyWithLogits", .inputs = inputs,
-                         .ninputs = 2, .dtype = FL_FLOAT32, .has_output = true};
+                         .ninputs = 2, .dtype = FL_FLOAT32};
     return fl_add_node(g, &spec);
 }

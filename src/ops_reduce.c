@@ -74,16 +74,25 @@ static int grad_reduce(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
         return 0;
     fl_node *inputs[2] = {dy, x};
     fl_node_spec spec = {.op = FL_OP_REDUCE_GRAD, .default_name = "ReduceGrad", .inputs = inputs,
-                         .ninputs = 2, .dtype = FL_FLOAT32, .has_output = true, .attrs = n->attrs};
+                         .ninputs = 2, .dtype = FL_FLOAT32, .attrs = n->attrs};
     spec.attrs.mean = n->op == FL_OP_REDUCE_MEAN;
     dx[0] = fl_add_node(g, &spec);
     return 0;
 }
 
-const fl_op_def fl_def_reduce_sum = {"Sum", infer_reduce, grad_reduce, false};
-const fl_op_def fl_def_reduce_mean = {"Mean", infer_reduce, grad_reduce, false};
+const fl_op_def fl_def_reduce_sum = {
+    "Sum",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_reduce, grad_reduce};
+const fl_op_def fl_def_reduce_mean = {
+    "Mean",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_reduce, grad_reduce};
 /* Second derivatives are out of scope: ReduceGrad itself has no gradient. */
-const fl_op_def fl_def_reduce_grad = {"ReduceGrad", infer_reduce_grad, NULL, false};
+const fl_op_def fl_def_reduce_grad = {
+    "ReduceGrad",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_reduce_grad, NULL};
 
 /* Marks the axes to reduce. NULL or none means all of them; -1 is the last. */
 static int pick_axes(fl_graph *g, const char *name, int rank, const int *axes, int naxes,
@@ -125,7 +134,7 @@ static fl_node *build_reduce(fl_graph *g, fl_op_kind op, const char *type, fl_no
         return NULL;
     fl_node *inputs[1] = {x};
     fl_node_spec spec = {.op = op, .name = name, .default_name = type, .inputs = inputs,
-                         .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32, .has_output = true};
+                         .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32};
     spec.attrs.keep_dims = keep_dims;
     /* With x NULL, fl_add_node reports it (or stays quiet after an earlier error). */
     if (x && pick_axes(g, name ? name : type, x->shape.rank, axes, naxes, spec.attrs.reduce_axis) != 0)
@@ -174,7 +183,10 @@ static int grad_none(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
     return 0;
 }
 
-const fl_op_def fl_def_argmax = {"ArgMax", infer_argmax, grad_none, false};
+const fl_op_def fl_def_argmax = {
+    "ArgMax",
+    {.min_inputs = 1, .max_inputs = 1, .has_output = true},
+    infer_argmax, grad_none};
 
 fl_node *fl_argmax(fl_graph *g, fl_node *x, int axis, const char *name)
 {
@@ -182,7 +194,7 @@ fl_node *fl_argmax(fl_graph *g, fl_node *x, int axis, const char *name)
         return NULL;
     fl_node *inputs[1] = {x};
     fl_node_spec spec = {.op = FL_OP_ARGMAX, .name = name, .default_name = "ArgMax",
-                         .inputs = inputs, .ninputs = 1, .dtype = FL_INT32, .has_output = true};
+                         .inputs = inputs, .ninputs = 1, .dtype = FL_INT32};
     if (x) {
         bool unused[FL_MAX_RANK] = {false};
         if (pick_axes(g, name ? name : "ArgMax", x->shape.rank, &axis, 1, unused) != 0)
@@ -204,12 +216,15 @@ static int infer_equal(const fl_node *n, const fl_shape *in, fl_shape *out, char
     return fl_broadcast_shape(in[0], in[1], out, err);
 }
 
-const fl_op_def fl_def_equal = {"Equal", infer_equal, grad_none, false};
+const fl_op_def fl_def_equal = {
+    "Equal",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true},
+    infer_equal, grad_none};
 
 fl_node *fl_equal(fl_graph *g, fl_node *a, fl_node *b, const char *name)
 {
     fl_node *inputs[2] = {a, b};
     fl_node_spec spec = {.op = FL_OP_EQUAL, .name = name, .default_name = "Equal",
-                         .inputs = inputs, .ninputs = 2, .dtype = FL_INT32, .has_output = true};
+                         .inputs = inputs, .ninputs = 2, .dtype = FL_INT32};
     return fl_add_node(g, &spec);
 }

@@ -122,7 +122,7 @@ fl_node *fl_build_unary(fl_graph *g, fl_op_kind op, fl_node *x, const char *name
 {
     fl_node *inputs[1] = {x};
     fl_node_spec spec = {.op = op, .name = name, .default_name = default_name, .inputs = inputs,
-                         .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32, .has_output = true};
+                         .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32};
     return fl_add_node(g, &spec);
 }
 
@@ -131,6 +131,6 @@ fl_node *fl_build_binary(fl_graph *g, fl_op_kind op, fl_node *a, fl_node *b, con
 {
     fl_node *inputs[2] = {a, b};
     fl_node_spec spec = {.op = op, .name = name, .default_name = default_name, .inputs = inputs,
-                         .ninputs = 2, .dtype = a ? a->dtype : FL_FLOAT32, .has_output = true};
+                         .ninputs = 2, .dtype = a ? a->dtype : FL_FLOAT32};
     return fl_add_node(g, &spec);
 }

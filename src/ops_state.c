@@ -43,7 +43,10 @@ static int check_shape(fl_graph *g, const char *name, fl_shape shape, bool must_
 
 /* ---- Placeholder ---- */
 
-const fl_op_def fl_def_placeholder = {"Placeholder", infer_from_attrs, NULL, false};
+const fl_op_def fl_def_placeholder = {
+    "Placeholder",
+    {.min_inputs = 0, .max_inputs = 0, .has_output = true, .is_source = true},
+    infer_from_attrs, NULL};
 
 fl_node *fl_placeholder(fl_graph *g, fl_dtype dtype, fl_shape shape, const char *name)
 {
@@ -53,14 +56,17 @@ fl_node *fl_placeholder(fl_graph *g, fl_dtype dtype, fl_shape shape, const char 
         return fl_graph_fail(g, name ? name : "Placeholder", "placeholders take float32 or int32, not uint8; "
                              "feed uint8 images through fl_dataset, whose batches are float32");
     fl_node_spec spec = {.op = FL_OP_PLACEHOLDER, .name = name, .default_name = "Placeholder",
-                         .dtype = dtype, .has_output = true};
+                         .dtype = dtype};
     spec.attrs.shape = shape;
     return fl_add_node(g, &spec);
 }
 
 /* ---- Const ---- */
 
-const fl_op_def fl_def_const = {"Const", infer_from_attrs, NULL, false};
+const fl_op_def fl_def_const = {
+    "Const",
+    {.min_inputs = 0, .max_inputs = 0, .has_output = true, .is_source = true},
+    infer_from_attrs, NULL};
 
 fl_node *fl_constant(fl_graph *g, const fl_tensor *value, const char *name)
 {
@@ -72,7 +78,7 @@ fl_node *fl_constant(fl_graph *g, const fl_tensor *value, const char *name)
     if (check_shape(g, name ? name : "Const", value->shape, true) != 0)
         return NULL;
     fl_node_spec spec = {.op = FL_OP_CONST, .name = name, .default_name = "Const",
-                         .dtype = value->dtype, .has_output = true};
+                         .dtype = value->dtype};
     spec.attrs.shape = value->shape;
     fl_node *n = fl_add_node(g, &spec);
     if (n)
@@ -94,7 +100,10 @@ fl_node *fl_int_scalar(fl_graph *g, int32_t value, const char *name)
 
 /* ---- Variable: its value is the session's storage for it ---- */
 
-const fl_op_def fl_def_variable = {"VariableV2", infer_from_attrs, NULL, false};
+const fl_op_def fl_def_variable = {
+    "VariableV2",
+    {.min_inputs = 0, .max_inputs = 0, .has_output = true, .is_source = true},
+    infer_from_attrs, NULL};
 
 /* ---- Fill, RandomUniform, TruncatedNormal: initial values ----
  * Fill with one input takes that input's run-time shape (ones_like). */
@@ -107,16 +116,24 @@ static int infer_fill(const fl_node *n, const fl_shape *in, fl_shape *out, char 
     return 0;
 }
 
-const fl_op_def fl_def_fill = {"Fill", infer_fill, NULL, false};
-const fl_op_def fl_def_random_uniform = {"RandomUniform", infer_from_attrs, NULL, false};
-const fl_op_def fl_def_truncated_normal = {"TruncatedNormal", infer_from_attrs, NULL, false};
+const fl_op_def fl_def_fill = {
+    "Fill",
+    {.min_inputs = 0, .max_inputs = 1, .has_output = true},
+    infer_fill, NULL};
+const fl_op_def fl_def_random_uniform = {
+    "RandomUniform",
+    {.min_inputs = 0, .max_inputs = 0, .has_output = true},
+    infer_from_attrs, NULL};
+const fl_op_def fl_def_truncated_normal = {
+    "TruncatedNormal",
+    {.min_inputs = 0, .max_inputs = 0, .has_output = true},
+    infer_from_attrs, NULL};
 
 fl_node *fl_ones_like(fl_graph *g, fl_node *x, const char *name)
 {
     fl_node *inputs[1] = {x};
     fl_node_spec spec = {.op = FL_OP_FILL, .name = name, .default_name = "OnesLike",
-                         .inputs = inputs, .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32,
-                         .has_output = true};
+                         .inputs = inputs, .ninputs = 1, .dtype = x ? x->dtype : FL_FLOAT32};
     spec.attrs.value = 1.0f;
     return fl_add_node(g, &spec);
 }
@@ -142,8 +159,14 @@ static int infer_assign(const fl_node *n, const fl_shape *in, fl_shape *out, cha
     return 0;
 }
 
-const fl_op_def fl_def_assign = {"Assign", infer_assign, NULL, true};
-const fl_op_def fl_def_assign_add = {"AssignAdd", infer_assign, NULL, true};
+const fl_op_def fl_def_assign = {
+    "Assign",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true, .writes_inputs = 1, .aliases = FL_ALIAS_WRITES_INPUT0},
+    infer_assign, NULL};
+const fl_op_def fl_def_assign_add = {
+    "AssignAdd",
+    {.min_inputs = 2, .max_inputs = 2, .has_output = true, .writes_inputs = 1, .aliases = FL_ALIAS_WRITES_INPUT0},
+    infer_assign, NULL};
 
 static fl_node *build_assign(fl_graph *g, fl_op_kind op, fl_node *var, fl_node *value,
                              const char *name, const char *default_name)
@@ -153,7 +176,7 @@ static fl_node *build_assign(fl_graph *g, fl_op_kind op, fl_node *var, fl_node *
                              fl_node_op_type(var));
     fl_node *inputs[2] = {var, value};
     fl_node_spec spec = {.op = op, .name = name, .default_name = default_name, .inputs = inputs,
-                         .ninputs = 2, .dtype = var ? var->dtype : FL_FLOAT32, .has_output = true};
+                         .ninputs = 2, .dtype = var ? var->dtype : FL_FLOAT32};
     return fl_add_node(g, &spec);
 }
 
@@ -178,7 +201,7 @@ static int infer_no_output(const fl_node *n, const fl_shape *in, fl_shape *out, 
     return 0;
 }
 
-const fl_op_def fl_def_no_op = {"NoOp", infer_no_output, NULL, false};
+const fl_op_def fl_def_no_op = {"NoOp", {.min_inputs = 0, .max_inputs = 0}, infer_no_output, NULL};
 
 fl_node *fl_group(fl_graph *g, fl_node *const *nodes, int n, const char *name)
 {
@@ -186,7 +209,7 @@ fl_node *fl_group(fl_graph *g, fl_node *const *nodes, int n, const char *name)
         if (!nodes[i])
             return fl_graph_failed(g) ? NULL : fl_graph_fail(g, name ? name : "group", "node %d is NULL", i);
     fl_node_spec spec = {.op = FL_OP_NO_OP, .name = name, .default_name = "group_deps",
-                         .dtype = FL_FLOAT32, .has_output = false};
+                         .dtype = FL_FLOAT32};
     fl_node *group = fl_add_node(g, &spec);
     for (int i = 0; group && i < n; i++)
         if (fl_add_control_input(g, group, nodes[i]) != 0)
@@ -224,6 +247,15 @@ static int infer_update(const fl_node *n, const fl_shape *in, fl_shape *out, cha
     return 0;
 }
 
-const fl_op_def fl_def_apply_gradient_descent = {"ApplyGradientDescent", infer_update, NULL, false};
-const fl_op_def fl_def_apply_momentum = {"ApplyMomentum", infer_update, NULL, false};
-const fl_op_def fl_def_apply_adam = {"ApplyAdam", infer_update, NULL, false};
+const fl_op_def fl_def_apply_gradient_descent = {
+    "ApplyGradientDescent",
+    {.min_inputs = 2, .max_inputs = 2, .writes_inputs = 1},
+    infer_update, NULL};
+const fl_op_def fl_def_apply_momentum = {
+    "ApplyMomentum",
+    {.min_inputs = 3, .max_inputs = 3, .writes_inputs = 2},
+    infer_update, NULL};
+const fl_op_def fl_def_apply_adam = {
+    "ApplyAdam",
+    {.min_inputs = 6, .max_inputs = 6, .writes_inputs = 3},
+    infer_update, NULL};

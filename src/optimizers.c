@@ -125,7 +125,7 @@ static fl_node *slot_variable(fl_graph *g, fl_node *var, const char *suffix, fl_
 static fl_node *update_op(fl_optimizer *opt, fl_graph *g, fl_node *var, fl_node *grad,
                           fl_node *beta_powers[2])
 {
-    fl_node_spec spec = {.dtype = FL_FLOAT32, .has_output = false};
+    fl_node_spec spec = {.dtype = FL_FLOAT32};
     spec.attrs.learning_rate = opt->learning_rate;
     fl_node *inputs[6] = {var};
     if (opt->kind == SGD) {

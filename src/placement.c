@@ -24,11 +24,11 @@ static fl_device *requested_device(const fl_device_name *d)
     return NULL;
 }
 
-/* Whether dev can run n: a kernel for its op, or nothing to compute there. */
+/* Whether dev can run n: a kernel for its op, or nothing to compute there
+ * (a source, a NoOp: its op's signature says so). */
 static bool can_run(const fl_device *dev, const fl_node *n)
 {
-    return dev->backend->has_kernel(n->op) || !n->has_output || n->op == FL_OP_PLACEHOLDER ||
-           n->op == FL_OP_CONST || n->op == FL_OP_VARIABLE;
+    return dev->backend->has_kernel(n->op) || fl_op_why_no_kernel(n->op) != NULL;
 }
 
 /* A node whose device names a task: the session's cluster plugin resolves
@@ -95,9 +95,9 @@ fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *
     return NULL;
 }
 
-void fl_log_placement(const fl_node *n, const fl_device *d)
+void fl_log_placement(const fl_node *n, const char *device)
 {
-    bool moved = n->device[0] && strcmp(n->device, d->name) != 0;
-    fprintf(stderr, "%s: (%s): %s%s%s%s\n", n->name, fl_node_op_type(n), d->name,
+    bool moved = n->device[0] && strcmp(n->device, device) != 0;
+    fprintf(stderr, "%s: (%s): %s%s%s%s\n", n->name, fl_node_op_type(n), device,
             moved ? " (asked for " : "", moved ? n->device : "", moved ? ")" : "");
 }

@@ -6,6 +6,8 @@
 
 /* The device n runs on, or NULL with "node: why" in err. */
 fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *err, size_t len);
-void fl_log_placement(const fl_node *n, const fl_device *d);
+/* log_device_placement's line: "name: (Op): device", and what n asked for
+ * when that differs. */
+void fl_log_placement(const fl_node *n, const char *device);
 
 #endif

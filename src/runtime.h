@@ -27,8 +27,13 @@ long fl_latest_checkpoint_step(const char *dir);
 /* ---- clock.c: CLOCK_MONOTONIC in microseconds, the clock of every trace ---- */
 double fl_now_us(void);
 double fl_now_s(void); /* the same clock in seconds, for waits and rates */
-/* How long to wait for a peer task (FLOWLAB_TASK_DEADLINE, 120 s by default). */
+/* How long to wait for a peer task: FLOWLAB_TASK_DEADLINE, in seconds, 120
+ * by default (and, with a WARNING once, when the variable is wrong). */
+#define FL_TASK_DEADLINE_DEFAULT_S 120.0
 double fl_task_deadline_s(void);
+/* 0, or -1 after fl_set_error_code naming the variable and its value when
+ * FLOWLAB_TASK_DEADLINE is set to no number of seconds above 0. */
+int fl_task_deadline_check(void);
 
 /* ---- tensor.c ---- */
 size_t fl_dtype_size(fl_dtype dtype);
@@ -65,7 +70,7 @@ typedef enum {
     FL_OP_SUM_TO_SHAPE, FL_OP_DIV_GRAD_B,
     /* activations and losses */
     FL_OP_RELU, FL_OP_RELU_GRAD, FL_OP_SIGMOID, FL_OP_SIGMOID_GRAD, FL_OP_TANH,
-    FL_OP_TANH_GRAD, FL_OP_SOFTMAX, FL_OP_SOFTMAX_GRAD, FL_OP_SPARSE_XENT,
+    FL_OP_TANH_GRAD, FL_OP_SOFTPLUS, FL_OP_SOFTPLUS_GRAD, FL_OP_SOFTMAX, FL_OP_SOFTMAX_GRAD, FL_OP_SPARSE_XENT,
     FL_OP_SPARSE_XENT_GRAD,
     /* reductions */
     FL_OP_REDUCE_SUM, FL_OP_REDUCE_MEAN, FL_OP_REDUCE_GRAD,
@@ -112,7 +117,7 @@ struct fl_node {
     fl_op_kind op;
     fl_dtype dtype;
     fl_shape shape;       /* build-time shape; -1 where unknown */
-    bool has_output;      /* false for NoOp and optimizer updates */
+    bool has_output;      /* its op's signature says: false for NoOp and optimizer updates */
     fl_node **inputs;
     int ninputs;
     fl_node **controls;   /* run after these */
@@ -125,8 +130,30 @@ struct fl_node {
     fl_node *initializer; /* the Assign that gives it its first value */
 };
 
+/* How an op's output relates to its input 0. */
+typedef enum {
+    FL_ALIAS_NONE,           /* a value of its own (or a buffer the session forwards to it) */
+    FL_ALIAS_RENAMES_INPUT0, /* input 0's value under another name (Reshape, Identity): a copy elsewhere */
+    FL_ALIAS_WRITES_INPUT0,  /* input 0's buffer, updated in place (Assign): it runs where input 0 lives */
+} fl_op_alias;
+
+#define FL_OP_INPUT_LIST (-1) /* max_inputs of an op that takes a list of any length (AddN, Concat) */
+
+/* What an op takes and gives, declared once with the op: the session, the
+ * placer and the wire's decoder read it, and test_op_checklist holds every
+ * op's builders and the wire to it. */
+typedef struct {
+    int min_inputs, max_inputs; /* max FL_OP_INPUT_LIST: a list */
+    bool has_output;            /* false: NoOp and the optimizer updates */
+    int writes_inputs;          /* its first N inputs, updated in place, are variables (Assign 1, ApplyAdam 3) */
+    bool is_source;             /* the session gives its value (a feed, a constant, a variable's buffer) */
+    bool fused;                 /* made by the session's fusion pass for one run: never built nor sent */
+    fl_op_alias aliases;
+} fl_op_signature;
+
 typedef struct {
     const char *type; /* TensorFlow's name for it: "MatMul" */
+    fl_op_signature sig;
     /* Output shape from input shapes. Called when a node is built (dims may be
      * -1) and again at run time with real shapes. On a mismatch it writes what
      * is wrong, without the node name, to err (FL_ERROR_LEN) and returns -1. */
@@ -134,18 +161,20 @@ typedef struct {
     /* Builds the gradient of each input from dy (the gradient of the output);
      * leaves dx[i] NULL where input i gets none. NULL: not differentiable. */
     int (*gradient)(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx);
-    /* The output is input 0's buffer, updated in place or reinterpreted. */
-    bool aliases_input0;
 } fl_op_def;
 
 const fl_op_def *fl_op_def_of(fl_op_kind op);
-/* Why op has no gradient rule, or why no backend needs a kernel for it;
+/* Why op has no gradient rule, or why no backend needs a kernel for it (from
+ * its signature: a source, or an op with no output that writes nothing);
  * NULL where it has one (op_registry.c, checked by tests/test_op_checklist.c). */
 const char *fl_op_why_no_gradient(fl_op_kind op);
 const char *fl_op_why_no_kernel(fl_op_kind op);
-/* Why a backend may leave op's kernel out (NULL: it may not): the session
- * fuses into op only on a device whose backend has the kernel. */
+/* Why a backend may leave op's kernel out (NULL: it may not): a fused op;
+ * the session fuses into it only on a device whose backend has the kernel. */
 const char *fl_op_why_kernel_optional(fl_op_kind op);
+/* Whether n inputs fit op's signature (a list takes at least min_inputs):
+ * 0, or -1 with "a MatMul takes 2 inputs, not 3" in err. */
+int fl_op_check_input_count(fl_op_kind op, int n, char *err, size_t len);
 
 /* ---- graph.c: adding nodes ---- */
 typedef struct {
@@ -156,7 +185,6 @@ typedef struct {
     int ninputs;
     fl_dtype dtype;
     fl_attrs attrs;
-    bool has_output;
     bool exact_name; /* use name as given, outside any name scope (variables) */
 } fl_node_spec;
 

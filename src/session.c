@@ -90,7 +90,7 @@ int fl_session_place(fl_session *s, fl_node *n)
     if (!slot->device)
         return fl_session_fail(s, "%s", err);
     if (s->options.log_device_placement)
-        fl_log_placement(n, slot->device);
+        fl_log_placement(n, slot->device->name);
     return 0;
 }
 
@@ -98,6 +98,8 @@ int fl_session_ops_run(const fl_session *s) { return s ? s->ops_run : 0; }
 
 const char *fl_session_node_device(const fl_session *s, const fl_node *n)
 {
+    if (s && s->master)
+        return fl_session_master_node_device(s, n);
     if (!s || !n || n->graph != s->graph || n->id >= s->nslots || !s->slots[n->id].device)
         return NULL;
     return s->slots[n->id].device->name;
@@ -194,15 +196,11 @@ static int check_initialized(fl_session *s, fl_node *n)
     return 0;
 }
 
-/* Reshape, Identity and StopGradient only give their input another name:
- * on another device they read a copy of it, as TensorFlow's do (chapter 7's
- * stages meet at a reshape). Every other op whose output is its input 0
- * writes it in place, and must run where it lives. */
-static bool writes_input0(const fl_node *n)
-{
-    bool renames = n->op == FL_OP_RESHAPE || n->op == FL_OP_IDENTITY || n->op == FL_OP_STOP_GRADIENT;
-    return fl_op_def_of(n->op)->aliases_input0 && !renames;
-}
+/* An op that writes its input 0 in place (Assign, the updates) must run
+ * where it lives; one that only renames it (Reshape, Identity) reads a copy
+ * on another device, as TensorFlow's do (chapter 7's stages meet at a
+ * reshape). Its op's signature says which. */
+static bool writes_input0(const fl_node *n) { return fl_op_def_of(n->op)->sig.writes_inputs > 0; }
 
 static int run_op(fl_session *s, fl_node *n)
 {
@@ -228,7 +226,7 @@ static int run_op(fl_session *s, fl_node *n)
     fl_shape shape;
     if (fl_op_def_of(n->op)->infer(n, in_shapes, &shape, err) != 0)
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: %s", n->name, err);
-    if (fl_op_def_of(n->op)->aliases_input0) {
+    if (fl_op_def_of(n->op)->sig.aliases != FL_ALIAS_NONE) {
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
     } else if (n->has_output && fl_session_can_forward(s, n, in[0], shape)) {
         release_slot(slot); /* a buffer from a run that could not forward */
@@ -255,10 +253,7 @@ static int run_op(fl_session *s, fl_node *n)
     return 0;
 }
 
-static bool is_source(const fl_node *n)
-{
-    return n->op == FL_OP_PLACEHOLDER || n->op == FL_OP_VARIABLE || n->op == FL_OP_CONST;
-}
+static bool is_source(const fl_node *n) { return fl_op_def_of(n->op)->sig.is_source; }
 
 /* ---- the order of a run ---- */
 

@@ -145,7 +145,7 @@ static bool reads_input(const fl_pending_read *p, const fl_device *d, const fl_n
 int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in)
 {
     const fl_device *d = s->slots[n->id].device;
-    if (!fl_op_def_of(n->op)->aliases_input0) /* only a write in place can overwrite what is read */
+    if (fl_op_def_of(n->op)->sig.writes_inputs == 0) /* only a write in place can overwrite what is read */
         return 0;
     for (int r = 0; r < s->nreads; r++) {
         fl_pending_read *p = &s->reads[r];

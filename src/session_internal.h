@@ -1,5 +1,6 @@
 /* session_internal.h: the session's state, shared by the files that run it
- * (session.c, session_prune.c, session_copies.c), save it and trace it. */
+ * (src/session*.c), save it, trace it and draw it (`grep -rl
+ * session_internal.h src` lists them all). */
 #ifndef FLOWLAB_SESSION_INTERNAL_H
 #define FLOWLAB_SESSION_INTERNAL_H
 
@@ -126,6 +127,8 @@ struct fl_session {
     int nreads, reads_cap;
     fl_run_fetches *run; /* during a run, else NULL */
     void *master; /* the cluster runtime's master, in the client of a cluster */
+    bool *placement_logged; /* by node id, in the client: its task's device was printed */
+    int nplacement_logged;
     /* fl_session_trace_event's events, from any thread: under external_lock. */
     pthread_mutex_t external_lock;
     bool external_tracing; /* s->tracing, as the other threads may read it */
@@ -161,6 +164,8 @@ int fl_session_refuse_in_client(fl_session *s, const char *what);
 int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl_feed *feeds, int nfeeds,
                           fl_node *const *fetches, int nfetches, fl_tensor **outputs, fl_node *const *targets,
                           int ntargets);
+/* The task and device the master asked n to run on, once a run needed it. */
+const char *fl_session_master_node_device(const fl_session *s, const fl_node *n);
 /* ---- session_forward.c: an element-wise op's output over its input's buffer ---- */
 /* Whether n (about to run, its output of `shape`) may write over its input
  * 0's buffer: in[0] is read by nothing else in this run, and more. */

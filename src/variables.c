@@ -56,7 +56,7 @@ static fl_node *initial_value(fl_graph *g, const char *var_name, fl_dtype dtype,
 {
     char name[FL_NAME_LEN + 32];
     snprintf(name, sizeof name, "%s/Initializer", var_name);
-    fl_node_spec spec = {.name = name, .dtype = dtype, .has_output = true, .exact_name = true};
+    fl_node_spec spec = {.name = name, .dtype = dtype, .exact_name = true};
     spec.attrs.shape = shape;
     spec.attrs.seed = init.seed ? init.seed : fl_graph_next_op_seed(g);
     switch (init.kind) {
@@ -103,8 +103,7 @@ fl_node *fl_create_variable(fl_graph *g, const char *full_name, fl_dtype dtype, 
     for (int i = 0; i < shape.rank; i++)
         if (shape.dims[i] < 0)
             return fl_graph_fail(g, full_name, "a variable's shape must be fully known");
-    fl_node_spec spec = {.op = FL_OP_VARIABLE, .name = full_name, .dtype = dtype,
-                         .has_output = true, .exact_name = true};
+    fl_node_spec spec = {.op = FL_OP_VARIABLE, .name = full_name, .dtype = dtype, .exact_name = true};
     spec.attrs.shape = shape;
     fl_node *var = fl_add_node(g, &spec);
     if (!var || push_initializer_device(g, var) != 0)
@@ -115,7 +114,7 @@ fl_node *fl_create_variable(fl_graph *g, const char *full_name, fl_dtype dtype, 
     snprintf(assign_name, sizeof assign_name, "%s/Assign", full_name);
     fl_node *inputs[2] = {var, value};
     fl_node_spec assign = {.op = FL_OP_ASSIGN, .name = assign_name, .inputs = inputs, .ninputs = 2,
-                           .dtype = dtype, .has_output = true, .exact_name = true};
+                           .dtype = dtype, .exact_name = true};
     if (fl_device_scope_push_colocated(g, var) != 0)
         return NULL;
     var->initializer = fl_add_node(g, &assign);

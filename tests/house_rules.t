@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# house_rules.t: the layout rules of DESIGN.md, checked on the tree (TAP, run
+# house_rules.t: the house's layout rules, checked on the tree (TAP, run
 # by prove beside the C tests). Files stay under 500 lines and functions under
 # 80; src/ names neither cl/ nor cuda/, and only src/host/ includes the host
 # kernel list; no object files call each other in a cycle of any length (read
@@ -226,6 +226,31 @@ for my $program (qw(labs/00-xor/xor labs/01-single-device/single_device labs/too
     ok($clean, "and its link line names neither libevent nor the cluster archive",
        $clean ? () : ($line // "make -n printed no link line for $path"));
 }
+
+# ---- a file a comment sends the reader to ("see" and a file, or a path from src/,
+# cl/, cuda/, labs/, tests/ or book/) is there ----
+# Resolved from the top of the tree, from the folders a comment names its
+# neighbours by (src/, src/<room>/, cl/, cuda/, labs/, labs/<lab>/, tests/,
+# tests/fuzz/, book/) and from the comment's own folder.
+my @commented = grep { -f && !m{^build} } split /\n/, `git ls-files 2>/dev/null`;
+@commented = (@runtime, @host_code, glob('tests/*.[cht] tests/*.mk tests/fuzz/*.[ch]')) unless @commented;
+@commented = grep { /\.(?:[ch]|cu|cuh|cl|t|mk|sh|in)$|(?:^|\/)Makefile$/ } @commented;
+my @roots = ('', 'src/', (map {"$_/"} grep { -d } glob('src/* labs/*')), 'cl/', 'cuda/', 'labs/', 'tests/',
+             'tests/fuzz/', 'book/');
+my @dangling;
+for my $path (@commented) {
+    my @lines = read_lines($path);
+    (my $own = $path) =~ s{[^/]*$}{};
+    for my $i (0 .. $#lines) {
+        my $file = qr{(?:[\w.-]+/)*[\w-]+\.(?:c|h|cu|cuh|cl|t|mk|sh|md)\b};
+        my @named = ($lines[$i] =~ /\bsee\s+($file)/gi, $lines[$i] =~ m{(?<![\w./-])((?:src|cl|cuda|labs|tests|book)/$file)}g);
+        for my $named (@named) {
+            next if grep { -e "$_$named" } (@roots, $own);
+            push @dangling, "$path:" . ($i + 1) . ": see $named";
+        }
+    }
+}
+ok(!@dangling, 'every file a comment names with "see FILE" or a path is in the tree', @dangling);
 
 print "1..$tests\n";
 exit($failed ? 1 : 0);

@@ -1,7 +1,9 @@
 #!/bin/bash
 # install.t: `make install PREFIX=...` into a temporary prefix, then two
 # programs outside the tree built with nothing but pkg-config (a graph
-# trained one step with its summaries written; a cluster spec read), run;
+# trained one step with its summaries written; a cluster spec read; the
+# README's smallest complete program, labs/00-xor/xor.c, copied out), run;
+# flowlab_server and launch_cluster installed in PREFIX/bin and run;
 # the installed archive opens the installed CUDA module, not this tree's;
 # `make uninstall` leaves no file behind. DESTDIR stages the same files.
 # TAP, run by prove; skipped where pkg-config is missing or there is no plain build.
@@ -59,7 +61,7 @@ int main(void)
 }
 PROGRAM
 
-echo "1..10"
+echo "1..14"
 check "make install PREFIX=$PREFIX" "make -s install PREFIX=$PREFIX >$DIR/install.log 2>&1 || { sed 's/^/# /' $DIR/install.log; false; }"
 export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
 check "pkg-config finds flowlab and flowlab-cluster" "pkg-config --exists flowlab flowlab-cluster"
@@ -69,6 +71,15 @@ check "it runs a session and writes its summaries" \
     "$DIR/core $DIR/logs | grep -q 'y = 25' && ls $DIR/logs | grep -q tfevents"
 check "a cluster program builds with pkg-config --cflags --libs flowlab-cluster and runs" \
     "cc -std=c11 $DIR/cluster.c \$(pkg-config --cflags --libs flowlab-cluster) -o $DIR/cluster 2>&1 | sed 's/^/# /'; $DIR/cluster | grep -q '2 workers'"
+cp labs/00-xor/xor.c "$DIR/xor.c"
+check "labs/00-xor/xor.c, copied out of the tree, builds with pkg-config --cflags --libs flowlab" \
+    "cc -std=c11 $DIR/xor.c \$(pkg-config --cflags --libs flowlab) -o $DIR/xor 2>&1 | sed 's/^/# /'; [ -x $DIR/xor ]"
+check "it learns XOR and writes its --log_dir" \
+    "$DIR/xor --steps 50 --log_dir $DIR/xor_logs | grep -q 'Step 50 with loss' && ls $DIR/xor_logs | grep -q tfevents"
+check "flowlab_server is installed in PREFIX/bin and runs" \
+    "[ -x $PREFIX/bin/flowlab_server ] && $PREFIX/bin/flowlab_server --help | grep -q 'usage: flowlab_server'"
+check "launch_cluster is installed in PREFIX/bin and runs" \
+    "[ -x $PREFIX/bin/launch_cluster ] && $PREFIX/bin/launch_cluster --help | grep -q 'usage: launch_cluster'"
 if [ -f build/libflowlab_cuda.so ]; then
     check "the installed archive opens the installed CUDA module" \
         "[ -x $PREFIX/lib/flowlab/libflowlab_cuda.so ] && grep -aq '$PREFIX/lib/flowlab/libflowlab_cuda.so' $DIR/core &&

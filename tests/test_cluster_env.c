@@ -2,10 +2,12 @@
  * (src/cluster/cluster_slurm.c, cluster_mpi_launcher.c, cluster_environment.c):
  * Slurm's step variables, Open MPI's and MPICH's ranks, the ps taken first,
  * ports per node from the base, the order of the sources, and every
- * malformed or contradictory variable refused with a message naming it. */
+ * malformed or contradictory variable refused with a message naming it;
+ * FLOWLAB_TASK_DEADLINE's too. */
 #include <stdlib.h>
 
 #include "flowlab.h"
+#include "runtime.h"
 #include "tap.h"
 
 static const char *const launcher_variables[] = {
@@ -221,8 +223,38 @@ static void test_from_environment(void)
     }
 }
 
+/* FLOWLAB_TASK_DEADLINE (seconds, 120 by default): a value that is no
+ * number of seconds above 0 fails every cluster's making, naming the
+ * variable and the value; read later, it falls back to 120 with a WARNING. */
+static void test_task_deadline(void)
+{
+    const char *const bad[] = {"abc", "0", "-5", "30s", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("FLOWLAB_TASK_DEADLINE", bad[i], 1);
+        char quoted[32];
+        snprintf(quoted, sizeof quoted, "FLOWLAB_TASK_DEADLINE=\"%s\"", bad[i]);
+        fl_cluster *c = fl_cluster_from_flags("127.0.0.1:1", "127.0.0.1:2", "worker", 0);
+        ok(!c && fl_last_error_code() == FL_INVALID_ARGUMENT && strstr(fl_last_error(), quoted),
+           "FLOWLAB_TASK_DEADLINE=\"%s\" fails the cluster, naming it: %s", bad[i], c ? "(made)" : fl_last_error());
+        fl_cluster_free(c);
+        c = fl_cluster_from_tf_config("{\"cluster\": {\"worker\": [\"127.0.0.1:2\"]}, "
+                                      "\"task\": {\"type\": \"worker\", \"index\": 0}}");
+        ok(!c && strstr(fl_last_error(), quoted), "and the cluster from TF_CONFIG: %s", fl_last_error());
+        fl_cluster_free(c);
+        ok(fl_task_deadline_s() == 120, "read anyway, it is the default, 120 s (%g; with a WARNING once)",
+           fl_task_deadline_s());
+    }
+    setenv("FLOWLAB_TASK_DEADLINE", "2.5", 1);
+    fl_cluster *c = fl_cluster_from_flags("127.0.0.1:1", "127.0.0.1:2", "worker", 0);
+    ok(c && fl_task_deadline_s() == 2.5, "2.5 is taken: 2.5 s (%g)", fl_task_deadline_s());
+    fl_cluster_free(c);
+    unsetenv("FLOWLAB_TASK_DEADLINE");
+    ok(fl_task_deadline_s() == 120, "unset: 120 s (%g)", fl_task_deadline_s());
+}
+
 int main(void)
 {
+    test_task_deadline();
     test_slurm();
     test_long_node_name();
     test_mpi_launchers();

@@ -7,12 +7,14 @@
  * ps logs the refused peer; TLS handshakes fed a byte at a time are dropped
  * at the ps's hello deadline (server_guard.c); a worker process that exits right after closing
  * its TLS connection exits cleanly (its tunnel thread does not outlive
- * OpenSSL's exit handler). Certificates are made at test time
+ * OpenSSL's exit handler); TLS on one end only is said at once on both,
+ * naming --tls_cert/--tls_key/--tls_ca (issue 38). Certificates are made at test time
  * (tests/make_test_certs.sh) in the build directory. Loopback only. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include "flowlab.h"
 #include "runtime.h"
 #include "distributed_runtime/cluster_security.h"
+#include "distributed_runtime/frame_reader.h"
 #include "distributed_runtime/ps_client.h"
 #include "loopback.h"
 
@@ -46,25 +49,32 @@ static int set_tls(fl_cluster *c, const char *cert, const char *ca)
     return fl_cluster_set_tls(c, cert_path, key_path, ca_path);
 }
 
-static fl_server *start_ps(fl_cluster **spec, int *port, FILE *log, const char *secret_file)
+/* A ps with TLS, or without it when tls is false. */
+static fl_server *start_ps_with(bool tls, fl_cluster **spec, int *port, FILE *log, const char *secret_file)
 {
     char ps_hosts[64], worker_hosts[64];
     *port = loopback_free_port();
     snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", *port);
     snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d", loopback_free_port());
     *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
-    if (set_tls(*spec, "task", "ca") != 0 || (secret_file && fl_cluster_set_secret_file(*spec, secret_file) != 0))
+    if ((tls && set_tls(*spec, "task", "ca") != 0) ||
+        (secret_file && fl_cluster_set_secret_file(*spec, secret_file) != 0))
         diag("the ps's security: %s", fl_last_error());
     fl_server_options options = {.log = log, .hello_timeout_s = 5};
     return fl_server_start(*spec, &options);
 }
 
-/* A worker's connection with the certificate and CA named. */
+static fl_server *start_ps(fl_cluster **spec, int *port, FILE *log, const char *secret_file)
+{
+    return start_ps_with(true, spec, port, log, secret_file);
+}
+
+/* A worker's connection with the certificate and CA named, or without TLS when cert is NULL. */
 static fl_ps_client *open_client(int port, const char *cert, const char *ca, const char *secret_file,
                                  double *seconds)
 {
     fl_cluster *mine = fl_cluster_from_flags("127.0.0.1:1", "127.0.0.1:2", "worker", 0);
-    if (set_tls(mine, cert, ca) != 0 || (secret_file && fl_cluster_set_secret_file(mine, secret_file) != 0))
+    if ((cert && set_tls(mine, cert, ca) != 0) || (secret_file && fl_cluster_set_secret_file(mine, secret_file) != 0))
         diag("the worker's security: %s", fl_last_error());
     fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 30,
                             .job = "ps", .task = 0, .tls = fl_cluster_tls(mine, false)};
@@ -163,6 +173,79 @@ static void test_slow_tls_handshakes(void)
     fclose(log);
 }
 
+/* What a stopped server logged. */
+static void read_log(FILE *log, char *text, size_t len)
+{
+    fflush(log);
+    rewind(log);
+    text[fread(text, 1, len - 1, log)] = '\0';
+}
+
+static int count_lines(const char *text, const char *with)
+{
+    int n = 0;
+    char line[1024];
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, "\n");
+        snprintf(line, sizeof line, "%.*s", (int)len, p);
+        n += strstr(line, with) != NULL;
+        p += len + (p[len] == '\n');
+    }
+    return n;
+}
+
+/* One end with TLS, the other without (issue 38): each side says so at
+ * once, naming the flags, and the server serves the next client after. */
+static void test_tls_mismatch(bool server_tls)
+{
+    fl_cluster *spec;
+    int port;
+    FILE *log = tmpfile();
+    fl_server *ps = start_ps_with(server_tls, &spec, &port, log, NULL);
+    const char *mine = server_tls ? NULL : "task";
+    const char *side = server_tls ? "a plain worker at a TLS ps" : "a TLS worker at a plain ps";
+    double seconds;
+    fl_ps_client *c = open_client(port, mine, "ca", NULL, &seconds); /* its deadline: 30 s */
+    ok(!c && strstr(fl_last_error(), "--tls_cert/--tls_key/--tls_ca"), "%s is refused, naming the flags: %s", side,
+       fl_last_error());
+    ok(seconds < 5, "%s: at once, not retried for the 30 s deadline (%.2f s)", side, seconds);
+    if (!server_tls)
+        contains(fl_last_error(), "the server may not use TLS", "the TLS worker says the server may not use TLS");
+    else
+        ok(fl_last_error_code() == FL_UNAUTHENTICATED, "the plain worker's error is UNAUTHENTICATED (%d)",
+           (int)fl_last_error_code());
+    fl_ps_client_close(c);
+    c = open_client(port, server_tls ? "task" : NULL, "ca", NULL, &seconds);
+    ok(c && fl_ps_client_goodbye(c) == 0, "%s: the ps serves a matching worker after it (%s)", side,
+       c ? "" : fl_last_error());
+    fl_ps_client_close(c);
+    fl_server_stop(ps);
+    char text[4096];
+    read_log(log, text, sizeof text);
+    const char *line = server_tls ? "wrong version number" : "TLS ClientHello";
+    ok(count_lines(text, line) == 1 && count_lines(text, "--tls_cert/--tls_key/--tls_ca") == 1,
+       "%s: the ps logged one line that names the flags:\n%s", side, text);
+    fl_cluster_free(spec);
+    fclose(log);
+}
+
+/* A plain worker's reader told a TLS alert from a frame: 7 bytes, then the end. */
+static void test_tls_alert_read(void)
+{
+    int fds[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, fds);
+    const unsigned char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46};
+    ok(write(fds[0], alert, sizeof alert) == (ssize_t)sizeof alert, "a TLS alert is written");
+    close(fds[0]);
+    fl_wire_buf buf = {0};
+    fl_wire_frame f;
+    char why[FL_WIRE_ERROR_LEN];
+    ok(fl_read_frame(fds[1], &buf, &f, NULL, NULL, why, sizeof why) == -2 && strstr(why, "--tls_cert"),
+       "the reader says the task speaks TLS, naming the flags: %s", why);
+    close(fds[1]);
+    fl_wire_buf_free(&buf);
+}
+
 static void test_other_ca_refused(void)
 {
     fl_cluster *spec;
@@ -186,10 +269,8 @@ static void test_other_ca_refused(void)
     ok(st.variables == 0 && st.frames == 0, "neither got a request served (%llu)", (unsigned long long)st.frames);
     ok(st.refused == 2, "the ps counted both as refused (%llu; waited up to 10 s)", (unsigned long long)st.refused);
     fl_server_stop(ps); /* after stop, the log is complete */
-    fflush(log);
-    rewind(log);
-    char text[4096] = "";
-    text[fread(text, 1, sizeof text - 1, log)] = '\0';
+    char text[4096];
+    read_log(log, text, sizeof text);
     contains(text, "refused 127.0.0.1:", "the ps logged the refused peer's address");
     contains(text, "the TLS handshake failed", "and why");
     fl_cluster_free(spec);
@@ -286,6 +367,9 @@ int main(int argc, char **argv)
     test_variables_over_tls(NULL);
     test_variables_over_tls(secret);
     test_other_ca_refused();
+    test_tls_mismatch(false);
+    test_tls_mismatch(true);
+    test_tls_alert_read();
     test_slow_tls_handshakes();
     test_exit_right_after_tls(argv[0]);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -34,6 +34,7 @@ static fl_node *b_add_n(fl_graph *g, fl_node *const *x) { return fl_add_n(g, x, 
 static fl_node *b_relu(fl_graph *g, fl_node *const *x) { return fl_relu(g, x[0], NULL); }
 static fl_node *b_sigmoid(fl_graph *g, fl_node *const *x) { return fl_sigmoid(g, x[0], NULL); }
 static fl_node *b_tanh(fl_graph *g, fl_node *const *x) { return fl_tanh(g, x[0], NULL); }
+static fl_node *b_softplus(fl_graph *g, fl_node *const *x) { return fl_softplus(g, x[0], NULL); }
 static fl_node *b_softmax(fl_graph *g, fl_node *const *x) { return fl_softmax(g, x[0], NULL); }
 static fl_node *b_xent(fl_graph *g, fl_node *const *x)
 {
@@ -121,6 +122,7 @@ static const op_case cases[] = {
     {"Relu", b_relu, 1, {{F, {2, {5, 7}}, -1, 1}}, true, 1e-6},
     {"Sigmoid", b_sigmoid, 1, {{F, {2, {5, 7}}, -4, 4}}, true, 1e-5},
     {"Tanh", b_tanh, 1, {{F, {2, {5, 7}}, -3, 3}}, true, 1e-5},
+    {"Softplus", b_softplus, 1, {{F, {2, {5, 7}}, -30, 30}}, true, 1e-5},
     {"Softmax", b_softmax, 1, {{F, {2, {6, 10}}, -5, 5}}, true, 1e-5},
     {"SparseSoftmaxXent", b_xent, 2, {{I, {1, {8}}, 0, 9}, {F, {2, {8, 10}}, -5, 5}}, true, 1e-5},
     {"Sum axis 1", b_sum_axis1, 1, {{F, {3, {3, 4, 5}}, -1, 1}}, true, 1e-5},

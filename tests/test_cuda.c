@@ -170,6 +170,7 @@ static fl_node *add_n(fl_graph *g, fl_node **x) { return fl_add_n(g, x, 3, NULL)
 static fl_node *relu(fl_graph *g, fl_node **x) { return fl_relu(g, x[0], NULL); }
 static fl_node *sigmoid(fl_graph *g, fl_node **x) { return fl_sigmoid(g, x[0], NULL); }
 static fl_node *tanh_op(fl_graph *g, fl_node **x) { return fl_tanh(g, x[0], NULL); }
+static fl_node *softplus(fl_graph *g, fl_node **x) { return fl_softplus(g, x[0], NULL); }
 static fl_node *softmax(fl_graph *g, fl_node **x) { return fl_softmax(g, x[0], NULL); }
 static fl_node *xent(fl_graph *g, fl_node **x)
 {
@@ -248,6 +249,7 @@ static void test_nn(void)
     check_case((op_case){"Relu", relu, 1, {randf(fl_shape_make(2, 8, 9), 40)}});
     check_case((op_case){"Sigmoid", sigmoid, 1, {randf(fl_shape_make(2, 8, 9), 41)}});
     check_case((op_case){"Tanh", tanh_op, 1, {randf(fl_shape_make(2, 8, 9), 42)}});
+    check_case((op_case){"Softplus", softplus, 1, {randf(fl_shape_make(2, 8, 9), 45)}});
     check_case((op_case){"Softmax", softmax, 1, {randf(fl_shape_make(2, 33, 10), 43)}});
     check_case((op_case){"Softmax over 1000 classes", softmax, 1, {randf(fl_shape_make(2, 3, 1000), 44)}});
     check_case((op_case){"SparseSoftmaxCrossEntropyWithLogits", xent, 2, {randi(fl_shape_make(1, 300), 0, 10, 45), randf(fl_shape_make(2, 300, 10), 46)}});

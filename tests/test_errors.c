@@ -3,6 +3,7 @@
  * context, and kept by the session whose run it failed: a shape error, an
  * unfed placeholder, an uninitialized variable, a missing device, a missing
  * or corrupted checkpoint, bad cluster flags, and a ps that does not answer;
+ * every code crosses the wire in an ERROR frame and arrives as itself;
  * and a caller's own mistakes (a NULL graph, outputs, counts that disagree
  * with their arrays) are errors, never a crash. */
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "flowlab.h"
 #include "loopback.h"
 #include "runtime.h" /* fl_set_error_code, fl_prefix_error */
+#include "distributed_runtime/wire.h"
 
 static void is_code(fl_error_code got, fl_error_code want, const char *what)
 {
@@ -168,7 +170,8 @@ static void test_cluster_caller_mistakes(void)
        "goodbye, reconnect, a secret and TLS for a NULL cluster are refused: %s", fl_last_error());
     uint64_t sent = 1, received = 1;
     fl_remote_traffic(NULL, &sent, &received);
-    ok(sent == 0 && received == 0 && fl_remote_stale_updates(NULL) == 0, "a NULL cluster has moved nothing");
+    ok(sent == 0 && received == 0 && fl_remote_stale_steps(NULL) == 0 &&
+       fl_remote_stale_variable_updates(NULL) == 0, "a NULL cluster has moved nothing");
     fl_cluster *c = fl_cluster_from_flags("127.0.0.1:1", "127.0.0.1:2", "worker", 0);
     int set = fl_cluster_set_secret_file(c, NULL);
     ok(set == -1 && strstr(fl_last_error(), "no file given"), "a secret file that is NULL: %s", fl_last_error());
@@ -264,6 +267,46 @@ static void test_unreachable_ps(void)
     fl_cluster_free(cluster);
 }
 
+/* c sent as a task server sends a failed run's code, read as a client reads it. */
+static fl_error_code across_the_wire(fl_error_code c)
+{
+    fl_wire_buf buf = {0};
+    fl_wire_frame f;
+    fl_wire_message m;
+    char why[256] = "";
+    fl_error_code got = FL_OK;
+    if (fl_wire_put_error(&buf, 7, fl_wire_error_for(c), "it failed") == 0 &&
+        fl_wire_decode(buf.data, buf.len, &f, why, sizeof why) == FL_WIRE_FRAME &&
+        fl_wire_parse(&f, &m, why, sizeof why) == 0)
+        got = fl_wire_error_meaning(m.u.error.code);
+    else
+        diag("%s%s", buf.error, why);
+    fl_wire_buf_free(&buf);
+    return got;
+}
+
+/* A ps's or a task's failure keeps its code on the wire: NOT_FOUND went
+ * out as INTERNAL before; the codes the wire names keep their numbers. */
+static void test_wire_codes(void)
+{
+    is_code(across_the_wire(FL_NOT_FOUND), FL_NOT_FOUND, "a NOT_FOUND from a ps arrives as");
+    is_code(across_the_wire(FL_FAILED_PRECONDITION), FL_FAILED_PRECONDITION,
+            "a FAILED_PRECONDITION from a ps arrives as");
+    bool all = true;
+    for (int c = FL_CANCELLED; c <= FL_UNAUTHENTICATED; c++)
+        all = all && across_the_wire((fl_error_code)c) == (fl_error_code)c;
+    ok(all, "every code from CANCELLED to UNAUTHENTICATED arrives as itself");
+    ok(fl_wire_error_for(FL_INVALID_ARGUMENT) == FL_WIRE_E_INVALID_ARGUMENT &&
+           fl_wire_error_for(FL_RESOURCE_EXHAUSTED) == FL_WIRE_E_RESOURCE_EXHAUSTED &&
+           fl_wire_error_meaning(FL_WIRE_E_NOT_INITIALIZED) == FL_FAILED_PRECONDITION &&
+           fl_wire_error_meaning(FL_WIRE_E_UNKNOWN_VARIABLE) == FL_NOT_FOUND &&
+           fl_wire_error_meaning(FL_WIRE_E_BAD_FRAME) == FL_DATA_LOSS,
+       "the codes the wire names keep their numbers and meanings");
+    ok(!fl_wire_error_code_known(13) && !fl_wire_error_code_known(FL_WIRE_E_CANONICAL) &&
+           !fl_wire_error_code_known(FL_WIRE_E_CANONICAL + FL_UNAUTHENTICATED + 1),
+       "a code between or past them is refused as unknown");
+}
+
 int main(void)
 {
     test_codes_and_wrapping();
@@ -274,5 +317,6 @@ int main(void)
     test_checkpoints();
     test_flags();
     test_unreachable_ps();
+    test_wire_codes();
     return done_testing();
 }

@@ -1,4 +1,4 @@
-/* test_hostlist.c: Slurm's compressed host lists expanded (src/distributed_runtime/hostlist.c),
+/* test_hostlist.c: Slurm's compressed host lists expanded (src/cluster/hostlist.c),
  * as SLURM_STEP_NODELIST gives them: plain names, brackets of numbers and
  * ranges, zero padding, text after a bracket, several brackets in a name,
  * and every malformed list refused with a message naming the list. */

@@ -7,6 +7,7 @@
  * keep serving (and a graph grown between runs is registered again); a client killed mid-run leaves servers a new client trains
  * against. Every wait has a deadline and says what it waited for; every
  * process started here is killed by its pid. */
+#include <fcntl.h>
 #include <pthread.h>
 
 #include "flowlab.h"
@@ -88,10 +89,12 @@ static void test_trains_and_matches(int naccelerators)
 
 typedef struct {
     fl_graph *g;
-    fl_node *x[2], *loss[2], *train;
+    fl_node *x[2], *y[2], *loss[2], *train, *global_step;
+    fl_node *fetches[3]; /* a step's: both losses and the global step */
 } small_model;
 
-/* Two towers of a dense layer; the variable, averaging and update on the ps. */
+/* Two towers of a dense layer; the variable, averaging, update and global
+ * step on the ps. */
 static small_model build_small(void)
 {
     small_model m = {.g = fl_graph_new()};
@@ -104,7 +107,7 @@ static small_model build_small(void)
         snprintf(device, sizeof device, "/job:worker/task:%d/cpu:0", i);
         fl_device_scope_push(m.g, device);
         m.x[i] = fl_placeholder(m.g, FL_FLOAT32, fl_shape_make(2, 16, 64), NULL);
-        fl_node *y = fl_matmul(m.g, m.x[i], w, false, false, NULL);
+        fl_node *y = m.y[i] = fl_matmul(m.g, m.x[i], w, false, false, NULL);
         m.loss[i] = fl_reduce_mean(m.g, fl_mul(m.g, y, y, NULL), NULL, 0, false, NULL);
         fl_gradients(m.g, m.loss[i], &w, 1, &grads[i]);
         fl_device_pop(m.g);
@@ -112,10 +115,31 @@ static small_model build_small(void)
     fl_device_scope_push(m.g, "/job:ps/task:0/cpu:0");
     fl_grad_var pair = {fl_mul(m.g, fl_add_n(m.g, grads, 2, NULL), fl_scalar(m.g, 0.5f, NULL), NULL), w};
     fl_optimizer *opt = fl_gradient_descent_optimizer(0.01f);
-    m.train = fl_apply_gradients(opt, m.g, &pair, 1, NULL, "train");
+    m.global_step = fl_get_or_create_global_step(m.g);
+    m.train = fl_apply_gradients(opt, m.g, &pair, 1, m.global_step, "train");
     fl_optimizer_free(opt);
     fl_device_pop(m.g);
+    m.fetches[0] = m.loss[0], m.fetches[1] = m.loss[1], m.fetches[2] = m.global_step;
     return m;
+}
+
+/* What this process writes to stderr goes to path until restore_stderr. */
+static int capture_stderr(const char *path)
+{
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+        dup2(fd, 2);
+        close(fd);
+    }
+    return saved;
+}
+
+static void restore_stderr(int saved)
+{
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
 }
 
 static double seconds_now(void)
@@ -139,14 +163,14 @@ typedef struct {
 static void *run_step(void *arg)
 {
     step_call *c = arg;
-    fl_tensor *losses[2] = {NULL, NULL};
+    fl_tensor *losses[3] = {NULL, NULL, NULL};
     double start = seconds_now();
-    c->rc = fl_session_run(c->s, c->feeds, 2, c->m->loss, 2, losses, &c->m->train, 1);
+    c->rc = fl_session_run(c->s, c->feeds, 2, c->m->fetches, 3, losses, &c->m->train, 1);
     c->seconds = seconds_now() - start;
     c->code = fl_session_error_code(c->s);
     snprintf(c->error, sizeof c->error, "%s", c->rc ? fl_session_error(c->s) : "");
-    fl_tensor_free(losses[0]);
-    fl_tensor_free(losses[1]);
+    for (int i = 0; i < 3; i++)
+        fl_tensor_free(losses[i]);
     return NULL;
 }
 
@@ -164,6 +188,24 @@ static void kill_worker_mid_step(task_servers *c, step_call *call)
     pthread_join(thread, NULL);
 }
 
+/* Placement as the client sees it: no device before a run needed the node,
+ * then the task's ("/job:worker/task:1/cpu:0"), and log_device_placement's
+ * lines, in the single-process format, in what the first runs printed. */
+static void check_placement(fl_session *s, const small_model *m, const char *log_path)
+{
+    const char *y1 = fl_session_node_device(s, m->y[1]), *w = fl_session_node_device(s, fl_graph_find(m->g, "w"));
+    ok(y1 && strcmp(y1, "/job:worker/task:1/cpu:0") == 0, "tower 1's MatMul reports worker 1's device (%s)",
+       y1 ? y1 : "NULL");
+    ok(w && strcmp(w, "/job:ps/task:0/cpu:0") == 0, "w reports the ps's device (%s)", w ? w : "NULL");
+    char *log = read_file(log_path), want[200];
+    snprintf(want, sizeof want, "%s: (MatMul): /job:worker/task:1/cpu:0\n", fl_node_name(m->y[1]));
+    ok(log && strstr(log, want), "log_device_placement printed \"%.*s\"", (int)strlen(want) - 1, want);
+    ok(log && strstr(log, "w: (VariableV2): /job:ps/task:0/cpu:0\n"), "and w's line, on the ps");
+    if (!log || !strstr(log, want))
+        diag("what the runs printed: %s", log ? log : "(nothing)");
+    free(log);
+}
+
 static void test_worker_killed_mid_step(void)
 {
     task_servers c;
@@ -175,17 +217,25 @@ static void test_worker_killed_mid_step(void)
     }
     small_model m = build_small();
     fl_node *init = fl_global_variables_initializer(m.g);
-    fl_session_options options = {.cluster = fl_cluster_client_plugin(cluster)};
+    fl_session_options options = {.cluster = fl_cluster_client_plugin(cluster), .log_device_placement = true};
     fl_session *s = fl_session_new(m.g, &options);
-    if (!ok(fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1) == 0, "the client initializes w on the ps"))
-        diag("%s", fl_session_error(s));
+    char placement_log[400];
+    snprintf(placement_log, sizeof placement_log, "%s/placement.log", tmp_dir);
+    int saved_stderr = capture_stderr(placement_log);
+    int init_rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
+    const char *before = fl_session_node_device(s, m.y[1]);
     fl_tensor *x = fl_tensor_new(FL_FLOAT32, fl_shape_make(2, 16, 64));
     for (int i = 0; i < 16 * 64; i++)
         ((float *)x->data)[i] = 0.01f * (float)(i % 7);
     step_call call = {.s = s, .m = &m, .feeds = {{m.x[0], x}, {m.x[1], x}}};
     run_step(&call);
+    restore_stderr(saved_stderr);
+    if (!ok(init_rc == 0, "the client initializes w on the ps"))
+        diag("%s", fl_session_error(s));
+    ok(before == NULL, "a node no run has needed yet has no device (%s)", before ? before : "NULL");
     if (!ok(call.rc == 0, "a step runs on the three tasks"))
         diag("%s", call.error);
+    check_placement(s, &m, placement_log);
     fl_node *w = fl_graph_find(m.g, "w");
     fl_tensor *trained = NULL, *kept = NULL;
     fl_session_run(s, NULL, 0, &w, 1, &trained, NULL, 0);
@@ -206,9 +256,13 @@ static void test_worker_killed_mid_step(void)
     if (!ok(call.rc == 0, "and the training step runs on the new cut"))
         diag("%s", call.error);
     kill_worker_mid_step(&c, &call);
-    ok(call.rc == -1 && call.code == FL_UNAVAILABLE && strstr(call.error, "step ") &&
-       strstr(call.error, "/job:worker/task:1"),
+    ok(call.rc == -1 && call.code == FL_UNAVAILABLE && strstr(call.error, "/job:worker/task:1"),
        "worker 1 killed mid-step: the run fails with UNAVAILABLE naming it (code %d): %s", call.code, call.error);
+    /* Runs so far: init, a step, w, the grown graph, w, a step; this is the 7th. The global step was
+     * last fetched by the 6th: 1 or 2, as its read and its increment have no order within a run. */
+    ok(strncmp(call.error, "run 7 of this session (global step ", 35) == 0 &&
+       (strncmp(call.error + 35, "1 when", 6) == 0 || strncmp(call.error + 35, "2 when", 6) == 0),
+       "the failed step is named as the user counts: run 7, the global step last fetched, no internal id");
     ok(call.seconds < 30, "within the task deadline, FLOWLAB_TASK_DEADLINE=30 (%.1f s)", call.seconds);
     fl_tensor *loss = NULL;
     int rc = fl_session_run(s, call.feeds, 1, &m.loss[0], 1, &loss, NULL, 0);

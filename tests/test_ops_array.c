@@ -356,9 +356,10 @@ static void test_identity_and_cast(void)
     for (int op = 0; op < FL_OP_COUNT; op++)
         copy_op = copy_op || strcmp(fl_op_def_of((fl_op_kind)op)->type, "Copy") == 0;
     ok(!copy_op, "no op is a Copy: the session copies values across devices, the graph never does");
-    ok(fl_op_def_of(FL_OP_IDENTITY)->aliases_input0 && fl_op_def_of(FL_OP_RESHAPE)->aliases_input0 &&
-           fl_op_def_of(FL_OP_STOP_GRADIENT)->aliases_input0,
-       "Identity, StopGradient and Reshape alias their input");
+    ok(fl_op_def_of(FL_OP_IDENTITY)->sig.aliases == FL_ALIAS_RENAMES_INPUT0 &&
+           fl_op_def_of(FL_OP_RESHAPE)->sig.aliases == FL_ALIAS_RENAMES_INPUT0 &&
+           fl_op_def_of(FL_OP_STOP_GRADIENT)->sig.aliases == FL_ALIAS_RENAMES_INPUT0,
+       "Identity, StopGradient and Reshape rename their input");
     fl_graph_free(g);
 }
 

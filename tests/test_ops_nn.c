@@ -1,4 +1,4 @@
-/* test_ops_nn.c: relu, sigmoid, tanh, softmax and the sparse softmax
+/* test_ops_nn.c: relu, sigmoid, tanh, softplus, softmax and the sparse softmax
  * cross-entropy: values checked by hand and gradients by finite differences. */
 #include "gradcheck.h"
 
@@ -42,6 +42,13 @@ static void test_forward(void)
     expect(eval(g, fl_relu(g, X, NULL)), relu, 4, "relu");
     expect(eval(g, fl_sigmoid(g, X, NULL)), sig, 4, "sigmoid");
     expect(eval(g, fl_tanh(g, X, NULL)), th, 4, "tanh");
+    /* log(1 + e^x); at 100 and -100 e^x would overflow or vanish if taken as it is */
+    const float big[4] = {100, -100, 20, -20};
+    const float sp[4] = {0.12692801f, 0.47407698f, 0.69314718f, 1.70141327f};
+    const float sp_big[4] = {100, 3.7200760e-44f, 20.000000002f, 2.0611537e-09f};
+    expect(eval(g, fl_softplus(g, X, NULL)), sp, 4, "softplus");
+    expect(eval(g, fl_softplus(g, const_floats(g, fl_shape_make(1, 4), big), NULL)), sp_big, 4,
+           "softplus of large inputs: no overflow, no log(0)");
 
     /* softmax([1,2,3]) and a row of large values that would overflow exp() */
     const float logits[6] = {1, 2, 3, 1000, 1000, 1000};
@@ -76,8 +83,9 @@ static fl_node *build_xent(fl_graph *g, fl_node **x, void *user)
 static void test_gradients(void)
 {
     struct { const char *what; unary fn; } ops[] = {
-        {"relu", fl_relu}, {"sigmoid", fl_sigmoid}, {"tanh", fl_tanh}, {"softmax", fl_softmax}};
-    for (int i = 0; i < 4; i++) {
+        {"relu", fl_relu}, {"sigmoid", fl_sigmoid}, {"tanh", fl_tanh}, {"softmax", fl_softmax},
+        {"softplus", fl_softplus}};
+    for (int i = 0; i < 5; i++) {
         fl_tensor *x = gc_random(fl_shape_make(2, 3, 5), -2, 2, 11 + i);
         /* keep relu's inputs away from the kink at 0, where the derivative jumps */
         for (int j = 0; j < 15; j++)

@@ -2,7 +2,8 @@
  * while a good worker keeps updating a variable: each bad connection gets an
  * ERROR frame where the stream allows one and is closed, the server goes on,
  * and the worker loses no update. Also: a port already in use, a client
- * that says nothing, a server stopped right after it starts. Loopback only;
+ * that says nothing, a server stopped right after it starts, workers that
+ * disagree on --sync_replicas. Loopback only;
  * every read has a deadline. */
 #include <netinet/in.h>
 #include <pthread.h>
@@ -239,28 +240,50 @@ static void test_bad_input_beside_a_good_worker(void)
     fl_cluster_free(spec);
 }
 
+/* A ps with a log and two workers connected to it, worker 0 and worker 1. */
+typedef struct {
+    fl_cluster *spec;
+    FILE *log;
+    fl_server *ps;
+    fl_ps_client *worker[2];
+} two_workers;
+
+static bool start_two_workers(two_workers *t)
+{
+    int port;
+    t->log = tmpfile();
+    fl_server_options options = {.log = t->log};
+    t->ps = start_ps(&t->spec, &port, &options);
+    fl_connect_options where = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
+    for (int i = 0; i < 2; i++)
+        t->worker[i] = t->ps ? fl_ps_client_open(&where, "worker", i) : NULL;
+    return ok(t->worker[0] && t->worker[1], "two workers connect");
+}
+
+/* Closes the workers and stops the ps; its log, complete, into text. */
+static void stop_two_workers(two_workers *t, char *text, size_t len)
+{
+    fl_ps_client_close(t->worker[1]);
+    fl_ps_client_close(t->worker[0]);
+    fl_server_stop(t->ps);
+    fl_cluster_free(t->spec);
+    rewind(t->log);
+    text[fread(text, 1, len - 1, t->log)] = '\0';
+    fclose(t->log);
+}
+
 /* Synchronous replicas' end: worker 0's update counts toward a step that
  * needs 2 replicas, and its token parks; once worker 1 says goodbye nobody
  * can complete the step, so the token is answered, not left to the deadline. */
 static void test_straggler_released_at_goodbye(void)
 {
-    fl_cluster *spec;
-    int port;
-    FILE *log = tmpfile();
-    fl_server_options options = {.log = log};
-    fl_server *ps = start_ps(&spec, &port, &options);
-    fl_connect_options where = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
-    fl_ps_client *straggler = ps ? fl_ps_client_open(&where, "worker", 0) : NULL;
-    fl_ps_client *other = ps ? fl_ps_client_open(&where, "worker", 1) : NULL;
-    ok(straggler && other, "two workers connect");
-    if (!straggler || !other) {
-        fl_ps_client_close(straggler);
-        fl_ps_client_close(other);
-        fl_server_stop(ps);
-        fl_cluster_free(spec);
-        fclose(log);
+    two_workers t;
+    char text[4096];
+    if (!start_two_workers(&t)) {
+        stop_two_workers(&t, text, sizeof text);
         return;
     }
+    fl_ps_client *straggler = t.worker[0], *other = t.worker[1];
     int32_t zero = 0, one = 1, seen = -1;
     fl_tensor *start = fl_tensor_from_ints(fl_shape_make(0), &zero), *delta = fl_tensor_from_ints(fl_shape_make(0), &one);
     fl_wire_sync sync = {.step = 0, .replicas = 2};
@@ -272,13 +295,45 @@ static void test_straggler_released_at_goodbye(void)
     ok(fl_ps_client_goodbye(other) == 0, "the other worker says goodbye");
     int answered = fl_ps_client_wait(straggler, token);
     ok(answered == 0 && seen == 0, "then the straggler's token is answered at once, with the step as it is (%d)", seen);
-    fl_ps_client_close(other);
-    fl_ps_client_close(straggler);
     fl_tensor_free(start);
     fl_tensor_free(delta);
-    fl_server_stop(ps);
-    fl_cluster_free(spec);
-    fclose(log);
+    stop_two_workers(&t, text, sizeof text);
+}
+
+/* Workers that disagree on --sync_replicas (issue 38): worker 0's
+ * synchronous update is served; worker 1's asynchronous ones are refused,
+ * naming both workers and the flag, and logged once; worker 0 goes on. */
+static void test_mixed_sync_modes(void)
+{
+    two_workers t;
+    char text[4096], error[512];
+    if (!start_two_workers(&t)) {
+        stop_two_workers(&t, text, sizeof text);
+        return;
+    }
+    fl_ps_client *sync_worker = t.worker[0], *async_worker = t.worker[1];
+    float zero = 0, one = 1;
+    fl_tensor *w = fl_tensor_from_floats(fl_shape_make(0), &zero), *grad = fl_tensor_from_floats(fl_shape_make(0), &one);
+    fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 0.5f};
+    fl_wire_sync sync = {.step = 0, .replicas = 2};
+    fl_ps_client_wait(sync_worker, fl_ps_client_init(sync_worker, "w", w, NULL));
+    ok(fl_ps_client_wait(sync_worker, fl_ps_client_sync_apply(sync_worker, &sync, "w", &sgd, grad)) == 0,
+       "worker 0's synchronous update is served");
+    int refused = fl_ps_client_wait(async_worker, fl_ps_client_apply(async_worker, "w", &sgd, grad));
+    snprintf(error, sizeof error, "%s", fl_last_error());
+    ok(refused == -1 && fl_last_error_code() == FL_INVALID_ARGUMENT, "worker 1's asynchronous APPLY is refused: %s", error);
+    contains(error, "/job:worker/task:0 trains with --sync_replicas true, and /job:worker/task:1 with --sync_replicas false",
+             "naming both workers and the flag");
+    ok(fl_ps_client_wait(async_worker, fl_ps_client_apply(async_worker, "w", &sgd, grad)) == -1,
+       "and so is its next one");
+    ok(fl_ps_client_wait(sync_worker, fl_ps_client_sync_apply(sync_worker, &sync, "w", &sgd, grad)) == 0,
+       "worker 0 goes on");
+    stop_two_workers(&t, text, sizeof text);
+    const char *line = strstr(text, "refused an update from");
+    ok(line && !strstr(line + 1, "refused an update from") && strstr(line, "--sync_replicas"),
+       "the ps logged one line:\n%s", text);
+    fl_tensor_free(w);
+    fl_tensor_free(grad);
 }
 
 /* Big tensors cross without copies: a gradient lands where the ps can
@@ -352,5 +407,6 @@ int main(void)
     test_big_tensors_in_place();
     test_bad_input_beside_a_good_worker();
     test_straggler_released_at_goodbye();
+    test_mixed_sync_modes();
     return done_testing();
 }

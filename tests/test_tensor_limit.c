@@ -16,7 +16,7 @@
 
 static fl_node *fill(fl_graph *g, const char *name, fl_shape shape)
 {
-    fl_node_spec spec = {.op = FL_OP_FILL, .name = name, .dtype = FL_FLOAT32, .has_output = true, .exact_name = true};
+    fl_node_spec spec = {.op = FL_OP_FILL, .name = name, .dtype = FL_FLOAT32, .exact_name = true};
     spec.attrs.shape = shape;
     spec.attrs.value = 1.0f;
     return fl_add_node(g, &spec);

@@ -103,7 +103,7 @@ static void test_sync_steps_apart(cluster_pair *a, cluster_pair *b)
     uint64_t step_a = fl_sync_step_now(a->task->sync), step_b = fl_sync_step_now(b->task->sync);
     ok(step_a == 1 && step_b == FL_WIRE_STEP_UNKNOWN, "a's worker is at step %lld, b's still unknown (%s)",
        (long long)step_a, step_b == FL_WIRE_STEP_UNKNOWN ? "unknown" : "known");
-    ok(fl_remote_stale_updates(a->worker) == 0 && fl_remote_stale_updates(b->worker) == 0,
+    ok(fl_remote_stale_variable_updates(a->worker) == 0 && fl_remote_stale_variable_updates(b->worker) == 0,
        "no update was dropped as stale");
 }
 

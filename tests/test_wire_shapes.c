@@ -14,7 +14,7 @@ static fl_node *node(fl_graph *g, fl_op_kind op, const char *name, fl_node *a, f
 {
     fl_node *inputs[2] = {a, b};
     fl_node_spec spec = {.op = op, .name = name, .inputs = inputs, .ninputs = b ? 2 : 1, .dtype = FL_FLOAT32,
-                         .has_output = true, .exact_name = true};
+                         .exact_name = true};
     if (attrs)
         spec.attrs = *attrs;
     return fl_add_node(g, &spec);

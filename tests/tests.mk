@@ -24,10 +24,11 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # processes (test_in_graph_cluster), the summary writer's flush thread beside the calls that
 # append records (test_summary), the handshake and TLS tunnels of a secured cluster
 # (test_cluster_secret, test_cluster_tls, test_untrusted_text), servers started and stopped on 0.0.0.0
-# (test_secure_listen), a task server bounding the values two connections leave waiting (test_waiting_values).
+# (test_secure_listen), a task server bounding the values two connections leave waiting (test_waiting_values),
+# two workers' reader threads counting stale updates into their clusters' tallies (test_stale_counts).
 THREAD_TESTS := test_server test_partition_server test_rendezvous test_in_graph_cluster test_remote test_monitored_cluster test_connect test_data test_data_bytes test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary \
                 test_cluster_secret test_cluster_tls test_untrusted_text test_secure_listen test_server_bounds \
-                test_handshake_deadline test_run_cancel test_waiting_values
+                test_handshake_deadline test_run_cancel test_waiting_values test_stale_counts
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
@@ -40,7 +41,7 @@ PROVE_FLAGS ?= --failures --comments
 
 test: deps
 	$(MAKE) tests
-	FLOWLAB_ALLOW_TF32=0 FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/netns.t tests/slurm.t tests/handout.t tests/book_rerun.t \
+	FLOWLAB_ALLOW_TF32=0 FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/scalar_rules.t tests/netns.t tests/slurm.t tests/handout.t tests/book_rerun.t \
 	    tests/containerfile.t tests/tensorboard.t tests/install.t
 
 

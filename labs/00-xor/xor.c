@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flowlab.h"
-#include "../common/summaries.h" /* --log_dir */
+#include "flowlab.h" /* the only header: this file builds outside the tree with pkg-config alone */
 
 typedef struct {
     int steps;
@@ -25,7 +24,8 @@ static void usage(FILE *out)
                  "  --steps N           training steps (default 400)\n"
                  "  --learning_rate LR  Adam's learning rate (default 0.05)\n"
                  "  --seed S            random seed for the initial weights (default 1)\n"
-                 "  --log_dir DIR       write summaries for TensorBoard into DIR (tensorboard --logdir DIR)\n"
+                 "  --log_dir DIR       write summaries for TensorBoard into DIR, made if its parent exists\n"
+                 "                      (tensorboard --logdir DIR)\n"
                  "  --histogram_every N steps between histograms of the variables (default 100; 0: none)\n");
 }
 
@@ -56,7 +56,7 @@ static int parse_flags(int argc, char **argv, options *o)
         else if (strcmp(flag, "--histogram_every") == 0)
             o->histogram_every = (int)strtol(value, &end, 10);
         else if (strcmp(flag, "--log_dir") == 0) {
-            o->log_dir = value; /* any name: open_summaries says when it cannot be made */
+            o->log_dir = value; /* any name: open_log_dir says when it cannot be made */
             end = (char *)value + strlen(value);
         } else
             o->seed = strtoul(value, &end, 10);
@@ -78,6 +78,50 @@ static fl_node *dense(fl_graph *g, fl_node *x, int in, int out, const char *scop
     fl_node *y = fl_add(g, fl_matmul(g, x, w, false, false, NULL), b, NULL);
     fl_variable_scope_pop(g);
     return y;
+}
+
+/* --log_dir: TensorBoard's event file in DIR, with the graph; NULL without
+ * --log_dir. Exits 2 when it cannot be written. */
+static fl_summary_file_writer *open_log_dir(const char *log_dir, const fl_graph *g)
+{
+    if (!log_dir)
+        return NULL;
+    fl_summary_file_writer *w = fl_summary_file_writer_new(log_dir);
+    if (!w || fl_summary_add_graph(w, g) != 0) {
+        fprintf(stderr, "xor: --log_dir %s: %s; give a directory you can write to (see --help)\n", log_dir,
+                fl_last_error());
+        fl_summary_file_writer_close(w);
+        exit(2);
+    }
+    printf("Summaries for TensorBoard in %s (tensorboard --logdir %s)\n", log_dir, log_dir);
+    return w;
+}
+
+/* The step's loss, and at step 1 and every histogram_every steps each
+ * variable's values. A write that fails says so and stops the summaries
+ * (*w becomes NULL); training goes on. */
+static void write_summaries(fl_summary_file_writer **w, fl_session *s, const fl_graph *g, int step, float loss,
+                            int histogram_every)
+{
+    if (!*w)
+        return;
+    int rc = fl_summary_add_scalar(*w, "loss", loss, step);
+    if (rc == 0 && histogram_every > 0 && (step == 1 || step % histogram_every == 0)) {
+        fl_node *variables[8];
+        fl_tensor *values[8] = {0};
+        int n = fl_trainable_variables(g, variables, 8);
+        rc = fl_session_run(s, NULL, 0, variables, n, values, NULL, 0);
+        for (int i = 0; i < n; i++) {
+            if (rc == 0)
+                rc = fl_summary_add_histogram(*w, fl_node_name(variables[i]), values[i], step);
+            fl_tensor_free(values[i]);
+        }
+    }
+    if (rc != 0) {
+        fprintf(stderr, "xor: --log_dir: %s; no more summaries are written\n", fl_last_error());
+        fl_summary_file_writer_close(*w);
+        *w = NULL;
+    }
 }
 
 int main(int argc, char **argv)
@@ -110,13 +154,13 @@ int main(int argc, char **argv)
     // [book:xor_run]
     fl_feed feeds[2] = {{x, xt}, {y, yt}};
     fl_session *s = fl_session_new(g, NULL);
-    open_summaries("xor", o.log_dir, o.histogram_every, g); /* --log_dir: TensorBoard's event file */
+    fl_summary_file_writer *summaries = open_log_dir(o.log_dir, g); /* NULL without --log_dir */
     int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
     for (int step = 1; rc == 0 && step <= o.steps; step++) {
         fl_tensor *value = NULL;
         rc = fl_session_run(s, feeds, 2, &loss, 1, &value, &train, 1);
         if (rc == 0)
-            summarize_step(s, step, fl_tensor_scalar(value));
+            write_summaries(&summaries, s, g, step, fl_tensor_scalar(value), o.histogram_every);
         if (rc == 0 && (step % 50 == 0 || step == 1))
             printf("Step %d with loss %.6f\n", step, fl_tensor_scalar(value));
         fl_tensor_free(value);
@@ -124,6 +168,8 @@ int main(int argc, char **argv)
     // [end:xor_run]
     if (rc != 0)
         fprintf(stderr, "xor: %s\n", fl_session_error(s));
+    if (fl_summary_file_writer_close(summaries) != 0)
+        fprintf(stderr, "xor: --log_dir: %s\n", fl_last_error());
     fl_tensor_free(xt);
     fl_tensor_free(yt);
     fl_session_free(s);

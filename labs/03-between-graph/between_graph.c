@@ -153,7 +153,8 @@ static void log_worker_progress(const fl_cluster *cluster, long local_steps, lon
            bytes_per_step / 1e6);
     summarize_rates(global_step, (double)images / seconds); /* the chief's, where --log_dir is kept */
     if (sync)
-        printf(", %llu stale gradients dropped", (unsigned long long)fl_remote_stale_updates(cluster));
+        printf(", %llu stale steps dropped (%llu variable updates)", (unsigned long long)fl_remote_stale_steps(cluster),
+               (unsigned long long)fl_remote_stale_variable_updates(cluster));
     printf(")\n");
     fflush(stdout);
 }
@@ -252,6 +253,7 @@ static fl_monitored_session *open_session(const fl_cluster *cluster, const train
     fl_session_options config = {.allow_soft_placement = true, .cluster = fl_cluster_session_plugin(cluster),
                                  .log_device_placement = o->log_device_placement};
     fl_monitored_session_options m = {.checkpoint_dir = o->checkpoint_dir, .save_checkpoint_steps = o->save_every,
+                                      .max_checkpoints_to_keep = FL_DEFAULT_MAX_TO_KEEP, /* 0 would keep all */
                                       .log_step_count_steps = -1, .hooks = &stop, .nhooks = 1, .config = &config};
     return fl_monitored_training_session(w->g, w->global_step, &m);
 }

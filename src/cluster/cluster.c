@@ -34,7 +34,12 @@ const char *fl_task_count_text(int n, char *buf, size_t len)
     return buf;
 }
 
-fl_cluster *fl_cluster_new(void) { return fl_xcalloc(1, sizeof(fl_cluster)); }
+/* Every way of making a cluster starts here, on the thread that will use
+ * it: a wrong FLOWLAB_TASK_DEADLINE fails it, before any task waits. */
+fl_cluster *fl_cluster_new(void)
+{
+    return fl_task_deadline_check() == 0 ? fl_xcalloc(1, sizeof(fl_cluster)) : NULL;
+}
 
 void fl_cluster_free(fl_cluster *c)
 {

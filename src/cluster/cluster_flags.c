@@ -39,6 +39,8 @@ static fl_cluster *cluster_of_lists(const char *ps_hosts, const char *worker_hos
         return NULL;
     }
     fl_cluster *c = fl_cluster_new();
+    if (!c)
+        return NULL;
     bool ok = true;
     if (ps_hosts && *ps_hosts)
         ok = add_host_list(c, FL_JOB_PS, ps_hosts, "--ps_hosts") == 0;

@@ -53,6 +53,8 @@ fl_cluster *fl_cluster_from_ranks(const char *const *hosts, const int *local_ind
         return NULL;
     }
     fl_cluster *c = fl_cluster_new();
+    if (!c)
+        return NULL;
     for (int r = 0; r < n; r++) {
         long port = (long)port_base + local_index[r];
         if (port_base < 1 || port > 65535) {

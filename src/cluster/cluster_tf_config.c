@@ -127,12 +127,12 @@ fl_cluster *fl_cluster_from_tf_config(const char *json)
         fl_set_error_code(FL_INVALID_ARGUMENT, "TF_CONFIG: %s", err);
         return NULL;
     }
-    fl_cluster *c = fl_cluster_new();
+    fl_cluster *c = fl_cluster_new(); /* NULL: FLOWLAB_TASK_DEADLINE is wrong, and it said so */
     int rc = -1;
-    if (root->type != FL_JSON_OBJECT)
+    if (c && root->type != FL_JSON_OBJECT)
         fl_set_error_code(FL_INVALID_ARGUMENT, "TF_CONFIG must be a JSON object, %s; got %s", TF_CONFIG_EXAMPLE,
                           fl_json_type_name(root->type));
-    else if (read_cluster(c, root) == 0)
+    else if (c && read_cluster(c, root) == 0)
         rc = read_task(c, root);
     fl_json_free(root);
     if (rc != 0) {

@@ -22,6 +22,7 @@ static void *state_new(const fl_cluster *c)
     snprintf(r->task_name, sizeof r->task_name, "%s %d", fl_cluster_job_name(c), fl_cluster_task_index(c));
     pthread_mutex_init(&r->lock, NULL);
     r->sync = fl_sync_step_new();
+    fl_stale_tally_init(&r->stale);
     return r;
 }
 
@@ -31,6 +32,7 @@ static void state_free(void *runtime)
     for (int i = 0; i < r->count; i++)
         fl_ps_client_close(r->tasks[i].client);
     fl_sync_step_free(r->sync);
+    fl_stale_tally_destroy(&r->stale);
     OPENSSL_cleanse(r->secret, sizeof r->secret); /* the secret leaves no copy behind */
     SSL_CTX_free(r->tls_client);
     SSL_CTX_free(r->tls_server);
@@ -50,7 +52,7 @@ static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, 
     fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
                             .port = fl_cluster_task_port(c, job, task), .deadline_s = fl_task_deadline_s(),
                             .log_prefix = r->task_name, .job = job, .task = task, .secret = r->secret,
-                            .secret_len = r->secret_len, .tls = r->tls_client};
+                            .secret_len = r->secret_len, .tls = r->tls_client, .stale = &r->stale};
     return fl_ps_client_reopen(&o, fl_cluster_job_name(c), fl_cluster_task_index(c), first_id);
 }
 
@@ -64,7 +66,6 @@ static fl_ps_client *reconnect(fl_cluster_state *r, fl_remote_task *t)
     fl_ps_client *fresh = connect_to(t->cluster, t->job, t->task, t->who, last);
     if (!fresh)
         return NULL;
-    r->stale_of_lost += fl_ps_client_stale_updates(t->client);
     uint64_t sent, received;
     fl_ps_client_traffic(t->client, &sent, &received);
     t->sent_before += sent;
@@ -194,17 +195,20 @@ int fl_remote_task_traffic(const fl_cluster *c, const char *task, uint64_t *sent
     return found;
 }
 
-uint64_t fl_remote_stale_updates(const fl_cluster *c)
+uint64_t fl_remote_stale_steps(const fl_cluster *c)
 {
-    if (!c)
-        return 0;
-    fl_cluster_state *r = fl_cluster_state_of(c);
-    pthread_mutex_lock(&r->lock);
-    uint64_t n = r->stale_of_lost;
-    for (int i = 0; i < r->count; i++)
-        n += fl_ps_client_stale_updates(r->tasks[i].client);
-    pthread_mutex_unlock(&r->lock);
-    return n;
+    uint64_t steps = 0, variable_updates = 0;
+    if (c)
+        fl_stale_tally_read(&fl_cluster_state_of(c)->stale, &steps, &variable_updates);
+    return steps;
+}
+
+uint64_t fl_remote_stale_variable_updates(const fl_cluster *c)
+{
+    uint64_t steps = 0, variable_updates = 0;
+    if (c)
+        fl_stale_tally_read(&fl_cluster_state_of(c)->stale, &steps, &variable_updates);
+    return variable_updates;
 }
 
 void fl_remote_traffic(const fl_cluster *c, uint64_t *sent, uint64_t *received)

@@ -87,18 +87,48 @@ static int read_payload(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_value_des
     return read_all(fd, p + got, f->payload_len - got) == 1 ? 0 : -1;
 }
 
+#define TASK_WITH_TLS "the task answered with TLS (a record 0x%02x 0x03...), not a frame: it has " \
+    "--tls_cert/--tls_key/--tls_ca and this task not; give this task the same flags"
+
+/* A header, as read_all, but a peer speaking TLS is told apart: it may send
+ * a short alert (7 bytes) and close. 1, 0, -1, or -2: TLS (why says so). */
+static int read_header(int fd, unsigned char *header, char *why, size_t len)
+{
+    size_t got = 0;
+    ssize_t n = 1;
+    while (got < FL_WIRE_HEADER_BYTES && n > 0) {
+        n = recv(fd, header + got, FL_WIRE_HEADER_BYTES - got, 0);
+        if (n < 0 && errno == EINTR)
+            n = 1;
+        else if (n > 0)
+            got += (size_t)n;
+    }
+    if (fl_wire_looks_like_tls(header, got)) {
+        snprintf(why, len, TASK_WITH_TLS, header[0]);
+        return -2;
+    }
+    if (got == FL_WIRE_HEADER_BYTES)
+        return 1;
+    if (n == 0) {
+        snprintf(why, len, got == 0 ? "the task closed the connection" : "the connection ended inside a header");
+        return got == 0 ? 0 : -1;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+        snprintf(why, len, "no answer before the deadline (FLOWLAB_TASK_DEADLINE): is it stopped, or busy?");
+    else if (got == 0 && errno == ECONNRESET) /* a task with TLS resets a plain HELLO it cannot read */
+        snprintf(why, len, "%s (a task with --tls_cert/--tls_key/--tls_ca does that to one without)", strerror(errno));
+    else
+        snprintf(why, len, "%s", strerror(errno));
+    return -1;
+}
+
 int fl_read_frame(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_value_destination destination, void *ctx,
                   char *why, size_t len)
 {
     unsigned char header[FL_WIRE_HEADER_BYTES];
-    int rc = read_all(fd, header, sizeof header);
-    if (rc <= 0) {
-        if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            snprintf(why, len, "no answer before the deadline (FLOWLAB_TASK_DEADLINE): is it stopped, or busy?");
-        else
-            snprintf(why, len, rc == 0 ? "the task closed the connection" : "%s", strerror(errno));
+    int rc = read_header(fd, header, why, len);
+    if (rc != 1)
         return rc;
-    }
     if (fl_wire_decode(header, sizeof header, f, why, len) == FL_WIRE_BAD)
         return -1;
     fl_wire_frame announced = fl_wire_frame_announced(header);

@@ -43,6 +43,16 @@ static int node_task(const fl_node *n, char job[32], int *task, char *local, siz
     return 0;
 }
 
+int fl_partition_node_device(const fl_node *n, char *out, size_t len)
+{
+    char job[32], local[FL_DEVICE_LEN];
+    int task;
+    if (node_task(n, job, &task, local, sizeof local) != 0)
+        return -1;
+    snprintf(out, len, "/job:%s/task:%d%s", job, task, local[0] ? local : "/cpu:0");
+    return 0;
+}
+
 static int find_part(const fl_graph_partition *parts, int nparts, const char *job, int task)
 {
     for (int p = 0; p < nparts; p++)
@@ -314,7 +324,7 @@ static int local_controls(cutter *c, const fl_node *n, fl_node **out)
 static fl_node *copy_node(fl_graph *pg, const fl_node *n, fl_node **inputs, const char *device)
 {
     fl_node_spec spec = {.op = n->op, .name = n->name, .inputs = inputs, .ninputs = n->ninputs,
-                         .dtype = n->dtype, .attrs = n->attrs, .has_output = n->has_output,
+                         .dtype = n->dtype, .attrs = n->attrs,
                          .exact_name = true};
     fl_device_scope_push(pg, device);
     fl_node *copy = fl_add_node(pg, &spec);

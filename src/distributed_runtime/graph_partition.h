@@ -98,6 +98,10 @@ void fl_partitioned_run_free(fl_partitioned_run *r);
 void fl_partition_prune(const fl_graph *g, const fl_partition_request *run, bool *needed, bool *fed);
 /* The partition of cut that holds n (the task n's device names), or -1. */
 int fl_partition_of_node(const fl_partitioned_run *cut, const fl_node *n);
+/* The task and device n runs on, as the master asks it of the task:
+ * "/job:worker/task:1/cpu:0" (no device: worker 0's /cpu:0). 0, or -1 with
+ * fl_last_error() naming n when its device does not parse. */
+int fl_partition_node_device(const fl_node *n, char *out, size_t len);
 /* An edge's key: "value:/job:ps/task:0->/job:worker/task:1", '^' first for a
  * control edge (whose value is the token "_send_control/<node>"). Returns
  * snprintf's count. */

@@ -19,9 +19,8 @@ int fl_graph_wire_encode(const fl_graph_partition *p, fl_wire_buf *out);
  * fl_set_error_code(FL_INVALID_ARGUMENT, "node NAME: why"), *p left empty. */
 int fl_graph_wire_decode(const void *bytes, size_t len, fl_graph_partition *p);
 
-/* graph_wire_ops.c, for the decoder: whether an op has a value, and whether
- * these inputs fit it (0, or -1 and why, without the node's name). */
-bool fl_graph_wire_op_has_output(fl_op_kind op);
+/* graph_wire_ops.c, for the decoder: whether these inputs fit op's
+ * signature (0, or -1 and why, without the node's name). */
 int fl_graph_wire_check_inputs(fl_op_kind op, fl_node *const *inputs, int ninputs, char *why, size_t len);
 
 #endif

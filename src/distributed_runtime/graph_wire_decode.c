@@ -256,17 +256,19 @@ static int get_head(reader *r, node_fields *f)
     char type[FL_WIRE_MAX_NAME + 1];
     unsigned dtype;
     uint32_t wave;
+    bool has_output = false;
     if (wire_get_name(&r->c, "op type", type) != 0 || wire_get_name(&r->c, "name", f->name) != 0)
         return read_failed(r);
     snprintf(r->node, sizeof r->node, "%s", f->name);
     if (find_op(r, type, &f->spec.op) != 0 || get_u8(r, "dtype", &dtype) != 0 ||
-        get_bool(r, "has_output", &f->spec.has_output) != 0 || get_shape(r, "shape", true, &f->shape) != 0 ||
+        get_bool(r, "has_output", &has_output) != 0 || get_shape(r, "shape", true, &f->shape) != 0 ||
         get_device(r, f->device) != 0 || get_u32(r, "wave", &wave) != 0)
         return -1;
     if (dtype > FL_INT32)
         return refuse(r, "dtype %u is neither 0 (float32) nor 1 (int32)", dtype);
-    if (f->spec.has_output != fl_graph_wire_op_has_output(f->spec.op))
-        return refuse(r, "a %s %s a value", type, fl_graph_wire_op_has_output(f->spec.op) ? "has" : "has no");
+    bool declared = fl_op_def_of(f->spec.op)->sig.has_output;
+    if (has_output != declared) /* the byte is the encoder's word for what the op's signature says */
+        return refuse(r, "a %s %s a value", type, declared ? "has" : "has no");
     if (wave >= (uint32_t)r->p->nwaves)
         return refuse(r, "wave %u, but the partition has %d", (unsigned)wave, r->p->nwaves);
     f->spec.dtype = (fl_dtype)dtype;

@@ -6,7 +6,9 @@
  * plans once what each task must do (run_plan.c); then every run is one
  * step: one request per task that takes part (master_step.c). Its
  * connections are the cluster's own (cluster_connections.c), so
- * fl_remote_traffic counts the bytes that pass through the client. */
+ * fl_remote_traffic counts the bytes that pass through the client. It
+ * remembers what the user sees: where each node was asked to run, and the
+ * runs and global step a failed step is named by. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,8 @@ typedef struct {
     int nfeeds, nfetches, ntargets;
     int cut_version; /* the cut the plan was made for */
     fl_run_plan plan;
+    bool *needed; /* by node id, of the graph as the plan saw it */
+    int nneeded;
 } run_signature;
 
 struct fl_master {
@@ -43,6 +47,18 @@ struct fl_master {
     run_signature *sigs;
     int nsigs;
     uint64_t step_base, steps; /* step ids unique across clients of a task */
+    /* The user's count of the steps, for messages: this session's runs, and
+     * the global step's value when a run last fetched it (has_global_step). */
+    uint64_t runs;
+    int64_t global_step;
+    bool has_global_step;
+    /* Nodes a run that succeeded needed (by node id), and the devices they
+     * were asked to run on, each name kept once (a few: one per task and
+     * device), for fl_session_node_device and log_device_placement. */
+    bool *ran;
+    int nran;
+    char **device_names;
+    int ndevice_names;
 };
 
 fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
@@ -230,6 +246,11 @@ static run_signature *prepare(fl_master *m, const fl_feed *feeds, int nfeeds, fl
     fl_partition_request req = {sig->feeds, sig->nfeeds, sig->fetches, sig->nfetches, sig->targets, sig->ntargets};
     if (fl_run_plan_make(m->graph, &m->cut, &req, &sig->plan) != 0)
         return NULL;
+    sig->nneeded = fl_graph_node_count(m->graph);
+    sig->needed = fl_xrealloc(sig->needed, (size_t)(sig->nneeded + 1) * sizeof *sig->needed);
+    bool *fed = fl_xcalloc((size_t)sig->nneeded + 1, sizeof *fed);
+    fl_partition_prune(m->graph, &req, sig->needed, fed);
+    free(fed);
     sig->cut_version = m->cut_version;
     return sig;
 }
@@ -243,6 +264,28 @@ static int register_plan(fl_master *m, const fl_run_plan *plan)
 }
 
 /* ---- a step ---- */
+
+/* "run 222 of this session (global step 221 when last fetched)": a
+ * failed step named as the user counts, not by its internal id. */
+static void describe_run(const fl_master *m, char *out, size_t len)
+{
+    int n = snprintf(out, len, "run %llu of this session", (unsigned long long)m->runs);
+    if (m->has_global_step && n > 0 && (size_t)n < len)
+        snprintf(out + n, len - (size_t)n, " (global step %lld when last fetched)", (long long)m->global_step);
+}
+
+/* Keeps the value of the graph's global step when the run fetched it. */
+static void note_global_step(fl_master *m, fl_node *const *fetches, int nfetches, fl_tensor *const *outputs)
+{
+    for (int i = 0; i < nfetches; i++) {
+        const fl_tensor *v = outputs[i];
+        if (strcmp(fl_node_name(fetches[i]), "global_step") != 0 || !v || v->dtype != FL_INT32 ||
+            fl_shape_size(v->shape) != 1)
+            continue;
+        m->global_step = *(const int32_t *)v->data;
+        m->has_global_step = true;
+    }
+}
 
 static int step(fl_master *m, run_signature *sig, const fl_feed *feeds, fl_tensor **out)
 {
@@ -265,7 +308,9 @@ static int step(fl_master *m, run_signature *sig, const fl_feed *feeds, fl_tenso
         handles[t] = m->handles[task->part];
         parts[t] = m->cut.parts[task->part];
     }
-    int rc = fl_master_step(n, clients, handles, runs, outputs, parts);
+    char which[96];
+    describe_run(m, which, sizeof which);
+    int rc = fl_master_step(n, clients, handles, runs, outputs, parts, which);
     for (int i = 0; rc == 0 && i < sig->nfetches; i++)
         out[i] = outputs[plan->fetch_task[i]][plan->fetch_slot[i]];
     for (int t = 0; t < n; t++) {
@@ -274,6 +319,17 @@ static int step(fl_master *m, run_signature *sig, const fl_feed *feeds, fl_tenso
         free(outputs[t]);
     }
     return rc;
+}
+
+static void note_ran(fl_master *m, const run_signature *sig)
+{
+    if (m->nran < sig->nneeded) {
+        m->ran = fl_xrealloc(m->ran, (size_t)sig->nneeded * sizeof *m->ran);
+        memset(m->ran + m->nran, 0, (size_t)(sig->nneeded - m->nran) * sizeof *m->ran);
+        m->nran = sig->nneeded;
+    }
+    for (int id = 0; id < sig->nneeded; id++)
+        m->ran[id] |= sig->needed[id];
 }
 
 int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
@@ -286,10 +342,27 @@ int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const
             fl_set_error_code(FL_INVALID_ARGUMENT, "feed %d has a NULL node or value, or a node of another graph", i);
             return -1;
         }
+    m->runs++;
     run_signature *sig = prepare(m, feeds, nfeeds, fetches, nfetches, targets, ntargets);
-    if (!sig || register_plan(m, &sig->plan) != 0)
+    if (!sig || register_plan(m, &sig->plan) != 0 || step(m, sig, feeds, outputs) != 0)
         return -1;
-    return step(m, sig, feeds, outputs);
+    note_ran(m, sig);
+    note_global_step(m, fetches, nfetches, outputs);
+    return 0;
+}
+
+/* The device n was asked to run on, once a run that needed it succeeded. */
+const char *fl_master_node_device(fl_master *m, const fl_node *n)
+{
+    char device[FL_DEVICE_LEN];
+    if (!n || n->graph != m->graph || n->id >= m->nran || !m->ran[n->id] ||
+        fl_partition_node_device(n, device, sizeof device) != 0)
+        return NULL;
+    for (int i = 0; i < m->ndevice_names; i++)
+        if (strcmp(m->device_names[i], device) == 0)
+            return m->device_names[i];
+    m->device_names = fl_xrealloc(m->device_names, (size_t)(m->ndevice_names + 1) * sizeof *m->device_names);
+    return m->device_names[m->ndevice_names++] = fl_xstrdup(device);
 }
 
 void fl_master_free(fl_master *m)
@@ -301,7 +374,12 @@ void fl_master_free(fl_master *m)
         free(m->sigs[i].feeds);
         free(m->sigs[i].fetches);
         free(m->sigs[i].targets);
+        free(m->sigs[i].needed);
     }
+    free(m->ran);
+    for (int i = 0; i < m->ndevice_names; i++)
+        free(m->device_names[i]);
+    free(m->device_names);
     free(m->sigs);
     forget_cut(m);
     drop_retired(m, NULL);

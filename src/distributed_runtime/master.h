@@ -15,6 +15,10 @@ fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g);
  * output NULL). */
 int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
                   fl_tensor **outputs, fl_node *const *targets, int ntargets);
+/* The task and device n was asked to run on ("/job:worker/task:1/cpu:0"),
+ * once a run of m that needed it has succeeded; NULL before, or when n is
+ * not of m's graph. Valid until m is freed. */
+const char *fl_master_node_device(fl_master *m, const fl_node *n);
 /* Says goodbye to every task of the cluster and frees m. */
 void fl_master_free(fl_master *m);
 
@@ -22,8 +26,9 @@ void fl_master_free(fl_master *m);
  * runs[p] on clients[p] with handles[p]; every request goes out at once.
  * outputs[p] receives run p's fetches. When a task fails, the step is
  * aborted on the others; the error is the lost task's (UNAVAILABLE) when
- * one was lost, else the first. 0, or -1 with the error set. */
+ * one was lost, else the first, led by `which` (the step in the user's
+ * words: "run 7 of this session"). 0, or -1 with the error set. */
 int fl_master_step(int nparts, fl_ps_client **clients, const uint64_t *handles, const fl_partition_run *runs,
-                   fl_tensor ***outputs, const fl_graph_partition *parts);
+                   fl_tensor ***outputs, const fl_graph_partition *parts, const char *which);
 
 #endif

@@ -88,7 +88,7 @@ static const task_call *cause_of_failure(const task_call *calls, int n)
 }
 
 int fl_master_step(int nparts, fl_ps_client **clients, const uint64_t *handles, const fl_partition_run *runs,
-                   fl_tensor ***outputs, const fl_graph_partition *parts)
+                   fl_tensor ***outputs, const fl_graph_partition *parts, const char *which)
 {
     step_state s = {.running = nparts};
     pthread_mutex_init(&s.lock, NULL);
@@ -107,8 +107,8 @@ int fl_master_step(int nparts, fl_ps_client **clients, const uint64_t *handles, 
             pthread_join(calls[p].thread, NULL);
     const task_call *cause = cause_of_failure(calls, nparts);
     if (cause)
-        fl_set_error_code(cause->code, "step %llu on /job:%s/task:%d: %s", (unsigned long long)runs[0].step_id,
-                          parts[cause - calls].job, parts[cause - calls].task, cause->error);
+        fl_set_error_code(cause->code, "%s on /job:%s/task:%d: %s", which, parts[cause - calls].job,
+                          parts[cause - calls].task, cause->error);
     free(calls);
     pthread_cond_destroy(&s.changed);
     pthread_mutex_destroy(&s.lock);

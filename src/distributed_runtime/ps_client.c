@@ -17,6 +17,7 @@
 #include "ps_client.h"
 #include "runtime.h"
 #include "socket_writer.h"
+#include "stale_tally.h"
 
 typedef struct {
     uint32_t id;
@@ -28,6 +29,7 @@ typedef struct {
     char op[48];       /* the node that sent it, which a lost connection names */
     fl_ps_reply_fn take; /* a reply handed over whole (a partition's frames) */
     void *take_user;
+    uint64_t sync_step; /* a synchronous update's step, which a drop is counted toward */
 } pending_request;
 
 struct fl_ps_client {
@@ -48,7 +50,8 @@ struct fl_ps_client {
     bool broken, closing;
     char broken_why[FL_WIRE_ERROR_LEN + 64];
     uint64_t sent, received;
-    uint64_t stale_updates;    /* SYNC_DONE replies that said DROPPED */
+    fl_stale_tally *stale;     /* where SYNC_DONE replies that said DROPPED are counted */
+    uint64_t sync_step;        /* the step of the synchronous update being sent */
     /* For waits: the deadline and where "waiting for" lines go. */
     double deadline_s, log_every_s;
     FILE *log;
@@ -93,7 +96,7 @@ static void complete(fl_ps_client *c, const fl_wire_frame *f, const fl_wire_mess
     } else if (m->type == FL_WIRE_INIT_DONE && p->already) {
         *p->already = m->u.already_initialized;
     } else if (m->type == FL_WIRE_SYNC_DONE && m->u.outcome == FL_WIRE_SYNC_DROPPED) {
-        c->stale_updates++;
+        fl_stale_tally_count(c->stale, p->sync_step);
     }
     c->completed = p->id;
     c->head = (c->head + 1) % c->capacity;
@@ -101,9 +104,8 @@ static void complete(fl_ps_client *c, const fl_wire_frame *f, const fl_wire_mess
     pthread_cond_broadcast(&c->replied);
 }
 
-/* A big VALUE's data is received straight into the buffer its request
- * awaits (frame_reader.c): that buffer when the frame is the reply to the
- * oldest request and the request awaits data, else NULL. */
+/* A big VALUE's data is received straight into the buffer its request awaits (frame_reader.c):
+ * that buffer when the frame is the reply to the oldest request and the request awaits data, else NULL. */
 static void *awaited_destination(void *client, const fl_wire_frame *f, size_t *bytes)
 {
     fl_ps_client *c = client;
@@ -118,12 +120,11 @@ static void *awaited_destination(void *client, const fl_wire_frame *f, size_t *b
     return dst;
 }
 
-/* Reads one frame into buf. 1: a frame in *f; 0: the stream ended; -1: bad. */
+/* Reads one frame into buf: as fl_read_frame, counting what it received. */
 static int read_frame(fl_ps_client *c, fl_wire_buf *buf, fl_wire_frame *f, char *why, size_t len)
 {
     int rc = fl_read_frame(c->fd, buf, f, awaited_destination, c, why, len);
-    if (rc == 1)
-        c->received += f->frame_len;
+    c->received += rc == 1 ? f->frame_len : 0;
     return rc;
 }
 
@@ -183,7 +184,7 @@ static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, vo
         c->capacity = capacity;
     }
     pending_request *p = &c->queue[(c->head + c->count++) % c->capacity];
-    *p = (pending_request){id, type, dst, bytes, already, "", "", take, take_user};
+    *p = (pending_request){id, type, dst, bytes, already, "", "", take, take_user, c->sync_step};
     snprintf(p->name, sizeof p->name, "%s", name ? name : "");
     c->sent += c->out.len;
     pthread_mutex_unlock(&c->lock);
@@ -216,6 +217,13 @@ uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_
     return sent;
 }
 
+uint32_t fl_ps_client_finish_sync(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, const char *name,
+                                  uint64_t step)
+{
+    c->sync_step = step; /* send_lock held since fl_ps_client_begin: this request's entry takes it */
+    return fl_ps_client_finish(c, encoded, id, type, NULL, 0, NULL, name);
+}
+
 uint32_t fl_ps_client_finish_taking(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type,
                                     fl_ps_reply_fn take, void *user, const char *name)
 {
@@ -239,14 +247,6 @@ void fl_ps_client_name_sender(fl_ps_client *c, uint32_t after, const char *op)
             snprintf(p->op, sizeof p->op, "%s", op);
     }
     pthread_mutex_unlock(&c->lock);
-}
-
-uint64_t fl_ps_client_stale_updates(fl_ps_client *c)
-{
-    pthread_mutex_lock(&c->lock);
-    uint64_t n = c->stale_updates;
-    pthread_mutex_unlock(&c->lock);
-    return n;
 }
 
 bool fl_ps_client_broken(fl_ps_client *c)
@@ -359,16 +359,16 @@ void fl_ps_client_traffic(fl_ps_client *c, uint64_t *sent, uint64_t *received)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* The first frame of the answer to HELLO into *m: 0, -1 (lost), -2 (not
- * parseable: a refusal). With a secret the server asks for a proof first
- * (CHALLENGE: handshake.c), and a server that does not ask is refused, so a
- * task without the secret cannot pose as a ps. */
+/* The first frame of the answer to HELLO into *m: 0, -1 (lost), -2 (not parseable: a refusal).
+ * With a secret the server asks for a proof first (CHALLENGE: handshake.c), and a server that
+ * does not ask is refused, so a task without the secret cannot pose as a ps. */
 static int read_welcome(fl_ps_client *c, const fl_connect_options *where, const char *my_job, int my_task,
                         fl_wire_buf *buf, fl_wire_message *m, char *why, size_t len)
 {
     fl_wire_frame f;
-    if (read_frame(c, buf, &f, why, len) != 1 || fl_wire_parse(&f, m, why, len) != 0)
-        return -1;
+    int got = read_frame(c, buf, &f, why, len); /* -2: a task with TLS, final */
+    if (got != 1 || fl_wire_parse(&f, m, why, len) != 0)
+        return got == -2 ? -2 : -1;
     if (m->type == FL_WIRE_CHALLENGE) {
         unsigned char challenge[FL_WIRE_PROOF_BYTES];
         memcpy(challenge, m->u.handshake.nonce, sizeof challenge);
@@ -422,12 +422,12 @@ static void keep_wait_options(fl_ps_client *c, const fl_connect_options *where)
     c->log_every_s = where->log_every_s > 0 ? where->log_every_s : 5;
     c->log = where->log ? where->log : stderr;
     snprintf(c->log_prefix, sizeof c->log_prefix, "%s", where->log_prefix ? where->log_prefix : "worker");
+    c->stale = where->stale;
 }
 
-/* Connects and says HELLO, returning the socket (also in c->fd) or -1. A
- * connection dropped before the answer (a task still dying on its port, or
- * one just starting) is made again, with backoff, until the deadline; a
- * refusal by the task is final. */
+/* Connects and says HELLO, returning the socket (also in c->fd) or -1. A connection dropped
+ * before the answer (a task still dying on its port, or one just starting) is made again, with
+ * backoff, until the deadline; a refusal by the task is final. */
 static int connect_and_greet(fl_ps_client *c, const fl_connect_options *where, const char *my_job, int my_task)
 {
     double start = fl_now_us();

@@ -25,6 +25,9 @@ fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *m
 fl_wire_buf *fl_ps_client_begin(fl_ps_client *c, uint32_t *id);
 uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
                              bool *already, const char *name);
+/* The same for a synchronous update sent for `step`, which a drop counts toward. */
+uint32_t fl_ps_client_finish_sync(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, const char *name,
+                                  uint64_t step);
 /* The same for a reply the caller reads whole: take(frame, message, user)
  * runs on the reader thread when the reply comes, ERROR included, and
  * copies what it needs: the request's outcome is the caller's to keep, so
@@ -55,8 +58,8 @@ uint32_t fl_ps_client_apply(fl_ps_client *c, const char *name, const fl_wire_opt
 
 /* Synchronous replicas (chapter 4): updates counted toward sync->step; the
  * reply says whether the update ran, was held, or was dropped as stale
- * (fl_ps_client_stale_updates counts those). type: FL_WIRE_SYNC_ASSIGN or
- * FL_WIRE_SYNC_ASSIGN_ADD. */
+ * (counted, with its step, in the connect options' stale tally). type:
+ * FL_WIRE_SYNC_ASSIGN or FL_WIRE_SYNC_ASSIGN_ADD. */
 uint32_t fl_ps_client_sync_apply(fl_ps_client *c, const fl_wire_sync *sync, const char *name,
                                  const fl_wire_optimizer_args *opt, const fl_tensor *grad);
 uint32_t fl_ps_client_sync_assignment(fl_ps_client *c, fl_wire_type type, const fl_wire_sync *sync,
@@ -67,7 +70,6 @@ uint32_t fl_ps_client_sync_assignment(fl_ps_client *c, fl_wire_type type, const 
 uint32_t fl_ps_client_wait_step(fl_ps_client *c, const char *name, uint64_t step, void *dst);
 /* Whether the variable has a value on the task: *has_value set when done. */
 uint32_t fl_ps_client_is_initialized(fl_ps_client *c, const char *name, bool *has_value);
-uint64_t fl_ps_client_stale_updates(fl_ps_client *c);
 /* True once the connection is lost: requests fail until a new one is made. */
 bool fl_ps_client_broken(fl_ps_client *c);
 

@@ -51,7 +51,7 @@ uint32_t fl_ps_client_sync_apply(fl_ps_client *c, const fl_wire_sync *sync, cons
     uint32_t id;
     fl_wire_buf *out = fl_ps_client_begin(c, &id);
     int rc = fl_wire_put_sync_apply(out, id, sync, name, opt, grad);
-    return fl_ps_client_finish(c, rc, id, FL_WIRE_SYNC_APPLY, NULL, 0, NULL, name);
+    return fl_ps_client_finish_sync(c, rc, id, FL_WIRE_SYNC_APPLY, name, sync->step);
 }
 
 uint32_t fl_ps_client_sync_assignment(fl_ps_client *c, fl_wire_type type, const fl_wire_sync *sync,
@@ -60,7 +60,7 @@ uint32_t fl_ps_client_sync_assignment(fl_ps_client *c, fl_wire_type type, const 
     uint32_t id;
     fl_wire_buf *out = fl_ps_client_begin(c, &id);
     int rc = fl_wire_put_sync_assignment(out, type, id, sync, name, value);
-    return fl_ps_client_finish(c, rc, id, type, NULL, 0, NULL, name);
+    return fl_ps_client_finish_sync(c, rc, id, type, name, sync->step);
 }
 
 uint32_t fl_ps_client_wait_step(fl_ps_client *c, const char *name, uint64_t step, void *dst)

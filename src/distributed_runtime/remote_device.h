@@ -9,6 +9,7 @@
 
 #include "device.h"
 #include "ps_client.h"
+#include "stale_tally.h"
 #include "sync_step.h"
 
 extern const fl_backend fl_remote_backend;
@@ -47,7 +48,7 @@ typedef struct {
     fl_device devices[FL_MAX_REMOTE_TASKS];
     fl_remote_task tasks[FL_MAX_REMOTE_TASKS];
     int count;
-    uint64_t stale_of_lost; /* stale updates counted on connections since lost */
+    fl_stale_tally stale; /* updates the ps tasks dropped as stale, over every connection */
     fl_sync_step *sync;
     /* Who may talk to this cluster's tasks (cluster_security.c): set before
      * the first connection, read-only afterwards. */

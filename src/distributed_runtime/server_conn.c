@@ -88,6 +88,18 @@ static void on_write(struct bufferevent *bev, void *conn)
     fl_server_resume_reading(c);
 }
 
+/* What a task without TLS says to a client that opens with a TLS ClientHello
+ * (the client cannot read it: its TLS layer sees no record), and logs once. */
+#define TLS_CLIENT_AT_PLAIN_TASK                                                                            \
+    "a TLS ClientHello (0x16 0x03...), not a frame: the client has --tls_cert/--tls_key/--tls_ca and this " \
+    "task not; give this task's server the same flags, or drop them from the client"
+
+/* What a task with TLS says, in a plain ERROR frame, to a client that sent a
+ * plain HELLO: the client reads it as a refusal and does not try again. */
+#define PLAIN_CLIENT_AT_TLS_TASK                                                                          \
+    "this task uses TLS (--tls_cert/--tls_key/--tls_ca) and the client does not: start the client with " \
+    "the same flags, or this task without them"
+
 /* libevent calls this when at least the read watermark's bytes are in. */
 void fl_server_on_read(struct bufferevent *bev, void *conn)
 {
@@ -102,6 +114,8 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         if (look == 0 || too_many_unread_replies(c))
             return;
         fl_wire_status st = fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)look), look, &f, why, sizeof why);
+        if (st == FL_WIRE_BAD && fl_wire_looks_like_tls(evbuffer_pullup(in, (ev_ssize_t)look), look))
+            return fl_server_refuse(c, 0, FL_WIRE_E_UNAUTHENTICATED, TLS_CLIENT_AT_PLAIN_TASK);
         if (st == FL_WIRE_BAD)
             return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
         size_t need = FL_WIRE_HEADER_BYTES;
@@ -140,6 +154,23 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
     }
 }
 
+/* A client that sent a plain HELLO where TLS was due ("wrong version
+ * number": its first bytes are no TLS record) is told so in a plain ERROR
+ * frame, written past OpenSSL onto the socket, which is small enough to go
+ * at once. What it sent after is read off first, so that closing does not
+ * reset the connection before the client has read the frame. */
+static void tell_plain_client(struct bufferevent *bev)
+{
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    fl_wire_buf frame = {0};
+    char rest[512];
+    for (int i = 0; i < 8 && recv(fd, rest, sizeof rest, MSG_DONTWAIT) > 0; i++)
+        ;
+    if (fl_wire_put_error(&frame, 0, FL_WIRE_E_UNAUTHENTICATED, PLAIN_CLIENT_AT_TLS_TASK) == 0)
+        send(fd, frame.data, frame.len, MSG_DONTWAIT | MSG_NOSIGNAL); /* failing: the client has gone */
+    fl_wire_buf_free(&frame);
+}
+
 /* Why OpenSSL ended a TLS connection (a certificate from another CA, a
  * client that does not speak TLS); false when it was no TLS error. */
 static bool tls_refusal(struct bufferevent *bev, char *why, size_t len)
@@ -149,7 +180,11 @@ static bool tls_refusal(struct bufferevent *bev, char *why, size_t len)
         return false;
     char reason[200];
     ERR_error_string_n(e, reason, sizeof reason);
-    snprintf(why, len, "the TLS handshake failed: %s", reason);
+    bool plain = ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER;
+    snprintf(why, len, "the TLS handshake failed: %s%s", reason,
+             plain ? " (a client without --tls_cert/--tls_key/--tls_ca? it was told so in a plain ERROR frame)" : "");
+    if (plain)
+        tell_plain_client(bev);
     return true;
 }
 

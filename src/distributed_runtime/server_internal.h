@@ -41,6 +41,8 @@ struct fl_server {
     fl_ps_store *store;   /* touched by the loop thread only */
     fl_ps_sync *sync;     /* synchronous replicas' accumulators (loop thread) */
     uint32_t sync_replicas;       /* the last SYNC update's replicas_to_aggregate (loop thread) */
+    char sync_worker[64], async_worker[64]; /* the first to send each kind of update (server_sync.c) */
+    bool sync_modes_logged;       /* a refusal of the other kind is logged once */
     const fl_cluster *cluster;
     fl_wire_buf out;      /* the reply being built (loop thread only) */
     fl_wire_message *message; /* the request being served (loop thread; large: names, slots) */
@@ -84,6 +86,8 @@ typedef struct fl_server_conn {
     uint64_t parked_step;                      /* until it moves from this step */
     bool counted;  /* it has sent a SYNC_ASSIGN_ADD ... */
     uint64_t counted_step; /* ... counted toward this step */
+    bool dropped_any;      /* an update it sent was dropped as stale ... */
+    uint64_t dropped_step; /* ... the latest for this step (server_sync.c) */
     size_t room_made;      /* the length of the big frame memory was made for, until it is served */
     struct fl_partition_registry *partitions; /* what this client registered (server_partitions.c) */
     struct fl_partition_job *running; /* its RUN_PARTITION in flight: later frames wait */
@@ -139,6 +143,9 @@ void fl_server_serve_buffered(fl_server_conn *c);
 /* The requests of synchronous replicas (server_sync.c). */
 void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m);
 void fl_server_serve_wait_step(fl_server_conn *c, uint32_t id, const fl_wire_wait_step *w);
+/* True when request id, an update of the other kind (synchronous or not)
+ * than another worker's, was refused: workers disagree on --sync_replicas. */
+bool fl_server_refuses_other_sync_mode(fl_server_conn *c, uint32_t id, fl_wire_type type);
 /* Answers the parked WAIT_STEPs on variable `name` whose value has moved. */
 void fl_server_wake_waits(fl_server *s, const char *name);
 /* After a goodbye: answers the parked WAIT_STEPs at once while too few

@@ -140,6 +140,8 @@ void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
     } else {
         fl_server_count(c->server, &c->server->stats.frames, 1);
         fl_server_note_request(c->server, c, m->type);
+        if (fl_server_refuses_other_sync_mode(c, f->request_id, m->type))
+            return;
         switch (m->type) {
         case FL_WIRE_HELLO: serve_hello(c, f->request_id, &m->u.hello); break;
         case FL_WIRE_INIT_VARIABLE: serve_init(c, f->request_id, &m->u.named); break;

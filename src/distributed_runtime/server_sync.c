@@ -2,12 +2,57 @@
  * toward a step, and the WAIT_STEP barrier. A worker's WAIT_STEP (its
  * step's token) is parked until the step moves: its connection reads
  * nothing more until then, so replies stay in order, and a connection has
- * at most one parked at a time, kept in the connection itself. */
+ * at most one parked at a time, kept in the connection itself. Workers
+ * that disagree on --sync_replicas are told so, naming both. */
 #include <string.h>
 
 #include <event2/buffer.h>
 
 #include "server_internal.h"
+
+/* A synchronous worker counts its steps toward a global step that an
+ * asynchronous one also moves (65 local steps for global step 100, and no
+ * warning). The first worker to send an update is kept with its kind; an
+ * update of the other kind from another worker is refused, naming both, and
+ * the ps logs the first such refusal. */
+bool fl_server_refuses_other_sync_mode(fl_server_conn *c, uint32_t id, fl_wire_type type)
+{
+    bool sync = type == FL_WIRE_SYNC_APPLY || type == FL_WIRE_SYNC_ASSIGN || type == FL_WIRE_SYNC_ASSIGN_ADD;
+    if (!sync && type != FL_WIRE_APPLY && type != FL_WIRE_ASSIGN_ADD)
+        return false; /* no update, or a restore (ASSIGN), which either kind sends */
+    fl_server *s = c->server;
+    char *mine = sync ? s->sync_worker : s->async_worker, task[sizeof s->sync_worker];
+    const char *other = sync ? s->async_worker : s->sync_worker;
+    snprintf(task, sizeof task, "/job:%s/task:%d", c->job, c->task);
+    if (!other[0] || strcmp(other, task) == 0) {
+        if (!mine[0]) /* a refused worker is not kept: the first kind goes on */
+            snprintf(mine, sizeof s->sync_worker, "%s", task);
+        return false;
+    }
+    char why[FL_WIRE_ERROR_LEN];
+    snprintf(why, sizeof why, "%s trains with --sync_replicas %s, and %s with --sync_replicas %s: start every "
+             "worker of this ps with the same --sync_replicas", other, sync ? "false" : "true", task,
+             sync ? "true" : "false");
+    if (!s->sync_modes_logged)
+        fl_server_log_conn(c, "refused an update from", why);
+    s->sync_modes_logged = true;
+    fl_wire_put_error(&s->out, id, FL_WIRE_E_MISMATCH, why);
+    fl_server_send_out(c);
+    return true;
+}
+
+/* A dropped update counts once as a variable update, and once per step of
+ * the worker that sent it: its connection's steps follow one another. */
+static void count_stale(fl_server_conn *c)
+{
+    fl_server *s = c->server;
+    uint64_t step = fl_ps_sync_last_step(s->sync); /* the step the update was counted toward */
+    fl_server_count(s, &s->stats.stale_variable_updates, 1);
+    if (!c->dropped_any || c->dropped_step != step)
+        fl_server_count(s, &s->stats.stale_steps, 1);
+    c->dropped_any = true;
+    c->dropped_step = step;
+}
 
 void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m)
 {
@@ -28,7 +73,7 @@ void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m)
     if (fl_ps_sync_update(s->sync, op, &attrs, vars, nvars, &arg, &m->sync, &outcome, why, sizeof why) != 0)
         return fl_server_refuse(c, m->request_id, FL_WIRE_E_MISMATCH, why);
     if (outcome == FL_WIRE_SYNC_DROPPED)
-        fl_server_count(s, &s->stats.stale_updates, 1);
+        count_stale(c);
     s->sync_replicas = m->sync.replicas;
     if (m->type == FL_WIRE_SYNC_ASSIGN_ADD) {
         c->counted = true;

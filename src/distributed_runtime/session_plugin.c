@@ -50,6 +50,7 @@ const fl_cluster_plugin *fl_cluster_session_plugin(const fl_cluster *cluster)
 
 static void *open_master(void *state, fl_graph *g) { return fl_master_new(state, g); }
 static void close_master(void *master) { fl_master_free(master); }
+static const char *node_device(void *master, const fl_node *n) { return fl_master_node_device(master, n); }
 
 static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
                       fl_tensor **outputs, fl_node *const *targets, int ntargets)
@@ -76,7 +77,8 @@ const fl_cluster_plugin *fl_cluster_client_plugin(const fl_cluster *cluster)
         r->client_plugin = (fl_cluster_plugin){.state = (void *)cluster, .resolve_device = no_device,
                                                .task_name = task_name, .is_chief = is_chief, .recover = recover,
                                                .say_goodbye = say_goodbye, .open_master = open_master,
-                                               .run_master = run_master, .close_master = close_master};
+                                               .run_master = run_master, .node_device = node_device,
+                                               .close_master = close_master};
     pthread_mutex_unlock(&r->lock);
     return &r->client_plugin;
 }

@@ -221,6 +221,17 @@ static void *run_tunnel(void *arg)
     return NULL;
 }
 
+#define SERVER_WITHOUT_TLS " (the server may not use TLS: did it start with --tls_cert/--tls_key/--tls_ca?)"
+
+/* Whether a failed handshake looks like a server without TLS: it answered
+ * with a plain frame ("wrong version number": no TLS record), or closed. */
+static bool server_without_tls(unsigned long e)
+{
+    int reason = ERR_GET_REASON(e);
+    return e == 0 || reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_UNEXPECTED_EOF_WHILE_READING ||
+           reason == SSL_R_PACKET_LENGTH_TOO_LONG;
+}
+
 /* The handshake, blocking, for at most HANDSHAKE_SECONDS of silence from a
  * peer that accepted the connection but says nothing; 0, or -1 after
  * fl_set_error_code. */
@@ -239,8 +250,8 @@ static int handshake(tunnel *t)
                           "cluster's CA, --tls_ca?; refused: not retried)", t->who,
                           X509_verify_cert_error_string(verify));
     else
-        fl_set_error_code(e ? FL_UNAUTHENTICATED : FL_UNAVAILABLE, "%s: the TLS handshake failed: %s", t->who,
-                          e ? reason : "the connection closed");
+        fl_set_error_code(e ? FL_UNAUTHENTICATED : FL_UNAVAILABLE, "%s: the TLS handshake failed: %s%s", t->who,
+                          e ? reason : "the connection closed", server_without_tls(e) ? SERVER_WITHOUT_TLS : "");
     ERR_clear_error();
     return -1;
 }

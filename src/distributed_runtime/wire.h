@@ -67,7 +67,7 @@ typedef enum {
     FL_WIRE_E_BAD_FRAME = 1,        /* the bytes are not a valid frame */
     FL_WIRE_E_OUT_OF_ORDER = 2,     /* a valid frame at the wrong time */
     FL_WIRE_E_UNKNOWN_VARIABLE = 3, /* no variable of that name on this task */
-    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's */
+    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's; or --sync_replicas from another worker's */
     FL_WIRE_E_NOT_INITIALIZED = 5,  /* PULL/APPLY before any INIT_VARIABLE */
     FL_WIRE_E_INTERNAL = 6,         /* the server failed, e.g. out of memory */
     /* A partition's run that failed (the connection stays). */
@@ -77,12 +77,18 @@ typedef enum {
     FL_WIRE_E_DEADLINE = 10,        /* a value from another task never came */
     FL_WIRE_E_UNAUTHENTICATED = 11, /* no proof of the cluster secret, or a wrong one */
     FL_WIRE_E_RESOURCE_EXHAUSTED = 12, /* a limit of the server's (the message names its flag) */
+    /* CANONICAL + c carries flowlab's code c (FL_NOT_FOUND: 37) unchanged: a
+     * failed run whose code none of the names above says. */
+    FL_WIRE_E_CANONICAL = 32,
 } fl_wire_error_code;
-#define FL_WIRE_ERROR_CODE_COUNT 13
+#define FL_WIRE_ERROR_CODE_COUNT 13 /* the named codes are 1 to 12 */
 /* What an ERROR frame's code means as flowlab's error code (BAD_FRAME:
- * DATA_LOSS), and the code a failed run's error travels as (wire_error_codes.c). */
+ * DATA_LOSS; CANONICAL + c: c), the code a failed run's error travels as
+ * (its own name where the wire has one, else CANONICAL + code), and whether
+ * a frame's code is one of these (wire_error_codes.c). */
 fl_error_code fl_wire_error_meaning(fl_wire_error_code code);
 fl_wire_error_code fl_wire_error_for(fl_error_code code);
+bool fl_wire_error_code_known(unsigned code);
 
 typedef enum { FL_WIRE_GRADIENT_DESCENT = 0, FL_WIRE_MOMENTUM = 1, FL_WIRE_ADAM = 2 } fl_wire_optimizer;
 
@@ -235,6 +241,11 @@ fl_wire_frame fl_wire_frame_announced(const void *header);
 /* At end of stream: 0 when no bytes are left over, else -1 and a message such as
  * "connection closed inside a frame header (7 of 16 bytes)". */
 int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen);
+
+/* Whether the first bytes of a stream (1 or more) are a TLS record's, not a
+ * frame's: a ClientHello (0x16 0x03), an alert (0x15 0x03), ... A peer with
+ * --tls_* met one without them; each side names the flags (TLS mismatch). */
+bool fl_wire_looks_like_tls(const void *bytes, size_t len);
 
 /* ---- typed payloads: plain structs; tensor data points into the frame ---- */
 typedef struct {

@@ -367,7 +367,7 @@ int fl_wire_put_error(fl_wire_buf *buf, uint32_t id, fl_wire_error_code code, co
     long start = wire_begin(buf, FL_WIRE_ERROR, id);
     if (start < 0)
         return -1;
-    if ((int)code <= 0 || (int)code >= FL_WIRE_ERROR_CODE_COUNT)
+    if ((int)code <= 0 || !fl_wire_error_code_known((unsigned)code))
         return wire_abort(buf, start, "ERROR: unknown error code %d", (int)code);
     size_t len = message ? strlen(message) : 0;
     if (len > FL_WIRE_MAX_MESSAGE)

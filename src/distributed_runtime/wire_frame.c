@@ -287,6 +287,16 @@ int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen)
     return -1;
 }
 
+bool fl_wire_looks_like_tls(const void *bytes, size_t len)
+{
+    const unsigned char *b = bytes;
+    if (len == 0)
+        return false;
+    if (len == 1) /* the rest is late: a handshake or an alert is all a peer sends first */
+        return b[0] == 0x16 || b[0] == 0x15;
+    return b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03; /* a record's type, then TLS's major version */
+}
+
 /* ---- the order of frames ---- */
 
 void fl_wire_conn_init(fl_wire_conn *conn, fl_wire_role role)

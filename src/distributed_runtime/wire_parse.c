@@ -248,7 +248,7 @@ int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, char *err, s
     if (wire_take(&c, 4, "code and length", &b) != 0)
         return -1;
     unsigned code = wire_load_u16(b), len = wire_load_u16(b + 2);
-    if (code == 0 || code >= FL_WIRE_ERROR_CODE_COUNT)
+    if (!fl_wire_error_code_known(code))
         return wire_fail(&c, "unknown error code %u", code);
     if (len > FL_WIRE_MAX_MESSAGE)
         return wire_fail(&c, "message of %u bytes over the %u limit", len, FL_WIRE_MAX_MESSAGE);

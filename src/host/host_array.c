@@ -3,10 +3,10 @@
  * each of the outer rows, a run of axis * inner contiguous elements, so
  * every copy is one memcpy of a row's window. float32 and int32 are both
  * four bytes, so these kernels copy either without looking at the dtype. */
-#include <math.h>
 #include <string.h>
 
 #include "host_kernels.h"
+#include "scalar_rules.h"
 
 /* Identity, StopGradient and Reshape when the output is not input 0's
  * own buffer: the bytes are the same, only the shape may differ. */
@@ -69,19 +69,6 @@ FL_HOST_KERNEL(fl_host_slice_grad)
     return 0;
 }
 
-/* C's float-to-int conversion truncates toward zero, as TensorFlow's does,
- * but is undefined out of range: NaN becomes 0, the rest saturate. */
-static int32_t float_to_int32(float f)
-{
-    if (isnan(f))
-        return 0;
-    if (f >= 2147483648.0f)
-        return INT32_MAX;
-    if (f < -2147483648.0f)
-        return INT32_MIN;
-    return (int32_t)f;
-}
-
 FL_HOST_KERNEL(fl_host_cast)
 {
     (void)n;
@@ -95,7 +82,7 @@ FL_HOST_KERNEL(fl_host_cast)
         const float *x = in[0]->data;
         int32_t *o = out->data;
         for (int64_t i = 0; i < count; i++)
-            o[i] = float_to_int32(x[i]);
+            o[i] = fl_rule_float_to_int32(x[i]);
         return 0;
     }
     const int32_t *x = in[0]->data;

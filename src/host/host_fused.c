@@ -6,6 +6,7 @@
  * ops': the same float operations in the same order, one trip through
  * memory fewer. */
 #include "host_kernels.h"
+#include "scalar_rules.h"
 
 fl_op_kind fl_host_product_of(fl_op_kind op)
 {
@@ -31,7 +32,7 @@ static void bias_relu_rows(void *args, int64_t begin, int64_t end)
         float *row = a->y + r * a->columns;
         for (int64_t j = 0; j < a->columns; j++) {
             float v = row[j] + a->bias[j];
-            row[j] = a->relu ? (v > 0.0f ? v : 0.0f) : v;
+            row[j] = a->relu ? fl_rule_relu(v) : v;
         }
     }
 }
@@ -58,6 +59,6 @@ FL_HOST_KERNEL(fl_host_relu_mask)
     const float *x = in[1]->data;
     float *dx = out->data;
     for (int64_t i = 0; i < count; i++)
-        dx[i] = x[i] > 0.0f ? dx[i] : 0.0f;
+        dx[i] = fl_rule_relu_grad(dx[i], x[i]);
     return 0;
 }

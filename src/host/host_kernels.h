@@ -45,6 +45,8 @@ FL_HOST_KERNEL(fl_host_sigmoid);
 FL_HOST_KERNEL(fl_host_sigmoid_grad);
 FL_HOST_KERNEL(fl_host_tanh);
 FL_HOST_KERNEL(fl_host_tanh_grad);
+FL_HOST_KERNEL(fl_host_softplus);
+FL_HOST_KERNEL(fl_host_softplus_grad);
 FL_HOST_KERNEL(fl_host_softmax);
 FL_HOST_KERNEL(fl_host_softmax_grad);
 FL_HOST_KERNEL(fl_host_sparse_xent);

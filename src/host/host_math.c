@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "host_kernels.h"
+#include "scalar_rules.h"
 
 /* C[M,N] = op(A) op(B), where op transposes when asked. The i-k-j loop order
  * streams rows of B and C, the cache-friendly order for row-major data. */
@@ -38,11 +39,11 @@ typedef enum { ADD, SUB, MUL, DIV } arith;
 static int apply_int(arith op, int32_t x, int32_t y, int32_t *result)
 {
     switch (op) {
-    case ADD: *result = (int32_t)((uint32_t)x + (uint32_t)y); return 0;
-    case SUB: *result = (int32_t)((uint32_t)x - (uint32_t)y); return 0;
-    case MUL: *result = (int32_t)((uint32_t)x * (uint32_t)y); return 0;
+    case ADD: *result = fl_rule_int32_add(x, y); return 0;
+    case SUB: *result = fl_rule_int32_sub(x, y); return 0;
+    case MUL: *result = fl_rule_int32_mul(x, y); return 0;
     default:
-        if (y == 0 || (x == INT32_MIN && y == -1))
+        if (fl_rule_int32_div_fails(x, y))
             return -1;
         *result = x / y;
         return 0;
@@ -152,7 +153,7 @@ FL_HOST_KERNEL(fl_host_neg)
         const int32_t *x = in[0]->data;
         int32_t *o = out->data;
         for (int64_t i = 0; i < count; i++)
-            o[i] = (int32_t)(0u - (uint32_t)x[i]);
+            o[i] = fl_rule_int32_neg(x[i]);
         return 0;
     }
     const float *x = in[0]->data;
@@ -180,7 +181,7 @@ static void add_n_range(void *p, int64_t begin, int64_t end)
             int32_t *o = s->out->data;
             const int32_t *x = s->in[k]->data;
             for (int64_t i = begin; i < end; i++)
-                o[i] = (int32_t)((uint32_t)o[i] + (uint32_t)x[i]);
+                o[i] = fl_rule_int32_add(o[i], x[i]);
         } else {
             float *o = s->out->data;
             const float *x = s->in[k]->data;
@@ -224,9 +225,7 @@ FL_HOST_KERNEL(fl_host_div_grad_b)
     int64_t na = fl_shape_size(in[1]->shape), nb = fl_shape_size(in[2]->shape);
     const float *dy = in[0]->data, *a = in[1]->data, *b = in[2]->data;
     float *o = out->data;
-    for (int64_t i = 0; i < count; i++) {
-        float bi = b[i % nb];
-        o[i] = -dy[i] * a[i % na] / (bi * bi);
-    }
+    for (int64_t i = 0; i < count; i++)
+        o[i] = fl_rule_div_grad_b(dy[i], a[i % na], b[i % nb]);
     return 0;
 }

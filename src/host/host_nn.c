@@ -4,11 +4,10 @@
 #include <string.h>
 
 #include "host_kernels.h"
+#include "scalar_rules.h"
 
 typedef float (*unary_fn)(float);
-
-static float relu(float x) { return x > 0.0f ? x : 0.0f; }
-static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+typedef float (*binary_fn)(float, float);
 
 static int map_unary(unary_fn fn, fl_tensor *const *in, fl_tensor *out)
 {
@@ -20,48 +19,26 @@ static int map_unary(unary_fn fn, fl_tensor *const *in, fl_tensor *out)
     return 0;
 }
 
-FL_HOST_KERNEL(fl_host_relu) { (void)n; (void)ctx; return map_unary(relu, in, out); }
-FL_HOST_KERNEL(fl_host_sigmoid) { (void)n; (void)ctx; return map_unary(sigmoid, in, out); }
-FL_HOST_KERNEL(fl_host_tanh) { (void)n; (void)ctx; return map_unary(tanhf, in, out); }
-
-/* Inputs (dy, x): dy where x > 0. */
-FL_HOST_KERNEL(fl_host_relu_grad)
+/* A gradient's inputs are (dy, x) for Relu and Softplus, (dy, y) for Sigmoid and Tanh. */
+static int map_binary(binary_fn fn, fl_tensor *const *in, fl_tensor *out)
 {
-    (void)n;
-    (void)ctx;
     int64_t count = fl_shape_size(out->shape);
-    const float *dy = in[0]->data, *x = in[1]->data;
+    const float *dy = in[0]->data, *v = in[1]->data;
     float *o = out->data;
     for (int64_t i = 0; i < count; i++)
-        o[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+        o[i] = fn(dy[i], v[i]);
     return 0;
 }
 
-/* Inputs (dy, y): dy * y * (1 - y). */
-FL_HOST_KERNEL(fl_host_sigmoid_grad)
-{
-    (void)n;
-    (void)ctx;
-    int64_t count = fl_shape_size(out->shape);
-    const float *dy = in[0]->data, *y = in[1]->data;
-    float *o = out->data;
-    for (int64_t i = 0; i < count; i++)
-        o[i] = dy[i] * y[i] * (1.0f - y[i]);
-    return 0;
-}
-
-/* Inputs (dy, y): dy * (1 - y^2). */
-FL_HOST_KERNEL(fl_host_tanh_grad)
-{
-    (void)n;
-    (void)ctx;
-    int64_t count = fl_shape_size(out->shape);
-    const float *dy = in[0]->data, *y = in[1]->data;
-    float *o = out->data;
-    for (int64_t i = 0; i < count; i++)
-        o[i] = dy[i] * (1.0f - y[i] * y[i]);
-    return 0;
-}
+/* The rules themselves are src/scalar_rules.h's, shared with the devices. */
+FL_HOST_KERNEL(fl_host_relu) { (void)n; (void)ctx; return map_unary(fl_rule_relu, in, out); }
+FL_HOST_KERNEL(fl_host_sigmoid) { (void)n; (void)ctx; return map_unary(fl_rule_sigmoid, in, out); }
+FL_HOST_KERNEL(fl_host_tanh) { (void)n; (void)ctx; return map_unary(fl_rule_tanh, in, out); }
+FL_HOST_KERNEL(fl_host_softplus) { (void)n; (void)ctx; return map_unary(fl_rule_softplus, in, out); }
+FL_HOST_KERNEL(fl_host_relu_grad) { (void)n; (void)ctx; return map_binary(fl_rule_relu_grad, in, out); }
+FL_HOST_KERNEL(fl_host_sigmoid_grad) { (void)n; (void)ctx; return map_binary(fl_rule_sigmoid_grad, in, out); }
+FL_HOST_KERNEL(fl_host_tanh_grad) { (void)n; (void)ctx; return map_binary(fl_rule_tanh_grad, in, out); }
+FL_HOST_KERNEL(fl_host_softplus_grad) { (void)n; (void)ctx; return map_binary(fl_rule_softplus_grad, in, out); }
 
 static int last_axis(const fl_tensor *t) { return t->shape.rank ? t->shape.dims[t->shape.rank - 1] : 1; }
 

@@ -1,9 +1,8 @@
 /* host_optimizers.c: the update rules of SGD, Momentum and Adam on the host.
  * Each kernel updates the variable (in[0]) and its slots in place, with the
- * same formulas as TensorFlow's ApplyGradientDescent/ApplyMomentum/ApplyAdam. */
-#include <math.h>
-
+ * rules of src/scalar_rules.h (TensorFlow's ApplyGradientDescent/ApplyMomentum/ApplyAdam). */
 #include "host_kernels.h"
+#include "scalar_rules.h"
 
 /* Each update is element-wise: fl_parallel_for spreads it over the cores
  * (the controller of chapter 2 updates millions of weights per step). */
@@ -14,12 +13,11 @@ typedef struct {
     float lr;                   /* Adam: lr_t, with the bias corrections folded in */
 } update_args;
 
-/* var -= lr * grad */
 static void gradient_descent_range(void *p, int64_t begin, int64_t end)
 {
     const update_args *u = p;
     for (int64_t i = begin; i < end; i++)
-        u->var[i] -= u->lr * u->grad[i];
+        u->var[i] = fl_rule_gradient_descent(u->var[i], u->lr, u->grad[i]);
 }
 
 FL_HOST_KERNEL(fl_host_apply_gradient_descent)
@@ -31,9 +29,6 @@ FL_HOST_KERNEL(fl_host_apply_gradient_descent)
     return 0;
 }
 
-/* accum = momentum * accum + grad
- * var  -= lr * accum                          (classic)
- * var  -= lr * (grad + momentum * accum)      (Nesterov) */
 static void momentum_range(void *p, int64_t begin, int64_t end)
 {
     const update_args *u = p;
@@ -42,8 +37,8 @@ static void momentum_range(void *p, int64_t begin, int64_t end)
     const float *grad = u->grad;
     bool nesterov = u->n->attrs.use_nesterov;
     for (int64_t i = begin; i < end; i++) {
-        accum[i] = mu * accum[i] + grad[i];
-        var[i] -= nesterov ? lr * (grad[i] + mu * accum[i]) : lr * accum[i];
+        accum[i] = fl_rule_momentum_accum(accum[i], mu, grad[i]);
+        var[i] = fl_rule_momentum_var(var[i], lr, mu, accum[i], grad[i], nesterov);
     }
 }
 
@@ -57,10 +52,7 @@ FL_HOST_KERNEL(fl_host_apply_momentum)
     return 0;
 }
 
-/* Inputs: var, m, v, beta1_power, beta2_power, grad.
- * lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
- * m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
- * var -= lr_t * m / (sqrt(v) + epsilon) */
+/* Inputs: var, m, v, beta1_power, beta2_power, grad. */
 static void adam_range(void *p, int64_t begin, int64_t end)
 {
     const update_args *u = p;
@@ -68,9 +60,9 @@ static void adam_range(void *p, int64_t begin, int64_t end)
     float *var = u->var, *m = u->slot1, *v = u->slot2;
     const float *grad = u->grad;
     for (int64_t i = begin; i < end; i++) {
-        m[i] = b1 * m[i] + (1.0f - b1) * grad[i];
-        v[i] = b2 * v[i] + (1.0f - b2) * grad[i] * grad[i];
-        var[i] -= lr_t * m[i] / (sqrtf(v[i]) + eps);
+        m[i] = fl_rule_adam_m(m[i], b1, grad[i]);
+        v[i] = fl_rule_adam_v(v[i], b2, grad[i]);
+        var[i] = fl_rule_adam_var(var[i], lr_t, m[i], v[i], eps);
     }
 }
 
@@ -79,7 +71,7 @@ FL_HOST_KERNEL(fl_host_apply_adam)
     (void)out;
     (void)ctx;
     float beta1_power = ((float *)in[3]->data)[0], beta2_power = ((float *)in[4]->data)[0];
-    float lr_t = n->attrs.learning_rate * sqrtf(1.0f - beta2_power) / (1.0f - beta1_power);
+    float lr_t = fl_rule_adam_lr(n->attrs.learning_rate, beta1_power, beta2_power);
     update_args u = {.n = n, .var = in[0]->data, .slot1 = in[1]->data, .slot2 = in[2]->data,
                      .grad = in[5]->data, .lr = lr_t};
     fl_parallel_for(fl_shape_size(in[0]->shape), adam_range, &u);

@@ -172,12 +172,9 @@ static void make_hooks(fl_monitored_session *ms)
     if (o->log_step_count_steps >= 0)
         ms->owned[0] = fl_step_counter_hook(o->log_step_count_steps ? o->log_step_count_steps : 100);
     bool by_default = o->save_checkpoint_secs <= 0 && o->save_checkpoint_steps <= 0;
-    int keep = o->max_checkpoints_to_keep < 0 ? 0 : o->max_checkpoints_to_keep; /* the saver's 0 keeps all */
-    if (o->max_checkpoints_to_keep == 0)
-        keep = FL_DEFAULT_MAX_TO_KEEP;
-    if (ms->is_chief && o->checkpoint_dir)
+    if (ms->is_chief && o->checkpoint_dir) /* max_checkpoints_to_keep 0 keeps all, as the saver's 0 */
         ms->owned[1] = fl_checkpoint_saver_hook(o->checkpoint_dir, by_default ? 600 : o->save_checkpoint_secs,
-                                                o->save_checkpoint_steps, keep);
+                                                o->save_checkpoint_steps, o->max_checkpoints_to_keep);
     add_hooks(ms, ms->owned, 2);
     add_hooks(ms, o->hooks, o->nhooks);
     if (ms->is_chief)
@@ -222,6 +219,12 @@ fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global
     if (check_hooks("hooks", o->hooks, o->nhooks) != 0 || check_hooks("chief_only_hooks", o->chief_only_hooks,
                                                                         o->nchief_hooks) != 0)
         return NULL;
+    if (o->max_checkpoints_to_keep < 0) {
+        fl_set_error_code(FL_INVALID_ARGUMENT, "fl_monitored_training_session: max_checkpoints_to_keep %d: give "
+                          "the number of checkpoints to keep (FL_DEFAULT_MAX_TO_KEEP: TensorFlow's 5), or 0 for all",
+                          o->max_checkpoints_to_keep);
+        return NULL;
+    }
     if (o->nhooks + o->nchief_hooks > MAX_HOOKS - 2) {
         fl_set_error_code(FL_INVALID_ARGUMENT, "fl_monitored_training_session: %d hooks; at most %d",
                           o->nhooks + o->nchief_hooks, MAX_HOOKS - 2);

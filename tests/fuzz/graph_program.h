@@ -79,7 +79,7 @@ static inline fl_attrs program_attrs(program_bytes *b, fl_op_kind op)
 static inline void program_node(program_bytes *b, fl_graph *g, int index)
 {
     fl_op_kind op = (fl_op_kind)(program_byte(b) % FL_OP_COUNT);
-    if (op == FL_OP_CONST || op == FL_OP_FUSED_CONV2D || op == FL_OP_FUSED_MATMUL || op == FL_OP_MAX_POOL_RELU_GRAD)
+    if (op == FL_OP_CONST || fl_op_def_of(op)->sig.fused)
         op = FL_OP_PLACEHOLDER; /* a Const needs a value; fused ops never come from the wire */
     unsigned head = program_byte(b);
     int count = fl_graph_node_count(g), ninputs = 0;
@@ -100,7 +100,7 @@ static inline void program_node(program_bytes *b, fl_graph *g, int index)
     snprintf(name, sizeof name, "n%d", index);
     fl_node_spec spec = {.op = op, .name = name, .inputs = inputs, .ninputs = k,
                          .dtype = head & 8 ? FL_INT32 : FL_FLOAT32, .attrs = program_attrs(b, op),
-                         .has_output = fl_graph_wire_op_has_output(op), .exact_name = true};
+                         .exact_name = true};
     fl_node *n = fl_add_node(g, &spec);
     if (n && op == FL_OP_VARIABLE)
         fl_graph_register_variable(g, n);

@@ -88,7 +88,7 @@ static fl_node *raw(fl_graph *g, fl_op_kind op, const char *name, fl_node *a, fl
 {
     fl_node *inputs[2] = {a, b};
     fl_node_spec spec = {.op = op, .name = name, .inputs = inputs, .ninputs = b ? 2 : 1, .dtype = FL_FLOAT32,
-                         .has_output = true, .exact_name = true, .attrs = attrs};
+                         .exact_name = true, .attrs = attrs};
     return fl_add_node(g, &spec);
 }
 
@@ -111,7 +111,7 @@ static fl_graph *petabyte(void)
     fl_graph *g = fl_graph_new();
     fl_attrs a = {.shape = fl_shape_make(2, 1 << 24, 1), .value = 1.0f}, b = a;
     b.shape = fl_shape_make(2, 1, 1 << 24);
-    fl_node_spec fa = {.op = FL_OP_FILL, .name = "fa", .dtype = FL_FLOAT32, .has_output = true, .attrs = a};
+    fl_node_spec fa = {.op = FL_OP_FILL, .name = "fa", .dtype = FL_FLOAT32, .attrs = a};
     fl_node_spec fb = fa;
     fb.name = "fb";
     fb.attrs = b;

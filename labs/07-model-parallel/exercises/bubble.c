@@ -5,6 +5,16 @@
  * pipeline of M + S - 1 slots. For the idle fraction, sum the device's op
  * durations and compare with the span of all ops.
  *
+ * Questions the check cannot ask: (1) From my_bubble, predict the idle
+ * fraction of each of the lab's two devices at M = 4. Then measure it: run
+ * the lab with --split layers --micro_batches 4 --trace trace.json (the
+ * chapter's command) and build/labs/07-model-parallel/trace_report
+ * trace.json --micro_batches 4. (2) Explain the difference between your
+ * prediction and your measurement: which stage does more of the work, and
+ * what does that do to each device's idle time? (3) Why does the mean of
+ * the two idle fractions fall as M grows, and why does it stop falling
+ * once the micro-batches get small?
+ *
  * Check your work: make exercises */
 #include "exercises.h"
 
