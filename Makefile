@@ -9,7 +9,7 @@
 #   make fuzz              the wire decoder under libFuzzer for FUZZ_SECONDS
 #   make bench             side-by-side measurements (tests/bench/bench.mk)
 #   make exercises         every chapter's exercise checks against your files
-#   make book-check        the book's quotes against the labs' source
+#   make book-check        the book's quotes against the labs' source, its outputs against reruns
 #   make install PREFIX=/usr/local [DESTDIR=...], make uninstall   (src/install.mk)
 #   make clean
 

@@ -3,9 +3,10 @@
  *
  *   - a code quote: an `<!-- include: PATH#REGION -->` line, then the block,
  *     which must equal the region of PATH (book_quotes.h);
- *   - program output: an `<!-- output: FILE -->` line, then a ```text block,
- *     which must equal FILE, written by a real run (book_outputs.h says
- *     which numbers may differ: speeds and times);
+ *   - program output: an `<!-- output: FILE (rerun: KIND) -->` line, then a
+ *     ```text block, which must equal FILE, written by a real run
+ *     (book_outputs.h says which numbers may differ: speeds and times; KIND
+ *     says how `make book-rerun` compares FILE with a fresh run);
  *   - anything else, named by its fence: ```c for an example, ```sh for
  *     commands to type, ```hex for a byte layout... but never ```text, and
  *     never a bare ``` or an indented block, so that no output can be shown
@@ -16,6 +17,10 @@
  * book_check FILE.md...          fails (exit 1), naming the chapter, line and
  *                                block, when a block differs or breaks a rule
  * book_check --write FILE.md...  rewrites quotes and outputs from their sources
+ * book_check --rerun KIND STORED FRESH
+ *                                compares a fresh run with its stored output
+ *                                (book_rerun.h); exit 1 naming the first
+ *                                differing line
  *
  * Paths are relative to the directory book_check runs in (the top of the
  * repository, as `make book-check` runs it). This is not a Markdown parser:
@@ -24,6 +29,7 @@
 #include "book_names.h"
 #include "book_outputs.h"
 #include "book_quotes.h"
+#include "book_rerun.h"
 
 typedef struct {
     const char *chapter;
@@ -74,7 +80,7 @@ static void compare_block(chapter_state *st, const lines *md, int fence, int clo
     char *const *block = md->lines + fence + 1;
     int n = close - fence - 1, k = -1;
     if (output)
-        k = first_output_difference(block, n, want);
+        k = first_output_difference(block, n, want, 0);
     else
         for (int i = 0; k < 0 && (i < n || i < want->count); i++)
             if (i >= n || i >= want->count || strcmp(block[i], want->lines[i]))
@@ -157,14 +163,20 @@ static void track_names(chapter_state *st, const char *line, int i)
     }
 }
 
-/* A marker line must be followed by its block. */
+/* A marker line must be followed by its block; an output marker says how
+ * its block is rerun. */
 static void check_marker_line(chapter_state *st, const lines *md, int i)
 {
-    char path[512], name[128];
-    bool marker = parse_include(md->lines[i], path, sizeof path, name, sizeof name) ||
-                  parse_output(md->lines[i], path, sizeof path);
+    char path[512], name[128], kind[128];
+    double rel;
+    bool output = parse_output_kind(md->lines[i], path, sizeof path, kind, sizeof kind);
+    bool marker = output || parse_include(md->lines[i], path, sizeof path, name, sizeof name);
     if (marker && (i + 1 >= md->count || !is_fence(md->lines[i + 1])))
         problem(st, i, "a marker line must be followed at once by its ``` block");
+    if (output && parse_rerun_kind(kind, &rel) < 0)
+        problem(st, i, "an output marker ends with how `make book-rerun` checks it: (rerun: exact), "
+                       "(rerun: within R) or (rerun: no); labs/tools/book-outputs.sh declares it "
+                       "and `make book-outputs` writes it here");
 }
 
 /* Checks (or, with --write, rewrites) one chapter; returns its problems. */
@@ -209,9 +221,13 @@ int main(int argc, char **argv)
                "`[book:REGION]` and `[end:REGION]` in PATH, that every `<!-- output: FILE -->`\n"
                "block equals FILE (speeds and times may differ), that no other block is shown\n"
                "as output, and that a `<!-- names: HEADER -->` table names only HEADER's calls.\n"
-               "  --write   rewrite the quotes and outputs from their sources instead\n");
+               "  --write   rewrite the quotes and outputs from their sources instead\n"
+               "usage: book_check --rerun KIND STORED FRESH\n"
+               "Compares a fresh run with its stored output (KIND: exact, or within R).\n");
         return 0;
     }
+    if (argc == 5 && strcmp(argv[1], "--rerun") == 0)
+        return rerun_compare(argv[2], argv[3], argv[4]);
     if (argc > 1 && strcmp(argv[1], "--write") == 0) {
         write = true;
         first = 2;
