@@ -245,9 +245,13 @@ my @dangling;
 for my $path (@commented) {
     my @lines = read_lines($path);
     (my $own = $path) =~ s{[^/]*$}{};
+    my $c_like = $path =~ /\.(?:[ch]|cu|cuh|cl)$/;
     for my $i (0 .. $#lines) {
+        # Only the comment: in C, a line inside /* */ or after // or /*; elsewhere, after #.
+        my ($comment) = $c_like ? $lines[$i] =~ m{(?://|/\*|^\s*\*)(.*)} : $lines[$i] =~ /#(.*)/;
+        next unless defined $comment;
         my $file = qr{(?:[\w.-]+/)*[\w-]+\.(?:c|h|cu|cuh|cl|t|mk|sh|md)\b};
-        my @named = ($lines[$i] =~ /\bsee\s+($file)/gi, $lines[$i] =~ m{(?<![\w./-])((?:src|cl|cuda|labs|tests|book)/$file)}g);
+        my @named = ($comment =~ /\bsee\s+($file)/gi, $comment =~ m{(?<![\w./-])((?:src|cl|cuda|labs|tests|book)/$file)}g);
         for my $named (@named) {
             next if grep { -e "$_$named" } (@roots, $own);
             push @dangling, "$path:" . ($i + 1) . ": see $named";

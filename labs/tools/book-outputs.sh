@@ -75,7 +75,7 @@ selected() {
     return 1
 }
 
-# chapter_line NAME: "book/CHAPTER.md:LINE" of NAME's marker, or "no chapter".
+# chapter_line NAME: the chapter file and line of NAME's marker (book/<chapter>.md:LINE), or "no chapter".
 chapter_line() {
     grep -n -F "<!-- output: $OUT/$1.txt" book/*.md | cut -d: -f1,2 | head -n 1 | grep . || echo "no chapter"
 }
