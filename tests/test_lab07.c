@@ -97,14 +97,18 @@ static double number_after(const char *text, const char *key)
     return at ? atof(at + strlen(key)) : -1;
 }
 
-/* M = 1: the two stages take turns, so the devices' idle fractions sum to
- * about 1 (S - 1): each is idle for about half of the step on average. */
+/* M = 1: the two stages take turns through the forward and backward
+ * passes, so each device waits while the other runs; but a stage's update
+ * (Adam on its own variables) may run while the other stage still computes,
+ * so the idle fractions sum to less than GPipe's S - 1. Measured: a mean of
+ * 34-50% on a 2-core AMD EPYC with the suite beside it (issue 37 saw 33-47%
+ * on a Xeon). The check asks for a device idle a good part of the step. */
 static void test_idle_time(void)
 {
     char *out = traced_report("--split layers", "--micro_batches 1");
     double idle = number_after(out, "mean idle ");
-    ok(idle >= 35 && idle <= 70, "split by layers, the devices are idle %.1f%% of the time on average "
-       "(about half: one stage waits while the other runs)", idle);
+    ok(idle >= 25 && idle <= 70, "split by layers, the devices are idle %.1f%% of the time on average "
+       "(a third to a half: one stage waits while the other runs, less what the updates overlap)", idle);
     ok(out && strstr(out, "GPipe's bubble (S-1)/(M+S-1) for S = 2, M = 1: 50.0%"),
        "the report sets GPipe's 50%% beside it");
     if (out)
