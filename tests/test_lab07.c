@@ -101,8 +101,8 @@ static double number_after(const char *text, const char *key)
  * passes, so each device waits while the other runs; but a stage's update
  * (Adam on its own variables) may run while the other stage still computes,
  * so the idle fractions sum to less than GPipe's S - 1. Measured: a mean of
- * 34-50% on a 2-core AMD EPYC with the suite beside it (issue 37 saw 33-47%
- * on a Xeon). The check asks for a device idle a good part of the step. */
+ * 34% on a 2-core AMD EPYC with the suite beside it, and 33-47% by issue 37
+ * on a Xeon. The check asks for a device idle a good part of the step. */
 static void test_idle_time(void)
 {
     char *out = traced_report("--split layers", "--micro_batches 1");
