@@ -1,8 +1,7 @@
-/* ps_client.c: requests to one task and their replies. A request is encoded on the caller's
- * thread (the executor's) and handed to the connection's writer thread (socket_writer.c), under a
- * lock that keeps the queue of pending requests in the order they hit the wire; a reader thread
- * takes the replies, which a task sends in the same order, fills the waiting buffers and wakes
- * whoever waits. */
+/* ps_client.c: requests to one task and their replies. A request is encoded on the caller's thread (the
+ * executor's) and handed to the connection's writer thread (socket_writer.c), under a lock that keeps the
+ * queue of pending requests in the order they hit the wire; a reader thread takes the replies, which a task
+ * sends in the same order, fills the waiting buffers and wakes whoever waits. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -120,11 +119,14 @@ static void *awaited_destination(void *client, const fl_wire_frame *f, size_t *b
     return dst;
 }
 
-/* Reads one frame into buf: as fl_read_frame, counting what it received. */
+/* Reads one frame into buf: as fl_read_frame, counting what it received
+ * (under the lock: fl_ps_client_traffic reads the count on another thread). */
 static int read_frame(fl_ps_client *c, fl_wire_buf *buf, fl_wire_frame *f, char *why, size_t len)
 {
     int rc = fl_read_frame(c->fd, buf, f, awaited_destination, c, why, len);
+    pthread_mutex_lock(&c->lock);
     c->received += rc == 1 ? f->frame_len : 0;
+    pthread_mutex_unlock(&c->lock);
     return rc;
 }
 
@@ -319,8 +321,7 @@ static bool wait_with_deadline(fl_ps_client *c, uint32_t id)
     return true;
 }
 
-/* Why the replies stopped, led by the node whose request is the oldest
- * left unanswered: "train/ApplyAdam_4: lost the connection to ...". Lock held. */
+/* Why the replies stopped, led by the oldest unanswered request's node ("train/ApplyAdam_4: lost ..."). Lock held. */
 static void set_lost_error(const fl_ps_client *c, fl_error_code code)
 {
     const char *op = c->count > 0 ? c->queue[c->head].op : "";
@@ -385,9 +386,8 @@ static int read_welcome(fl_ps_client *c, const fl_connect_options *where, const 
     return 0;
 }
 
-/* HELLO, answered by HELLO_OK, before the reader thread starts. -1 when the
- * connection failed first, -2 when the task answered with a refusal (or
- * either side refused the other's proof of the secret). */
+/* HELLO, answered by HELLO_OK, before the reader thread starts. -1 when the connection failed first,
+ * -2 when the task answered with a refusal (or either side refused the other's proof of the secret). */
 static int say_hello(fl_ps_client *c, const fl_connect_options *where, const char *my_job, int my_task)
 {
     char why[FL_WIRE_ERROR_LEN];
