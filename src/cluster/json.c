@@ -142,7 +142,7 @@ static int read_escape(parser *p, char *out, size_t *n)
     const char *hit = c ? strchr(from, c) : NULL;
     if (!hit)
         return fail_at(p, p->pos - 1,
-                       "invalid escape; JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
+                       "invalid escape; JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t, and \\u with four hex digits");
     out[(*n)++] = to[hit - from];
     p->pos++;
     return 0;
