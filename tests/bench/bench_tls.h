@@ -9,4 +9,15 @@
  * the certificates cannot be made. */
 const char *bench_tls_command(const char *plain);
 
+/* The CPU time (user + system, seconds) of every child this process has
+ * waited for, grandchildren the children waited for included: the
+ * difference across one run is that run's CPU time, all its tasks'. */
+double bench_children_cpu_seconds(void);
+
+/* Prints the TLS row's spread: per round, TLS's images/sec over plain TCP's
+ * and how much more CPU time the whole secured run took (the same steps, so
+ * the same work but for TLS and the handshakes). */
+void bench_tls_note(const double *tls, const double *plain, const double *tls_cpu, const double *plain_cpu,
+                    int rounds);
+
 #endif

@@ -15,7 +15,8 @@ has_ratio(r) = strlen(strcol(6)) > 0 && r > 0
 place(r) = has_ratio(r) ? (first = strcol(1) ne prev, y = y + 1 + (first ? 1.1 : 0), prev = strcol(1), y) : NaN
 group_colour(g) = g eq "sgemm" ? 0x4a7ab5 : g eq "conv2d" ? 0xd98c2b : g eq "training" ? 0x5aa05a : 0x9b59b6
 heading(g) = g eq "sgemm" ? "GEMM: flowlab's matmul on /gpu:0" : g eq "conv2d" ? "convolutions: flowlab on /gpu:0" : \
-             g eq "training" ? "training steps of chapter 1" : g eq "scaling" ? "scaling: chapters 2 to 6" : g
+             g eq "training" ? "training steps of chapter 1" : \
+             g eq "scaling" ? "scaling over devices and processes: chapters 2, 3, 4, 6 and 7" : g
 
 y = 0; prev = ""; first = 0
 stats csv using (place($8)) every ::1 nooutput
