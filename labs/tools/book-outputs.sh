@@ -62,7 +62,7 @@ GPU_KIND="exact"
 # differs from step 1 or 4 on (PoCL's Winograd and fused kernels; chapter 2's
 # first loss is 2.292852 now, 2.293568 in the book). 06-ring-three, not rerun,
 # is likely stale too.
-STALE="05-gpu 06-two-ranks 07-none 07-layers 07-pipeline 07-replicas"
+STALE="06-two-ranks 07-none 07-layers 07-pipeline 07-replicas"
 
 passed=0 failed=0 skipped=0 stale=0
 
@@ -220,6 +220,7 @@ show 07-rows "$GPU_KIND" "$TWO $L7 --split rows $Q7 --trace $SCRATCH/trace.json 
 # Chapter 5
 show 05-gpu "$GPU_KIND" "$L1 --device /gpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
 show 05-cpu "$CPU_TOLERANCE" "$L1 --device /cpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
+show 05-gpu-direct "$GPU_KIND" "FLOWLAB_WINOGRAD=0 $L1 --device /gpu:0 --max_examples 1024 --batch_size 128 --train_steps 8 --log_every 4"
 # Chapters 5 and 7: the tables of `make bench` and `bench --training`
 # (minutes each; run by hand first), never rerun here.
 BENCH_WHY="no: make bench takes minutes and measures speed only"
