@@ -3,6 +3,9 @@
 # same intensity (one shape, three passes) put their numbers side by side.
 # gnuplot -e "points='build/bench/roofline.csv'; peak=P; bw=B; out='book/figures/roofline.svg'" tests/bench/roofline.gp
 set datafile separator comma
+# The kernels' count and highest rate, read before any range is set (stats
+# leaves out what falls outside the current ranges).
+stats points using 3 nooutput name "Y"
 set terminal svg size 1000,560 font "sans,11" background rgb "white"
 set output out
 set termoption noenhanced
@@ -18,7 +21,6 @@ set xrange [0.1:1000]
 # Up to twice the peak, or higher where a kernel is credited with more than
 # that (Winograd's convolutions are counted as the direct sum they replace,
 # so they can stand above the roof): every point stays on the chart.
-stats points using 3 nooutput name "Y"
 set yrange [1:(Y_max * 1.5 > 2 * peak ? Y_max * 1.5 : 2 * peak)]
 set grid
 set key top left font ",9"
@@ -41,7 +43,6 @@ set border 0
 unset xtics; unset ytics
 set lmargin at screen 0.72; set rmargin at screen 0.99
 set xrange [0:1]
-stats points using 2 nooutput
-set yrange [STATS_records + 1:0]
+set yrange [Y_records + 1:0]
 plot points using (0):($0 + 1):(sprintf("%2d  %s", $0 + 1, strcol(1))) with labels left font ",10" notitle
 unset multiplot
