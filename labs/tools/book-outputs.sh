@@ -56,7 +56,7 @@ GPU_KIND="exact"
 
 # Known stale (2026-11-28, issue 37): blocks whose stored output predates
 # today's kernels (Winograd, fusion) or whose chapter is being rerun by other
-# work (chapters 2, 5 and 7). The rerun skips them and says so; take a name
+# work (chapters 2 and 7). The rerun skips them and says so; take a name
 # off once its block is regenerated and its prose reread.
 # Found by `make book-rerun` on 2026-11-28 (AMD EPYC, AVX2): every one
 # differs from step 1 or 4 on (PoCL's Winograd and fused kernels; chapter 2's
