@@ -169,6 +169,14 @@ static void check_charts(const char *dir)
     text = read_text(svg);
     contains(text, ">11  conv_2 dW<", "the roofline's key names each numbered kernel");
     free(text);
+    /* A kernel credited with more than twice the peak (Winograd's, counted
+     * as the direct sum) still gets its point and number on the chart. */
+    snprintf(cmd, sizeof cmd, "timeout 60 gnuplot -e \"points='tests/data/bench-roofline.csv'; peak=40; bw=25.4; "
+             "out='%s'\" tests/bench/roofline.gp 2>&1", svg);
+    ok(system(cmd) == 0, "gnuplot draws the roofline with kernels far above a low peak");
+    text = read_text(svg);
+    contains(text, ">11<", "a kernel above twice the peak is still drawn and numbered");
+    free(text);
     unlink(svg);
 }
 
