@@ -144,6 +144,17 @@ static void check_reader_is_strict(void)
     ok(read_record("\"a,b\",c\r\n", &r, &why) && r.nfields == 2, "a quoted comma stays in its field");
 }
 
+/* The roofline of the sample kernels under a GEMM peak of `peak` GFLOP/s,
+ * drawn into svg by gnuplot with a deadline; its text (NULL if none). */
+static char *draw_roofline(const char *svg, int peak, const char *what)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "timeout 60 gnuplot -e \"points='tests/data/bench-roofline.csv'; peak=%d; bw=25.4; "
+             "out='%s'\" tests/bench/roofline.gp 2>&1", peak, svg);
+    ok(system(cmd) == 0, "%s", what);
+    return read_text(svg);
+}
+
 /* The charts from the sample rows: gnuplot draws them, with a deadline. */
 static void check_charts(const char *dir)
 {
@@ -163,18 +174,12 @@ static void check_charts(const char *dir)
     free(text);
     unlink(svg);
     snprintf(svg, sizeof svg, "%s/roofline.svg", dir);
-    snprintf(cmd, sizeof cmd, "timeout 60 gnuplot -e \"points='tests/data/bench-roofline.csv'; peak=177; bw=25.4; "
-             "out='%s'\" tests/bench/roofline.gp 2>&1", svg);
-    ok(system(cmd) == 0, "gnuplot draws the roofline from the sample");
-    text = read_text(svg);
+    text = draw_roofline(svg, 177, "gnuplot draws the roofline from the sample");
     contains(text, ">11  conv_2 dW<", "the roofline's key names each numbered kernel");
     free(text);
     /* A kernel credited with more than twice the peak (Winograd's, counted
      * as the direct sum) still gets its point and number on the chart. */
-    snprintf(cmd, sizeof cmd, "timeout 60 gnuplot -e \"points='tests/data/bench-roofline.csv'; peak=40; bw=25.4; "
-             "out='%s'\" tests/bench/roofline.gp 2>&1", svg);
-    ok(system(cmd) == 0, "gnuplot draws the roofline with kernels far above a low peak");
-    text = read_text(svg);
+    text = draw_roofline(svg, 40, "gnuplot draws the roofline with kernels far above a low peak");
     contains(text, ">11<", "a kernel above twice the peak is still drawn and numbered");
     free(text);
     unlink(svg);
