@@ -102,8 +102,8 @@ typedef struct {
  * over the pieces is summed on the variable's own device, so a stage's
  * gradients never leave it; they are applied once, after the last piece.
  * One piece (M = 1, one replica) has nothing to add: its gradients go to
- * the optimizer as they are, not through an AddN and a Mul by 1 (dense_1's
- * 12.8 MB twice more per step). */
+ * the optimizer as they are. An AddN of one and a Mul by 1 would copy
+ * dense_1's 12.8 MB gradient twice more per step for nothing. */
 static void accumulate_gradients(fl_graph *g, fl_grad_var grads[][MAX_VARS], int npieces,
                                  int nvars, fl_grad_var *out)
 {
