@@ -177,6 +177,9 @@ show 02-placement "exact" "$TWO $L2 --num_gpus 2 --max_examples 64 --batch_size 
 # Chapter 3: two workers race, so the order of their lines and the losses
 # change from run to run; `make book-sync` after regenerating.
 show 03-cluster "no: two workers race (line order and losses change)" "build/labs/tools/launch_cluster --ps 1 --workers 2 -- $L3 --max_examples 2048 --batch_size 64 --train_steps 40 --log_every 10"
+# The in-graph client's costs fitted and extrapolated from the figure's CSV
+# (make figures-replication measures it): arithmetic only, so exact.
+show 03-extrapolation "exact" "sh labs/tools/replication_fit.sh book/figures/ch3-replication.csv"
 
 # Chapter 4: the same lab, synchronous and asynchronous, with a backup
 # worker, and the failure drill (a ps killed and restarted). The workers race,
@@ -190,7 +193,7 @@ show 04-ps-dies "no: kills and restarts a ps; timing-dependent" "sh labs/04-sync
 
 # Chapter 6: the allreduce lab under mpirun (Open MPI refuses root unless
 # told; the book says so, the shown command leaves it out). Three ranks on two
-# cores need --oversubscribe; their last lines come in any order.
+# cores need --oversubscribe; rank 0 prints every rank's checksum, in order.
 if [ "$(id -u)" = 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
