@@ -17,7 +17,7 @@ void fl_ps_store_free(fl_ps_store *s);
  * 0 when the variable already had a value (kept: the first initialiser wins,
  * as a chief's does), -1 with a message in err when the value's dtype or
  * shape differs from the variable's. */
-int fl_ps_store_init(fl_ps_store *s, const char *name, const fl_tensor *value, char *err, size_t len);
+int fl_ps_store_init(fl_ps_store *s, const char *name, const fl_tensor *value, fl_status *st);
 
 /* The variable's value, or NULL when there is no such variable yet. */
 const fl_tensor *fl_ps_store_get(const fl_ps_store *s, const char *name);
@@ -40,6 +40,6 @@ size_t fl_ps_store_bytes(const fl_ps_store *s);
  * exist and arg must match the first variable's dtype and shape; otherwise
  * -1 with a message naming the variable in err, and nothing changes. */
 int fl_ps_store_run(fl_ps_store *s, fl_op_kind op, const fl_attrs *attrs, const char *const *vars,
-                    int nvars, const fl_tensor *arg, char *err, size_t len);
+                    int nvars, const fl_tensor *arg, fl_status *st);
 
 #endif
