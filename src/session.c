@@ -87,11 +87,10 @@ int fl_session_place(fl_session *s, fl_node *n)
     fl_slot *slot = &s->slots[n->id];
     if (slot->device)
         return 0;
-    char err[FL_ERROR_LEN];
-    fl_clear_error(); /* placement sets a code where it knows one */
-    slot->device = fl_place_node(n, &s->options, err, sizeof err);
+    fl_status st = {0}; /* placement sets a code where it knows one */
+    slot->device = fl_place_node(n, &s->options, &st);
     if (!slot->device)
-        return fl_session_fail(s, "%s", err);
+        return fl_session_fail_code(s, st.code, "%s", st.message);
     if (s->options.log_device_placement)
         fl_log_placement(n, slot->device->name);
     return 0;
@@ -226,10 +225,10 @@ static int run_op(fl_session *s, fl_node *n)
             return -1;
         in_shapes[i] = in[i]->shape;
     }
-    char err[FL_ERROR_LEN] = "";
+    fl_status st = {0};
     fl_shape shape;
-    if (fl_op_def_of(n->op)->infer(n, in_shapes, &shape, err) != 0)
-        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: %s", n->name, err);
+    if (fl_op_def_of(n->op)->infer(n, in_shapes, &shape, &st) != 0)
+        return fl_session_fail_code(s, st.code, "%s: %s", n->name, st.message);
     if (fl_op_def_of(n->op)->sig.aliases != FL_ALIAS_NONE) {
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
     } else if (n->has_output && fl_session_can_forward(s, n, in[0], shape)) {

@@ -233,6 +233,26 @@ if (!@objects) {
     ok(!@touches, 'each part of struct fl_session is touched only by its owner', @touches);
 }
 
+# ---- errors: one channel inside (issue 43) ----
+# A function of the runtime reports a failure through fl_status (src/status.h): a
+# canonical code and a message of a stated size. No parameter list in src/, cl/ or
+# cuda/ host code takes a char buffer for the message (char *err, char *why,
+# char errbuf[], ...), whose length the callee cannot know or must be told apart.
+my $message_names = qr/err\w*|why\w*|errbuf|errmsg|error\w*|reason|msg|message/;
+my @message_buffers;
+for my $path (grep { m{^(?:src|cl|cuda)/} } @host_code) {
+    my $text = join '', read_lines($path);
+    $text =~ s{/\*.*?\*/}{"\n" x (() = $& =~ /\n/g)}gse; # comments out, their lines kept
+    $text =~ s{//[^\n]*}{}g;
+    $text =~ s{"(?:[^"\\\n]|\\.)*"}{""}g;
+    while ($text =~ /[(,]\s*(?:unsigned\s+)?char\s*(?:\*\s*|\s+)($message_names)\s*(?:\[[^\]]*\]\s*)?[,)]/g) {
+        my ($name, $at) = ($1, $-[1]);
+        my $line = 1 + (() = substr($text, 0, $at) =~ /\n/g);
+        push @message_buffers, "$path:$line: a char buffer $name for a message: take an fl_status * (src/status.h)";
+    }
+}
+ok(!@message_buffers, 'no function in src/, cl/ or cuda/ takes a char buffer for its error message', @message_buffers);
+
 # ---- line budgets: each room within its budget (make size prints the table) ----
 {
     my @report = `perl tests/room_sizes.pl --check 2>&1`;

@@ -33,10 +33,10 @@ static bool take_frames(unsigned char *bytes, size_t *len, answer *a)
 {
     fl_wire_frame f;
     fl_wire_message m;
-    char why[256];
-    while (fl_wire_decode(bytes, *len, &f, why, sizeof why) == FL_WIRE_FRAME) {
+    fl_status why = {0};
+    while (fl_wire_decode(bytes, *len, &f, &why) == FL_WIRE_FRAME) {
         bool not_initialized = false;
-        if (f.type == FL_WIRE_ERROR && fl_wire_parse(&f, &m, why, sizeof why) == 0 && !a->error[0]) {
+        if (f.type == FL_WIRE_ERROR && fl_wire_parse(&f, &m, &why) == 0 && !a->error[0]) {
             snprintf(a->error, sizeof a->error, "%s", m.u.error.message);
             not_initialized = m.u.error.code == FL_WIRE_E_NOT_INITIALIZED;
         }
