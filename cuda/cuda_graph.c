@@ -232,8 +232,7 @@ static void keep_fault_slots(fl_cuda_device *d, graph_entry *g, int first)
 }
 
 /* Runs the launchers into a stream capture; the graph, or NULL with why. */
-static cudaGraph_t capture_launches(fl_cuda_device *d, fl_cuda_recorder *r, graph_entry *g, char *why,
-                                    size_t len)
+static cudaGraph_t capture_launches(fl_cuda_device *d, fl_cuda_recorder *r, graph_entry *g, fl_status *st)
 {
     cudaGraph_t graph = NULL;
     fl_cuda_pool_begin_capture(d);
@@ -243,8 +242,8 @@ static cudaGraph_t capture_launches(fl_cuda_device *d, fl_cuda_recorder *r, grap
     g->owned = fl_cuda_pool_end_capture(d, &g->nowned);
     if (launched == 0 && ended == cudaSuccess && graph)
         return graph;
-    snprintf(why, len, "capturing it failed (%s)",
-             launched != 0 ? fl_last_error() : cudaGetErrorString(ended));
+    fl_status_set(st, FL_INTERNAL, "capturing it failed (%s)",
+                  launched != 0 ? fl_last_error() : cudaGetErrorString(ended));
     if (graph)
         cudaGraphDestroy(graph);
     cudaGetLastError(); /* a failed capture's error is not the next launch's */
@@ -255,20 +254,20 @@ static cudaGraph_t capture_launches(fl_cuda_device *d, fl_cuda_recorder *r, grap
  * said) when it cannot be captured: the caller then runs it op by op. */
 static int capture(fl_cuda_device *d, fl_cuda_recorder *r, graph_entry *g)
 {
-    char why[FL_ERROR_LEN];
+    fl_status why = {0};
     int first = d->nfault_ops;
-    cudaGraph_t graph = capture_launches(d, r, g, why, sizeof why);
+    cudaGraph_t graph = capture_launches(d, r, g, &why);
     cudaError_t made = graph ? cudaGraphInstantiate(&g->exec, graph, 0) : cudaErrorUnknown;
     if (graph) {
         cudaGraphDestroy(graph);
         if (made != cudaSuccess)
-            snprintf(why, sizeof why, "cudaGraphInstantiate: %s", cudaGetErrorString(made));
+            fl_status_set(&why, FL_INTERNAL, "cudaGraphInstantiate: %s", cudaGetErrorString(made));
     }
     if (made != cudaSuccess) {
         d->nfault_ops = first;
         g->exec = NULL;
         g->failed = true;
-        say_why(d, r, why);
+        say_why(d, r, why.message);
         return -1;
     }
     keep_fault_slots(d, g, first);
@@ -321,8 +320,8 @@ static int launch_between(fl_cuda_device *d, fl_cuda_recorder *r, cudaEvent_t be
                           cudaGraphExec_t *exec)
 {
     graph_entry alone = {0};
-    char why[FL_ERROR_LEN];
-    cudaGraph_t graph = r->uncapturable ? NULL : capture_launches(d, r, &alone, why, sizeof why);
+    fl_status why = {0}; /* not said: a graph that cannot be captured is launched directly */
+    cudaGraph_t graph = r->uncapturable ? NULL : capture_launches(d, r, &alone, &why);
     if (graph && cudaGraphInstantiate(exec, graph, 0) != cudaSuccess)
         *exec = NULL;
     if (graph)

@@ -24,22 +24,22 @@ static int ask_driver(void *driver, int *count)
 }
 
 /* libcuda stays open when it finds a GPU: the module's cudart uses it. */
-static bool driver_answers(char *why, size_t len)
+static bool driver_answers(fl_status *st)
 {
     void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!driver) {
-        snprintf(why, len, "no NVIDIA driver: libcuda.so.1 not found (%s); install the driver, "
-                 "then nvidia-smi shows whether it sees a GPU", dlerror());
+        fl_status_set(st, FL_NOT_FOUND, "no NVIDIA driver: libcuda.so.1 not found (%s); install the driver, "
+                      "then nvidia-smi shows whether it sees a GPU", dlerror());
         return false;
     }
     int count = 0, result = ask_driver(driver, &count);
     if (result == 0 && count > 0)
         return true;
     if (result != 0)
-        snprintf(why, len, "no CUDA device: the NVIDIA driver (libcuda.so.1) answers cuInit or "
-                 "cuDeviceGetCount with CUresult %d; nvidia-smi shows what it sees", result);
+        fl_status_set(st, FL_NOT_FOUND, "no CUDA device: the NVIDIA driver (libcuda.so.1) answers cuInit or "
+                      "cuDeviceGetCount with CUresult %d; nvidia-smi shows what it sees", result);
     else
-        snprintf(why, len, "no CUDA device: the NVIDIA driver finds no GPU");
+        fl_status_set(st, FL_NOT_FOUND, "no CUDA device: the NVIDIA driver finds no GPU");
     dlclose(driver);
     return false;
 }

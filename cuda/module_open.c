@@ -11,12 +11,12 @@
 static const fl_module_core *core;
 
 /* The module's one public name besides the counters of cuda_stats.h (cuda/module.map). */
-const fl_backend *fl_cuda_module_open(const fl_module_core *from, char *why, size_t len)
+const fl_backend *fl_cuda_module_open(const fl_module_core *from, fl_status *st)
 {
     if (from->core_size != sizeof(fl_module_core) || from->backend_size != sizeof(fl_backend) ||
         from->node_size != sizeof(fl_node) || from->tensor_size != sizeof(fl_tensor)) {
-        snprintf(why, len, "the CUDA module was built from other headers than this program "
-                 "(rebuild both with make, or unset FLOWLAB_CUDA_MODULE)");
+        fl_status_set(st, FL_FAILED_PRECONDITION, "the CUDA module was built from other headers than this program "
+                      "(rebuild both with make, or unset FLOWLAB_CUDA_MODULE)");
         return NULL;
     }
     core = from;

@@ -15,8 +15,8 @@ typedef struct fl_backend_entry {
     const char *module_path_env; /* an environment variable that overrides it */
     const char *module_open;     /* the module's fl_module_open_fn, by name */
     /* Asked before the module is opened: whether a driver is there to talk
-     * to. false, with why ("no NVIDIA driver: libcuda.so.1 not found ..."). */
-    bool (*driver_answers)(char *why, size_t len);
+     * to. false, with why in st ("no NVIDIA driver: libcuda.so.1 not found ..."). */
+    bool (*driver_answers)(fl_status *st);
 } fl_backend_entry;
 
 /* The backends this build found, in order of preference, NULL-terminated,
@@ -61,12 +61,12 @@ typedef struct fl_module_core {
     double (*now_us)(void); /* the clock of every trace, for device timings */
 } fl_module_core;
 
-/* A module's entry point: its table, or NULL with why. */
-typedef const fl_backend *(*fl_module_open_fn)(const fl_module_core *core, char *why, size_t len);
+/* A module's entry point: its table, or NULL with why in st. */
+typedef const fl_backend *(*fl_module_open_fn)(const fl_module_core *core, fl_status *st);
 
 /* Opens an entry's module (FLOWLAB_..._MODULE, else its baked-in path) and
- * returns its table, or NULL with why. It does not ask the driver: the
+ * returns its table, or NULL with why in st. It does not ask the driver: the
  * registry does that first; the op checklist opens the module without. */
-const fl_backend *fl_backend_module_open(const fl_backend_entry *e, char *why, size_t len);
+const fl_backend *fl_backend_module_open(const fl_backend_entry *e, fl_status *st);
 
 #endif

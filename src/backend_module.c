@@ -46,25 +46,26 @@ static const char *module_path(const fl_backend_entry *e)
 
 /* The handle stays open for the life of the process even when the module
  * refuses: its libraries (cuDNN) do not expect to be unloaded. */
-const fl_backend *fl_backend_module_open(const fl_backend_entry *e, char *why, size_t len)
+const fl_backend *fl_backend_module_open(const fl_backend_entry *e, fl_status *st)
 {
     const char *path = module_path(e);
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
-        snprintf(why, len, "the %s backend's module did not open: %s (build it with make, or point %s at it)",
-                 e->name, dlerror(), e->module_path_env);
+        fl_status_set(st, FL_NOT_FOUND, "the %s backend's module did not open: %s (build it with make, or point %s "
+                      "at it)", e->name, dlerror(), e->module_path_env);
         return NULL;
     }
     fl_module_open_fn open_module;
     /* POSIX's way to turn dlsym's void * into a function pointer. */
     *(void **)&open_module = dlsym(handle, e->module_open);
     if (!open_module) {
-        snprintf(why, len, "%s has no %s: it is not a flowlab %s module", path, e->module_open, e->name);
+        fl_status_set(st, FL_FAILED_PRECONDITION, "%s has no %s: it is not a flowlab %s module", path, e->module_open,
+                      e->name);
         return NULL;
     }
-    const fl_backend *b = open_module(&core, why, len);
+    const fl_backend *b = open_module(&core, st);
     if (b && strcmp(b->name, e->name) != 0) {
-        snprintf(why, len, "%s holds the %s backend, not %s", path, b->name, e->name);
+        fl_status_set(st, FL_FAILED_PRECONDITION, "%s holds the %s backend, not %s", path, b->name, e->name);
         return NULL;
     }
     return b;

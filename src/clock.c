@@ -19,8 +19,8 @@ double fl_now_us(void)
 double fl_now_s(void) { return fl_now_us() / 1e6; }
 
 /* FLOWLAB_TASK_DEADLINE's seconds: the default when it is unset, or -1
- * (why says so) when it is not a number of seconds between 0 and 1e6. */
-static double deadline_from_environment(char *why, size_t len)
+ * (INVALID_ARGUMENT in st) when it is not a number of seconds between 0 and 1e6. */
+static double deadline_from_environment(fl_status *st)
 {
     const char *text = getenv("FLOWLAB_TASK_DEADLINE");
     if (!text)
@@ -29,35 +29,34 @@ static double deadline_from_environment(char *why, size_t len)
     double seconds = strtod(text, &end);
     if (end != text && *end == '\0' && seconds > 0 && seconds <= 1e6) /* NaN fails both */
         return seconds;
-    snprintf(why, len, "FLOWLAB_TASK_DEADLINE=\"%.40s\" is not a number of seconds above 0 (e.g. 30; unset, "
-             "tasks wait %.0f s for each other)", text, FL_TASK_DEADLINE_DEFAULT_S);
+    fl_status_set(st, FL_INVALID_ARGUMENT, "FLOWLAB_TASK_DEADLINE=\"%.40s\" is not a number of seconds above 0 "
+                  "(e.g. 30; unset, tasks wait %.0f s for each other)", text, FL_TASK_DEADLINE_DEFAULT_S);
     return -1;
 }
 
 int fl_task_deadline_check(void)
 {
-    char why[200];
-    if (deadline_from_environment(why, sizeof why) > 0)
+    fl_status why = {0};
+    if (deadline_from_environment(&why) > 0)
         return 0;
-    fl_set_error_code(FL_INVALID_ARGUMENT, "%s", why);
-    return -1;
+    return fl_status_to_last_error(&why);
 }
 
 static pthread_once_t warned = PTHREAD_ONCE_INIT;
 
 static void warn_bad_deadline(void)
 {
-    char why[200];
-    if (deadline_from_environment(why, sizeof why) < 0)
-        fprintf(stderr, "flowlab: WARNING: %s; waiting the default\n", why);
+    fl_status why = {0};
+    if (deadline_from_environment(&why) < 0)
+        fprintf(stderr, "flowlab: WARNING: %s; waiting the default\n", why.message);
 }
 
 /* Clusters check the variable when they are made (fl_cluster_new); one set
  * wrong after that is still not ignored in silence. */
 double fl_task_deadline_s(void)
 {
-    char why[200];
-    double seconds = deadline_from_environment(why, sizeof why);
+    fl_status why = {0};
+    double seconds = deadline_from_environment(&why);
     if (seconds > 0)
         return seconds;
     pthread_once(&warned, warn_bad_deadline);

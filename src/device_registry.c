@@ -30,25 +30,25 @@ static const fl_backend_entry *entry_named(const char *name)
 
 /* The entry's table, opening its module only when a driver answers, so that
  * a machine without the hardware never maps the module's libraries. NULL
- * with why when there is none. */
-static const fl_backend *backend_of(const fl_backend_entry *e, char *why, size_t len)
+ * with why in st when there is none. */
+static const fl_backend *backend_of(const fl_backend_entry *e, fl_status *st)
 {
     if (e->linked)
         return e->linked;
-    if (!e->driver_answers(why, len))
+    if (!e->driver_answers(st))
         return NULL;
-    return fl_backend_module_open(e, why, len);
+    return fl_backend_module_open(e, st);
 }
 
 /* The entry's table when it has a device; else appends why not to why_none. */
 static const fl_backend *usable_backend(const fl_backend_entry *e)
 {
-    char why[FL_ERROR_LEN];
-    const fl_backend *b = backend_of(e, why, sizeof why);
+    fl_status why = {0};
+    const fl_backend *b = backend_of(e, &why);
     if (b && b->device_count() > 0)
         return b;
     size_t used = strlen(why_none);
-    snprintf(why_none + used, sizeof why_none - used, "%s%s", used ? "; " : "", b ? b->why_unavailable() : why);
+    snprintf(why_none + used, sizeof why_none - used, "%s%s", used ? "; " : "", b ? b->why_unavailable() : why.message);
     return NULL;
 }
 
@@ -201,12 +201,12 @@ static void describe_backend(const fl_backend_entry *e, fl_backend_info *info)
 {
     *info = (fl_backend_info){0};
     snprintf(info->name, sizeof info->name, "%s", e->name);
-    char why[FL_ERROR_LEN] = "";
-    const fl_backend *b = backend_of(e, why, sizeof why);
+    fl_status why = {0};
+    const fl_backend *b = backend_of(e, &why);
     info->active = b && b == active;
     info->devices = b ? b->device_count() : 0;
     if (info->devices == 0)
-        snprintf(info->why_unavailable, sizeof info->why_unavailable, "%s", b ? b->why_unavailable() : why);
+        snprintf(info->why_unavailable, sizeof info->why_unavailable, "%s", b ? b->why_unavailable() : why.message);
 }
 
 int fl_list_backends(fl_backend_info *out, int max)

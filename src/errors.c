@@ -8,6 +8,8 @@
 
 #include "runtime.h"
 
+_Static_assert(FL_STATUS_MESSAGE_LEN == FL_ERROR_LEN, "a status passes into the last error whole");
+
 static _Thread_local char last_error[FL_ERROR_LEN];
 static _Thread_local fl_error_code last_code;
 
@@ -61,6 +63,12 @@ void fl_prefix_error(const char *fmt, ...)
     va_end(args);
     snprintf(rest, sizeof rest, "%s", last_error);
     fl_set_error_code(last_code, "%s%s", prefix, rest);
+}
+
+int fl_status_to_last_error(const fl_status *st)
+{
+    fl_set_error_code(st->code, "%s", st->message);
+    return -1;
 }
 
 void fl_clear_error(void)

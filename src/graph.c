@@ -463,14 +463,14 @@ fl_node *fl_add_node(fl_graph *g, const fl_node_spec *spec)
         return fl_graph_failed(g) ? NULL : fl_graph_fail(g, spec->name ? spec->name : spec->default_name,
                                                           "an input is NULL");
     const char *base = spec->name ? spec->name : spec->default_name;
-    char err[FL_ERROR_LEN] = "";
+    fl_status st = {0};
     if (spec->exact_name && fl_graph_find(g, base))
         return fl_graph_fail(g, base, "the name is already taken by another node");
     if (!valid_name(base))
         return fl_graph_fail(g, base ? base : "(null)",
                              "a node name uses letters, digits, '_', '-', '.' and '/'");
-    if (fl_op_check_input_count(spec->op, spec->ninputs, err, sizeof err) != 0) /* its signature's */
-        return fl_graph_fail(g, base, "%s", err);
+    if (fl_op_check_input_count(spec->op, spec->ninputs, &st) != 0) /* its signature's */
+        return fl_graph_fail(g, base, "%s", st.message);
     fl_node *n = fl_xcalloc(1, sizeof *n);
     n->graph = g;
     n->name = spec->exact_name ? fl_xstrdup(base) : unique_name(g, base);
@@ -489,8 +489,8 @@ fl_node *fl_add_node(fl_graph *g, const fl_node_spec *spec)
     fl_shape in[spec->ninputs ? spec->ninputs : 1];
     for (int i = 0; i < spec->ninputs; i++)
         in[i] = spec->inputs[i]->shape;
-    if (fl_op_def_of(n->op)->infer(n, in, &n->shape, err) != 0) {
-        fl_graph_fail(g, n->name, "%s", err);
+    if (fl_op_def_of(n->op)->infer(n, in, &n->shape, &st) != 0) {
+        fl_graph_fail(g, n->name, "%s", st.message);
         node_free(n);
         return NULL;
     }

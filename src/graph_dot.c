@@ -274,13 +274,7 @@ int fl_graph_write_dot(const fl_graph *g, const char *path)
     return dot_write(&w, path);
 }
 
-const char *dot_ran_on(const void *ctx, const fl_node *n)
-{
-    const fl_session *s = ctx;
-    if (n->id >= s->nslots || !s->slots[n->id].device)
-        return NULL;
-    return s->slots[n->id].device->name;
-}
+const char *dot_ran_on(const void *ctx, const fl_node *n) { return fl_session_node_device(ctx, n); }
 
 int fl_session_write_dot(const fl_session *s, const char *path)
 {
@@ -288,6 +282,6 @@ int fl_session_write_dot(const fl_session *s, const char *path)
         fl_set_error_code(FL_INVALID_ARGUMENT, "fl_session_write_dot: no session");
         return -1;
     }
-    dot_writer w = {.g = s->graph, .device_of = dot_ran_on, .ctx = s, .mark_copies = true};
+    dot_writer w = {.g = fl_session_graph(s), .device_of = dot_ran_on, .ctx = s, .mark_copies = true};
     return dot_write(&w, path);
 }

@@ -6,7 +6,8 @@
 
 #include <stdio.h>
 
-#include "session_internal.h"
+#include "runtime.h"
+#include "session_access.h"
 
 #define DOT_MAX_COLOURS 64 /* devices in one legend; more share the last colour */
 

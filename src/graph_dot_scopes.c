@@ -322,6 +322,6 @@ int fl_session_write_dot_with(const fl_session *s, const char *path, const fl_do
     }
     if (options && options->detail == FL_DOT_NODES)
         return fl_session_write_dot(s, path);
-    dot_writer w = {.g = s->graph, .device_of = dot_ran_on, .ctx = s, .mark_copies = true};
+    dot_writer w = {.g = fl_session_graph(s), .device_of = dot_ran_on, .ctx = s, .mark_copies = true};
     return write_scopes(&w, path, options, "fl_session_write_dot_with");
 }

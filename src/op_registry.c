@@ -147,18 +147,19 @@ const char *fl_op_why_kernel_optional(fl_op_kind op)
     return "a fused op: the session fuses only on a device whose backend has its kernel";
 }
 
-int fl_op_check_input_count(fl_op_kind op, int n, char *err, size_t len)
+int fl_op_check_input_count(fl_op_kind op, int n, fl_status *st)
 {
     const fl_op_signature *sig = &op_table[op]->sig;
     bool list = sig->max_inputs == FL_OP_INPUT_LIST;
     if (n >= sig->min_inputs && (list || n <= sig->max_inputs))
         return 0;
     if (list)
-        snprintf(err, len, "a %s takes %d or more inputs, not %d", op_table[op]->type, sig->min_inputs, n);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "a %s takes %d or more inputs, not %d", op_table[op]->type,
+                      sig->min_inputs, n);
     else if (sig->min_inputs == sig->max_inputs)
-        snprintf(err, len, "a %s takes %d inputs, not %d", op_table[op]->type, sig->min_inputs, n);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "a %s takes %d inputs, not %d", op_table[op]->type, sig->min_inputs, n);
     else
-        snprintf(err, len, "a %s takes %d to %d inputs, not %d", op_table[op]->type, sig->min_inputs,
-                 sig->max_inputs, n);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "a %s takes %d to %d inputs, not %d", op_table[op]->type,
+                      sig->min_inputs, sig->max_inputs, n);
     return -1;
 }

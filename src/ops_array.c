@@ -49,11 +49,11 @@ static int grad_none(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
 
 /* ---- Reshape(x) to attrs.shape, or Reshape(x, like) to like's run-time shape ---- */
 
-static int infer_reshape(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_reshape(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     bool like = n->ninputs == 2;
     fl_shape target = like ? in[1] : n->attrs.shape;
-    if (!like && fl_reshape_target_check(target, err, FL_ERROR_LEN) != 0)
+    if (!like && fl_reshape_target_check(target, st) != 0)
         return -1;
     int64_t count = fl_shape_size(in[0]);
     /* Not checkable until run time: -1 stays unknown in the build-time shape. */
@@ -63,10 +63,10 @@ static int infer_reshape(const fl_node *n, const fl_shape *in, fl_shape *out, ch
     }
     if (fl_reshape_target_resolve(target, count, out) == 0)
         return 0;
-    char sx[64], st[64];
-    snprintf(err, FL_ERROR_LEN, "cannot reshape %s (%lld elements) into %s",
-             fl_shape_format(in[0], sx, sizeof sx), (long long)count,
-             fl_reshape_target_format(target, st, sizeof st));
+    char sx[64], starget[64];
+    fl_status_set(st, FL_INVALID_ARGUMENT, "cannot reshape %s (%lld elements) into %s",
+                  fl_shape_format(in[0], sx, sizeof sx), (long long)count,
+                  fl_reshape_target_format(target, starget, sizeof starget));
     return -1;
 }
 
@@ -83,10 +83,10 @@ const fl_op_def fl_def_reshape = {
 
 static int check_target(fl_graph *g, const char *name, fl_shape shape)
 {
-    char why[128];
-    if (fl_reshape_target_check(shape, why, sizeof why) == 0)
+    fl_status why = {0};
+    if (fl_reshape_target_check(shape, &why) == 0)
         return 0;
-    fl_graph_fail(g, name, "%s", why);
+    fl_graph_fail(g, name, "%s", why.message);
     return -1;
 }
 
@@ -112,7 +112,7 @@ fl_node *fl_reshape_like(fl_graph *g, fl_node *x, fl_node *like, const char *nam
 /* ---- Concat along attrs.axis ---- */
 
 /* Input i against the output so far: same dtype, rank and dims but the axis. */
-static int concat_input(const fl_node *n, const fl_shape *in, int i, fl_shape *out, char *err)
+static int concat_input(const fl_node *n, const fl_shape *in, int i, fl_shape *out, fl_status *st)
 {
     int axis = n->attrs.axis;
     bool match = in[i].rank == in[0].rank;
@@ -125,29 +125,30 @@ static int concat_input(const fl_node *n, const fl_shape *in, int i, fl_shape *o
     }
     if (!match) {
         char s0[64], si[64];
-        snprintf(err, FL_ERROR_LEN, "input %d (%s) has shape %s, input 0 has %s; all dimensions but axis %d must match",
-                 i, n->inputs[i]->name, fl_shape_format(in[i], si, sizeof si), fl_shape_format(in[0], s0, sizeof s0),
-                 axis);
+        fl_status_set(st, FL_INVALID_ARGUMENT,
+                      "input %d (%s) has shape %s, input 0 has %s; all dimensions but axis %d must match",
+                      i, n->inputs[i]->name, fl_shape_format(in[i], si, sizeof si),
+                      fl_shape_format(in[0], s0, sizeof s0), axis);
         return -1;
     }
-    return fl_check_input_dtype(n, i, n->inputs[0]->dtype, err);
+    return fl_check_input_dtype(n, i, n->inputs[0]->dtype, st);
 }
 
-static int infer_concat(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_concat(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     int axis = n->attrs.axis;
-    if (fl_check_axis(axis, in[0].rank, err) != 0)
+    if (fl_check_axis(axis, in[0].rank, st) != 0)
         return -1;
     *out = in[0];
     for (int i = 1; i < n->ninputs; i++)
-        if (concat_input(n, in, i, out, err) != 0)
+        if (concat_input(n, in, i, out, st) != 0)
             return -1;
     int64_t total = 0;
     for (int i = 0; i < n->ninputs && total >= 0; i++)
         total = in[i].dims[axis] < 0 ? -1 : total + in[i].dims[axis];
     if (total > INT32_MAX) {
-        snprintf(err, FL_ERROR_LEN, "the inputs add up to %lld on axis %d, over a dimension's limit of %d",
-                 (long long)total, axis, INT32_MAX);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "the inputs add up to %lld on axis %d, over a dimension's limit of %d",
+                      (long long)total, axis, INT32_MAX);
         return -1;
     }
     out->dims[axis] = (int)total;
@@ -229,78 +230,79 @@ fl_node *fl_concat(fl_graph *g, fl_node *const *inputs, int n, int axis, const c
 
 /* The window's length on an axis of size dim (-1: unknown, and so is a
  * part's length); the kernels place it from attrs. */
-static int slice_size(const fl_attrs *a, int dim, int *size, char *err)
+static int slice_size(const fl_attrs *a, int dim, int *size, fl_status *st)
 {
     bool no_part = a->num_parts > 0 && (a->part < 0 || a->part >= a->num_parts);
     if (a->begin < 0 || a->size < 0 || a->num_parts < 0 || no_part) {
-        snprintf(err, FL_ERROR_LEN, "the window begin %d size %d (part %d of %d) does not exist", a->begin, a->size,
-                 a->part, a->num_parts);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "the window begin %d size %d (part %d of %d) does not exist",
+                      a->begin, a->size, a->part, a->num_parts);
         return -1;
     }
     if (a->num_parts > 0) {
         if (dim >= 0 && dim % a->num_parts != 0) {
-            snprintf(err, FL_ERROR_LEN, "cannot split axis %d of size %d into %d equal parts",
-                     a->axis, dim, a->num_parts);
+            fl_status_set(st, FL_INVALID_ARGUMENT, "cannot split axis %d of size %d into %d equal parts",
+                          a->axis, dim, a->num_parts);
             return -1;
         }
         *size = dim < 0 ? -1 : dim / a->num_parts;
         return 0;
     }
     if (dim >= 0 && (int64_t)a->begin + a->size > dim) {
-        snprintf(err, FL_ERROR_LEN, "the window [%d, %lld) does not fit axis %d of size %d", a->begin,
-                 (long long)a->begin + a->size, a->axis, dim);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "the window [%d, %lld) does not fit axis %d of size %d", a->begin,
+                      (long long)a->begin + a->size, a->axis, dim);
         return -1;
     }
     *size = a->size;
     return 0;
 }
 
-static int slice_shape(const fl_attrs *a, fl_shape x, fl_shape *out, char *err)
+static int slice_shape(const fl_attrs *a, fl_shape x, fl_shape *out, fl_status *st)
 {
-    if (fl_check_axis(a->axis, x.rank, err) != 0)
+    if (fl_check_axis(a->axis, x.rank, st) != 0)
         return -1;
     *out = x;
-    return slice_size(a, x.dims[a->axis], &out->dims[a->axis], err);
+    return slice_size(a, x.dims[a->axis], &out->dims[a->axis], st);
 }
 
 /* Slice(x), or Slice(x, like) from Concat's gradient: the part must be as
  * long as like, the input it belongs to. */
-static int infer_slice(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_slice(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
-    if (slice_shape(&n->attrs, in[0], out, err) != 0)
+    if (slice_shape(&n->attrs, in[0], out, st) != 0)
         return -1;
     int axis = n->attrs.axis, got = out->dims[axis];
     if (n->ninputs == 2 && in[1].rank != in[0].rank) {
         char sx[64], sl[64];
-        snprintf(err, FL_ERROR_LEN, "input 1 (%s) has shape %s, input 0 has %s: the part and its input need one rank",
-                 n->inputs[1]->name, fl_shape_format(in[1], sl, sizeof sl), fl_shape_format(in[0], sx, sizeof sx));
+        fl_status_set(st, FL_INVALID_ARGUMENT,
+                      "input 1 (%s) has shape %s, input 0 has %s: the part and its input need one rank",
+                      n->inputs[1]->name, fl_shape_format(in[1], sl, sizeof sl), fl_shape_format(in[0], sx, sizeof sx));
         return -1;
     }
     if (n->ninputs == 2 && got >= 0 && in[1].dims[axis] >= 0 && got != in[1].dims[axis]) {
-        snprintf(err, FL_ERROR_LEN, "part %d of %d is %d long on axis %d but %s is %d: Concat's gradient needs equal sizes where they are unknown at build time",
-                 n->attrs.part, n->attrs.num_parts, got, axis, n->inputs[1]->name, in[1].dims[axis]);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "part %d of %d is %d long on axis %d but %s is %d: Concat's gradient needs equal sizes where they are unknown at build time",
+                      n->attrs.part, n->attrs.num_parts, got, axis, n->inputs[1]->name, in[1].dims[axis]);
         return -1;
     }
     return 0;
 }
 
 /* SliceGrad(dy, x): x's shape, zero outside the window, dy inside it. */
-static int infer_slice_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_slice_grad(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     fl_shape window;
-    if (slice_shape(&n->attrs, in[1], &window, err) != 0)
+    if (slice_shape(&n->attrs, in[1], &window, st) != 0)
         return -1;
     bool match = in[0].rank == window.rank;
     for (int d = 0; match && d < window.rank; d++)
         match = in[0].dims[d] < 0 || window.dims[d] < 0 || in[0].dims[d] == window.dims[d];
     if (!match) {
         char sd[64], sw[64];
-        snprintf(err, FL_ERROR_LEN, "dy has shape %s, but the slice has %s",
-                 fl_shape_format(in[0], sd, sizeof sd), fl_shape_format(window, sw, sizeof sw));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "dy has shape %s, but the slice has %s",
+                      fl_shape_format(in[0], sd, sizeof sd), fl_shape_format(window, sw, sizeof sw));
         return -1;
     }
     *out = in[1];
-    return fl_check_input_dtype(n, 0, n->inputs[1]->dtype, err);
+    return fl_check_input_dtype(n, 0, n->inputs[1]->dtype, st);
 }
 
 static int grad_slice(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
@@ -406,11 +408,11 @@ static int grad_cast(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
 }
 
 /* The kernel converts into attrs.dtype: the node must say the same. */
-static int infer_cast(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_cast(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     if (n->attrs.dtype != n->dtype || (n->dtype != FL_FLOAT32 && n->dtype != FL_INT32)) {
-        snprintf(err, FL_ERROR_LEN, "casts to %s but its output is %s", fl_dtype_name(n->attrs.dtype),
-                 fl_dtype_name(n->dtype));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "casts to %s but its output is %s", fl_dtype_name(n->attrs.dtype),
+                      fl_dtype_name(n->dtype));
         return -1;
     }
     *out = in[0];

@@ -10,15 +10,15 @@
 
 static bool dim_compatible(int a, int b) { return a < 0 || b < 0 || a == b; }
 
-static int check_strides(const fl_attrs *a, char *err)
+static int check_strides(const fl_attrs *a, fl_status *st)
 {
     if (a->stride_h < 1 || a->stride_w < 1) {
-        snprintf(err, FL_ERROR_LEN, "strides must be at least 1, got %d and %d", a->stride_h,
-                 a->stride_w);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "strides must be at least 1, got %d and %d", a->stride_h,
+                      a->stride_w);
         return -1;
     }
     if (a->padding != FL_SAME && a->padding != FL_VALID) {
-        snprintf(err, FL_ERROR_LEN, "padding must be FL_SAME or FL_VALID, got %d", (int)a->padding);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "padding must be FL_SAME or FL_VALID, got %d", (int)a->padding);
         return -1;
     }
     return 0;
@@ -43,21 +43,21 @@ static fl_shape window_output(const fl_attrs *a, fl_shape input, int kh, int kw,
 }
 
 /* The backprop ops get dy from the graph; it must look like the forward output. */
-static int check_dy(fl_shape dy, fl_shape forward, char *err)
+static int check_dy(fl_shape dy, fl_shape forward, fl_status *st)
 {
     bool match = dy.rank == forward.rank;
     for (int i = 0; match && i < dy.rank; i++)
         match = dim_compatible(dy.dims[i], forward.dims[i]);
     if (!match) {
         char sd[64], sf[64];
-        snprintf(err, FL_ERROR_LEN, "gradient %s does not match the forward output %s",
-                 fl_shape_format(dy, sd, sizeof sd), fl_shape_format(forward, sf, sizeof sf));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "gradient %s does not match the forward output %s",
+                      fl_shape_format(dy, sd, sizeof sd), fl_shape_format(forward, sf, sizeof sf));
         return -1;
     }
     return 0;
 }
 
-static int check_float_inputs(const fl_node *n, char *err) { return fl_check_float_inputs(n, err); }
+static int check_float_inputs(const fl_node *n, fl_status *st) { return fl_check_float_inputs(n, st); }
 
 /* Every gradient here is one fused op of three inputs carrying the forward attrs. */
 static fl_node *build_backprop(fl_graph *g, fl_op_kind op, const char *type, fl_node *a,
@@ -73,53 +73,53 @@ static fl_node *build_backprop(fl_graph *g, fl_op_kind op, const char *type, fl_
 
 /* The forward output shape; the backprops reuse it to check dy. */
 static int conv_output_shape(const fl_attrs *a, fl_shape input, fl_shape filter, fl_shape *out,
-                             char *err)
+                             fl_status *st)
 {
     char si[64], sf[64];
     fl_shape_format(input, si, sizeof si);
     fl_shape_format(filter, sf, sizeof sf);
     if (input.rank != 4 || filter.rank != 4) {
-        snprintf(err, FL_ERROR_LEN,
-                 "input must be [N,H,W,Cin] and filter [KH,KW,Cin,Cout], got %s and %s", si, sf);
+        fl_status_set(st, FL_INVALID_ARGUMENT,
+                      "input must be [N,H,W,Cin] and filter [KH,KW,Cin,Cout], got %s and %s", si, sf);
         return -1;
     }
-    if (check_strides(a, err) != 0)
+    if (check_strides(a, st) != 0)
         return -1;
     if (!dim_compatible(input.dims[3], filter.dims[2])) {
-        snprintf(err, FL_ERROR_LEN, "input %s has %d channels but filter %s expects %d", si,
-                 input.dims[3], sf, filter.dims[2]);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "input %s has %d channels but filter %s expects %d", si,
+                      input.dims[3], sf, filter.dims[2]);
         return -1;
     }
     if (filter.dims[0] == 0 || filter.dims[1] == 0) {
-        snprintf(err, FL_ERROR_LEN, "filter %s has an empty window", sf);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "filter %s has an empty window", sf);
         return -1;
     }
     if (!window_fits(input, filter.dims[0], filter.dims[1], a->padding)) {
-        snprintf(err, FL_ERROR_LEN, "filter %s does not fit in input %s with VALID padding", sf, si);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "filter %s does not fit in input %s with VALID padding", sf, si);
         return -1;
     }
     *out = window_output(a, input, filter.dims[0], filter.dims[1], filter.dims[3]);
     return 0;
 }
 
-static int infer_conv2d(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_conv2d(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
-    if (check_float_inputs(n, err) != 0)
+    if (check_float_inputs(n, st) != 0)
         return -1;
-    return conv_output_shape(&n->attrs, in[0], in[1], out, err);
+    return conv_output_shape(&n->attrs, in[0], in[1], out, st);
 }
 
 /* Conv2DBackpropInput(dy, filter, input): shaped like input, which is read
  * only for its run-time shape. */
 static int infer_conv2d_backprop_input(const fl_node *n, const fl_shape *in, fl_shape *out,
-                                       char *err)
+                                       fl_status *st)
 {
     fl_shape forward;
-    if (check_float_inputs(n, err) != 0)
+    if (check_float_inputs(n, st) != 0)
         return -1;
-    if (conv_output_shape(&n->attrs, in[2], in[1], &forward, err) != 0)
+    if (conv_output_shape(&n->attrs, in[2], in[1], &forward, st) != 0)
         return -1;
-    if (check_dy(in[0], forward, err) != 0)
+    if (check_dy(in[0], forward, st) != 0)
         return -1;
     *out = in[2];
     return 0;
@@ -127,14 +127,14 @@ static int infer_conv2d_backprop_input(const fl_node *n, const fl_shape *in, fl_
 
 /* Conv2DBackpropFilter(dy, input, filter): shaped like filter, likewise. */
 static int infer_conv2d_backprop_filter(const fl_node *n, const fl_shape *in, fl_shape *out,
-                                        char *err)
+                                        fl_status *st)
 {
     fl_shape forward;
-    if (check_float_inputs(n, err) != 0)
+    if (check_float_inputs(n, st) != 0)
         return -1;
-    if (conv_output_shape(&n->attrs, in[1], in[2], &forward, err) != 0)
+    if (conv_output_shape(&n->attrs, in[1], in[2], &forward, st) != 0)
         return -1;
-    if (check_dy(in[0], forward, err) != 0)
+    if (check_dy(in[0], forward, st) != 0)
         return -1;
     *out = in[2];
     return 0;
@@ -177,47 +177,47 @@ fl_node *fl_conv2d(fl_graph *g, fl_node *input, fl_node *filter, int stride_h, i
 
 /* ---- MaxPool(x [N,H,W,C]) -> [N,OH,OW,C]; SAME padding never wins a max ---- */
 
-static int pool_output_shape(const fl_attrs *a, fl_shape input, fl_shape *out, char *err)
+static int pool_output_shape(const fl_attrs *a, fl_shape input, fl_shape *out, fl_status *st)
 {
     char si[64];
     fl_shape_format(input, si, sizeof si);
     if (input.rank != 4) {
-        snprintf(err, FL_ERROR_LEN, "input must be [N,H,W,C], got %s", si);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "input must be [N,H,W,C], got %s", si);
         return -1;
     }
     if (a->ksize_h < 1 || a->ksize_w < 1) {
-        snprintf(err, FL_ERROR_LEN, "ksize must be at least 1, got %d and %d", a->ksize_h,
-                 a->ksize_w);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "ksize must be at least 1, got %d and %d", a->ksize_h,
+                      a->ksize_w);
         return -1;
     }
-    if (check_strides(a, err) != 0)
+    if (check_strides(a, st) != 0)
         return -1;
     if (!window_fits(input, a->ksize_h, a->ksize_w, a->padding)) {
-        snprintf(err, FL_ERROR_LEN, "window %dx%d does not fit in input %s with VALID padding",
-                 a->ksize_h, a->ksize_w, si);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "window %dx%d does not fit in input %s with VALID padding",
+                      a->ksize_h, a->ksize_w, si);
         return -1;
     }
     *out = window_output(a, input, a->ksize_h, a->ksize_w, input.dims[3]);
     return 0;
 }
 
-static int infer_max_pool(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_max_pool(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
-    if (check_float_inputs(n, err) != 0)
+    if (check_float_inputs(n, st) != 0)
         return -1;
-    return pool_output_shape(&n->attrs, in[0], out, err);
+    return pool_output_shape(&n->attrs, in[0], out, st);
 }
 
 /* MaxPoolGrad(dy, x, y): shaped like x; each dy goes to the first maximum of
  * its window, as in TensorFlow. */
-static int infer_max_pool_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_max_pool_grad(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     fl_shape forward;
-    if (check_float_inputs(n, err) != 0)
+    if (check_float_inputs(n, st) != 0)
         return -1;
-    if (pool_output_shape(&n->attrs, in[1], &forward, err) != 0)
+    if (pool_output_shape(&n->attrs, in[1], &forward, st) != 0)
         return -1;
-    if (check_dy(in[0], forward, err) != 0 || check_dy(in[2], forward, err) != 0)
+    if (check_dy(in[0], forward, st) != 0 || check_dy(in[2], forward, st) != 0)
         return -1;
     *out = in[1];
     return 0;

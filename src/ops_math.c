@@ -8,23 +8,23 @@
 
 /* ---- MatMul ---- */
 
-static int infer_matmul(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_matmul(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     fl_shape a = in[0], b = in[1];
     char sa[64], sb[64];
-    if (fl_check_input_dtype(n, 0, FL_FLOAT32, err) != 0 || fl_check_input_dtype(n, 1, FL_FLOAT32, err) != 0)
+    if (fl_check_input_dtype(n, 0, FL_FLOAT32, st) != 0 || fl_check_input_dtype(n, 1, FL_FLOAT32, st) != 0)
         return -1;
     if (a.rank != 2 || b.rank != 2) {
-        snprintf(err, FL_ERROR_LEN, "matmul needs two matrices, got %s and %s",
-                 fl_shape_format(a, sa, sizeof sa), fl_shape_format(b, sb, sizeof sb));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "matmul needs two matrices, got %s and %s",
+                      fl_shape_format(a, sa, sizeof sa), fl_shape_format(b, sb, sizeof sb));
         return -1;
     }
     bool ta = n->attrs.transpose_a, tb = n->attrs.transpose_b;
     int m = ta ? a.dims[1] : a.dims[0], ka = ta ? a.dims[0] : a.dims[1];
     int kb = tb ? b.dims[1] : b.dims[0], nn = tb ? b.dims[0] : b.dims[1];
     if (ka >= 0 && kb >= 0 && ka != kb) {
-        snprintf(err, FL_ERROR_LEN, "cannot multiply %s%s by %s%s", fl_shape_format(a, sa, sizeof sa),
-                 ta ? " transposed" : "", fl_shape_format(b, sb, sizeof sb), tb ? " transposed" : "");
+        fl_status_set(st, FL_INVALID_ARGUMENT, "cannot multiply %s%s by %s%s", fl_shape_format(a, sa, sizeof sa),
+                      ta ? " transposed" : "", fl_shape_format(b, sb, sizeof sb), tb ? " transposed" : "");
         return -1;
     }
     *out = fl_shape_make(2, m, nn);
@@ -93,14 +93,14 @@ fl_node *fl_matmul(fl_graph *g, fl_node *a, fl_node *b, bool transpose_a, bool t
 
 /* ---- element-wise binary ops ---- */
 
-static int infer_broadcast(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_broadcast(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     if (n->inputs[0]->dtype != n->inputs[1]->dtype) {
-        snprintf(err, FL_ERROR_LEN, "inputs are %s and %s; cast one with fl_cast",
-                 fl_dtype_name(n->inputs[0]->dtype), fl_dtype_name(n->inputs[1]->dtype));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "inputs are %s and %s; cast one with fl_cast",
+                      fl_dtype_name(n->inputs[0]->dtype), fl_dtype_name(n->inputs[1]->dtype));
         return -1;
     }
-    return fl_broadcast_shape(in[0], in[1], out, err);
+    return fl_broadcast_shape(in[0], in[1], out, st);
 }
 
 /* The gradient for an operand is dy summed over the axes it was broadcast on. */
@@ -182,10 +182,10 @@ fl_node *fl_div(fl_graph *g, fl_node *a, fl_node *b, const char *name)
 }
 
 /* DivGradB(dy, a, b) = -dy * a / b^2, shaped like dy: the gradient of a / b for b. */
-static int infer_div_grad_b(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_div_grad_b(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
-    if (fl_check_float_inputs(n, err) != 0 || fl_check_broadcasts_into(n, in, 1, in[0], err) != 0 ||
-        fl_check_broadcasts_into(n, in, 2, in[0], err) != 0)
+    if (fl_check_float_inputs(n, st) != 0 || fl_check_broadcasts_into(n, in, 1, in[0], st) != 0 ||
+        fl_check_broadcasts_into(n, in, 2, in[0], st) != 0)
         return -1;
     *out = in[0];
     return 0;
@@ -217,17 +217,17 @@ fl_node *fl_neg(fl_graph *g, fl_node *x, const char *name)
 
 /* ---- AddN ---- */
 
-static int infer_add_n(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_add_n(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     *out = in[0];
     for (int i = 1; i < n->ninputs; i++) {
         fl_shape merged;
-        if (fl_check_input_dtype(n, i, n->inputs[0]->dtype, err) != 0)
+        if (fl_check_input_dtype(n, i, n->inputs[0]->dtype, st) != 0)
             return -1;
-        if (in[i].rank != in[0].rank || fl_broadcast_shape(*out, in[i], &merged, err) != 0) {
+        if (in[i].rank != in[0].rank || fl_broadcast_shape(*out, in[i], &merged, st) != 0) {
             char s0[64], si[64];
-            snprintf(err, FL_ERROR_LEN, "input %d has shape %s, input 0 has %s; add_n needs equal shapes",
-                     i, fl_shape_format(in[i], si, sizeof si), fl_shape_format(in[0], s0, sizeof s0));
+            fl_status_set(st, FL_INVALID_ARGUMENT, "input %d has shape %s, input 0 has %s; add_n needs equal shapes",
+                          i, fl_shape_format(in[i], si, sizeof si), fl_shape_format(in[0], s0, sizeof s0));
             return -1;
         }
         *out = merged;
@@ -265,9 +265,9 @@ fl_node *fl_add_n(fl_graph *g, fl_node *const *inputs, int n, const char *name)
 
 /* like must broadcast into x (a scalar or x's trailing dims): the kernel
  * adds x up in blocks of like's size. */
-static int infer_sum_to_shape(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_sum_to_shape(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
-    if (fl_check_input_dtype(n, 0, FL_FLOAT32, err) != 0 || fl_check_broadcasts_into(n, in, 1, in[0], err) != 0)
+    if (fl_check_input_dtype(n, 0, FL_FLOAT32, st) != 0 || fl_check_broadcasts_into(n, in, 1, in[0], st) != 0)
         return -1;
     *out = in[1];
     return 0;

@@ -13,11 +13,11 @@ static fl_node *build_fused_grad(fl_graph *g, fl_op_kind op, const char *type, f
     return fl_add_node(g, &spec);
 }
 
-static int infer_float_unary(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_float_unary(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     if (n->inputs[0]->dtype != FL_FLOAT32) {
-        snprintf(err, FL_ERROR_LEN, "needs float32 input, got %s (%s); use fl_cast", n->inputs[0]->name,
-                 fl_dtype_name(n->inputs[0]->dtype));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "needs float32 input, got %s (%s); use fl_cast", n->inputs[0]->name,
+                      fl_dtype_name(n->inputs[0]->dtype));
         return -1;
     }
     *out = in[0];
@@ -118,13 +118,13 @@ fl_node *fl_softplus(fl_graph *g, fl_node *x, const char *name)
 
 /* ---- Softmax over the last axis: dx = y * (dy - sum(dy * y)) ---- */
 
-static int infer_softmax(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_softmax(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     if (in[0].rank < 1) {
-        snprintf(err, FL_ERROR_LEN, "softmax needs at least one axis, got a scalar");
+        fl_status_set(st, FL_INVALID_ARGUMENT, "softmax needs at least one axis, got a scalar");
         return -1;
     }
-    return infer_float_unary(n, in, out, err);
+    return infer_float_unary(n, in, out, st);
 }
 
 static int grad_softmax(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx)
@@ -139,13 +139,13 @@ const fl_op_def fl_def_softmax = {
     {.min_inputs = 1, .max_inputs = 1, .has_output = true},
     infer_softmax, grad_softmax};
 /* SoftmaxGrad(dy, y): both of y's shape, rows over the last axis. */
-static int infer_softmax_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_softmax_grad(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     if (in[0].rank < 1) {
-        snprintf(err, FL_ERROR_LEN, "softmax needs at least one axis, got a scalar dy");
+        fl_status_set(st, FL_INVALID_ARGUMENT, "softmax needs at least one axis, got a scalar dy");
         return -1;
     }
-    return fl_infer_same_float_pair(n, in, out, err);
+    return fl_infer_same_float_pair(n, in, out, st);
 }
 
 const fl_op_def fl_def_softmax_grad = {
@@ -162,39 +162,40 @@ fl_node *fl_softmax(fl_graph *g, fl_node *logits, const char *name)
  * Gradient for the logits: (softmax(logits) - onehot(labels)) * dy. */
 
 /* labels [N] int32 and logits [N,C] float32 (inputs li and gi of n): [N]. */
-static int check_xent(const fl_node *n, const fl_shape *in, int li, int gi, fl_shape *batch, char *err)
+static int check_xent(const fl_node *n, const fl_shape *in, int li, int gi, fl_shape *batch, fl_status *st)
 {
     char sl[64], sg[64];
     fl_shape labels = in[li], logits = in[gi];
-    if (fl_check_input_dtype(n, li, FL_INT32, err) != 0 || fl_check_input_dtype(n, gi, FL_FLOAT32, err) != 0)
+    if (fl_check_input_dtype(n, li, FL_INT32, st) != 0 || fl_check_input_dtype(n, gi, FL_FLOAT32, st) != 0)
         return -1;
     bool batch_ok = labels.rank == 1 && logits.rank == 2 &&
                     (labels.dims[0] < 0 || logits.dims[0] < 0 || labels.dims[0] == logits.dims[0]);
     if (!batch_ok) {
-        snprintf(err, FL_ERROR_LEN, "labels %s and logits %s do not match; expected labels [N] and logits [N,classes]",
-                 fl_shape_format(labels, sl, sizeof sl), fl_shape_format(logits, sg, sizeof sg));
+        fl_status_set(st, FL_INVALID_ARGUMENT,
+                      "labels %s and logits %s do not match; expected labels [N] and logits [N,classes]",
+                      fl_shape_format(labels, sl, sizeof sl), fl_shape_format(logits, sg, sizeof sg));
         return -1;
     }
     *batch = fl_shape_make(1, logits.dims[0] >= 0 ? logits.dims[0] : labels.dims[0]);
     return 0;
 }
 
-static int infer_sparse_xent(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_sparse_xent(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
-    return check_xent(n, in, 0, 1, out, err);
+    return check_xent(n, in, 0, 1, out, st);
 }
 
 /* SparseSoftmaxXentGrad(dy [N], labels [N], logits [N,C]) is shaped like logits. */
-static int infer_sparse_xent_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_sparse_xent_grad(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     fl_shape batch;
-    if (check_xent(n, in, 1, 2, &batch, err) != 0 || fl_check_input_dtype(n, 0, FL_FLOAT32, err) != 0)
+    if (check_xent(n, in, 1, 2, &batch, st) != 0 || fl_check_input_dtype(n, 0, FL_FLOAT32, st) != 0)
         return -1;
     fl_shape dy = in[0];
     if (dy.rank != 1 || (dy.dims[0] >= 0 && batch.dims[0] >= 0 && dy.dims[0] != batch.dims[0])) {
         char sd[64], sb[64];
-        snprintf(err, FL_ERROR_LEN, "input 0 (%s), dy, has shape %s but the loss has %s", n->inputs[0]->name,
-                 fl_shape_format(dy, sd, sizeof sd), fl_shape_format(batch, sb, sizeof sb));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "input 0 (%s), dy, has shape %s but the loss has %s", n->inputs[0]->name,
+                      fl_shape_format(dy, sd, sizeof sd), fl_shape_format(batch, sb, sizeof sb));
         return -1;
     }
     *out = in[2];

@@ -21,19 +21,19 @@ static fl_shape reduced_shape(fl_shape x, const fl_attrs *attrs)
 }
 
 /* The builders mark only axes x has; a partition from the wire may mark more. */
-static int check_reduce_axes(const fl_attrs *attrs, int rank, char *err)
+static int check_reduce_axes(const fl_attrs *attrs, int rank, fl_status *st)
 {
     for (int i = rank; i < FL_MAX_RANK; i++)
         if (attrs->reduce_axis[i]) {
-            snprintf(err, FL_ERROR_LEN, "reduces axis %d of a rank-%d input", i, rank);
+            fl_status_set(st, FL_INVALID_ARGUMENT, "reduces axis %d of a rank-%d input", i, rank);
             return -1;
         }
     return 0;
 }
 
-static int infer_reduce(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_reduce(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
-    if (check_reduce_axes(&n->attrs, in[0].rank, err) != 0)
+    if (check_reduce_axes(&n->attrs, in[0].rank, st) != 0)
         return -1;
     *out = reduced_shape(in[0], &n->attrs);
     return 0;
@@ -51,16 +51,16 @@ static bool shapes_compatible(fl_shape a, fl_shape b)
 }
 
 /* ReduceGrad(dy, x) has x's shape; dy must be x reduced the same way. */
-static int infer_reduce_grad(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_reduce_grad(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
-    if (fl_check_float_inputs(n, err) != 0 || check_reduce_axes(&n->attrs, in[1].rank, err) != 0)
+    if (fl_check_float_inputs(n, st) != 0 || check_reduce_axes(&n->attrs, in[1].rank, st) != 0)
         return -1;
     fl_shape want = reduced_shape(in[1], &n->attrs);
     if (!shapes_compatible(in[0], want)) {
         char sd[64], sw[64], sx[64];
-        snprintf(err, FL_ERROR_LEN, "dy has shape %s, but %s reduced is %s",
-                 fl_shape_format(in[0], sd, sizeof sd), fl_shape_format(in[1], sx, sizeof sx),
-                 fl_shape_format(want, sw, sizeof sw));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "dy has shape %s, but %s reduced is %s",
+                      fl_shape_format(in[0], sd, sizeof sd), fl_shape_format(in[1], sx, sizeof sx),
+                      fl_shape_format(want, sw, sizeof sw));
         return -1;
     }
     *out = in[1];
@@ -156,13 +156,13 @@ fl_node *fl_reduce_mean(fl_graph *g, fl_node *x, const int *axes, int naxes, boo
 
 /* ---- ArgMax: int32 index of the first largest element along an axis ---- */
 
-static int infer_argmax(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_argmax(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     int axis = n->attrs.axis;
-    if (fl_check_axis(axis, in[0].rank, err) != 0)
+    if (fl_check_axis(axis, in[0].rank, st) != 0)
         return -1;
     if (in[0].dims[axis] == 0) {
-        snprintf(err, FL_ERROR_LEN, "argmax over axis %d, which is empty", axis);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "argmax over axis %d, which is empty", axis);
         return -1;
     }
     *out = in[0];
@@ -206,14 +206,14 @@ fl_node *fl_argmax(fl_graph *g, fl_node *x, int axis, const char *name)
 
 /* ---- Equal: int32 1 where a == b, else 0, with broadcasting ---- */
 
-static int infer_equal(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_equal(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     if (n->inputs[0]->dtype != n->inputs[1]->dtype) {
-        snprintf(err, FL_ERROR_LEN, "inputs are %s and %s; cast one with fl_cast",
-                 fl_dtype_name(n->inputs[0]->dtype), fl_dtype_name(n->inputs[1]->dtype));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "inputs are %s and %s; cast one with fl_cast",
+                      fl_dtype_name(n->inputs[0]->dtype), fl_dtype_name(n->inputs[1]->dtype));
         return -1;
     }
-    return fl_broadcast_shape(in[0], in[1], out, err);
+    return fl_broadcast_shape(in[0], in[1], out, st);
 }
 
 const fl_op_def fl_def_equal = {

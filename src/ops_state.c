@@ -9,7 +9,7 @@
 
 /* The shape attr of a source: rank 0 to 4, every dimension known but a
  * placeholder's (-1, fed at run time). */
-static int infer_from_attrs(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_from_attrs(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     (void)in;
     fl_shape s = n->attrs.shape;
@@ -18,8 +18,8 @@ static int infer_from_attrs(const fl_node *n, const fl_shape *in, fl_shape *out,
     for (int i = 0; ok && i < s.rank; i++)
         ok = s.dims[i] >= lowest;
     if (!ok) {
-        snprintf(err, FL_ERROR_LEN, "its shape attr (rank %d) is not valid: rank 0 to %d, dimensions >= %d",
-                 s.rank, FL_MAX_RANK, lowest);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "its shape attr (rank %d) is not valid: rank 0 to %d, dimensions >= %d",
+                      s.rank, FL_MAX_RANK, lowest);
         return -1;
     }
     *out = s;
@@ -108,10 +108,10 @@ const fl_op_def fl_def_variable = {
 /* ---- Fill, RandomUniform, TruncatedNormal: initial values ----
  * Fill with one input takes that input's run-time shape (ones_like). */
 
-static int infer_fill(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_fill(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     if (n->ninputs == 0)
-        return infer_from_attrs(n, in, out, err);
+        return infer_from_attrs(n, in, out, st);
     *out = in[0];
     return 0;
 }
@@ -140,19 +140,19 @@ fl_node *fl_ones_like(fl_graph *g, fl_node *x, const char *name)
 
 /* ---- Assign, AssignAdd: write into a variable; the output is the variable ---- */
 
-static int infer_assign(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_assign(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     fl_shape merged;
     char sv[64], sx[64];
     if (n->inputs[0]->dtype != n->inputs[1]->dtype) {
-        snprintf(err, FL_ERROR_LEN, "variable %s is %s but the value is %s", n->inputs[0]->name,
-                 fl_dtype_name(n->inputs[0]->dtype), fl_dtype_name(n->inputs[1]->dtype));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "variable %s is %s but the value is %s", n->inputs[0]->name,
+                      fl_dtype_name(n->inputs[0]->dtype), fl_dtype_name(n->inputs[1]->dtype));
         return -1;
     }
-    if (in[0].rank != in[1].rank || fl_broadcast_shape(in[0], in[1], &merged, err) != 0 ||
+    if (in[0].rank != in[1].rank || fl_broadcast_shape(in[0], in[1], &merged, st) != 0 ||
         !fl_shape_equal(merged, in[0])) {
-        snprintf(err, FL_ERROR_LEN, "variable %s is %s but the value is %s", n->inputs[0]->name,
-                 fl_shape_format(in[0], sv, sizeof sv), fl_shape_format(in[1], sx, sizeof sx));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "variable %s is %s but the value is %s", n->inputs[0]->name,
+                      fl_shape_format(in[0], sv, sizeof sv), fl_shape_format(in[1], sx, sizeof sx));
         return -1;
     }
     *out = in[0];
@@ -192,11 +192,11 @@ fl_node *fl_assign_add(fl_graph *g, fl_node *variable, fl_node *value, const cha
 
 /* ---- NoOp and group ---- */
 
-static int infer_no_output(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_no_output(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     (void)n;
     (void)in;
-    (void)err;
+    (void)st;
     *out = fl_shape_make(0);
     return 0;
 }
@@ -221,26 +221,26 @@ fl_node *fl_group(fl_graph *g, fl_node *const *nodes, int n, const char *name)
  * and its slots in place and have no output. */
 /* Every input float32; the gradient and the slots (Momentum's accumulator,
  * Adam's m and v) shaped like the variable; Adam's beta powers one number each. */
-static int infer_update(const fl_node *n, const fl_shape *in, fl_shape *out, char *err)
+static int infer_update(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
     const fl_shape grad = in[n->ninputs - 1];
     char sv[64], sg[64];
-    if (fl_check_float_inputs(n, err) != 0)
+    if (fl_check_float_inputs(n, st) != 0)
         return -1;
     if (!fl_shape_equal(grad, in[0])) {
-        snprintf(err, FL_ERROR_LEN, "gradient %s has shape %s but variable %s is %s",
-                 n->inputs[n->ninputs - 1]->name, fl_shape_format(grad, sg, sizeof sg),
-                 n->inputs[0]->name, fl_shape_format(in[0], sv, sizeof sv));
+        fl_status_set(st, FL_INVALID_ARGUMENT, "gradient %s has shape %s but variable %s is %s",
+                      n->inputs[n->ninputs - 1]->name, fl_shape_format(grad, sg, sizeof sg),
+                      n->inputs[0]->name, fl_shape_format(in[0], sv, sizeof sv));
         return -1;
     }
     int slots = n->op == FL_OP_APPLY_ADAM ? 2 : n->ninputs - 2;
     for (int i = 1; i <= slots; i++)
-        if (fl_check_same_shape(n, in, i, 0, err) != 0)
+        if (fl_check_same_shape(n, in, i, 0, st) != 0)
             return -1;
     for (int i = slots + 1; i < n->ninputs - 1; i++)
         if (fl_shape_size(in[i]) != 1 && fl_shape_size(in[i]) != -1) {
-            snprintf(err, FL_ERROR_LEN, "input %d (%s) has shape %s; a beta power holds one number", i,
-                     n->inputs[i]->name, fl_shape_format(in[i], sv, sizeof sv));
+            fl_status_set(st, FL_INVALID_ARGUMENT, "input %d (%s) has shape %s; a beta power holds one number", i,
+                          n->inputs[i]->name, fl_shape_format(in[i], sv, sizeof sv));
             return -1;
         }
     *out = fl_shape_make(0);

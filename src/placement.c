@@ -36,46 +36,41 @@ static bool can_run(const fl_device *dev, const fl_node *n)
  * it. The local task's devices are this process's own (*local set: place
  * as usual); another task's device is a remote one, which runs the state
  * ops only. */
-static fl_device *place_on_task(const fl_node *n, const fl_session_options *opt, bool *local, char *err,
-                                size_t len)
+static fl_device *place_on_task(const fl_node *n, const fl_session_options *opt, bool *local, fl_status *st)
 {
     const fl_cluster_plugin *plugin = fl_cluster_plugin_of(opt->cluster);
     if (!plugin) {
-        snprintf(err, len, "%s: device %s names a cluster task, but the session has no cluster: set "
-                 "fl_session_options.cluster = cluster (chapter 3), or drop the "
-                 "/job: and /task: parts to run it here",
-                 n->name, n->device);
-        fl_set_error_code(FL_INVALID_ARGUMENT, "%s", err);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "%s: device %s names a cluster task, but the session has no "
+                      "cluster: set fl_session_options.cluster = cluster (chapter 3), or drop the "
+                      "/job: and /task: parts to run it here",
+                      n->name, n->device);
         return NULL;
     }
     fl_device *dev = plugin->resolve_device(opt->cluster, n->device, local);
     if (!dev) {
-        if (!*local) { /* the resolver's code (UNAVAILABLE, INVALID_ARGUMENT) stays */
-            fl_prefix_error("%s: ", n->name);
-            snprintf(err, len, "%s", fl_last_error());
-        }
+        if (!*local) /* the resolver's code (UNAVAILABLE, INVALID_ARGUMENT) stays */
+            fl_status_set(st, fl_last_error_code(), "%s: %s", n->name, fl_last_error());
         return NULL;
     }
     if (dev->backend->has_kernel(n->op) || !n->has_output)
         return dev;
-    snprintf(err, len, "%s: a %s cannot run on %s: another task's device holds variables and runs only "
-             "their reads and updates (Variable, Assign, AssignAdd, Apply*); put it on this worker's "
-             "device, as fl_replica_device_setter does",
-             n->name, fl_node_op_type(n), dev->name);
-    fl_set_error_code(FL_INVALID_ARGUMENT, "%s", err);
+    fl_status_set(st, FL_INVALID_ARGUMENT, "%s: a %s cannot run on %s: another task's device holds variables "
+                  "and runs only their reads and updates (Variable, Assign, AssignAdd, Apply*); put it on this "
+                  "worker's device, as fl_replica_device_setter does",
+                  n->name, fl_node_op_type(n), dev->name);
     return NULL;
 }
 
-fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *err, size_t len)
+fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, fl_status *st)
 {
     fl_device_name d = {.task = -1};
     if (n->device[0] && fl_parse_device(n->device, &d, NULL, 0) != 0) {
-        snprintf(err, len, "%s: %s", n->name, fl_last_error());
+        fl_status_set(st, fl_last_error_code(), "%s: %s", n->name, fl_last_error());
         return NULL;
     }
     if (d.job[0] || d.task >= 0) { /* soft placement must not hide a cluster */
         bool local = false;
-        fl_device *remote = place_on_task(n, opt, &local, err, len);
+        fl_device *remote = place_on_task(n, opt, &local, st);
         if (!local)
             return remote;
     }
@@ -83,17 +78,16 @@ fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *
     if (!dev) {
         if (opt->allow_soft_placement)
             return fl_host_device();
-        snprintf(err, len, "%s: cannot place on %s: %s (allow_soft_placement falls back to /cpu:0)",
-                 n->name, n->device, fl_last_error());
+        fl_status_set(st, fl_last_error_code(), "%s: cannot place on %s: %s (allow_soft_placement falls back to "
+                      "/cpu:0)", n->name, n->device, fl_last_error());
         return NULL;
     }
     if (can_run(dev, n))
         return dev;
     if (opt->allow_soft_placement)
         return fl_host_device();
-    snprintf(err, len, "%s: %s has no %s kernel for %s (allow_soft_placement falls back to /cpu:0)",
-             n->name, dev->name, dev->backend->name, fl_node_op_type(n));
-    fl_set_error_code(FL_UNIMPLEMENTED, "%s", err);
+    fl_status_set(st, FL_UNIMPLEMENTED, "%s: %s has no %s kernel for %s (allow_soft_placement falls back to /cpu:0)",
+                  n->name, dev->name, dev->backend->name, fl_node_op_type(n));
     return NULL;
 }
 

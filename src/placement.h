@@ -4,8 +4,8 @@
 
 #include "device.h"
 
-/* The device n runs on, or NULL with "node: why" in err. */
-fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, char *err, size_t len);
+/* The device n runs on, or NULL with "node: why" and its code in st. */
+fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, fl_status *st);
 /* log_device_placement's line: "name: (Op): device", and what n asked for
  * when that differs. */
 void fl_log_placement(const fl_node *n, const char *device);

@@ -6,6 +6,7 @@
 #define FLOWLAB_RUNTIME_H
 
 #include "flowlab.h"
+#include "status.h"
 
 #define FL_ERROR_LEN 512
 #define FL_DEVICE_LEN 64
@@ -18,6 +19,9 @@ void fl_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fl_set_error_code(fl_error_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void fl_prefix_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fl_clear_error(void);
+/* Hands an internal status (status.h) on as the thread's last error, code
+ * and message as they are; returns -1. */
+int fl_status_to_last_error(const fl_status *st);
 /* The code an errno from a file or socket call stands for (ENOENT: NOT_FOUND). */
 fl_error_code fl_errno_code(int err);
 
@@ -40,9 +44,9 @@ size_t fl_dtype_size(fl_dtype dtype);
 size_t fl_tensor_bytes(const fl_tensor *t);
 bool fl_shape_known(fl_shape shape);
 /* A reshape's target (fl_reshape, fl_tensor_reshape): at most one -1, the
- * dimension inferred. check: 0, or -1 with why; format prints -1 as -1;
+ * dimension inferred. check: 0, or -1 with why in st; format prints -1 as -1;
  * resolve works the -1 out for count elements (-1 when they do not fit). */
-int fl_reshape_target_check(fl_shape target, char *why, size_t len);
+int fl_reshape_target_check(fl_shape target, fl_status *st);
 const char *fl_reshape_target_format(fl_shape target, char *buf, size_t len);
 int fl_reshape_target_resolve(fl_shape target, int64_t count, fl_shape *out);
 /* ---- tensor_limit.c: a tensor's bytes against fl_max_tensor_bytes ----
@@ -156,8 +160,8 @@ typedef struct {
     fl_op_signature sig;
     /* Output shape from input shapes. Called when a node is built (dims may be
      * -1) and again at run time with real shapes. On a mismatch it writes what
-     * is wrong, without the node name, to err (FL_ERROR_LEN) and returns -1. */
-    int (*infer)(const fl_node *n, const fl_shape *in, fl_shape *out, char *err);
+     * is wrong, without the node name, in st (INVALID_ARGUMENT) and returns -1. */
+    int (*infer)(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st);
     /* Builds the gradient of each input from dy (the gradient of the output);
      * leaves dx[i] NULL where input i gets none. NULL: not differentiable. */
     int (*gradient)(fl_graph *g, fl_node *n, fl_node *dy, fl_node **dx);
@@ -173,8 +177,8 @@ const char *fl_op_why_no_kernel(fl_op_kind op);
  * the session fuses into it only on a device whose backend has the kernel. */
 const char *fl_op_why_kernel_optional(fl_op_kind op);
 /* Whether n inputs fit op's signature (a list takes at least min_inputs):
- * 0, or -1 with "a MatMul takes 2 inputs, not 3" in err. */
-int fl_op_check_input_count(fl_op_kind op, int n, char *err, size_t len);
+ * 0, or -1 with "a MatMul takes 2 inputs, not 3" in st. */
+int fl_op_check_input_count(fl_op_kind op, int n, fl_status *st);
 
 /* ---- graph.c: adding nodes ---- */
 typedef struct {
@@ -232,20 +236,20 @@ typedef struct {
 int fl_parse_device(const char *text, fl_device_name *out, char *canonical, size_t len);
 
 /* ---- shared shape helpers (ops_shared.c) ---- */
-int fl_infer_same_as_input0(const fl_node *n, const fl_shape *in, fl_shape *out, char *err);
+int fl_infer_same_as_input0(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st);
 /* Checks a shape rule makes of its inputs: 0, or -1 with what is wrong in
- * err, naming the input. A graph from the wire meets them as the API's does. */
-int fl_check_input_dtype(const fl_node *n, int i, fl_dtype want, char *err);
-int fl_check_float_inputs(const fl_node *n, char *err);
+ * st, naming the input. A graph from the wire meets them as the API's does. */
+int fl_check_input_dtype(const fl_node *n, int i, fl_dtype want, fl_status *st);
+int fl_check_float_inputs(const fl_node *n, fl_status *st);
 /* Inputs i and j have one shape (a dimension unknown at build time matches any). */
-int fl_check_same_shape(const fl_node *n, const fl_shape *in, int i, int j, char *err);
+int fl_check_same_shape(const fl_node *n, const fl_shape *in, int i, int j, fl_status *st);
 /* 0 <= axis < rank: builders turn -1 into the last axis; the rule bounds it. */
-int fl_check_axis(int axis, int rank, char *err);
+int fl_check_axis(int axis, int rank, fl_status *st);
 /* Input i is a scalar or into's trailing dimensions. */
-int fl_check_broadcasts_into(const fl_node *n, const fl_shape *in, int i, fl_shape into, char *err);
-int fl_infer_same_float_pair(const fl_node *n, const fl_shape *in, fl_shape *out, char *err);
+int fl_check_broadcasts_into(const fl_node *n, const fl_shape *in, int i, fl_shape into, fl_status *st);
+int fl_infer_same_float_pair(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st);
 /* Broadcast of a scalar or of a suffix: out is the larger of a and b. */
-int fl_broadcast_shape(fl_shape a, fl_shape b, fl_shape *out, char *err);
+int fl_broadcast_shape(fl_shape a, fl_shape b, fl_shape *out, fl_status *st);
 fl_node *fl_build_unary(fl_graph *g, fl_op_kind op, fl_node *x, const char *name,
                         const char *default_name);
 fl_node *fl_build_binary(fl_graph *g, fl_op_kind op, fl_node *a, fl_node *b, const char *name,

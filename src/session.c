@@ -24,7 +24,7 @@ fl_session *fl_session_new(fl_graph *g, const fl_session_options *options)
     s->graph = g;
     if (options)
         s->options = *options;
-    pthread_mutex_init(&s->external_lock, NULL);
+    fl_session_open_trace(s);
     if (fl_session_open_master(s) != 0) {
         fl_session_free(s);
         return NULL;
@@ -51,15 +51,14 @@ void fl_session_free(fl_session *s)
         free(s->slots[i].sent);
     }
     free(s->slots);
-    free(s->pending);
-    free(s->readers);
-    free(s->reads);
-    free(s->needed);
-    free(s->feeds);
-    free(s->events);
-    free(s->external);
+    fl_run_state *r = &s->run;
+    free(r->pending);
+    free(r->readers);
+    free(r->needed);
+    free(r->feeds);
+    fl_session_free_pending_reads(s);
     fl_session_free_fusion(s);
-    pthread_mutex_destroy(&s->external_lock);
+    fl_session_close_trace(s);
     free(s);
 }
 
@@ -71,12 +70,13 @@ void fl_session_grow(fl_session *s)
         return;
     s->slots = fl_xrealloc(s->slots, (size_t)n * sizeof *s->slots);
     memset(s->slots + s->nslots, 0, (size_t)(n - s->nslots) * sizeof *s->slots);
-    s->needed = fl_xrealloc(s->needed, (size_t)n * sizeof *s->needed);
-    memset(s->needed, 0, (size_t)n * sizeof *s->needed);
-    s->feeds = fl_xrealloc(s->feeds, (size_t)n * sizeof *s->feeds);
-    memset(s->feeds, 0, (size_t)n * sizeof *s->feeds);
-    s->pending = fl_xrealloc(s->pending, (size_t)n * sizeof *s->pending);
-    s->readers = fl_xrealloc(s->readers, (size_t)n * sizeof *s->readers);
+    fl_run_state *r = &s->run;
+    r->needed = fl_xrealloc(r->needed, (size_t)n * sizeof *r->needed);
+    memset(r->needed, 0, (size_t)n * sizeof *r->needed);
+    r->feeds = fl_xrealloc(r->feeds, (size_t)n * sizeof *r->feeds);
+    memset(r->feeds, 0, (size_t)n * sizeof *r->feeds);
+    r->pending = fl_xrealloc(r->pending, (size_t)n * sizeof *r->pending);
+    r->readers = fl_xrealloc(r->readers, (size_t)n * sizeof *r->readers);
     s->nslots = n;
 }
 
@@ -87,21 +87,21 @@ int fl_session_place(fl_session *s, fl_node *n)
     fl_slot *slot = &s->slots[n->id];
     if (slot->device)
         return 0;
-    char err[FL_ERROR_LEN];
-    fl_clear_error(); /* placement sets a code where it knows one */
-    slot->device = fl_place_node(n, &s->options, err, sizeof err);
+    fl_status st = {0}; /* placement sets a code where it knows one */
+    slot->device = fl_place_node(n, &s->options, &st);
     if (!slot->device)
-        return fl_session_fail(s, "%s", err);
+        return fl_session_fail_code(s, st.code, "%s", st.message);
     if (s->options.log_device_placement)
         fl_log_placement(n, slot->device->name);
     return 0;
 }
 
-int fl_session_ops_run(const fl_session *s) { return s ? s->ops_run : 0; }
+int fl_session_ops_run(const fl_session *s) { return s ? s->run.ops_run : 0; }
+fl_graph *fl_session_graph(const fl_session *s) { return s->graph; }
 
 const char *fl_session_node_device(const fl_session *s, const fl_node *n)
 {
-    if (s && s->master)
+    if (s && fl_session_in_client(s))
         return fl_session_master_node_device(s, n);
     if (!s || !n || n->graph != s->graph || n->id >= s->nslots || !s->slots[n->id].device)
         return NULL;
@@ -155,7 +155,7 @@ static int start_pulling_remote_variable(fl_session *s, fl_node *n)
 static int run_source(fl_session *s, fl_node *n)
 {
     fl_slot *slot = &s->slots[n->id];
-    const fl_tensor *fed = s->feeds[n->id];
+    const fl_tensor *fed = s->run.feeds[n->id];
     if (fed) {
         if (fl_session_ensure_node_buffer(s, n, slot, fed->dtype, fed->shape) != 0)
             return -1;
@@ -190,7 +190,7 @@ static int check_initialized(fl_session *s, fl_node *n)
         fl_node *in = n->inputs[i];
         bool assigning = i == 0 && n->op == FL_OP_ASSIGN;
         if (in->op == FL_OP_VARIABLE && !s->slots[in->id].initialized && !assigning &&
-            !s->feeds[in->id])
+            !s->run.feeds[in->id])
             return fl_session_fail_code(s, FL_FAILED_PRECONDITION,
                                         "%s: reads variable %s before it is initialized; run "
                                         "fl_global_variables_initializer() first (or restore a checkpoint)",
@@ -225,10 +225,10 @@ static int run_op(fl_session *s, fl_node *n)
             return -1;
         in_shapes[i] = in[i]->shape;
     }
-    char err[FL_ERROR_LEN] = "";
+    fl_status st = {0};
     fl_shape shape;
-    if (fl_op_def_of(n->op)->infer(n, in_shapes, &shape, err) != 0)
-        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: %s", n->name, err);
+    if (fl_op_def_of(n->op)->infer(n, in_shapes, &shape, &st) != 0)
+        return fl_session_fail_code(s, st.code, "%s: %s", n->name, st.message);
     if (fl_op_def_of(n->op)->sig.aliases != FL_ALIAS_NONE) {
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
     } else if (n->has_output && fl_session_can_forward(s, n, in[0], shape)) {
@@ -244,7 +244,7 @@ static int run_op(fl_session *s, fl_node *n)
     if (fl_session_wait_for_pending_reads(s, n, in) != 0)
         return -1;
     fl_kernel_ctx ctx = {.seed = s->options.seed ? s->options.seed : fl_graph_seed(s->graph)};
-    bool host_timed = s->tracing && !fl_session_device_times_ops(s, slot->device);
+    bool host_timed = fl_session_tracing(s) && !fl_session_device_times_ops(s, slot->device);
     fl_clear_error();
     double start = host_timed ? fl_now_us() : 0;
     if (slot->device->backend->run(slot->device->impl, n, in, &slot->value, &ctx) != 0)
@@ -265,26 +265,27 @@ static bool is_source(const fl_node *n) { return fl_op_def_of(n->op)->sig.is_sou
  * reads: their devices will mark them (see issue). */
 static int place_and_find_crossings(fl_session *s)
 {
-    s->ops_run = 0;
+    fl_run_state *r = &s->run;
+    r->ops_run = 0;
     for (int id = 0; id < s->nslots; id++) {
         s->slots[id].crosses = false;
         s->slots[id].issued = false;
-        s->readers[id] = 0;
-        if (s->needed[id] && fl_session_place(s, fl_graph_node(s->graph, id)) != 0)
+        r->readers[id] = 0;
+        if (r->needed[id] && fl_session_place(s, fl_graph_node(s->graph, id)) != 0)
             return -1;
     }
     if (fl_session_check_device_io(s) != 0)
         return -1;
-    fl_session_fuse(s);
+    fl_session_fuse(s, r->needed);
     for (int id = 0; id < s->nslots; id++) {
         fl_node *n = fl_session_planned(s, id);
-        if (!s->needed[id] || s->feeds[id] || is_source(n))
+        if (!r->needed[id] || r->feeds[id] || is_source(n))
             continue;
         for (int i = 0; i < n->ninputs; i++) {
             fl_slot *from = &s->slots[n->inputs[i]->id];
             if (from->device != s->slots[id].device)
                 from->crosses = true;
-            s->readers[n->inputs[i]->id]++;
+            r->readers[n->inputs[i]->id]++;
         }
     }
     return 0;
@@ -292,7 +293,7 @@ static int place_and_find_crossings(fl_session *s)
 
 static bool inputs_issued(const fl_session *s, const fl_node *n)
 {
-    if (s->feeds[n->id] || is_source(n))
+    if (s->run.feeds[n->id] || is_source(n))
         return true;
     for (int i = 0; i < n->ninputs; i++)
         if (!s->slots[n->inputs[i]->id].issued)
@@ -308,7 +309,7 @@ static bool inputs_issued(const fl_session *s, const fl_node *n)
 static int64_t would_wait_for(fl_session *s, const fl_node *n)
 {
     int64_t newest = -1;
-    if (s->feeds[n->id] || is_source(n))
+    if (s->run.feeds[n->id] || is_source(n))
         return newest;
     for (int i = 0; i < n->ninputs; i++) {
         fl_slot *from = &s->slots[n->inputs[i]->id];
@@ -329,15 +330,15 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n)
  * or one fetched early (session_fetch.c), gets a mark right behind it. */
 static int issue(fl_session *s, fl_node *n)
 {
-    const fl_run_options *o = s->run ? s->run->options : NULL;
+    const fl_run_options *o = s->run.options;
     if (o && o->should_stop && o->should_stop(o->user))
         return fl_session_fail_code(s, FL_ABORTED, "%s: the run was stopped before this op: its caller gave it up",
                                     n->name);
     fl_slot *slot = &s->slots[n->id];
-    bool source = is_source(n) || s->feeds[n->id];
+    bool source = is_source(n) || s->run.feeds[n->id];
     if ((source ? run_source(s, n) : run_op(s, n)) != 0)
         return -1;
-    s->ops_run += !source;
+    s->run.ops_run += !source;
     slot->issued = true;
     slot->mark_reached = false;
     bool early = fl_session_wants_early_fetch(s, slot);
@@ -348,7 +349,7 @@ static int issue(fl_session *s, fl_node *n)
                                fl_last_error());
     if (!slot->mark) /* a device without marks: the value is known finished when it is idle */
         return early ? fl_session_fetch_finished(s) : 0;
-    slot->mark_seq = ++s->marks_made;
+    slot->mark_seq = ++s->run.marks_made;
     return 0;
 }
 
@@ -362,7 +363,7 @@ static int sweep(fl_session *s, int npending, int *oldest)
     int64_t oldest_age = INT64_MAX;
     *oldest = -1;
     for (int k = 0; k < npending; k++) {
-        fl_node *n = fl_session_planned(s, s->pending[k]);
+        fl_node *n = fl_session_planned(s, s->run.pending[k]);
         int64_t age = inputs_issued(s, n) ? would_wait_for(s, n) : INT64_MAX;
         if (age == -1) {
             if (issue(s, n) != 0)
@@ -373,7 +374,7 @@ static int sweep(fl_session *s, int npending, int *oldest)
             oldest_age = age;
             *oldest = kept;
         }
-        s->pending[kept++] = n->id;
+        s->run.pending[kept++] = n->id;
     }
     /* Fetches finished meanwhile go to fetch_ready now, not at the end. */
     return fl_session_fetch_finished(s) == 0 ? kept : -1;
@@ -389,10 +390,10 @@ static int execute(fl_session *s)
 {
     if (place_and_find_crossings(s) != 0)
         return -1;
-    int npending = 0;
+    int *pending = s->run.pending, npending = 0;
     for (int id = 0; id < s->nslots; id++)
-        if (s->needed[id])
-            s->pending[npending++] = id;
+        if (s->run.needed[id])
+            pending[npending++] = id;
     while (npending > 0) {
         int oldest, kept = sweep(s, npending, &oldest);
         if (kept < 0)
@@ -401,11 +402,10 @@ static int execute(fl_session *s)
             if (oldest < 0) /* creation order is topological: cannot happen */
                 return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
                                             "no node of this run can start: is the graph a cycle?");
-            if (issue(s, fl_session_planned(s, s->pending[oldest])) != 0)
+            if (issue(s, fl_session_planned(s, pending[oldest])) != 0)
                 return -1;
             kept--;
-            memmove(&s->pending[oldest], &s->pending[oldest + 1],
-                    (size_t)(kept - oldest) * sizeof *s->pending);
+            memmove(&pending[oldest], &pending[oldest + 1], (size_t)(kept - oldest) * sizeof *pending);
         }
         npending = kept;
     }
@@ -445,40 +445,30 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
         fl_set_error_code(FL_INVALID_ARGUMENT, "fl_session_run: the session is NULL (did fl_session_new fail?)");
         return -1;
     }
-    s->error[0] = '\0';
+    fl_session_clear_error(s);
     if (check_run_arguments(s, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets) != 0)
         return -1;
     for (int i = 0; i < nfetches; i++)
         outputs[i] = NULL;
     if (fl_graph_failed(s->graph))
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
-    if (s->master)
-        return fl_session_run_master(s, options, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
-    fl_session_grow(s);
-    if (fl_session_prune(s, feeds, nfeeds, fetches, nfetches, targets, ntargets) != 0)
-        return -1;
-    s->run_count++;
-    if (s->tracing && s->trace_origin_us == 0)
-        s->trace_origin_us = fl_now_us(); /* before any op: one origin for every lane */
-    bool delivered[nfetches ? nfetches : 1];
-    memset(delivered, 0, sizeof delivered);
-    fl_run_fetches run = {fetches, nfetches, outputs, options, delivered};
-    s->run = &run;
-    for (int i = 0; i < nfetches; i++)
-        s->slots[fetches[i]->id].fetched = true;
-    int rc = execute(s) == 0 ? fl_session_fetch_the_rest(s) : -1;
-    if (rc != 0)
-        fl_session_wait_after_failure(s);
-    for (int i = 0; i < nfetches; i++) {
-        s->slots[fetches[i]->id].fetched = false;
-        if (rc != 0) { /* a failed run hands back no outputs, not half of them */
-            fl_tensor_free(outputs[i]);
-            outputs[i] = NULL;
-        }
+    if (fl_session_in_client(s)) {
+        int rc = fl_session_run_master(s, options, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
+        s->run.run_count += rc == 0;
+        return rc;
     }
-    s->run = NULL;
+    fl_session_grow(s);
+    if (fl_session_prune(s, feeds, nfeeds, fetches, nfetches, targets, ntargets, s->run.needed, s->run.feeds) != 0)
+        return -1;
+    s->run.run_count++;
+    fl_session_trace_run_starts(s);
+    bool delivered[nfetches ? nfetches : 1];
+    fl_session_start_fetches(s, options, fetches, nfetches, outputs, delivered);
+    s->run.options = options;
+    int rc = execute(s) == 0 ? fl_session_fetch_the_rest(s) : -1;
+    s->run.options = NULL;
+    fl_session_end_fetches(s, rc != 0);
     fl_session_forget_marks(s);
-    if (s->ntraced > 0)
-        fl_session_take_device_timings(s);
+    fl_session_take_device_timings(s);
     return rc;
 }

@@ -28,11 +28,12 @@ static int note_pending_read(fl_session *s, fl_device *dst, const void *host)
     void *mark;
     if (fl_device_mark(dst, &mark) != 0)
         return -1;
-    if (s->nreads == s->reads_cap) {
-        s->reads_cap = s->reads_cap ? s->reads_cap * 2 : 64;
-        s->reads = fl_xrealloc(s->reads, (size_t)s->reads_cap * sizeof *s->reads);
+    fl_pending_reads *r = &s->reads;
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 64;
+        r->list = fl_xrealloc(r->list, (size_t)r->cap * sizeof *r->list);
     }
-    s->reads[s->nreads++] = (fl_pending_read){host, dst, mark};
+    r->list[r->n++] = (fl_pending_read){host, dst, mark};
     return 0;
 }
 
@@ -83,7 +84,7 @@ static int wait_for_value(fl_slot *from)
 static fl_tensor *copy_made_this_run(const fl_session *s, const fl_slot *from, const fl_device *dst)
 {
     for (int k = 0; k < from->nsent; k++)
-        if (from->sent[k].device == dst && from->sent[k].run == s->run_count)
+        if (from->sent[k].device == dst && from->sent[k].made_in_run == fl_session_run_count(s))
             return from->sent[k].value;
     return NULL;
 }
@@ -95,7 +96,7 @@ static void remember_copy(const fl_session *s, fl_slot *from, const fl_device *d
         k++;
     if (k == from->nsent)
         from->sent = fl_xrealloc(from->sent, (size_t)++from->nsent * sizeof *from->sent);
-    from->sent[k] = (fl_sent_copy){dst, value, s->run_count};
+    from->sent[k] = (fl_sent_copy){dst, value, fl_session_run_count(s)};
 }
 
 /* Gives n's input i on n's device: the copy this run already made there
@@ -122,7 +123,7 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
     int rc = wait_for_value(from);
     double start = fl_now_us();
     rc = rc ? rc : transfer(s, c, src, dst, from->value.data, bytes);
-    if (rc == 0 && s->tracing)
+    if (rc == 0 && fl_session_tracing(s))
         fl_session_trace_copy(s, n->id, n->inputs[i]->id, dst, start, fl_now_us());
     if (rc != 0)
         return fl_session_fail(s, "%s: copying input %s from %s to %s failed: %s", n->name,
@@ -147,8 +148,8 @@ int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor
     const fl_device *d = s->slots[n->id].device;
     if (fl_op_def_of(n->op)->sig.writes_inputs == 0) /* only a write in place can overwrite what is read */
         return 0;
-    for (int r = 0; r < s->nreads; r++) {
-        fl_pending_read *p = &s->reads[r];
+    for (int r = 0; r < s->reads.n; r++) {
+        fl_pending_read *p = &s->reads.list[r];
         if (!reads_input(p, d, n, in))
             continue;
         if (wait_for_mark(p->device, p->mark) != 0)
@@ -167,7 +168,13 @@ void fl_session_forget_marks(fl_session *s)
         slot->mark = NULL;
         slot->mark_reached = false;
     }
-    for (int r = 0; r < s->nreads; r++)
-        fl_device_release_mark(s->reads[r].device, s->reads[r].mark);
-    s->nreads = 0;
+    for (int r = 0; r < s->reads.n; r++)
+        fl_device_release_mark(s->reads.list[r].device, s->reads.list[r].mark);
+    s->reads.n = 0;
+}
+
+void fl_session_free_pending_reads(fl_session *s)
+{
+    free(s->reads.list);
+    s->reads = (fl_pending_reads){NULL, 0, 0};
 }

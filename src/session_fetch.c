@@ -10,9 +10,18 @@
 
 #include "session_internal.h"
 
+void fl_session_start_fetches(fl_session *s, const fl_run_options *options, fl_node *const *fetches, int n,
+                              fl_tensor **outputs, bool *delivered)
+{
+    memset(delivered, 0, (size_t)n * sizeof *delivered);
+    s->fetch = (fl_run_fetches){true, fetches, n, outputs, options, delivered};
+    for (int i = 0; i < n; i++)
+        s->slots[fetches[i]->id].fetched = true;
+}
+
 bool fl_session_wants_early_fetch(const fl_session *s, const fl_slot *slot)
 {
-    return slot->fetched && s->run && s->run->options && s->run->options->fetch_ready;
+    return slot->fetched && s->fetch.running && s->fetch.options && s->fetch.options->fetch_ready;
 }
 
 /* A run ends when every device it used is idle: host staging buffers and
@@ -24,7 +33,7 @@ static int wait_for_devices(fl_session *s, bool quiet)
     int nwaited = 0;
     for (int id = 0; id < s->nslots; id++) {
         fl_device *d = s->slots[id].device;
-        if (!s->needed[id] || !d || d->is_host)
+        if (!fl_session_needs(s, id) || !d || d->is_host)
             continue;
         bool seen = false;
         for (int i = 0; i < nwaited && !seen; i++)
@@ -38,9 +47,19 @@ static int wait_for_devices(fl_session *s, bool quiet)
     return 0;
 }
 
-void fl_session_wait_after_failure(fl_session *s)
+void fl_session_end_fetches(fl_session *s, bool failed)
 {
-    wait_for_devices(s, true);
+    fl_run_fetches *r = &s->fetch;
+    if (failed)
+        wait_for_devices(s, true);
+    for (int i = 0; i < r->n; i++) {
+        s->slots[r->fetches[i]->id].fetched = false;
+        if (failed) {
+            fl_tensor_free(r->outputs[i]);
+            r->outputs[i] = NULL;
+        }
+    }
+    *r = (fl_run_fetches){.running = false};
 }
 
 /* ---- where each fetch goes (fetch_to) ---- */
@@ -74,10 +93,10 @@ static int refuse_unless_kept(fl_session *s, const fl_device *d, const char *wha
 static int check_device_feeds(fl_session *s)
 {
     for (int id = 0; id < s->nslots; id++) {
-        const fl_tensor *fed = s->feeds[id];
+        const fl_tensor *fed = fl_session_fed(s, id);
         const fl_device *d = s->slots[id].device;
         const char *name = fl_graph_node(s->graph, id)->name;
-        if (!s->needed[id] || !fed || !fed->device || !d)
+        if (!fl_session_needs(s, id) || !fed || !fed->device || !d)
             continue;
         if (!names_device(fed->device, d))
             return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "feed %s: its value lies on %s, but the "
@@ -95,7 +114,7 @@ int fl_session_check_device_io(fl_session *s)
 {
     if (check_device_feeds(s) != 0)
         return -1;
-    const fl_run_fetches *r = s->run;
+    const fl_run_fetches *r = &s->fetch;
     for (int i = 0; i < r->n; i++) {
         const fl_fetch_target *t = target_of(r, i);
         const fl_device *d = s->slots[r->fetches[i]->id].device;
@@ -122,7 +141,7 @@ static int copy_out(fl_device *d, void *host, const void *src, size_t bytes, boo
  * without one); the run fails when not. Known once the value is computed. */
 static bool fits(fl_session *s, int i)
 {
-    const fl_run_fetches *r = s->run;
+    const fl_run_fetches *r = &s->fetch;
     const fl_fetch_target *t = target_of(r, i);
     const fl_slot *slot = &s->slots[r->fetches[i]->id];
     size_t bytes = fl_tensor_bytes(&slot->value);
@@ -140,7 +159,7 @@ static bool fits(fl_session *s, int i)
  * with none, on the value's own; the copy into the buffer is started. */
 static int deliver_to(fl_session *s, int i, const fl_fetch_target *t, bool now)
 {
-    fl_run_fetches *r = s->run;
+    fl_run_fetches *r = &s->fetch;
     const fl_slot *slot = &s->slots[r->fetches[i]->id];
     size_t bytes = fl_tensor_bytes(&slot->value);
     if (!fits(s, i))
@@ -159,7 +178,7 @@ static int deliver_to(fl_session *s, int i, const fl_fetch_target *t, bool now)
  * fetch_to says. The copy is enqueued, or (now) finished on return. */
 static int deliver(fl_session *s, int i, bool now)
 {
-    fl_run_fetches *r = s->run;
+    fl_run_fetches *r = &s->fetch;
     const fl_node *n = r->fetches[i];
     const fl_slot *slot = &s->slots[n->id];
     const fl_fetch_target *t = target_of(r, i);
@@ -172,7 +191,7 @@ static int deliver(fl_session *s, int i, bool now)
             return fl_session_fail(s, "%s: fetching its value: %s", n->name, fl_last_error());
         rc = copy_out(slot->device, r->outputs[i]->data, slot->value.data, fl_tensor_bytes(r->outputs[i]), now);
     }
-    if (rc != 0 && !s->error[0]) /* deliver_to's own refusal is said already */
+    if (rc != 0 && !fl_session_error(s)[0]) /* deliver_to's own refusal is said already */
         return fl_session_fail(s, "%s: copying the fetched value from %s: %s", n->name, slot->device->name,
                                fl_last_error());
     return rc;
@@ -184,7 +203,7 @@ static int deliver(fl_session *s, int i, bool now)
  * only for the copy itself. */
 static int hand_over(fl_session *s, int i)
 {
-    fl_run_fetches *r = s->run;
+    fl_run_fetches *r = &s->fetch;
     if (deliver(s, i, true) != 0)
         return -1;
     r->delivered[i] = true;
@@ -212,7 +231,7 @@ static int finished(fl_session *s, fl_slot *slot, const fl_node *n, bool block)
  * in-order queue, the first to finish); -1 when none has a mark. */
 static int oldest_marked(const fl_session *s)
 {
-    const fl_run_fetches *r = s->run;
+    const fl_run_fetches *r = &s->fetch;
     int oldest = -1;
     for (int i = 0; i < r->n; i++) {
         const fl_slot *slot = &s->slots[r->fetches[i]->id];
@@ -229,8 +248,8 @@ static int oldest_marked(const fl_session *s)
  * are finished once issued, as they come. */
 int fl_session_fetch_finished(fl_session *s)
 {
-    fl_run_fetches *r = s->run;
-    if (!r || !r->options || !r->options->fetch_ready)
+    fl_run_fetches *r = &s->fetch;
+    if (!r->running || !r->options || !r->options->fetch_ready)
         return 0;
     for (int i; (i = oldest_marked(s)) >= 0;) {
         int done = finished(s, &s->slots[r->fetches[i]->id], r->fetches[i], false);
@@ -251,16 +270,16 @@ int fl_session_fetch_finished(fl_session *s)
 static int copy_all_at_end(fl_session *s)
 {
     int rc = 0;
-    for (int i = 0; i < s->run->n && rc == 0; i++)
+    for (int i = 0; i < s->fetch.n && rc == 0; i++)
         rc = fits(s, i) ? 0 : -1;
-    for (int i = 0; i < s->run->n && rc == 0; i++)
+    for (int i = 0; i < s->fetch.n && rc == 0; i++)
         rc = deliver(s, i, false);
     return rc ? rc : wait_for_devices(s, false);
 }
 
 int fl_session_fetch_the_rest(fl_session *s)
 {
-    fl_run_fetches *r = s->run;
+    fl_run_fetches *r = &s->fetch;
     if (!r->options || !r->options->fetch_ready)
         return copy_all_at_end(s);
     for (int i; (i = oldest_marked(s)) >= 0;) {

@@ -32,7 +32,7 @@ bool fl_session_can_forward(const fl_session *s, const fl_node *n, const fl_tens
         return false;
     /* Only this op reads x (once), nobody gets x back or a copy of it, and
      * x's buffer is its own: not a variable's, a feed's or another's alias. */
-    if (s->readers[x->id] != 1 || from->fetched || from->crosses || s->feeds[x->id])
+    if (fl_session_readers(s, x->id) != 1 || from->fetched || from->crosses || fl_session_fed(s, x->id))
         return false;
     if (x->op == FL_OP_VARIABLE || x->op == FL_OP_CONST || x->op == FL_OP_PLACEHOLDER)
         return false;

@@ -68,7 +68,7 @@ static bool fusion_wanted(const fl_session *s)
 static bool runs_op(const fl_session *s, const fl_node *n)
 {
     bool source = n->op == FL_OP_PLACEHOLDER || n->op == FL_OP_VARIABLE || n->op == FL_OP_CONST;
-    return s->needed[n->id] && !s->feeds[n->id] && !source;
+    return s->fusion.needed[n->id] && !fl_session_fed(s, n->id) && !source;
 }
 
 /* consumers: each needed op's inputs and control inputs, counted; relu_of:
@@ -158,9 +158,9 @@ static void fuse_product(fl_session *s, fl_node *root, fl_node *add, bool relu)
     fl_attrs attrs = product->attrs;
     attrs.fused_relu = relu;
     make_node(s, root, op, &attrs, in, FUSED_INPUTS);
-    s->needed[product->id] = false;
+    s->fusion.needed[product->id] = false;
     if (add != root)
-        s->needed[add->id] = false;
+        s->fusion.needed[add->id] = false;
 }
 // [end:fuse_product]
 
@@ -179,7 +179,7 @@ static bool fuse_pool_grad(fl_session *s, fl_node *g)
     if (!backend_fuses(s, g, FL_OP_MAX_POOL_RELU_GRAD) || !inputs_local(s, g, pool->inputs, 3))
         return false;
     make_node(s, g, FL_OP_MAX_POOL_RELU_GRAD, &pool->attrs, pool->inputs, 3);
-    s->needed[pool->id] = false;
+    s->fusion.needed[pool->id] = false;
     s->fusion.consumers[g->inputs[1]->id]--;
     return true;
 }
@@ -189,7 +189,7 @@ static bool fuse_pool_grad(fl_session *s, fl_node *g)
 static void read_relu_output(fl_session *s, fl_node *g)
 {
     fl_node *a = g->inputs[1], *r = s->fusion.relu_of[a->id];
-    if (a->op != FL_OP_ADD || !r || s->feeds[r->id] || r->id > g->id || device_of(s, r) != device_of(s, g))
+    if (a->op != FL_OP_ADD || !r || fl_session_fed(s, r->id) || r->id > g->id || device_of(s, r) != device_of(s, g))
         return;
     fl_node *in[2] = {g->inputs[0], r};
     make_node(s, g, FL_OP_RELU_GRAD, &g->attrs, in, 2);
@@ -214,14 +214,16 @@ static void fuse_kind(fl_session *s, fl_op_kind kind)
     }
 }
 
-void fl_session_fuse(fl_session *s)
+void fl_session_fuse(fl_session *s, bool *needed)
 {
     grow(s);
     memset(s->fusion.planned, 0, (size_t)s->fusion.size * sizeof *s->fusion.planned);
     if (!fusion_wanted(s))
         return;
+    s->fusion.needed = needed;
     count_consumers(s);
     fuse_kind(s, FL_OP_RELU_GRAD);
     fuse_kind(s, FL_OP_RELU);
     fuse_kind(s, FL_OP_ADD);
+    s->fusion.needed = NULL;
 }

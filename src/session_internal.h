@@ -1,12 +1,26 @@
-/* session_internal.h: the session's state, shared by the files that run it
- * (src/session*.c), save it, trace it and draw it (`grep -rl
- * session_internal.h src` lists them all). */
+/* session_internal.h: the session's state and the calls between the files
+ * that run it. A small core (graph, options, one slot per node) is shared;
+ * each part's own state is a sub-struct that only its owner writes:
+ *   run     session.c          the executor: what a run needs, its queue, counts
+ *   fetch   session_fetch.c    the run's fetches and where their values go
+ *   reads   session_copies.c   host memory a device is still to copy in
+ *   trace   trace.c            the timeline and the devices it times
+ *   fusion  session_fusion.c   the step's plan of fused ops
+ *   master  session_master.c   the cluster's master, in a client
+ *   error   session_error.c    the last failure
+ * Another part calls the owner's functions, declared in the owner's section
+ * below, or reads through its inline accessors there. Only the session's own
+ * files (session*.c, trace.c) include this header; the saver and the DOT
+ * writer have session_access.h.
+ * tests/house_rules.t checks both rules. */
 #ifndef FLOWLAB_SESSION_INTERNAL_H
 #define FLOWLAB_SESSION_INTERNAL_H
 
 #include <pthread.h>
 
 #include "device.h"
+#include "session_error.h"
+#include "session_access.h"
 
 /* An input that comes from another device: a copy of it on this node's
  * device, staged through host memory. Kept between runs like outputs. */
@@ -24,7 +38,7 @@ typedef struct {
 typedef struct {
     const fl_device *device;
     fl_tensor *value; /* in the fl_edge_copy of the node that asked first */
-    int64_t run;      /* the session's run_count when made */
+    int64_t made_in_run; /* the session's run_count then */
 } fl_sent_copy;
 
 /* One node's output in this session: its buffer stays between runs. */
@@ -83,14 +97,55 @@ typedef struct {
     double start_us, end_us;
 } fl_external_event;
 
-/* This run's fetches and where their values go (session_fetch.c). */
+/* ---- the parts' own state: each written only by the file named ---- */
+
+/* session.c's: the executor's state of one run, by node id where an array
+ * (grown with the slots). It lends needed and feeds to session_prune.c,
+ * which records the run's in them, and needed to session_fusion.c, which
+ * drops what it absorbs; the other parts read them through the accessors
+ * below, as session.c's functions cannot be called from the files it calls
+ * (no call cycle). */
 typedef struct {
+    bool *needed;            /* this run runs the node */
+    const fl_tensor **feeds; /* the value fed to the node; NULL when none */
+    int *pending;  /* this run's needed nodes not yet issued, in creation order */
+    int *readers;  /* how many inputs of this run's ops read the node's value */
+    const fl_run_options *options; /* this run's (NULL: none, or between runs) */
+    int64_t run_count;
+    int ops_run; /* in the latest run: ops issued (a fused node counts once) */
+    int64_t marks_made;
+} fl_run_state;
+
+/* session_fetch.c's: this run's fetches and where their values go. */
+typedef struct {
+    bool running;                  /* false between runs */
     fl_node *const *fetches;
     int n;
     fl_tensor **outputs;
     const fl_run_options *options; /* NULL, or no fetch_ready: all copied at the end */
-    bool *delivered;               /* by fetch index */
+    bool *delivered;               /* by fetch index; lent by the executor for the run */
 } fl_run_fetches;
+
+/* session_copies.c's: host memory devices are still to copy in, this run. */
+typedef struct {
+    fl_pending_read *list;
+    int n, cap;
+} fl_pending_reads;
+
+/* trace.c's: the timeline. The executor's events are recorded without a
+ * lock; other threads' (fl_session_trace_event) under external_lock. */
+typedef struct {
+    bool on;
+    fl_trace_event *events;
+    int nevents, events_cap;
+    double origin_us; /* 0 until the first traced run starts */
+    fl_traced_device traced[FL_TRACED_DEVICES]; /* this run's, while tracing */
+    int ntraced;
+    pthread_mutex_t external_lock;
+    bool external_on; /* on, as the other threads may read it */
+    fl_external_event *external;
+    int nexternal, external_cap;
+} fl_trace_state;
 
 /* session_fusion.c's plan of a step: by node id, arrays of `size`. */
 typedef struct {
@@ -100,49 +155,45 @@ typedef struct {
     fl_node **made_inputs; /* three per id: the made nodes' inputs */
     int *consumers;       /* this step's readers of each value (inputs and controls) */
     fl_node **relu_of;    /* a Relu of this step that reads the value */
+    bool *needed;         /* the executor's, lent for fl_session_fuse */
 } fl_fusion_plan;
 
+/* session_master.c's: in the client of a cluster, the master runs each run. */
+typedef struct {
+    void *runtime;          /* the cluster runtime's master; NULL outside a client */
+    bool *placement_logged; /* by node id: its task's device was printed */
+    int nplacement_logged;
+} fl_master_state;
+
+/* session_error.c's: the last failure, for fl_session_error. */
+typedef struct {
+    char message[FL_ERROR_LEN];
+    fl_error_code code; /* message's, while message is not empty */
+} fl_error_state;
+
+/* The core (graph, options, slots) is shared; each part's state below it
+ * has one owner, named in the type's comment above. */
 struct fl_session {
+    /* Set by fl_session_new and read by every part. */
     fl_graph *graph;
     fl_session_options options;
-    char error[FL_ERROR_LEN];
-    fl_error_code error_code; /* error's, while error is not empty */
+    /* One per node: where it runs and its value. Shared on purpose, since
+     * the values are what every part works on: session.c places nodes and
+     * fills their values, session_copies.c marks and copies them,
+     * session_fetch.c hands them over, session_variables.c gives variables
+     * theirs, and the fusion and forwarding passes read where they live. */
     fl_slot *slots; /* by node id */
     int nslots;
-    bool *needed;
-    const fl_tensor **feeds;
-    bool tracing;
-    fl_trace_event *events;
-    int nevents, events_cap;
-    double trace_origin_us; /* 0 until the first traced run starts */
-    fl_traced_device traced[FL_TRACED_DEVICES]; /* this run's, while tracing */
-    int ntraced;
-    int64_t run_count;
-    int ops_run; /* in the latest run: ops issued (a fused node counts once) */
-    fl_fusion_plan fusion;
-    int *pending;  /* this run's needed nodes not yet issued, in creation order */
-    int *readers;  /* by node id: how many inputs of this run's ops read its value */
-    int64_t marks_made;
-    fl_pending_read *reads;
-    int nreads, reads_cap;
-    fl_run_fetches *run; /* during a run, else NULL */
-    void *master; /* the cluster runtime's master, in the client of a cluster */
-    bool *placement_logged; /* by node id, in the client: its task's device was printed */
-    int nplacement_logged;
-    /* fl_session_trace_event's events, from any thread: under external_lock. */
-    pthread_mutex_t external_lock;
-    bool external_tracing; /* s->tracing, as the other threads may read it */
-    fl_external_event *external;
-    int nexternal, external_cap;
+    fl_run_state run;        /* session.c */
+    fl_run_fetches fetch;    /* session_fetch.c */
+    fl_pending_reads reads;  /* session_copies.c */
+    fl_trace_state trace;    /* trace.c */
+    fl_fusion_plan fusion;   /* session_fusion.c */
+    fl_master_state master;  /* session_master.c */
+    fl_error_state error;    /* session_error.c */
 };
 
-/* The run (or save, restore) failed: the message goes to fl_session_error
- * and fl_last_error. fl_session_fail adds context to an error already set
- * (fl_last_error in its arguments) and keeps that error's code;
- * fl_session_fail_code is for a failure found here, with its own code. */
-int fl_session_fail(fl_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int fl_session_fail_code(fl_session *s, fl_error_code code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* ---- session.c: the executor ---- */
 /* Gives every node of the graph (it may have grown) a slot. */
 void fl_session_grow(fl_session *s);
 /* Chooses n's device once (logging it when asked); -1 with the error set. */
@@ -154,6 +205,15 @@ int fl_session_ensure_buffer(fl_slot *slot, size_t bytes);
 /* The same for node n's value, the failure recorded as the run's, naming
  * n, its output's shape and the limit. */
 int fl_session_ensure_node_buffer(fl_session *s, const fl_node *n, fl_slot *slot, fl_dtype dtype, fl_shape shape);
+/* The run's state, for the parts the executor calls (inline: they cannot
+ * call back into session.c). */
+static inline bool fl_session_needs(const fl_session *s, int id) { return s->run.needed[id]; }
+static inline const fl_tensor *fl_session_fed(const fl_session *s, int id) { return s->run.feeds[id]; }
+static inline int fl_session_readers(const fl_session *s, int id) { return s->run.readers[id]; }
+static inline int64_t fl_session_run_count(const fl_session *s) { return s->run.run_count; }
+
+/* ---- session_error.c (session_error.h): fl_session_fail, fl_session_fail_code,
+ * fl_session_clear_error ---- */
 
 /* ---- session_master.c: a run handed to the cluster's master, in a client
  * (fl_cluster_plugin.open_master); without one, open does nothing. Open
@@ -161,28 +221,31 @@ int fl_session_ensure_node_buffer(fl_session *s, const fl_node *n, fl_slot *slot
  * a live fl_cluster ---- */
 int fl_session_open_master(fl_session *s);
 void fl_session_close_master(fl_session *s);
-/* -1 with the error set when s is a client's (what: "fl_session_save"). */
-int fl_session_refuse_in_client(fl_session *s, const char *what);
+/* Whether s is the client of a cluster, whose master runs its runs. */
+bool fl_session_in_client(const fl_session *s);
 int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl_feed *feeds, int nfeeds,
                           fl_node *const *fetches, int nfetches, fl_tensor **outputs, fl_node *const *targets,
                           int ntargets);
 /* The task and device the master asked n to run on, once a run needed it. */
 const char *fl_session_master_node_device(const fl_session *s, const fl_node *n);
+/* fl_session_refuse_in_client: session_access.h */
+
 /* ---- session_forward.c: an element-wise op's output over its input's buffer ---- */
 /* Whether n (about to run, its output of `shape`) may write over its input
  * 0's buffer: in[0] is read by nothing else in this run, and more. */
 bool fl_session_can_forward(const fl_session *s, const fl_node *n, const fl_tensor *in0, fl_shape shape);
 
 /* ---- session_prune.c: checks a run's fetches, targets and feeds, records
- * the feeds and marks in s->needed what the run needs; -1 with the error set. */
-int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
-                     int nfetches, fl_node *const *targets, int ntargets);
+ * the feeds in fed and marks in needed (the executor's, by node id) what
+ * the run needs; -1 with the error set. ---- */
+int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
+                     fl_node *const *targets, int ntargets, bool *needed, const fl_tensor **fed);
 
 /* ---- session_fusion.c: after placement, before the run's reads are
- * counted: which ops of the step run fused (s->needed loses the absorbed
- * ones); planned gives the node to run under an id (the graph's, or the
- * session's fused stand-in). ---- */
-void fl_session_fuse(fl_session *s);
+ * counted: which ops of the step run fused (needed, the executor's, loses
+ * the absorbed ones); planned gives the node to run under an id (the
+ * graph's, or the session's fused stand-in). ---- */
+void fl_session_fuse(fl_session *s, bool *needed);
 fl_node *fl_session_planned(const fl_session *s, int id);
 void fl_session_free_fusion(fl_session *s);
 
@@ -190,24 +253,27 @@ void fl_session_free_fusion(fl_session *s);
 /* Gives n's input i on n's device in *out: the copy this run already made
  * there for another reader, or a new one; -1 with the error set. */
 int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out);
-/* Copies a value its device has finished into host memory. A device with
- * marks copies it at once, even with later work still in its queue; any
- * other waits for its queue. Returns the backend's status. */
 /* Before a host op writes a variable in place: waits until no device is
  * still to copy its old value in. */
 int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in);
 /* After a run: releases its marks and forgets its pending reads. */
 void fl_session_forget_marks(fl_session *s);
+void fl_session_free_pending_reads(fl_session *s);
 void fl_session_release_copies(fl_slot *slot, int ninputs);
 
 /* ---- session_fetch.c: handing the fetched values over ---- */
+/* Before a run's ops: its fetches, marked in their slots; delivered holds
+ * n flags, lent for the run. */
+void fl_session_start_fetches(fl_session *s, const fl_run_options *options, fl_node *const *fetches, int n,
+                              fl_tensor **outputs, bool *delivered);
+/* After it: the slots forget them. A failed run first waits until its
+ * devices are idle (ignoring their errors), so that no copy they still make
+ * writes into outputs it frees, or reads feeds the caller may now free, and
+ * hands back no outputs, not half of them. */
+void fl_session_end_fetches(fl_session *s, bool failed);
 /* After placement: every device feed lies on its placeholder's device and
  * every fetch_to device is its fetch's; -1 with the error set. */
 int fl_session_check_device_io(fl_session *s);
-/* After a failed run: waits until its devices are idle (ignoring their
- * errors), so that no copy they still make writes into outputs the run
- * frees, or reads feeds the caller may now free. */
-void fl_session_wait_after_failure(fl_session *s);
 /* Whether the value of the node in slot is fetched by a run that wants it
  * as soon as it is finished (it then gets a mark on its device). */
 bool fl_session_wants_early_fetch(const fl_session *s, const fl_slot *slot);
@@ -219,6 +285,11 @@ int fl_session_fetch_finished(fl_session *s);
 int fl_session_fetch_the_rest(fl_session *s);
 
 /* ---- trace.c: the timeline's bookkeeping (times on fl_now_us()'s clock) ---- */
+void fl_session_open_trace(fl_session *s);
+void fl_session_close_trace(fl_session *s);
+static inline bool fl_session_tracing(const fl_session *s) { return s->trace.on; }
+/* A run starts: the first traced run gives every lane its origin. */
+void fl_session_trace_run_starts(fl_session *s);
 void fl_session_trace_op(fl_session *s, const fl_node *n, const fl_device *d, double start,
                          double end);
 /* A copy of node `value` made for node `reader` on d. */
@@ -227,7 +298,7 @@ void fl_session_trace_copy(fl_session *s, int reader, int value, const fl_device
 /* Whether d times its own ops in this traced run (asked once per device and
  * run; the first ask turns its timing on). */
 bool fl_session_device_times_ops(fl_session *s, fl_device *d);
-/* After a traced run: device-timed ops join the timeline; devices stop timing. */
+/* After a run: device-timed ops join the timeline; devices stop timing. */
 void fl_session_take_device_timings(fl_session *s);
 
 #endif

@@ -16,22 +16,23 @@ int fl_session_open_master(fl_session *s)
         return -1;
     const fl_cluster_plugin *plugin = fl_cluster_plugin_of(s->options.cluster);
     if (plugin && plugin->open_master)
-        s->master = plugin->open_master(s->options.cluster, s->graph);
+        s->master.runtime = plugin->open_master(s->options.cluster, s->graph);
     return 0;
 }
 
 void fl_session_close_master(fl_session *s)
 {
-    if (s->master)
-        fl_cluster_plugin_of(s->options.cluster)->close_master(s->master);
-    s->master = NULL;
-    free(s->placement_logged);
-    s->placement_logged = NULL;
+    if (s->master.runtime)
+        fl_cluster_plugin_of(s->options.cluster)->close_master(s->master.runtime);
+    free(s->master.placement_logged);
+    s->master = (fl_master_state){NULL, NULL, 0};
 }
+
+bool fl_session_in_client(const fl_session *s) { return s->master.runtime != NULL; }
 
 int fl_session_refuse_in_client(fl_session *s, const char *what)
 {
-    if (!s->master)
+    if (!s->master.runtime)
         return 0;
     return fl_session_fail_code(s, FL_UNIMPLEMENTED, "%s: this session is the client of a cluster: its variables "
                                 "live on the tasks, and checkpoints of in-graph replication across tasks are not "
@@ -43,26 +44,27 @@ const char *fl_session_master_node_device(const fl_session *s, const fl_node *n)
     const fl_cluster_plugin *plugin = fl_cluster_plugin_of(s->options.cluster);
     if (!n || n->graph != s->graph || !plugin || !plugin->node_device)
         return NULL;
-    return plugin->node_device(s->master, n);
+    return plugin->node_device(s->master.runtime, n);
 }
 
 /* log_device_placement, as a session on its own devices prints it: once
  * per node, after the first run that needed it succeeded. */
 static void log_new_placements(fl_session *s)
 {
+    fl_master_state *m = &s->master;
     int n = fl_graph_node_count(s->graph);
-    if (n > s->nplacement_logged) { /* the graph has grown */
-        s->placement_logged = fl_xrealloc(s->placement_logged, (size_t)n * sizeof *s->placement_logged);
-        memset(s->placement_logged + s->nplacement_logged, 0, (size_t)(n - s->nplacement_logged) * sizeof(bool));
-        s->nplacement_logged = n;
+    if (n > m->nplacement_logged) { /* the graph has grown */
+        m->placement_logged = fl_xrealloc(m->placement_logged, (size_t)n * sizeof *m->placement_logged);
+        memset(m->placement_logged + m->nplacement_logged, 0, (size_t)(n - m->nplacement_logged) * sizeof(bool));
+        m->nplacement_logged = n;
     }
     for (int id = 0; id < n; id++) {
         fl_node *node = fl_graph_node(s->graph, id);
-        const char *device = s->placement_logged[id] ? NULL : fl_session_master_node_device(s, node);
+        const char *device = m->placement_logged[id] ? NULL : fl_session_master_node_device(s, node);
         if (!device)
             continue;
         fl_log_placement(node, device);
-        s->placement_logged[id] = true;
+        m->placement_logged[id] = true;
     }
 }
 
@@ -78,13 +80,12 @@ int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl
     if (device_feeds || (options && options->fetch_to))
         return fl_session_fail_code(s, FL_UNIMPLEMENTED, "this session is the client of a cluster: its values "
                                     "live on the tasks; fetch_to and device feeds are for a session's own devices");
-    if (fl_cluster_plugin_of(s->options.cluster)->run_master(s->master, feeds, nfeeds, fetches, nfetches, outputs, targets,
+    if (fl_cluster_plugin_of(s->options.cluster)->run_master(s->master.runtime, feeds, nfeeds, fetches, nfetches, outputs, targets,
                                        ntargets) != 0) {
         for (int i = 0; i < nfetches; i++)
             outputs[i] = NULL;
         return fl_session_fail(s, "%s", fl_last_error());
     }
-    s->run_count++;
     if (s->options.log_device_placement)
         log_new_placements(s);
     for (int i = 0; options && options->fetch_ready && i < nfetches; i++)

@@ -1,6 +1,7 @@
 /* session_prune.c: what one run needs. Checks the fetches, targets and
  * feeds a caller passed, then marks the nodes they need: the roots and
- * everything they read, stopping at fed nodes. Running them is session.c's. */
+ * everything they read, stopping at fed nodes, in the executor's arrays it
+ * is lent. Running them is session.c's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,13 +32,13 @@ static int check_feed(fl_session *s, const fl_feed *f)
     return 0;
 }
 
-static int record_feeds(fl_session *s, const fl_feed *feeds, int nfeeds)
+static int record_feeds(fl_session *s, const fl_feed *feeds, int nfeeds, const fl_tensor **fed)
 {
-    memset(s->feeds, 0, (size_t)s->nslots * sizeof *s->feeds);
+    memset(fed, 0, (size_t)s->nslots * sizeof *fed);
     for (int i = 0; i < nfeeds; i++) {
         if (check_feed(s, &feeds[i]) != 0)
             return -1;
-        s->feeds[feeds[i].node->id] = feeds[i].value;
+        fed[feeds[i].node->id] = feeds[i].value;
     }
     return 0;
 }
@@ -60,23 +61,23 @@ static void push(visit_stack *v, fl_node *n)
     v->nodes[v->top++] = n;
 }
 
-static void mark_needed(fl_session *s, fl_node *const *roots, int nroots)
+static void mark_needed(bool *needed, const fl_tensor *const *fed, fl_node *const *roots, int nroots)
 {
     visit_stack v = {NULL, 0, 0};
     for (int i = 0; i < nroots; i++)
         push(&v, roots[i]);
     while (v.top > 0) {
         fl_node *n = v.nodes[--v.top];
-        if (s->needed[n->id])
+        if (needed[n->id])
             continue;
-        s->needed[n->id] = true;
-        if (s->feeds[n->id]) /* a fed node's inputs are not needed */
+        needed[n->id] = true;
+        if (fed[n->id]) /* a fed node's inputs are not needed */
             continue;
         for (int i = 0; i < n->ninputs; i++)
-            if (!s->needed[n->inputs[i]->id])
+            if (!needed[n->inputs[i]->id])
                 push(&v, n->inputs[i]);
         for (int i = 0; i < n->ncontrols; i++)
-            if (!s->needed[n->controls[i]->id])
+            if (!needed[n->controls[i]->id])
                 push(&v, n->controls[i]);
     }
     free(v.nodes);
@@ -94,8 +95,8 @@ static int check_roots(fl_session *s, fl_node *const *nodes, int n, const char *
 
 /* ---- a run's roots ---- */
 
-int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
-                     int nfetches, fl_node *const *targets, int ntargets)
+int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
+                     fl_node *const *targets, int ntargets, bool *needed, const fl_tensor **fed)
 {
     if (check_roots(s, fetches, nfetches, "fetch") || check_roots(s, targets, ntargets, "target"))
         return -1;
@@ -104,10 +105,10 @@ int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *c
             return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
                                         "%s: a %s has no value to fetch; pass it as a target instead",
                                         fetches[i]->name, fl_node_op_type(fetches[i]));
-    if (record_feeds(s, feeds, nfeeds) != 0)
+    if (record_feeds(s, feeds, nfeeds, fed) != 0)
         return -1;
-    memset(s->needed, 0, (size_t)s->nslots * sizeof *s->needed);
-    mark_needed(s, fetches, nfetches);
-    mark_needed(s, targets, ntargets);
+    memset(needed, 0, (size_t)s->nslots * sizeof *needed);
+    mark_needed(needed, fed, fetches, nfetches);
+    mark_needed(needed, fed, targets, ntargets);
     return 0;
 }

@@ -257,25 +257,26 @@ const char *fl_reshape_target_format(fl_shape s, char *buf, size_t len)
     return buf;
 }
 
-int fl_reshape_target_check(fl_shape target, char *why, size_t len)
+int fl_reshape_target_check(fl_shape target, fl_status *st)
 {
     if (target.rank < 0 || target.rank > FL_MAX_RANK) {
-        snprintf(why, len, "the target shape's rank must be 0 to %d", FL_MAX_RANK);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "the target shape's rank must be 0 to %d", FL_MAX_RANK);
         return -1;
     }
     int inferred = 0;
     for (int i = 0; i < target.rank; i++) {
         if (target.dims[i] < -1) {
-            snprintf(why, len, "dimension %d of the target is %d; only -1 (inferred) may be negative", i,
-                     target.dims[i]);
+            fl_status_set(st, FL_INVALID_ARGUMENT,
+                          "dimension %d of the target is %d; only -1 (inferred) may be negative", i, target.dims[i]);
             return -1;
         }
         inferred += target.dims[i] == -1;
     }
     if (inferred <= 1)
         return 0;
-    char st[64];
-    snprintf(why, len, "only one dimension may be -1, got %s", fl_reshape_target_format(target, st, sizeof st));
+    char text[64];
+    return fl_status_set(st, FL_INVALID_ARGUMENT, "only one dimension may be -1, got %s",
+                         fl_reshape_target_format(target, text, sizeof text));
     return -1;
 }
 
@@ -304,12 +305,13 @@ int fl_tensor_reshape(fl_tensor *t, fl_shape shape)
         fl_set_error("fl_tensor_reshape: no tensor given");
         return -1;
     }
-    char why[128], have[64], want[64];
+    char have[64], want[64];
+    fl_status st = {0};
     int64_t count = fl_shape_size(t->shape);
     fl_reshape_target_format(shape, want, sizeof want);
     fl_shape_format(t->shape, have, sizeof have);
-    if (fl_reshape_target_check(shape, why, sizeof why) != 0) {
-        fl_set_error("fl_tensor_reshape: cannot reshape %s into %s: %s", have, want, why);
+    if (fl_reshape_target_check(shape, &st) != 0) {
+        fl_set_error_code(st.code, "fl_tensor_reshape: cannot reshape %s into %s: %s", have, want, st.message);
         return -1;
     }
     fl_shape resolved;

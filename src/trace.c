@@ -10,21 +10,37 @@
 
 #include "session_internal.h"
 
+void fl_session_open_trace(fl_session *s) { pthread_mutex_init(&s->trace.external_lock, NULL); }
+
+void fl_session_close_trace(fl_session *s)
+{
+    free(s->trace.events);
+    free(s->trace.external);
+    pthread_mutex_destroy(&s->trace.external_lock);
+}
+
+void fl_session_trace_run_starts(fl_session *s)
+{
+    if (s->trace.on && s->trace.origin_us == 0)
+        s->trace.origin_us = fl_now_us(); /* before any op: one origin for every lane */
+}
+
 /* Turning tracing on starts a fresh timeline; turning it off keeps the
  * events so they can still be written. */
 void fl_session_set_tracing(fl_session *s, bool on)
 {
     if (!s)
         return;
-    pthread_mutex_lock(&s->external_lock);
-    if (on && !s->tracing) {
-        s->nevents = 0;
-        s->nexternal = 0;
-        s->trace_origin_us = 0;
+    fl_trace_state *t = &s->trace;
+    pthread_mutex_lock(&t->external_lock);
+    if (on && !t->on) {
+        t->nevents = 0;
+        t->nexternal = 0;
+        t->origin_us = 0;
     }
-    s->tracing = on;
-    s->external_tracing = on;
-    pthread_mutex_unlock(&s->external_lock);
+    t->on = on;
+    t->external_on = on;
+    pthread_mutex_unlock(&t->external_lock);
 }
 
 /* Another thread's event: kept apart from the executor's, under a lock, so
@@ -34,32 +50,33 @@ void fl_session_trace_event(fl_session *s, const char *lane, const char *name, d
 {
     if (!s || !lane || !name)
         return;
-    pthread_mutex_lock(&s->external_lock);
-    if (s->external_tracing) {
-        if (s->nexternal == s->external_cap) {
-            s->external_cap = s->external_cap ? s->external_cap * 2 : 64;
-            s->external = fl_xrealloc(s->external, (size_t)s->external_cap * sizeof *s->external);
+    fl_trace_state *t = &s->trace;
+    pthread_mutex_lock(&t->external_lock);
+    if (t->external_on) {
+        if (t->nexternal == t->external_cap) {
+            t->external_cap = t->external_cap ? t->external_cap * 2 : 64;
+            t->external = fl_xrealloc(t->external, (size_t)t->external_cap * sizeof *t->external);
         }
-        fl_external_event *e = &s->external[s->nexternal++];
+        fl_external_event *e = &t->external[t->nexternal++];
         snprintf(e->lane, sizeof e->lane, "%s", lane);
         snprintf(e->name, sizeof e->name, "%s", name);
         e->start_us = start_us;
         e->end_us = end_us;
     }
-    pthread_mutex_unlock(&s->external_lock);
+    pthread_mutex_unlock(&t->external_lock);
 }
 
 static void add_event(fl_session *s, int node, int copy_of, const fl_device *d, double start,
                       double end)
 {
-    if (s->nevents == s->events_cap) {
-        s->events_cap = s->events_cap ? s->events_cap * 2 : 1024;
-        s->events = fl_xrealloc(s->events, (size_t)s->events_cap * sizeof *s->events);
+    fl_trace_state *t = &s->trace;
+    if (t->nevents == t->events_cap) {
+        t->events_cap = t->events_cap ? t->events_cap * 2 : 1024;
+        t->events = fl_xrealloc(t->events, (size_t)t->events_cap * sizeof *t->events);
     }
     /* The op the step ran under the node's id: a fused one shows as such. */
     const char *op = fl_node_op_type(fl_session_planned(s, node));
-    s->events[s->nevents++] =
-        (fl_trace_event){node, d, start - s->trace_origin_us, end - start, copy_of, 0, NULL, op};
+    t->events[t->nevents++] = (fl_trace_event){node, d, start - t->origin_us, end - start, copy_of, 0, NULL, op};
 }
 
 void fl_session_trace_op(fl_session *s, const fl_node *n, const fl_device *d, double start,
@@ -72,21 +89,23 @@ void fl_session_trace_copy(fl_session *s, int reader, int value, const fl_device
                            double end)
 {
     add_event(s, reader, value, d, start, end);
-    s->events[s->nevents - 1].bytes = fl_tensor_bytes(&s->slots[value].value);
-    s->events[s->nevents - 1].from = s->slots[value].device;
+    fl_trace_event *e = &s->trace.events[s->trace.nevents - 1];
+    e->bytes = fl_tensor_bytes(&s->slots[value].value);
+    e->from = s->slots[value].device;
 }
 
 /* Whether d times its own ops in this traced run: an asynchronous device
  * does, as run() only enqueues there. Asked once per device and run. */
 bool fl_session_device_times_ops(fl_session *s, fl_device *d)
 {
-    for (int i = 0; i < s->ntraced; i++)
-        if (s->traced[i].device == d)
-            return s->traced[i].timed;
-    if (s->ntraced == FL_TRACED_DEVICES)
+    fl_trace_state *t = &s->trace;
+    for (int i = 0; i < t->ntraced; i++)
+        if (t->traced[i].device == d)
+            return t->traced[i].timed;
+    if (t->ntraced == FL_TRACED_DEVICES)
         return false; /* the host clock around run() times it */
     bool timed = fl_device_set_tracing(d, true) == 0;
-    s->traced[s->ntraced++] = (fl_traced_device){d, timed};
+    t->traced[t->ntraced++] = (fl_traced_device){d, timed};
     return timed;
 }
 
@@ -97,9 +116,9 @@ void fl_session_take_device_timings(fl_session *s)
 {
     enum { BATCH = 64 };
     fl_op_timing batch[BATCH];
-    for (int i = 0; i < s->ntraced; i++) {
-        fl_device *d = s->traced[i].device;
-        int got = s->traced[i].timed ? BATCH : 0;
+    for (int i = 0; i < s->trace.ntraced; i++) {
+        fl_device *d = s->trace.traced[i].device;
+        int got = s->trace.traced[i].timed ? BATCH : 0;
         while (got == BATCH) { /* a full batch: more may wait */
             got = fl_device_take_timings(d, batch, BATCH);
             for (int k = 0; k < got; k++)
@@ -107,7 +126,7 @@ void fl_session_take_device_timings(fl_session *s)
         }
         fl_device_set_tracing(d, false);
     }
-    s->ntraced = 0;
+    s->trace.ntraced = 0;
 }
 
 /* Writes text as the inside of a JSON string. */
@@ -181,11 +200,12 @@ static void put_event(FILE *f, const fl_session *s, const fl_trace_event *e, int
  * of first appearance; their events' times from the trace's origin. */
 static void put_external_events(FILE *f, fl_session *s, int nlanes)
 {
-    pthread_mutex_lock(&s->external_lock);
+    fl_trace_state *t = &s->trace;
+    pthread_mutex_lock(&t->external_lock);
     const char *names[32];
     int nnames = 0;
-    for (int i = 0; i < s->nexternal; i++) {
-        const fl_external_event *e = &s->external[i];
+    for (int i = 0; i < t->nexternal; i++) {
+        const fl_external_event *e = &t->external[i];
         int lane = 0;
         while (lane < nnames && strcmp(names[lane], e->lane) != 0)
             lane++;
@@ -203,26 +223,27 @@ static void put_external_events(FILE *f, fl_session *s, int nlanes)
         fputs(",\n{\"name\":\"", f);
         put_json_string(f, e->name);
         fprintf(f, "\",\"cat\":\"external\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,"
-                   "\"dur\":%.3f,\"args\":{\"lane\":\"", tid, e->start_us - s->trace_origin_us,
+                   "\"dur\":%.3f,\"args\":{\"lane\":\"", tid, e->start_us - t->origin_us,
                 e->end_us - e->start_us);
         put_json_string(f, e->lane);
         fputs("\"}}", f);
     }
-    pthread_mutex_unlock(&s->external_lock);
+    pthread_mutex_unlock(&t->external_lock);
 }
 
 static void put_trace(FILE *f, const fl_session *s)
 {
-    int count = s->nevents;
+    const fl_trace_event *events = s->trace.events;
+    int count = s->trace.nevents;
     const fl_device **lanes = fl_xcalloc((size_t)(count ? count : 1), sizeof *lanes);
     int *tids = fl_xcalloc((size_t)(count ? count : 1), sizeof *tids);
     int nlanes = 0;
     for (int i = 0; i < count; i++)
-        tids[i] = lane_of(lanes, &nlanes, s->events[i].device);
+        tids[i] = lane_of(lanes, &nlanes, events[i].device);
     fputs("{\"traceEvents\":[\n", f);
     put_lane_names(f, lanes, nlanes);
     for (int i = 0; i < count; i++)
-        put_event(f, s, &s->events[i], tids[i]);
+        put_event(f, s, &events[i], tids[i]);
     put_external_events(f, (fl_session *)s, nlanes); /* its lock is not the trace's content */
     fputs("\n],\"displayTimeUnit\":\"ms\"}\n", f);
     free(tids);

@@ -206,6 +206,53 @@ if (!@objects) {
     ok(!@both_ways, 'no two folders depend on each other both ways', @both_ways);
 }
 
+# ---- the session's state has owners (src/session_internal.h says which) ----
+# Only the session's own files include its state, and each part's sub-struct
+# of struct fl_session is touched in its owner alone (in code, not comments
+# or strings); the others call the owner's functions or the header's inline
+# accessors. The saver and the DOT writer go through session_access.h.
+{
+    my %owner = (run => 'session.c', fetch => 'session_fetch.c', reads => 'session_copies.c', trace => 'trace.c',
+                 fusion => 'session_fusion.c', master => 'session_master.c', error => 'session_error.c');
+    my $parts = join('|', sort keys %owner);
+    my (@includers, @touches);
+    for my $path (grep { m{^src/} } @runtime) {
+        my $text = join('', read_lines($path));
+        next unless $text =~ /#\s*include\s+"session_internal\.h"/;
+        (my $file = $path) =~ s{^src/}{};
+        push @includers, "$path includes session_internal.h" unless $file =~ /^(?:session\w*\.c|trace\.c)$/;
+        $text =~ s{/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"}{ $& =~ tr/\n//cdr }gse; # keeps the line numbers
+        while ($text =~ /(?:->|\.)\s*($parts)\b(?!\s*\()/g) {
+            my $part = $1;
+            next if $owner{$part} eq $file;
+            my $line = 1 + (() = substr($text, 0, pos $text) =~ /\n/g);
+            push @touches, "$path:$line touches ->$part, which only $owner{$part} may";
+        }
+    }
+    ok(!@includers, 'only the session\'s own files (session*.c, trace.c) include session_internal.h', @includers);
+    ok(!@touches, 'each part of struct fl_session is touched only by its owner', @touches);
+}
+
+# ---- errors: one channel inside (issue 43) ----
+# A function of the runtime reports a failure through fl_status (src/status.h): a
+# canonical code and a message of a stated size. No parameter list in src/, cl/ or
+# cuda/ host code takes a char buffer for the message (char *err, char *why,
+# char errbuf[], ...), whose length the callee cannot know or must be told apart.
+my $message_names = qr/err\w*|why\w*|errbuf|errmsg|error\w*|reason|msg|message/;
+my @message_buffers;
+for my $path (grep { m{^(?:src|cl|cuda)/} } @host_code) {
+    my $text = join '', read_lines($path);
+    $text =~ s{/\*.*?\*/}{"\n" x (() = $& =~ /\n/g)}gse; # comments out, their lines kept
+    $text =~ s{//[^\n]*}{}g;
+    $text =~ s{"(?:[^"\\\n]|\\.)*"}{""}g;
+    while ($text =~ /[(,]\s*(?:unsigned\s+)?char\s*(?:\*\s*|\s+)($message_names)\s*(?:\[[^\]]*\]\s*)?[,)]/g) {
+        my ($name, $at) = ($1, $-[1]);
+        my $line = 1 + (() = substr($text, 0, $at) =~ /\n/g);
+        push @message_buffers, "$path:$line: a char buffer $name for a message: take an fl_status * (src/status.h)";
+    }
+}
+ok(!@message_buffers, 'no function in src/, cl/ or cuda/ takes a char buffer for its error message', @message_buffers);
+
 # ---- line budgets: each room within its budget (make size prints the table) ----
 {
     my @report = `perl tests/room_sizes.pl --check 2>&1`;

@@ -55,10 +55,10 @@ static void check_entry(const fl_backend_entry *e)
 
 static void check_table(const fl_backend_entry *e)
 {
-    char why[FL_ERROR_LEN] = "";
-    const fl_backend *b = e->linked ? e->linked : fl_backend_module_open(e, why, sizeof why);
+    fl_status why = {0};
+    const fl_backend *b = e->linked ? e->linked : fl_backend_module_open(e, &why);
     if (!ok(b != NULL, "%s: its table can be had (a module opens without a driver)", e->name)) {
-        diag("%s", why);
+        diag("%s", why.message);
         return;
     }
     ok(strcmp(b->name, e->name) == 0, "%s: the table's name is the entry's (%s)", e->name, b->name);

@@ -53,10 +53,10 @@ static void test_asked_without_a_gpu(void)
  * fl_last_error, through the table the core hands the module. */
 static void test_module_reports_through_the_core(const fl_backend_entry *e)
 {
-    char why[FL_ERROR_LEN] = "";
-    const fl_backend *b = fl_backend_module_open(e, why, sizeof why);
+    fl_status why = {0};
+    const fl_backend *b = fl_backend_module_open(e, &why);
     if (!ok(b && strcmp(b->name, "cuda") == 0, "the module opens and holds the cuda backend"))
-        diag("%s", why);
+        diag("%s", why.message);
     if (!b || b->device_count() > 0)
         return;
     ok(b->why_unavailable()[0] != '\0', "its device_count is 0 and it says why: %s", b->why_unavailable());
@@ -69,16 +69,16 @@ static void test_module_reports_through_the_core(const fl_backend_entry *e)
 
 static void test_bad_modules(const fl_backend_entry *e)
 {
-    char why[FL_ERROR_LEN] = "";
+    fl_status why = {0};
     fl_backend_entry missing = *e, foreign = *e;
     missing.module_path = "/nonexistent/libflowlab_cuda.so";
     missing.module_path_env = "FLOWLAB_TEST_NO_SUCH_VARIABLE";
-    ok(fl_backend_module_open(&missing, why, sizeof why) == NULL, "a missing module is refused");
-    contains(why, "FLOWLAB_TEST_NO_SUCH_VARIABLE", "and the reason names the variable that overrides its path");
+    ok(fl_backend_module_open(&missing, &why) == NULL, "a missing module is refused");
+    contains(why.message, "FLOWLAB_TEST_NO_SUCH_VARIABLE", "and the reason names the variable that overrides its path");
     foreign.module_path = "libz.so.1"; /* a shared object that is no flowlab module */
     foreign.module_path_env = NULL;
-    ok(fl_backend_module_open(&foreign, why, sizeof why) == NULL, "a library that is not a module is refused");
-    contains(why, "fl_cuda_module_open", "and the reason names the entry point it lacks");
+    ok(fl_backend_module_open(&foreign, &why) == NULL, "a library that is not a module is refused");
+    contains(why.message, "fl_cuda_module_open", "and the reason names the entry point it lacks");
 }
 
 /* ldd of every built lab and tool: none needs cuBLAS or cuDNN, and only

@@ -303,18 +303,18 @@ static void test_devices(void)
 
 static void json_refused(const char *text, const char *message)
 {
-    char err[256] = "";
-    fl_json *v = fl_json_parse(text, err, sizeof err);
-    is_string(v ? "(accepted)" : err, message, message);
+    fl_status err = {0};
+    fl_json *v = fl_json_parse(text, &err);
+    is_string(v ? "(accepted)" : err.message, message, message);
     fl_json_free(v);
 }
 
 static void test_json_values(void)
 {
-    char err[256] = "";
-    fl_json *v = fl_json_parse(" {\"a\": [1, -0.5e+2, true, false, null, {}, []], \"b\": \"x\"}\n", err, sizeof err);
+    fl_status err = {0};
+    fl_json *v = fl_json_parse(" {\"a\": [1, -0.5e+2, true, false, null, {}, []], \"b\": \"x\"}\n", &err);
     if (!ok(v && v->type == FL_JSON_OBJECT && v->count == 2, "an object of two members")) {
-        diag("%s", err);
+        diag("%s", err.message);
         return;
     }
     const fl_json *a = fl_json_member(v, "a");
@@ -328,22 +328,22 @@ static void test_json_values(void)
        "no member c, and an array has no members");
     fl_json_free(v);
 
-    v = fl_json_parse("\"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t \\u00e9 \\u20AC \\ud83d\\ude00\"", err, sizeof err);
-    is_string(v ? v->string : err, "q\" b\\ s/ \b\f\n\r\t \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+    v = fl_json_parse("\"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t \\u00e9 \\u20AC \\ud83d\\ude00\"", &err);
+    is_string(v ? v->string : err.message, "q\" b\\ s/ \b\f\n\r\t \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
               "every escape, \\u to UTF-8 and a surrogate pair to one code point");
     fl_json_free(v);
 
     char deep[2 * FL_JSON_MAX_DEPTH + 1] = "";
     for (int i = 0; i < FL_JSON_MAX_DEPTH; i++)
         deep[i] = '[', deep[2 * FL_JSON_MAX_DEPTH - 1 - i] = ']';
-    v = fl_json_parse(deep, err, sizeof err);
+    v = fl_json_parse(deep, &err);
     ok(v != NULL, "%d levels of nesting are allowed", FL_JSON_MAX_DEPTH);
     fl_json_free(v);
 }
 
 static void test_json_errors(void)
 {
-    char err[256];
+    fl_status err = {0};
     json_refused("", "at byte 0: unexpected end of input; expected a value");
     json_refused(" \n\t", "at byte 3: unexpected end of input; expected a value");
     json_refused("{\"a\": 1} x", "at byte 9: trailing characters after the JSON value");
@@ -384,7 +384,7 @@ static void test_json_errors(void)
     json_refused(many, "at byte 8193: more than 4096 items in one array or object");
     many[2 * FL_JSON_MAX_ITEMS] = ']'; /* in place of the comma after item 4095 */
     many[2 * FL_JSON_MAX_ITEMS + 1] = '\0';
-    fl_json *v = fl_json_parse(many, err, sizeof err);
+    fl_json *v = fl_json_parse(many, &err);
     ok(v && v->count == FL_JSON_MAX_ITEMS, "%d items are allowed", FL_JSON_MAX_ITEMS);
     fl_json_free(v);
     free(many);
@@ -405,18 +405,18 @@ static void test_json_truncated(void)
                       "\"task\": {\"type\": \"worker\", \"index\": -0, \"x\": [true, null, 1.5e3]}}";
     size_t len = strlen(doc);
     int refused = 0;
-    char err[256];
+    fl_status err = {0};
     for (size_t n = 0; n < len; n++) {
         char *prefix = malloc(n + 1);
         memcpy(prefix, doc, n);
         prefix[n] = '\0';
-        fl_json *v = fl_json_parse(prefix, err, sizeof err);
+        fl_json *v = fl_json_parse(prefix, &err);
         refused += v == NULL;
         fl_json_free(v);
         free(prefix);
     }
     ok(refused == (int)len, "all %zu truncations of a document are refused", len);
-    fl_json *v = fl_json_parse(doc, err, sizeof err);
+    fl_json *v = fl_json_parse(doc, &err);
     ok(v != NULL, "and the whole document is read");
     fl_json_free(v);
 }

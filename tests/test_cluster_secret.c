@@ -95,10 +95,10 @@ static bool stranger_gets_nothing(int port)
     int fd = loopback_connect(port, 10);
     fl_socket_write_all(fd, buf.data, buf.len);
     fl_wire_frame f;
-    char why[256];
-    int challenge = fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1 && f.type == FL_WIRE_CHALLENGE;
-    int error = fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1 && f.type == FL_WIRE_ERROR;
-    int closed = fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 0;
+    fl_status why = {0};
+    int challenge = fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1 && f.type == FL_WIRE_CHALLENGE;
+    int error = fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1 && f.type == FL_WIRE_ERROR;
+    int closed = fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 0;
     close(fd);
     fl_wire_buf_free(&buf);
     fl_tensor_free(value);
@@ -168,8 +168,8 @@ static void test_strangers_change_nothing(void)
 static int expect_frame(int fd, fl_wire_buf *buf, fl_wire_type type, fl_wire_message *m)
 {
     fl_wire_frame f;
-    char why[256];
-    if (fl_read_frame(fd, buf, &f, NULL, NULL, why, sizeof why) != 1 || fl_wire_parse(&f, m, why, sizeof why) != 0)
+    fl_status why = {0};
+    if (fl_read_frame(fd, buf, &f, NULL, NULL, &why) != 1 || fl_wire_parse(&f, m, &why) != 0)
         return 0;
     return m->type == type;
 }
@@ -213,8 +213,8 @@ static void test_replay_refused(void)
     ok(expect_frame(second, &in, FL_WIRE_ERROR, m) && m->u.error.code == FL_WIRE_E_UNAUTHENTICATED,
        "the replayed PROOF is refused (%s)", m->u.error.message);
     fl_wire_frame f;
-    char why[256];
-    ok(fl_read_frame(second, &in, &f, NULL, NULL, why, sizeof why) == 0, "and the connection closed");
+    fl_status why = {0};
+    ok(fl_read_frame(second, &in, &f, NULL, NULL, &why) == 0, "and the connection closed");
     close(first);
     close(second);
     fl_wire_buf_free(&captured);

@@ -240,9 +240,9 @@ static void test_tls_alert_read(void)
     close(fds[0]);
     fl_wire_buf buf = {0};
     fl_wire_frame f;
-    char why[FL_WIRE_ERROR_LEN];
-    ok(fl_read_frame(fds[1], &buf, &f, NULL, NULL, why, sizeof why) == -2 && strstr(why, "--tls_cert"),
-       "the reader says the task speaks TLS, naming the flags: %s", why);
+    fl_status why = {0};
+    ok(fl_read_frame(fds[1], &buf, &f, NULL, NULL, &why) == -2 && strstr(why.message, "--tls_cert"),
+       "the reader says the task speaks TLS, naming the flags: %s", why.message);
     close(fds[1]);
     fl_wire_buf_free(&buf);
 }

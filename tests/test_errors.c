@@ -40,6 +40,30 @@ static void test_codes_and_wrapping(void)
     is_code(fl_last_error_code(), FL_UNKNOWN, "an error set with OK reads as");
 }
 
+/* The internal channel (src/status.h): a code set where the failure is seen, a message of a stated size. */
+static void test_status(void)
+{
+    fl_status st = {0};
+    ok(fl_status_ok(&st), "a status starts OK");
+    ok(fl_status_set(&st, FL_NOT_FOUND, "no variable %s", "w") == -1, "setting one returns -1, the failure value");
+    is_string(st.message, "no variable w", "with the message formatted");
+    is_code(st.code, FL_NOT_FOUND, "and its code as given:");
+    ok(!fl_status_ok(&st), "and it is no longer OK");
+    fl_status_set(&st, st.code, "ps0: %s", st.message);
+    is_string(st.message, "ps0: no variable w", "the message may be given its own words to prefix");
+    fl_status_set(&st, FL_OK, "a failure is never OK");
+    is_code(st.code, FL_UNKNOWN, "a failure set with OK reads as");
+    char long_name[2 * FL_STATUS_MESSAGE_LEN];
+    memset(long_name, 'n', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    fl_status_set(&st, FL_INVALID_ARGUMENT, "%s", long_name);
+    ok(strlen(st.message) == FL_STATUS_MESSAGE_LEN - 1, "a longer message is cut to the stated size");
+    fl_status_set(&st, FL_DATA_LOSS, "frame 7 is cut short");
+    fl_status_to_last_error(&st);
+    is_string(fl_last_error(), "frame 7 is cut short", "a status handed on keeps its message");
+    is_code(fl_last_error_code(), FL_DATA_LOSS, "and its code:");
+}
+
 static void test_graph_and_session(void)
 {
     fl_graph *g = fl_graph_new();
@@ -274,14 +298,14 @@ static fl_error_code across_the_wire(fl_error_code c)
     fl_wire_buf buf = {0};
     fl_wire_frame f;
     fl_wire_message m;
-    char why[256] = "";
+    fl_status why = {0};
     fl_error_code got = FL_OK;
     if (fl_wire_put_error(&buf, 7, fl_wire_error_for(c), "it failed") == 0 &&
-        fl_wire_decode(buf.data, buf.len, &f, why, sizeof why) == FL_WIRE_FRAME &&
-        fl_wire_parse(&f, &m, why, sizeof why) == 0)
+        fl_wire_decode(buf.data, buf.len, &f, &why) == FL_WIRE_FRAME &&
+        fl_wire_parse(&f, &m, &why) == 0)
         got = fl_wire_error_meaning(m.u.error.code);
     else
-        diag("%s%s", buf.error, why);
+        diag("%s%s", buf.error, why.message);
     fl_wire_buf_free(&buf);
     return got;
 }
@@ -311,6 +335,7 @@ static void test_wire_codes(void)
 int main(void)
 {
     test_codes_and_wrapping();
+    test_status();
     test_graph_and_session();
     test_caller_mistakes();
     test_cluster_caller_mistakes();

@@ -35,9 +35,9 @@ static fl_session *initialized_session(fl_graph *g)
 
 static const fl_trace_event *event_of(const fl_session *s, const fl_node *n, const fl_node *copy_of)
 {
-    for (int i = s->nevents - 1; i >= 0; i--)
-        if (s->events[i].node == n->id && s->events[i].copy_of == (copy_of ? copy_of->id : -1))
-            return &s->events[i];
+    for (int i = s->trace.nevents - 1; i >= 0; i--)
+        if (s->trace.events[i].node == n->id && s->trace.events[i].copy_of == (copy_of ? copy_of->id : -1))
+            return &s->trace.events[i];
     return NULL;
 }
 
@@ -148,8 +148,8 @@ static void one_copy_per_device(void)
         fl_tensor_free(out);
     }
     int copies = 0;
-    for (int i = 0; i < s->nevents; i++)
-        copies += s->events[i].copy_of == v->id;
+    for (int i = 0; i < s->trace.nevents; i++)
+        copies += s->trace.events[i].copy_of == v->id;
     ok(copies == 2, "v crossed to /gpu:0 once per run, for both readers: 2 copies in 2 runs (got %d)", copies);
     fl_session_free(s);
     fl_graph_free(g);

@@ -82,9 +82,9 @@ static chain_graph build_chain(const char *device)
 
 static const fl_trace_event *event_of(const fl_session *s, const fl_node *n)
 {
-    for (int i = s->nevents - 1; i >= 0; i--)
-        if (s->events[i].node == n->id && s->events[i].copy_of == -1)
-            return &s->events[i];
+    for (int i = s->trace.nevents - 1; i >= 0; i--)
+        if (s->trace.events[i].node == n->id && s->trace.events[i].copy_of == -1)
+            return &s->trace.events[i];
     return NULL;
 }
 
@@ -122,7 +122,7 @@ static void once_per_fetch(const char *device)
        "%s: both fetches of early are handed over before late (calls: %d, %d, %d)", device,
        w.order[0], w.order[1], w.order[2]);
     const fl_trace_event *last = event_of(s, c.last_matmul);
-    double chain_end = last ? s->trace_origin_us + last->start_us + last->duration_us : 0;
+    double chain_end = last ? s->trace.origin_us + last->start_us + last->duration_us : 0;
     if (strcmp(device, "/cpu:0") == 0 &&
         !ok(last && w.at_us[0] < chain_end, "%s: early is handed over before the chain's last "
             "matmul ends", device))

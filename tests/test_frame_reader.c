@@ -52,21 +52,21 @@ static void test_parse_with_tail(void)
     f.tail = t->data;
     f.tail_len = bytes;
     fl_wire_message m;
-    char why[256] = "";
-    ok(fl_wire_parse(&f, &m, why, sizeof why) == 0 && m.u.named.tensor.data == t->data &&
+    fl_status why = {0};
+    ok(fl_wire_parse(&f, &m, &why) == 0 && m.u.named.tensor.data == t->data &&
            m.u.named.tensor.bytes == bytes && strcmp(m.u.named.name, "w") == 0,
-       "the data received apart is the tensor's, in place (%s)", why);
+       "the data received apart is the tensor's, in place (%s)", why.message);
     f.tail_len = bytes - 4;
-    ok(fl_wire_parse(&f, &m, why, sizeof why) != 0 && strstr(why, "VALUE: "), "a tail shorter than the data is refused: %s", why);
+    ok(fl_wire_parse(&f, &m, &why) != 0 && strstr(why.message, "VALUE: "), "a tail shorter than the data is refused: %s", why.message);
     f.tail_len = f.payload_len + 1;
-    ok(fl_wire_parse(&f, &m, why, sizeof why) != 0 && strstr(why, "apart"), "a tail longer than the payload is refused: %s", why);
+    ok(fl_wire_parse(&f, &m, &why) != 0 && strstr(why.message, "apart"), "a tail longer than the payload is refused: %s", why.message);
     fl_wire_buf pull = {0};
     fl_wire_put_pull(&pull, 4, "w");
     fl_wire_frame p = fl_wire_frame_announced(pull.data);
     p.payload = pull.data + 16;
     p.tail = pull.data + 17;
     p.tail_len = 1;
-    ok(fl_wire_parse(&p, &m, why, sizeof why) != 0, "a tail that is not a tensor's data is refused: %s", why);
+    ok(fl_wire_parse(&p, &m, &why) != 0, "a tail that is not a tensor's data is refused: %s", why.message);
     fl_wire_buf_free(&pull);
     fl_wire_buf_free(&head);
     fl_tensor_free(t);
@@ -110,7 +110,7 @@ static void *send_bytes(void *arg)
 }
 
 static int read_sent(const unsigned char *p, size_t len, destination *d, fl_wire_buf *buf, fl_wire_frame *f,
-                     char *why, size_t why_len)
+                     fl_status *why)
 {
     int fds[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0)
@@ -118,7 +118,7 @@ static int read_sent(const unsigned char *p, size_t len, destination *d, fl_wire
     sender s = {fds[0], p, len};
     pthread_t t;
     pthread_create(&t, NULL, send_bytes, &s);
-    int rc = fl_read_frame(fds[1], buf, f, d ? give_destination : NULL, d, why, why_len);
+    int rc = fl_read_frame(fds[1], buf, f, d ? give_destination : NULL, d, why);
     shutdown(fds[1], SHUT_RDWR);
     pthread_join(t, NULL);
     close(fds[0]);
@@ -136,38 +136,38 @@ static void test_reader(void)
     destination d = {landing, bytes, 0};
     fl_wire_frame f;
     fl_wire_message m;
-    char why[256] = "";
-    int rc = read_sent(frame.data, frame.len, &d, &buf, &f, why, sizeof why);
+    fl_status why = {0};
+    int rc = read_sent(frame.data, frame.len, &d, &buf, &f, &why);
     ok(rc == 1 && d.asked == 1 && f.tail == (void *)landing && f.tail_len == bytes,
-       "a big VALUE's data is received in the buffer that awaits it (%s)", why);
+       "a big VALUE's data is received in the buffer that awaits it (%s)", why.message);
     ok(memcmp(landing, t->data, bytes) == 0, "every byte of it");
-    ok(rc == 1 && fl_wire_parse(&f, &m, why, sizeof why) == 0 && m.u.named.tensor.data == (void *)landing &&
+    ok(rc == 1 && fl_wire_parse(&f, &m, &why) == 0 && m.u.named.tensor.data == (void *)landing &&
            m.request_id == 9,
        "and the frame parses with its data in place");
 
     memset(landing, 0, bytes);
     d = (destination){landing, bytes / 2, 0};
-    rc = read_sent(frame.data, frame.len, &d, &buf, &f, why, sizeof why);
-    ok(rc == 1 && f.tail_len == 0 && fl_wire_parse(&f, &m, why, sizeof why) == 0 &&
+    rc = read_sent(frame.data, frame.len, &d, &buf, &f, &why);
+    ok(rc == 1 && f.tail_len == 0 && fl_wire_parse(&f, &m, &why) == 0 &&
            m.u.named.tensor.bytes == bytes && ((float *)landing)[0] == 0,
        "a buffer of another size is left alone: the value is read whole, for the caller to refuse");
 
-    rc = read_sent(frame.data, frame.len, NULL, &buf, &f, why, sizeof why);
-    ok(rc == 1 && f.tail_len == 0 && fl_wire_parse(&f, &m, why, sizeof why) == 0, "with no destination, as before");
+    rc = read_sent(frame.data, frame.len, NULL, &buf, &f, &why);
+    ok(rc == 1 && f.tail_len == 0 && fl_wire_parse(&f, &m, &why) == 0, "with no destination, as before");
 
     fl_wire_buf small = {0};
     fl_wire_put_pull(&small, 2, "w");
     d = (destination){landing, bytes, 0};
-    rc = read_sent(small.data, small.len, &d, &buf, &f, why, sizeof why);
+    rc = read_sent(small.data, small.len, &d, &buf, &f, &why);
     ok(rc == 1 && d.asked == 0 && f.type == FL_WIRE_PULL, "any other frame is read whole, without asking");
 
     d = (destination){landing, bytes, 0};
-    rc = read_sent(frame.data, frame.len - 1000, &d, &buf, &f, why, sizeof why);
-    ok(rc == -1 && strstr(why, "ended inside a VALUE frame"), "a VALUE cut short in its data: %s", why);
-    rc = read_sent(frame.data, 30, &d, &buf, &f, why, sizeof why);
-    ok(rc == -1 && strstr(why, "ended inside a VALUE frame"), "a VALUE cut short in its head: %s", why);
-    rc = read_sent(frame.data, 0, &d, &buf, &f, why, sizeof why);
-    ok(rc == 0 && strstr(why, "closed"), "an end of stream between frames: %s", why);
+    rc = read_sent(frame.data, frame.len - 1000, &d, &buf, &f, &why);
+    ok(rc == -1 && strstr(why.message, "ended inside a VALUE frame"), "a VALUE cut short in its data: %s", why.message);
+    rc = read_sent(frame.data, 30, &d, &buf, &f, &why);
+    ok(rc == -1 && strstr(why.message, "ended inside a VALUE frame"), "a VALUE cut short in its head: %s", why.message);
+    rc = read_sent(frame.data, 0, &d, &buf, &f, &why);
+    ok(rc == 0 && strstr(why.message, "closed"), "an end of stream between frames: %s", why.message);
 
     fl_wire_buf_free(&small);
     fl_wire_buf_free(&frame);

@@ -29,8 +29,8 @@ static int compare_sequence(unsigned *seed, int replicas)
     fl_ps_store *store = fl_ps_store_new();
     fl_ps_sync *sync = fl_ps_sync_new(store);
     fl_tensor *w = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 2)), *grad = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 2));
-    char err[256];
-    fl_ps_store_init(store, "w", w, err, sizeof err);
+    fl_status err = {0};
+    fl_ps_store_init(store, "w", w, &err);
     fl_attrs attrs = {.learning_rate = 0.5f};
     const char *vars[1] = {"w"};
     accumulator mine = {0};
@@ -42,8 +42,7 @@ static int compare_sequence(unsigned *seed, int replicas)
         newest = step > newest ? step : newest;
         fl_wire_sync s = {step, (uint32_t)replicas};
         fl_wire_sync_outcome outcome;
-        if (fl_ps_sync_update(sync, FL_OP_APPLY_GRADIENT_DESCENT, &attrs, vars, 1, grad, &s, &outcome, err,
-                              sizeof err) != 0 ||
+        if (fl_ps_sync_update(sync, FL_OP_APPLY_GRADIENT_DESCENT, &attrs, vars, 1, grad, &s, &outcome, &err) != 0 ||
             fate_of(outcome) != my_gradient_arrives(&mine, step, replicas))
             differed = i + 1;
     }

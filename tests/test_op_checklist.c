@@ -58,10 +58,10 @@ static void find_backends(void)
     backends[nbackends++] = &fl_host_backend;
     for (int i = 0; fl_backend_entries[i] && nbackends < 8; i++) {
         const fl_backend_entry *e = fl_backend_entries[i];
-        char why[FL_ERROR_LEN] = "";
-        const fl_backend *b = e->linked ? e->linked : fl_backend_module_open(e, why, sizeof why);
+        fl_status why = {0};
+        const fl_backend *b = e->linked ? e->linked : fl_backend_module_open(e, &why);
         if (!ok(b != NULL, "the %s backend's table is there to check", e->name))
-            diag("%s", why);
+            diag("%s", why.message);
         if (b)
             backends[nbackends++] = b;
     }
@@ -168,9 +168,9 @@ static void check_wire(fl_op_kind op)
 {
     const fl_op_signature *sig = &fl_op_def_of(op)->sig;
     if (sig->fused) {
-        char why[256];
-        ok(fl_graph_wire_check_inputs(op, NULL, sig->min_inputs, why, sizeof why) != 0,
-           "%s: the wire refuses it (%s)", type_of(op), why);
+        fl_status why = {0};
+        ok(fl_graph_wire_check_inputs(op, NULL, sig->min_inputs, &why) != 0,
+           "%s: the wire refuses it (%s)", type_of(op), why.message);
         return;
     }
     int n = sig->min_inputs, built = -1;
@@ -200,12 +200,12 @@ static void check_wire_arity(fl_op_kind op)
         vars[i] = v;
     int max = sig->max_inputs == FL_OP_INPUT_LIST ? FL_WIRE_MAX_LIST : sig->max_inputs;
     bool takes = true, refuses = true;
-    char why[256];
+    fl_status why = {0};
     for (int k = sig->min_inputs; k <= max && k <= 8; k++)
-        takes = takes && fl_graph_wire_check_inputs(op, vars, k, why, sizeof why) == 0;
-    takes = takes && fl_graph_wire_check_inputs(op, vars, max, why, sizeof why) == 0;
-    refuses = fl_graph_wire_check_inputs(op, vars, max + 1, why, sizeof why) != 0 &&
-              (sig->min_inputs == 0 || fl_graph_wire_check_inputs(op, vars, sig->min_inputs - 1, why, sizeof why) != 0);
+        takes = takes && fl_graph_wire_check_inputs(op, vars, k, &why) == 0;
+    takes = takes && fl_graph_wire_check_inputs(op, vars, max, &why) == 0;
+    refuses = fl_graph_wire_check_inputs(op, vars, max + 1, &why) != 0 &&
+              (sig->min_inputs == 0 || fl_graph_wire_check_inputs(op, vars, sig->min_inputs - 1, &why) != 0);
     ok(takes && refuses, "%s: the wire takes %d to %d inputs, as declared, and no other count", type_of(op),
        sig->min_inputs, max);
     free(vars);

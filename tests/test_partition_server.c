@@ -195,11 +195,11 @@ static void test_deregister(remote_run *ps)
  * HELLO, REGISTER_PARTITION, RUN_PARTITION, then the connection closes. */
 static bool raw_request(int fd, fl_wire_buf *out, fl_wire_frame *reply, fl_wire_buf *in)
 {
-    char why[FL_WIRE_ERROR_LEN];
+    fl_status why = {0};
     bool sent = write(fd, out->data, out->len) == (ssize_t)out->len;
     fl_wire_buf_consume(out, out->len);
     fl_wire_buf_consume(in, in->len);
-    return sent && fl_read_frame(fd, in, reply, NULL, NULL, why, sizeof why) == 1;
+    return sent && fl_read_frame(fd, in, reply, NULL, NULL, &why) == 1;
 }
 
 static void test_lost_client(const tasks *t)
@@ -208,7 +208,7 @@ static void test_lost_client(const tasks *t)
     fl_wire_buf out = {0}, in = {0}, graph = {0};
     fl_wire_frame f;
     uint64_t handle = 0;
-    char why[FL_WIRE_ERROR_LEN];
+    fl_status why = {0};
     fl_graph_partition p;
     worker_partition(&p);
     fl_graph_wire_encode(&p, &graph);
@@ -216,7 +216,7 @@ static void test_lost_client(const tasks *t)
     fl_wire_put_hello(&out, 1, FL_WIRE_CLIENT_JOB, 0);
     bool hello = fd >= 0 && raw_request(fd, &out, &f, &in) && f.type == FL_WIRE_HELLO_OK;
     fl_wire_put_register_partition(&out, 2, graph.data, graph.len);
-    ok(hello && raw_request(fd, &out, &f, &in) && fl_wire_parse_number(&f, &handle, why, sizeof why) == 0,
+    ok(hello && raw_request(fd, &out, &f, &in) && fl_wire_parse_number(&f, &handle, &why) == 0,
        "a client on a raw socket registers a partition on the worker (handle %llu)", (unsigned long long)handle);
     float xv[2] = {1, 1};
     fl_tensor *x = fl_tensor_from_floats(fl_shape_make(1, 2), xv);

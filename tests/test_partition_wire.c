@@ -12,12 +12,12 @@
 #include "runtime.h"
 #include "tap.h"
 
-static char err[FL_WIRE_ERROR_LEN];
+static fl_status err = {0};
 
 /* The one frame in buf, decoded; false when it is not exactly one. */
 static bool one_frame(const fl_wire_buf *buf, fl_wire_frame *f)
 {
-    return fl_wire_decode(buf->data, buf->len, f, err, sizeof err) == FL_WIRE_FRAME && f->frame_len == buf->len;
+    return fl_wire_decode(buf->data, buf->len, f, &err) == FL_WIRE_FRAME && f->frame_len == buf->len;
 }
 
 static void test_run_partition(void)
@@ -35,8 +35,8 @@ static void test_run_partition(void)
     fl_wire_frame f;
     fl_wire_message m;
     fl_wire_run_partition r;
-    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, err, sizeof err) == 0, "RUN_PARTITION decodes and checks: %s", err);
-    ok(fl_wire_parse_run_partition(&f, &r, err, sizeof err) == 0, "RUN_PARTITION parses: %s", err);
+    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, &err) == 0, "RUN_PARTITION decodes and checks: %s", err.message);
+    ok(fl_wire_parse_run_partition(&f, &r, &err) == 0, "RUN_PARTITION parses: %s", err.message);
     ok(r.handle == 42 && r.step_id == 1001 && r.nfeeds == 1 && strcmp(r.feed_names[0], "x") == 0,
        "handle, step and feed name round trip");
     float got[6] = {0};
@@ -56,9 +56,9 @@ static void test_run_partition(void)
     bool all_refused = true;
     for (size_t cut = FL_WIRE_HEADER_BYTES; cut + 1 < buf.len; cut++) {
         f.payload_len = (uint32_t)(cut - FL_WIRE_HEADER_BYTES);
-        all_refused = all_refused && fl_wire_parse_run_partition(&f, &r, err, sizeof err) != 0;
+        all_refused = all_refused && fl_wire_parse_run_partition(&f, &r, &err) != 0;
     }
-    ok(all_refused, "every truncated RUN_PARTITION is refused (last: %s)", err);
+    ok(all_refused, "every truncated RUN_PARTITION is refused (last: %s)", err.message);
     fl_wire_buf_free(&buf);
     fl_tensor_free(x);
 }
@@ -70,14 +70,14 @@ static void test_hostile_counts(void)
     memset(payload + 16, 0xff, 4);
     fl_wire_frame f = {.type = FL_WIRE_RUN_PARTITION, .payload = payload, .payload_len = 20};
     fl_wire_run_partition r;
-    ok(fl_wire_parse_run_partition(&f, &r, err, sizeof err) != 0, "a count of 4 billion feeds is refused");
-    contains(err, "feeds", "the message says which count");
+    ok(fl_wire_parse_run_partition(&f, &r, &err) != 0, "a count of 4 billion feeds is refused");
+    contains(err.message, "feeds", "the message says which count");
     f.type = FL_WIRE_PARTITION_DONE;
     f.payload = payload + 16;
     f.payload_len = 4;
     fl_wire_tensor *values;
     int n;
-    ok(fl_wire_parse_partition_done(&f, &values, &n, err, sizeof err) != 0, "PARTITION_DONE with too many values is refused: %s", err);
+    ok(fl_wire_parse_partition_done(&f, &values, &n, &err) != 0, "PARTITION_DONE with too many values is refused: %s", err.message);
     fl_wire_buf buf = {0};
     ok(fl_wire_put_register_partition(&buf, 1, NULL, 0) != 0, "an empty REGISTER_PARTITION is not encoded");
     fl_wire_buf_free(&buf);
@@ -91,14 +91,14 @@ static void test_small_frames(void)
     float one = 3.5f;
     fl_tensor t = {.dtype = FL_FLOAT32, .shape = {0, {0}}, .data = &one};
     fl_wire_put_send_tensor(&buf, 3, 99, "a:/job:ps/task:0->/job:worker/task:1", &t);
-    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, err, sizeof err) == 0 && m.u.send.step_id == 99 &&
+    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, &err) == 0 && m.u.send.step_id == 99 &&
            strcmp(m.u.send.key, "a:/job:ps/task:0->/job:worker/task:1") == 0 && m.u.send.value.count == 1,
-       "SEND_TENSOR round trips: %s", err);
+       "SEND_TENSOR round trips: %s", err.message);
     const fl_wire_type numbers[] = {FL_WIRE_PARTITION_REGISTERED, FL_WIRE_ABORT_STEP, FL_WIRE_DEREGISTER_PARTITION};
     for (int i = 0; i < 3; i++) {
         fl_wire_buf_free(&buf);
         fl_wire_put_number(&buf, numbers[i], 4, UINT64_C(0x123456789a));
-        ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, err, sizeof err) == 0 && m.u.number == UINT64_C(0x123456789a),
+        ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, &err) == 0 && m.u.number == UINT64_C(0x123456789a),
            "%s round trips its number", fl_wire_type_name(numbers[i]));
     }
     fl_wire_buf_free(&buf);
@@ -106,8 +106,8 @@ static void test_small_frames(void)
     fl_wire_put_partition_done(&buf, 5, 2, values);
     fl_wire_tensor *got;
     int n;
-    ok(one_frame(&buf, &f) && fl_wire_parse_partition_done(&f, &got, &n, err, sizeof err) == 0 && n == 2,
-       "PARTITION_DONE round trips two values: %s", err);
+    ok(one_frame(&buf, &f) && fl_wire_parse_partition_done(&f, &got, &n, &err) == 0 && n == 2,
+       "PARTITION_DONE round trips two values: %s", err.message);
     free(got);
     fl_wire_buf_free(&buf);
     ok(fl_wire_put_number(&buf, FL_WIRE_OK, 1, 1) != 0 && buf.len == 0, "an OK carries no number: %s", buf.error);

@@ -200,12 +200,13 @@ static void *answer_pulls_then_hang_up(void *listener)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
     fl_wire_buf in = {0}, out = {0};
     fl_wire_frame f;
-    char why[FL_WIRE_ERROR_LEN], name[FL_WIRE_MAX_NAME + 1];
+    fl_status why = {0};
+    char name[FL_WIRE_MAX_NAME + 1];
     fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(2, 2, 1));
-    while (fd >= 0 && fl_read_frame(fd, &in, &f, NULL, NULL, why, sizeof why) == 1) {
+    while (fd >= 0 && fl_read_frame(fd, &in, &f, NULL, NULL, &why) == 1) {
         if (f.type == FL_WIRE_HELLO)
             fl_wire_put_hello_ok(&out, f.request_id, "ps", 0);
-        else if (f.type == FL_WIRE_PULL && fl_wire_parse_pull(&f, name, why, sizeof why) == 0)
+        else if (f.type == FL_WIRE_PULL && fl_wire_parse_pull(&f, name, &why) == 0)
             fl_wire_put_value(&out, f.request_id, name, zeros);
         else
             break;

@@ -74,10 +74,10 @@ static void test_should_stop(void)
 /* One request on the raw socket and its reply. */
 static bool request(int fd, fl_wire_buf *out, fl_wire_buf *in, fl_wire_frame *reply)
 {
-    char why[FL_WIRE_ERROR_LEN];
+    fl_status why = {0};
     bool sent = fl_socket_write_all(fd, out->data, out->len) == 0;
     fl_wire_buf_consume(out, out->len);
-    return sent && fl_read_frame(fd, in, reply, NULL, NULL, why, sizeof why) == 1;
+    return sent && fl_read_frame(fd, in, reply, NULL, NULL, &why) == 1;
 }
 
 /* Sends 1 MiB INIT_VARIABLE frames without blocking for up to 2 s, or
@@ -105,7 +105,7 @@ static size_t send_behind_run(int fd)
 }
 
 /* REGISTER_PARTITION of a one-node graph: true when it was registered; the ERROR's words in why. */
-static bool register_tiny(int fd, fl_wire_buf *out, fl_wire_buf *in, char *why, size_t len)
+static bool register_tiny(int fd, fl_wire_buf *out, fl_wire_buf *in, fl_status *why)
 {
     fl_graph_partition p = {.task = 0, .nwaves = 1};
     snprintf(p.job, sizeof p.job, "worker");
@@ -119,10 +119,10 @@ static bool register_tiny(int fd, fl_wire_buf *out, fl_wire_buf *in, char *why, 
     fl_wire_buf_free(&graph);
     fl_wire_frame f;
     fl_wire_message *m = fl_xmalloc(sizeof *m);
-    bool answered = request(fd, out, in, &f) && fl_wire_parse(&f, m, why, len) == 0;
+    bool answered = request(fd, out, in, &f) && fl_wire_parse(&f, m, why) == 0;
     bool registered = answered && m->type == FL_WIRE_PARTITION_REGISTERED;
     if (answered && m->type == FL_WIRE_ERROR)
-        snprintf(why, len, "%s", m->u.error.message);
+        fl_status_set(why, fl_wire_error_meaning(m->u.error.code), "%s", m->u.error.message);
     free(m);
     return registered;
 }
@@ -131,14 +131,14 @@ static void test_partitions_per_connection(int port)
 {
     fl_wire_buf out = {0}, in = {0};
     fl_wire_frame f;
-    char why[FL_WIRE_ERROR_LEN] = "";
+    fl_status why = {0};
     int fd = loopback_connect(port, 20);
     fl_wire_put_hello(&out, 1, FL_WIRE_CLIENT_JOB, 0);
     bool hello = fd >= 0 && request(fd, &out, &in, &f) && f.type == FL_WIRE_HELLO_OK;
-    bool two = hello && register_tiny(fd, &out, &in, why, sizeof why) && register_tiny(fd, &out, &in, why, sizeof why);
+    bool two = hello && register_tiny(fd, &out, &in, &why) && register_tiny(fd, &out, &in, &why);
     ok(two, "a client registers two partitions");
-    ok(two && !register_tiny(fd, &out, &in, why, sizeof why), "a third is refused (--max_partitions 2)");
-    contains(why, "--max_partitions", "the error names the flag");
+    ok(two && !register_tiny(fd, &out, &in, &why), "a third is refused (--max_partitions 2)");
+    contains(why.message, "--max_partitions", "the error names the flag");
     if (fd >= 0)
         close(fd);
     fl_wire_buf_free(&out);
@@ -157,11 +157,11 @@ static void start_busy_run_and_hang_up(int port)
     int fd = loopback_connect(port, 20);
     fl_wire_frame f;
     uint64_t handle = 0;
-    char why[FL_WIRE_ERROR_LEN];
+    fl_status why = {0};
     fl_wire_put_hello(&out, 1, FL_WIRE_CLIENT_JOB, 0);
     bool hello = fd >= 0 && request(fd, &out, &in, &f) && f.type == FL_WIRE_HELLO_OK;
     fl_wire_put_register_partition(&out, 2, graph.data, graph.len);
-    bool registered = hello && request(fd, &out, &in, &f) && fl_wire_parse_number(&f, &handle, why, sizeof why) == 0;
+    bool registered = hello && request(fd, &out, &in, &f) && fl_wire_parse_number(&f, &handle, &why) == 0;
     ok(registered, "a client registers %d MatMuls of %d x %d (handle %llu)", MATMULS, SIDE, SIDE,
        (unsigned long long)handle);
     fl_tensor *x = fl_tensor_new(FL_FLOAT32, fl_shape_make(2, SIDE, SIDE));

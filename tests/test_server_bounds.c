@@ -126,13 +126,13 @@ static bool big_frame_refused_from_header(int port)
     fl_socket_write_all(fd, header, sizeof header);
     fl_wire_buf buf = {0};
     fl_wire_frame f;
-    char why[256] = "";
-    bool refused = fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1 && f.type == FL_WIRE_ERROR;
+    fl_status why = {0};
+    bool refused = fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1 && f.type == FL_WIRE_ERROR;
     fl_wire_message *m = fl_xmalloc(sizeof *m);
-    refused = refused && fl_wire_parse(&f, m, why, sizeof why) == 0 &&
+    refused = refused && fl_wire_parse(&f, m, &why) == 0 &&
               strstr(m->u.error.message, "ASSIGN before HELLO") != NULL;
     if (!refused)
-        diag("the ps said: %s", m->type == FL_WIRE_ERROR ? m->u.error.message : why);
+        diag("the ps said: %s", m->type == FL_WIRE_ERROR ? m->u.error.message : why.message);
     free(m);
     fl_wire_buf_free(&buf);
     close(fd);
@@ -199,8 +199,8 @@ static void say_stranger_goodbye(int port)
     if (fd >= 0)
         fl_socket_write_all(fd, buf.data, buf.len);
     fl_wire_frame f;
-    char why[256];
-    while (fd >= 0 && fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1)
+    fl_status why = {0};
+    while (fd >= 0 && fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1)
         ; /* CHALLENGE, then ERROR and the end */
     if (fd >= 0)
         close(fd);
@@ -258,10 +258,10 @@ static bool goodbye_as(int port, const char *job, int task)
     if (fd >= 0)
         fl_socket_write_all(fd, buf.data, buf.len);
     fl_wire_frame f;
-    char why[256];
-    bool welcomed = fd >= 0 && fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1 &&
+    fl_status why = {0};
+    bool welcomed = fd >= 0 && fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1 &&
                     f.type == FL_WIRE_HELLO_OK;
-    bool answered = welcomed && fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1 &&
+    bool answered = welcomed && fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1 &&
                     f.type == FL_WIRE_OK;
     if (fd >= 0)
         close(fd);
@@ -334,9 +334,9 @@ static void test_unread_replies_and_variables(void)
     ok(st.bytes_out < 16u << 20, "with no reader, the ps sent %llu bytes of 200 x 256 KB and paused",
        (unsigned long long)st.bytes_out);
     fl_wire_frame f;
-    char why[256];
+    fl_status why = {0};
     int values = 0;
-    for (int i = 0; i < 201 && fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1; i++)
+    for (int i = 0; i < 201 && fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1; i++)
         values += f.type == FL_WIRE_VALUE;
     ok(values == 200, "once read, all 200 replies come (%d)", values);
     close(fd);

@@ -4,9 +4,13 @@
  * and the error's code on failure, fetch_ready per fetch); it refuses
  * fetch_to (its values live on the tasks); freeing the session closes the
  * master. A pointer given as the cluster that is not a live fl_cluster (a
- * cast, a freed one) is refused with a message, never followed. A fake
+ * cast, a freed one) is refused with a message, never followed. The DOT
+ * picture colours a node by the task device the master ran it on. A fake
  * cluster and master: no cluster code. */
+#include <unistd.h>
+
 #include "tap.h"
+#include "tools.h"
 #include "cluster_plugin.h"
 #include "runtime.h"
 
@@ -46,6 +50,23 @@ static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *c
 
 static void close_master(void *master) { ((fake *)master)->closed++; }
 
+static const char *node_device(void *master, const fl_node *n)
+{
+    (void)master;
+    return strcmp(fl_node_name(n), "y") == 0 ? "/job:worker/task:1/device:CPU:0" : NULL;
+}
+
+/* The picture of a client's session asks the master where each node ran. */
+static void check_picture(const fl_session *s)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/test_session_master.%ld.dot", (long)getpid());
+    char *dot = fl_session_write_dot(s, path) == 0 ? read_text(path) : NULL;
+    ok(dot && strstr(dot, "/job:worker/task:1/device:CPU:0"), "the DOT picture colours y by its task's device");
+    free(dot);
+    unlink(path);
+}
+
 static int ready_calls;
 static void on_ready(int index, const fl_tensor *value, void *user)
 {
@@ -54,7 +75,7 @@ static void on_ready(int index, const fl_tensor *value, void *user)
 }
 
 static const fl_cluster_plugin client_plugin = {.open_master = open_master, .run_master = run_master,
-                                                .close_master = close_master};
+                                                .close_master = close_master, .node_device = node_device};
 
 static void test_master(void)
 {
@@ -72,6 +93,7 @@ static void test_master(void)
     ok(rc == 0 && f.runs == 1 && out[0] && ((float *)out[0]->data)[0] == 42.0f && out[1] &&
        ((float *)out[1]->data)[0] == 43.0f, "a run is the master's, its outputs the caller's");
     ok(ready_calls == 2, "fetch_ready is called once per fetch, in order");
+    check_picture(s);
     fl_tensor_free(out[0]);
     fl_tensor_free(out[1]);
     f.fail = true;

@@ -78,8 +78,8 @@ typedef struct {
 static lane lane_of(const fl_session *s, int from, const char *device)
 {
     lane l = {INFINITY, -INFINITY, 0, 0};
-    for (int i = from; i < s->nevents; i++) {
-        const fl_trace_event *e = &s->events[i];
+    for (int i = from; i < s->trace.nevents; i++) {
+        const fl_trace_event *e = &s->trace.events[i];
         if (strcmp(e->device->name, device) != 0)
             continue;
         l.first = fmin(l.first, e->start_us);
@@ -92,9 +92,9 @@ static lane lane_of(const fl_session *s, int from, const char *device)
 
 static const fl_trace_event *event_of(const fl_session *s, int from, const fl_node *n)
 {
-    for (int i = from; i < s->nevents; i++)
-        if (s->events[i].node == n->id && s->events[i].copy_of < 0)
-            return &s->events[i];
+    for (int i = from; i < s->trace.nevents; i++)
+        if (s->trace.events[i].node == n->id && s->trace.events[i].copy_of < 0)
+            return &s->trace.events[i];
     return NULL;
 }
 
@@ -102,8 +102,8 @@ static const fl_trace_event *event_of(const fl_session *s, int from, const fl_no
 static int copies_into(const fl_session *s, int from, const fl_node *n)
 {
     int count = 0;
-    for (int i = from; i < s->nevents; i++)
-        count += s->events[i].node == n->id && s->events[i].copy_of >= 0 && s->events[i].duration_us >= 0;
+    for (int i = from; i < s->trace.nevents; i++)
+        count += s->trace.events[i].node == n->id && s->trace.events[i].copy_of >= 0 && s->trace.events[i].duration_us >= 0;
     return count;
 }
 
@@ -121,8 +121,8 @@ static void check_every_op(const fl_session *s, int from, const model *m)
             empty += e && !(e->duration_us > 0);
         }
     }
-    ok(missing == 0 && s->nevents - from == 2 * (CHAIN + 1) + 1 + 2,
-       "every op appears once, plus two copies (%d events, %d missing)", s->nevents - from, missing);
+    ok(missing == 0 && s->trace.nevents - from == 2 * (CHAIN + 1) + 1 + 2,
+       "every op appears once, plus two copies (%d events, %d missing)", s->trace.nevents - from, missing);
     ok(copies_into(s, from, m->total) == 2, "both towers' sums are copied to /cpu:0, each a Copy event");
     ok(misplaced == 0, "each tower's ops are on its own device's lane");
     ok(empty == 0, "every device op has a positive duration");
@@ -135,10 +135,10 @@ static void check_every_op(const fl_session *s, int from, const model *m)
 static double both_busy(const fl_session *s, int from)
 {
     double total = 0;
-    for (int i = from; i < s->nevents; i++) {
-        const fl_trace_event *a = &s->events[i];
-        for (int j = from; j < s->nevents && strcmp(a->device->name, "/gpu:0") == 0; j++) {
-            const fl_trace_event *b = &s->events[j];
+    for (int i = from; i < s->trace.nevents; i++) {
+        const fl_trace_event *a = &s->trace.events[i];
+        for (int j = from; j < s->trace.nevents && strcmp(a->device->name, "/gpu:0") == 0; j++) {
+            const fl_trace_event *b = &s->trace.events[j];
             if (strcmp(b->device->name, "/gpu:1") != 0)
                 continue;
             double start = fmax(a->start_us, b->start_us);
@@ -177,10 +177,10 @@ static void check_overlap(const fl_session *s, int from, const model *m, double 
  * returns the index of its first event. */
 static int traced_run(fl_session *s, const model *m, float want, const char *what)
 {
-    int from = s->nevents;
-    double start = s->trace_origin_us ? fl_now_us() - s->trace_origin_us : 0; /* else the run sets it */
+    int from = s->trace.nevents;
+    double start = s->trace.origin_us ? fl_now_us() - s->trace.origin_us : 0; /* else the run sets it */
     float got = run_total(s, m);
-    double end = fl_now_us() - s->trace_origin_us;
+    double end = fl_now_us() - s->trace.origin_us;
     ok(got == want, "%s: the same total as untraced (%g)", what, (double)got);
     check_every_op(s, from, m);
     check_overlap(s, from, m, start, end);
@@ -191,8 +191,8 @@ static int traced_run(fl_session *s, const model *m, float want, const char *wha
 static void check_in_order(const fl_session *s, int second)
 {
     double first_end = -INFINITY, second_start = INFINITY;
-    for (int i = 0; i < s->nevents; i++) {
-        const fl_trace_event *e = &s->events[i];
+    for (int i = 0; i < s->trace.nevents; i++) {
+        const fl_trace_event *e = &s->trace.events[i];
         if (i < second)
             first_end = fmax(first_end, e->start_us + e->duration_us);
         else
@@ -256,11 +256,11 @@ int main(void)
     fl_session_set_tracing(s, true);
     traced_run(s, &m, want, "first traced run");
     check_in_order(s, traced_run(s, &m, want, "second traced run"));
-    int nevents = s->nevents;
+    int nevents = s->trace.nevents;
     fl_session_set_tracing(s, false);
 
     ok(run_total(s, &m) == want, "an untraced run after tracing: the same total");
-    ok(s->nevents == nevents, "an untraced run records nothing");
+    ok(s->trace.nevents == nevents, "an untraced run records nothing");
     check_written(s, nevents);
 
     fl_session_free(s);

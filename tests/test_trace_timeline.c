@@ -2,8 +2,8 @@
  * --trace as the book's timeline figure. A traced host session of three
  * ops and one event of another thread's gives a trace; the SVG must hold
  * one box per op, the device's lane, the other thread's lane (chapter 6's
- * collectives) and a legend of the kinds it has, and bad input must get a message naming
- * the file. */
+ * collectives) and a legend of the kinds it has; a long trace's time labels
+ * must not collide; and bad input must get a message naming the file. */
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +70,46 @@ static void draws_a_trace(const char *trace, const char *svg_path)
     free(svg);
 }
 
+/* A hand-written trace of 2.3 s on one lane (a slow step of chapter 7's),
+ * with a pipeline's accumulation: the time labels must stay 10 or fewer and
+ * at least 60 px apart ("2000 ms" is about 50 px wide), and the
+ * accumulation gets its own colour. */
+static void labels_stay_apart(const char *trace, const char *svg_path)
+{
+    FILE *f = fopen(trace, "w");
+    if (f) {
+        fputs("{\"traceEvents\":[\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,"
+              "\"args\":{\"name\":\"/gpu:1\"}},\n", f);
+        fputs("{\"name\":\"micro_batch_0/model/stage_1/dense_1/MatMul\",\"cat\":\"MatMul\",\"ph\":\"X\","
+              "\"pid\":1,\"tid\":1,\"ts\":1000,\"dur\":1200000,\"args\":{\"device\":\"/gpu:1\"}},\n", f);
+        fputs("{\"name\":\"accumulate/model/dense_1/kernel/sum\",\"cat\":\"AddN\",\"ph\":\"X\",\"pid\":1,"
+              "\"tid\":1,\"ts\":1201000,\"dur\":1100000,\"args\":{\"device\":\"/gpu:1\"}}\n]}\n", f);
+        fclose(f);
+    }
+    char cmd[1400], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s %s", lab, trace, svg_path);
+    ok(run_command(cmd, &out) == 0, "trace_timeline draws a 2.3 s trace (%s)", out ? out : "");
+    free(out);
+    char *svg = read_file(svg_path);
+    int labels = 0;
+    double last_x = -1e9, closest = 1e9;
+    for (const char *p = svg; p && (p = strstr(p, "<text x=\"")); p++) {
+        double x = atof(p + 9);
+        const char *end = strstr(p, "</text>");
+        if (!end || end - p < 4 || strncmp(end - 3, " ms", 3) != 0)
+            continue;
+        labels++;
+        closest = x - last_x < closest ? x - last_x : closest;
+        last_x = x;
+    }
+    ok(labels >= 3 && labels <= 11 && closest >= 60, "the time labels of a 2.3 s trace: %d of them, the "
+       "closest two %.0f px apart (at most 11, at least 60 px)", labels, closest);
+    ok(svg && strstr(svg, "fill=\"#fdae6b\"><title>accumulate/model/dense_1/kernel/sum") &&
+           strstr(svg, ">accumulating micro-batches' gradients</text>"),
+       "a pipeline's accumulation has its own colour and legend entry");
+    free(svg);
+}
+
 static void rejects(const char *args, const char *want, const char *what)
 {
     char cmd[1400], *out = NULL;
@@ -90,6 +130,9 @@ int main(int argc, char **argv)
     snprintf(not_trace, sizeof not_trace, "%s/notes.txt", tmp_dir);
     ok(write_trace(trace) == 0, "a traced run writes %s", trace);
     draws_a_trace(trace, svg);
+    char long_trace[400];
+    snprintf(long_trace, sizeof long_trace, "%s/long-trace.json", tmp_dir);
+    labels_stay_apart(long_trace, svg);
 
     snprintf(cmd, sizeof cmd, "%s --help", lab);
     ok(run_command(cmd, &out) == 0 && out && strstr(out, "usage: trace_timeline"), "--help prints the usage");

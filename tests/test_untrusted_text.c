@@ -93,10 +93,10 @@ static void *refuse_with_text(void *arg)
     int listener = *(int *)arg, fd = accept(listener, NULL, NULL);
     fl_wire_buf buf = {0};
     fl_wire_frame f;
-    char why[256];
+    fl_status why = {0};
     struct timeval deadline = {10, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
-    if (fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why) == 1) {
+    if (fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1) {
         fl_wire_put_error(&buf, 0, FL_WIRE_E_MISMATCH, "no\\x1b[2J");
         fl_socket_write_all(fd, buf.data, buf.len);
     }
@@ -118,8 +118,8 @@ static void test_peer_words(void)
     int fd = loopback_connect(fl_cluster_task_port(spec, "ps", 0), 10);
     fl_socket_write_all(fd, buf.data, buf.len);
     fl_wire_frame f;
-    char why[256];
-    fl_read_frame(fd, &buf, &f, NULL, NULL, why, sizeof why); /* the refusal */
+    fl_status why = {0};
+    fl_read_frame(fd, &buf, &f, NULL, NULL, &why); /* the refusal */
     close(fd);
     fl_server_stop(ps);
     fflush(log);

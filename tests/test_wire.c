@@ -12,7 +12,7 @@
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "max_allocation_size_mb=80"; }
 
-static char err[FL_WIRE_ERROR_LEN];
+static fl_status err = {0};
 
 /* ---- helpers ---- */
 
@@ -49,17 +49,17 @@ static size_t craft(unsigned char *out, unsigned type, const void *payload, size
  * Returns the error message, or "accepted". */
 static const char *verdict(const void *bytes, size_t len)
 {
-    static char message[FL_WIRE_ERROR_LEN];
+    static fl_status verdict;
     unsigned char *copy = exact_copy(bytes, len);
     fl_wire_frame f;
     fl_wire_message msg;
-    fl_wire_status st = fl_wire_decode(copy, len, &f, message, sizeof message);
+    fl_wire_status st = fl_wire_decode(copy, len, &f, &verdict);
     if (st == FL_WIRE_NEED_MORE)
-        snprintf(message, sizeof message, "need more");
-    else if (st == FL_WIRE_FRAME && fl_wire_parse(&f, &msg, message, sizeof message) == 0)
-        snprintf(message, sizeof message, "accepted");
+        snprintf(verdict.message, sizeof verdict.message, "need more");
+    else if (st == FL_WIRE_FRAME && fl_wire_parse(&f, &msg, &verdict) == 0)
+        snprintf(verdict.message, sizeof verdict.message, "accepted");
     free(copy);
-    return message;
+    return verdict.message;
 }
 
 static const char *crafted(unsigned type, const void *payload, size_t n)
@@ -71,12 +71,12 @@ static const char *crafted(unsigned type, const void *payload, size_t n)
 /* Decodes the one frame at the start of buf and parses it; false (with a diag) if not. */
 static bool decode_one(const fl_wire_buf *buf, fl_wire_frame *f, fl_wire_message *msg)
 {
-    if (fl_wire_decode(buf->data, buf->len, f, err, sizeof err) != FL_WIRE_FRAME) {
-        diag("decode: %s", err);
+    if (fl_wire_decode(buf->data, buf->len, f, &err) != FL_WIRE_FRAME) {
+        diag("decode: %s", err.message);
         return false;
     }
-    if (fl_wire_parse(f, msg, err, sizeof err) != 0) {
-        diag("parse: %s", err);
+    if (fl_wire_parse(f, msg, &err) != 0) {
+        diag("parse: %s", err.message);
         return false;
     }
     return true;
@@ -302,19 +302,19 @@ static void test_streaming(void)
     bool all_wait = true;
     for (size_t n = 0; n < first; n++) {
         unsigned char *part = exact_copy(buf.data, n);
-        if (fl_wire_decode(part, n, &f, err, sizeof err) != FL_WIRE_NEED_MORE)
+        if (fl_wire_decode(part, n, &f, &err) != FL_WIRE_NEED_MORE)
             all_wait = false;
         free(part);
     }
     ok(all_wait, "every proper prefix of a valid frame asks for more bytes");
-    ok(fl_wire_decode(buf.data, buf.len, &f, err, sizeof err) == FL_WIRE_FRAME &&
+    ok(fl_wire_decode(buf.data, buf.len, &f, &err) == FL_WIRE_FRAME &&
            f.frame_len == first && f.type == FL_WIRE_HELLO,
        "two frames in one buffer: the first is cut off alone");
     fl_wire_buf_consume(&buf, f.frame_len);
-    ok(fl_wire_decode(buf.data, buf.len, &f, err, sizeof err) == FL_WIRE_FRAME &&
+    ok(fl_wire_decode(buf.data, buf.len, &f, &err) == FL_WIRE_FRAME &&
            f.type == FL_WIRE_PULL && f.frame_len == buf.len,
        "after consuming it, the second");
-    ok(fl_wire_check_eof(buf.data, 0, err, sizeof err) == 0, "end of stream between frames is fine");
+    ok(fl_wire_check_eof(buf.data, 0, &err) == 0, "end of stream between frames is fine");
     fl_wire_buf_free(&buf);
 }
 
@@ -364,14 +364,15 @@ static void test_truncated(void)
     fl_tensor *t = fl_tensor_from_floats(fl_shape_make(1, 4), v);
     fl_wire_put_value(&buf, 1, "w", t);
     fl_wire_frame f;
-    ok(fl_wire_decode(buf.data, 7, &f, err, sizeof err) == FL_WIRE_NEED_MORE,
+    ok(fl_wire_decode(buf.data, 7, &f, &err) == FL_WIRE_NEED_MORE,
        "a truncated header waits for more");
-    ok(fl_wire_check_eof(buf.data, 7, err, sizeof err) == -1, "end of stream there is an error");
-    is_string(err, "connection closed inside a frame header (7 of 16 bytes)", "naming how far it got");
-    ok(fl_wire_decode(buf.data, buf.len - 1, &f, err, sizeof err) == FL_WIRE_NEED_MORE,
+    ok(fl_wire_check_eof(buf.data, 7, &err) == -1, "end of stream there is an error");
+    is_string(err.message, "connection closed inside a frame header (7 of 16 bytes)", "naming how far it got");
+    ok(err.code == FL_DATA_LOSS, "a stream cut inside a frame is DATA_LOSS");
+    ok(fl_wire_decode(buf.data, buf.len - 1, &f, &err) == FL_WIRE_NEED_MORE,
        "a truncated payload waits for more");
-    fl_wire_check_eof(buf.data, buf.len - 1, err, sizeof err);
-    is_string(err, "connection closed inside a VALUE payload (27 of 28 bytes)",
+    fl_wire_check_eof(buf.data, buf.len - 1, &err);
+    is_string(err.message, "connection closed inside a VALUE payload (27 of 28 bytes)",
               "end of stream in the payload names the type and the bytes");
     fl_wire_buf_free(&buf);
     fl_tensor_free(t);
@@ -529,9 +530,10 @@ static void test_bad_small_frames(void)
     unsigned char frame[32];
     fl_wire_frame f;
     char name[FL_WIRE_MAX_NAME + 1];
-    fl_wire_decode(frame, craft(frame, FL_WIRE_VALUE, "\1a", 2), &f, err, sizeof err);
-    ok(fl_wire_parse_pull(&f, name, err, sizeof err) == -1, "the PULL parser refuses a VALUE frame");
-    is_string(err, "VALUE: not a frame for the name-only parser", "and says so");
+    fl_wire_decode(frame, craft(frame, FL_WIRE_VALUE, "\1a", 2), &f, &err);
+    ok(fl_wire_parse_pull(&f, name, &err) == -1, "the PULL parser refuses a VALUE frame");
+    is_string(err.message, "VALUE: not a frame for the name-only parser", "and says so");
+    ok(err.code == FL_DATA_LOSS, "a frame a parser refuses is DATA_LOSS");
 }
 
 /* ---- encoders refuse what parsers would ---- */
@@ -588,31 +590,32 @@ static void test_order(void)
 {
     fl_wire_conn c;
     fl_wire_conn_init(&c, FL_WIRE_SERVER_SIDE);
-    ok(fl_wire_check_order(&c, FL_WIRE_PULL, err, sizeof err) == -1, "server: PULL before HELLO is refused");
-    is_string(err, "PULL before HELLO: a connection starts with HELLO", "saying what comes first");
-    ok(fl_wire_check_order(&c, FL_WIRE_HELLO, err, sizeof err) == 0, "server: HELLO first is fine");
-    ok(fl_wire_check_order(&c, FL_WIRE_HELLO, err, sizeof err) == -1, "server: a second HELLO is refused");
-    is_string(err, "HELLO twice on one connection", "saying so");
-    ok(fl_wire_check_order(&c, FL_WIRE_VALUE, err, sizeof err) == -1, "server: a reply type is refused");
-    is_string(err, "VALUE is a reply; a client sends requests", "saying who sends what");
+    ok(fl_wire_check_order(&c, FL_WIRE_PULL, &err) == -1, "server: PULL before HELLO is refused");
+    is_string(err.message, "PULL before HELLO: a connection starts with HELLO", "saying what comes first");
+    ok(err.code == FL_FAILED_PRECONDITION, "a frame out of order is FAILED_PRECONDITION, set where it is seen");
+    ok(fl_wire_check_order(&c, FL_WIRE_HELLO, &err) == 0, "server: HELLO first is fine");
+    ok(fl_wire_check_order(&c, FL_WIRE_HELLO, &err) == -1, "server: a second HELLO is refused");
+    is_string(err.message, "HELLO twice on one connection", "saying so");
+    ok(fl_wire_check_order(&c, FL_WIRE_VALUE, &err) == -1, "server: a reply type is refused");
+    is_string(err.message, "VALUE is a reply; a client sends requests", "saying who sends what");
     bool requests = true;
     const fl_wire_type in_turn[] = {FL_WIRE_INIT_VARIABLE, FL_WIRE_PULL, FL_WIRE_APPLY,
                                     FL_WIRE_ASSIGN_ADD, FL_WIRE_GOODBYE};
     for (int i = 0; i < 5; i++)
-        requests = requests && fl_wire_check_order(&c, in_turn[i], err, sizeof err) == 0;
+        requests = requests && fl_wire_check_order(&c, in_turn[i], &err) == 0;
     ok(requests, "server: every request after HELLO, then GOODBYE, is fine");
-    ok(fl_wire_check_order(&c, FL_WIRE_PULL, err, sizeof err) == -1, "server: PULL after GOODBYE is refused");
-    is_string(err, "PULL after GOODBYE: the connection is finished", "saying the connection is done");
+    ok(fl_wire_check_order(&c, FL_WIRE_PULL, &err) == -1, "server: PULL after GOODBYE is refused");
+    is_string(err.message, "PULL after GOODBYE: the connection is finished", "saying the connection is done");
 
     fl_wire_conn_init(&c, FL_WIRE_CLIENT_SIDE);
-    ok(fl_wire_check_order(&c, FL_WIRE_VALUE, err, sizeof err) == -1, "client: VALUE before HELLO_OK is refused");
-    is_string(err, "VALUE before HELLO_OK: the server answers HELLO first", "saying so");
-    ok(fl_wire_check_order(&c, FL_WIRE_ERROR, err, sizeof err) == 0, "client: ERROR may answer HELLO");
-    ok(fl_wire_check_order(&c, FL_WIRE_HELLO_OK, err, sizeof err) == 0 &&
-           fl_wire_check_order(&c, FL_WIRE_VALUE, err, sizeof err) == 0,
+    ok(fl_wire_check_order(&c, FL_WIRE_VALUE, &err) == -1, "client: VALUE before HELLO_OK is refused");
+    is_string(err.message, "VALUE before HELLO_OK: the server answers HELLO first", "saying so");
+    ok(fl_wire_check_order(&c, FL_WIRE_ERROR, &err) == 0, "client: ERROR may answer HELLO");
+    ok(fl_wire_check_order(&c, FL_WIRE_HELLO_OK, &err) == 0 &&
+           fl_wire_check_order(&c, FL_WIRE_VALUE, &err) == 0,
        "client: HELLO_OK, then replies, are fine");
-    ok(fl_wire_check_order(&c, FL_WIRE_PULL, err, sizeof err) == -1, "client: a request type is refused");
-    is_string(err, "PULL is a request; a server sends replies", "saying who sends what");
+    ok(fl_wire_check_order(&c, FL_WIRE_PULL, &err) == -1, "client: a request type is refused");
+    is_string(err.message, "PULL is a request; a server sends replies", "saying who sends what");
     ok(fl_wire_reply_type(FL_WIRE_ASSIGN_ADD) == FL_WIRE_VALUE && fl_wire_reply_type(FL_WIRE_OK) == 0,
        "ASSIGN_ADD is answered by VALUE; OK answers nothing");
 }

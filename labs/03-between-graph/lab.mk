@@ -29,8 +29,9 @@ figures-03: $(LAB03) $(LAUNCHER)
 
 # The measurement of chapter 3's first half: in-graph replication across
 # tasks against between-graph for 1, 2, 4 and 8 workers (a few minutes on
-# two cores); the CSV and the figure go to FIGURES_DIR as
-# ch3-replication.csv and ch3-replication.svg.
+# two cores); the CSV and the figures go to FIGURES_DIR as
+# ch3-replication.csv, ch3-replication.svg and ch3-extrapolation.svg (the
+# in-graph client's costs fitted to a line in N and drawn to 1,000 workers).
 figures-replication: $(LAB03) $(LAUNCHER) $(BUILD)/labs/02-in-graph-towers/in_graph_towers \
                      $(BUILD)/labs/tools/flowlab_server
 	@mkdir -p $(FIGURES_DIR)
@@ -38,6 +39,9 @@ figures-replication: $(LAB03) $(LAUNCHER) $(BUILD)/labs/02-in-graph-towers/in_gr
 	cp $(BUILD)/replication/replication.csv $(FIGURES_DIR)/ch3-replication.csv
 	gnuplot -e "csv='$(FIGURES_DIR)/ch3-replication.csv'; out='$(FIGURES_DIR)/ch3-replication.svg'" \
 	    labs/tools/replication.gp
+	sh labs/tools/replication_fit.sh $(FIGURES_DIR)/ch3-replication.csv $(BUILD)/replication/fitted.csv
+	gnuplot -e "csv='$(FIGURES_DIR)/ch3-replication.csv'; fitted='$(BUILD)/replication/fitted.csv'; \
+	    out='$(FIGURES_DIR)/ch3-extrapolation.svg'" labs/tools/replication_fit.gp
 .PHONY: figures-replication
 
 # Exercises:

@@ -1,7 +1,8 @@
 /* trace_report.c: what chapter 7 reads from a lab's --trace file: how long
  * each accelerator was busy and idle (a pipeline's "bubble"), set beside
- * GPipe's (S-1)/(M+S-1), the time of each layer (to choose where to cut
- * between stages) and the bytes copied between accelerators per step. */
+ * GPipe's (S-1)/(M+S-1), the time of each layer, its update included (to
+ * choose where to cut between stages), and the bytes copied between
+ * accelerators per step. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,9 @@ static void usage(FILE *out)
             "usage: %s TRACE.json [--steps N] [--micro_batches M] [--stages S] [--csv]\n"
             "Reads a Chrome trace written by a lab's --trace (steps 2 to 4 of a run) and\n"
             "prints, for each accelerator (/gpu:N), the time its ops ran and the fraction\n"
-            "of the traced time it was idle; then the time of each layer and the bytes\n"
-            "copied between accelerators per step.\n"
+            "of the traced time it was idle; then the time of each layer (forward, backward,\n"
+            "the accumulation of its gradients and its Adam update) and the bytes copied\n"
+            "between accelerators per step.\n"
             "  --steps N           steps the trace holds (default 3)\n"
             "  --micro_batches M   print GPipe's bubble (S-1)/(M+S-1) beside the idle time\n"
             "  --stages S          pipeline stages for that formula (default 2)\n"
@@ -108,19 +110,34 @@ static void busy_times(const trace_events *t, double *busy, double *span)
 static const char *const layers[] = {"conv_1", "conv_2", "dense_1", "dense_2"};
 enum { NUM_LAYERS = sizeof layers / sizeof layers[0] };
 
-/* Each layer's time per step, forward and backward, on the accelerators. */
+/* An op of the update rather than of the forward or backward pass: the
+ * pipeline's accumulation of the micro-batches' gradients
+ * ("accumulate/model/dense_1/kernel/sum") or Adam's ("train/dense_1/ApplyAdam"). */
+static bool is_update(const char *name)
+{
+    return strncmp(name, "accumulate/", 11) == 0 || strncmp(name, "train/", 6) == 0;
+}
+
+/* Each layer's time per step on the accelerators: its forward and backward
+ * ops, its gradients' accumulation and its Adam update, then the last two
+ * alone. A stage's time, to choose where to cut, is all of it. */
 static void print_layers(const trace_events *t, int steps)
 {
-    double ms[NUM_LAYERS] = {0};
+    double ms[NUM_LAYERS] = {0}, update_ms[NUM_LAYERS] = {0};
     for (int i = 0; i < t->count; i++)
         for (int k = 0; k < NUM_LAYERS; k++)
             if (is_device_op(t, &t->events[i]) && strstr(t->events[i].name, layers[k])) {
                 ms[k] += t->events[i].dur / 1000.0 / steps;
+                if (is_update(t->events[i].name))
+                    update_ms[k] += t->events[i].dur / 1000.0 / steps;
                 break;
             }
-    printf("per step, forward and backward: ");
+    printf("per step, forward, backward and update: ");
     for (int k = 0; k < NUM_LAYERS; k++)
         printf("%s %.1f ms%s", layers[k], ms[k], k + 1 < NUM_LAYERS ? ", " : "\n");
+    printf("  of which accumulation and Adam: ");
+    for (int k = 0; k < NUM_LAYERS; k++)
+        printf("%s %.1f ms%s", layers[k], update_ms[k], k + 1 < NUM_LAYERS ? ", " : "\n");
 }
 
 /* Bytes copied from one accelerator into another, per step. */

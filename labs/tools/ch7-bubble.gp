@@ -1,13 +1,15 @@
 # ch7-bubble.gp: chapter 7's figure (make figures-07): the idle fraction of
 # each device of the 2-stage pipeline, measured from the traces of real runs
 # with M = 1, 2, 4, 8 micro-batches, beside GPipe's bubble (S-1)/(M+S-1).
+# The devices are PoCL pthread devices that share one pool of two worker
+# threads (POCL_MAX_PTHREAD_COUNT=2): not one core each.
 # Table from labs/07-model-parallel/trace_report --csv: M,formula,gpu0,gpu1,mean.
 # gnuplot -e "csv='book/figures/ch7-bubble.csv'; out='book/figures/ch7-bubble.svg'" labs/tools/ch7-bubble.gp
 set terminal svg size 760,440 font "sans,11" background rgb "white"
 set termoption noenhanced
 set output out
 set datafile separator comma
-set title "Idle time of a 2-stage pipeline on two single-core PoCL devices"
+set title "Idle time of a 2-stage pipeline on two PoCL devices sharing a pool of two worker threads"
 set xlabel "micro-batches M"
 set ylabel "fraction of the traced steps a device was idle"
 set logscale x 2

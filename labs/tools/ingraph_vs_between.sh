@@ -11,12 +11,13 @@
 # nodes and a worker's (between-graph: its own whole graph; across tasks:
 # the nodes placed on worker 0), the seconds to build the graph and from
 # then to the second step (session, initialization, partitioning and
-# registering, first step), the client's CPU ms and bytes per step, and the
-# images/sec of the run.
-# usage: ingraph_vs_between.sh BUILD OUT   (STEPS=12 BATCH=16 by default)
+# registering, first step), the client's CPU ms and bytes per step (from the
+# first run), and the lowest and highest images/sec of REPEATS runs (a
+# shared machine's throughput moves from run to run: the book gives ranges).
+# usage: ingraph_vs_between.sh BUILD OUT   (STEPS=12 BATCH=16 REPEATS=3 by default)
 set -eu
 build=$1 out=$2
-steps=${STEPS:-12} batch=${BATCH:-16}
+steps=${STEPS:-12} batch=${BATCH:-16} repeats=${REPEATS:-3}
 launcher=$build/labs/tools/launch_cluster
 between=$build/labs/03-between-graph/between_graph
 towers=$build/labs/02-in-graph-towers/in_graph_towers
@@ -29,34 +30,41 @@ export OPENBLAS_NUM_THREADS=1 # 8 tasks on 2 cores: no task spawns more threads
 # stat KEY LINE: the value of KEY=... in a stats: line
 stat() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
-# row MODE N LOG WORKER_NODES_KEY: the CSV row of a run from its stats:
-# lines. The client's line is worker 0's in between-graph (each worker is
-# its own client), else the only one; the images/sec of all lines add up.
+# images LOG: the images/sec of a run, its stats: lines' added up.
+images() { grep 'stats:' "$1" | sed 's/.*images_per_sec=//' | awk '{s += $1} END {printf "%.1f", s}'; }
+
+# row MODE N LOG WORKER_NODES_KEY: the CSV row of REPEATS runs, LOG.1 ..
+# LOG.REPEATS. The client's line is worker 0's in between-graph (each worker
+# is its own client), else the only one; the images/sec of all lines add up.
 row() {
-    first=$(grep -m1 '^worker0: stats:' "$3" || grep -m1 'stats:' "$3" || true)
+    first=$(grep -m1 '^worker0: stats:' "$3.1" || grep -m1 'stats:' "$3.1" || true)
     if [ -z "$first" ]; then
-        echo "ingraph_vs_between: $1 with $2 workers printed no stats: line; see $3" >&2
+        echo "ingraph_vs_between: $1 with $2 workers printed no stats: line; see $3.1" >&2
         return 1
     fi
-    images=$(grep 'stats:' "$3" | sed 's/.*images_per_sec=//' | awk '{s += $1} END {printf "%.1f", s}')
-    echo "$1,$2,$(stat graph_nodes "$first"),$(stat "$4" "$first"),$(stat build_s "$first"),$(stat setup_s "$first"),$(stat cpu_ms_per_step "$first"),$(stat bytes_per_step "$first"),$images" >>"$csv"
+    range=$(for r in $(seq "$repeats"); do images "$3.$r"; echo; done |
+        awk 'NF { if (n == 0 || $1 < lo) lo = $1; if (n == 0 || $1 > hi) hi = $1; n++ } END {printf "%.1f,%.1f", lo, hi}')
+    echo "$1,$2,$(stat graph_nodes "$first"),$(stat "$4" "$first"),$(stat build_s "$first"),$(stat setup_s "$first"),$(stat cpu_ms_per_step "$first"),$(stat bytes_per_step "$first"),$range" >>"$csv"
     printf '%-22s N=%d  %s\n' "$1" "$2" "$(tail -1 "$csv")"
 }
 
-between_graph() { # N: 1 ps + N synchronous workers, each with a batch of $batch
-    "$launcher" --ps 1 --workers "$1" --deadline 300 -- "$between" --sync_replicas true \
-        --batch_size "$batch" $common >"$out/between-$1.log" 2>&1
-    row between-graph "$1" "$out/between-$1.log" graph_nodes
+# repeated FUNCTION N: FUNCTION's run REPEATS times, the r-th writing its log's .r file.
+repeated() {
+    for r in $(seq "$repeats"); do "$1" "$2" "$r"; done
 }
 
-one_process() { # N towers on N single-thread PoCL devices, the same global batch
+between_graph() { # N R: 1 ps + N synchronous workers, each with a batch of $batch
+    "$launcher" --ps 1 --workers "$1" --deadline 300 -- "$between" --sync_replicas true \
+        --batch_size "$batch" $common >"$out/between-$1.log.$2" 2>&1
+}
+
+one_process() { # N R: N towers on N single-thread PoCL devices, the same global batch
     devices=$(yes pthread | head -n "$1" | tr '\n' ' ')
     POCL_DEVICES="$devices" POCL_MAX_PTHREAD_COUNT=2 "$towers" --num_gpus "$1" --batch_size $(($1 * batch)) \
-        $common >"$out/one-process-$1.log" 2>&1
-    row in-graph-one-process "$1" "$out/one-process-$1.log" graph_nodes
+        $common >"$out/one-process-$1.log.$2" 2>&1
 }
 
-across_tasks() { # N: flowlab_server tasks (1 ps + N workers) on ports from $port, one in_graph_towers client
+across_tasks() { # N R: flowlab_server tasks (1 ps + N workers) on ports from $port, one in_graph_towers client
     port=${BASE_PORT:-23400}
     workers=$(seq $((port + 1)) $((port + $1)) | sed 's/^/127.0.0.1:/' | paste -sd, -)
     # The servers and their client share a secret of this run's (launch_cluster would make one the client lacks).
@@ -66,18 +74,21 @@ across_tasks() { # N: flowlab_server tasks (1 ps + N workers) on ports from $por
         -- "$server" >"$out/servers-$1.log" 2>&1 &
     servers=$!
     "$towers" --ps_hosts "127.0.0.1:$port" --worker_hosts "$workers" --batch_size $(($1 * batch)) $common \
-        --cluster_secret_file "$secret" >"$out/across-$1.log" 2>&1 || true
+        --cluster_secret_file "$secret" >"$out/across-$1.log.$2" 2>&1 || true
     wait "$servers" || true
-    row in-graph-across-tasks "$1" "$out/across-$1.log" worker0_nodes
 }
 
-echo "mode,workers,client_graph_nodes,worker_graph_nodes,build_s,setup_s,client_cpu_ms_per_step,client_bytes_per_step,images_per_sec" >"$csv"
+echo "mode,workers,client_graph_nodes,worker_graph_nodes,build_s,setup_s,client_cpu_ms_per_step,client_bytes_per_step,images_per_sec_lowest,images_per_sec_highest" >"$csv"
 for n in 1 2 4 8; do
-    echo "ingraph_vs_between: N = $n worker tasks ($steps steps of $batch images per worker)"
-    between_graph "$n"
-    one_process "$n"
+    echo "ingraph_vs_between: N = $n worker tasks ($steps steps of $batch images per worker, $repeats runs each)"
+    repeated between_graph "$n"
+    row between-graph "$n" "$out/between-$n.log" graph_nodes
+    repeated one_process "$n"
+    row in-graph-one-process "$n" "$out/one-process-$n.log" graph_nodes
     if [ -x "$server" ]; then
-        across_tasks "$n" || echo "ingraph_vs_between: in-graph across tasks failed at N = $n; see $out" >&2
+        repeated across_tasks "$n"
+        row in-graph-across-tasks "$n" "$out/across-$n.log" worker0_nodes ||
+            echo "ingraph_vs_between: in-graph across tasks failed at N = $n; see $out" >&2
     fi
 done
 echo "ingraph_vs_between: wrote $csv"

@@ -6,7 +6,7 @@
 
 #include "trace_events.h"
 
-enum { WIDTH = 1000, LEFT = 90, LANE = 34, TOP = 30 };
+enum { WIDTH = 1000, LEFT = 90, LANE = 34, TOP = 30, MAX_TICKS = 10 };
 
 static int read_trace(const char *path, trace_events *t)
 {
@@ -22,7 +22,7 @@ static int read_trace(const char *path, trace_events *t)
     return 0;
 }
 
-/* What a box is, by its op: the legend's six kinds. */
+/* What a box is, by its op: the legend's seven kinds. */
 typedef struct {
     const char *label, *colour;
 } kind;
@@ -30,7 +30,7 @@ typedef struct {
 static const kind kinds[] = {
     {"forward", "#9ecae1"},          {"backward (gradients)", "#3182bd"}, {"copy between devices", "#d62728"},
     {"averaging the towers", "#ff7f0e"}, {"Adam's update, global step", "#756bb1"},
-    {"collectives", "#2ca02c"},
+    {"collectives", "#2ca02c"},      {"accumulating micro-batches' gradients", "#fdae6b"},
 };
 
 static const kind *kind_of(const trace_event *e)
@@ -41,6 +41,8 @@ static const kind *kind_of(const trace_event *e)
         return &kinds[5];
     if (strncmp(e->name, "average_gradients", 17) == 0)
         return &kinds[3];
+    if (strncmp(e->name, "accumulate/", 11) == 0) /* chapter 7's pipeline */
+        return &kinds[6];
     if (strncmp(e->name, "train/", 6) == 0)
         return &kinds[4];
     return strstr(e->name, "gradients/") ? &kinds[1] : &kinds[0];
@@ -60,6 +62,19 @@ static void escaped(FILE *out, const char *text)
     }
 }
 
+/* The time between two labelled ticks: the smallest 1, 2 or 5 x 10^k ms
+ * that leaves at most MAX_TICKS intervals, so that labels such as "1500 ms"
+ * (about 50 px) stay apart on any span (WIDTH / MAX_TICKS = 100 px apart). */
+static double tick_ms(double span_ms)
+{
+    static const double nice[] = {1, 2, 5};
+    for (double decade = 1; decade < 1e7; decade *= 10)
+        for (int i = 0; i < 3; i++)
+            if (span_ms / (nice[i] * decade) <= MAX_TICKS)
+                return nice[i] * decade;
+    return span_ms; /* longer than hours: one tick */
+}
+
 static void draw(FILE *out, const trace_events *t)
 {
     double span = t->last - t->first, scale = WIDTH / span;
@@ -68,7 +83,7 @@ static void draw(FILE *out, const trace_events *t)
                  "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", LEFT + WIDTH + 20, height);
     for (int l = 0; l < t->nlanes; l++)
         fprintf(out, "<text x=\"8\" y=\"%d\">%s</text>\n", TOP + l * LANE + LANE / 2 + 4, t->lanes[l]);
-    double step_ms = span / 1000 > 400 ? 100 : span / 1000 > 100 ? 50 : 10;
+    double step_ms = tick_ms(span / 1000);
     for (double ms = 0; ms <= span / 1000; ms += step_ms) {
         double x = LEFT + ms * 1000 * scale;
         fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", x, TOP - 4, x,
@@ -104,8 +119,8 @@ int main(int argc, char **argv)
         printf("usage: trace_timeline TRACE.json OUT.svg\n"
                "Draws a trace written by a lab's --trace as an SVG timeline: one lane per\n"
                "device, one box per op (hover for its name and time), coloured as forward,\n"
-               "backward, copy between devices, averaging, Adam's update, or a collective on\n"
-               "another thread's lane (chapter 6).\n");
+               "backward, copy between devices, averaging, Adam's update, a collective on\n"
+               "another thread's lane (chapter 6) or a pipeline's accumulation (chapter 7).\n");
         return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
     trace_events t;

@@ -121,10 +121,10 @@ static void escape_error(void)
 
 fl_cluster *fl_cluster_from_tf_config(const char *json)
 {
-    char err[FL_ERROR_LEN / 2];
-    fl_json *root = fl_json_parse(json, err, sizeof err);
+    fl_status st = {0};
+    fl_json *root = fl_json_parse(json, &st);
     if (!root) {
-        fl_set_error_code(FL_INVALID_ARGUMENT, "TF_CONFIG: %s", err);
+        fl_set_error_code(st.code, "TF_CONFIG: %s", st.message);
         return NULL;
     }
     fl_cluster *c = fl_cluster_new(); /* NULL: FLOWLAB_TASK_DEADLINE is wrong, and it said so */

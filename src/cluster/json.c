@@ -15,8 +15,7 @@ typedef struct {
     const char *text;
     size_t len, pos;
     int depth;
-    char *err;
-    size_t err_len;
+    fl_status *st;
 } parser;
 
 static int parse_value(parser *p, fl_json *out);
@@ -24,14 +23,12 @@ static int parse_value(parser *p, fl_json *out);
 static int fail_at(parser *p, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail_at(parser *p, size_t at, const char *fmt, ...)
 {
-    int n = snprintf(p->err, p->err_len, "at byte %zu: ", at);
-    if (n >= 0 && (size_t)n < p->err_len) {
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(p->err + n, p->err_len - (size_t)n, fmt, args);
-        va_end(args);
-    }
-    return -1;
+    char what[FL_STATUS_MESSAGE_LEN];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(what, sizeof what, fmt, args);
+    va_end(args);
+    return fl_status_set(p->st, FL_INVALID_ARGUMENT, "at byte %zu: %s", at, what);
 }
 
 /* What was expected at p->pos; truncated input says so, since that is the
@@ -367,9 +364,9 @@ static int parse_value(parser *p, fl_json *out)
     return parse_literal(p, out);
 }
 
-fl_json *fl_json_parse(const char *text, char *err, size_t err_len)
+fl_json *fl_json_parse(const char *text, fl_status *st)
 {
-    parser p = {.text = text ? text : "", .err = err, .err_len = err_len};
+    parser p = {.text = text ? text : "", .st = st};
     p.len = strnlen(p.text, (size_t)FL_JSON_MAX_BYTES + 1);
     if (p.len > FL_JSON_MAX_BYTES) {
         fail_at(&p, FL_JSON_MAX_BYTES, "longer than %d bytes", FL_JSON_MAX_BYTES);

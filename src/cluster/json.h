@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "status.h"
+
 /* Limits, so that hostile input cannot exhaust the stack or memory:
  * TF_CONFIG itself nests 3 levels deep, lists one item per task and is a
  * few hundred bytes. */
@@ -38,8 +40,8 @@ typedef struct fl_json {
 } fl_json;
 
 /* Parses one JSON value filling all of text (a C string). On error returns
- * NULL and writes "at byte N: what was wrong" into err, N counting from 0. */
-fl_json *fl_json_parse(const char *text, char *err, size_t err_len);
+ * NULL with INVALID_ARGUMENT "at byte N: what was wrong" in st, N counting from 0. */
+fl_json *fl_json_parse(const char *text, fl_status *st);
 void fl_json_free(fl_json *value);
 
 /* The member named key of an object; NULL when absent or not an object. */

@@ -91,8 +91,8 @@ static int read_payload(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_value_des
     "--tls_cert/--tls_key/--tls_ca and this task not; give this task the same flags"
 
 /* A header, as read_all, but a peer speaking TLS is told apart: it may send
- * a short alert (7 bytes) and close. 1, 0, -1, or -2: TLS (why says so). */
-static int read_header(int fd, unsigned char *header, char *why, size_t len)
+ * a short alert (7 bytes) and close. 1, 0, -1, or -2: TLS (st says so). */
+static int read_header(int fd, unsigned char *header, fl_status *st)
 {
     size_t got = 0;
     ssize_t n = 1;
@@ -104,32 +104,35 @@ static int read_header(int fd, unsigned char *header, char *why, size_t len)
             got += (size_t)n;
     }
     if (fl_wire_looks_like_tls(header, got)) {
-        snprintf(why, len, TASK_WITH_TLS, header[0]);
+        fl_status_set(st, FL_UNAVAILABLE, TASK_WITH_TLS, header[0]);
         return -2;
     }
     if (got == FL_WIRE_HEADER_BYTES)
         return 1;
     if (n == 0) {
-        snprintf(why, len, got == 0 ? "the task closed the connection" : "the connection ended inside a header");
+        fl_status_set(st, FL_UNAVAILABLE,
+                      got == 0 ? "the task closed the connection" : "the connection ended inside a header");
         return got == 0 ? 0 : -1;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK)
-        snprintf(why, len, "no answer before the deadline (FLOWLAB_TASK_DEADLINE): is it stopped, or busy?");
+        fl_status_set(st, FL_DEADLINE_EXCEEDED,
+                      "no answer before the deadline (FLOWLAB_TASK_DEADLINE): is it stopped, or busy?");
     else if (got == 0 && errno == ECONNRESET) /* a task with TLS resets a plain HELLO it cannot read */
-        snprintf(why, len, "%s (a task with --tls_cert/--tls_key/--tls_ca does that to one without)", strerror(errno));
+        fl_status_set(st, FL_UNAVAILABLE, "%s (a task with --tls_cert/--tls_key/--tls_ca does that to one without)",
+                      strerror(errno));
     else
-        snprintf(why, len, "%s", strerror(errno));
+        fl_status_set(st, fl_errno_code(errno), "%s", strerror(errno));
     return -1;
 }
 
 int fl_read_frame(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_value_destination destination, void *ctx,
-                  char *why, size_t len)
+                  fl_status *st)
 {
     unsigned char header[FL_WIRE_HEADER_BYTES];
-    int rc = read_header(fd, header, why, len);
+    int rc = read_header(fd, header, st);
     if (rc != 1)
         return rc;
-    if (fl_wire_decode(header, sizeof header, f, why, len) == FL_WIRE_BAD)
+    if (fl_wire_decode(header, sizeof header, f, st) == FL_WIRE_BAD)
         return -1;
     fl_wire_frame announced = fl_wire_frame_announced(header);
     if (announced.frame_len > buf->cap) {
@@ -139,13 +142,13 @@ int fl_read_frame(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_value_destinati
     memcpy(buf->data, header, sizeof header);
     errno = 0;
     if (read_payload(fd, buf, &announced, destination, ctx) != 0) {
-        snprintf(why, len, errno == EAGAIN || errno == EWOULDBLOCK
-                               ? "no more of a %s frame before the deadline (FLOWLAB_TASK_DEADLINE)"
-                               : "the connection ended inside a %s frame", fl_wire_type_name(announced.type));
-        return -1;
+        bool late = errno == EAGAIN || errno == EWOULDBLOCK;
+        return fl_status_set(st, late ? FL_DEADLINE_EXCEEDED : FL_UNAVAILABLE,
+                             late ? "no more of a %s frame before the deadline (FLOWLAB_TASK_DEADLINE)"
+                                  : "the connection ended inside a %s frame", fl_wire_type_name(announced.type));
     }
     if (announced.tail_len == 0)
-        return fl_wire_decode(buf->data, announced.frame_len, f, why, len) == FL_WIRE_FRAME ? 1 : -1;
+        return fl_wire_decode(buf->data, announced.frame_len, f, st) == FL_WIRE_FRAME ? 1 : -1;
     *f = announced; /* its header was checked above, its payload is checked by the parse */
     f->payload = buf->data + sizeof header;
     return 1;

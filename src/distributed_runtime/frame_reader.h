@@ -14,11 +14,11 @@ typedef void *(*fl_value_destination)(void *ctx, const fl_wire_frame *announced,
 
 /* Reads one frame into buf (grown as needed). 1: a frame in *f, whose
  * payload is checked by the parse; 0: the stream ended before a frame; -1:
- * a bad frame or a failed socket, and why says which; -2: the peer speaks
- * TLS (its bytes are a TLS record: why names the flags). destination may be
+ * a bad frame or a failed socket, and st says which; -2: the peer speaks
+ * TLS (its bytes are a TLS record: st names the flags). destination may be
  * NULL. When it names a buffer of exactly the frame's tensor data size, the
  * data lands there and f->tail points at it. */
 int fl_read_frame(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_value_destination destination, void *ctx,
-                  char *why, size_t len);
+                  fl_status *st);
 
 #endif

@@ -20,7 +20,7 @@ int fl_graph_wire_encode(const fl_graph_partition *p, fl_wire_buf *out);
 int fl_graph_wire_decode(const void *bytes, size_t len, fl_graph_partition *p);
 
 /* graph_wire_ops.c, for the decoder: whether these inputs fit op's
- * signature (0, or -1 and why, without the node's name). */
-int fl_graph_wire_check_inputs(fl_op_kind op, fl_node *const *inputs, int ninputs, char *why, size_t len);
+ * signature (0, or -1 and INVALID_ARGUMENT in st, without the node's name). */
+int fl_graph_wire_check_inputs(fl_op_kind op, fl_node *const *inputs, int ninputs, fl_status *st);
 
 #endif

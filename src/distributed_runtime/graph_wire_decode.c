@@ -14,7 +14,7 @@
 
 typedef struct {
     wire_cursor c;
-    char err[FL_WIRE_ERROR_LEN]; /* the cursor's messages */
+    fl_status read; /* the cursor's: why a field could not be read */
     char why[FL_WIRE_ERROR_LEN + 300]; /* the refusal, naming the node */
     fl_graph_partition *p;
     int nnodes;
@@ -22,7 +22,7 @@ typedef struct {
     uint32_t *initializer;            /* per node, resolved once all are in */
 } reader;
 
-/* "node NAME: why"; a field that failed to read says why in the cursor's err. */
+/* "node NAME: why"; a field that failed to read says why in r->read. */
 static int refuse(reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int refuse(reader *r, const char *fmt, ...)
 {
@@ -35,7 +35,7 @@ static int refuse(reader *r, const char *fmt, ...)
     return -1;
 }
 
-static int read_failed(reader *r) { return refuse(r, "%s", r->err); }
+static int read_failed(reader *r) { return refuse(r, "%s", r->read.message); }
 
 static int get_u32(reader *r, const char *what, uint32_t *v)
 {
@@ -162,9 +162,9 @@ static int check_allocated_shape(reader *r, fl_op_kind op, const fl_shape *s)
     bool allocates = op == FL_OP_VARIABLE || op == FL_OP_FILL || op == FL_OP_RANDOM_UNIFORM ||
                      op == FL_OP_TRUNCATED_NORMAL || op == FL_OP_CONST;
     int64_t count;
-    char why[FL_WIRE_ERROR_LEN];
-    if (allocates && wire_check_shape(s->rank, s->dims, &count, why, sizeof why) != 0)
-        return refuse(r, "its shape attr %s", why);
+    fl_status why = {0};
+    if (allocates && wire_check_shape(s->rank, s->dims, &count, &why) != 0)
+        return refuse(r, "its shape attr %s", why.message);
     return 0;
 }
 
@@ -182,8 +182,8 @@ static int find_op(reader *r, const char *type, fl_op_kind *op)
 
 static int check_op_inputs(reader *r, fl_op_kind op, fl_node *const *inputs, int ninputs)
 {
-    char why[FL_WIRE_ERROR_LEN];
-    return fl_graph_wire_check_inputs(op, inputs, ninputs, why, sizeof why) != 0 ? refuse(r, "%s", why) : 0;
+    fl_status why = {0};
+    return fl_graph_wire_check_inputs(op, inputs, ninputs, &why) != 0 ? refuse(r, "%s", why.message) : 0;
 }
 
 /* A count, then that many indices of earlier nodes in no later wave. */
@@ -224,9 +224,9 @@ static int get_device(reader *r, char device[FL_DEVICE_LEN])
         return refuse(r, "device of %u bytes, over %d", len, FL_DEVICE_LEN - 1);
     if (wire_take(&r->c, len, "device", &bytes) != 0)
         return read_failed(r);
-    char why[FL_WIRE_ERROR_LEN];
-    if (len && wire_check_name(bytes, len, why, sizeof why) != 0)
-        return refuse(r, "device %s", why);
+    fl_status why = {0};
+    if (len && wire_check_name(bytes, len, &why) != 0)
+        return refuse(r, "device %s", why.message);
     memcpy(device, bytes, len);
     device[len] = '\0';
     fl_device_name d;
@@ -456,7 +456,7 @@ int fl_graph_wire_decode(const void *bytes, size_t len, fl_graph_partition *p)
     reader *r = fl_xcalloc(1, sizeof *r);
     r->p = p;
     fl_wire_frame f = {.type = FL_WIRE_REGISTER_PARTITION, .payload = bytes, .payload_len = (uint32_t)len};
-    int rc = len > FL_WIRE_MAX_PAYLOAD ? -1 : wire_cursor_open(&r->c, &f, true, "partition", r->err, sizeof r->err);
+    int rc = len > FL_WIRE_MAX_PAYLOAD ? -1 : wire_cursor_open(&r->c, &f, true, "partition", &r->read);
     if (rc == 0)
         rc = read_partition(r);
     if (rc != 0) {

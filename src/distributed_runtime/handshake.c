@@ -75,32 +75,33 @@ bool fl_handshake_proof_matches(const unsigned char *secret, size_t secret_len, 
 }
 
 /* SERVER_PROOF, or ERROR (a refusal), into *m. 0, -1 (lost), -2 (refused). */
-static int read_server_proof(int fd, fl_wire_buf *buf, fl_wire_message *m, char *why, size_t len)
+static int read_server_proof(int fd, fl_wire_buf *buf, fl_wire_message *m, fl_status *st)
 {
     fl_wire_frame f;
-    int rc = fl_read_frame(fd, buf, &f, NULL, NULL, why, len);
+    int rc = fl_read_frame(fd, buf, &f, NULL, NULL, st);
     if (rc == 0)
-        snprintf(why, len, "the connection closed during the handshake");
-    if (rc != 1 || fl_wire_parse(&f, m, why, len) != 0)
+        fl_status_set(st, FL_UNAVAILABLE, "the connection closed during the handshake");
+    if (rc != 1 || fl_wire_parse(&f, m, st) != 0)
         return -1;
     if (m->type == FL_WIRE_ERROR) {
-        fl_escape_untrusted(m->u.error.message, strlen(m->u.error.message), why, len); /* the peer's words */
+        char said[FL_STATUS_MESSAGE_LEN];
+        fl_escape_untrusted(m->u.error.message, strlen(m->u.error.message), said, sizeof said); /* the peer's words */
+        fl_status_set(st, fl_wire_error_meaning(m->u.error.code), "%s", said);
         return -2;
     }
     if (m->type != FL_WIRE_SERVER_PROOF) {
-        snprintf(why, len, "%s where SERVER_PROOF belongs", fl_wire_type_name(m->type));
+        fl_status_set(st, FL_UNAUTHENTICATED, "%s where SERVER_PROOF belongs", fl_wire_type_name(m->type));
         return -2;
     }
     return 0;
 }
 
 int fl_handshake_client(int fd, const fl_connect_options *o, const char *my_job, int my_task,
-                        const unsigned char challenge[FL_WIRE_PROOF_BYTES], fl_wire_buf *buf, char *why,
-                        size_t len)
+                        const unsigned char challenge[FL_WIRE_PROOF_BYTES], fl_wire_buf *buf, fl_status *st)
 {
     if (o->secret_len == 0) {
-        snprintf(why, len, "it asks for the cluster's secret, which this task was not given "
-                 "(--cluster_secret_file or FLOWLAB_CLUSTER_SECRET_FILE)");
+        fl_status_set(st, FL_UNAUTHENTICATED, "it asks for the cluster's secret, which this task was not given "
+                      "(--cluster_secret_file or FLOWLAB_CLUSTER_SECRET_FILE)");
         return -2;
     }
     unsigned char proof[FL_WIRE_PROOF_BYTES], nonce[FL_WIRE_PROOF_BYTES];
@@ -113,15 +114,16 @@ int fl_handshake_client(int fd, const fl_connect_options *o, const char *my_job,
         rc = fl_socket_write_all(fd, out.data, out.len); /* 0, or -1: the connection failed */
     fl_wire_buf_free(&out);
     if (rc != 0) {
-        snprintf(why, len, "%s", rc == -2 ? fl_last_error() : strerror(errno));
+        fl_status_set(st, rc == -2 ? fl_last_error_code() : FL_UNAVAILABLE, "%s",
+                      rc == -2 ? fl_last_error() : strerror(errno));
         return rc == -2 ? -2 : -1;
     }
     fl_wire_message *m = fl_xmalloc(sizeof *m);
-    rc = read_server_proof(fd, buf, m, why, len);
+    rc = read_server_proof(fd, buf, m, st);
     if (rc == 0 && !fl_handshake_proof_matches(o->secret, o->secret_len, FL_PROVER_SERVER, nonce, o->job,
                                                (uint32_t)o->task, m->u.handshake.proof)) {
-        snprintf(why, len, "its proof of the cluster secret is wrong: it does not know the secret, or it is not "
-                 "/job:%s/task:%d (a false task?)", o->job, o->task);
+        fl_status_set(st, FL_UNAUTHENTICATED, "its proof of the cluster secret is wrong: it does not know the secret, "
+                      "or it is not /job:%s/task:%d (a false task?)", o->job, o->task);
         rc = -2;
     }
     free(m);

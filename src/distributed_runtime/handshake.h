@@ -31,9 +31,8 @@ bool fl_handshake_proof_matches(const unsigned char *secret, size_t secret_len, 
 /* The client's half, on a blocking socket (ps_client.c's hello), after the
  * server's CHALLENGE: sends PROOF, reads SERVER_PROOF into buf and checks
  * it names the peer o->job/o->task. 0; -1 when the connection failed (try
- * again); -2 when either side refused (final). why says which. */
+ * again); -2 when either side refused (final). st says which. */
 int fl_handshake_client(int fd, const fl_connect_options *o, const char *my_job, int my_task,
-                        const unsigned char challenge[FL_WIRE_PROOF_BYTES], fl_wire_buf *buf, char *why,
-                        size_t len);
+                        const unsigned char challenge[FL_WIRE_PROOF_BYTES], fl_wire_buf *buf, fl_status *st);
 
 #endif

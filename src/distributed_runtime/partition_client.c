@@ -29,9 +29,9 @@ static void take_values(const fl_wire_frame *f, outcome *o)
 {
     fl_wire_tensor *values;
     int n;
-    char why[FL_WIRE_ERROR_LEN];
-    if (fl_wire_parse_partition_done(f, &values, &n, why, sizeof why) != 0)
-        return failed(o, FL_DATA_LOSS, "%s", why);
+    fl_status why = {0};
+    if (fl_wire_parse_partition_done(f, &values, &n, &why) != 0)
+        return failed(o, why.code, "%s", why.message);
     if (n != o->nfetches) {
         free(values);
         return failed(o, FL_DATA_LOSS, "%s", "PARTITION_DONE: not one value per fetch");

@@ -121,9 +121,9 @@ static void *awaited_destination(void *client, const fl_wire_frame *f, size_t *b
 
 /* Reads one frame into buf: as fl_read_frame, counting what it received
  * (under the lock: fl_ps_client_traffic reads the count on another thread). */
-static int read_frame(fl_ps_client *c, fl_wire_buf *buf, fl_wire_frame *f, char *why, size_t len)
+static int read_frame(fl_ps_client *c, fl_wire_buf *buf, fl_wire_frame *f, fl_status *st)
 {
-    int rc = fl_read_frame(c->fd, buf, f, awaited_destination, c, why, len);
+    int rc = fl_read_frame(c->fd, buf, f, awaited_destination, c, st);
     pthread_mutex_lock(&c->lock);
     c->received += rc == 1 ? f->frame_len : 0;
     pthread_mutex_unlock(&c->lock);
@@ -136,15 +136,14 @@ static void *read_replies(void *client)
     fl_wire_buf buf = {0};
     fl_wire_conn order;
     fl_wire_conn_init(&order, FL_WIRE_CLIENT_SIDE);
-    fl_wire_check_order(&order, FL_WIRE_HELLO_OK, NULL, 0); /* open() read it already */
+    fl_status why = {0};
+    fl_wire_check_order(&order, FL_WIRE_HELLO_OK, &why); /* open() read it already */
     fl_socket_receive_within(c->fd, 0); /* the handshake's deadline is over: replies may take long */
     fl_wire_message *m = fl_xmalloc(sizeof *m);
-    char why[FL_WIRE_ERROR_LEN];
     for (;;) {
         fl_wire_frame f;
-        int rc = read_frame(c, &buf, &f, why, sizeof why);
-        if (rc == 1 && (fl_wire_check_order(&order, f.type, why, sizeof why) != 0 ||
-                        fl_wire_parse(&f, m, why, sizeof why) != 0))
+        int rc = read_frame(c, &buf, &f, &why);
+        if (rc == 1 && (fl_wire_check_order(&order, f.type, &why) != 0 || fl_wire_parse(&f, m, &why) != 0))
             rc = -1;
         pthread_mutex_lock(&c->lock);
         bool expected = rc == 1 && c->count > 0 && c->queue[c->head].id == f.request_id;
@@ -154,8 +153,8 @@ static void *read_replies(void *client)
         pthread_mutex_unlock(&c->lock);
         if (!expected) {
             if (rc == 1)
-                snprintf(why, sizeof why, "a reply to request %u, which is not the one awaited", f.request_id);
-            mark_broken(c, closing ? "closed" : why);
+                fl_status_set(&why, FL_DATA_LOSS, "a reply to request %u, which is not the one awaited", f.request_id);
+            mark_broken(c, closing ? "closed" : why.message);
             break;
         }
     }
@@ -364,23 +363,23 @@ void fl_ps_client_traffic(fl_ps_client *c, uint64_t *sent, uint64_t *received)
  * With a secret the server asks for a proof first (CHALLENGE: handshake.c), and a server that
  * does not ask is refused, so a task without the secret cannot pose as a ps. */
 static int read_welcome(fl_ps_client *c, const fl_connect_options *where, const char *my_job, int my_task,
-                        fl_wire_buf *buf, fl_wire_message *m, char *why, size_t len)
+                        fl_wire_buf *buf, fl_wire_message *m, fl_status *st)
 {
     fl_wire_frame f;
-    int got = read_frame(c, buf, &f, why, len); /* -2: a task with TLS, final */
-    if (got != 1 || fl_wire_parse(&f, m, why, len) != 0)
+    int got = read_frame(c, buf, &f, st); /* -2: a task with TLS, final */
+    if (got != 1 || fl_wire_parse(&f, m, st) != 0)
         return got == -2 ? -2 : -1;
     if (m->type == FL_WIRE_CHALLENGE) {
         unsigned char challenge[FL_WIRE_PROOF_BYTES];
         memcpy(challenge, m->u.handshake.nonce, sizeof challenge);
-        int rc = fl_handshake_client(c->fd, where, my_job, my_task, challenge, buf, why, len);
+        int rc = fl_handshake_client(c->fd, where, my_job, my_task, challenge, buf, st);
         if (rc != 0)
             return rc;
-        return read_frame(c, buf, &f, why, len) == 1 && fl_wire_parse(&f, m, why, len) == 0 ? 0 : -1;
+        return read_frame(c, buf, &f, st) == 1 && fl_wire_parse(&f, m, st) == 0 ? 0 : -1;
     }
     if (where->secret_len > 0 && m->type == FL_WIRE_HELLO_OK) {
-        snprintf(why, len, "it did not ask for the cluster's secret, so it cannot prove it knows it: a task "
-                 "without --cluster_secret_file, or not a task of this cluster");
+        fl_status_set(st, FL_UNAUTHENTICATED, "it did not ask for the cluster's secret, so it cannot prove it knows "
+                      "it: a task without --cluster_secret_file, or not a task of this cluster");
         return -2;
     }
     return 0;
@@ -390,26 +389,26 @@ static int read_welcome(fl_ps_client *c, const fl_connect_options *where, const 
  * -2 when the task answered with a refusal (or either side refused the other's proof of the secret). */
 static int say_hello(fl_ps_client *c, const fl_connect_options *where, const char *my_job, int my_task)
 {
-    char why[FL_WIRE_ERROR_LEN];
+    fl_status why = {0};
     fl_wire_put_hello(&c->out, 0, my_job, (uint32_t)my_task);
     int rc = fl_socket_write_all(c->fd, c->out.data, c->out.len);
     fl_wire_buf_consume(&c->out, c->out.len);
     fl_wire_buf reply = {0};
     fl_wire_message *m = fl_xmalloc(sizeof *m);
     if (rc == 0)
-        rc = read_welcome(c, where, my_job, my_task, &reply, m, why, sizeof why);
+        rc = read_welcome(c, where, my_job, my_task, &reply, m, &why);
     else
-        snprintf(why, sizeof why, "%s", strerror(errno));
+        fl_status_set(&why, FL_UNAVAILABLE, "%s", strerror(errno));
     bool unauthenticated = rc == -2 || (rc == 0 && m->type == FL_WIRE_ERROR &&
                                         m->u.error.code == FL_WIRE_E_UNAUTHENTICATED);
     if (rc == 0 && m->type != FL_WIRE_HELLO_OK) {
         const char *said = m->type == FL_WIRE_ERROR ? m->u.error.message : "no HELLO_OK";
-        fl_escape_untrusted(said, strlen(said), why, sizeof why); /* the peer's words */
+        fl_escape_untrusted(said, strlen(said), why.message, sizeof why.message); /* the peer's words */
         rc = -2;
     }
     if (rc != 0)
         fl_set_error_code(unauthenticated ? FL_UNAUTHENTICATED : rc == -2 ? FL_FAILED_PRECONDITION : FL_UNAVAILABLE,
-                          "%s did not accept /job:%s/task:%d: %s%s", c->who, my_job, my_task, why,
+                          "%s did not accept /job:%s/task:%d: %s%s", c->who, my_job, my_task, why.message,
                           unauthenticated ? " (refused: not retried)" : "");
     free(m);
     fl_wire_buf_free(&reply);

@@ -107,22 +107,22 @@ int fl_ps_store_count(const fl_ps_store *s) { return s->count; }
 size_t fl_ps_store_bytes(const fl_ps_store *s) { return s->bytes; }
 
 /* Whether value fits variable `name`: same dtype and shape. */
-static int check_fits(const char *name, const fl_tensor *have, const fl_tensor *value, char *err, size_t len)
+static int check_fits(const char *name, const fl_tensor *have, const fl_tensor *value, fl_status *st)
 {
     if (have->dtype == value->dtype && fl_shape_equal(have->shape, value->shape))
         return 0;
     char want_shape[64], got_shape[64];
-    snprintf(err, len, "variable %s is %s %s; the value sent is %s %s", name, fl_dtype_name(have->dtype),
-             fl_shape_format(have->shape, want_shape, sizeof want_shape), fl_dtype_name(value->dtype),
-             fl_shape_format(value->shape, got_shape, sizeof got_shape));
+    fl_status_set(st, FL_INVALID_ARGUMENT, "variable %s is %s %s; the value sent is %s %s", name,
+                  fl_dtype_name(have->dtype), fl_shape_format(have->shape, want_shape, sizeof want_shape),
+                  fl_dtype_name(value->dtype), fl_shape_format(value->shape, got_shape, sizeof got_shape));
     return -1;
 }
 
-int fl_ps_store_init(fl_ps_store *s, const char *name, const fl_tensor *value, char *err, size_t len)
+int fl_ps_store_init(fl_ps_store *s, const char *name, const fl_tensor *value, fl_status *st)
 {
     const fl_tensor *have = fl_ps_store_get(s, name);
     if (have)
-        return check_fits(name, have, value, err, len) ? -1 : 0;
+        return check_fits(name, have, value, st) ? -1 : 0;
     fl_tensor *copy = fl_tensor_new(value->dtype, value->shape);
     memcpy(copy->data, value->data, fl_tensor_bytes(value));
     if (s->count == s->capacity) {
@@ -156,16 +156,15 @@ static int variable_inputs(fl_op_kind op)
 
 /* A kernel trusts its inputs' sizes: slots must be shaped like their
  * variable, and Adam's beta powers must be float scalars. */
-static int check_slots(fl_op_kind op, fl_tensor *const *in, const char *const *vars, int nvars, char *err,
-                       size_t len)
+static int check_slots(fl_op_kind op, fl_tensor *const *in, const char *const *vars, int nvars, fl_status *st)
 {
     int slots = op == FL_OP_APPLY_ADAM ? 2 : nvars - 1;
     for (int i = 1; i <= slots; i++)
-        if (check_fits(vars[i], in[i], in[0], err, len))
+        if (check_fits(vars[i], in[i], in[0], st))
             return -1;
     for (int i = slots + 1; i < nvars; i++) {
         if (in[i]->dtype != FL_FLOAT32 || fl_shape_size(in[i]->shape) != 1) {
-            snprintf(err, len, "%s: %s must be a float32 scalar", fl_op_def_of(op)->type, vars[i]);
+            fl_status_set(st, FL_INVALID_ARGUMENT, "%s: %s must be a float32 scalar", fl_op_def_of(op)->type, vars[i]);
             return -1;
         }
     }
@@ -173,12 +172,12 @@ static int check_slots(fl_op_kind op, fl_tensor *const *in, const char *const *v
 }
 
 int fl_ps_store_run(fl_ps_store *s, fl_op_kind op, const fl_attrs *attrs, const char *const *vars,
-                    int nvars, const fl_tensor *arg, char *err, size_t len)
+                    int nvars, const fl_tensor *arg, fl_status *st)
 {
     int want = variable_inputs(op);
     if (want < 0 || nvars != want) {
-        snprintf(err, len, "%s is not a state op a parameter server runs with %d variables",
-                 fl_op_def_of(op)->type, nvars);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "%s is not a state op a parameter server runs with %d variables",
+                      fl_op_def_of(op)->type, nvars);
         return -1;
     }
     fl_tensor *in[6];
@@ -187,12 +186,12 @@ int fl_ps_store_run(fl_ps_store *s, fl_op_kind op, const fl_attrs *attrs, const 
         v[i] = fl_name_table_get(&s->by_name, vars[i]);
         in[i] = v[i] ? v[i]->now->tensor : NULL;
         if (!in[i]) {
-            snprintf(err, len, "%s: variable %s has no value on this ps yet (the chief initialises "
-                               "variables; is it running?)", fl_op_def_of(op)->type, vars[i]);
+            fl_status_set(st, FL_FAILED_PRECONDITION, "%s: variable %s has no value on this ps yet (the chief "
+                          "initialises variables; is it running?)", fl_op_def_of(op)->type, vars[i]);
             return -1;
         }
     }
-    if (check_slots(op, in, vars, nvars, err, len) || check_fits(vars[0], in[0], arg, err, len))
+    if (check_slots(op, in, vars, nvars, st) || check_fits(vars[0], in[0], arg, st))
         return -1;
     for (int i = 0; i < nvars; i++)
         in[i] = value_to_change(v[i]);
@@ -201,7 +200,7 @@ int fl_ps_store_run(fl_ps_store *s, fl_op_kind op, const fl_attrs *attrs, const 
                     .attrs = *attrs, .ninputs = nvars + 1};
     fl_kernel_ctx ctx = {0};
     if (fl_host_backend.run(NULL, &node, in, in[0], &ctx) != 0) {
-        snprintf(err, len, "%s on %s: %s", fl_op_def_of(op)->type, vars[0], fl_last_error());
+        fl_status_set(st, fl_last_error_code(), "%s on %s: %s", fl_op_def_of(op)->type, vars[0], fl_last_error());
         return -1;
     }
     return 0;

@@ -15,9 +15,9 @@ void fl_ps_store_free(fl_ps_store *s);
 
 /* Gives variable `name` its first value. Returns 1 when it was assigned now,
  * 0 when the variable already had a value (kept: the first initialiser wins,
- * as a chief's does), -1 with a message in err when the value's dtype or
- * shape differs from the variable's. */
-int fl_ps_store_init(fl_ps_store *s, const char *name, const fl_tensor *value, char *err, size_t len);
+ * as a chief's does), -1 with INVALID_ARGUMENT in st when the value's dtype
+ * or shape differs from the variable's. */
+int fl_ps_store_init(fl_ps_store *s, const char *name, const fl_tensor *value, fl_status *st);
 
 /* The variable's value, or NULL when there is no such variable yet. */
 const fl_tensor *fl_ps_store_get(const fl_ps_store *s, const char *name);
@@ -38,8 +38,9 @@ size_t fl_ps_store_bytes(const fl_ps_store *s);
  * variables named by vars (in the op's input order: the variable, then its
  * slots) followed by arg (the value, delta or gradient). Every variable must
  * exist and arg must match the first variable's dtype and shape; otherwise
- * -1 with a message naming the variable in err, and nothing changes. */
+ * -1 with st naming the variable (INVALID_ARGUMENT; FAILED_PRECONDITION for
+ * one with no value yet), and nothing changes. */
 int fl_ps_store_run(fl_ps_store *s, fl_op_kind op, const fl_attrs *attrs, const char *const *vars,
-                    int nvars, const fl_tensor *arg, char *err, size_t len);
+                    int nvars, const fl_tensor *arg, fl_status *st);
 
 #endif

@@ -112,7 +112,7 @@ static void hold(accumulator *a, fl_op_kind op, const fl_tensor *arg)
 
 /* Runs the update with what is held: the mean gradient, or the last value. */
 static int run_held(fl_ps_sync *s, accumulator *a, fl_op_kind op, const fl_attrs *attrs, const char *const *vars,
-                    int nvars, char *err, size_t len)
+                    int nvars, fl_status *st)
 {
     if (op != FL_OP_ASSIGN && op != FL_OP_ASSIGN_ADD) {
         float *mean = a->held->data;
@@ -120,7 +120,7 @@ static int run_held(fl_ps_sync *s, accumulator *a, fl_op_kind op, const fl_attrs
         for (size_t i = 0; i < n; i++)
             mean[i] /= (float)a->count;
     }
-    int rc = fl_ps_store_run(s->store, op, attrs, vars, nvars, a->held, err, len);
+    int rc = fl_ps_store_run(s->store, op, attrs, vars, nvars, a->held, st);
     a->next_step = a->step + 1;
     a->has_run = true;
     a->count = 0;
@@ -128,17 +128,17 @@ static int run_held(fl_ps_sync *s, accumulator *a, fl_op_kind op, const fl_attrs
 }
 
 int fl_ps_sync_update(fl_ps_sync *s, fl_op_kind op, const fl_attrs *attrs, const char *const *vars, int nvars,
-                      const fl_tensor *arg, const fl_wire_sync *sync, fl_wire_sync_outcome *outcome, char *err,
-                      size_t len)
+                      const fl_tensor *arg, const fl_wire_sync *sync, fl_wire_sync_outcome *outcome, fl_status *st)
 {
     const fl_tensor *var = fl_ps_store_get(s->store, vars[0]);
     if (!var) {
-        snprintf(err, len, "variable %s has no value on this ps yet (the chief initialises variables)", vars[0]);
+        fl_status_set(st, FL_FAILED_PRECONDITION,
+                      "variable %s has no value on this ps yet (the chief initialises variables)", vars[0]);
         return -1;
     }
     if (var->dtype != arg->dtype || !fl_shape_equal(var->shape, arg->shape)) {
-        snprintf(err, len, "%s: the value sent for %s does not match the variable's dtype or shape",
-                 fl_op_def_of(op)->type, vars[0]);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "%s: the value sent for %s does not match the variable's dtype or shape",
+                      fl_op_def_of(op)->type, vars[0]);
         return -1;
     }
     accumulator *a = accumulator_for(s, vars[0], var);
@@ -156,5 +156,5 @@ int fl_ps_sync_update(fl_ps_sync *s, fl_op_kind op, const fl_attrs *attrs, const
         return 0;
     }
     *outcome = FL_WIRE_SYNC_APPLIED;
-    return run_held(s, a, op, attrs, vars, nvars, err, len);
+    return run_held(s, a, op, attrs, vars, nvars, st);
 }

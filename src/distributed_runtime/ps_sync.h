@@ -18,10 +18,9 @@ void fl_ps_sync_free(fl_ps_sync *s);
  * takes them; arg the gradient, value or delta) toward sync->step. When it
  * is the sync->replicas-th for that step the update runs once: an Apply*
  * with the mean of the gradients, an Assign or AssignAdd with the last value
- * sent. *outcome says which; -1 with err naming the variable on a mismatch. */
+ * sent. *outcome says which; -1 with st naming the variable on a mismatch. */
 int fl_ps_sync_update(fl_ps_sync *s, fl_op_kind op, const fl_attrs *attrs, const char *const *vars, int nvars,
-                      const fl_tensor *arg, const fl_wire_sync *sync, fl_wire_sync_outcome *outcome, char *err,
-                      size_t len);
+                      const fl_tensor *arg, const fl_wire_sync *sync, fl_wire_sync_outcome *outcome, fl_status *st);
 /* The step the last update was counted toward: sync->step, or for
  * FL_WIRE_STEP_UNKNOWN the step the variable was at (an int32 scalar's own
  * value: the global step). */

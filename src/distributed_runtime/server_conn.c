@@ -110,19 +110,19 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         size_t len = evbuffer_get_length(in);
         size_t look = len < FL_WIRE_HEADER_BYTES ? len : FL_WIRE_HEADER_BYTES;
         fl_wire_frame f;
-        char why[FL_WIRE_ERROR_LEN];
+        fl_status why = {0};
         if (look == 0 || too_many_unread_replies(c))
             return;
-        fl_wire_status st = fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)look), look, &f, why, sizeof why);
+        fl_wire_status st = fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)look), look, &f, &why);
         if (st == FL_WIRE_BAD && fl_wire_looks_like_tls(evbuffer_pullup(in, (ev_ssize_t)look), look))
             return fl_server_refuse(c, 0, FL_WIRE_E_UNAUTHENTICATED, TLS_CLIENT_AT_PLAIN_TASK);
         if (st == FL_WIRE_BAD)
-            return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
+            return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why.message);
         size_t need = FL_WIRE_HEADER_BYTES;
         if (look == FL_WIRE_HEADER_BYTES) {
             fl_wire_frame announced = fl_wire_frame_announced(evbuffer_pullup(in, FL_WIRE_HEADER_BYTES));
-            if (!fl_server_guard_allows(c, announced.type, why, sizeof why))
-                return fl_server_refuse(c, announced.request_id, FL_WIRE_E_OUT_OF_ORDER, why);
+            if (!fl_server_guard_allows(c, announced.type, &why))
+                return fl_server_refuse(c, announced.request_id, FL_WIRE_E_OUT_OF_ORDER, why.message);
             need = announced.frame_len;
         }
         if (c->running) /* a frame announced behind a run counts whole, before it arrives */
@@ -138,8 +138,8 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         }
         bufferevent_setwatermark(bev, EV_READ, 0, 0);
         c->room_made = 0;
-        if (fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)need), need, &f, why, sizeof why) != FL_WIRE_FRAME)
-            return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why);
+        if (fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)need), need, &f, &why) != FL_WIRE_FRAME)
+            return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why.message);
         bool was_running = c->running != NULL; /* a partition's run in flight: this frame waits */
         if (!was_running)
             fl_server_count(c->server, &c->server->stats.bytes_in, need);
@@ -173,7 +173,7 @@ static void tell_plain_client(struct bufferevent *bev)
 
 /* Why OpenSSL ended a TLS connection (a certificate from another CA, a
  * client that does not speak TLS); false when it was no TLS error. */
-static bool tls_refusal(struct bufferevent *bev, char *why, size_t len)
+static bool tls_refusal(struct bufferevent *bev, fl_status *st)
 {
     unsigned long e = bufferevent_get_openssl_error(bev);
     if (!e)
@@ -181,8 +181,9 @@ static bool tls_refusal(struct bufferevent *bev, char *why, size_t len)
     char reason[200];
     ERR_error_string_n(e, reason, sizeof reason);
     bool plain = ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER;
-    snprintf(why, len, "the TLS handshake failed: %s%s", reason,
-             plain ? " (a client without --tls_cert/--tls_key/--tls_ca? it was told so in a plain ERROR frame)" : "");
+    fl_status_set(st, FL_UNAUTHENTICATED, "the TLS handshake failed: %s%s", reason,
+                  plain ? " (a client without --tls_cert/--tls_key/--tls_ca? it was told so in a plain ERROR frame)"
+                        : "");
     if (plain)
         tell_plain_client(bev);
     return true;
@@ -205,15 +206,15 @@ static const char *handshake_refusal(const fl_server *s)
 static void on_event(struct bufferevent *bev, short events, void *conn)
 {
     fl_server_conn *c = conn;
-    char why[FL_WIRE_ERROR_LEN];
+    fl_status why = {0};
     struct evbuffer *in = bufferevent_get_input(bev);
     size_t left = evbuffer_get_length(in);
-    if (c->tls && !c->who[0] && (events & BEV_EVENT_ERROR) && tls_refusal(bev, why, sizeof why)) {
-        fl_server_log_conn(c, "refused", why);
+    if (c->tls && !c->who[0] && (events & BEV_EVENT_ERROR) && tls_refusal(bev, &why)) {
+        fl_server_log_conn(c, "refused", why.message);
         fl_server_count(c->server, &c->server->stats.refused, 1);
     }
-    else if (left && fl_wire_check_eof(evbuffer_pullup(in, -1), left, why, sizeof why) != 0)
-        fl_server_log_conn(c, "lost", why);
+    else if (left && fl_wire_check_eof(evbuffer_pullup(in, -1), left, &why) != 0)
+        fl_server_log_conn(c, "lost", why.message);
     else if (c->sent_values && (events & BEV_EVENT_EOF)) /* a task server that sent values: exited, or killed */
         fl_server_log_conn(c, "closed", "the task that sent values here disconnected: it exited, or was lost "
                                         "(killed, or its host is gone)");

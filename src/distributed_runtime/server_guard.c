@@ -105,17 +105,17 @@ void fl_server_guard_welcomed(fl_server_conn *c)
     bufferevent_set_max_single_read(c->bev, FL_SERVER_MAX_SINGLE_IO);
 }
 
-bool fl_server_guard_allows(fl_server_conn *c, fl_wire_type announced, char *why, size_t len)
+bool fl_server_guard_allows(fl_server_conn *c, fl_wire_type announced, fl_status *st)
 {
     if (!c->deadline)
         return true;
     fl_wire_conn order = c->order; /* only looked at: the frame is checked again once whole */
-    if (fl_wire_check_order(&order, announced, why, len) != 0)
+    if (fl_wire_check_order(&order, announced, st) != 0)
         return false;
     if (announced == FL_WIRE_HELLO || announced == FL_WIRE_PROOF)
         return true;
-    snprintf(why, len, "%s before HELLO_OK: only HELLO and PROOF come before the handshake ends",
-             fl_wire_type_name(announced));
+    fl_status_set(st, FL_FAILED_PRECONDITION, "%s before HELLO_OK: only HELLO and PROOF come before the handshake ends",
+                  fl_wire_type_name(announced));
     return false;
 }
 

@@ -183,7 +183,7 @@ void fl_server_stop_partitions(fl_server *s);
  * accept fails. -1 when libevent cannot make a timer. */
 int fl_server_guard_stranger(fl_server_conn *c);
 void fl_server_guard_welcomed(fl_server_conn *c);
-bool fl_server_guard_allows(fl_server_conn *c, fl_wire_type announced, char *why, size_t len);
+bool fl_server_guard_allows(fl_server_conn *c, fl_wire_type announced, fl_status *st);
 int fl_server_guard_listener(fl_server *s);
 /* server_join.c: whom join waits for, set up from the spec at the
  * server's start, and freed with it. */

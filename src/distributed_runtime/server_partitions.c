@@ -219,18 +219,18 @@ static void serve_run(fl_server_conn *c, const fl_wire_frame *f)
 {
     fl_server *s = c->server;
     fl_partition_job *job = fl_xcalloc(1, sizeof *job);
-    char why[FL_WIRE_ERROR_LEN];
-    if (fl_wire_parse_run_partition(f, &job->run, why, sizeof why) != 0) { /* checked before: out of memory */
+    fl_status why = {0};
+    if (fl_wire_parse_run_partition(f, &job->run, &why) != 0) { /* checked before: out of memory */
         free(job);
-        return answer_failure(c, f->request_id, FL_INTERNAL, why);
+        return answer_failure(c, f->request_id, FL_INTERNAL, why.message);
     }
     int i = find_registered(c, job->run.handle);
     if (i < 0) {
-        snprintf(why, sizeof why, "RUN_PARTITION: no partition %llu was registered on this connection to %s",
-                 (unsigned long long)job->run.handle, s->name);
+        fl_status_set(&why, FL_INVALID_ARGUMENT, "RUN_PARTITION: no partition %llu was registered on this connection "
+                      "to %s", (unsigned long long)job->run.handle, s->name);
         fl_wire_run_partition_free(&job->run);
         free(job);
-        return answer_failure(c, f->request_id, FL_INVALID_ARGUMENT, why);
+        return answer_failure(c, f->request_id, why.code, why.message);
     }
     fl_wire_run_partition run = job->run;
     *job = (fl_partition_job){.server = s, .conn = c, .exec = c->partitions->items[i].exec, .run = run,
@@ -250,14 +250,15 @@ static void serve_run(fl_server_conn *c, const fl_wire_frame *f)
 
 /* The words of a SEND_TENSOR refused for want of room, naming the flag. */
 static void say_full(const fl_server *s, const fl_wire_send_tensor *m, fl_rendezvous_put_result full,
-                     const fl_rendezvous_held *h, char *why, size_t len)
+                     const fl_rendezvous_held *h, fl_status *st)
 {
     bool mine = full == FL_RENDEZVOUS_SENDER_FULL;
     uint64_t limit = mine ? s->limits.max_waiting_value_bytes : s->limits.max_waiting_value_bytes_total;
-    snprintf(why, len, "SEND_TENSOR %s for step %llu: %s holds %zu bytes of values %s sent that no run has "
-             "taken; %zu more would pass %s (%llu); they go when their step runs or their connection closes", m->key, (unsigned long long)m->step_id, s->name,
-             mine ? h->sender_bytes : h->all_bytes, mine ? "this connection" : "all connections", h->charge,
-             mine ? "--max_waiting_value_bytes" : "--max_waiting_value_bytes_total", (unsigned long long)limit);
+    fl_status_set(st, FL_RESOURCE_EXHAUSTED, "SEND_TENSOR %s for step %llu: %s holds %zu bytes of values %s sent "
+                  "that no run has taken; %zu more would pass %s (%llu); they go when their step runs or their "
+                  "connection closes", m->key, (unsigned long long)m->step_id, s->name,
+                  mine ? h->sender_bytes : h->all_bytes, mine ? "this connection" : "all connections", h->charge,
+                  mine ? "--max_waiting_value_bytes" : "--max_waiting_value_bytes_total", (unsigned long long)limit);
 }
 
 static void serve_send(fl_server_conn *c, uint32_t id, const fl_wire_send_tensor *m)
@@ -269,9 +270,9 @@ static void serve_send(fl_server_conn *c, uint32_t id, const fl_wire_send_tensor
     fl_rendezvous_held held;
     fl_rendezvous_put_result put = fl_rendezvous_put(s->rendezvous, c->values_sent, m->step_id, m->key, &value, &held);
     if (put != FL_RENDEZVOUS_KEPT) {
-        char why[FL_WIRE_ERROR_LEN];
-        say_full(s, m, put, &held, why, sizeof why);
-        return answer_failure(c, id, FL_RESOURCE_EXHAUSTED, why);
+        fl_status why = {0};
+        say_full(s, m, put, &held, &why);
+        return answer_failure(c, id, why.code, why.message);
     }
     fl_server_count(s, &s->stats.values_received, 1);
     fl_server_count(s, &s->stats.value_bytes_received, m->value.bytes);
@@ -299,8 +300,8 @@ void fl_server_serve_partition_frame(fl_server_conn *c, const fl_wire_frame *f, 
 void fl_server_peek_while_running(fl_server_conn *c, const fl_wire_frame *f)
 {
     uint64_t step;
-    char why[FL_WIRE_ERROR_LEN];
-    if (f->type == FL_WIRE_ABORT_STEP && fl_wire_parse_number(f, &step, why, sizeof why) == 0)
+    fl_status why = {0};
+    if (f->type == FL_WIRE_ABORT_STEP && fl_wire_parse_number(f, &step, &why) == 0)
         fl_rendezvous_abort(c->server->rendezvous, step); /* answered, in order, after the run */
 }
 

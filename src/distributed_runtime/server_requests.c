@@ -47,9 +47,10 @@ static void serve_init(fl_server_conn *c, uint32_t id, const fl_wire_named_tenso
                  m->name, s->name, fl_ps_store_count(s->store));
         return fl_server_refuse(c, id, fl_wire_error_for(FL_RESOURCE_EXHAUSTED), why);
     }
-    int rc = fl_ps_store_init(s->store, m->name, &value, why, sizeof why);
+    fl_status st = {0};
+    int rc = fl_ps_store_init(s->store, m->name, &value, &st);
     if (rc < 0)
-        return fl_server_refuse(c, id, FL_WIRE_E_MISMATCH, why);
+        return fl_server_refuse(c, id, fl_wire_error_for(st.code), st.message);
     if (rc == 1)
         fl_ps_sync_reset(s->sync, m->name);
     update_store_stats(s);
@@ -76,9 +77,9 @@ static void serve_apply(fl_server_conn *c, uint32_t id, const fl_wire_apply *a)
     fl_attrs attrs;
     fl_op_kind op = fl_server_apply_op(a->opt.kind, &a->opt, &attrs);
     fl_tensor grad = fl_server_received(s, &a->grad);
-    char why[FL_WIRE_ERROR_LEN];
-    if (fl_ps_store_run(s->store, op, &attrs, vars, 1 + a->opt.nslots, &grad, why, sizeof why) != 0)
-        return fl_server_refuse(c, id, FL_WIRE_E_MISMATCH, why);
+    fl_status st = {0};
+    if (fl_ps_store_run(s->store, op, &attrs, vars, 1 + a->opt.nslots, &grad, &st) != 0)
+        return fl_server_refuse(c, id, fl_wire_error_for(st.code), st.message);
     fl_wire_put_applied(&s->out, id, ++s->applies);
     fl_server_send_out(c);
 }
@@ -92,9 +93,9 @@ static void serve_assignment(fl_server_conn *c, uint32_t id, fl_op_kind op, cons
     fl_tensor value = fl_server_received(s, &m->tensor);
     const char *vars[1] = {m->name};
     fl_attrs none = {0};
-    char why[FL_WIRE_ERROR_LEN];
-    if (fl_ps_store_run(s->store, op, &none, vars, 1, &value, why, sizeof why) != 0)
-        return fl_server_refuse(c, id, FL_WIRE_E_MISMATCH, why);
+    fl_status st = {0};
+    if (fl_ps_store_run(s->store, op, &none, vars, 1, &value, &st) != 0)
+        return fl_server_refuse(c, id, fl_wire_error_for(st.code), st.message);
     if (op == FL_OP_ASSIGN_ADD) {
         fl_server_send_value(c, id, m->name);
     } else {
@@ -129,14 +130,14 @@ static void serve_is_initialized(fl_server_conn *c, uint32_t id, const char *nam
 /* One whole frame: checked for its place in the conversation, parsed, served. */
 void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
 {
-    char why[FL_WIRE_ERROR_LEN];
+    fl_status st = {0};
     fl_wire_message *m = c->server->message;
     if (c->running) /* served after the run's reply; only an ABORT_STEP is acted on now */
         fl_server_peek_while_running(c, f);
-    else if (fl_wire_check_order(&c->order, f->type, why, sizeof why) != 0) {
-        fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, why);
-    } else if (fl_wire_parse(f, m, why, sizeof why) != 0) {
-        fl_server_refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, why);
+    else if (fl_wire_check_order(&c->order, f->type, &st) != 0) {
+        fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, st.message);
+    } else if (fl_wire_parse(f, m, &st) != 0) {
+        fl_server_refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, st.message);
     } else {
         fl_server_count(c->server, &c->server->stats.frames, 1);
         fl_server_note_request(c->server, c, m->type);

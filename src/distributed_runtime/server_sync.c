@@ -69,9 +69,9 @@ void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m)
     fl_op_kind op = fl_server_update_op(m, &attrs);
     fl_tensor arg = fl_server_received(s, is_apply ? &m->u.apply.grad : &m->u.named.tensor);
     fl_wire_sync_outcome outcome;
-    char why[FL_WIRE_ERROR_LEN];
-    if (fl_ps_sync_update(s->sync, op, &attrs, vars, nvars, &arg, &m->sync, &outcome, why, sizeof why) != 0)
-        return fl_server_refuse(c, m->request_id, FL_WIRE_E_MISMATCH, why);
+    fl_status st = {0};
+    if (fl_ps_sync_update(s->sync, op, &attrs, vars, nvars, &arg, &m->sync, &outcome, &st) != 0)
+        return fl_server_refuse(c, m->request_id, fl_wire_error_for(st.code), st.message);
     if (outcome == FL_WIRE_SYNC_DROPPED)
         count_stale(c);
     s->sync_replicas = m->sync.replicas;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "flowlab.h"
+#include "status.h"
 
 /* ---- the frame header: 16 bytes, every integer big-endian (network order) ----
  *   0  magic "FLWP"   4  version u8   5  type u8   6  flags u16 (0)
@@ -22,7 +23,7 @@
 #define FL_WIRE_MAX_NAME 255u     /* names are 1..255 bytes of '!'..'~' */
 #define FL_WIRE_MAX_MESSAGE 1024u /* an ERROR frame's text, bytes ' '..'~' */
 #define FL_WIRE_MAX_TASK 65535u   /* task indices 0..65535 */
-#define FL_WIRE_ERROR_LEN 256     /* a good size for the err buffers below */
+#define FL_WIRE_ERROR_LEN 256     /* an ERROR frame's message and buf->error */
 
 typedef enum {
     FL_WIRE_HELLO = 1,         /* client -> server: job name, task index, version */
@@ -224,11 +225,10 @@ typedef struct {
 } fl_wire_frame;
 
 /* FL_WIRE_FRAME: *frame describes the first frame_len bytes. FL_WIRE_NEED_MORE: every
- * byte so far is valid, wait for more. FL_WIRE_BAD: err says what was wrong; the stream
+ * byte so far is valid, wait for more. FL_WIRE_BAD: st says what was wrong (DATA_LOSS); the stream
  * cannot be resynchronised, so the connection should be closed. The header is checked as
  * soon as its bytes arrive, so garbage is refused before a whole header is in. */
-fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, char *err,
-                              size_t errlen);
+fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, fl_status *st);
 /* The host's byte order is the wire's (little-endian): tensor data can be
  * used where it lies, and a frame's tensor data received where it belongs. */
 bool fl_wire_host_order_is_wire_order(void);
@@ -238,9 +238,9 @@ size_t fl_wire_frame_length(const void *header);
 /* What such a header announces: type, request id and lengths, with no
  * payload yet (a reader that places the payload's bytes itself). */
 fl_wire_frame fl_wire_frame_announced(const void *header);
-/* At end of stream: 0 when no bytes are left over, else -1 and a message such as
+/* At end of stream: 0 when no bytes are left over, else -1 and DATA_LOSS such as
  * "connection closed inside a frame header (7 of 16 bytes)". */
-int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen);
+int fl_wire_check_eof(const void *bytes, size_t len, fl_status *st);
 
 /* Whether the first bytes of a stream (1 or more) are a TLS record's, not a
  * frame's: a ClientHello (0x16 0x03), an alert (0x15 0x03), ... A peer with
@@ -320,33 +320,29 @@ typedef struct {
 void fl_wire_run_partition_free(fl_wire_run_partition *r);
 
 /* Every parser checks the frame's type, then each field, then that no bytes are left.
- * Return 0, or -1 with a message that starts with the frame type ("PULL: name is empty"). */
-int fl_wire_parse_hello(const fl_wire_frame *f, fl_wire_hello *out, char *err, size_t errlen);
-int fl_wire_parse_named_tensor(const fl_wire_frame *f, fl_wire_named_tensor *out, char *err,
-                               size_t errlen);
-int fl_wire_parse_pull(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], char *err,
-                       size_t errlen);
-int fl_wire_parse_apply(const fl_wire_frame *f, fl_wire_apply *out, char *err, size_t errlen);
-int fl_wire_parse_init_done(const fl_wire_frame *f, bool *already, char *err, size_t errlen);
-int fl_wire_parse_applied(const fl_wire_frame *f, uint64_t *version, char *err, size_t errlen);
-int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, char *err, size_t errlen);
-int fl_wire_parse_empty(const fl_wire_frame *f, char *err, size_t errlen); /* GOODBYE, OK */
+ * Return 0, or -1 with DATA_LOSS and a message that starts with the frame type ("PULL: name is empty"). */
+int fl_wire_parse_hello(const fl_wire_frame *f, fl_wire_hello *out, fl_status *st);
+int fl_wire_parse_named_tensor(const fl_wire_frame *f, fl_wire_named_tensor *out, fl_status *st);
+int fl_wire_parse_pull(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], fl_status *st);
+int fl_wire_parse_apply(const fl_wire_frame *f, fl_wire_apply *out, fl_status *st);
+int fl_wire_parse_init_done(const fl_wire_frame *f, bool *already, fl_status *st);
+int fl_wire_parse_applied(const fl_wire_frame *f, uint64_t *version, fl_status *st);
+int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, fl_status *st);
+int fl_wire_parse_empty(const fl_wire_frame *f, fl_status *st); /* GOODBYE, OK */
 /* SYNC_APPLY fills *sync and *out; SYNC_ASSIGN and SYNC_ASSIGN_ADD use the next one. */
-int fl_wire_parse_sync_apply(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_apply *out, char *err,
-                             size_t errlen);
+int fl_wire_parse_sync_apply(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_apply *out, fl_status *st);
 int fl_wire_parse_sync_assignment(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_named_tensor *out,
-                                  char *err, size_t errlen);
-int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, char *err, size_t errlen);
-int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, char *err, size_t errlen);
-int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *out, char *err, size_t errlen);
+                                  fl_status *st);
+int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, fl_status *st);
+int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, fl_status *st);
+int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *out, fl_status *st);
 /* PARTITION_DONE: *values (free() it) gets *count tensors that point into the frame. */
-int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count, char *err,
-                                 size_t errlen);
-int fl_wire_parse_send_tensor(const fl_wire_frame *f, fl_wire_send_tensor *out, char *err, size_t errlen);
+int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count, fl_status *st);
+int fl_wire_parse_send_tensor(const fl_wire_frame *f, fl_wire_send_tensor *out, fl_status *st);
 /* PARTITION_REGISTERED, ABORT_STEP, DEREGISTER_PARTITION: one u64. */
-int fl_wire_parse_number(const fl_wire_frame *f, uint64_t *number, char *err, size_t errlen);
+int fl_wire_parse_number(const fl_wire_frame *f, uint64_t *number, fl_status *st);
 /* CHALLENGE, PROOF, SERVER_PROOF: the fields their type carries; the others zero. */
-int fl_wire_parse_handshake(const fl_wire_frame *f, fl_wire_handshake *out, char *err, size_t errlen);
+int fl_wire_parse_handshake(const fl_wire_frame *f, fl_wire_handshake *out, fl_status *st);
 
 /* Any frame, by its type: the field of the union named after the type is filled. */
 typedef struct {
@@ -370,7 +366,7 @@ typedef struct {
     fl_wire_sync sync; /* SYNC_APPLY, SYNC_ASSIGN, SYNC_ASSIGN_ADD */
 } fl_wire_message;
 
-int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, char *err, size_t errlen);
+int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, fl_status *st);
 
 /* ---- the order of frames on one connection ----
  * A server checks what it receives: HELLO first, then requests, nothing after GOODBYE.
@@ -387,7 +383,7 @@ typedef struct {
 } fl_wire_conn;
 
 void fl_wire_conn_init(fl_wire_conn *conn, fl_wire_role role);
-/* 0 and the stage advanced, or -1 and "PULL before HELLO: a connection starts with HELLO". */
-int fl_wire_check_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t errlen);
+/* 0 and the stage advanced, or -1 and FAILED_PRECONDITION "PULL before HELLO: a connection starts with HELLO". */
+int fl_wire_check_order(fl_wire_conn *conn, fl_wire_type type, fl_status *st);
 
 #endif

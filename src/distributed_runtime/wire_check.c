@@ -5,19 +5,19 @@
 
 #include "wire_internal.h"
 
-int wire_check_name(const unsigned char *bytes, size_t len, char *err, size_t errlen)
+int wire_check_name(const unsigned char *bytes, size_t len, fl_status *st)
 {
     if (len == 0) {
-        snprintf(err, errlen, "is empty");
+        fl_status_set(st, FL_INVALID_ARGUMENT, "is empty");
         return -1;
     }
     if (len > FL_WIRE_MAX_NAME) {
-        snprintf(err, errlen, "is %zu bytes, over the %u limit", len, FL_WIRE_MAX_NAME);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "is %zu bytes, over the %u limit", len, FL_WIRE_MAX_NAME);
         return -1;
     }
     for (size_t i = 0; i < len; i++)
         if (!wire_name_byte_ok(bytes[i])) {
-            snprintf(err, errlen, "is not printable (byte 0x%02x at offset %zu)", bytes[i], i);
+            fl_status_set(st, FL_INVALID_ARGUMENT, "is not printable (byte 0x%02x at offset %zu)", bytes[i], i);
             return -1;
         }
     return 0;
@@ -33,10 +33,10 @@ void wire_format_dims(int rank, const int *dims, char *out, size_t len)
         snprintf(out + used, len - used, "]");
 }
 
-int wire_check_shape(int rank, const int *dims, int64_t *count, char *err, size_t errlen)
+int wire_check_shape(int rank, const int *dims, int64_t *count, fl_status *st)
 {
     if (rank < 0 || rank > FL_MAX_RANK) {
-        snprintf(err, errlen, "rank %d over the limit of %d", rank, FL_MAX_RANK);
+        fl_status_set(st, FL_INVALID_ARGUMENT, "rank %d over the limit of %d", rank, FL_MAX_RANK);
         return -1;
     }
     char shape[64];
@@ -45,13 +45,13 @@ int wire_check_shape(int rank, const int *dims, int64_t *count, char *err, size_
     int64_t n = 1;
     for (int i = 0; i < rank; i++) {
         if (dims[i] <= 0) {
-            snprintf(err, errlen, "shape %s has a non-positive dimension", shape);
+            fl_status_set(st, FL_INVALID_ARGUMENT, "shape %s has a non-positive dimension", shape);
             return -1;
         }
         n *= dims[i]; /* n <= 2^24 before, dims < 2^31: no overflow in 64 bits */
         if (n > max_count) {
-            snprintf(err, errlen, "shape %s has more than %lld elements, over the %u-byte limit",
-                     shape, (long long)max_count, FL_WIRE_MAX_PAYLOAD);
+            fl_status_set(st, FL_INVALID_ARGUMENT, "shape %s has more than %lld elements, over the %u-byte limit",
+                          shape, (long long)max_count, FL_WIRE_MAX_PAYLOAD);
             return -1;
         }
     }

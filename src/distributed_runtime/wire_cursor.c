@@ -11,20 +11,17 @@
 /* Every parse message starts with the frame type: "PULL: name is empty". */
 int wire_fail(wire_cursor *c, const char *fmt, ...)
 {
-    int n = snprintf(c->err, c->errlen, "%s: ", fl_wire_type_name(c->type));
-    if (n < 0 || (size_t)n >= c->errlen)
-        return -1;
+    char why[FL_STATUS_MESSAGE_LEN];
     va_list args;
     va_start(args, fmt);
-    vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, args);
+    vsnprintf(why, sizeof why, fmt, args);
     va_end(args);
-    return -1;
+    return fl_status_set(c->st, FL_DATA_LOSS, "%s: %s", fl_wire_type_name(c->type), why);
 }
 
-int wire_cursor_open(wire_cursor *c, const fl_wire_frame *f, bool type_ok, const char *parser,
-                       char *err, size_t errlen)
+int wire_cursor_open(wire_cursor *c, const fl_wire_frame *f, bool type_ok, const char *parser, fl_status *st)
 {
-    *c = (wire_cursor){f->payload, f->payload_len, NULL, 0, f->type, err, errlen};
+    *c = (wire_cursor){f->payload, f->payload_len, NULL, 0, f->type, st};
     if (f->tail_len > f->payload_len)
         return wire_fail(c, "%zu bytes received apart from a payload of %u", f->tail_len, (unsigned)f->payload_len);
     c->left -= f->tail_len;
@@ -82,11 +79,11 @@ int wire_get_name(wire_cursor *c, const char *what, char out[FL_WIRE_MAX_NAME + 
 {
     unsigned len;
     const unsigned char *bytes;
-    char why[FL_WIRE_ERROR_LEN];
+    fl_status why = {0};
     if (wire_get_u8(c, what, &len) != 0 || wire_take(c, len, what, &bytes) != 0)
         return -1;
-    if (wire_check_name(bytes, len, why, sizeof why) != 0)
-        return wire_fail(c, "%s %s", what, why);
+    if (wire_check_name(bytes, len, &why) != 0)
+        return wire_fail(c, "%s %s", what, why.message);
     memcpy(out, bytes, len);
     out[len] = '\0';
     return 0;
@@ -106,9 +103,9 @@ static int get_shape(wire_cursor *c, fl_wire_tensor *t)
             return -1;
         t->shape.dims[i] = (int32_t)dim; /* i32 on the wire: 0xffffffff reads as -1 */
     }
-    char why[FL_WIRE_ERROR_LEN];
-    if (wire_check_shape(t->shape.rank, t->shape.dims, &t->count, why, sizeof why) != 0)
-        return wire_fail(c, "%s", why);
+    fl_status why = {0};
+    if (wire_check_shape(t->shape.rank, t->shape.dims, &t->count, &why) != 0)
+        return wire_fail(c, "%s", why.message);
     return 0;
 }
 

@@ -40,10 +40,10 @@ static int refuse(fl_wire_buf *buf, long start, fl_wire_type type, const char *w
 static int put_name(fl_wire_buf *buf, long start, fl_wire_type type, const char *what,
                     const char *name)
 {
-    char why[FL_WIRE_ERROR_LEN];
+    fl_status why = {0};
     size_t len = name ? strlen(name) : 0;
-    if (wire_check_name((const unsigned char *)name, len, why, sizeof why) != 0)
-        return wire_abort(buf, start, "%s: %s %s", fl_wire_type_name(type), what, why);
+    if (wire_check_name((const unsigned char *)name, len, &why) != 0)
+        return wire_abort(buf, start, "%s: %s %s", fl_wire_type_name(type), what, why.message);
     if (put_u8(buf, (unsigned)len) != 0 || wire_append(buf, name, len) != 0)
         return refuse(buf, start, type, "out of memory");
     return 0;
@@ -54,15 +54,14 @@ static int put_name(fl_wire_buf *buf, long start, fl_wire_type type, const char 
  * receiving a tensor there is one memcpy. */
 static int put_tensor_head(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t, size_t *bytes)
 {
-    char why[FL_WIRE_ERROR_LEN];
+    fl_status why = {0};
     int64_t count;
     if (!t || !t->data)
         return refuse(buf, start, type, "no tensor given");
     if (t->dtype != FL_FLOAT32 && t->dtype != FL_INT32)
         return refuse(buf, start, type, "dtype is neither float32 nor int32");
-    if (wire_check_shape(t->shape.rank, t->shape.dims, &count, why,
-                         sizeof why) != 0)
-        return refuse(buf, start, type, why);
+    if (wire_check_shape(t->shape.rank, t->shape.dims, &count, &why) != 0)
+        return refuse(buf, start, type, why.message);
     if (put_u8(buf, (unsigned)t->dtype) != 0 || put_u8(buf, (unsigned)t->shape.rank) != 0)
         return refuse(buf, start, type, "out of memory");
     for (int i = 0; i < t->shape.rank; i++)

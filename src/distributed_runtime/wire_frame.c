@@ -187,61 +187,60 @@ int wire_end_before(fl_wire_buf *buf, long start, size_t following)
 /* ---- decoding ---- */
 
 /* The magic as hex and as text, of however many bytes have arrived (1 to 4). */
-static void bad_magic(const unsigned char *b, size_t n, char *err, size_t errlen)
+static void bad_magic(const unsigned char *b, size_t n, fl_status *st)
 {
     char hex[9] = "", text[5] = "";
     for (size_t i = 0; i < n; i++) {
         snprintf(hex + 2 * i, 3, "%02x", b[i]);
         text[i] = (b[i] >= ' ' && b[i] <= '~') ? (char)b[i] : '.';
     }
-    snprintf(err, errlen, "bad magic 0x%s (\"%s\"), expected 0x464c5750 (\"FLWP\")", hex, text);
+    fl_status_set(st, FL_DATA_LOSS, "bad magic 0x%s (\"%s\"), expected 0x464c5750 (\"FLWP\")", hex, text);
 }
 
 /* Checks the header fields among the first len bytes; 0 when all of those are valid. */
-static int check_header(const unsigned char *b, size_t len, char *err, size_t errlen)
+static int check_header(const unsigned char *b, size_t len, fl_status *st)
 {
     size_t n = len < 4 ? len : 4;
     if (memcmp(b, MAGIC, n) != 0) {
-        bad_magic(b, n, err, errlen);
+        bad_magic(b, n, st);
         return -1;
     }
     if (len > 4 && b[4] != FL_WIRE_VERSION) {
-        snprintf(err, errlen, "version %u not supported (this build speaks version %u)", b[4],
-                 FL_WIRE_VERSION);
+        fl_status_set(st, FL_DATA_LOSS, "version %u not supported (this build speaks version %u)", b[4],
+                      FL_WIRE_VERSION);
         return -1;
     }
     if (len > 5 && !type_known(b[5])) {
-        snprintf(err, errlen, "unknown frame type %u", b[5]);
+        fl_status_set(st, FL_DATA_LOSS, "unknown frame type %u", b[5]);
         return -1;
     }
     if (len >= 8 && wire_load_u16(b + 6) != 0) {
-        snprintf(err, errlen, "%s: flags 0x%04x not supported (must be 0)",
-                 fl_wire_type_name(b[5]), wire_load_u16(b + 6));
+        fl_status_set(st, FL_DATA_LOSS, "%s: flags 0x%04x not supported (must be 0)",
+                      fl_wire_type_name(b[5]), wire_load_u16(b + 6));
         return -1;
     }
     if (len < FL_WIRE_HEADER_BYTES)
         return 0;
     uint32_t payload = wire_load_u32(b + 12);
     if (payload > FL_WIRE_MAX_PAYLOAD) {
-        snprintf(err, errlen, "%s: payload length %u over the %u limit", fl_wire_type_name(b[5]),
-                 (unsigned)payload, FL_WIRE_MAX_PAYLOAD);
+        fl_status_set(st, FL_DATA_LOSS, "%s: payload length %u over the %u limit", fl_wire_type_name(b[5]),
+                      (unsigned)payload, FL_WIRE_MAX_PAYLOAD);
         return -1;
     }
     if (payload > MAX_PAYLOAD[b[5]]) {
-        snprintf(err, errlen, "%s: payload length %u over the %u limit for this frame type",
-                 fl_wire_type_name(b[5]), (unsigned)payload, (unsigned)MAX_PAYLOAD[b[5]]);
+        fl_status_set(st, FL_DATA_LOSS, "%s: payload length %u over the %u limit for this frame type",
+                      fl_wire_type_name(b[5]), (unsigned)payload, (unsigned)MAX_PAYLOAD[b[5]]);
         return -1;
     }
     return 0;
 }
 
-fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, char *err,
-                              size_t errlen)
+fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, fl_status *st)
 {
     const unsigned char *b = bytes;
     if (len == 0)
         return FL_WIRE_NEED_MORE;
-    if (check_header(b, len, err, errlen) != 0)
+    if (check_header(b, len, st) != 0)
         return FL_WIRE_BAD;
     if (len < FL_WIRE_HEADER_BYTES)
         return FL_WIRE_NEED_MORE;
@@ -271,19 +270,19 @@ fl_wire_frame fl_wire_frame_announced(const void *header)
                            .payload_len = payload, .frame_len = FL_WIRE_HEADER_BYTES + (size_t)payload};
 }
 
-int fl_wire_check_eof(const void *bytes, size_t len, char *err, size_t errlen)
+int fl_wire_check_eof(const void *bytes, size_t len, fl_status *st)
 {
     if (len == 0)
         return 0;
     if (len < FL_WIRE_HEADER_BYTES) {
-        snprintf(err, errlen, "connection closed inside a frame header (%zu of %u bytes)", len,
-                 FL_WIRE_HEADER_BYTES);
+        fl_status_set(st, FL_DATA_LOSS, "connection closed inside a frame header (%zu of %u bytes)", len,
+                      FL_WIRE_HEADER_BYTES);
         return -1;
     }
     const unsigned char *b = bytes;
     uint32_t payload = wire_load_u32(b + 12);
-    snprintf(err, errlen, "connection closed inside a %s payload (%zu of %u bytes)",
-             fl_wire_type_name(b[5]), len - FL_WIRE_HEADER_BYTES, (unsigned)payload);
+    fl_status_set(st, FL_DATA_LOSS, "connection closed inside a %s payload (%zu of %u bytes)",
+                  fl_wire_type_name(b[5]), len - FL_WIRE_HEADER_BYTES, (unsigned)payload);
     return -1;
 }
 
@@ -310,29 +309,30 @@ static bool is_request(fl_wire_type type)
     return fl_wire_reply_type(type) != 0;
 }
 
-static int server_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t errlen)
+static int server_order(fl_wire_conn *conn, fl_wire_type type, fl_status *st)
 {
     const char *name = fl_wire_type_name(type);
     if (conn->stage == FL_WIRE_CLOSED) {
-        snprintf(err, errlen, "%s after GOODBYE: the connection is finished", name);
+        fl_status_set(st, FL_FAILED_PRECONDITION, "%s after GOODBYE: the connection is finished", name);
         return -1;
     }
     if (!is_request(type)) {
-        snprintf(err, errlen, "%s is a reply; a client sends requests", name);
+        fl_status_set(st, FL_FAILED_PRECONDITION, "%s is a reply; a client sends requests", name);
         return -1;
     }
     if (conn->stage == FL_WIRE_AWAIT_HELLO && type != FL_WIRE_HELLO) {
-        snprintf(err, errlen, "%s before HELLO: a connection starts with HELLO", name);
+        fl_status_set(st, FL_FAILED_PRECONDITION, "%s before HELLO: a connection starts with HELLO", name);
         return -1;
     }
     if ((conn->stage == FL_WIRE_AWAIT_PROOF) != (type == FL_WIRE_PROOF)) {
-        snprintf(err, errlen, type == FL_WIRE_PROOF ? "PROOF without a CHALLENGE"
-                                                    : "%s before PROOF: this task asks for the cluster secret's proof",
-                 name);
+        fl_status_set(st, FL_FAILED_PRECONDITION,
+                      type == FL_WIRE_PROOF ? "PROOF without a CHALLENGE"
+                                            : "%s before PROOF: this task asks for the cluster secret's proof",
+                      name);
         return -1;
     }
     if (conn->stage == FL_WIRE_READY && type == FL_WIRE_HELLO) {
-        snprintf(err, errlen, "HELLO twice on one connection");
+        fl_status_set(st, FL_FAILED_PRECONDITION, "HELLO twice on one connection");
         return -1;
     }
     conn->stage = type == FL_WIRE_HELLO || type == FL_WIRE_PROOF ? FL_WIRE_READY
@@ -341,11 +341,11 @@ static int server_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t
     return 0;
 }
 
-static int client_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t errlen)
+static int client_order(fl_wire_conn *conn, fl_wire_type type, fl_status *st)
 {
     const char *name = fl_wire_type_name(type);
     if (is_request(type)) {
-        snprintf(err, errlen, "%s is a request; a server sends replies", name);
+        fl_status_set(st, FL_FAILED_PRECONDITION, "%s is a request; a server sends replies", name);
         return -1;
     }
     if (type == FL_WIRE_ERROR)
@@ -353,28 +353,28 @@ static int client_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t
     if (type == FL_WIRE_CHALLENGE || type == FL_WIRE_SERVER_PROOF) {
         if (conn->stage == FL_WIRE_AWAIT_HELLO)
             return 0; /* the handshake comes before HELLO_OK */
-        snprintf(err, errlen, "%s after HELLO_OK: the handshake is over", name);
+        fl_status_set(st, FL_FAILED_PRECONDITION, "%s after HELLO_OK: the handshake is over", name);
         return -1;
     }
     if (conn->stage == FL_WIRE_AWAIT_HELLO && type != FL_WIRE_HELLO_OK) {
-        snprintf(err, errlen, "%s before HELLO_OK: the server answers HELLO first", name);
+        fl_status_set(st, FL_FAILED_PRECONDITION, "%s before HELLO_OK: the server answers HELLO first", name);
         return -1;
     }
     if (conn->stage == FL_WIRE_READY && type == FL_WIRE_HELLO_OK) {
-        snprintf(err, errlen, "HELLO_OK twice on one connection");
+        fl_status_set(st, FL_FAILED_PRECONDITION, "HELLO_OK twice on one connection");
         return -1;
     }
     conn->stage = FL_WIRE_READY;
     return 0;
 }
 
-int fl_wire_check_order(fl_wire_conn *conn, fl_wire_type type, char *err, size_t errlen)
+int fl_wire_check_order(fl_wire_conn *conn, fl_wire_type type, fl_status *st)
 {
     if (!type_known((int)type)) {
-        snprintf(err, errlen, "unknown frame type %d", (int)type);
+        fl_status_set(st, FL_FAILED_PRECONDITION, "unknown frame type %d", (int)type);
         return -1;
     }
     if (conn->role == FL_WIRE_SERVER_SIDE)
-        return server_order(conn, type, err, errlen);
-    return client_order(conn, type, err, errlen);
+        return server_order(conn, type, st);
+    return client_order(conn, type, st);
 }

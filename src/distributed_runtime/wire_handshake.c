@@ -35,18 +35,18 @@ int fl_wire_put_server_proof(fl_wire_buf *buf, uint32_t id, const unsigned char 
     return put_blocks(buf, FL_WIRE_SERVER_PROOF, id, proof, NULL);
 }
 
-int fl_wire_parse_handshake(const fl_wire_frame *f, fl_wire_handshake *out, char *err, size_t errlen)
+int fl_wire_parse_handshake(const fl_wire_frame *f, fl_wire_handshake *out, fl_status *st)
 {
     memset(out, 0, sizeof *out);
     size_t want = f->type == FL_WIRE_PROOF ? 2 * FL_WIRE_PROOF_BYTES : FL_WIRE_PROOF_BYTES;
     bool type_ok = f->type == FL_WIRE_CHALLENGE || f->type == FL_WIRE_PROOF || f->type == FL_WIRE_SERVER_PROOF;
     if (!type_ok) {
-        snprintf(err, errlen, "%s: not a frame for the handshake parser", fl_wire_type_name(f->type));
+        fl_status_set(st, FL_DATA_LOSS, "%s: not a frame for the handshake parser", fl_wire_type_name(f->type));
         return -1;
     }
     if (f->payload_len != want || f->tail_len != 0) {
-        snprintf(err, errlen, "%s: payload of %u bytes; it is %zu", fl_wire_type_name(f->type),
-                 (unsigned)f->payload_len, want);
+        fl_status_set(st, FL_DATA_LOSS, "%s: payload of %u bytes; it is %zu", fl_wire_type_name(f->type),
+                      (unsigned)f->payload_len, want);
         return -1;
     }
     if (f->type == FL_WIRE_CHALLENGE)

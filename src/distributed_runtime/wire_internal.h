@@ -45,8 +45,8 @@ static inline bool wire_name_byte_ok(unsigned char c)
 /* wire_check.c: the checks encoders and parsers share, so both refuse the same things
  * with the same words. Each returns 0, or -1 with a message that has no frame prefix:
  * "is empty" (the caller says whose name), "shape [3,-1] has a non-positive dimension". */
-int wire_check_name(const unsigned char *bytes, size_t len, char *err, size_t errlen);
-int wire_check_shape(int rank, const int *dims, int64_t *count, char *err, size_t errlen);
+int wire_check_name(const unsigned char *bytes, size_t len, fl_status *st);
+int wire_check_shape(int rank, const int *dims, int64_t *count, fl_status *st);
 void wire_format_dims(int rank, const int *dims, char *out, size_t len); /* "[3,-1]" */
 
 /* wire_frame.c: frames are built in place. wire_begin writes a header with a zero
@@ -69,11 +69,9 @@ typedef struct {
     const unsigned char *tail; /* the payload's last tail_len bytes (fl_wire_frame) */
     size_t tail_len;
     fl_wire_type type;
-    char *err;
-    size_t errlen;
+    fl_status *st;            /* DATA_LOSS, with "TYPE: " before the message */
 } wire_cursor;
-int wire_cursor_open(wire_cursor *c, const fl_wire_frame *f, bool type_ok, const char *parser, char *err,
-                     size_t errlen);
+int wire_cursor_open(wire_cursor *c, const fl_wire_frame *f, bool type_ok, const char *parser, fl_status *st);
 int wire_fail(wire_cursor *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int wire_take(wire_cursor *c, size_t n, const char *what, const unsigned char **out);
 int wire_get_u8(wire_cursor *c, const char *what, unsigned *v);
@@ -95,7 +93,7 @@ int wire_put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_te
 
 /* wire_partition.c: the frames of in-graph replication across tasks. */
 bool wire_is_partition_frame(fl_wire_type type);
-int wire_parse_partition_frame(const fl_wire_frame *f, fl_wire_message *out, char *err, size_t errlen);
+int wire_parse_partition_frame(const fl_wire_frame *f, fl_wire_message *out, fl_status *st);
 
 /* Tensor elements travel little-endian: on a little-endian host (x86, most
  * ARM) a block of them is a plain memcpy, which matters for 13 MB tensors. */

@@ -33,12 +33,12 @@ void fl_wire_tensor_read(const fl_wire_tensor *t, void *dst)
 
 /* ---- the frames ---- */
 
-int fl_wire_parse_hello(const fl_wire_frame *f, fl_wire_hello *out, char *err, size_t errlen)
+int fl_wire_parse_hello(const fl_wire_frame *f, fl_wire_hello *out, fl_status *st)
 {
     wire_cursor c;
     bool type_ok = f->type == FL_WIRE_HELLO || f->type == FL_WIRE_HELLO_OK;
     unsigned version;
-    if (wire_cursor_open(&c, f, type_ok, "HELLO", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, type_ok, "HELLO", st) != 0)
         return -1;
     if (wire_get_u8(&c, "version", &version) != 0)
         return -1;
@@ -54,25 +54,23 @@ int fl_wire_parse_hello(const fl_wire_frame *f, fl_wire_hello *out, char *err, s
     return wire_finish(&c);
 }
 
-int fl_wire_parse_named_tensor(const fl_wire_frame *f, fl_wire_named_tensor *out, char *err,
-                               size_t errlen)
+int fl_wire_parse_named_tensor(const fl_wire_frame *f, fl_wire_named_tensor *out, fl_status *st)
 {
     wire_cursor c;
     bool type_ok = f->type == FL_WIRE_INIT_VARIABLE || f->type == FL_WIRE_VALUE ||
                    f->type == FL_WIRE_ASSIGN_ADD || f->type == FL_WIRE_ASSIGN;
-    if (wire_cursor_open(&c, f, type_ok, "named tensor", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, type_ok, "named tensor", st) != 0)
         return -1;
     if (wire_get_name(&c, "name", out->name) != 0 || wire_get_tensor(&c, &out->tensor) != 0)
         return -1;
     return wire_finish(&c);
 }
 
-int fl_wire_parse_pull(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], char *err,
-                       size_t errlen)
+int fl_wire_parse_pull(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], fl_status *st)
 {
     wire_cursor c;
     bool type_ok = f->type == FL_WIRE_PULL || f->type == FL_WIRE_IS_INITIALIZED;
-    if (wire_cursor_open(&c, f, type_ok, "name-only", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, type_ok, "name-only", st) != 0)
         return -1;
     if (wire_get_name(&c, "name", name) != 0)
         return -1;
@@ -153,10 +151,10 @@ static int get_apply_fields(wire_cursor *c, fl_wire_apply *out)
     return wire_finish(c);
 }
 
-int fl_wire_parse_apply(const fl_wire_frame *f, fl_wire_apply *out, char *err, size_t errlen)
+int fl_wire_parse_apply(const fl_wire_frame *f, fl_wire_apply *out, fl_status *st)
 {
     wire_cursor c;
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_APPLY, "APPLY", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_APPLY, "APPLY", st) != 0)
         return -1;
     return get_apply_fields(&c, out);
 }
@@ -170,32 +168,31 @@ static int get_sync(wire_cursor *c, fl_wire_sync *sync)
     return 0;
 }
 
-int fl_wire_parse_sync_apply(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_apply *out, char *err,
-                             size_t errlen)
+int fl_wire_parse_sync_apply(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_apply *out, fl_status *st)
 {
     wire_cursor c;
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_SYNC_APPLY, "SYNC_APPLY", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_SYNC_APPLY, "SYNC_APPLY", st) != 0)
         return -1;
     return get_sync(&c, sync) != 0 ? -1 : get_apply_fields(&c, out);
 }
 
 int fl_wire_parse_sync_assignment(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_named_tensor *out,
-                                  char *err, size_t errlen)
+                                  fl_status *st)
 {
     wire_cursor c;
     bool type_ok = f->type == FL_WIRE_SYNC_ASSIGN || f->type == FL_WIRE_SYNC_ASSIGN_ADD;
-    if (wire_cursor_open(&c, f, type_ok, "SYNC_ASSIGN", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, type_ok, "SYNC_ASSIGN", st) != 0)
         return -1;
     if (get_sync(&c, sync) != 0 || wire_get_name(&c, "name", out->name) != 0 || wire_get_tensor(&c, &out->tensor) != 0)
         return -1;
     return wire_finish(&c);
 }
 
-int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, char *err, size_t errlen)
+int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, fl_status *st)
 {
     wire_cursor c;
     unsigned outcome;
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_SYNC_DONE, "SYNC_DONE", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_SYNC_DONE, "SYNC_DONE", st) != 0)
         return -1;
     if (wire_get_u8(&c, "outcome", &outcome) != 0)
         return -1;
@@ -205,21 +202,21 @@ int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, c
     return wire_finish(&c);
 }
 
-int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, char *err, size_t errlen)
+int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, fl_status *st)
 {
     wire_cursor c;
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_WAIT_STEP, "WAIT_STEP", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_WAIT_STEP, "WAIT_STEP", st) != 0)
         return -1;
     if (wire_get_name(&c, "name", out->name) != 0 || wire_get_u64(&c, "step", &out->step) != 0)
         return -1;
     return wire_finish(&c);
 }
 
-int fl_wire_parse_init_done(const fl_wire_frame *f, bool *already, char *err, size_t errlen)
+int fl_wire_parse_init_done(const fl_wire_frame *f, bool *already, fl_status *st)
 {
     wire_cursor c;
     unsigned flag;
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_INIT_DONE, "INIT_DONE", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_INIT_DONE, "INIT_DONE", st) != 0)
         return -1;
     if (wire_get_u8(&c, "flag", &flag) != 0)
         return -1;
@@ -229,21 +226,21 @@ int fl_wire_parse_init_done(const fl_wire_frame *f, bool *already, char *err, si
     return wire_finish(&c);
 }
 
-int fl_wire_parse_applied(const fl_wire_frame *f, uint64_t *version, char *err, size_t errlen)
+int fl_wire_parse_applied(const fl_wire_frame *f, uint64_t *version, fl_status *st)
 {
     wire_cursor c;
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_APPLIED, "APPLIED", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_APPLIED, "APPLIED", st) != 0)
         return -1;
     if (wire_get_u64(&c, "version", version) != 0)
         return -1;
     return wire_finish(&c);
 }
 
-int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, char *err, size_t errlen)
+int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, fl_status *st)
 {
     wire_cursor c;
     const unsigned char *b, *text;
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_ERROR, "ERROR", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_ERROR, "ERROR", st) != 0)
         return -1;
     if (wire_take(&c, 4, "code and length", &b) != 0)
         return -1;
@@ -263,49 +260,49 @@ int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, char *err, s
     return wire_finish(&c);
 }
 
-int fl_wire_parse_empty(const fl_wire_frame *f, char *err, size_t errlen)
+int fl_wire_parse_empty(const fl_wire_frame *f, fl_status *st)
 {
     wire_cursor c;
     bool type_ok = f->type == FL_WIRE_GOODBYE || f->type == FL_WIRE_OK;
-    if (wire_cursor_open(&c, f, type_ok, "empty-frame", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, type_ok, "empty-frame", st) != 0)
         return -1;
     return wire_finish(&c);
 }
 
-int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, char *err, size_t errlen)
+int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, fl_status *st)
 {
     memset(out, 0, sizeof *out);
     out->type = f->type;
     out->request_id = f->request_id;
     switch (f->type) {
     case FL_WIRE_HELLO:
-    case FL_WIRE_HELLO_OK: return fl_wire_parse_hello(f, &out->u.hello, err, errlen);
+    case FL_WIRE_HELLO_OK: return fl_wire_parse_hello(f, &out->u.hello, st);
     case FL_WIRE_INIT_VARIABLE:
     case FL_WIRE_VALUE:
     case FL_WIRE_ASSIGN_ADD:
-    case FL_WIRE_ASSIGN: return fl_wire_parse_named_tensor(f, &out->u.named, err, errlen);
+    case FL_WIRE_ASSIGN: return fl_wire_parse_named_tensor(f, &out->u.named, st);
     case FL_WIRE_PULL:
-    case FL_WIRE_IS_INITIALIZED: return fl_wire_parse_pull(f, out->u.name, err, errlen);
-    case FL_WIRE_SYNC_APPLY: return fl_wire_parse_sync_apply(f, &out->sync, &out->u.apply, err, errlen);
+    case FL_WIRE_IS_INITIALIZED: return fl_wire_parse_pull(f, out->u.name, st);
+    case FL_WIRE_SYNC_APPLY: return fl_wire_parse_sync_apply(f, &out->sync, &out->u.apply, st);
     case FL_WIRE_SYNC_ASSIGN:
-    case FL_WIRE_SYNC_ASSIGN_ADD: return fl_wire_parse_sync_assignment(f, &out->sync, &out->u.named, err, errlen);
-    case FL_WIRE_SYNC_DONE: return fl_wire_parse_sync_done(f, &out->u.outcome, err, errlen);
-    case FL_WIRE_WAIT_STEP: return fl_wire_parse_wait_step(f, &out->u.wait, err, errlen);
-    case FL_WIRE_APPLY: return fl_wire_parse_apply(f, &out->u.apply, err, errlen);
+    case FL_WIRE_SYNC_ASSIGN_ADD: return fl_wire_parse_sync_assignment(f, &out->sync, &out->u.named, st);
+    case FL_WIRE_SYNC_DONE: return fl_wire_parse_sync_done(f, &out->u.outcome, st);
+    case FL_WIRE_WAIT_STEP: return fl_wire_parse_wait_step(f, &out->u.wait, st);
+    case FL_WIRE_APPLY: return fl_wire_parse_apply(f, &out->u.apply, st);
     case FL_WIRE_INIT_DONE:
-        return fl_wire_parse_init_done(f, &out->u.already_initialized, err, errlen);
-    case FL_WIRE_APPLIED: return fl_wire_parse_applied(f, &out->u.version, err, errlen);
-    case FL_WIRE_ERROR: return fl_wire_parse_error(f, &out->u.error, err, errlen);
+        return fl_wire_parse_init_done(f, &out->u.already_initialized, st);
+    case FL_WIRE_APPLIED: return fl_wire_parse_applied(f, &out->u.version, st);
+    case FL_WIRE_ERROR: return fl_wire_parse_error(f, &out->u.error, st);
     case FL_WIRE_GOODBYE:
-    case FL_WIRE_OK: return fl_wire_parse_empty(f, err, errlen);
+    case FL_WIRE_OK: return fl_wire_parse_empty(f, st);
     case FL_WIRE_CHALLENGE:
     case FL_WIRE_PROOF:
-    case FL_WIRE_SERVER_PROOF: return fl_wire_parse_handshake(f, &out->u.handshake, err, errlen);
+    case FL_WIRE_SERVER_PROOF: return fl_wire_parse_handshake(f, &out->u.handshake, st);
     default: break;
     }
     if (wire_is_partition_frame(f->type))
-        return wire_parse_partition_frame(f, out, err, errlen);
-    snprintf(err, errlen, "unknown frame type %d", (int)f->type);
+        return wire_parse_partition_frame(f, out, st);
+    fl_status_set(st, FL_DATA_LOSS, "unknown frame type %d", (int)f->type);
     return -1;
 }
 

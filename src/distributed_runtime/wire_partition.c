@@ -193,24 +193,24 @@ void fl_wire_run_partition_free(fl_wire_run_partition *r)
     memset(r, 0, sizeof *r);
 }
 
-int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *out, char *err, size_t errlen)
+int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *out, fl_status *st)
 {
     wire_cursor c;
     memset(out, 0, sizeof *out);
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_RUN_PARTITION, "RUN_PARTITION", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_RUN_PARTITION, "RUN_PARTITION", st) != 0)
         return -1;
     /* Every name takes at least 2 payload bytes: payload/2 slots, payload bytes of text. */
     size_t cap = f->payload_len / 2 + 1;
     out->storage = malloc(cap * sizeof(char *) + f->payload_len + 1);
     if (!out->storage)
         return wire_fail(&c, "out of memory");
-    run_storage st = {(char *)out->storage + cap * sizeof(char *), out->storage, 0, (int)cap};
+    run_storage room = {(char *)out->storage + cap * sizeof(char *), out->storage, 0, (int)cap};
     int rc = wire_get_u64(&c, "handle", &out->handle) != 0 || wire_get_u64(&c, "step", &out->step_id) != 0 ||
-                     get_feeds(&c, &st, out) != 0
+                     get_feeds(&c, &room, out) != 0
                  ? -1
                  : 0;
     for (int k = 0; k < 4 && rc == 0; k++)
-        rc = get_list(&c, &st, k, &out->lists[k]);
+        rc = get_list(&c, &room, k, &out->lists[k]);
     if (rc == 0)
         rc = wire_finish(&c);
     if (rc != 0)
@@ -218,13 +218,12 @@ int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *o
     return rc;
 }
 
-int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count, char *err,
-                                 size_t errlen)
+int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count, fl_status *st)
 {
     wire_cursor c;
     *values = NULL;
     *count = 0;
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_PARTITION_DONE, "PARTITION_DONE", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_PARTITION_DONE, "PARTITION_DONE", st) != 0)
         return -1;
     int n;
     if (get_count(&c, "values", 6, &n) != 0)
@@ -246,10 +245,10 @@ int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values
     return 0;
 }
 
-int fl_wire_parse_send_tensor(const fl_wire_frame *f, fl_wire_send_tensor *out, char *err, size_t errlen)
+int fl_wire_parse_send_tensor(const fl_wire_frame *f, fl_wire_send_tensor *out, fl_status *st)
 {
     wire_cursor c;
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_SEND_TENSOR, "SEND_TENSOR", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_SEND_TENSOR, "SEND_TENSOR", st) != 0)
         return -1;
     if (wire_get_u64(&c, "step", &out->step_id) != 0 || wire_get_name(&c, "key", out->key) != 0 ||
         wire_get_tensor(&c, &out->value) != 0)
@@ -257,12 +256,12 @@ int fl_wire_parse_send_tensor(const fl_wire_frame *f, fl_wire_send_tensor *out, 
     return wire_finish(&c);
 }
 
-int fl_wire_parse_number(const fl_wire_frame *f, uint64_t *number, char *err, size_t errlen)
+int fl_wire_parse_number(const fl_wire_frame *f, uint64_t *number, fl_status *st)
 {
     wire_cursor c;
     bool type_ok = f->type == FL_WIRE_PARTITION_REGISTERED || f->type == FL_WIRE_ABORT_STEP ||
                    f->type == FL_WIRE_DEREGISTER_PARTITION;
-    if (wire_cursor_open(&c, f, type_ok, "one-number", err, errlen) != 0)
+    if (wire_cursor_open(&c, f, type_ok, "one-number", st) != 0)
         return -1;
     if (wire_get_u64(&c, "number", number) != 0)
         return -1;
@@ -276,31 +275,31 @@ bool wire_is_partition_frame(fl_wire_type type)
 
 /* fl_wire_parse's part: lists are checked here and parsed again by whoever
  * serves them; a partition's graph is graph_wire.c's to check. */
-int wire_parse_partition_frame(const fl_wire_frame *f, fl_wire_message *out, char *err, size_t errlen)
+int wire_parse_partition_frame(const fl_wire_frame *f, fl_wire_message *out, fl_status *st)
 {
     out->u.body = (fl_wire_bytes){f->payload, f->payload_len};
     if (f->type == FL_WIRE_SEND_TENSOR)
-        return fl_wire_parse_send_tensor(f, &out->u.send, err, errlen);
+        return fl_wire_parse_send_tensor(f, &out->u.send, st);
     if (f->type == FL_WIRE_RUN_PARTITION) {
         fl_wire_run_partition run;
-        int rc = fl_wire_parse_run_partition(f, &run, err, errlen);
+        int rc = fl_wire_parse_run_partition(f, &run, st);
         fl_wire_run_partition_free(&run);
         return rc;
     }
     if (f->type == FL_WIRE_PARTITION_DONE) {
         fl_wire_tensor *values;
         int n;
-        int rc = fl_wire_parse_partition_done(f, &values, &n, err, errlen);
+        int rc = fl_wire_parse_partition_done(f, &values, &n, st);
         free(values);
         return rc;
     }
     if (f->type == FL_WIRE_REGISTER_PARTITION) {
         wire_cursor c;
-        if (wire_cursor_open(&c, f, true, "REGISTER_PARTITION", err, errlen) != 0)
+        if (wire_cursor_open(&c, f, true, "REGISTER_PARTITION", st) != 0)
             return -1;
         if (f->payload_len == 0 || f->tail_len != 0)
             return wire_fail(&c, "%s", f->tail_len ? "the partition was received apart" : "the payload is empty");
         return 0;
     }
-    return fl_wire_parse_number(f, &out->u.number, err, errlen);
+    return fl_wire_parse_number(f, &out->u.number, st);
 }

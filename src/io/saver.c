@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "placement.h"
-#include "session_internal.h"
+#include "runtime.h"
+#include "session_access.h"
 #include "temp_files.h"
 
 #define STATE_FILE "checkpoint"
@@ -28,42 +28,19 @@ static char *join_path(const char *dir, const char *name)
 
 /* ---- saving ---- */
 
-static bool is_saved(const fl_session *s, const fl_node *var)
-{
-    return var->id < s->nslots && s->slots[var->id].initialized && s->slots[var->id].device;
-}
-
-/* Copies one variable's value from its device into a new host tensor. */
-static fl_tensor *copy_out_variable(fl_session *s, const fl_node *var)
-{
-    const fl_slot *slot = &s->slots[var->id];
-    fl_device *d = slot->device;
-    fl_tensor *t = fl_tensor_new(slot->value.dtype, slot->value.shape);
-    fl_clear_error();
-    /* A variable another task holds is read there: the session's buffer
-     * only mirrors the last value read, and optimizer slots are never read. */
-    int rc = fl_device_read_variable(d, var->name, t->data, slot->value.data, fl_tensor_bytes(t));
-    if (rc != 0 || d->backend->wait(d->impl) != 0) {
-        fl_session_fail(s, "saving %s: copying it from %s failed: %s", var->name, d->name,
-                        fl_last_error());
-        fl_tensor_free(t);
-        return NULL;
-    }
-    return t;
-}
-
 /* Fills out with every initialized global variable; returns the count or -1. */
 static int collect_variables(fl_session *s, fl_named_tensor **out)
 {
-    int nvars = fl_global_variables(s->graph, NULL, 0);
+    fl_graph *g = fl_session_graph(s);
+    int nvars = fl_global_variables(g, NULL, 0);
     fl_node **vars = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *vars);
-    fl_global_variables(s->graph, vars, nvars);
+    fl_global_variables(g, vars, nvars);
     fl_named_tensor *list = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *list);
     int n = 0;
     for (int i = 0; i < nvars; i++) {
-        if (!is_saved(s, vars[i]))
+        if (!fl_session_variable_initialized(s, vars[i]))
             continue;
-        list[n].tensor = copy_out_variable(s, vars[i]);
+        list[n].tensor = fl_session_read_variable(s, vars[i]);
         if (!list[n].tensor) {
             fl_checkpoint_free(list, n);
             free(vars);
@@ -223,9 +200,10 @@ int fl_session_save_keeping(fl_session *s, const char *dir, int64_t step, int ma
                                     "to keep, or 0 for all", dir, max_to_keep);
     if (fl_session_refuse_in_client(s, "fl_session_save"))
         return -1;
-    s->error[0] = '\0';
-    if (fl_graph_failed(s->graph))
-        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
+    fl_session_clear_error(s);
+    fl_graph *g = fl_session_graph(s);
+    if (fl_graph_failed(g))
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(g));
     if (ensure_directory(s, dir) != 0)
         return -1;
     fl_remove_stale_temps(dir, is_saver_file);
@@ -352,35 +330,15 @@ static int check_variables(fl_session *s, const char *path, fl_node *const *vars
     return 0;
 }
 
-static int copy_in_variable(fl_session *s, fl_node *var, const fl_tensor *t)
-{
-    if (fl_session_place(s, var) != 0)
-        return -1;
-    fl_slot *slot = &s->slots[var->id];
-    if (fl_session_ensure_node_buffer(s, var, slot, t->dtype, t->shape) != 0)
-        return -1;
-    fl_device *d = slot->device;
-    fl_clear_error();
-    /* wait before returning: t is freed once every variable is loaded */
-    int rc = fl_device_write_variable(d, var->name, slot->buffer, t);
-    if (rc != 0 || d->backend->wait(d->impl) != 0)
-        return fl_session_fail(s, "restoring %s: copying it to %s failed: %s", var->name,
-                               d->name, fl_last_error());
-    slot->value = (fl_tensor){.dtype = var->dtype, .shape = var->attrs.shape, .data = slot->buffer};
-    slot->initialized = true;
-    return 0;
-}
-
 static int restore_from(fl_session *s, const char *path, const fl_named_tensor *tensors, int n)
 {
-    int nvars = fl_global_variables(s->graph, NULL, 0);
+    fl_graph *g = fl_session_graph(s);
+    int nvars = fl_global_variables(g, NULL, 0);
     fl_node **vars = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *vars);
-    fl_global_variables(s->graph, vars, nvars);
+    fl_global_variables(g, vars, nvars);
     int rc = check_variables(s, path, vars, nvars, tensors, n);
-    if (rc == 0)
-        fl_session_grow(s);
     for (int i = 0; rc == 0 && i < nvars; i++)
-        rc = copy_in_variable(s, vars[i], find_tensor(tensors, n, vars[i]->name));
+        rc = fl_session_write_variable(s, vars[i], find_tensor(tensors, n, vars[i]->name));
     free(vars);
     return rc;
 }
@@ -430,9 +388,10 @@ int fl_session_restore_latest(fl_session *s, const char *dir)
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_restore_latest: no directory given");
     if (fl_session_refuse_in_client(s, "fl_session_restore_latest"))
         return -1;
-    s->error[0] = '\0';
-    if (fl_graph_failed(s->graph))
-        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
+    fl_session_clear_error(s);
+    fl_graph *g = fl_session_graph(s);
+    if (fl_graph_failed(g))
+        return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(g));
     fl_remove_stale_temps(dir, is_saver_file);
     int rc;
     char *path = latest_path(s, dir, &rc);
@@ -442,7 +401,7 @@ int fl_session_restore_latest(fl_session *s, const char *dir)
     rc = restore_file(s, path, &unreadable);
     if (rc != 0 && unreadable && restore_previous(s, dir, path) == 0) {
         rc = 0;
-        s->error[0] = '\0'; /* said on stderr; the restore succeeded */
+        fl_session_clear_error(s); /* said on stderr; the restore succeeded */
     }
     free(path);
     return rc == 0 ? 1 : -1;

@@ -237,9 +237,9 @@ static double time_conv(const conv_shape *cs, const char *device, int which)
     for (int r = 0; rc == 0 && r < REPS; r++)
         rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &op, 1);
     int n = 0;
-    for (int i = 0; rc == 0 && i < s->nevents && n < REPS; i++)
-        if (s->events[i].node == op->id && s->events[i].copy_of < 0)
-            t[n++] = s->events[i].duration_us * 1e-6;
+    for (int i = 0; rc == 0 && i < s->trace.nevents && n < REPS; i++)
+        if (s->trace.events[i].node == op->id && s->trace.events[i].copy_of < 0)
+            t[n++] = s->trace.events[i].duration_us * 1e-6;
     if (rc != 0)
         fprintf(stderr, "bench: conv on %s: %s\n", device, fl_session_error(s));
     fl_session_free(s);

@@ -1,7 +1,7 @@
 /* bench_pipeline.c: chapter 7's pipeline in `make bench`. The lab split by
  * layers (convolutions on /gpu:0, dense layers on /gpu:1) runs a batch of
  * 128 whole, then as 4 micro-batches of 32, on two PoCL devices sharing a
- * pool of two workers (two single cores); the rounds alternate. GPipe's
+ * pool of two workers on two cores; the rounds alternate. GPipe's
  * bubble (S-1)/(M+S-1) predicts the speedup of equal stages: S*M/(M+S-1). */
 #include <math.h>
 #include <stdio.h>

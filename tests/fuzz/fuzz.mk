@@ -11,7 +11,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_DIR     := build/fuzz
 WIRE_SRC     := $(wildcard src/distributed_runtime/wire*.c)
-WIRE_HDR     := $(wildcard src/distributed_runtime/wire*.h) src/flowlab.h
+WIRE_HDR     := $(wildcard src/distributed_runtime/wire*.h) src/flowlab.h src/status.h
 FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -Isrc \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 

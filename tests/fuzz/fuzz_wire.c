@@ -96,8 +96,8 @@ static void free_tensors(fl_tensor *t, int n)
 static int encode_run_partition(fl_wire_buf *buf, const fl_wire_frame *f)
 {
     fl_wire_run_partition r;
-    char err[FL_WIRE_ERROR_LEN];
-    check(fl_wire_parse_run_partition(f, &r, err, sizeof err) == 0, "RUN_PARTITION parses as fl_wire_parse said");
+    fl_status err = {0};
+    check(fl_wire_parse_run_partition(f, &r, &err) == 0, "RUN_PARTITION parses as fl_wire_parse said");
     const fl_tensor **values = calloc((size_t)r.nfeeds + 1, sizeof *values);
     fl_tensor *feeds = to_tensors(r.feed_values, r.nfeeds, values);
     int rc = fl_wire_put_run_partition(buf, f->request_id, r.handle, r.step_id, r.nfeeds, r.feed_names, values, r.lists);
@@ -111,8 +111,8 @@ static int encode_partition_done(fl_wire_buf *buf, const fl_wire_frame *f)
 {
     fl_wire_tensor *w;
     int n;
-    char err[FL_WIRE_ERROR_LEN];
-    check(fl_wire_parse_partition_done(f, &w, &n, err, sizeof err) == 0, "PARTITION_DONE parses as fl_wire_parse said");
+    fl_status err = {0};
+    check(fl_wire_parse_partition_done(f, &w, &n, &err) == 0, "PARTITION_DONE parses as fl_wire_parse said");
     const fl_tensor **values = calloc((size_t)n + 1, sizeof *values);
     fl_tensor *t = to_tensors(w, n, values);
     int rc = fl_wire_put_partition_done(buf, f->request_id, n, values);
@@ -150,10 +150,11 @@ static bool is_partition_frame(fl_wire_type type)
 static void check_round_trip(const fl_wire_frame *f, const unsigned char *frame_bytes)
 {
     fl_wire_message m;
-    char err[FL_WIRE_ERROR_LEN];
-    if (fl_wire_parse(f, &m, err, sizeof err) != 0) {
-        check(strncmp(err, fl_wire_type_name(f->type), strlen(fl_wire_type_name(f->type))) == 0,
+    fl_status err = {0};
+    if (fl_wire_parse(f, &m, &err) != 0) {
+        check(strncmp(err.message, fl_wire_type_name(f->type), strlen(fl_wire_type_name(f->type))) == 0,
               "a parse error starts with the frame type");
+        check(err.code == FL_DATA_LOSS, "a frame the parsers refuse is DATA_LOSS");
         return;
     }
     fl_wire_buf buf = {0};
@@ -169,27 +170,27 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     fl_wire_conn server, client;
     fl_wire_conn_init(&server, FL_WIRE_SERVER_SIDE);
     fl_wire_conn_init(&client, FL_WIRE_CLIENT_SIDE);
-    char err[FL_WIRE_ERROR_LEN];
+    fl_status err = {0};
     size_t at = 0;
     for (;;) {
         fl_wire_frame f;
-        fl_wire_status st = fl_wire_decode(data + at, size - at, &f, err, sizeof err);
+        fl_wire_status st = fl_wire_decode(data + at, size - at, &f, &err);
         if (st == FL_WIRE_BAD)
             return 0;
         if (st == FL_WIRE_NEED_MORE) {
-            check((fl_wire_check_eof(data + at, size - at, err, sizeof err) == 0) == (at == size),
+            check((fl_wire_check_eof(data + at, size - at, &err) == 0) == (at == size),
                   "end of stream is clean exactly when no bytes are left");
             return 0;
         }
         check(f.frame_len >= FL_WIRE_HEADER_BYTES && f.frame_len <= size - at, "a frame lies inside the input");
         fl_wire_frame g;
-        check(fl_wire_decode(data + at, f.frame_len - 1, &g, err, sizeof err) == FL_WIRE_NEED_MORE,
+        check(fl_wire_decode(data + at, f.frame_len - 1, &g, &err) == FL_WIRE_NEED_MORE,
               "a frame less its last byte waits for more");
         check_round_trip(&f, data + at);
         /* An odd HELLO meets a server with a cluster secret, which then asks for a PROOF. */
-        if (fl_wire_check_order(&server, f.type, err, sizeof err) == 0 && f.type == FL_WIRE_HELLO && f.request_id & 1)
+        if (fl_wire_check_order(&server, f.type, &err) == 0 && f.type == FL_WIRE_HELLO && f.request_id & 1)
             server.stage = FL_WIRE_AWAIT_PROOF;
-        fl_wire_check_order(&client, f.type, err, sizeof err);
+        fl_wire_check_order(&client, f.type, &err);
         at += f.frame_len;
     }
 }

@@ -90,12 +90,13 @@ static inline void program_node(program_bytes *b, fl_graph *g, int index)
             break;
         ninputs = i + 1;
     }
-    char name[16], why[256];
+    char name[16];
+    fl_status why = {0};
     /* The first count from head's that the op takes (the decoder's own rule). */
     int tries = 0, k = (int)(head % 7) % (ninputs + 2);
-    while (tries++ <= ninputs && fl_graph_wire_check_inputs(op, inputs, k, why, sizeof why) != 0)
+    while (tries++ <= ninputs && fl_graph_wire_check_inputs(op, inputs, k, &why) != 0)
         k = (k + 1) % (ninputs + 2);
-    if (k > ninputs || fl_graph_wire_check_inputs(op, inputs, k, why, sizeof why) != 0)
+    if (k > ninputs || fl_graph_wire_check_inputs(op, inputs, k, &why) != 0)
         return;
     snprintf(name, sizeof name, "n%d", index);
     fl_node_spec spec = {.op = op, .name = name, .inputs = inputs, .ninputs = k,

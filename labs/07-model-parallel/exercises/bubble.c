@@ -9,11 +9,15 @@
  * fraction of each of the lab's two devices at M = 4. Then measure it: run
  * the lab with --split layers --micro_batches 4 --trace trace.json (the
  * chapter's command) and build/labs/07-model-parallel/trace_report
- * trace.json --micro_batches 4. (2) Explain the difference between your
- * prediction and your measurement: which stage does more of the work, and
- * what does that do to each device's idle time? (3) Why does the mean of
- * the two idle fractions fall as M grows, and why does it stop falling
- * once the micro-batches get small?
+ * trace.json --micro_batches 4; do the same with --micro_batches 1.
+ * (2) Explain the difference between your prediction and your measurement:
+ * from the per-layer lines (the update included), which stage does more of
+ * the work at M = 1 and at M = 4, and what does that do to each device's
+ * idle time? (3) The idle time fell. Did the step get faster? Compare the
+ * busy times and spans of the two traces (or run
+ * labs/07-model-parallel/pipeline_speed.sh), and say where the extra time
+ * went: name at least two causes and the line of the report or the trace
+ * that shows each.
  *
  * Check your work: make exercises */
 #include "exercises.h"

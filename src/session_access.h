@@ -1,0 +1,25 @@
+/* session_access.h: what the files that work on a session from outside it
+ * may ask, as they do not see its state (session_internal.h): the saver
+ * (io/saver.c) its graph and its variables' values, copied off and onto
+ * their devices (session_variables.c); the DOT writer its graph, and where
+ * each node ran through the public fl_session_node_device. */
+#ifndef FLOWLAB_SESSION_ACCESS_H
+#define FLOWLAB_SESSION_ACCESS_H
+
+#include "session_error.h"
+
+fl_graph *fl_session_graph(const fl_session *s); /* session.c */
+/* Whether var has a value in this session: assigned, restored, or (a ps
+ * task's) known to have one. */
+bool fl_session_variable_initialized(const fl_session *s, const fl_node *var);
+/* var's value, copied off its device into a new host tensor; NULL with the
+ * error set ("saving VAR: ..."). */
+fl_tensor *fl_session_read_variable(fl_session *s, const fl_node *var);
+/* Places var and gives it t's value (host memory), done on return; -1 with
+ * the error set ("restoring VAR: ..."). */
+int fl_session_write_variable(fl_session *s, fl_node *var, const fl_tensor *t);
+/* -1 with the error set when s is the client of a cluster, whose variables
+ * live on the tasks (what: "fl_session_save"); session_master.c. */
+int fl_session_refuse_in_client(fl_session *s, const char *what);
+
+#endif
