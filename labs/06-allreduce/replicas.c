@@ -133,3 +133,17 @@ int variables_checksum(fl_session *s, const variable_io *io, uint64_t *out)
     *out = hash;
     return 0;
 }
+
+void print_checksums_in_rank_order(uint64_t mine, MPI_Comm comm)
+{
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    uint64_t all[size];
+    MPI_Gather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, comm);
+    if (rank != 0)
+        return;
+    for (int r = 0; r < size; r++)
+        printf("rank %d of %d: variables checksum %016llx\n", r, size, (unsigned long long)all[r]);
+    fflush(stdout);
+}

@@ -50,6 +50,11 @@ const char *allreduce_algorithm_name(allreduce_algorithm algorithm);
  * for a collision). Returns 0, or -1 with replicas_error() saying why. */
 int variables_checksum(fl_session *s, const variable_io *io, uint64_t *out);
 
+/* Rank 0 gathers every rank's checksum and prints them in rank order, one
+ * "rank R of N: variables checksum X" line each, so the output is the same
+ * from run to run (ranks printing their own lines race). Collective. */
+void print_checksums_in_rank_order(uint64_t mine, MPI_Comm comm);
+
 /* Why the last of the functions above failed. */
 const char *replicas_error(void);
 
