@@ -30,13 +30,41 @@ static inline int loopback_bind(int *port, int listening)
     return fd;
 }
 
-/* A port nothing listens on now: the kernel's pick, released at once. */
+/* The ports this test has handed out. The kernel may pick a port it just
+ * released again, so two calls in a row for one cluster spec could return
+ * the same port ("no cluster spec": its two tasks share an address). */
+static int loopback_given[256];
+static int loopback_given_count;
+
+static inline int loopback_was_given(int port, int count)
+{
+    for (int i = 0; i < loopback_given_count && i < 256; i++)
+        if (loopback_given[i] >= port && loopback_given[i] < port + count)
+            return 1;
+    return 0;
+}
+
+static inline void loopback_remember(int port, int count)
+{
+    for (int i = 0; i < count; i++)
+        loopback_given[loopback_given_count++ % 256] = port + i;
+}
+
+/* A port nothing listens on now and this test has not handed out before:
+ * the kernel's pick, released at once. */
 static inline int loopback_free_port(void)
 {
-    int port = 0, fd = loopback_bind(&port, 0);
-    if (fd >= 0)
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int port = 0, fd = loopback_bind(&port, 0);
+        if (fd < 0)
+            continue;
         close(fd);
-    return port;
+        if (!loopback_was_given(port, 1)) {
+            loopback_remember(port, 1);
+            return port;
+        }
+    }
+    return 0;
 }
 
 /* A port P with P .. P+count-1 all free now (for a launcher's --base_port),
@@ -53,8 +81,10 @@ static inline int loopback_free_ports(int count)
         }
         for (int i = 0; i < held; i++)
             close(fds[i]);
-        if (held == count)
+        if (held == count && !loopback_was_given(base + 1, count - 1)) {
+            loopback_remember(base + 1, count - 1);
             return base;
+        }
     }
     return 0;
 }

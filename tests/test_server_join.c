@@ -50,6 +50,8 @@ static void write_file(const char *path, const char *text)
 static fl_cluster *spec(const hosts *h, const char *job, int task, const char *secret_file)
 {
     fl_cluster *c = fl_cluster_from_flags(h->ps_hosts, h->worker_hosts, job, task);
+    if (!c)
+        diag("the cluster spec ps %s, workers %s: %s", h->ps_hosts, h->worker_hosts, fl_last_error());
     if (c && secret_file && fl_cluster_set_secret_file(c, secret_file) != 0)
         diag("secret: %s", fl_last_error());
     return c;
