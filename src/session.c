@@ -453,6 +453,7 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
     if (fl_graph_failed(s->graph))
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
     if (fl_session_in_client(s)) {
+        fl_session_trace_run_starts(s); /* the tasks' events land on this origin */
         int rc = fl_session_run_master(s, options, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
         s->run.run_count += rc == 0;
         return rc;

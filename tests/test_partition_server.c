@@ -223,7 +223,7 @@ static void test_lost_client(const tasks *t)
     const char *feeds[] = {"x"}, *fetches[] = {"g_sum"};
     const fl_tensor *values[] = {x};
     fl_wire_name_list lists[4] = {{1, fetches}, {0, NULL}, {1, g_keys}, {1, w_keys}};
-    fl_wire_put_run_partition(&out, 3, handle, 700, 1, feeds, values, lists);
+    fl_wire_put_run_partition(&out, 3, handle, 700, 0, 1, feeds, values, lists);
     ok(write(fd, out.data, out.len) == (ssize_t)out.len, "and starts a step, whose w no ps will send");
     fl_sleep_s(0.3);
     close(fd); /* killed mid-run */
