@@ -147,6 +147,8 @@ static int start_pulling_remote_variable(fl_session *s, fl_node *n)
     if (n->op != FL_OP_VARIABLE || !(slot->crosses || slot->fetched) || !b->has_kernel(FL_OP_VARIABLE))
         return 0;
     fl_kernel_ctx ctx = {.seed = 0};
+    if (fl_session_tracing(s)) /* the device times its pulls, from send to reply, from now on */
+        fl_session_device_times_ops(s, slot->device);
     if (b->run(slot->device->impl, n, NULL, &slot->value, &ctx) != 0)
         return fl_session_fail(s, "%s: reading it from %s: %s", n->name, slot->device->name, fl_last_error());
     return 0;

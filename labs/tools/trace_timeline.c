@@ -41,7 +41,7 @@ static const kind kinds[] = {
     {"forward", "#9ecae1"},          {"backward (gradients)", "#3182bd"}, {"copy between devices", "#d62728"},
     {"averaging the towers", "#ff7f0e"}, {"Adam's update, global step", "#756bb1"},
     {"collectives", "#2ca02c"},      {"accumulating micro-batches' gradients", "#fdae6b"},
-    {"request to a task, sent to answered", "#bdbdbd"},
+    {"request to a task, sent to answered", "#bdbdbd"}, {"pull of a variable, sent to answered", "#74c476"},
 };
 
 static const kind *kind_of(const trace_event *e)
@@ -52,6 +52,8 @@ static const kind *kind_of(const trace_event *e)
         return &kinds[5];
     if (strcmp(e->cat, "request") == 0) /* a cluster's client: RUN_PARTITION to one task */
         return &kinds[7];
+    if (strcmp(e->cat, "VariableV2") == 0) /* only a remote variable's read runs: a PULL (chapter 3) */
+        return &kinds[8];
     if (strncmp(e->name, "average_gradients", 17) == 0)
         return &kinds[3];
     if (strncmp(e->name, "accumulate/", 11) == 0) /* chapter 7's pipeline */
