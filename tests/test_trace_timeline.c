@@ -71,6 +71,16 @@ static void draws_a_trace(const char *trace, const char *svg_path)
     free(svg);
 }
 
+/* trace_timeline run on trace: the SVG it drew (free it), or NULL. */
+static char *drawn(const char *trace, const char *svg_path, const char *what)
+{
+    char cmd[1400], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s %s", lab, trace, svg_path);
+    ok(run_command(cmd, &out) == 0, "trace_timeline draws %s (%s)", what, out ? out : "");
+    free(out);
+    return read_file(svg_path);
+}
+
 /* A hand-written trace of 2.3 s on one lane (a slow step of chapter 7's),
  * with a pipeline's accumulation: the time labels must stay 10 or fewer and
  * at least 60 px apart ("2000 ms" is about 50 px wide), and the
@@ -87,11 +97,7 @@ static void labels_stay_apart(const char *trace, const char *svg_path)
               "\"tid\":1,\"ts\":1201000,\"dur\":1100000,\"args\":{\"device\":\"/gpu:1\"}}\n]}\n", f);
         fclose(f);
     }
-    char cmd[1400], *out = NULL;
-    snprintf(cmd, sizeof cmd, "%s %s %s", lab, trace, svg_path);
-    ok(run_command(cmd, &out) == 0, "trace_timeline draws a 2.3 s trace (%s)", out ? out : "");
-    free(out);
-    char *svg = read_file(svg_path);
+    char *svg = drawn(trace, svg_path, "a 2.3 s trace");
     int labels = 0;
     double last_x = -1e9, closest = 1e9;
     for (const char *p = svg; p && (p = strstr(p, "<text x=\"")); p++) {
@@ -130,11 +136,7 @@ static void many_lanes(const char *trace, const char *svg_path)
         }
     if (f)
         fclose(f);
-    char cmd[1400], *out = NULL;
-    snprintf(cmd, sizeof cmd, "%s %s %s", lab, trace, svg_path);
-    ok(run_command(cmd, &out) == 0, "trace_timeline draws a trace of 40 lanes (%s)", out ? out : "");
-    free(out);
-    char *svg = read_file(svg_path);
+    char *svg = drawn(trace, svg_path, "a trace of 40 lanes");
     ok(svg && strstr(svg, ">client to /job:worker/task:19</text>") && strstr(svg, ">/job:worker/task:19/gpu:0</text>"),
        "the last lanes are drawn, named in full");
     double leftmost = 1e9;
