@@ -56,7 +56,8 @@ $(BUILD)/tests/test_in_graph_cluster: tests/task_servers.h $(BUILD)/labs/02-in-g
 # --trace in cluster mode: a traced step against flowlab_server processes, chapter 2's
 # lab in cluster mode and chapter 3's through the launcher, each with --trace.
 $(BUILD)/tests/test_cluster_trace: tests/task_servers.h labs/tools/trace_events.h $(BUILD)/labs/tools/flowlab_server \
-                                   $(BUILD)/labs/02-in-graph-towers/in_graph_towers $(LAB03) $(LAUNCHER)
+                                   $(BUILD)/labs/02-in-graph-towers/in_graph_towers \
+                                   $(BUILD)/labs/03-between-graph/between_graph $(BUILD)/labs/tools/launch_cluster
 # The task servers' tests share a graph cut by hand; one runs the built server.
 $(BUILD)/tests/test_partition_server $(BUILD)/tests/test_flowlab_server: tests/partition_fixture.h
 $(BUILD)/tests/test_flowlab_server: $(BUILD)/labs/tools/flowlab_server
