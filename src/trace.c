@@ -221,14 +221,15 @@ static void put_external_events(FILE *f, fl_session *s, int nlanes)
 {
     fl_trace_state *t = &s->trace;
     pthread_mutex_lock(&t->external_lock);
-    const char *names[32];
+    enum { MAX_LANES = 64 }; /* a cluster's trace: a lane per task and device, and one per task's request */
+    const char *names[MAX_LANES];
     int nnames = 0;
     for (int i = 0; i < t->nexternal; i++) {
         const fl_external_event *e = &t->external[i];
         int lane = 0;
         while (lane < nnames && strcmp(names[lane], e->lane) != 0)
             lane++;
-        if (lane == 32)
+        if (lane == MAX_LANES)
             continue; /* more lanes than anyone reads: dropped */
         int tid = nlanes + lane + 1;
         if (lane == nnames) {
