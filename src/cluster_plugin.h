@@ -32,6 +32,10 @@ typedef struct fl_cluster_plugin {
     int (*run_master)(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                       int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
     const char *(*node_device)(void *master, const fl_node *n);
+    /* Before each run: the session whose trace the run's tasks report their
+     * ops into (RunMetadata's FULL_TRACE), or NULL when it does not trace.
+     * May be NULL itself: the master traces nothing. */
+    void (*trace_into)(void *master, fl_session *trace);
     void (*close_master)(void *master);
 } fl_cluster_plugin;
 

@@ -36,6 +36,23 @@ void fl_session_set_tracing(fl_session *s, bool on);
  * while tracing is on. Safe from any thread, during a run too. */
 void fl_session_trace_event(fl_session *s, const char *lane, const char *name, double start_us,
                             double end_us);
+/* The same, with the event's kind (the trace's "cat"): the op another
+ * task ran ("MatMul"), so a drawing colours it as the op it was, or what
+ * the lane shows ("request"). fl_session_trace_event's kind is "external". */
+void fl_session_trace_span(fl_session *s, const char *lane, const char *name, const char *kind,
+                           double start_us, double end_us);
+/* One op of the traced runs as the executor recorded it, as TensorFlow's
+ * RunMetadata step_stats gives it: the node's name, its op ("Copy" for a
+ * copy between devices, named after the value it moved), its device, and
+ * its start on CLOCK_MONOTONIC (microseconds, fl_session_trace_event's
+ * clock). The strings live as long as the session and its devices. */
+typedef struct {
+    const char *name, *op, *device;
+    double start_us, duration_us;
+} fl_step_event;
+/* The executor's events since tracing was last turned on: copies the first
+ * max of them into out and returns how many there are. */
+int fl_session_step_events(const fl_session *s, fl_step_event *out, int max);
 /* Chrome trace JSON (chrome://tracing, Perfetto): one lane per device,
  * then one per lane of fl_session_trace_event. */
 int fl_session_write_trace(const fl_session *s, const char *path);

@@ -147,6 +147,8 @@ static int start_pulling_remote_variable(fl_session *s, fl_node *n)
     if (n->op != FL_OP_VARIABLE || !(slot->crosses || slot->fetched) || !b->has_kernel(FL_OP_VARIABLE))
         return 0;
     fl_kernel_ctx ctx = {.seed = 0};
+    if (fl_session_tracing(s)) /* the device times its pulls, from send to reply, from now on */
+        fl_session_device_times_ops(s, slot->device);
     if (b->run(slot->device->impl, n, NULL, &slot->value, &ctx) != 0)
         return fl_session_fail(s, "%s: reading it from %s: %s", n->name, slot->device->name, fl_last_error());
     return 0;
@@ -453,6 +455,7 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
     if (fl_graph_failed(s->graph))
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "the graph has an error: %s", fl_graph_error(s->graph));
     if (fl_session_in_client(s)) {
+        fl_session_trace_run_starts(s); /* the tasks' events land on this origin */
         int rc = fl_session_run_master(s, options, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
         s->run.run_count += rc == 0;
         return rc;

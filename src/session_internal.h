@@ -94,6 +94,7 @@ typedef struct {
 typedef struct {
     char lane[48];
     char name[64];
+    char kind[32]; /* the trace's "cat": "external", or another task's op */
     double start_us, end_us;
 } fl_external_event;
 

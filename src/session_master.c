@@ -80,8 +80,10 @@ int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl
     if (device_feeds || (options && options->fetch_to))
         return fl_session_fail_code(s, FL_UNIMPLEMENTED, "this session is the client of a cluster: its values "
                                     "live on the tasks; fetch_to and device feeds are for a session's own devices");
-    if (fl_cluster_plugin_of(s->options.cluster)->run_master(s->master.runtime, feeds, nfeeds, fetches, nfetches, outputs, targets,
-                                       ntargets) != 0) {
+    const fl_cluster_plugin *plugin = fl_cluster_plugin_of(s->options.cluster);
+    if (plugin->trace_into)
+        plugin->trace_into(s->master.runtime, fl_session_tracing(s) ? s : NULL);
+    if (plugin->run_master(s->master.runtime, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets) != 0) {
         for (int i = 0; i < nfetches; i++)
             outputs[i] = NULL;
         return fl_session_fail(s, "%s", fl_last_error());

@@ -10,6 +10,8 @@
 
 #include "session_internal.h"
 
+static const char *device_name(const fl_device *d) { return d ? d->name : "?"; }
+
 void fl_session_open_trace(fl_session *s) { pthread_mutex_init(&s->trace.external_lock, NULL); }
 
 void fl_session_close_trace(fl_session *s)
@@ -48,7 +50,13 @@ void fl_session_set_tracing(fl_session *s, bool on)
 void fl_session_trace_event(fl_session *s, const char *lane, const char *name, double start_us,
                             double end_us)
 {
-    if (!s || !lane || !name)
+    fl_session_trace_span(s, lane, name, "external", start_us, end_us);
+}
+
+void fl_session_trace_span(fl_session *s, const char *lane, const char *name, const char *kind,
+                           double start_us, double end_us)
+{
+    if (!s || !lane || !name || !kind)
         return;
     fl_trace_state *t = &s->trace;
     pthread_mutex_lock(&t->external_lock);
@@ -60,6 +68,7 @@ void fl_session_trace_event(fl_session *s, const char *lane, const char *name, d
         fl_external_event *e = &t->external[t->nexternal++];
         snprintf(e->lane, sizeof e->lane, "%s", lane);
         snprintf(e->name, sizeof e->name, "%s", name);
+        snprintf(e->kind, sizeof e->kind, "%s", kind);
         e->start_us = start_us;
         e->end_us = end_us;
     }
@@ -129,6 +138,18 @@ void fl_session_take_device_timings(fl_session *s)
     s->trace.ntraced = 0;
 }
 
+int fl_session_step_events(const fl_session *s, fl_step_event *out, int max)
+{
+    const fl_trace_state *t = &s->trace;
+    for (int i = 0; i < t->nevents && i < max; i++) {
+        const fl_trace_event *e = &t->events[i];
+        const fl_node *n = fl_graph_node(s->graph, e->copy_of >= 0 ? e->copy_of : e->node);
+        out[i] = (fl_step_event){n ? fl_node_name(n) : "?", e->copy_of >= 0 ? "Copy" : e->op ? e->op : "?",
+                                 device_name(e->device), t->origin_us + e->start_us, e->duration_us};
+    }
+    return t->nevents;
+}
+
 /* Writes text as the inside of a JSON string. */
 static void put_json_string(FILE *f, const char *text)
 {
@@ -152,8 +173,6 @@ static int lane_of(const fl_device **lanes, int *nlanes, const fl_device *d)
     lanes[*nlanes] = d;
     return ++*nlanes;
 }
-
-static const char *device_name(const fl_device *d) { return d ? d->name : "?"; }
 
 static void put_lane_names(FILE *f, const fl_device **lanes, int nlanes)
 {
@@ -202,14 +221,15 @@ static void put_external_events(FILE *f, fl_session *s, int nlanes)
 {
     fl_trace_state *t = &s->trace;
     pthread_mutex_lock(&t->external_lock);
-    const char *names[32];
+    enum { MAX_LANES = 64 }; /* a cluster's trace: a lane per task and device, and one per task's request */
+    const char *names[MAX_LANES];
     int nnames = 0;
     for (int i = 0; i < t->nexternal; i++) {
         const fl_external_event *e = &t->external[i];
         int lane = 0;
         while (lane < nnames && strcmp(names[lane], e->lane) != 0)
             lane++;
-        if (lane == 32)
+        if (lane == MAX_LANES)
             continue; /* more lanes than anyone reads: dropped */
         int tid = nlanes + lane + 1;
         if (lane == nnames) {
@@ -222,7 +242,9 @@ static void put_external_events(FILE *f, fl_session *s, int nlanes)
         }
         fputs(",\n{\"name\":\"", f);
         put_json_string(f, e->name);
-        fprintf(f, "\",\"cat\":\"external\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,"
+        fputs("\",\"cat\":\"", f);
+        put_json_string(f, e->kind);
+        fprintf(f, "\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,"
                    "\"dur\":%.3f,\"args\":{\"lane\":\"", tid, e->start_us - t->origin_us,
                 e->end_us - e->start_us);
         put_json_string(f, e->lane);

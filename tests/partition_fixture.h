@@ -86,7 +86,7 @@ static inline void *run_remote(void *arg)
 {
     remote_run *r = arg;
     double start = fl_now_s();
-    r->rc = fl_partition_run_remote(r->client, r->handle, &r->run, r->out);
+    r->rc = fl_partition_run_remote(r->client, r->handle, &r->run, r->out, NULL);
     r->seconds = fl_now_s() - start;
     r->code = r->rc ? fl_last_error_code() : FL_OK;
     snprintf(r->error, sizeof r->error, "%s", r->rc ? fl_last_error() : "");
@@ -113,7 +113,7 @@ static inline void initialize(remote_run *ps)
 {
     const char *init[] = {"w/Assign"};
     fl_partition_run run = {.step_id = 1, .target_names = init, .ntargets = 1};
-    ok(fl_partition_run_remote(ps->client, ps->handle, &run, NULL) == 0, "a run with one target initialises w: %s",
+    ok(fl_partition_run_remote(ps->client, ps->handle, &run, NULL, NULL) == 0, "a run with one target initialises w: %s",
        fl_last_error());
 }
 

@@ -40,7 +40,7 @@ static void test_flags(int naccelerators)
         {"--ps_hosts 127.0.0.1:1", "--ps_hosts"}, /* cluster mode needs workers too */
         {"--worker_hosts 127.0.0.1:1", "--ps_hosts"}, /* ... and a ps for the variables */
         {"--ps_hosts 127.0.0.1:1 --worker_hosts 127.0.0.1:2,127.0.0.1:3 --num_gpus 3", "--worker_hosts"},
-        {"--ps_hosts 127.0.0.1:1 --worker_hosts 127.0.0.1:2 --trace t.json", "--trace"},
+        {"--ps_hosts 127.0.0.1:1 --worker_hosts 127.0.0.1:2 --checkpoint_dir ckpt", "--checkpoint_dir"},
     };
     test_bad_flags(bad, sizeof bad / sizeof bad[0]);
 

@@ -153,9 +153,9 @@ static void test_refusals(remote_run *ps)
     fl_graph_partition_free(&bad);
     const char *nothing[] = {"no_such_node"};
     fl_partition_run run = {.step_id = 600, .target_names = nothing, .ntargets = 1};
-    ok(fl_partition_run_remote(ps->client, ps->handle, &run, NULL) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
+    ok(fl_partition_run_remote(ps->client, ps->handle, &run, NULL, NULL) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
        "a run naming no node of the partition is refused: %s", fl_last_error());
-    ok(fl_partition_run_remote(ps->client, ps->handle + 100, &run, NULL) != 0,
+    ok(fl_partition_run_remote(ps->client, ps->handle + 100, &run, NULL, NULL) != 0,
        "a handle never registered is refused: %s", fl_last_error());
 }
 
@@ -173,9 +173,9 @@ static void test_deregister(remote_run *ps)
     fl_graph_partition_free(&p);
     fl_tensor *before[1], *after[1];
     fl_partition_run read = {.step_id = 790, .fetch_names = ps_fetches, .nfetches = 1};
-    int rc = fl_partition_run_remote(ps->client, ps->handle, &read, before);
+    int rc = fl_partition_run_remote(ps->client, ps->handle, &read, before, NULL);
     read.step_id = 791;
-    rc |= fl_partition_run_remote(ps->client, handle, &read, after);
+    rc |= fl_partition_run_remote(ps->client, handle, &read, after, NULL);
     ok(rc == 0 && memcmp(before[0]->data, after[0]->data, 2 * sizeof(float)) == 0,
        "and starts from the variables the first one trained (w = [%g, %g]): they live in the task: %s",
        rc ? 0 : fl_tensor_floats(after[0])[0], rc ? 0 : fl_tensor_floats(after[0])[1], rc ? fl_last_error() : "");
@@ -186,7 +186,7 @@ static void test_deregister(remote_run *ps)
     ok(fl_partition_deregister(ps->client, handle) == 0, "DEREGISTER_PARTITION frees it");
     const char *init[] = {"w/Assign"};
     fl_partition_run run = {.step_id = 800, .target_names = init, .ntargets = 1};
-    ok(fl_partition_run_remote(ps->client, handle, &run, NULL) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
+    ok(fl_partition_run_remote(ps->client, handle, &run, NULL, NULL) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
        "a run of it is refused after: %s", fl_last_error());
     ok(fl_partition_deregister(ps->client, handle) != 0, "so is a second DEREGISTER_PARTITION");
 }
@@ -223,7 +223,7 @@ static void test_lost_client(const tasks *t)
     const char *feeds[] = {"x"}, *fetches[] = {"g_sum"};
     const fl_tensor *values[] = {x};
     fl_wire_name_list lists[4] = {{1, fetches}, {0, NULL}, {1, g_keys}, {1, w_keys}};
-    fl_wire_put_run_partition(&out, 3, handle, 700, 1, feeds, values, lists);
+    fl_wire_put_run_partition(&out, 3, handle, 700, 0, 1, feeds, values, lists);
     ok(write(fd, out.data, out.len) == (ssize_t)out.len, "and starts a step, whose w no ps will send");
     fl_sleep_s(0.3);
     close(fd); /* killed mid-run */

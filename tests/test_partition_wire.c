@@ -30,15 +30,15 @@ static void test_run_partition(void)
     const char *sends[] = {"grad:/job:worker/task:0->/job:ps/task:0"}, *recvs[] = {"w/read:a->b", "b/read:a->b"};
     fl_wire_name_list lists[4] = {{2, fetches}, {1, targets}, {1, sends}, {2, recvs}};
     fl_wire_buf buf = {0};
-    ok(fl_wire_put_run_partition(&buf, 7, 42, 1001, 1, feeds, values, lists) == 0, "RUN_PARTITION encodes: %s",
-       buf.error);
+    ok(fl_wire_put_run_partition(&buf, 7, 42, 1001, FL_WIRE_RUN_TRACE, 1, feeds, values, lists) == 0,
+       "RUN_PARTITION encodes: %s", buf.error);
     fl_wire_frame f;
     fl_wire_message m;
     fl_wire_run_partition r;
     ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, &err) == 0, "RUN_PARTITION decodes and checks: %s", err.message);
     ok(fl_wire_parse_run_partition(&f, &r, &err) == 0, "RUN_PARTITION parses: %s", err.message);
-    ok(r.handle == 42 && r.step_id == 1001 && r.nfeeds == 1 && strcmp(r.feed_names[0], "x") == 0,
-       "handle, step and feed name round trip");
+    ok(r.handle == 42 && r.step_id == 1001 && r.flags == FL_WIRE_RUN_TRACE && r.nfeeds == 1 &&
+           strcmp(r.feed_names[0], "x") == 0, "handle, step, the trace flag and feed name round trip");
     float got[6] = {0};
     fl_wire_tensor_read(&r.feed_values[0], got);
     ok(r.feed_values[0].shape.rank == 2 && memcmp(got, v, sizeof v) == 0, "the feed's value round trips");
@@ -65,19 +65,19 @@ static void test_run_partition(void)
 
 static void test_hostile_counts(void)
 {
-    /* handle, step, then a feed count of 4 billion in a 24-byte payload. */
-    unsigned char payload[24] = {0};
-    memset(payload + 16, 0xff, 4);
-    fl_wire_frame f = {.type = FL_WIRE_RUN_PARTITION, .payload = payload, .payload_len = 20};
+    /* handle, step, flags, then a feed count of 4 billion in a 28-byte payload. */
+    unsigned char payload[28] = {0};
+    memset(payload + 20, 0xff, 4);
+    fl_wire_frame f = {.type = FL_WIRE_RUN_PARTITION, .payload = payload, .payload_len = 24};
     fl_wire_run_partition r;
     ok(fl_wire_parse_run_partition(&f, &r, &err) != 0, "a count of 4 billion feeds is refused");
     contains(err.message, "feeds", "the message says which count");
-    f.type = FL_WIRE_PARTITION_DONE;
-    f.payload = payload + 16;
-    f.payload_len = 4;
+    f.type = FL_WIRE_PARTITION_DONE; /* step length 0, no trace events, 4 billion values */
+    f.payload = payload + 8;
+    f.payload_len = 16;
     fl_wire_tensor *values;
     int n;
-    ok(fl_wire_parse_partition_done(&f, &values, &n, &err) != 0, "PARTITION_DONE with too many values is refused: %s", err.message);
+    ok(fl_wire_parse_partition_done(&f, &values, &n, NULL, &err) != 0, "PARTITION_DONE with too many values is refused: %s", err.message);
     fl_wire_buf buf = {0};
     ok(fl_wire_put_register_partition(&buf, 1, NULL, 0) != 0, "an empty REGISTER_PARTITION is not encoded");
     fl_wire_buf_free(&buf);
@@ -103,14 +103,93 @@ static void test_small_frames(void)
     }
     fl_wire_buf_free(&buf);
     const fl_tensor *values[] = {&t, &t};
-    fl_wire_put_partition_done(&buf, 5, 2, values);
+    fl_wire_put_partition_done(&buf, 5, NULL, 2, values);
     fl_wire_tensor *got;
     int n;
-    ok(one_frame(&buf, &f) && fl_wire_parse_partition_done(&f, &got, &n, &err) == 0 && n == 2,
+    ok(one_frame(&buf, &f) && fl_wire_parse_partition_done(&f, &got, &n, NULL, &err) == 0 && n == 2,
        "PARTITION_DONE round trips two values: %s", err.message);
     free(got);
     fl_wire_buf_free(&buf);
     ok(fl_wire_put_number(&buf, FL_WIRE_OK, 1, 1) != 0 && buf.len == 0, "an OK carries no number: %s", buf.error);
+    fl_wire_buf_free(&buf);
+}
+
+/* ---- PARTITION_DONE's trace field: a task's timings of a traced step ---- */
+
+/* A PARTITION_DONE with one traced op and one value, into buf. */
+static void put_traced_done(fl_wire_buf *buf, uint64_t start_ns)
+{
+    float one = 3.5f;
+    fl_tensor t = {.dtype = FL_FLOAT32, .shape = {0, {0}}, .data = &one};
+    const fl_tensor *values[] = {&t};
+    fl_wire_trace_event op = {"tower_1/MatMul", "MatMul", "/job:worker/task:1/cpu:0", start_ns, 2000};
+    fl_wire_step_trace trace = {.step_ns = 10000, .count = 1, .events = &op};
+    fl_wire_buf_free(buf);
+    fl_wire_put_partition_done(buf, 5, &trace, 1, values);
+}
+
+/* buf's frame parsed after `change` was made to its payload: 0 when taken. */
+static int parse_changed(fl_wire_buf *buf, size_t at, const void *change, size_t len)
+{
+    put_traced_done(buf, 100);
+    memcpy(buf->data + FL_WIRE_HEADER_BYTES + at, change, len);
+    fl_wire_frame f;
+    fl_wire_tensor *values = NULL;
+    int n;
+    fl_wire_step_trace trace;
+    int rc = one_frame(buf, &f) ? fl_wire_parse_partition_done(&f, &values, &n, &trace, &err) : -1;
+    if (rc == 0)
+        fl_wire_step_trace_free(&trace);
+    free(values);
+    return rc;
+}
+
+static void test_step_trace(void)
+{
+    fl_wire_buf buf = {0};
+    put_traced_done(&buf, 100);
+    fl_wire_frame f;
+    fl_wire_message m;
+    fl_wire_tensor *values = NULL;
+    fl_wire_step_trace trace;
+    int n;
+    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, &err) == 0 &&
+           fl_wire_parse_partition_done(&f, &values, &n, &trace, &err) == 0 && n == 1,
+       "a traced PARTITION_DONE round trips: %s", err.message);
+    ok(values && trace.step_ns == 10000 && trace.count == 1 && strcmp(trace.events[0].name, "tower_1/MatMul") == 0 &&
+           strcmp(trace.events[0].op, "MatMul") == 0 && strcmp(trace.events[0].device, "/job:worker/task:1/cpu:0") == 0 &&
+           trace.events[0].start_ns == 100 && trace.events[0].duration_ns == 2000,
+       "its step length, op name, op, device, start and duration come back");
+    free(values);
+    fl_wire_step_trace_free(&trace);
+    bool all_refused = true;
+    for (size_t cut = FL_WIRE_HEADER_BYTES; cut + 1 < buf.len; cut++) {
+        f.payload_len = (uint32_t)(cut - FL_WIRE_HEADER_BYTES);
+        all_refused = all_refused && fl_wire_parse_partition_done(&f, &values, &n, &trace, &err) != 0;
+    }
+    ok(all_refused, "every truncated traced PARTITION_DONE is refused (last: %s)", err.message);
+    put_traced_done(&buf, 9000);
+    ok(buf.len == 0 && strstr(buf.error, "outside its step"), "an event past its step's end is not encoded: %s",
+       buf.error);
+    /* The payload: step u64 at 0, count u32 at 8, the name's length at 12, its bytes from 13. */
+    const unsigned char huge[4] = {0xff, 0xff, 0xff, 0xff}, many[4] = {0, 0, 0x03, 0xe8}, space = ' ', empty = 0;
+    ok(parse_changed(&buf, 8, huge, 4) != 0 && strstr(err.message, "over the"), "4 billion trace events are "
+       "refused: %s", err.message);
+    ok(parse_changed(&buf, 8, many, 4) != 0 && strstr(err.message, "cannot fit"), "1000 trace events in a few "
+       "bytes are refused: %s", err.message);
+    ok(parse_changed(&buf, 13, &space, 1) != 0 && strstr(err.message, "name"), "a name with a space is refused: %s",
+       err.message);
+    ok(parse_changed(&buf, 12, &empty, 1) != 0, "an empty name is refused: %s", err.message);
+    ok(parse_changed(&buf, 0, huge, 4) != 0 && strstr(err.message, "longer than a day"), "a step longer than a day "
+       "is refused: %s", err.message);
+    const unsigned char late[8] = {0, 0, 0, 0, 0, 0, 0x27, 0x10}; /* the op starts at the step's end, 10000 ns */
+    size_t start_at = 13 + strlen("tower_1/MatMul") + 1 + strlen("MatMul") + 1 + strlen("/job:worker/task:1/cpu:0");
+    ok(parse_changed(&buf, start_at, late, 8) != 0 && strstr(err.message, "outside its step"), "an op that ends "
+       "after its step is refused: %s", err.message);
+    fl_wire_buf_free(&buf);
+    const fl_wire_name_list none[4] = {{0, NULL}, {0, NULL}, {0, NULL}, {0, NULL}};
+    ok(fl_wire_put_run_partition(&buf, 1, 1, 1, 2, 0, NULL, NULL, none) != 0 && strstr(buf.error, "flags"),
+       "RUN_PARTITION with an unknown flag is not encoded: %s", buf.error);
     fl_wire_buf_free(&buf);
 }
 
@@ -262,6 +341,7 @@ int main(void)
     test_run_partition();
     test_hostile_counts();
     test_small_frames();
+    test_step_trace();
     test_graph_round_trip();
     test_graph_refusals();
     return done_testing();

@@ -2,8 +2,9 @@
  * remote backend, src/distributed_runtime/backend_remote.c) against a real ps server on a
  * loopback port: the same losses as the same graph kept local, the values
  * on the ps, Adam's slots there, a refused op, the ps done once the worker
- * says goodbye, a worker with no server of its own, and a lost connection
- * naming the op whose reply never came. The ps runs in this process, on its
+ * says goodbye, a worker with no server of its own, a traced step's
+ * requests timed from send to reply, and a lost connection naming the op
+ * whose reply never came. The ps runs in this process, on its
  * own thread. */
 #include <netinet/in.h>
 #include <pthread.h>
@@ -65,6 +66,7 @@ static int train(model *m, const fl_cluster *cluster, int n, double *losses, fl_
     fl_feed feeds[2] = {{m->x, x}, {m->y, y}};
     for (int i = 0; i < n && rc == 0; i++) {
         fl_tensor *loss = NULL;
+        fl_session_set_tracing(s, i == n - 1); /* the last step is traced (traced_requests) */
         rc = fl_session_run(s, feeds, 2, &m->loss, 1, &loss, &m->train, 1);
         losses[i] = rc == 0 ? fl_tensor_scalar(loss) : -1;
         fl_tensor_free(loss);
@@ -115,6 +117,25 @@ static void read_before_increment(model *m, fl_session *s)
     fl_tensor_free(before);
 }
 
+/* The traced last step of train(): on the ps's device, each pull and each
+ * APPLY lasts from its request's send to its reply (remote_trace.c, the
+ * reply stamped on the connection's reader thread). */
+static void traced_requests(const fl_session *s)
+{
+    fl_step_event events[256];
+    int n = fl_session_step_events(s, events, 256), pulls = 0, applies = 0, timed = 0, on_ps = 0;
+    for (int i = 0; i < n && i < 256; i++) {
+        if (strcmp(events[i].device, "/job:ps/task:0/cpu:0") != 0 || strcmp(events[i].op, "Copy") == 0)
+            continue;
+        on_ps++;
+        pulls += strcmp(events[i].op, "VariableV2") == 0;
+        applies += strcmp(events[i].op, "ApplyAdam") == 0;
+        timed += events[i].duration_us > 0;
+    }
+    ok(pulls >= 2 && applies == 2 && timed == on_ps, "a traced step on the ps's lane: %d pulls, %d APPLYs, %d of "
+       "%d requests timed from send to reply", pulls, applies, timed, on_ps);
+}
+
 static void test_worker_against_ps(void)
 {
     char ps_hosts[64], worker_hosts[64];
@@ -133,6 +154,7 @@ static void test_worker_against_ps(void)
     train(&here, NULL, STEPS, local, &s_here);
     int rc = train(&there, worker_spec, STEPS, remote, &s_there);
     ok(rc == 0, "a worker trains with its variables on /job:ps/task:0");
+    traced_requests(s_there);
     bool same = true;
     for (int i = 0; i < STEPS; i++)
         same = same && fabs(local[i] - remote[i]) <= 1e-6 * fmax(1, fabs(local[i]));

@@ -168,7 +168,7 @@ static void start_busy_run_and_hang_up(int port)
     const char *feeds[] = {"x"}, *fetches[] = {"last"};
     const fl_tensor *values[] = {x};
     fl_wire_name_list lists[4] = {{1, fetches}, {0, NULL}, {0, NULL}, {0, NULL}};
-    fl_wire_put_run_partition(&out, 3, handle, 7, 1, feeds, values, lists);
+    fl_wire_put_run_partition(&out, 3, handle, 7, 0, 1, feeds, values, lists);
     ok(fd >= 0 && fl_socket_write_all(fd, out.data, out.len) == 0, "starts a step");
     size_t behind = fd >= 0 ? send_behind_run(fd) : 0;
     ok(behind < (16u << 20), "of 32 MiB sent behind the run, the server let %.1f MiB in (--max_bytes_behind_run 1 MiB)",

@@ -3,7 +3,8 @@
  * ops and one event of another thread's gives a trace; the SVG must hold
  * one box per op, the device's lane, the other thread's lane (chapter 6's
  * collectives) and a legend of the kinds it has; a long trace's time labels
- * must not collide; and bad input must get a message naming the file. */
+ * must not collide; a cluster's 40 lanes are all drawn, clear of their long
+ * names; and bad input must get a message naming the file. */
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +71,16 @@ static void draws_a_trace(const char *trace, const char *svg_path)
     free(svg);
 }
 
+/* trace_timeline run on trace: the SVG it drew (free it), or NULL. */
+static char *drawn(const char *trace, const char *svg_path, const char *what)
+{
+    char cmd[1400], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s %s", lab, trace, svg_path);
+    ok(run_command(cmd, &out) == 0, "trace_timeline draws %s (%s)", what, out ? out : "");
+    free(out);
+    return read_file(svg_path);
+}
+
 /* A hand-written trace of 2.3 s on one lane (a slow step of chapter 7's),
  * with a pipeline's accumulation: the time labels must stay 10 or fewer and
  * at least 60 px apart ("2000 ms" is about 50 px wide), and the
@@ -86,11 +97,7 @@ static void labels_stay_apart(const char *trace, const char *svg_path)
               "\"tid\":1,\"ts\":1201000,\"dur\":1100000,\"args\":{\"device\":\"/gpu:1\"}}\n]}\n", f);
         fclose(f);
     }
-    char cmd[1400], *out = NULL;
-    snprintf(cmd, sizeof cmd, "%s %s %s", lab, trace, svg_path);
-    ok(run_command(cmd, &out) == 0, "trace_timeline draws a 2.3 s trace (%s)", out ? out : "");
-    free(out);
-    char *svg = read_file(svg_path);
+    char *svg = drawn(trace, svg_path, "a 2.3 s trace");
     int labels = 0;
     double last_x = -1e9, closest = 1e9;
     for (const char *p = svg; p && (p = strstr(p, "<text x=\"")); p++) {
@@ -107,6 +114,41 @@ static void labels_stay_apart(const char *trace, const char *svg_path)
     ok(svg && strstr(svg, "fill=\"#fdae6b\"><title>accumulate/model/dense_1/kernel/sum") &&
            strstr(svg, ">accumulating micro-batches' gradients</text>"),
        "a pipeline's accumulation has its own colour and legend entry");
+    free(svg);
+}
+
+/* A cluster's trace (chapter 3): 20 tasks, each with a lane for its device
+ * and one for the client's requests to it, 40 lanes with long names. Every
+ * lane is drawn and named, no box starts under the names, and the client's
+ * requests have their own colour and legend entry. */
+static void many_lanes(const char *trace, const char *svg_path)
+{
+    FILE *f = fopen(trace, "w");
+    for (int task = 0; f && task < 20; task++)
+        for (int kind = 0; kind < 2; kind++) {
+            int tid = 2 * task + kind + 1;
+            fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"%s"
+                       "/job:worker/task:%d%s\"}},\n", tid == 1 ? "{\"traceEvents\":[\n" : "", tid,
+                    kind ? "" : "client to ", task, kind ? "/gpu:0" : "");
+            fprintf(f, "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%d,\"dur\":%d,"
+                       "\"args\":{}}%s\n", kind ? "tower/MatMul" : "RUN_PARTITION", kind ? "MatMul" : "request", tid,
+                    100 * task + 10 * kind, kind ? 50 : 90, tid == 40 ? "\n]}" : ",");
+        }
+    if (f)
+        fclose(f);
+    char *svg = drawn(trace, svg_path, "a trace of 40 lanes");
+    ok(svg && strstr(svg, ">client to /job:worker/task:19</text>") && strstr(svg, ">/job:worker/task:19/gpu:0</text>"),
+       "the last lanes are drawn, named in full");
+    double leftmost = 1e9;
+    for (const char *p = svg; p && (p = strstr(p, "<rect x=\"")); p++)
+        if (strstr(p, "\"><title>") && strstr(p, "\"><title>") < strstr(p, "</rect>"))
+            leftmost = atof(p + 9) < leftmost ? atof(p + 9) : leftmost;
+    double names_end = 8 + 7.0 * (double)strlen("client to /job:worker/task:19");
+    ok(leftmost >= names_end, "no box starts under the lanes' names (leftmost at %.0f px, the longest name ends "
+       "about %.0f px)", leftmost, names_end);
+    ok(svg && count_of(svg, "<title>") == 40 && strstr(svg, "fill=\"#bdbdbd\"><title>RUN_PARTITION") &&
+           strstr(svg, ">request to a task, sent to answered</text>"),
+       "40 boxes; the client's requests are grey, with a legend entry");
     free(svg);
 }
 
@@ -133,6 +175,7 @@ int main(int argc, char **argv)
     char long_trace[400];
     snprintf(long_trace, sizeof long_trace, "%s/long-trace.json", tmp_dir);
     labels_stay_apart(long_trace, svg);
+    many_lanes(long_trace, svg);
 
     snprintf(cmd, sizeof cmd, "%s --help", lab);
     ok(run_command(cmd, &out) == 0 && out && strstr(out, "usage: trace_timeline"), "--help prints the usage");

@@ -126,7 +126,7 @@ static void *run_sum(void *arg)
     sum_run *r = arg;
     const char *fetches[] = {"sum"}, *recvs[] = {B_KEY, A_KEY};
     fl_partition_run run = {.step_id = 77, .fetch_names = fetches, .nfetches = 1, .recv_keys = recvs, .nrecvs = 2};
-    r->rc = fl_partition_run_remote(r->client, r->handle, &run, &r->sum);
+    r->rc = fl_partition_run_remote(r->client, r->handle, &run, &r->sum, NULL);
     snprintf(r->error, sizeof r->error, "%s", r->rc ? fl_last_error() : "");
     return NULL;
 }

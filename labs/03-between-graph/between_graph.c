@@ -223,6 +223,8 @@ static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_datase
             images_seen = 0;
         }
     }
+    if (L->o->trace_path && local_steps > 1 && local_steps < 4) /* too short for steps 2 to 4: what there was */
+        write_trace(fl_monitored_session_session(ms), L->o);
     return 0;
 }
 // [end:loop]

@@ -14,17 +14,22 @@ $(LAB03): labs/03-between-graph/between_graph.c $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
-# The figure of chapter 3: who talks to whom, with the bytes worker 0 moved
-# per step, from a short run of 1 ps and 2 workers; then 2 ps tasks.
+# The figures of chapter 3: who talks to whom, with the bytes worker 0 moved
+# per step, from a short run of 2 ps tasks and 2 workers; then one traced
+# step of a worker of 1 ps and 2 workers (between-graph), and one traced
+# in-graph step across 1 ps and 2 worker tasks (labs/tools/in_graph_trace.sh).
 figures: figures-03
-figures-03: $(LAB03) $(LAUNCHER)
+figures-03: $(LAB03) $(LAUNCHER) $(BUILD)/labs/tools/flowlab_server $(BUILD)/labs/02-in-graph-towers/in_graph_towers \
+            $(BUILD)/labs/tools/trace_timeline
 	@mkdir -p $(FIGURES_DIR)
 	./$(LAUNCHER) --ps 2 --workers 2 -- ./$(LAB03) --train_steps 20 --batch_size 128 --log_every 10 \
 	    --max_examples 2048 --ps_strategy greedy --cluster_graph $(FIGURES_DIR)/ch3-cluster.dot
 	dot -Tsvg $(FIGURES_DIR)/ch3-cluster.dot -o $(FIGURES_DIR)/ch3-cluster.svg
-	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) --train_steps 12 --batch_size 128 --log_every 10 \
+	./$(LAUNCHER) --ps 1 --workers 2 -- ./$(LAB03) --train_steps 4 --batch_size 128 --log_every 10 \
 	    --max_examples 2048 --trace $(BUILD)/ch3-worker-trace.json
 	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch3-worker-trace.json $(FIGURES_DIR)/ch3-timeline.svg
+	sh labs/tools/in_graph_trace.sh $(BUILD) $(BUILD)/ch3-in-graph-trace.json
+	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch3-in-graph-trace.json $(FIGURES_DIR)/ch3-in-graph-timeline.svg
 .PHONY: figures-03
 
 # The measurement of chapter 3's first half: in-graph replication across

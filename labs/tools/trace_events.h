@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TRACE_MAX_LANES = 16 };
+/* A cluster's trace has a lane per task and device, and one per task for
+ * the client's requests: 64 lanes hold 20 tasks with two devices each. */
+enum { TRACE_MAX_LANES = 64, TRACE_LANE_NAME = 64 };
 
 typedef struct {
     char name[160], cat[32], device[32];
@@ -22,7 +24,7 @@ typedef struct {
 typedef struct {
     trace_event *events;
     int count, cap;
-    char lanes[TRACE_MAX_LANES][32]; /* the device of each lane */
+    char lanes[TRACE_MAX_LANES][TRACE_LANE_NAME]; /* the device of each lane */
     int nlanes;
     double first, last; /* earliest start, latest end */
 } trace_events;
@@ -43,7 +45,7 @@ static inline int trace_field(const char *line, const char *key, char *out, size
 
 static inline void trace_add_lane(trace_events *t, const char *line)
 {
-    char tid[16], name[32];
+    char tid[16], name[TRACE_LANE_NAME];
     if (trace_field(line, "\"tid\":", tid, sizeof tid) ||
         trace_field(line, "\"args\":{\"name\":\"", name, sizeof name))
         return;

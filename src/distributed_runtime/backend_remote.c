@@ -176,10 +176,24 @@ static int remote_run(void *impl, const fl_node *n, fl_tensor *const *in, fl_ten
     (void)ctx;
     fl_ps_client *c = fl_remote_client(impl);
     uint32_t before = fl_ps_client_last_id(c);
+    double sent = fl_now_us();
     if (!send_op(impl, n, in, out))
         return -1;
     fl_ps_client_name_sender(c, before, n->name); /* a lost connection names the op, not the device */
+    fl_remote_trace_sent(((fl_remote_task *)impl)->trace, n->id, fl_ps_client_last_id(c), sent);
     return 0;
+}
+
+/* A traced run's ops here last from their request's send to its reply. */
+static int remote_set_tracing(void *impl, bool on)
+{
+    fl_remote_trace_set(((fl_remote_task *)impl)->trace, on);
+    return 0;
+}
+
+static int remote_take_timings(void *impl, fl_op_timing *out, int max)
+{
+    return fl_remote_trace_take(((fl_remote_task *)impl)->trace, out, max);
 }
 
 static int remote_wait(void *impl)
@@ -275,4 +289,5 @@ const fl_backend fl_remote_backend = {
         .write = remote_write,
     },
     .host_memory = {.address_of = remote_host_memory},
+    .tracing = {.set_tracing = remote_set_tracing, .take_timings = remote_take_timings},
 };

@@ -29,8 +29,10 @@ static void *state_new(const fl_cluster *c)
 static void state_free(void *runtime)
 {
     fl_cluster_state *r = runtime;
-    for (int i = 0; i < r->count; i++)
+    for (int i = 0; i < r->count; i++) {
         fl_ps_client_close(r->tasks[i].client);
+        fl_remote_trace_free(r->tasks[i].trace);
+    }
     fl_sync_step_free(r->sync);
     fl_stale_tally_destroy(&r->stale);
     OPENSSL_cleanse(r->secret, sizeof r->secret); /* the secret leaves no copy behind */
@@ -45,14 +47,16 @@ fl_cluster_state *fl_cluster_state_of(const fl_cluster *c)
     return fl_cluster_runtime(c, state_new, state_free);
 }
 
+/* trace: where a remote device's connection stamps its replies (NULL: a goodbye's connection). */
 static fl_ps_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who,
-                                uint32_t first_id, double deadline_s)
+                                uint32_t first_id, double deadline_s, fl_remote_trace *trace)
 {
     fl_cluster_state *r = fl_cluster_state_of(c);
     fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
                             .port = fl_cluster_task_port(c, job, task), .deadline_s = deadline_s,
                             .log_prefix = r->task_name, .job = job, .task = task, .secret = r->secret,
-                            .secret_len = r->secret_len, .tls = r->tls_client, .stale = &r->stale};
+                            .secret_len = r->secret_len, .tls = r->tls_client, .stale = &r->stale,
+                            .reply_clock = trace ? fl_remote_trace_replied : NULL, .reply_clock_user = trace};
     return fl_ps_client_reopen(&o, fl_cluster_job_name(c), fl_cluster_task_index(c), first_id);
 }
 
@@ -63,7 +67,7 @@ static fl_ps_client *reconnect(fl_cluster_state *r, fl_remote_task *t)
     fprintf(stderr, "%s %d: lost %s; connecting again\n", fl_cluster_job_name(t->cluster),
             fl_cluster_task_index(t->cluster), t->who);
     uint32_t last = fl_ps_client_last_id(t->client);
-    fl_ps_client *fresh = connect_to(t->cluster, t->job, t->task, t->who, last, fl_task_deadline_s());
+    fl_ps_client *fresh = connect_to(t->cluster, t->job, t->task, t->who, last, fl_task_deadline_s(), t->trace);
     if (!fresh)
         return NULL;
     uint64_t sent, received;
@@ -106,10 +110,10 @@ static fl_device *find(fl_cluster_state *r, const char *who)
 
 /* The next device of r, for a task just connected to. Lock held. */
 static fl_device *add_device(fl_cluster_state *r, const fl_cluster *c, const char *job, int task,
-                             const char *who, fl_ps_client *client)
+                             const char *who, fl_ps_client *client, fl_remote_trace *trace)
 {
     fl_remote_task *t = &r->tasks[r->count];
-    *t = (fl_remote_task){.task = task, .cluster = c, .client = client, .sync = r->sync};
+    *t = (fl_remote_task){.task = task, .cluster = c, .client = client, .sync = r->sync, .trace = trace};
     snprintf(t->who, sizeof t->who, "%s", who);
     snprintf(t->job, sizeof t->job, "%s", job);
     fl_device *d = &r->devices[r->count++];
@@ -129,9 +133,12 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
         fl_set_error_code(FL_RESOURCE_EXHAUSTED, "%s: this cluster already talks to %d tasks, the most it can", who,
                           FL_MAX_REMOTE_TASKS);
     if (!d && r->count < FL_MAX_REMOTE_TASKS) {
-        fl_ps_client *client = connect_to(c, job, task, who, 0, fl_task_deadline_s());
+        fl_remote_trace *trace = fl_remote_trace_new();
+        fl_ps_client *client = connect_to(c, job, task, who, 0, fl_task_deadline_s(), trace);
         if (client)
-            d = add_device(r, c, job, task, who, client);
+            d = add_device(r, c, job, task, who, client, trace);
+        else
+            fl_remote_trace_free(trace);
     }
     pthread_mutex_unlock(&r->lock);
     return d;
@@ -153,15 +160,17 @@ fl_ps_client *fl_cluster_connect_within(const fl_cluster *c, const char *job, in
 {
     char who[64];
     snprintf(who, sizeof who, "/job:%s/task:%d", job, task);
-    return connect_to(c, job, task, who, 0, deadline_s);
+    return connect_to(c, job, task, who, 0, deadline_s, NULL);
 }
 
 void fl_cluster_close_connections(const fl_cluster *c)
 {
     fl_cluster_state *r = fl_cluster_state_of(c);
     pthread_mutex_lock(&r->lock);
-    for (int i = 0; i < r->count; i++)
-        fl_ps_client_close(r->tasks[i].client);
+    for (int i = 0; i < r->count; i++) {
+        fl_ps_client_close(r->tasks[i].client); /* its reader, which stamps the trace, has stopped */
+        fl_remote_trace_free(r->tasks[i].trace);
+    }
     r->count = 0;
     pthread_mutex_unlock(&r->lock);
     fl_sync_step_forget(r->sync, NULL);

@@ -59,6 +59,7 @@ struct fl_master {
     int nran;
     char **device_names;
     int ndevice_names;
+    fl_session *trace; /* where the tasks' timings of a step go; NULL: not traced */
 };
 
 fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
@@ -310,7 +311,7 @@ static int step(fl_master *m, run_signature *sig, const fl_feed *feeds, fl_tenso
     }
     char which[96];
     describe_run(m, which, sizeof which);
-    int rc = fl_master_step(n, clients, handles, runs, outputs, parts, which);
+    int rc = fl_master_step(n, clients, handles, runs, outputs, parts, which, m->trace);
     for (int i = 0; rc == 0 && i < sig->nfetches; i++)
         out[i] = outputs[plan->fetch_task[i]][plan->fetch_slot[i]];
     for (int t = 0; t < n; t++) {
@@ -350,6 +351,8 @@ int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const
     note_global_step(m, fetches, nfetches, outputs);
     return 0;
 }
+
+void fl_master_trace_into(fl_master *m, fl_session *trace) { m->trace = trace; }
 
 /* The device n was asked to run on, once a run that needed it succeeded. */
 const char *fl_master_node_device(fl_master *m, const fl_node *n)

@@ -19,6 +19,8 @@ int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const
  * once a run of m that needed it has succeeded; NULL before, or when n is
  * not of m's graph. Valid until m is freed. */
 const char *fl_master_node_device(fl_master *m, const fl_node *n);
+/* The session the next runs' tasks report their timings into; NULL: none. */
+void fl_master_trace_into(fl_master *m, fl_session *trace);
 /* Says goodbye to every task of the cluster and frees m. */
 void fl_master_free(fl_master *m);
 
@@ -29,6 +31,13 @@ void fl_master_free(fl_master *m);
  * one was lost, else the first, led by `which` (the step in the user's
  * words: "run 7 of this session"). 0, or -1 with the error set. */
 int fl_master_step(int nparts, fl_ps_client **clients, const uint64_t *handles, const fl_partition_run *runs,
-                   fl_tensor ***outputs, const fl_graph_partition *parts, const char *which);
+                   fl_tensor ***outputs, const fl_graph_partition *parts, const char *which, fl_session *trace);
+/* trace: NULL, or the session each task's timings of the step go into. */
+
+/* A traced step's part from one task (master_trace.c): its request from
+ * sent_us to replied_us (fl_now_us) and the ops it reported, on the
+ * client's clock, into trace's timeline. */
+void fl_master_trace_task(fl_session *trace, const char *task, const fl_wire_step_trace *t, double sent_us,
+                          double replied_us);
 
 #endif

@@ -20,6 +20,8 @@ typedef struct {
     uint64_t handle;
     const fl_partition_run *run;
     fl_tensor **outputs;
+    fl_wire_step_trace *trace; /* NULL: not traced */
+    double sent_us, replied_us;
     pthread_t thread;
     bool threaded; /* false: no thread could be made, it ran on the caller's */
     bool done;
@@ -38,7 +40,9 @@ struct step_state {
 static void *run_on_task(void *arg)
 {
     task_call *t = arg;
-    int rc = fl_partition_run_remote(t->client, t->handle, t->run, t->outputs);
+    t->sent_us = fl_now_us();
+    int rc = fl_partition_run_remote(t->client, t->handle, t->run, t->outputs, t->trace);
+    t->replied_us = fl_now_us();
     step_state *s = t->step;
     pthread_mutex_lock(&s->lock);
     t->rc = rc;
@@ -87,16 +91,30 @@ static const task_call *cause_of_failure(const task_call *calls, int n)
     return first;
 }
 
+/* After a traced step that succeeded: each task's part of the timeline. */
+static void merge_traces(fl_session *trace, task_call *calls, const fl_graph_partition *parts, int n, bool ok)
+{
+    for (int p = 0; p < n; p++) {
+        char task[FL_WIRE_MAX_NAME + 32];
+        snprintf(task, sizeof task, "/job:%s/task:%d", parts[p].job, parts[p].task);
+        if (ok && calls[p].trace)
+            fl_master_trace_task(trace, task, calls[p].trace, calls[p].sent_us, calls[p].replied_us);
+        if (calls[p].trace)
+            fl_wire_step_trace_free(calls[p].trace);
+    }
+}
+
 int fl_master_step(int nparts, fl_ps_client **clients, const uint64_t *handles, const fl_partition_run *runs,
-                   fl_tensor ***outputs, const fl_graph_partition *parts, const char *which)
+                   fl_tensor ***outputs, const fl_graph_partition *parts, const char *which, fl_session *trace)
 {
     step_state s = {.running = nparts};
     pthread_mutex_init(&s.lock, NULL);
     pthread_cond_init(&s.changed, NULL);
     task_call *calls = fl_xcalloc((size_t)(nparts ? nparts : 1), sizeof *calls);
+    fl_wire_step_trace *traces = trace ? fl_xcalloc((size_t)nparts + 1, sizeof *traces) : NULL;
     for (int p = 0; p < nparts; p++) {
         calls[p] = (task_call){.step = &s, .client = clients[p], .handle = handles[p], .run = &runs[p],
-                               .outputs = outputs[p]};
+                               .outputs = outputs[p], .trace = traces ? &traces[p] : NULL};
         calls[p].threaded = pthread_create(&calls[p].thread, NULL, run_on_task, &calls[p]) == 0;
         if (!calls[p].threaded)
             run_on_task(&calls[p]);
@@ -106,6 +124,9 @@ int fl_master_step(int nparts, fl_ps_client **clients, const uint64_t *handles, 
         if (calls[p].threaded)
             pthread_join(calls[p].thread, NULL);
     const task_call *cause = cause_of_failure(calls, nparts);
+    if (trace)
+        merge_traces(trace, calls, parts, nparts, !cause);
+    free(traces);
     if (cause)
         fl_set_error_code(cause->code, "%s on /job:%s/task:%d: %s", which, parts[cause - calls].job,
                           parts[cause - calls].task, cause->error);

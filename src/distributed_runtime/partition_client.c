@@ -16,6 +16,7 @@ typedef struct {
     uint64_t number;      /* PARTITION_REGISTERED's handle */
     fl_tensor **outputs;  /* PARTITION_DONE's values */
     int nfetches;
+    fl_wire_step_trace *trace; /* its trace field, when asked for */
 } outcome;
 
 static void failed(outcome *o, fl_error_code code, const char *fmt, const char *detail)
@@ -30,7 +31,7 @@ static void take_values(const fl_wire_frame *f, outcome *o)
     fl_wire_tensor *values;
     int n;
     fl_status why = {0};
-    if (fl_wire_parse_partition_done(f, &values, &n, &why) != 0)
+    if (fl_wire_parse_partition_done(f, &values, &n, o->trace, &why) != 0)
         return failed(o, why.code, "%s", why.message);
     if (n != o->nfetches) {
         free(values);
@@ -85,7 +86,8 @@ int fl_partition_register(fl_ps_client *c, const fl_graph_partition *p, uint64_t
     return 0;
 }
 
-int fl_partition_run_remote(fl_ps_client *c, uint64_t handle, const fl_partition_run *run, fl_tensor **outputs)
+int fl_partition_run_remote(fl_ps_client *c, uint64_t handle, const fl_partition_run *run, fl_tensor **outputs,
+                            fl_wire_step_trace *trace)
 {
     for (int i = 0; i < run->nfetches; i++)
         outputs[i] = NULL;
@@ -93,11 +95,13 @@ int fl_partition_run_remote(fl_ps_client *c, uint64_t handle, const fl_partition
                                   {run->ntargets, run->target_names},
                                   {run->nsends, run->send_keys},
                                   {run->nrecvs, run->recv_keys}};
-    outcome o = {.outputs = outputs, .nfetches = run->nfetches};
+    outcome o = {.outputs = outputs, .nfetches = run->nfetches, .trace = trace};
+    if (trace)
+        memset(trace, 0, sizeof *trace);
     uint32_t id;
     fl_wire_buf *out = fl_ps_client_begin(c, &id);
-    int rc = fl_wire_put_run_partition(out, id, handle, run->step_id, run->nfeeds, run->feed_names,
-                                       run->feed_values, lists);
+    int rc = fl_wire_put_run_partition(out, id, handle, run->step_id, trace ? FL_WIRE_RUN_TRACE : 0, run->nfeeds,
+                                       run->feed_names, run->feed_values, lists);
     if (finish(c, rc, id, FL_WIRE_RUN_PARTITION, &o, "partition") == 0)
         return 0;
     for (int i = 0; i < run->nfetches; i++) {

@@ -25,8 +25,11 @@
  * connection closes. */
 int fl_partition_register(fl_ps_client *c, const fl_graph_partition *p, uint64_t *handle);
 /* One step (RUN_PARTITION): outputs[i] receives a new tensor for
- * run->fetch_names[i] (free with fl_tensor_free); on failure all are NULL. */
-int fl_partition_run_remote(fl_ps_client *c, uint64_t handle, const fl_partition_run *run, fl_tensor **outputs);
+ * run->fetch_names[i] (free with fl_tensor_free); on failure all are NULL.
+ * trace: NULL, or where the task's timings of the step go (the run asks for
+ * them; free with fl_wire_step_trace_free, also after a failure). */
+int fl_partition_run_remote(fl_ps_client *c, uint64_t handle, const fl_partition_run *run, fl_tensor **outputs,
+                            fl_wire_step_trace *trace);
 /* ABORT_STEP: the task's run of step_id, if any, ends at once with ABORTED
  * (its waits for values from other tasks give up); values of that step that
  * arrive later are dropped. Safe while a run of that step is in flight on c

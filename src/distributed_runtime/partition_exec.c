@@ -56,6 +56,8 @@ fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p)
     return e;
 }
 
+fl_session *fl_partition_exec_session(fl_partition_exec *e) { return e->session; }
+
 void fl_partition_exec_free(fl_partition_exec *e)
 {
     if (!e)

@@ -17,6 +17,9 @@ typedef struct fl_partition_exec fl_partition_exec;
  * wave are kept aside: the wave order already runs them first. */
 fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p);
 void fl_partition_exec_free(fl_partition_exec *e);
+/* The session the partition's steps run in: NULL until its first step has
+ * made it. Its tracing may be turned on between steps, on the run's thread. */
+fl_session *fl_partition_exec_session(fl_partition_exec *e);
 
 /* Variables live in the task, not in one partition (TensorFlow keeps them
  * in the task's resource manager): a partition registered after `older`,

@@ -1,7 +1,6 @@
-/* ps_client.c: requests to one task and their replies. A request is encoded on the caller's thread (the
- * executor's) and handed to the connection's writer thread (socket_writer.c), under a lock that keeps the
- * queue of pending requests in the order they hit the wire; a reader thread takes the replies, which a task
- * sends in the same order, fills the waiting buffers and wakes whoever waits. */
+/* ps_client.c: requests to one task and their replies. A request is encoded on the caller's thread and handed to
+ * the writer thread (socket_writer.c) under a lock that keeps the pending requests in wire order; a reader thread
+ * takes the replies, which a task sends in the same order, fills the waiting buffers and wakes whoever waits. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -50,6 +49,7 @@ struct fl_ps_client {
     char broken_why[FL_WIRE_ERROR_LEN + 64];
     uint64_t sent, received;
     fl_stale_tally *stale;     /* where SYNC_DONE replies that said DROPPED are counted */
+    fl_connect_options clock;  /* its reply_clock: told when each reply came (remote_trace.h) */
     uint64_t sync_step;        /* the step of the synchronous update being sent */
     /* For waits: the deadline and where "waiting for" lines go. */
     double deadline_s, log_every_s;
@@ -98,6 +98,8 @@ static void complete(fl_ps_client *c, const fl_wire_frame *f, const fl_wire_mess
         fl_stale_tally_count(c->stale, p->sync_step);
     }
     c->completed = p->id;
+    if (c->clock.reply_clock)
+        c->clock.reply_clock(c->clock.reply_clock_user, p->id, fl_now_us());
     c->head = (c->head + 1) % c->capacity;
     c->count--;
     pthread_cond_broadcast(&c->replied);
@@ -206,16 +208,22 @@ fl_wire_buf *fl_ps_client_begin(fl_ps_client *c, uint32_t *id)
     return &c->out;
 }
 
-uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
-                             bool *already, const char *name)
+static uint32_t finish_request(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
+                               bool *already, const char *name, fl_ps_reply_fn take, void *take_user)
 {
     uint32_t sent = 0;
     if (encoded != 0)
         fl_set_error_code(FL_INVALID_ARGUMENT, "%s: %s", c->who, c->out.error);
     else
-        sent = send_request(c, id, type, dst, bytes, already, name, NULL, NULL);
+        sent = send_request(c, id, type, dst, bytes, already, name, take, take_user);
     pthread_mutex_unlock(&c->send_lock);
     return sent;
+}
+
+uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
+                             bool *already, const char *name)
+{
+    return finish_request(c, encoded, id, type, dst, bytes, already, name, NULL, NULL);
 }
 
 uint32_t fl_ps_client_finish_sync(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, const char *name,
@@ -228,13 +236,7 @@ uint32_t fl_ps_client_finish_sync(fl_ps_client *c, int encoded, uint32_t id, fl_
 uint32_t fl_ps_client_finish_taking(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type,
                                     fl_ps_reply_fn take, void *user, const char *name)
 {
-    uint32_t sent = 0;
-    if (encoded != 0)
-        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: %s", c->who, c->out.error);
-    else
-        sent = send_request(c, id, type, NULL, 0, NULL, name, take, user);
-    pthread_mutex_unlock(&c->send_lock);
-    return sent;
+    return finish_request(c, encoded, id, type, NULL, 0, NULL, name, take, user);
 }
 
 const char *fl_ps_client_peer(const fl_ps_client *c) { return c->who; }
@@ -422,6 +424,7 @@ static void keep_wait_options(fl_ps_client *c, const fl_connect_options *where)
     c->log = where->log ? where->log : stderr;
     snprintf(c->log_prefix, sizeof c->log_prefix, "%s", where->log_prefix ? where->log_prefix : "worker");
     c->stale = where->stale;
+    c->clock = (fl_connect_options){.reply_clock = where->reply_clock, .reply_clock_user = where->reply_clock_user};
 }
 
 /* Connects and says HELLO, returning the socket (also in c->fd) or -1. A connection dropped
@@ -443,11 +446,6 @@ static int connect_and_greet(fl_ps_client *c, const fl_connect_options *where, c
             return c->fd = -1;
         fl_sleep_s(pause);
     }
-}
-
-fl_ps_client *fl_ps_client_open(const fl_connect_options *where, const char *my_job, int my_task)
-{
-    return fl_ps_client_reopen(where, my_job, my_task, 0);
 }
 
 fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *my_job, int my_task,

@@ -11,13 +11,16 @@
 typedef struct fl_ps_client fl_ps_client;
 
 /* Connects (waiting for the task as connect.h does) and says HELLO as
- * /job:my_job/task:my_task. NULL after fl_set_error. */
-fl_ps_client *fl_ps_client_open(const fl_connect_options *where, const char *my_job, int my_task);
-/* The same, numbering requests from first_id + 1: a connection made again
- * after one was lost goes on from the old one's ids, so no mark taken
- * before can be mistaken for a request of the new one. */
+ * /job:my_job/task:my_task, numbering requests from first_id + 1: a
+ * connection made again after one was lost goes on from the old one's ids,
+ * so no mark taken before can be mistaken for a request of the new one.
+ * NULL after fl_set_error. fl_ps_client_open: a first connection. */
 fl_ps_client *fl_ps_client_reopen(const fl_connect_options *where, const char *my_job, int my_task,
                                   uint32_t first_id);
+static inline fl_ps_client *fl_ps_client_open(const fl_connect_options *where, const char *my_job, int my_task)
+{
+    return fl_ps_client_reopen(where, my_job, my_task, 0);
+}
 /* For ps_requests.c: the buffer to encode request `*id` into (the send
  * lock is taken), then finish: encoded is the encoder's result; the request
  * is queued for its reply (dst, bytes, already as below) and sent, and the

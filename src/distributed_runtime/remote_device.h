@@ -9,6 +9,7 @@
 
 #include "device.h"
 #include "ps_client.h"
+#include "remote_trace.h"
 #include "stale_tally.h"
 #include "sync_step.h"
 
@@ -34,6 +35,7 @@ typedef struct {
     const fl_cluster *cluster;
     fl_ps_client *client;
     fl_sync_step *sync; /* the cluster's synchronous step (chapter 4) */
+    fl_remote_trace *trace; /* its requests in a traced run, from send to reply */
     uint64_t sent_before, received_before; /* on connections since lost */
 } fl_remote_task;
 

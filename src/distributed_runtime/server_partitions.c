@@ -13,6 +13,7 @@
 #include "graph_wire.h"
 #include "partition_exec.h"
 #include "server_internal.h"
+#include "task_trace.h"
 
 typedef struct {
     uint64_t handle;
@@ -33,6 +34,7 @@ typedef struct fl_partition_job {
     uint32_t request_id;
     unsigned char *feed_bytes;      /* the feeds' values, out of the frame (freed with it) */
     fl_tensor **outputs;
+    fl_wire_step_trace trace;       /* the step's timings, when its client asked (FL_WIRE_RUN_TRACE) */
     atomic_bool cancelled;          /* its client has gone: stop between waves */
     int rc;
     fl_error_code code;
@@ -137,7 +139,14 @@ static void *run_job(void *arg)
     fl_partition_job *job = arg;
     fl_server *s = job->server;
     fl_partition_env env = {s->rendezvous, s->cluster, s->name, s->log, s->log_prefix, &job->cancelled};
+    /* A partition's first step makes its session: that step has no timings. */
+    fl_session *traced = job->run.flags & FL_WIRE_RUN_TRACE ? fl_partition_exec_session(job->exec) : NULL;
+    double began = 0;
+    if (traced)
+        fl_task_trace_begin(traced, &began);
     job->rc = fl_partition_exec_run(job->exec, &env, &job->run, job->outputs);
+    if (traced)
+        fl_task_trace_end(traced, s->name, began, &job->trace);
     if (job->rc != 0) {
         job->code = fl_last_error_code();
         snprintf(job->error, sizeof job->error, "%s", fl_last_error());
@@ -162,6 +171,7 @@ static void free_job(fl_partition_job *job)
         fl_tensor_free(job->outputs[i]);
     free(job->outputs);
     free(job->feed_bytes);
+    fl_wire_step_trace_free(&job->trace);
     fl_wire_run_partition_free(&job->run);
     free_registry(job->orphans);
     event_free(job->done);
@@ -174,7 +184,8 @@ static void answer_run(fl_server_conn *c, fl_partition_job *job)
     int n = job->run.lists[0].count;
     if (job->rc != 0)
         return answer_failure(c, job->request_id, job->code, job->error);
-    if (fl_wire_put_partition_done(&s->out, job->request_id, n, (const fl_tensor *const *)job->outputs) != 0)
+    const fl_wire_step_trace *trace = job->run.flags & FL_WIRE_RUN_TRACE ? &job->trace : NULL;
+    if (fl_wire_put_partition_done(&s->out, job->request_id, trace, n, (const fl_tensor *const *)job->outputs) != 0)
         return answer_failure(c, job->request_id, FL_INTERNAL, s->out.error);
     fl_server_send_out(c);
 }

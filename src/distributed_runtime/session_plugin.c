@@ -38,6 +38,7 @@ const fl_cluster_plugin fl_cluster_task_plugin_table = {
 static void *open_master(const fl_cluster *c, fl_graph *g) { return fl_master_new(c, g); }
 static void close_master(void *master) { fl_master_free(master); }
 static const char *node_device(void *master, const fl_node *n) { return fl_master_node_device(master, n); }
+static void trace_into(void *master, fl_session *trace) { fl_master_trace_into(master, trace); }
 
 static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
                       fl_tensor **outputs, fl_node *const *targets, int ntargets)
@@ -58,4 +59,4 @@ static fl_device *no_device(const fl_cluster *c, const char *device, bool *is_lo
 const fl_cluster_plugin fl_cluster_client_plugin_table = {
     .resolve_device = no_device, .task_name = task_name, .is_chief = is_chief, .recover = recover,
     .say_goodbye = say_goodbye, .open_master = open_master, .run_master = run_master,
-    .node_device = node_device, .close_master = close_master};
+    .node_device = node_device, .close_master = close_master, .trace_into = trace_into};

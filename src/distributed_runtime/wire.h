@@ -195,14 +195,35 @@ typedef struct {
 } fl_wire_name_list;
 #define FL_WIRE_MAX_LIST 65535 /* names or values in one list */
 
+/* RUN_PARTITION's flags: FL_WIRE_RUN_TRACE asks the task for its timings
+ * of the step, in PARTITION_DONE's trace field; other bits are refused. */
+#define FL_WIRE_RUN_TRACE 1u
+/* PARTITION_DONE's trace (wire_step_trace.c): the step's length and its
+ * ops, in nanoseconds since the task's step began; each event lies within
+ * the step. Parsed names point into `storage` (fl_wire_step_trace_free). */
+#define FL_WIRE_MAX_STEP_NS (86400ull * 1000000000ull) /* a day */
+typedef struct {
+    const char *name, *op, *device; /* device: "/job:worker/task:1/cpu:0" */
+    uint64_t start_ns, duration_ns;
+} fl_wire_trace_event;
+typedef struct {
+    uint64_t step_ns;
+    int count;
+    fl_wire_trace_event *events;
+    void *storage;
+} fl_wire_step_trace;
+void fl_wire_step_trace_free(fl_wire_step_trace *t);
+
 /* graph: the partition as graph_wire.c encodes it (bytes, no header). */
 int fl_wire_put_register_partition(fl_wire_buf *buf, uint32_t id, const void *graph, size_t len);
 int fl_wire_put_partition_registered(fl_wire_buf *buf, uint32_t id, uint64_t handle);
 /* lists: fetches, targets, active send keys, active recv keys, in that order. */
-int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, uint64_t step_id, int nfeeds,
-                              const char *const *feed_names, const fl_tensor *const *feed_values,
+int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, uint64_t step_id, uint32_t flags,
+                              int nfeeds, const char *const *feed_names, const fl_tensor *const *feed_values,
                               const fl_wire_name_list lists[4]);
-int fl_wire_put_partition_done(fl_wire_buf *buf, uint32_t id, int nvalues, const fl_tensor *const *values);
+/* trace: NULL, or the step's timings the client asked for. */
+int fl_wire_put_partition_done(fl_wire_buf *buf, uint32_t id, const fl_wire_step_trace *trace, int nvalues,
+                               const fl_tensor *const *values);
 int fl_wire_put_send_tensor(fl_wire_buf *buf, uint32_t id, uint64_t step_id, const char *key,
                             const fl_tensor *value);
 /* type: FL_WIRE_ABORT_STEP (a step id) or FL_WIRE_DEREGISTER_PARTITION (a handle). */
@@ -311,6 +332,7 @@ typedef struct {
  * block: free it with fl_wire_run_partition_free) and the frame. */
 typedef struct {
     uint64_t handle, step_id;
+    uint32_t flags; /* FL_WIRE_RUN_TRACE or 0 */
     int nfeeds;
     const char **feed_names;
     fl_wire_tensor *feed_values;
@@ -336,8 +358,10 @@ int fl_wire_parse_sync_assignment(const fl_wire_frame *f, fl_wire_sync *sync, fl
 int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, fl_status *st);
 int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, fl_status *st);
 int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *out, fl_status *st);
-/* PARTITION_DONE: *values (free() it) gets *count tensors that point into the frame. */
-int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count, fl_status *st);
+/* PARTITION_DONE: *values (free() it) gets *count tensors that point into the frame;
+ * *trace (NULL: checked, not kept) the step's timings (fl_wire_step_trace_free). */
+int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count,
+                                 fl_wire_step_trace *trace, fl_status *st);
 int fl_wire_parse_send_tensor(const fl_wire_frame *f, fl_wire_send_tensor *out, fl_status *st);
 /* PARTITION_REGISTERED, ABORT_STEP, DEREGISTER_PARTITION: one u64. */
 int fl_wire_parse_number(const fl_wire_frame *f, uint64_t *number, fl_status *st);

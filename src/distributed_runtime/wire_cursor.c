@@ -89,6 +89,19 @@ int wire_get_name(wire_cursor *c, const char *what, char out[FL_WIRE_MAX_NAME + 
     return 0;
 }
 
+/* A name copied into a storage block at *pool, which moves past it. */
+int wire_get_pooled_name(wire_cursor *c, const char *what, char **pool, const char **out)
+{
+    char name[FL_WIRE_MAX_NAME + 1];
+    if (wire_get_name(c, what, name) != 0)
+        return -1;
+    size_t len = strlen(name) + 1;
+    memcpy(*pool, name, len);
+    *out = *pool;
+    *pool += len;
+    return 0;
+}
+
 static int get_shape(wire_cursor *c, fl_wire_tensor *t)
 {
     unsigned rank;

@@ -78,6 +78,7 @@ int wire_get_u8(wire_cursor *c, const char *what, unsigned *v);
 int wire_get_u32(wire_cursor *c, const char *what, uint32_t *v);
 int wire_get_u64(wire_cursor *c, const char *what, uint64_t *v);
 int wire_get_name(wire_cursor *c, const char *what, char out[FL_WIRE_MAX_NAME + 1]);
+int wire_get_pooled_name(wire_cursor *c, const char *what, char **pool, const char **out);
 int wire_get_tensor(wire_cursor *c, fl_wire_tensor *t);
 int wire_finish(wire_cursor *c); /* -1 when bytes are left over */
 
@@ -94,6 +95,11 @@ int wire_put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_te
 /* wire_partition.c: the frames of in-graph replication across tasks. */
 bool wire_is_partition_frame(fl_wire_type type);
 int wire_parse_partition_frame(const fl_wire_frame *f, fl_wire_message *out, fl_status *st);
+
+/* wire_step_trace.c: PARTITION_DONE's trace field, before its values (a
+ * value's data may be the part of the payload received apart, last). */
+int wire_put_step_trace(fl_wire_buf *buf, long start, const fl_wire_step_trace *trace);
+int wire_get_step_trace(wire_cursor *c, fl_wire_step_trace *out);
 
 /* Tensor elements travel little-endian: on a little-endian host (x86, most
  * ARM) a block of them is a plain memcpy, which matters for 13 MB tensors. */

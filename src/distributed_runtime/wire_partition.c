@@ -62,17 +62,19 @@ static int put_list(fl_wire_buf *buf, long start, int which, const fl_wire_name_
     return 0;
 }
 
-/* handle u64, step u64, feeds (u32 count, then name and tensor each), then
- * four lists of names (u32 count, then the names). */
-int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, uint64_t step_id, int nfeeds,
-                              const char *const *feed_names, const fl_tensor *const *feed_values,
+/* handle u64, step u64, flags u32, feeds (u32 count, then name and tensor
+ * each), then four lists of names (u32 count, then the names). */
+int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, uint64_t step_id, uint32_t flags,
+                              int nfeeds, const char *const *feed_names, const fl_tensor *const *feed_values,
                               const fl_wire_name_list lists[4])
 {
     const fl_wire_type type = FL_WIRE_RUN_PARTITION;
     long start = wire_begin(buf, type, id);
     if (start < 0)
         return -1;
-    if (wire_put_u64(buf, handle) != 0 || wire_put_u64(buf, step_id) != 0)
+    if (flags & ~FL_WIRE_RUN_TRACE)
+        return wire_abort(buf, start, "RUN_PARTITION: flags 0x%x hold bits other than FL_WIRE_RUN_TRACE", flags);
+    if (wire_put_u64(buf, handle) != 0 || wire_put_u64(buf, step_id) != 0 || wire_put_u32(buf, flags) != 0)
         return wire_abort(buf, start, "RUN_PARTITION: out of memory");
     if (put_count(buf, start, type, "feeds", nfeeds) != 0)
         return -1;
@@ -86,10 +88,14 @@ int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, ui
     return wire_end(buf, start);
 }
 
-int fl_wire_put_partition_done(fl_wire_buf *buf, uint32_t id, int nvalues, const fl_tensor *const *values)
+/* The trace field (wire_step_trace.c), then the values. */
+int fl_wire_put_partition_done(fl_wire_buf *buf, uint32_t id, const fl_wire_step_trace *trace, int nvalues,
+                               const fl_tensor *const *values)
 {
     long start = wire_begin(buf, FL_WIRE_PARTITION_DONE, id);
     if (start < 0)
+        return -1;
+    if (wire_put_step_trace(buf, start, trace) != 0)
         return -1;
     if (put_count(buf, start, FL_WIRE_PARTITION_DONE, "values", nvalues) != 0)
         return -1;
@@ -130,19 +136,6 @@ static int get_count(wire_cursor *c, const char *what, size_t min_bytes, int *co
     return 0;
 }
 
-/* A name copied into the storage block at *pool. */
-static int get_pooled_name(wire_cursor *c, const char *what, char **pool, const char **out)
-{
-    char name[FL_WIRE_MAX_NAME + 1];
-    if (wire_get_name(c, what, name) != 0)
-        return -1;
-    size_t len = strlen(name) + 1;
-    memcpy(*pool, name, len);
-    *out = *pool;
-    *pool += len;
-    return 0;
-}
-
 /* The pointer arrays and the names share one block: the arrays first
  * (counts are known before the names: each list is counted, then walked). */
 typedef struct {
@@ -161,7 +154,7 @@ static int get_list(wire_cursor *c, run_storage *st, int which, fl_wire_name_lis
     const char **names = st->slots + st->used;
     st->used += n;
     for (int i = 0; i < n; i++)
-        if (get_pooled_name(c, LIST_WHAT[which], &st->pool, &names[i]) != 0)
+        if (wire_get_pooled_name(c, LIST_WHAT[which], &st->pool, &names[i]) != 0)
             return -1;
     list->count = n;
     list->names = names;
@@ -180,7 +173,7 @@ static int get_feeds(wire_cursor *c, run_storage *st, fl_wire_run_partition *out
     if (!out->feed_values)
         return wire_fail(c, "out of memory");
     for (int i = 0; i < out->nfeeds; i++)
-        if (get_pooled_name(c, "feed", &st->pool, &out->feed_names[i]) != 0 ||
+        if (wire_get_pooled_name(c, "feed", &st->pool, &out->feed_names[i]) != 0 ||
             wire_get_tensor(c, &out->feed_values[i]) != 0)
             return -1;
     return 0;
@@ -206,9 +199,11 @@ int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *o
         return wire_fail(&c, "out of memory");
     run_storage room = {(char *)out->storage + cap * sizeof(char *), out->storage, 0, (int)cap};
     int rc = wire_get_u64(&c, "handle", &out->handle) != 0 || wire_get_u64(&c, "step", &out->step_id) != 0 ||
-                     get_feeds(&c, &room, out) != 0
+                     wire_get_u32(&c, "flags", &out->flags) != 0 || get_feeds(&c, &room, out) != 0
                  ? -1
                  : 0;
+    if (rc == 0 && (out->flags & ~FL_WIRE_RUN_TRACE))
+        rc = wire_fail(&c, "flags 0x%x hold bits other than FL_WIRE_RUN_TRACE (1)", (unsigned)out->flags);
     for (int k = 0; k < 4 && rc == 0; k++)
         rc = get_list(&c, &room, k, &out->lists[k]);
     if (rc == 0)
@@ -218,30 +213,48 @@ int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *o
     return rc;
 }
 
-int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count, fl_status *st)
+static int get_values(wire_cursor *c, fl_wire_tensor **values, int *count)
 {
-    wire_cursor c;
-    *values = NULL;
-    *count = 0;
-    if (wire_cursor_open(&c, f, f->type == FL_WIRE_PARTITION_DONE, "PARTITION_DONE", st) != 0)
-        return -1;
     int n;
-    if (get_count(&c, "values", 6, &n) != 0)
+    if (get_count(c, "values", 6, &n) != 0)
         return -1;
     fl_wire_tensor *out = calloc((size_t)n + 1, sizeof *out);
     if (!out)
-        return wire_fail(&c, "out of memory");
+        return wire_fail(c, "out of memory");
     for (int i = 0; i < n; i++)
-        if (wire_get_tensor(&c, &out[i]) != 0) {
+        if (wire_get_tensor(c, &out[i]) != 0) {
             free(out);
             return -1;
         }
-    if (wire_finish(&c) != 0) {
-        free(out);
-        return -1;
-    }
     *values = out;
     *count = n;
+    return 0;
+}
+
+int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count,
+                                 fl_wire_step_trace *trace, fl_status *st)
+{
+    wire_cursor c;
+    fl_wire_step_trace got = {0};
+    *values = NULL;
+    *count = 0;
+    if (trace)
+        memset(trace, 0, sizeof *trace);
+    if (wire_cursor_open(&c, f, f->type == FL_WIRE_PARTITION_DONE, "PARTITION_DONE", st) != 0)
+        return -1;
+    if (wire_get_step_trace(&c, &got) != 0)
+        return -1;
+    if (get_values(&c, values, count) != 0 || wire_finish(&c) != 0) {
+        free(*values);
+        *values = NULL;
+        *count = 0;
+        fl_wire_step_trace_free(&got);
+        return -1;
+    }
+    if (trace)
+        *trace = got;
+    else
+        fl_wire_step_trace_free(&got);
     return 0;
 }
 
@@ -289,7 +302,7 @@ int wire_parse_partition_frame(const fl_wire_frame *f, fl_wire_message *out, fl_
     if (f->type == FL_WIRE_PARTITION_DONE) {
         fl_wire_tensor *values;
         int n;
-        int rc = fl_wire_parse_partition_done(f, &values, &n, st);
+        int rc = fl_wire_parse_partition_done(f, &values, &n, NULL, st);
         free(values);
         return rc;
     }

@@ -100,7 +100,7 @@ static int encode_run_partition(fl_wire_buf *buf, const fl_wire_frame *f)
     check(fl_wire_parse_run_partition(f, &r, &err) == 0, "RUN_PARTITION parses as fl_wire_parse said");
     const fl_tensor **values = calloc((size_t)r.nfeeds + 1, sizeof *values);
     fl_tensor *feeds = to_tensors(r.feed_values, r.nfeeds, values);
-    int rc = fl_wire_put_run_partition(buf, f->request_id, r.handle, r.step_id, r.nfeeds, r.feed_names, values, r.lists);
+    int rc = fl_wire_put_run_partition(buf, f->request_id, r.handle, r.step_id, r.flags, r.nfeeds, r.feed_names, values, r.lists);
     free_tensors(feeds, r.nfeeds);
     free(values);
     fl_wire_run_partition_free(&r);
@@ -112,10 +112,12 @@ static int encode_partition_done(fl_wire_buf *buf, const fl_wire_frame *f)
     fl_wire_tensor *w;
     int n;
     fl_status err = {0};
-    check(fl_wire_parse_partition_done(f, &w, &n, &err) == 0, "PARTITION_DONE parses as fl_wire_parse said");
+    fl_wire_step_trace trace; /* the task's timings, encoded again as they came */
+    check(fl_wire_parse_partition_done(f, &w, &n, &trace, &err) == 0, "PARTITION_DONE parses as fl_wire_parse said");
     const fl_tensor **values = calloc((size_t)n + 1, sizeof *values);
     fl_tensor *t = to_tensors(w, n, values);
-    int rc = fl_wire_put_partition_done(buf, f->request_id, n, values);
+    int rc = fl_wire_put_partition_done(buf, f->request_id, &trace, n, values);
+    fl_wire_step_trace_free(&trace);
     free_tensors(t, n);
     free(values);
     free(w);

@@ -26,7 +26,7 @@ static int put_run_partition(fl_wire_buf *buf, const fl_tensor *x)
     const char *sends[] = {"g:/job:worker/task:0->/job:ps/task:0"}, *recvs[] = {"w:/job:ps/task:0->/job:worker/task:0"};
     const fl_tensor *values[] = {x};
     fl_wire_name_list lists[4] = {{1, fetches}, {1, targets}, {1, sends}, {1, recvs}};
-    return fl_wire_put_run_partition(buf, 11, 1, 7, 1, feeds, values, lists);
+    return fl_wire_put_run_partition(buf, 11, 1, 7, FL_WIRE_RUN_TRACE, 1, feeds, values, lists);
 }
 
 /* Appends one frame of every type to buf; a tensor frame per dtype; the
@@ -61,7 +61,10 @@ static int put_all(fl_wire_buf *buf, int which)
     case 15: return put_run_partition(buf, &weights);
     case 16: {
         const fl_tensor *values[2] = {&weights, &step};
-        return fl_wire_put_partition_done(buf, 11, 2, values);
+        fl_wire_trace_event ops[2] = {{"tower_0/MatMul", "MatMul", "/job:worker/task:0/cpu:0", 1000, 250000},
+                                      {"train/update", "ApplyAdam", "/job:worker/task:0/cpu:0", 260000, 4000}};
+        fl_wire_step_trace trace = {.step_ns = 300000, .count = 2, .events = ops};
+        return fl_wire_put_partition_done(buf, 11, &trace, 2, values);
     }
     case 17: return fl_wire_put_send_tensor(buf, 12, 7, "g:/job:worker/task:0->/job:ps/task:0", &weights);
     case 18: return fl_wire_put_number(buf, FL_WIRE_ABORT_STEP, 13, 7);
