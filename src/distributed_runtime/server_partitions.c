@@ -33,8 +33,8 @@ typedef struct fl_partition_job {
     uint32_t request_id;
     unsigned char *feed_bytes;      /* the feeds' values, out of the frame (freed with it) */
     fl_tensor **outputs;
-    atomic_bool cancelled;          /* its client has gone: stop between waves */
-    int rc;
+    atomic_bool cancelled;          /* its client has gone: stop before the next op or wait */
+    int rc, signatures;             /* new run signatures the step resolved */
     fl_error_code code;
     char error[FL_ERROR_LEN];
     pthread_t thread;
@@ -102,7 +102,7 @@ static void serve_register(fl_server_conn *c, uint32_t id, const fl_wire_bytes *
         r->items = fl_xrealloc(r->items, (size_t)r->cap * sizeof *r->items);
     }
     int nodes = fl_graph_node_count(p.graph), waves = p.nwaves, carried = 0;
-    fl_partition_exec *exec = fl_partition_exec_new(&p);
+    fl_partition_exec *exec = fl_partition_exec_new(&p, s->rendezvous);
     for (int i = 0; i < r->count; i++) /* oldest first: the newest value of each variable wins */
         carried += fl_partition_exec_inherit(exec, r->items[i].exec, s->name);
     registered *item = &r->items[r->count++];
@@ -137,7 +137,9 @@ static void *run_job(void *arg)
     fl_partition_job *job = arg;
     fl_server *s = job->server;
     fl_partition_env env = {s->rendezvous, s->cluster, s->name, s->log, s->log_prefix, &job->cancelled};
+    int before = fl_partition_exec_signatures_made(job->exec);
     job->rc = fl_partition_exec_run(job->exec, &env, &job->run, job->outputs);
+    job->signatures = fl_partition_exec_signatures_made(job->exec) - before;
     if (job->rc != 0) {
         job->code = fl_last_error_code();
         snprintf(job->error, sizeof job->error, "%s", fl_last_error());
@@ -188,6 +190,7 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
     pthread_join(job->thread, NULL);
     fl_rendezvous_finish(job->server->rendezvous, job->run.step_id);
     fl_server_count(job->server, &job->server->stats.partition_steps, 1);
+    fl_server_count(job->server, &job->server->stats.partition_signatures, (uint64_t)job->signatures);
     unlink_job(job);
     fl_server_conn *c = job->conn;
     if (c) {
