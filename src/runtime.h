@@ -266,6 +266,10 @@ fl_node *fl_sum_to_shape(fl_graph *g, fl_node *x, fl_node *like, const char *nam
 fl_node *fl_reshape_like(fl_graph *g, fl_node *x, fl_node *like, const char *name);
 fl_node *fl_split_part(fl_graph *g, fl_node *x, int axis, int part, int num_parts,
                        const char *name);
+/* graph_prune.c: marks in needed (by node id; the caller clears it) the
+ * roots and all they read, not looking past a node fed(arg, id) says is fed. */
+void fl_graph_mark_needed(bool *needed, bool (*fed)(const void *arg, int id), const void *arg,
+                          fl_node *const *roots, int nroots);
 /* ops_transfer.c: a value leaving for another task (Send, run for its
  * effect) and arriving from one (Recv, a source), keyed by edge_key; the
  * partitioner (graph_partition.c) builds them, a task's rendezvous runs them. */

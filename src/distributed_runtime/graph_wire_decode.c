@@ -20,6 +20,7 @@ typedef struct {
     int nnodes;
     char node[FL_WIRE_MAX_NAME + 16]; /* the node being read: its name, or "#7" */
     uint32_t *initializer;            /* per node, resolved once all are in */
+    unsigned version;                 /* 1: attrs without a Send's or Recv's key and peer */
 } reader;
 
 /* "node NAME: why"; a field that failed to read says why in r->read. */
@@ -183,7 +184,7 @@ static int get_attrs(reader *r, fl_op_kind op, fl_attrs *a)
     if (dtype > FL_INT32)
         return refuse(r, "dtype attr %u is neither 0 (float32) nor 1 (int32)", dtype);
     a->dtype = (fl_dtype)dtype;
-    return get_attr_edge(r, a);
+    return r->version >= 2 ? get_attr_edge(r, a) : 0;
 }
 
 /* A shape a node will allocate (a variable, a fill) must be known and fit
@@ -429,8 +430,9 @@ static int get_header(reader *r)
     snprintf(r->node, sizeof r->node, "(header)");
     if (get_u8(r, "version", &version) != 0)
         return -1;
-    if (version != FL_GRAPH_WIRE_VERSION)
-        return refuse(r, "partition format %u; this task reads %u", version, FL_GRAPH_WIRE_VERSION);
+    if (version < 1 || version > FL_GRAPH_WIRE_VERSION) /* 1 lacks only the Send and Recv attrs */
+        return refuse(r, "partition format %u; this task reads 1 to %u", version, FL_GRAPH_WIRE_VERSION);
+    r->version = version;
     if (wire_get_name(&r->c, "job", job) != 0)
         return read_failed(r);
     if (get_u32(r, "task", &task) != 0 || get_u32(r, "wave count", &nwaves) != 0 ||
