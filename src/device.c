@@ -31,6 +31,10 @@ void fl_device_release_mark(fl_device *d, void *mark)
         d->backend->marks.release_mark(d->impl, mark);
 }
 
+bool fl_device_waits_on_any(const fl_device *d) { return d->backend->marks.wait_any != NULL; }
+
+int fl_device_wait_any(fl_device *d) { return d->backend->marks.wait_any(d->impl); }
+
 int fl_device_copy_out_now(fl_device *d, void *host_dst, const void *src, size_t bytes)
 {
     const fl_backend *b = d->backend;

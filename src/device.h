@@ -32,12 +32,20 @@ typedef struct {
  * 1 yes, 0 not yet (only when block is false), -1 on error.
  * copy_out_now() is a blocking copy_out that does not queue behind work
  * enqueued after a reached mark; src must have been written before that
- * mark. */
+ * mark.
+ * wait_any (may be NULL alone) is for a device whose marks are reached out
+ * of order, by other tasks (a task's rendezvous: a Recv's value arrives when
+ * its sender sends it): the executor, with nothing it can start, must not
+ * block on one mark, as the value that would let it send what another task
+ * needs to produce that mark may be the next to arrive. wait_any waits a
+ * short while for any mark to be reached, then the executor looks again: 0,
+ * or -1 after fl_set_error_code (a deadline passed, the step aborted). */
 typedef struct {
     void *(*mark)(void *impl);
     int (*reached)(void *impl, void *mark, bool block);
     int (*copy_out_now)(void *impl, void *host_dst, const void *src, size_t bytes);
     void (*release_mark)(void *impl, void *mark);
+    int (*wait_any)(void *impl);
 } fl_backend_marks;
 
 /* Timing by the device itself (all NULL: the session times run()
@@ -139,6 +147,10 @@ int fl_device_mark(fl_device *d, void **mark);
  * NULL mark stands for the whole queue: blocking waits for d to be idle. */
 int fl_device_reached(fl_device *d, void *mark, bool block);
 void fl_device_release_mark(fl_device *d, void *mark); /* NULL: nothing */
+/* Whether d's marks are reached out of order (wait on any, not on one),
+ * and that wait: 0, or -1 with the error set. */
+bool fl_device_waits_on_any(const fl_device *d);
+int fl_device_wait_any(fl_device *d);
 /* A blocking copy out of a value finished before a reached mark, not queued
  * behind later work where the device can (else copy_out, then wait). */
 int fl_device_copy_out_now(fl_device *d, void *host_dst, const void *src, size_t bytes);

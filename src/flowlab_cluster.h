@@ -334,6 +334,9 @@ typedef struct {
     /* In-graph replication across tasks: steps of partitions run here, and
      * the values other tasks sent this one for them (SEND_TENSOR). */
     uint64_t partition_steps;
+    /* Run signatures its partitions resolved (names into nodes, the feeds'
+     * host tensors): one per new signature, none for a warm step. */
+    uint64_t partition_signatures;
     uint64_t values_received, value_bytes_received;
     uint64_t waiting_value_bytes; /* charged now for values no run has taken (--max_waiting_value_bytes) */
     uint64_t refused;        /* connections that never proved they know the cluster's secret,

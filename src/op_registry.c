@@ -22,6 +22,7 @@ extern const fl_op_def fl_def_conv2d, fl_def_conv2d_backprop_input, fl_def_conv2
     fl_def_max_pool, fl_def_max_pool_grad;
 extern const fl_op_def fl_def_apply_gradient_descent, fl_def_apply_momentum, fl_def_apply_adam;
 extern const fl_op_def fl_def_fused_conv2d, fl_def_fused_matmul, fl_def_max_pool_relu_grad;
+extern const fl_op_def fl_def_send, fl_def_recv;
 
 static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_PLACEHOLDER] = &fl_def_placeholder,
@@ -77,6 +78,8 @@ static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_FUSED_CONV2D] = &fl_def_fused_conv2d,
     [FL_OP_FUSED_MATMUL] = &fl_def_fused_matmul,
     [FL_OP_MAX_POOL_RELU_GRAD] = &fl_def_max_pool_relu_grad,
+    [FL_OP_SEND] = &fl_def_send,
+    [FL_OP_RECV] = &fl_def_recv,
 };
 
 const fl_op_def *fl_op_def_of(fl_op_kind op) { return op_table[op]; }
@@ -88,6 +91,7 @@ const fl_op_def *fl_op_def_of(fl_op_kind op) { return op_table[op]; }
 #define GRADIENT_OP "a gradient op, built only by a gradient rule; second derivatives are not supported"
 #define SOURCE_OP "a source of values: it has no float input to pass a gradient to"
 #define UPDATE_OP "an optimizer update: it writes a variable and is never differentiated"
+#define TRANSFER_OP "it moves a value between tasks: its gradient is the other end's (the partitioner cuts after differentiation)"
 #define FUSED_OP "made by the session's fusion pass after the gradients are built; it is never differentiated"
 
 static const char *const why_no_gradient[FL_OP_COUNT] = {
@@ -119,6 +123,8 @@ static const char *const why_no_gradient[FL_OP_COUNT] = {
     [FL_OP_FUSED_CONV2D] = FUSED_OP,
     [FL_OP_FUSED_MATMUL] = FUSED_OP,
     [FL_OP_MAX_POOL_RELU_GRAD] = FUSED_OP,
+    [FL_OP_SEND] = TRANSFER_OP,
+    [FL_OP_RECV] = TRANSFER_OP,
 };
 
 const char *fl_op_why_no_gradient(fl_op_kind op) { return why_no_gradient[op]; }
@@ -131,6 +137,8 @@ const char *fl_op_why_no_gradient(fl_op_kind op) { return why_no_gradient[op]; }
 const char *fl_op_why_no_kernel(fl_op_kind op)
 {
     const fl_op_signature *sig = &op_table[op]->sig;
+    if (sig->between_tasks)
+        return "it moves a value between tasks: a task's rendezvous device runs it, no compute backend";
     if (sig->is_source)
         return "a source: the session gives it its value on any device (a feed, a constant, a variable's buffer)";
     if (!sig->has_output && sig->writes_inputs == 0)

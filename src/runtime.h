@@ -10,6 +10,7 @@
 
 #define FL_ERROR_LEN 512
 #define FL_DEVICE_LEN 64
+#define FL_EDGE_KEY_LEN 256 /* a Send's or Recv's key: the wire's longest name and its NUL */
 
 /* ---- errors.c ---- */
 /* fl_set_error: a message with code FL_UNKNOWN; fl_set_error_code: with a
@@ -88,6 +89,8 @@ typedef enum {
     FL_OP_APPLY_GRADIENT_DESCENT, FL_OP_APPLY_MOMENTUM, FL_OP_APPLY_ADAM,
     /* fused by the session for one step (session_fusion.c), never built by a user */
     FL_OP_FUSED_CONV2D, FL_OP_FUSED_MATMUL, FL_OP_MAX_POOL_RELU_GRAD,
+    /* a value crossing tasks, made by the partitioner (TensorFlow's _Send, _Recv) */
+    FL_OP_SEND, FL_OP_RECV,
     /* (no Copy op: the session copies values across devices itself) */
     FL_OP_COUNT
 } fl_op_kind;
@@ -112,6 +115,8 @@ typedef struct {
     float learning_rate, momentum, beta1, beta2, epsilon;
     bool use_nesterov;
     bool fused_relu;                      /* FusedConv2D, FusedMatMul: max(0, v) after the bias */
+    char edge_key[FL_EDGE_KEY_LEN];       /* Send, Recv: the rendezvous key of the value they move */
+    char peer_task[FL_DEVICE_LEN];        /* Send: the task it goes to; Recv: the task it comes from */
 } fl_attrs;
 
 struct fl_node {
@@ -152,6 +157,7 @@ typedef struct {
     int writes_inputs;          /* its first N inputs, updated in place, are variables (Assign 1, ApplyAdam 3) */
     bool is_source;             /* the session gives its value (a feed, a constant, a variable's buffer) */
     bool fused;                 /* made by the session's fusion pass for one run: never built nor sent */
+    bool between_tasks;         /* Send, Recv: run by a task's rendezvous device only (fl_session_set_rendezvous) */
     fl_op_alias aliases;
 } fl_op_signature;
 
@@ -260,6 +266,16 @@ fl_node *fl_sum_to_shape(fl_graph *g, fl_node *x, fl_node *like, const char *nam
 fl_node *fl_reshape_like(fl_graph *g, fl_node *x, fl_node *like, const char *name);
 fl_node *fl_split_part(fl_graph *g, fl_node *x, int axis, int part, int num_parts,
                        const char *name);
+/* graph_prune.c: marks in needed (by node id; the caller clears it) the
+ * roots and all they read, not looking past a node fed(arg, id) says is fed. */
+void fl_graph_mark_needed(bool *needed, bool (*fed)(const void *arg, int id), const void *arg,
+                          fl_node *const *roots, int nroots);
+/* ops_transfer.c: a value leaving for another task (Send, run for its
+ * effect) and arriving from one (Recv, a source), keyed by edge_key; the
+ * partitioner (graph_partition.c) builds them, a task's rendezvous runs them. */
+fl_node *fl_send(fl_graph *g, fl_node *value, const char *key, const char *to_task, const char *name);
+fl_node *fl_recv(fl_graph *g, fl_dtype dtype, fl_shape shape, const char *key, const char *from_task,
+                 const char *name);
 /* A tensor of ones shaped like x at run time: the seed of a gradient. */
 fl_node *fl_ones_like(fl_graph *g, fl_node *x, const char *name);
 fl_node *fl_int_scalar(fl_graph *g, int32_t value, const char *name);

@@ -32,14 +32,6 @@ fl_session *fl_session_new(fl_graph *g, const fl_session_options *options)
     return s;
 }
 
-static void release_slot(fl_slot *slot)
-{
-    if (slot->buffer)
-        slot->device->backend->release(slot->device->impl, slot->buffer);
-    slot->buffer = NULL;
-    slot->capacity = 0;
-}
-
 void fl_session_free(fl_session *s)
 {
     if (!s)
@@ -47,7 +39,7 @@ void fl_session_free(fl_session *s)
     fl_session_close_master(s);
     for (int i = 0; i < s->nslots; i++) {
         fl_session_release_copies(&s->slots[i], fl_graph_node(s->graph, i)->ninputs);
-        release_slot(&s->slots[i]);
+        fl_session_release_buffer(&s->slots[i]);
         free(s->slots[i].sent);
     }
     free(s->slots);
@@ -87,6 +79,12 @@ int fl_session_place(fl_session *s, fl_node *n)
     fl_slot *slot = &s->slots[n->id];
     if (slot->device)
         return 0;
+    if (fl_op_def_of(n->op)->sig.between_tasks) { /* TensorFlow's executor gets its rendezvous the same way */
+        slot->device = s->rendezvous;
+        return slot->device ? 0 : fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: a %s moves a value between "
+                                                       "tasks: only a task's partition runs one", n->name,
+                                                       fl_node_op_type(n));
+    }
     fl_status st = {0}; /* placement sets a code where it knows one */
     slot->device = fl_place_node(n, &s->options, &st);
     if (!slot->device)
@@ -96,6 +94,7 @@ int fl_session_place(fl_session *s, fl_node *n)
     return 0;
 }
 
+void fl_session_set_rendezvous(fl_session *s, fl_device *d) { s->rendezvous = d; }
 int fl_session_ops_run(const fl_session *s) { return s ? s->run.ops_run : 0; }
 fl_graph *fl_session_graph(const fl_session *s) { return s->graph; }
 
@@ -106,84 +105,6 @@ const char *fl_session_node_device(const fl_session *s, const fl_node *n)
     if (!s || !n || n->graph != s->graph || n->id >= s->nslots || !s->slots[n->id].device)
         return NULL;
     return s->slots[n->id].device->name;
-}
-
-int fl_session_ensure_buffer(fl_slot *slot, size_t bytes)
-{
-    if (bytes <= slot->capacity)
-        return 0;
-    if (fl_check_tensor_bytes(bytes) != 0)
-        return -1;
-    release_slot(slot);
-    slot->buffer = fl_device_alloc(slot->device, bytes);
-    if (!slot->buffer) {
-        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "%s has no room for %zu bytes (a tensor may take up to %zu: "
-                          "FLOWLAB_MAX_TENSOR_BYTES, fl_set_max_tensor_bytes)", slot->device->name, bytes,
-                          fl_max_tensor_bytes());
-        return -1;
-    }
-    slot->capacity = bytes;
-    return 0;
-}
-
-int fl_session_ensure_node_buffer(fl_session *s, const fl_node *n, fl_slot *slot, fl_dtype dtype, fl_shape shape)
-{
-    char text[64];
-    if (fl_session_ensure_buffer(slot, fl_tensor_bytes(&(fl_tensor){.dtype = dtype, .shape = shape})) == 0)
-        return 0;
-    return fl_session_fail(s, "%s: its output, %s %s, %s", n->name, fl_dtype_name(dtype),
-                           fl_shape_format(shape, text, sizeof text), fl_last_error());
-}
-
-/* A variable held by another process (a ps task's, over the network): its
- * device has a kernel for the Variable op, a pull, started as soon as the
- * variable is issued when another device will read it or it is fetched, so
- * that the pulls of a step are in flight together. A variable held here has
- * no kernel: its buffer is its value. */
-static int start_pulling_remote_variable(fl_session *s, fl_node *n)
-{
-    fl_slot *slot = &s->slots[n->id];
-    const fl_backend *b = slot->device->backend;
-    if (n->op != FL_OP_VARIABLE || !(slot->crosses || slot->fetched) || !b->has_kernel(FL_OP_VARIABLE))
-        return 0;
-    fl_kernel_ctx ctx = {.seed = 0};
-    if (fl_session_tracing(s)) /* the device times its pulls, from send to reply, from now on */
-        fl_session_device_times_ops(s, slot->device);
-    if (b->run(slot->device->impl, n, NULL, &slot->value, &ctx) != 0)
-        return fl_session_fail(s, "%s: reading it from %s: %s", n->name, slot->device->name, fl_last_error());
-    return 0;
-}
-
-static int run_source(fl_session *s, fl_node *n)
-{
-    fl_slot *slot = &s->slots[n->id];
-    const fl_tensor *fed = s->run.feeds[n->id];
-    if (fed) {
-        if (fl_session_ensure_node_buffer(s, n, slot, fed->dtype, fed->shape) != 0)
-            return -1;
-        slot->value = (fl_tensor){.dtype = fed->dtype, .shape = fed->shape, .data = slot->buffer};
-        if (fed->device) /* on this device: fl_session_check_device_io */
-            return fl_device_copy_within(slot->device, slot->buffer, fed->data, fl_tensor_bytes(fed), false);
-        return slot->device->backend->copy_in(slot->device->impl, slot->buffer, fed->data,
-                                              fl_tensor_bytes(fed));
-    }
-    if (n->op == FL_OP_PLACEHOLDER) {
-        char shape[64];
-        return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
-                                    "%s: placeholder %s %s was not fed; pass a value for it in the "
-                                    "feeds of fl_session_run", n->name, fl_dtype_name(n->dtype),
-                                    fl_shape_format(n->shape, shape, sizeof shape));
-    }
-    /* Variables and constants: one buffer for the session's lifetime. */
-    if (!slot->buffer) {
-        if (fl_session_ensure_node_buffer(s, n, slot, n->dtype, n->attrs.shape) != 0)
-            return -1;
-        slot->value = (fl_tensor){.dtype = n->dtype, .shape = n->attrs.shape, .data = slot->buffer};
-        if (n->op == FL_OP_CONST)
-            return slot->device->backend->copy_in(slot->device->impl, slot->buffer, n->value->data,
-                                                  fl_tensor_bytes(n->value));
-    }
-    return start_pulling_remote_variable(s, n);
 }
 
 static int check_initialized(fl_session *s, fl_node *n)
@@ -234,7 +155,7 @@ static int run_op(fl_session *s, fl_node *n)
     if (fl_op_def_of(n->op)->sig.aliases != FL_ALIAS_NONE) {
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
     } else if (n->has_output && fl_session_can_forward(s, n, in[0], shape)) {
-        release_slot(slot); /* a buffer from a run that could not forward */
+        fl_session_release_buffer(slot); /* a buffer from a run that could not forward */
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
     } else if (n->has_output) {
         if (fl_session_ensure_node_buffer(s, n, slot, n->dtype, shape) != 0)
@@ -261,6 +182,14 @@ static int run_op(fl_session *s, fl_node *n)
 static bool is_source(const fl_node *n) { return fl_op_def_of(n->op)->sig.is_source; }
 
 /* ---- the order of a run ---- */
+
+/* A control input that completes out of order (a Recv, whose value comes
+ * when another task sends it): its issue is not its end, so a node waits
+ * for its mark as for an input's. */
+static bool waits_on_control(const fl_session *s, const fl_node *n, const fl_node *before)
+{
+    return fl_op_def_of(before->op)->sig.between_tasks && s->slots[before->id].device != s->slots[n->id].device;
+}
 
 /* Places every needed node, fuses what its device runs as one kernel
  * (session_fusion.c), then finds the values a node on another device
@@ -289,6 +218,9 @@ static int place_and_find_crossings(fl_session *s)
                 from->crosses = true;
             r->readers[n->inputs[i]->id]++;
         }
+        for (int i = 0; i < n->ncontrols; i++)
+            if (waits_on_control(s, n, n->controls[i]))
+                s->slots[n->controls[i]->id].crosses = true;
     }
     return 0;
 }
@@ -306,25 +238,39 @@ static bool inputs_issued(const fl_session *s, const fl_node *n)
     return true;
 }
 
+/* Whether the value in from is not finished yet for a reader on another
+ * device; *newest and *on keep the newest such mark and its device (a
+ * device that must be waited on as a whole, a rendezvous, first). */
+static void note_unfinished(fl_slot *from, int64_t *newest, fl_device **on)
+{
+    if (from->device->is_host || from->mark_reached)
+        return;
+    int reached = fl_device_reached(from->device, from->mark, false);
+    if (reached != 0) { /* an error shows when the copy waits for it */
+        from->mark_reached = reached == 1;
+        return;
+    }
+    int64_t age = from->mark ? from->mark_seq : 0;
+    *newest = age > *newest ? age : *newest;
+    if (!*on || fl_device_waits_on_any(from->device))
+        *on = from->device;
+}
+
 /* -1 when n can run now without the host blocking; otherwise the age of
- * the newest mark it would wait for (0 for a device without marks). */
-static int64_t would_wait_for(fl_session *s, const fl_node *n)
+ * the newest mark it would wait for (0 for a device without marks), and
+ * in *on the device that holds it. */
+static int64_t would_wait_for(fl_session *s, const fl_node *n, fl_device **on)
 {
     int64_t newest = -1;
+    *on = NULL;
     if (s->run.feeds[n->id] || is_source(n))
         return newest;
-    for (int i = 0; i < n->ninputs; i++) {
-        fl_slot *from = &s->slots[n->inputs[i]->id];
-        if (from->device == s->slots[n->id].device || from->device->is_host || from->mark_reached)
-            continue;
-        int reached = fl_device_reached(from->device, from->mark, false);
-        if (reached != 0) { /* an error shows when the copy waits for it */
-            from->mark_reached = reached == 1;
-            continue;
-        }
-        int64_t age = from->mark ? from->mark_seq : 0;
-        newest = age > newest ? age : newest;
-    }
+    for (int i = 0; i < n->ninputs; i++)
+        if (s->slots[n->inputs[i]->id].device != s->slots[n->id].device)
+            note_unfinished(&s->slots[n->inputs[i]->id], &newest, on);
+    for (int i = 0; i < n->ncontrols; i++)
+        if (waits_on_control(s, n, n->controls[i]))
+            note_unfinished(&s->slots[n->controls[i]->id], &newest, on);
     return newest;
 }
 
@@ -338,7 +284,7 @@ static int issue(fl_session *s, fl_node *n)
                                     n->name);
     fl_slot *slot = &s->slots[n->id];
     bool source = is_source(n) || s->run.feeds[n->id];
-    if ((source ? run_source(s, n) : run_op(s, n)) != 0)
+    if ((source ? fl_session_run_source(s, n) : run_op(s, n)) != 0)
         return -1;
     s->run.ops_run += !source;
     slot->issued = true;
@@ -358,15 +304,17 @@ static int issue(fl_session *s, fl_node *n)
 /* One pass over the pending nodes, in creation order: issues every node
  * that can start without the host blocking and keeps the others, in order.
  * *oldest is the kept node that waits for the oldest mark, or -1 when no
- * kept node has all its inputs issued. Returns how many it kept, or -1. */
-static int sweep(fl_session *s, int npending, int *oldest)
+ * kept node has all its inputs issued; *on is the device of that mark.
+ * Returns how many it kept, or -1. */
+static int sweep(fl_session *s, int npending, int *oldest, fl_device **on)
 {
     int kept = 0;
     int64_t oldest_age = INT64_MAX;
     *oldest = -1;
     for (int k = 0; k < npending; k++) {
         fl_node *n = fl_session_planned(s, s->run.pending[k]);
-        int64_t age = inputs_issued(s, n) ? would_wait_for(s, n) : INT64_MAX;
+        fl_device *device = NULL;
+        int64_t age = inputs_issued(s, n) ? would_wait_for(s, n, &device) : INT64_MAX;
         if (age == -1) {
             if (issue(s, n) != 0)
                 return -1;
@@ -375,11 +323,28 @@ static int sweep(fl_session *s, int npending, int *oldest)
         if (age < oldest_age) {
             oldest_age = age;
             *oldest = kept;
+            *on = device;
         }
         s->run.pending[kept++] = n->id;
     }
     /* Fetches finished meanwhile go to fetch_ready now, not at the end. */
     return fl_session_fetch_finished(s) == 0 ? kept : -1;
+}
+
+/* Nothing could start and the oldest waits on a rendezvous: waiting for
+ * that one value could deadlock two tasks (each waiting for a value the
+ * other sends only after a value it has yet to take), so the host waits
+ * for any arrival, then sweeps again. The device ends the wait at the task
+ * deadline, naming the value and its task; a caller that gave up ends it. */
+static int wait_for_any_arrival(fl_session *s, fl_device *on)
+{
+    const fl_run_options *o = s->run.options;
+    if (o && o->should_stop && o->should_stop(o->user))
+        return fl_session_fail_code(s, FL_ABORTED, "the run was stopped while waiting for values from other "
+                                    "tasks: its caller gave it up");
+    if (fl_device_wait_any(on) != 0)
+        return fl_session_fail(s, "%s", fl_last_error());
+    return 0;
 }
 
 /* Hands every needed node to its device. A sweep issues all that can go;
@@ -397,10 +362,14 @@ static int execute(fl_session *s)
         if (s->run.needed[id])
             pending[npending++] = id;
     while (npending > 0) {
-        int oldest, kept = sweep(s, npending, &oldest);
+        fl_device *on = NULL;
+        int oldest, kept = sweep(s, npending, &oldest, &on);
         if (kept < 0)
             return -1;
-        if (kept == npending) { /* nothing could start: wait for the oldest mark */
+        if (kept == npending && oldest >= 0 && on && fl_device_waits_on_any(on)) {
+            if (wait_for_any_arrival(s, on) != 0)
+                return -1;
+        } else if (kept == npending) { /* nothing could start: wait for the oldest mark */
             if (oldest < 0) /* creation order is topological: cannot happen */
                 return fl_session_fail_code(s, FL_INVALID_ARGUMENT,
                                             "no node of this run can start: is the graph a cycle?");

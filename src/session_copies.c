@@ -110,6 +110,11 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
     if (!slot->copies)
         slot->copies = fl_xcalloc((size_t)n->ninputs, sizeof *slot->copies);
     fl_edge_copy *c = &slot->copies[i];
+    /* The value is finished first: a Recv learns its shape when it arrives,
+     * and a traced copy is only the copy. */
+    if (wait_for_value(from) != 0)
+        return fl_session_fail(s, "%s: waiting for input %s on %s: %s", n->name, n->inputs[i]->name, src->name,
+                               fl_last_error());
     size_t bytes = fl_tensor_bytes(&from->value);
     if (bytes > c->capacity) {
         if (c->buffer)
@@ -119,10 +124,8 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
     }
     c->value = (fl_tensor){.dtype = from->value.dtype, .shape = from->value.shape, .data = c->buffer};
     *out = &c->value;
-    /* The value is finished first, so a traced copy is only the copy. */
-    int rc = wait_for_value(from);
     double start = fl_now_us();
-    rc = rc ? rc : transfer(s, c, src, dst, from->value.data, bytes);
+    int rc = transfer(s, c, src, dst, from->value.data, bytes);
     if (rc == 0 && fl_session_tracing(s))
         fl_session_trace_copy(s, n->id, n->inputs[i]->id, dst, start, fl_now_us());
     if (rc != 0)

@@ -192,6 +192,7 @@ struct fl_session {
     fl_fusion_plan fusion;   /* session_fusion.c */
     fl_master_state master;  /* session_master.c */
     fl_error_state error;    /* session_error.c */
+    fl_device *rendezvous;   /* where Send and Recv run: a task's (fl_session_set_rendezvous), or NULL */
 };
 
 /* ---- session.c: the executor ---- */
@@ -199,9 +200,14 @@ struct fl_session {
 void fl_session_grow(fl_session *s);
 /* Chooses n's device once (logging it when asked); -1 with the error set. */
 int fl_session_place(fl_session *s, fl_node *n);
-/* Makes slot->buffer hold at least bytes on the slot's device: 0, or -1
+/* session_sources.c: gives source n (or a fed node) its value on its
+ * device; a Recv is only registered there, its value comes later. */
+int fl_session_run_source(fl_session *s, fl_node *n);
+/* session_buffers.c: a slot's buffer freed (the slot left empty), and
+ * made to hold at least bytes on the slot's device: 0, or -1
  * with RESOURCE_EXHAUSTED when bytes pass fl_max_tensor_bytes or the device
  * has no room (the slot is then left empty). */
+void fl_session_release_buffer(fl_slot *slot);
 int fl_session_ensure_buffer(fl_slot *slot, size_t bytes);
 /* The same for node n's value, the failure recorded as the run's, naming
  * n, its output's shape and the limit. */

@@ -2,7 +2,6 @@
  * feeds a caller passed, then marks the nodes they need: the roots and
  * everything they read, stopping at fed nodes, in the executor's arrays it
  * is lent. Running them is session.c's. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "session_internal.h"
@@ -43,45 +42,9 @@ static int record_feeds(fl_session *s, const fl_feed *feeds, int nfeeds, const f
     return 0;
 }
 
-/* ---- pruning: mark what the fetches and targets need ---- */
+/* ---- pruning: mark what the fetches and targets need (graph_prune.c) ---- */
 
-/* A stack of nodes still to visit; a node pushes its inputs and controls,
- * as many as it has (an AddN from the wire may have thousands). */
-typedef struct {
-    fl_node **nodes;
-    size_t top, cap;
-} visit_stack;
-
-static void push(visit_stack *v, fl_node *n)
-{
-    if (v->top == v->cap) {
-        v->cap = v->cap * 2 + 64;
-        v->nodes = fl_xrealloc(v->nodes, v->cap * sizeof *v->nodes);
-    }
-    v->nodes[v->top++] = n;
-}
-
-static void mark_needed(bool *needed, const fl_tensor *const *fed, fl_node *const *roots, int nroots)
-{
-    visit_stack v = {NULL, 0, 0};
-    for (int i = 0; i < nroots; i++)
-        push(&v, roots[i]);
-    while (v.top > 0) {
-        fl_node *n = v.nodes[--v.top];
-        if (needed[n->id])
-            continue;
-        needed[n->id] = true;
-        if (fed[n->id]) /* a fed node's inputs are not needed */
-            continue;
-        for (int i = 0; i < n->ninputs; i++)
-            if (!needed[n->inputs[i]->id])
-                push(&v, n->inputs[i]);
-        for (int i = 0; i < n->ncontrols; i++)
-            if (!needed[n->controls[i]->id])
-                push(&v, n->controls[i]);
-    }
-    free(v.nodes);
-}
+static bool fed_a_tensor(const void *fed, int id) { return ((const fl_tensor *const *)fed)[id] != NULL; }
 
 static int check_roots(fl_session *s, fl_node *const *nodes, int n, const char *what)
 {
@@ -108,7 +71,7 @@ int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *c
     if (record_feeds(s, feeds, nfeeds, fed) != 0)
         return -1;
     memset(needed, 0, (size_t)s->nslots * sizeof *needed);
-    mark_needed(needed, fed, fetches, nfetches);
-    mark_needed(needed, fed, targets, ntargets);
+    fl_graph_mark_needed(needed, fed_a_tensor, fed, fetches, nfetches);
+    fl_graph_mark_needed(needed, fed_a_tensor, fed, targets, ntargets);
     return 0;
 }

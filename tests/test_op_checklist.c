@@ -119,7 +119,8 @@ static fl_attrs example_attrs(void)
 {
     fl_attrs a = {.shape = fl_shape_make(2, 2, 2), .stride_h = 1, .stride_w = 1, .ksize_h = 1, .ksize_w = 1,
                   .size = 1, .maxval = 1, .stddev = 1, .learning_rate = 0.1f, .momentum = 0.9f, .beta1 = 0.9f,
-                  .beta2 = 0.999f, .epsilon = 1e-7f};
+                  .beta2 = 0.999f, .epsilon = 1e-7f, .edge_key = "op:/job:worker/task:0->/job:worker/task:1",
+                  .peer_task = "/job:worker/task:1"};
     return a;
 }
 

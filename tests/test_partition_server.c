@@ -77,6 +77,16 @@ static bool log_says(const tasks *t, const char *what, double within_s)
 
 /* ---- the tests ---- */
 
+/* Both task servers run in this process, on its one host device: its
+ * buffers allocated so far, and the ps's run signatures resolved. */
+static void warm_counts(fl_server *ps_server, uint64_t *buffers, uint64_t *signatures)
+{
+    fl_server_stats stats;
+    fl_server_get_stats(ps_server, &stats);
+    *buffers = fl_host_device()->allocations;
+    *signatures = stats.partition_signatures;
+}
+
 /* Three steps; w starts at [1, 1] and x is [1, 2]: g = w x, w += g. */
 static void test_steps(remote_run *ps, remote_run *worker, fl_cluster *worker_cluster, fl_server *ps_server,
                        uint64_t first_step)
@@ -87,7 +97,10 @@ static void test_steps(remote_run *ps, remote_run *worker, fl_cluster *worker_cl
     const fl_tensor *feeds[1] = {x};
     uint64_t sent_before, received;
     fl_remote_task_traffic(worker_cluster, "/job:ps/task:0", &sent_before, &received);
+    uint64_t buffers = 0, signatures = 0;
     for (int step = 0; step < 3; step++) {
+        if (step == 1) /* after the first step: the rest are warm */
+            warm_counts(ps_server, &buffers, &signatures);
         setup_runs(ps, worker, first_step + (uint64_t)step, feeds);
         pthread_t ps_thread;
         pthread_create(&ps_thread, NULL, run_remote, ps);
@@ -107,6 +120,11 @@ static void test_steps(remote_run *ps, remote_run *worker, fl_cluster *worker_cl
         fl_tensor_free(ps->out[0]);
         fl_tensor_free(worker->out[0]);
     }
+    uint64_t buffers_after, signatures_after;
+    warm_counts(ps_server, &buffers_after, &signatures_after);
+    ok(buffers_after == buffers && signatures_after == signatures, "two warm steps allocate no device buffer on "
+       "either task (%llu more) and resolve no new run signature on the ps (%llu more)",
+       (unsigned long long)(buffers_after - buffers), (unsigned long long)(signatures_after - signatures));
     uint64_t sent_after;
     fl_remote_task_traffic(worker_cluster, "/job:ps/task:0", &sent_after, &received);
     ok(sent_after - sent_before >= 3 * (16 + 8 + 1 + strlen(G_KEY) + 2 + 4 + 4 + 8),

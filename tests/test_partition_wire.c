@@ -329,7 +329,7 @@ static void test_graph_refusals(void)
     fl_graph_partition_free(&p);
 
     /* The header alone, claiming more nodes than a partition may have. */
-    unsigned char head[] = {1, 6, 'w', 'o', 'r', 'k', 'e', 'r', 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x86, 0xa1};
+    unsigned char head[] = {FL_GRAPH_WIRE_VERSION, 6, 'w', 'o', 'r', 'k', 'e', 'r', 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x86, 0xa1};
     fl_graph_partition q;
     ok(fl_graph_wire_decode(head, sizeof head, &q) != 0, "a partition of 100001 nodes is refused");
     contains(fl_last_error(), "partition for /job:worker/task:0 refused: node (header): 100001 nodes",

@@ -113,24 +113,9 @@ static int assign_tasks(cutter *c)
     return 0;
 }
 
-/* ---- pruning and waves ---- */
+/* ---- pruning (graph_prune.c, as the session's) and waves ---- */
 
-/* Creation order is a topological order, so one pass from the newest node
- * back marks everything the roots need; a fed node's inputs are not needed. */
-static void prune(const fl_graph *g, bool *needed, const bool *fed, fl_node *const *roots, int nroots)
-{
-    for (int i = 0; i < nroots; i++)
-        needed[roots[i]->id] = true;
-    for (int id = fl_graph_node_count(g) - 1; id >= 0; id--) {
-        const fl_node *n = fl_graph_node(g, id);
-        if (!needed[id] || fed[id])
-            continue;
-        for (int i = 0; i < n->ninputs; i++)
-            needed[n->inputs[i]->id] = true;
-        for (int i = 0; i < n->ncontrols; i++)
-            needed[n->controls[i]->id] = true;
-    }
-}
+static bool fed_here(const void *fed, int id) { return ((const bool *)fed)[id]; }
 
 void fl_partition_prune(const fl_graph *g, const fl_partition_request *run, bool *needed, bool *fed)
 {
@@ -138,8 +123,8 @@ void fl_partition_prune(const fl_graph *g, const fl_partition_request *run, bool
     memset(fed, 0, (size_t)fl_graph_node_count(g) * sizeof *fed);
     for (int i = 0; i < run->nfeeds; i++)
         fed[run->feeds[i]->id] = true;
-    prune(g, needed, fed, run->fetches, run->nfetches);
-    prune(g, needed, fed, run->targets, run->ntargets);
+    fl_graph_mark_needed(needed, fed_here, fed, run->fetches, run->nfetches);
+    fl_graph_mark_needed(needed, fed_here, fed, run->targets, run->ntargets);
 }
 
 static int wave_after(const cutter *c, const fl_node *n, const fl_node *before)

@@ -25,6 +25,13 @@ static int put_shape(fl_wire_buf *b, fl_shape s)
     return rc;
 }
 
+/* A device or a Send's key may be empty: u8 length, then the bytes. */
+static int put_text(fl_wire_buf *b, const char *text)
+{
+    size_t len = strlen(text);
+    return wire_put_u8(b, (unsigned)len) != 0 || wire_append(b, text, len) != 0 ? -1 : 0;
+}
+
 /* Every field of fl_attrs, always, in a fixed order (the appendix's table). */
 static int put_attrs(fl_wire_buf *b, const fl_attrs *a)
 {
@@ -44,6 +51,7 @@ static int put_attrs(fl_wire_buf *b, const fl_attrs *a)
     for (size_t i = 0; i < sizeof floats / sizeof *floats; i++)
         rc |= wire_put_float(b, floats[i]);
     rc |= wire_put_u64(b, a->seed) | wire_put_u8(b, (unsigned)a->dtype) | put_bool(b, a->use_nesterov);
+    rc |= put_text(b, a->edge_key) | put_text(b, a->peer_task);
     return rc ? -1 : 0;
 }
 
@@ -53,13 +61,6 @@ static int put_node_list(fl_wire_buf *b, fl_node *const *nodes, int n)
     for (int i = 0; i < n; i++)
         rc |= wire_put_u32(b, (uint32_t)nodes[i]->id);
     return rc;
-}
-
-/* A device may be empty: u8 length, then the bytes. */
-static int put_text(fl_wire_buf *b, const char *text)
-{
-    size_t len = strlen(text);
-    return wire_put_u8(b, (unsigned)len) != 0 || wire_append(b, text, len) != 0 ? -1 : 0;
 }
 
 static int put_node(fl_wire_buf *b, const fl_graph_partition *p, const fl_node *n)

@@ -8,7 +8,7 @@
 
 #include "graph_partition.h"
 
-#define FL_GRAPH_WIRE_VERSION 1u
+#define FL_GRAPH_WIRE_VERSION 2u
 #define FL_GRAPH_WIRE_MAX_NODES 100000 /* a partition with more is refused as oversized */
 #define FL_GRAPH_WIRE_MAX_WAVES 1024
 #define FL_GRAPH_WIRE_NO_NODE 0xffffffffu /* a variable without an initializer */

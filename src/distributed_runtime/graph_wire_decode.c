@@ -20,6 +20,7 @@ typedef struct {
     int nnodes;
     char node[FL_WIRE_MAX_NAME + 16]; /* the node being read: its name, or "#7" */
     uint32_t *initializer;            /* per node, resolved once all are in */
+    unsigned version;                 /* 1: attrs without a Send's or Recv's key and peer */
 } reader;
 
 /* "node NAME: why"; a field that failed to read says why in r->read. */
@@ -132,9 +133,40 @@ static int get_attr_window(reader *r, fl_attrs *a)
     return 0;
 }
 
+/* u8 length and printable bytes into out (len bytes with its NUL), maybe empty. */
+static int get_text(reader *r, const char *what, char *out, size_t len)
+{
+    unsigned n;
+    const unsigned char *bytes;
+    if (get_u8(r, what, &n) != 0)
+        return -1;
+    if (n >= len)
+        return refuse(r, "%s of %u bytes, over %zu", what, n, len - 1);
+    if (wire_take(&r->c, n, what, &bytes) != 0)
+        return read_failed(r);
+    fl_status why = {0};
+    if (n && wire_check_name(bytes, n, &why) != 0)
+        return refuse(r, "%s %s", what, why.message);
+    memcpy(out, bytes, n);
+    out[n] = '\0';
+    return 0;
+}
+
+/* A Send's or Recv's key and peer, which names a task ("/job:ps/task:0"). */
+static int get_attr_edge(reader *r, fl_attrs *a)
+{
+    if (get_text(r, "edge key", a->edge_key, sizeof a->edge_key) != 0 ||
+        get_text(r, "peer task", a->peer_task, sizeof a->peer_task) != 0)
+        return -1;
+    fl_device_name d;
+    if (a->peer_task[0] && (fl_parse_device(a->peer_task, &d, NULL, 0) != 0 || !d.job[0] || d.task < 0))
+        return refuse(r, "peer task %s is no task name (/job:NAME/task:N)", a->peer_task);
+    return 0;
+}
+
 static int get_attrs(reader *r, fl_op_kind op, fl_attrs *a)
 {
-    bool unknown_ok = op == FL_OP_PLACEHOLDER || op == FL_OP_RESHAPE;
+    bool unknown_ok = op == FL_OP_PLACEHOLDER || op == FL_OP_RESHAPE || op == FL_OP_RECV;
     if (get_bool(r, "transpose_a", &a->transpose_a) != 0 || get_bool(r, "transpose_b", &a->transpose_b) != 0 ||
         get_attr_ints(r, a) != 0 || get_bool(r, "keep_dims", &a->keep_dims) != 0 || get_bool(r, "mean", &a->mean) != 0 ||
         get_shape(r, "the shape attr", unknown_ok, &a->shape) != 0 || get_attr_window(r, a) != 0)
@@ -152,7 +184,7 @@ static int get_attrs(reader *r, fl_op_kind op, fl_attrs *a)
     if (dtype > FL_INT32)
         return refuse(r, "dtype attr %u is neither 0 (float32) nor 1 (int32)", dtype);
     a->dtype = (fl_dtype)dtype;
-    return 0;
+    return r->version >= 2 ? get_attr_edge(r, a) : 0;
 }
 
 /* A shape a node will allocate (a variable, a fill) must be known and fit
@@ -216,23 +248,14 @@ static int get_node_list(reader *r, const char *what, int self, int wave, fl_nod
 /* A device of the task's own: "" or "/cpu:0", "/gpu:1", never a task's. */
 static int get_device(reader *r, char device[FL_DEVICE_LEN])
 {
-    unsigned len;
-    const unsigned char *bytes;
-    if (get_u8(r, "device", &len) != 0)
+    if (get_text(r, "device", device, FL_DEVICE_LEN) != 0)
         return -1;
-    if (len >= FL_DEVICE_LEN)
-        return refuse(r, "device of %u bytes, over %d", len, FL_DEVICE_LEN - 1);
-    if (wire_take(&r->c, len, "device", &bytes) != 0)
-        return read_failed(r);
-    fl_status why = {0};
-    if (len && wire_check_name(bytes, len, &why) != 0)
-        return refuse(r, "device %s", why.message);
-    memcpy(device, bytes, len);
-    device[len] = '\0';
     fl_device_name d;
-    if (len && fl_parse_device(device, &d, NULL, 0) != 0)
+    if (!device[0])
+        return 0;
+    if (fl_parse_device(device, &d, NULL, 0) != 0)
         return refuse(r, "%s", fl_last_error());
-    if (len && (d.job[0] || d.task >= 0))
+    if (d.job[0] || d.task >= 0)
         return refuse(r, "device %s names a task; a partition's devices are its task's own (/cpu:0, /gpu:1)",
                       device);
     return 0;
@@ -407,8 +430,9 @@ static int get_header(reader *r)
     snprintf(r->node, sizeof r->node, "(header)");
     if (get_u8(r, "version", &version) != 0)
         return -1;
-    if (version != FL_GRAPH_WIRE_VERSION)
-        return refuse(r, "partition format %u; this task reads %u", version, FL_GRAPH_WIRE_VERSION);
+    if (version < 1 || version > FL_GRAPH_WIRE_VERSION) /* 1 lacks only the Send and Recv attrs */
+        return refuse(r, "partition format %u; this task reads 1 to %u", version, FL_GRAPH_WIRE_VERSION);
+    r->version = version;
     if (wire_get_name(&r->c, "job", job) != 0)
         return read_failed(r);
     if (get_u32(r, "task", &task) != 0 || get_u32(r, "wave count", &nwaves) != 0 ||

@@ -1,8 +1,8 @@
 /* partition_exec.h: a registered partition on its task server, and one
- * step of it: the waves in order, each one session run, with the values
- * this task receives waited for in the rendezvous and the values it sends
- * going straight to their task. Runs on a thread of its own (not the
- * server's event loop); one step of a partition at a time. */
+ * step of it: one session run, whose Recv nodes take the values this task
+ * receives from the rendezvous and whose Send nodes send values straight
+ * to their task. Runs on a thread of its own (not the server's event
+ * loop); one step of a partition at a time. */
 #ifndef FLOWLAB_DIST_PARTITION_EXEC_H
 #define FLOWLAB_DIST_PARTITION_EXEC_H
 
@@ -13,9 +13,12 @@
 
 typedef struct fl_partition_exec fl_partition_exec;
 
-/* Takes p's contents (p is left empty). Control inputs from an earlier
- * wave are kept aside: the wave order already runs them first. */
-fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p);
+/* Takes p's contents (p is left empty); its Send and Recv nodes run on
+ * r, the task's rendezvous (NULL outside a server: a partition with them
+ * is refused at its first, named). Each receive Placeholder becomes
+ * a Recv, each sent value gets a Send (named
+ * "_send/VALUE/to/JOB/TASK"). */
+fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p, fl_rendezvous *r);
 void fl_partition_exec_free(fl_partition_exec *e);
 /* The session the partition's steps run in: NULL until its first step has
  * made it. Its tracing may be turned on between steps, on the run's thread. */
@@ -35,13 +38,18 @@ typedef struct {
     FILE *log;
     const char *log_prefix;    /* "worker 1" */
     /* Set (by the loop thread) when the run's client has gone: the run
-     * stops before its next wave or op, ABORTED (NULL: it runs to the end). */
+     * stops before its next op or wait, ABORTED (NULL: it runs to the end). */
     const atomic_bool *cancelled;
 } fl_partition_env;
 
 /* One step: outputs[i] gets a new tensor for fetch i (the caller frees
- * them); 0, or -1 after fl_set_error_code with all outputs NULL. */
+ * them); 0, or -1 after fl_set_error_code with all outputs NULL. The
+ * arrays of its run signature (names resolved, feeds' host tensors) are
+ * made when the signature changes and reused while it stays. */
 int fl_partition_exec_run(fl_partition_exec *e, const fl_partition_env *env, const fl_wire_run_partition *run,
                           fl_tensor **outputs);
+
+/* How many run signatures e has resolved: a warm step adds none (tests). */
+int fl_partition_exec_signatures_made(const fl_partition_exec *e);
 
 #endif

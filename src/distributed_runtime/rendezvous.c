@@ -42,6 +42,7 @@ struct fl_rendezvous {
     bool all_aborted;
     size_t bytes;            /* held now */
     size_t per_sender, in_all; /* the most one sender's values, and all, may hold (0: no bound) */
+    uint64_t arrivals;       /* values kept and steps ended so far: what a waiting executor watches */
     double max_age_s;        /* a value waits at most this long (0: no bound) */
 };
 
@@ -147,6 +148,7 @@ fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sende
     r->bytes += e->bytes;
     if (sender)
         sender->bytes += e->bytes;
+    r->arrivals++;
     pthread_cond_broadcast(&r->arrived);
     pthread_mutex_unlock(&r->lock);
     return FL_RENDEZVOUS_KEPT;
@@ -237,34 +239,83 @@ static entry *wait_for(fl_rendezvous *r, uint64_t step, const char *key, const f
 }
 // [end:rendezvous_wait]
 
-int fl_rendezvous_take(fl_rendezvous *r, uint64_t step, const char *key, const fl_rendezvous_wait_options *o,
-                       fl_tensor **out)
+/* Why a wait for (step, key) ends without its value, when its step is
+ * over: the error is set and true returned. */
+static bool say_step_over(uint64_t step, const char *key, const char *from, bool aborted, bool over)
 {
-    *out = NULL;
-    double start = fl_now_s();
+    if (aborted)
+        fl_set_error_code(FL_ABORTED, "step %llu was aborted while waiting for %s from %s",
+                          (unsigned long long)step, key, from);
+    else if (over)
+        fl_set_error_code(FL_INVALID_ARGUMENT, "step %llu has already ended on this task (waiting for %s from %s): "
+                          "each run needs a step id of its own", (unsigned long long)step, key, from);
+    return aborted || over;
+}
+
+/* The entry for (step, key), waited for when o is given; without it,
+ * *ended says whether the step is over (the error then set). */
+static entry *take_entry(fl_rendezvous *r, uint64_t step, const char *key, const char *from,
+                         const fl_rendezvous_wait_options *o, bool *ended)
+{
     pthread_mutex_lock(&r->lock);
-    entry *e = wait_for(r, step, key, o);
+    entry *e = o ? wait_for(r, step, key, o) : unlink_entry(r, step, key);
     const step_over *over = e ? NULL : find_over(r, step);
     bool aborted = !e && (r->all_aborted || (over && over->aborted));
     pthread_mutex_unlock(&r->lock);
-    if (e) {
-        *out = e->value;
-        e->value = NULL;
-        free_entry(e);
+    *ended = !e && say_step_over(step, key, from, aborted, over != NULL);
+    return e;
+}
+
+/* The entry's value, the caller's now; the entry goes. */
+static fl_tensor *value_of(entry *e)
+{
+    fl_tensor *value = e->value;
+    e->value = NULL;
+    free_entry(e);
+    return value;
+}
+
+int fl_rendezvous_take(fl_rendezvous *r, uint64_t step, const char *key, const fl_rendezvous_wait_options *o,
+                       fl_tensor **out)
+{
+    bool ended;
+    double start = fl_now_s();
+    entry *e = take_entry(r, step, key, o->from, o, &ended);
+    *out = e ? value_of(e) : NULL;
+    if (e)
         return 0;
-    }
-    if (aborted)
-        fl_set_error_code(FL_ABORTED, "step %llu was aborted while waiting for %s from %s",
-                          (unsigned long long)step, key, o->from);
-    else if (over)
-        fl_set_error_code(FL_INVALID_ARGUMENT, "step %llu has already ended on this task (waiting for %s from %s): "
-                          "each run needs a step id of its own", (unsigned long long)step, key, o->from);
-    else
+    if (!ended)
         fl_set_error_code(FL_DEADLINE_EXCEEDED,
                           "gave up after %.0f s waiting for %s from %s in step %llu (is that task alive? "
                           "FLOWLAB_TASK_DEADLINE sets the wait)",
                           fl_now_s() - start, key, o->from, (unsigned long long)step);
     return -1;
+}
+
+int fl_rendezvous_poll(fl_rendezvous *r, uint64_t step, const char *key, const char *from, fl_tensor **out)
+{
+    bool ended;
+    entry *e = take_entry(r, step, key, from, NULL, &ended);
+    *out = e ? value_of(e) : NULL;
+    return e ? 1 : ended ? -1 : 0;
+}
+
+uint64_t fl_rendezvous_arrivals(fl_rendezvous *r)
+{
+    pthread_mutex_lock(&r->lock);
+    uint64_t n = r->arrivals;
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}
+
+void fl_rendezvous_wait_arrival(fl_rendezvous *r, uint64_t seen, double timeout_s)
+{
+    struct timespec until = wall_after(timeout_s);
+    pthread_mutex_lock(&r->lock);
+    int rc = 0;
+    while (r->arrivals == seen && rc == 0)
+        rc = pthread_cond_timedwait(&r->arrived, &r->lock, &until);
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* Marks the step over and drops what it left. */
@@ -283,6 +334,7 @@ static void end_step(fl_rendezvous *r, uint64_t step, bool aborted)
     entry *e;
     while ((e = unlink_entry(r, step, NULL)))
         free_entry(e);
+    r->arrivals++;
     pthread_cond_broadcast(&r->arrived);
     pthread_mutex_unlock(&r->lock);
 }
@@ -295,6 +347,7 @@ void fl_rendezvous_abort_all(fl_rendezvous *r)
 {
     pthread_mutex_lock(&r->lock);
     r->all_aborted = true;
+    r->arrivals++;
     pthread_cond_broadcast(&r->arrived);
     pthread_mutex_unlock(&r->lock);
 }

@@ -58,6 +58,15 @@ typedef struct {
  * was aborted, DEADLINE_EXCEEDED at the deadline, naming key and sender. */
 int fl_rendezvous_take(fl_rendezvous *r, uint64_t step, const char *key, const fl_rendezvous_wait_options *o,
                        fl_tensor **out);
+/* The value for (step, key) if it is here, without waiting: 1 and *out
+ * (the caller's), 0 when it has not come yet, or -1 after fl_set_error_code
+ * when the step is over (ABORTED when it was aborted), naming key and from. */
+int fl_rendezvous_poll(fl_rendezvous *r, uint64_t step, const char *key, const char *from, fl_tensor **out);
+/* A count that grows with each value kept and each step ended: an executor
+ * with nothing to run reads it, looks at its recvs, then waits for it to
+ * move (up to timeout_s), so that an arrival between the two is not missed. */
+uint64_t fl_rendezvous_arrivals(fl_rendezvous *r);
+void fl_rendezvous_wait_arrival(fl_rendezvous *r, uint64_t seen, double timeout_s);
 /* ABORT_STEP: waits for the step end now with ABORTED, later values drop. */
 void fl_rendezvous_abort(fl_rendezvous *r, uint64_t step);
 /* Every step, at server stop. */

@@ -35,8 +35,8 @@ typedef struct fl_partition_job {
     unsigned char *feed_bytes;      /* the feeds' values, out of the frame (freed with it) */
     fl_tensor **outputs;
     fl_wire_step_trace trace;       /* the step's timings, when its client asked (FL_WIRE_RUN_TRACE) */
-    atomic_bool cancelled;          /* its client has gone: stop between waves */
-    int rc;
+    atomic_bool cancelled;          /* its client has gone: stop before the next op or wait */
+    int rc, signatures;             /* new run signatures the step resolved */
     fl_error_code code;
     char error[FL_ERROR_LEN];
     pthread_t thread;
@@ -104,7 +104,7 @@ static void serve_register(fl_server_conn *c, uint32_t id, const fl_wire_bytes *
         r->items = fl_xrealloc(r->items, (size_t)r->cap * sizeof *r->items);
     }
     int nodes = fl_graph_node_count(p.graph), waves = p.nwaves, carried = 0;
-    fl_partition_exec *exec = fl_partition_exec_new(&p);
+    fl_partition_exec *exec = fl_partition_exec_new(&p, s->rendezvous);
     for (int i = 0; i < r->count; i++) /* oldest first: the newest value of each variable wins */
         carried += fl_partition_exec_inherit(exec, r->items[i].exec, s->name);
     registered *item = &r->items[r->count++];
@@ -144,7 +144,9 @@ static void *run_job(void *arg)
     double began = 0;
     if (traced)
         fl_task_trace_begin(traced, &began);
+    int before = fl_partition_exec_signatures_made(job->exec);
     job->rc = fl_partition_exec_run(job->exec, &env, &job->run, job->outputs);
+    job->signatures = fl_partition_exec_signatures_made(job->exec) - before;
     if (traced)
         fl_task_trace_end(traced, s->name, began, &job->trace);
     if (job->rc != 0) {
@@ -199,6 +201,7 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
     pthread_join(job->thread, NULL);
     fl_rendezvous_finish(job->server->rendezvous, job->run.step_id);
     fl_server_count(job->server, &job->server->stats.partition_steps, 1);
+    fl_server_count(job->server, &job->server->stats.partition_signatures, (uint64_t)job->signatures);
     unlink_job(job);
     fl_server_conn *c = job->conn;
     if (c) {
