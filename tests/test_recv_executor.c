@@ -200,6 +200,11 @@ static void test_refused_without_rendezvous(void)
 
 int main(void)
 {
+    /* The devices are found here, on the main thread, as fl_server_start
+     * does: PoCL's LLVM gives the thread that first loads it a signal stack
+     * of its own, which AddressSanitizer cannot unmap when that task thread
+     * ends (it stopped this test with "unable to unmap" under make test SANITIZE=1). */
+    fl_accelerator_count();
     test_crossing_tasks();
     test_deadline_and_control();
     test_refused_without_rendezvous();
