@@ -4,6 +4,7 @@
  * the others do. Every wait has a deadline and says what it waited for. */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "lab_runner.h"
@@ -50,9 +51,14 @@ static void start(task *t)
 
 /* The task's exit status within seconds, or -1 after killing it at the
  * deadline (saying so). */
-static int wait_exit(task *t, double seconds)
+/* Waits for t to exit while it keeps printing: it is killed (and -1
+ * returned) once its output has not grown for quiet_s seconds, or after
+ * cap_s in all. A worker under AddressSanitizer on a loaded machine may take
+ * minutes to finish, but one that prints nothing for quiet_s is stuck. */
+static int wait_exit_while_printing(task *t, double quiet_s, double cap_s)
 {
-    double deadline = now_s() + seconds;
+    double start = now_s(), deadline = start + quiet_s;
+    off_t printed = -1;
     while (t->pid > 0) {
         int status;
         pid_t done = waitpid(t->pid, &status, WNOHANG);
@@ -60,8 +66,14 @@ static int wait_exit(task *t, double seconds)
             t->pid = 0;
             return decode_status(status);
         }
+        struct stat st;
+        if (stat(t->out, &st) == 0 && st.st_size != printed) {
+            printed = st.st_size;
+            deadline = now_s() + quiet_s < start + cap_s ? now_s() + quiet_s : start + cap_s;
+        }
         if (now_s() > deadline) {
-            diag("%s had not exited after %.0f s: killed", t->name, seconds);
+            diag("%s had not exited after %.0f s (its output unchanged for %.0f s at most): killed", t->name,
+                 now_s() - start, quiet_s);
             kill(t->pid, SIGKILL);
             waitpid(t->pid, &status, 0);
             t->pid = 0;
@@ -71,6 +83,8 @@ static int wait_exit(task *t, double seconds)
     }
     return -1;
 }
+
+static int wait_exit(task *t, double seconds) { return wait_exit_while_printing(t, seconds, seconds); }
 
 static void kill9(task *t)
 {
@@ -251,7 +265,8 @@ static void test_ps_restarted(void)
     kill(other->pid, SIGCONT);
     ok(trained_on, "ps restarted: with the other worker held, the chief restored and trained on past %ld",
        saved + SAVE_EVERY / 2);
-    int chief_status = wait_exit(chief, 180), other_status = wait_exit(other, 60), ps_status = wait_exit(ps, 30);
+    int chief_status = wait_exit_while_printing(chief, 180, 600), other_status = wait_exit(other, 60),
+        ps_status = wait_exit(ps, 30);
     ok(chief_status == 0 && other_status == 0, "ps restarted: both workers finish (exit %d, %d)", chief_status,
        other_status);
     explain_failure(chief, chief_status);
@@ -340,7 +355,7 @@ static void test_sync_worker_restarted(void)
        "sync worker restarted: worker 2 rejoins and trains 5 steps");
     int statuses[3];
     for (int w = 0; w < 3; w++)
-        statuses[w] = wait_exit(&c.tasks[1 + w], 180);
+        statuses[w] = wait_exit_while_printing(&c.tasks[1 + w], 180, 600);
     ok(statuses[0] == 0 && statuses[1] == 0 && statuses[2] == 0,
        "sync worker restarted: all three finish (exit %d, %d, %d)", statuses[0], statuses[1], statuses[2]);
     for (int w = 0; w < 3; w++)
@@ -371,7 +386,7 @@ static void test_chief_restarted(void)
     start(chief);
     ok(wait_for(chief, "the model is already there (global step ", 60),
        "chief restarted: it finds the model on the ps and keeps it");
-    int chief_status = wait_exit(chief, 180), other_status = wait_exit(other, 60);
+    int chief_status = wait_exit_while_printing(chief, 180, 600), other_status = wait_exit(other, 60);
     ok(chief_status == 0 && other_status == 0, "chief restarted: both workers finish (exit %d, %d)", chief_status,
        other_status);
     explain_failure(chief, chief_status);
