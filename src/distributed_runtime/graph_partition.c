@@ -131,8 +131,8 @@ void fl_partition_prune(const fl_graph *g, const fl_partition_request *run, bool
 /* One send on the value's task and one recv on the reader's, keyed by both
  * ends: "dense/kernel:/job:ps/task:0->/job:worker/task:1". A control edge's
  * key starts with '^', as TensorFlow writes control inputs. */
-int fl_partition_edge_key(const fl_graph_partition *from, const fl_graph_partition *to, const char *value,
-                          bool control, char *key, size_t len)
+static int edge_key(const fl_graph_partition *from, const fl_graph_partition *to, const char *value, bool control,
+                    char *key, size_t len)
 {
     return snprintf(key, len, "%s%s:/job:%s/task:%d->/job:%s/task:%d", control ? "^" : "", value, from->job,
                     from->task, to->job, to->task);
@@ -172,7 +172,7 @@ static fl_node *add_send_recv(cutter *c, int from, int to, fl_node *sent, const 
 {
     const fl_graph_partition *src = &c->parts[from], *dst = &c->parts[to];
     char key[2 * FL_WIRE_MAX_NAME], send[2 * FL_WIRE_MAX_NAME], src_task[FL_DEVICE_LEN], dst_task[FL_DEVICE_LEN];
-    fl_partition_edge_key(src, dst, sent->name, control, key, sizeof key);
+    edge_key(src, dst, sent->name, control, key, sizeof key);
     send_name(dst, sent->name, send, sizeof send);
     if (check_edge_names(sent->name, key, send, recv_name) != 0)
         return NULL;

@@ -81,11 +81,6 @@ int fl_partition_of_node(const fl_partitioned_run *cut, const fl_node *n);
  * "/job:worker/task:1/cpu:0" (no device: worker 0's /cpu:0). 0, or -1 with
  * fl_last_error() naming n when its device does not parse. */
 int fl_partition_node_device(const fl_node *n, char *out, size_t len);
-/* An edge's key: "value:/job:ps/task:0->/job:worker/task:1", '^' first for a
- * control edge (whose value is the token "_send_control/<node>"). Returns
- * snprintf's count. */
-int fl_partition_edge_key(const fl_graph_partition *from, const fl_graph_partition *to, const char *value,
-                          bool control, char *key, size_t len);
 /* The Send on from's graph that sends before's value (control: the token
  * made after before) to task `to`; NULL when the cut has no such edge. */
 fl_node *fl_partition_send_of(const fl_graph_partition *from, const fl_graph_partition *to, const fl_node *before,

@@ -1,8 +1,8 @@
 /* run_plan.h: what one run asks of each task, given the graph cut once for
  * every run (graph_partition.c, every node a root): the master registers
  * one partition per task, so that a task's variables live in one session,
- * and each run names the feeds, fetches, targets and edges it needs there
- * (run_plan.c). */
+ * and each run names the feeds, fetches and targets it needs there, the
+ * Sends it needs among the targets (run_plan.c). */
 #ifndef FLOWLAB_DIST_RUN_PLAN_H
 #define FLOWLAB_DIST_RUN_PLAN_H
 
