@@ -1,7 +1,7 @@
 /* test_graph_partition.c: the master's partitioning, offline (no server):
  * a two-tower placement (a variable and its update on the ps, a tower on
- * each worker) gives the partitions and cross-task edges predicted by hand;
- * waves never let a task wait on itself; a control edge across tasks; what
+ * each worker) gives the partitions and Send/Recv pairs predicted by hand;
+ * every Recv has its Send on its peer; a control edge across tasks; what
  * a run does not need stays out; a fed node becomes a Placeholder; an update
  * of another task's variable is refused, naming the node. */
 #include "tap.h"

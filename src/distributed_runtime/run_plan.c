@@ -110,15 +110,15 @@ int fl_run_plan_make(const fl_graph *g, const fl_partitioned_run *cut, const fl_
                      fl_run_plan *out)
 {
     memset(out, 0, sizeof *out);
-    size_t n = (size_t)fl_graph_node_count(g) + 1;
-    bool *needed = fl_xcalloc(n, sizeof *needed), *fed = fl_xcalloc(n, sizeof *fed);
+    out->nnodes = fl_graph_node_count(g);
+    bool *needed = out->needed = fl_xcalloc((size_t)out->nnodes + 1, sizeof *needed);
+    bool *fed = fl_xcalloc((size_t)out->nnodes + 1, sizeof *fed);
     fl_partition_prune(g, req, needed, fed);
     int rc = check_placed(cut, g);
     if (rc == 0) {
         add_roots(out, cut, req, needed);
         rc = activate_all(out, cut, g, needed, fed);
     }
-    free(needed);
     free(fed);
     if (rc != 0)
         fl_run_plan_free(out);
@@ -138,5 +138,6 @@ void fl_run_plan_free(fl_run_plan *plan)
     free(plan->tasks);
     free(plan->fetch_task);
     free(plan->fetch_slot);
+    free(plan->needed);
     memset(plan, 0, sizeof *plan);
 }

@@ -20,6 +20,8 @@ typedef struct {
     fl_task_plan *tasks; /* only tasks with something to do */
     int ntasks;
     int *fetch_task, *fetch_slot; /* fetch i: tasks[fetch_task[i]]'s output fetch_slot[i] */
+    bool *needed; /* by node id of the graph as the plan saw it: what the run needs */
+    int nnodes;
 } fl_run_plan;
 
 /* 0, or -1 with the error set (a node on a task the cut does not have). */
