@@ -1,7 +1,7 @@
 /* test_graph_partition.c: the master's partitioning, offline (no server):
  * a two-tower placement (a variable and its update on the ps, a tower on
- * each worker) gives the partitions and cross-task edges predicted by hand;
- * waves never let a task wait on itself; a control edge across tasks; what
+ * each worker) gives the partitions and Send/Recv pairs predicted by hand;
+ * every Recv has its Send on its peer; a control edge across tasks; what
  * a run does not need stays out; a fed node becomes a Placeholder; an update
  * of another task's variable is refused, naming the node. */
 #include "tap.h"
@@ -63,18 +63,20 @@ static const fl_graph_partition *part(const fl_partitioned_run *r, const char *j
     return NULL;
 }
 
-static bool has_edge(const fl_partition_edge *edges, int n, const char *key, const char *node)
+static int count_op(const fl_graph_partition *p, fl_op_kind op)
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(edges[i].key, key) == 0 && strcmp(edges[i].node, node) == 0)
-            return true;
-    return false;
+    int n = 0;
+    for (int id = 0; id < fl_graph_node_count(p->graph); id++)
+        n += fl_graph_node(p->graph, id)->op == op;
+    return n;
 }
 
-static int wave_of(const fl_graph_partition *p, const char *node)
+/* The node `name` of p is a Send or Recv (op) keyed `key`, with peer `peer`. */
+static bool has_transfer(const fl_graph_partition *p, fl_op_kind op, const char *name, const char *key,
+                         const char *peer)
 {
-    fl_node *n = fl_graph_find(p->graph, node);
-    return n ? p->wave[n->id] : -1;
+    const fl_node *n = fl_graph_find(p->graph, name);
+    return n && n->op == op && strcmp(n->attrs.edge_key, key) == 0 && strcmp(n->attrs.peer_task, peer) == 0;
 }
 
 static void check_training_run(model *m)
@@ -91,56 +93,61 @@ static void check_training_run(model *m)
     ok(ps == &r.parts[0] && w0 == &r.parts[1] && w1 == &r.parts[2], "ordered by job, then task");
     if (!ps || !w0 || !w1)
         return;
-    ok(ps->nsends == 2 && ps->nrecvs == 2, "the ps sends w twice and receives two gradients (%d, %d)",
-       ps->nsends, ps->nrecvs);
-    ok(w0->nsends == 1 && w0->nrecvs == 1 && w1->nsends == 1 && w1->nrecvs == 1,
+    ok(count_op(ps, FL_OP_SEND) == 2 && count_op(ps, FL_OP_RECV) == 2,
+       "the ps has two Sends of w and two Recvs of gradients (%d, %d)", count_op(ps, FL_OP_SEND),
+       count_op(ps, FL_OP_RECV));
+    ok(count_op(w0, FL_OP_SEND) == 1 && count_op(w0, FL_OP_RECV) == 1 && count_op(w1, FL_OP_SEND) == 1 &&
+           count_op(w1, FL_OP_RECV) == 1,
        "each worker receives w once, though two of its nodes read it, and sends one gradient");
-    ok(has_edge(ps->sends, 2, "w:/job:ps/task:0->/job:worker/task:1", "w") &&
-       has_edge(w1->recvs, 1, "w:/job:ps/task:0->/job:worker/task:1", "_recv/w"),
-       "w's edge to worker 1: keyed by value and both tasks, received into _recv/w");
-    char key[300];
+    const char *w_key = "w:/job:ps/task:0->/job:worker/task:1";
+    ok(has_transfer(ps, FL_OP_SEND, "_send/w/to/worker/1", w_key, "/job:worker/task:1") &&
+           has_transfer(w1, FL_OP_RECV, "_recv/w", w_key, "/job:ps/task:0"),
+       "w's edge to worker 1: a Send on the ps, a Recv _recv/w on the worker, keyed by value and both tasks");
+    const fl_node *send = fl_graph_find(ps->graph, "_send/w/to/worker/1");
+    ok(send && send->ninputs == 1 && strcmp(send->inputs[0]->name, "w") == 0, "the Send reads the value it sends");
+    char key[300], name[300];
     snprintf(key, sizeof key, "%s:/job:worker/task:0->/job:ps/task:0", fl_node_name(m->grad[0]));
-    ok(has_edge(w0->sends, 1, key, fl_node_name(m->grad[0])), "tower 0's gradient goes to the ps: %s", key);
-    ok(w0->sends[0].peer_task == 0 && strcmp(w0->sends[0].peer_job, "ps") == 0, "a send names its destination");
+    snprintf(name, sizeof name, "_send/%s/to/ps/0", fl_node_name(m->grad[0]));
+    ok(has_transfer(w0, FL_OP_SEND, name, key, "/job:ps/task:0"), "tower 0's gradient goes to the ps: %s", key);
+    const fl_node *recv = fl_graph_find(w1->graph, "_recv/w");
+    ok(recv && fl_shape_equal(recv->shape, m->w->shape) && recv->dtype == FL_FLOAT32,
+       "a Recv has its value's dtype and shape");
     ok(fl_graph_find(w0->graph, "w") == NULL && fl_graph_find(ps->graph, "w") != NULL,
        "the variable lives only on the ps");
     fl_node *pred = fl_graph_find(w1->graph, "tower_1/pred");
     is_string(pred ? fl_node_device(pred) : NULL, "/cpu:0", "a copy keeps its name; its device is made local");
-    ok(wave_of(ps, "w") == 0 && wave_of(w0, "tower_0/loss") == 1 && wave_of(ps, fl_node_name(m->train)) == 2,
-       "waves: w 0, the towers 1, the update 2 (got %d %d %d)", wave_of(ps, "w"), wave_of(w0, "tower_0/loss"),
-       wave_of(ps, fl_node_name(m->train)));
-    ok(ps->nwaves == 3 && w0->nwaves == 2, "the ps runs three waves, a worker two");
     ok(r.fetch_part[0] == 1 && r.fetch_part[1] == 2 && r.target_part[0] == 0 && r.feed_part[2] == 2,
        "the master learns where each fetch, target and feed lives");
     fl_partitioned_run_free(&r);
 }
 
-/* Every recv's value comes from a lower wave of another task, and within a
- * task no node runs in a wave before its inputs: no task waits on itself. */
-static bool waves_are_safe(const fl_partitioned_run *r)
+/* Every Recv has one Send with its key on the task it names, which sends
+ * to the Recv's task: each value that crosses tasks has both ends. */
+static bool recvs_have_sends(const fl_partitioned_run *r)
 {
     for (int p = 0; p < r->nparts; p++) {
         const fl_graph_partition *to = &r->parts[p];
-        for (int e = 0; e < to->nrecvs; e++) {
-            const fl_graph_partition *from = part(r, to->recvs[e].peer_job, to->recvs[e].peer_task);
-            const char *sent = NULL;
-            for (int s = 0; from && s < from->nsends; s++)
-                if (strcmp(from->sends[s].key, to->recvs[e].key) == 0)
-                    sent = from->sends[s].node;
-            if (!sent || from == to || wave_of(from, sent) >= wave_of(to, to->recvs[e].node))
-                return false;
-        }
+        char to_task[64];
+        snprintf(to_task, sizeof to_task, "/job:%s/task:%d", to->job, to->task);
         for (int id = 0; id < fl_graph_node_count(to->graph); id++) {
-            fl_node *n = fl_graph_node(to->graph, id);
-            for (int i = 0; i < fl_node_input_count(n); i++)
-                if (to->wave[(fl_node_input(n, i))->id] > to->wave[id])
-                    return false;
+            const fl_node *recv = fl_graph_node(to->graph, id);
+            if (recv->op != FL_OP_RECV)
+                continue;
+            int sends = 0;
+            for (int q = 0; q < r->nparts; q++)
+                for (int k = 0; k < fl_graph_node_count(r->parts[q].graph); k++) {
+                    const fl_node *n = fl_graph_node(r->parts[q].graph, k);
+                    sends += n->op == FL_OP_SEND && strcmp(n->attrs.edge_key, recv->attrs.edge_key) == 0 &&
+                             strcmp(n->attrs.peer_task, to_task) == 0 && q != p;
+                }
+            if (sends != 1)
+                return false;
         }
     }
     return true;
 }
 
-static void check_waves(model *m)
+static void check_pairs(model *m)
 {
     fl_node *feeds[4] = {m->x[0], m->y[0], m->x[1], m->y[1]};
     fl_node *roots[2] = {m->train, m->after_tower0};
@@ -148,7 +155,7 @@ static void check_waves(model *m)
     fl_partitioned_run r;
     if (fl_partition_graph(m->g, &req, &r) != 0)
         diag("%s", fl_last_error());
-    ok(r.nparts == 3 && waves_are_safe(&r), "every recv comes from a lower wave of another task");
+    ok(r.nparts == 3 && recvs_have_sends(&r), "every Recv has one Send with its key on its peer task");
     fl_partitioned_run_free(&r);
 }
 
@@ -163,15 +170,15 @@ static void check_control_edge(model *m)
     if (!w0 || !w1)
         return;
     const char *key = "^_send_control/tower_0/loss:/job:worker/task:0->/job:worker/task:1";
-    ok(has_edge(w0->sends, w0->nsends, key, "_send_control/tower_0/loss") &&
-       has_edge(w1->recvs, w1->nrecvs, key, "_recv_control/tower_0/loss"),
+    ok(has_transfer(w0, FL_OP_SEND, "_send/_send_control/tower_0/loss/to/worker/1", key, "/job:worker/task:1") &&
+           has_transfer(w1, FL_OP_RECV, "_recv_control/tower_0/loss", key, "/job:worker/task:0"),
        "worker 0 sends a token once tower_0/loss has run: %s", key);
     fl_node *token = fl_graph_find(w0->graph, "_send_control/tower_0/loss");
     fl_node *group = fl_graph_find(w1->graph, "after_tower0");
     ok(token && token->ncontrols == 1 && strcmp(token->controls[0]->name, "tower_0/loss") == 0,
        "the token runs after the node it stands for");
     ok(group && group->ncontrols == 1 && strcmp(group->controls[0]->name, "_recv_control/tower_0/loss") == 0,
-       "the receiving node waits on the token's Placeholder");
+       "the receiving node waits on the token's Recv");
     ok(fl_graph_find(w1->graph, "tower_1/loss") == NULL, "tower 1 is not needed, so not copied");
     fl_partitioned_run_free(&r);
 }
@@ -186,7 +193,8 @@ static void check_pruning_and_feeds(model *m)
        "feeding tower 0's prediction leaves the ps out");
     fl_node *copy = r.nparts ? fl_graph_find(r.parts[0].graph, "tower_0/pred") : NULL;
     is_string(copy ? fl_node_op_type(copy) : NULL, "Placeholder", "a fed node becomes a Placeholder");
-    ok(r.nparts && r.parts[0].nsends == 0 && r.parts[0].nrecvs == 0, "and nothing crosses tasks");
+    ok(r.nparts && count_op(&r.parts[0], FL_OP_SEND) == 0 && count_op(&r.parts[0], FL_OP_RECV) == 0,
+       "and nothing crosses tasks");
     fl_partitioned_run_free(&r);
 }
 
@@ -221,11 +229,13 @@ static void cut_everything(model *m, fl_partitioned_run *cut)
     free(all);
 }
 
-static int active_count(const fl_run_plan *plan, bool sends)
+/* The Sends among the plan's targets (their names start with "_send/"). */
+static int active_sends(const fl_run_plan *plan)
 {
     int n = 0;
     for (int t = 0; t < plan->ntasks; t++)
-        n += sends ? plan->tasks[t].run.nsends : plan->tasks[t].run.nrecvs;
+        for (int i = 0; i < plan->tasks[t].run.ntargets; i++)
+            n += strncmp(plan->tasks[t].run.target_names[i], "_send/", 6) == 0;
     return n;
 }
 
@@ -236,13 +246,12 @@ static void check_run_plans(model *m)
     fl_node *feeds[4] = {m->x[0], m->y[0], m->x[1], m->y[1]};
     fl_partition_request train = {feeds, 4, m->loss, 2, &m->train, 1};
     fl_run_plan plan;
-    ok(fl_run_plan_make(m->g, &cut, &train, &plan) == 0 && plan.ntasks == 3 && active_count(&plan, true) == 4 &&
-       active_count(&plan, false) == 4, "a training step needs all three tasks and four edges (w out twice, two "
-       "gradients back)");
+    ok(fl_run_plan_make(m->g, &cut, &train, &plan) == 0 && plan.ntasks == 3 && active_sends(&plan) == 4,
+       "a training step needs all three tasks and four Sends (w out twice, two gradients back)");
     ok(plan.tasks[plan.fetch_task[1]].part == 2 && plan.fetch_slot[1] == 0, "tower 1's loss is fetched from worker 1");
     fl_run_plan_free(&plan);
     fl_partition_request evaluate = {feeds, 2, &m->loss[0], 1, NULL, 0};
-    ok(fl_run_plan_make(m->g, &cut, &evaluate, &plan) == 0 && plan.ntasks == 2 && active_count(&plan, true) == 1,
+    ok(fl_run_plan_make(m->g, &cut, &evaluate, &plan) == 0 && plan.ntasks == 2 && active_sends(&plan) == 1,
        "tower 0's loss alone needs the ps and worker 0, and only w's edge to it: no gradient is sent");
     bool feeds_on_worker0 = true;
     for (int t = 0; t < plan.ntasks; t++)
@@ -258,7 +267,7 @@ int main(void)
     if (!ok(fl_graph_error(m.g) == NULL, "the two-tower model builds"))
         diag("%s", fl_graph_error(m.g));
     check_training_run(&m);
-    check_waves(&m);
+    check_pairs(&m);
     check_control_edge(&m);
     check_pruning_and_feeds(&m);
     check_remote_update_refused();

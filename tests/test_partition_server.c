@@ -160,13 +160,13 @@ static void test_refusals(remote_run *ps)
     fl_graph_partition bad;
     ps_partition(&bad);
     bad.task = 0;
-    bad.wave[fl_graph_find(bad.graph, "w/read")->id] = 2; /* an input from a later wave */
-    bad.wave[fl_graph_find(bad.graph, "w")->id] = 2;
-    bad.wave[fl_graph_find(bad.graph, "update")->id] = 0;
+    fl_node *send = fl_graph_find(bad.graph, W_SEND); /* a Send to no task */
+    snprintf(send->attrs.peer_task, sizeof send->attrs.peer_task, "/cpu:0");
     uint64_t handle;
     ok(fl_partition_register(ps->client, &bad, &handle) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
        "a malformed partition is refused (INVALID_ARGUMENT)");
-    contains(fl_last_error(), "node w/Assign: input w is in wave 2", "naming the node and what is wrong");
+    contains(fl_last_error(), "node _send/w/read/to/worker/0: peer task /cpu:0 is no task name",
+             "naming the node and what is wrong");
     contains(fl_last_error(), "/job:ps/task:0", "and the task");
     fl_graph_partition_free(&bad);
     const char *nothing[] = {"no_such_node"};
@@ -240,7 +240,8 @@ static void test_lost_client(const tasks *t)
     fl_tensor *x = fl_tensor_from_floats(fl_shape_make(1, 2), xv);
     const char *feeds[] = {"x"}, *fetches[] = {"g_sum"};
     const fl_tensor *values[] = {x};
-    fl_wire_name_list lists[4] = {{1, fetches}, {0, NULL}, {1, g_keys}, {1, w_keys}};
+    const char *targets[] = {G_SEND};
+    fl_wire_name_list lists[2] = {{1, fetches}, {1, targets}};
     fl_wire_put_run_partition(&out, 3, handle, 700, 0, 1, feeds, values, lists);
     ok(write(fd, out.data, out.len) == (ssize_t)out.len, "and starts a step, whose w no ps will send");
     fl_sleep_s(0.3);

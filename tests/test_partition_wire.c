@@ -27,8 +27,7 @@ static void test_run_partition(void)
     const char *feeds[] = {"x"};
     const fl_tensor *values[] = {x};
     const char *fetches[] = {"loss", "tower_0/logits"}, *targets[] = {"train"};
-    const char *sends[] = {"grad:/job:worker/task:0->/job:ps/task:0"}, *recvs[] = {"w/read:a->b", "b/read:a->b"};
-    fl_wire_name_list lists[4] = {{2, fetches}, {1, targets}, {1, sends}, {2, recvs}};
+    fl_wire_name_list lists[2] = {{2, fetches}, {1, targets}};
     fl_wire_buf buf = {0};
     ok(fl_wire_put_run_partition(&buf, 7, 42, 1001, FL_WIRE_RUN_TRACE, 1, feeds, values, lists) == 0,
        "RUN_PARTITION encodes: %s", buf.error);
@@ -43,12 +42,12 @@ static void test_run_partition(void)
     fl_wire_tensor_read(&r.feed_values[0], got);
     ok(r.feed_values[0].shape.rank == 2 && memcmp(got, v, sizeof v) == 0, "the feed's value round trips");
     bool lists_same = true;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 2; k++) {
         lists_same = lists_same && r.lists[k].count == lists[k].count;
         for (int i = 0; lists_same && i < lists[k].count; i++)
             lists_same = strcmp(r.lists[k].names[i], lists[k].names[i]) == 0;
     }
-    ok(lists_same, "fetches, targets, send keys and recv keys round trip");
+    ok(lists_same, "fetches and targets round trip");
     fl_wire_run_partition_free(&r);
     ok(fl_wire_reply_type(FL_WIRE_RUN_PARTITION) == FL_WIRE_PARTITION_DONE, "RUN_PARTITION is answered by PARTITION_DONE");
     is_string(fl_wire_type_name(FL_WIRE_RUN_PARTITION), "RUN_PARTITION", "its name");
@@ -205,31 +204,19 @@ static void make_partition(fl_graph_partition *p)
     fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(2, -1, 3), "x");
     fl_node *w = fl_get_variable(g, "w", fl_shape_make(2, 3, 2), fl_constant_initializer(0.5f));
     fl_node *y = fl_matmul(g, x, w, false, false, "y");
-    fl_node *recv = fl_placeholder(g, FL_FLOAT32, fl_shape_make(0), "recv/b");
+    fl_node *recv = fl_recv(g, FL_FLOAT32, fl_shape_make(0), "b:/job:ps/task:0->/job:worker/task:1", "/job:ps/task:0",
+                            "recv/b");
     fl_node *out = fl_add(g, fl_add(g, y, recv, "sum"), fl_scalar(g, 2.0f, "two"), "out");
+    fl_send(g, out, "out:/job:worker/task:1->/job:ps/task:0", "/job:ps/task:0", "_send/out/to/ps/0");
     fl_group(g, &out, 1, "after");
     fl_device_pop(g);
-    int n = fl_graph_node_count(g);
-    p->wave = calloc((size_t)n, sizeof *p->wave);
-    p->nwaves = 2;
-    for (int i = fl_graph_find(g, "recv/b")->id; i < n; i++)
-        p->wave[i] = 1;
-    p->sends = calloc(1, sizeof *p->sends);
-    p->nsends = 1;
-    snprintf(p->sends[0].key, sizeof p->sends[0].key, "out:/job:worker/task:1->/job:ps/task:0");
-    snprintf(p->sends[0].node, sizeof p->sends[0].node, "out");
-    snprintf(p->sends[0].peer_job, sizeof p->sends[0].peer_job, "ps");
-    p->recvs = calloc(1, sizeof *p->recvs);
-    p->nrecvs = 1;
-    snprintf(p->recvs[0].key, sizeof p->recvs[0].key, "b:/job:ps/task:0->/job:worker/task:1");
-    snprintf(p->recvs[0].node, sizeof p->recvs[0].node, "recv/b");
-    snprintf(p->recvs[0].peer_job, sizeof p->recvs[0].peer_job, "ps");
 }
 
 static bool same_node(const fl_node *a, const fl_node *b)
 {
     bool same = strcmp(a->name, b->name) == 0 && a->op == b->op && fl_shape_equal(a->shape, b->shape) &&
-                strcmp(a->device, b->device) == 0 && a->ninputs == b->ninputs && a->ncontrols == b->ncontrols;
+                strcmp(a->device, b->device) == 0 && a->ninputs == b->ninputs && a->ncontrols == b->ncontrols &&
+                strcmp(a->attrs.edge_key, b->attrs.edge_key) == 0 && strcmp(a->attrs.peer_task, b->attrs.peer_task) == 0;
     for (int i = 0; same && i < a->ninputs; i++)
         same = a->inputs[i]->id == b->inputs[i]->id;
     for (int i = 0; same && i < a->ncontrols; i++)
@@ -246,20 +233,22 @@ static void test_graph_round_trip(void)
     ok(rc == 0, "a partition encodes (%zu bytes)", bytes.len);
     ok(fl_graph_wire_decode(bytes.data, bytes.len, &q) == 0, "and decodes: %s", fl_last_error());
     int n = fl_graph_node_count(p.graph);
-    bool same = q.graph && fl_graph_node_count(q.graph) == n && q.nwaves == 2 && q.task == 1 &&
+    bool same = q.graph && fl_graph_node_count(q.graph) == n && q.task == 1 &&
                 strcmp(q.job, "worker") == 0;
     for (int i = 0; same && i < n; i++)
-        same = same_node(fl_graph_node(p.graph, i), fl_graph_node(q.graph, i)) && p.wave[i] == q.wave[i];
-    ok(same, "node for node the same: names, ops, shapes, devices, inputs, controls, waves, initializers");
+        same = same_node(fl_graph_node(p.graph, i), fl_graph_node(q.graph, i));
+    ok(same, "node for node the same: names, ops, shapes, devices, inputs, controls, keys and peers, initializers");
     const fl_node *c = NULL;
     for (int i = 0; q.graph && i < n && !c; i++)
         if (fl_graph_node(q.graph, i)->op == FL_OP_CONST)
             c = fl_graph_node(q.graph, i);
     ok(c && c->value && c->value->shape.rank == 0 && fl_tensor_scalar(c->value) == 2.0f, "a Const comes with its value");
     ok(q.graph && fl_graph_find_variable(q.graph, "w") != NULL, "a variable is registered as one");
-    ok(q.nsends == 1 && q.nrecvs == 1 && strcmp(q.sends[0].key, p.sends[0].key) == 0 &&
-           strcmp(q.recvs[0].node, "recv/b") == 0 && strcmp(q.recvs[0].peer_job, "ps") == 0,
-       "sends and recvs round trip");
+    const fl_node *send = q.graph ? fl_graph_find(q.graph, "_send/out/to/ps/0") : NULL;
+    const fl_node *recv = q.graph ? fl_graph_find(q.graph, "recv/b") : NULL;
+    ok(send && send->op == FL_OP_SEND && recv && recv->op == FL_OP_RECV &&
+           strcmp(recv->attrs.peer_task, "/job:ps/task:0") == 0,
+       "a Send and a Recv round trip as ops");
     fl_graph_partition_free(&q);
     /* Every byte flipped in turn: each decode fails cleanly or builds a graph, never crashes. */
     int refused = 0;
@@ -298,14 +287,13 @@ static void test_graph_refusals(void)
 {
     fl_graph_partition p;
     make_partition(&p);
-    p.wave[fl_graph_find(p.graph, "y")->id] = 0;
-    p.wave[fl_graph_find(p.graph, "x")->id] = 1;
-    expect_refused(&p, "y", "an input from a later wave");
+    snprintf(fl_graph_find(p.graph, "_send/out/to/ps/0")->attrs.peer_task, FL_DEVICE_LEN, "/cpu:0");
+    expect_refused(&p, "_send/out/to/ps/0", "a Send to no task");
     fl_graph_partition_free(&p);
 
     make_partition(&p);
-    snprintf(p.recvs[0].node, sizeof p.recvs[0].node, "y");
-    expect_refused(&p, "y", "a recv into a MatMul");
+    fl_graph_find(p.graph, "recv/b")->attrs.edge_key[0] = '\0';
+    expect_refused(&p, "recv/b", "a Recv without its key");
     fl_graph_partition_free(&p);
 
     make_partition(&p);
@@ -329,11 +317,14 @@ static void test_graph_refusals(void)
     fl_graph_partition_free(&p);
 
     /* The header alone, claiming more nodes than a partition may have. */
-    unsigned char head[] = {FL_GRAPH_WIRE_VERSION, 6, 'w', 'o', 'r', 'k', 'e', 'r', 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x86, 0xa1};
+    unsigned char head[] = {FL_GRAPH_WIRE_VERSION, 6, 'w', 'o', 'r', 'k', 'e', 'r', 0, 0, 0, 0, 0, 1, 0x86, 0xa1};
     fl_graph_partition q;
     ok(fl_graph_wire_decode(head, sizeof head, &q) != 0, "a partition of 100001 nodes is refused");
     contains(fl_last_error(), "partition for /job:worker/task:0 refused: node (header): 100001 nodes",
              "the message says whose partition and how many nodes");
+    head[0] = 2; /* waves and edge lists: a client of an older build */
+    ok(fl_graph_wire_decode(head, sizeof head, &q) != 0, "a partition of format 2 is refused");
+    contains(fl_last_error(), "partition format 2; this task reads format 3 only", "saying which format it reads");
 }
 
 int main(void)

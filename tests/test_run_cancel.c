@@ -1,6 +1,6 @@
 /* test_run_cancel.c: a partition's run stops when its client hangs up
  * (server_partitions.c marks it cancelled, the session asks before each op:
- * fl_run_options.should_stop). A client registers one wave of 16,000 MatMuls
+ * fl_run_options.should_stop). A client registers one partition of 16,000 MatMuls
  * of 256 x 256 on a worker's task server in this process, starts a step and
  * hangs up; the run must end (its step counted) within 5 s, and well before
  * the whole run would have (estimated from 200 ops), not compute on.
@@ -25,7 +25,7 @@
 #define MATMULS 16000
 #define SIDE 256
 
-/* y = x; y = y x, MATMULS times: seconds of work, in one wave. */
+/* y = x; y = y x, MATMULS times: seconds of work, in one run. */
 static fl_graph *busy_graph(void)
 {
     fl_graph *g = fl_graph_new();
@@ -107,11 +107,10 @@ static size_t send_behind_run(int fd)
 /* REGISTER_PARTITION of a one-node graph: true when it was registered; the ERROR's words in why. */
 static bool register_tiny(int fd, fl_wire_buf *out, fl_wire_buf *in, fl_status *why)
 {
-    fl_graph_partition p = {.task = 0, .nwaves = 1};
+    fl_graph_partition p = {.task = 0};
     snprintf(p.job, sizeof p.job, "worker");
     p.graph = fl_graph_new();
     fl_placeholder(p.graph, FL_FLOAT32, fl_shape_make(1, 2), "x");
-    p.wave = calloc(1, sizeof *p.wave);
     fl_wire_buf graph = {0};
     fl_graph_wire_encode(&p, &graph);
     fl_graph_partition_free(&p);
@@ -147,10 +146,9 @@ static void test_partitions_per_connection(int port)
 
 static void start_busy_run_and_hang_up(int port)
 {
-    fl_graph_partition p = {.task = 0, .nwaves = 1};
+    fl_graph_partition p = {.task = 0};
     snprintf(p.job, sizeof p.job, "worker");
     p.graph = busy_graph();
-    p.wave = calloc((size_t)fl_graph_node_count(p.graph), sizeof *p.wave);
     fl_wire_buf graph = {0}, out = {0}, in = {0};
     fl_graph_wire_encode(&p, &graph);
     fl_graph_partition_free(&p);

@@ -68,10 +68,9 @@ static int run_partition(fl_partition_exec *e, const char *fetch, fl_tensor **ou
 
 static void test_through_a_partition(void)
 {
-    fl_graph_partition p = {.job = "worker", .nwaves = 1};
+    fl_graph_partition p = {.job = "worker"};
     p.graph = fl_graph_new();
     build_petabyte(p.graph);
-    p.wave = calloc((size_t)fl_graph_node_count(p.graph), sizeof *p.wave);
     fl_wire_buf buf = {0};
     fl_graph_partition q;
     ok(fl_graph_wire_encode(&p, &buf) == 0 && fl_graph_wire_decode(buf.data, buf.len, &q) == 0,

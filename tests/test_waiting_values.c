@@ -91,26 +91,15 @@ static uint64_t waiting_bytes(fl_server *server, uint64_t want)
     return st.waiting_value_bytes;
 }
 
-/* worker 0's partition: wave 0 waits for b, wave 1 for a; sum = a + b. */
+/* worker 0's partition: sum = a + b, both received from worker 0's peers. */
 static void sum_partition(fl_graph_partition *p)
 {
     memset(p, 0, sizeof *p);
     snprintf(p->job, sizeof p->job, "worker");
     p->graph = fl_graph_new();
-    fl_node *b = fl_placeholder(p->graph, FL_FLOAT32, fl_shape_make(1, 2), "recv/b");
-    fl_node *a = fl_placeholder(p->graph, FL_FLOAT32, fl_shape_make(1, 2), "recv/a");
+    fl_node *b = fl_recv(p->graph, FL_FLOAT32, fl_shape_make(1, 2), B_KEY, "/job:worker/task:0", "recv/b");
+    fl_node *a = fl_recv(p->graph, FL_FLOAT32, fl_shape_make(1, 2), A_KEY, "/job:worker/task:0", "recv/a");
     fl_add(p->graph, a, b, "sum");
-    p->nwaves = 2;
-    p->wave = calloc(3, sizeof *p->wave);
-    p->wave[a->id] = p->wave[fl_graph_find(p->graph, "sum")->id] = 1;
-    p->recvs = calloc(2, sizeof *p->recvs);
-    p->nrecvs = 2;
-    snprintf(p->recvs[0].key, sizeof p->recvs[0].key, "%s", B_KEY);
-    snprintf(p->recvs[0].node, sizeof p->recvs[0].node, "recv/b");
-    snprintf(p->recvs[1].key, sizeof p->recvs[1].key, "%s", A_KEY);
-    snprintf(p->recvs[1].node, sizeof p->recvs[1].node, "recv/a");
-    for (int i = 0; i < 2; i++)
-        snprintf(p->recvs[i].peer_job, sizeof p->recvs[i].peer_job, "worker");
 }
 
 typedef struct {
@@ -124,8 +113,8 @@ typedef struct {
 static void *run_sum(void *arg)
 {
     sum_run *r = arg;
-    const char *fetches[] = {"sum"}, *recvs[] = {B_KEY, A_KEY};
-    fl_partition_run run = {.step_id = 77, .fetch_names = fetches, .nfetches = 1, .recv_keys = recvs, .nrecvs = 2};
+    const char *fetches[] = {"sum"};
+    fl_partition_run run = {.step_id = 77, .fetch_names = fetches, .nfetches = 1};
     r->rc = fl_partition_run_remote(r->client, r->handle, &run, &r->sum, NULL);
     snprintf(r->error, sizeof r->error, "%s", r->rc ? fl_last_error() : "");
     return NULL;

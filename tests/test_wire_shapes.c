@@ -96,12 +96,11 @@ static void test_axes(void)
  * source, as a hostile sender would: the decoder refuses it by name. */
 static void check_decode_refuses(const char *what, fl_op_kind op, fl_shape x_shape, int axis, const char *want)
 {
-    fl_graph_partition p = {.job = "worker", .nwaves = 1};
+    fl_graph_partition p = {.job = "worker"};
     fl_graph *g = p.graph = fl_graph_new();
     fl_node *dy = input(g, "dy", fl_shape_make(2, 2, 4)), *x = input(g, "x", fl_shape_make(2, 2, 4));
     fl_attrs attrs = {0};
     fl_node *n = node(g, op, "victim", dy, x, &attrs);
-    p.wave = calloc((size_t)fl_graph_node_count(g), sizeof *p.wave);
     x->attrs.shape = x->shape = x_shape;
     if (n)
         n->attrs.axis = axis;

@@ -14,11 +14,10 @@ typedef struct {
     int nnodes;
     bool *needed, *fed;
     int *part_of;          /* partition index per node, -1 when not needed */
-    int *wave;             /* per node of g */
     fl_graph_partition *parts;
     int nparts;
     fl_node **copy;         /* copy[id]: the node's copy in its partition */
-    fl_node **recv;         /* recv[p * nnodes + id]: what stands for id's value on p */
+    fl_node **recv;         /* recv[p * nnodes + id]: the Recv of id's value on p */
     fl_node **control_recv; /* the same for "id has run" */
     fl_node **control_token; /* in id's own partition: a scalar run after id */
 } cutter;
@@ -113,7 +112,7 @@ static int assign_tasks(cutter *c)
     return 0;
 }
 
-/* ---- pruning (graph_prune.c, as the session's) and waves ---- */
+/* ---- pruning (graph_prune.c, as the session's) ---- */
 
 static bool fed_here(const void *fed, int id) { return ((const bool *)fed)[id]; }
 
@@ -127,96 +126,65 @@ void fl_partition_prune(const fl_graph *g, const fl_partition_request *run, bool
     fl_graph_mark_needed(needed, fed_here, fed, run->targets, run->ntargets);
 }
 
-static int wave_after(const cutter *c, const fl_node *n, const fl_node *before)
-{
-    return c->wave[before->id] + (c->part_of[before->id] != c->part_of[n->id]);
-}
-
-/* wave(n): the most task crossings on any path into n. */
-// [book:partition_waves]
-static void compute_waves(cutter *c)
-{
-    for (int id = 0; id < c->nnodes; id++) {
-        const fl_node *n = fl_graph_node(c->g, id);
-        c->wave[id] = 0;
-        if (!c->needed[id] || c->fed[id])
-            continue;
-        for (int i = 0; i < n->ninputs; i++)
-            if (wave_after(c, n, n->inputs[i]) > c->wave[id])
-                c->wave[id] = wave_after(c, n, n->inputs[i]);
-        for (int i = 0; i < n->ncontrols; i++)
-            if (wave_after(c, n, n->controls[i]) > c->wave[id])
-                c->wave[id] = wave_after(c, n, n->controls[i]);
-    }
-}
-// [end:partition_waves]
-
 /* ---- building the partitions' graphs ---- */
-
-/* Every node added to a partition gets its wave, by its id there. */
-static void note_wave(fl_graph_partition *p, const fl_node *added, int wave)
-{
-    p->wave = fl_xrealloc(p->wave, (size_t)(added->id + 1) * sizeof *p->wave);
-    p->wave[added->id] = wave;
-    if (wave + 1 > p->nwaves)
-        p->nwaves = wave + 1;
-}
-
-static fl_partition_edge *append_edge(fl_partition_edge **list, int *n)
-{
-    *list = fl_xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
-    fl_partition_edge *e = &(*list)[(*n)++];
-    memset(e, 0, sizeof *e);
-    return e;
-}
 
 /* One send on the value's task and one recv on the reader's, keyed by both
  * ends: "dense/kernel:/job:ps/task:0->/job:worker/task:1". A control edge's
  * key starts with '^', as TensorFlow writes control inputs. */
-int fl_partition_edge_key(const fl_graph_partition *from, const fl_graph_partition *to, const char *value,
-                          bool control, char *key, size_t len)
+static int edge_key(const fl_graph_partition *from, const fl_graph_partition *to, const char *value, bool control,
+                    char *key, size_t len)
 {
     return snprintf(key, len, "%s%s:/job:%s/task:%d->/job:%s/task:%d", control ? "^" : "", value, from->job,
                     from->task, to->job, to->task);
 }
 
-static int add_edge(cutter *c, int from, int to, const char *value, const char *placeholder, bool control)
+/* The Send's name on the sending task: one per value and receiving task. */
+static void send_name(const fl_graph_partition *to, const char *value, char *out, size_t len)
+{
+    snprintf(out, len, "_send/%s/to/%s/%d", value, to->job, to->task);
+}
+
+fl_node *fl_partition_send_of(const fl_graph_partition *from, const fl_graph_partition *to, const fl_node *before,
+                              bool control)
+{
+    char value[FL_WIRE_MAX_NAME + 32], name[2 * FL_WIRE_MAX_NAME];
+    snprintf(value, sizeof value, "%s%s", control ? "_send_control/" : "", before->name);
+    send_name(to, value, name, sizeof name);
+    fl_node *send = fl_graph_find(from->graph, name);
+    return send && send->op == FL_OP_SEND ? send : NULL;
+}
+
+static int check_edge_names(const char *value, const char *key, const char *send, const char *recv)
+{
+    size_t longest = strlen(key) > strlen(send) ? strlen(key) : strlen(send);
+    if (strlen(recv) > longest)
+        longest = strlen(recv);
+    if (longest <= FL_WIRE_MAX_NAME)
+        return 0;
+    fl_set_error_code(FL_INVALID_ARGUMENT, "%s: its name is too long to cross tasks (a key or Send of %zu bytes; "
+                      "the wire allows %u): give it a shorter name", value, longest, FL_WIRE_MAX_NAME);
+    return -1;
+}
+
+/* The pair for sent (a copy on partition `from`) to partition `to`: a Send
+ * after it there, a Recv named recv_name on `to`, matched by key. */
+static fl_node *add_send_recv(cutter *c, int from, int to, fl_node *sent, const char *recv_name, bool control)
 {
     const fl_graph_partition *src = &c->parts[from], *dst = &c->parts[to];
-    char key[2 * FL_WIRE_MAX_NAME];
-    int len = fl_partition_edge_key(src, dst, value, control, key, sizeof key);
-    if (len > (int)FL_WIRE_MAX_NAME || strlen(placeholder) > FL_WIRE_MAX_NAME) {
-        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: its name is too long to cross tasks (a key of %d bytes; "
-                          "the wire allows %u): give it a shorter name", value, len, FL_WIRE_MAX_NAME);
-        return -1;
-    }
-    fl_partition_edge *send = append_edge(&c->parts[from].sends, &c->parts[from].nsends);
-    fl_partition_edge *recv = append_edge(&c->parts[to].recvs, &c->parts[to].nrecvs);
-    snprintf(send->key, sizeof send->key, "%s", key);
-    snprintf(recv->key, sizeof recv->key, "%s", key);
-    snprintf(send->node, sizeof send->node, "%s", value);
-    snprintf(recv->node, sizeof recv->node, "%s", placeholder);
-    snprintf(send->peer_job, sizeof send->peer_job, "%s", dst->job);
-    send->peer_task = dst->task;
-    snprintf(recv->peer_job, sizeof recv->peer_job, "%s", src->job);
-    recv->peer_task = src->task;
-    return 0;
+    char key[2 * FL_WIRE_MAX_NAME], send[2 * FL_WIRE_MAX_NAME], src_task[FL_DEVICE_LEN], dst_task[FL_DEVICE_LEN];
+    edge_key(src, dst, sent->name, control, key, sizeof key);
+    send_name(dst, sent->name, send, sizeof send);
+    if (check_edge_names(sent->name, key, send, recv_name) != 0)
+        return NULL;
+    snprintf(src_task, sizeof src_task, "/job:%s/task:%d", src->job, src->task);
+    snprintf(dst_task, sizeof dst_task, "/job:%s/task:%d", dst->job, dst->task);
+    if (!fl_send(src->graph, sent, key, dst_task, send))
+        return NULL;
+    return fl_recv(dst->graph, sent->dtype, sent->shape, key, src_task, recv_name);
 }
 
-/* A Placeholder on partition p: its device there, its wave. */
-static fl_node *add_placeholder(fl_graph_partition *p, fl_dtype dtype, fl_shape shape, const char *name,
-                                const char *device, int wave)
-{
-    fl_device_scope_push(p->graph, device);
-    fl_node *ph = fl_placeholder(p->graph, dtype, shape, name);
-    fl_device_pop(p->graph);
-    if (ph)
-        note_wave(p, ph, wave);
-    return ph;
-}
-
-/* The value of `value` (another task's) on partition p: the Placeholder its
- * recv feeds, made the first time a node of p reads it. */
+/* The Recv of `value` (another task's) on partition p, with its Send on the
+ * value's task: made the first time a node of p reads it. */
 static fl_node *received_value(cutter *c, int p, const fl_node *value)
 {
     fl_node **slot = &c->recv[(size_t)p * (size_t)c->nnodes + (size_t)value->id];
@@ -224,14 +192,12 @@ static fl_node *received_value(cutter *c, int p, const fl_node *value)
         return *slot;
     char name[FL_WIRE_MAX_NAME + 16];
     snprintf(name, sizeof name, "_recv/%s", value->name);
-    *slot = add_placeholder(&c->parts[p], value->dtype, value->shape, name, "", c->wave[value->id] + 1);
-    if (*slot && add_edge(c, c->part_of[value->id], p, value->name, name, false) != 0)
-        return NULL;
+    *slot = add_send_recv(c, c->part_of[value->id], p, c->copy[value->id], name, false);
     return *slot;
 }
 
-/* "before has run", on partition p: a scalar its task sends once before has
- * run (a token built after it there), received into a Placeholder of p. */
+/* "before has run", on partition p: a scalar token built after before on
+ * its task, sent to p and received there. */
 static fl_node *received_control(cutter *c, int p, const fl_node *before)
 {
     fl_node **slot = &c->control_recv[(size_t)p * (size_t)c->nnodes + (size_t)before->id];
@@ -249,11 +215,8 @@ static fl_node *received_control(cutter *c, int p, const fl_node *before)
         fl_control_dependencies_pop(src);
         if (!*sent)
             return NULL;
-        note_wave(&c->parts[from], *sent, c->wave[before->id]);
     }
-    *slot = add_placeholder(&c->parts[p], FL_FLOAT32, fl_shape_make(0), name, "", c->wave[before->id] + 1);
-    if (*slot && add_edge(c, from, p, token, name, true) != 0)
-        return NULL;
+    *slot = add_send_recv(c, from, p, *sent, name, true);
     return *slot;
 }
 
@@ -338,7 +301,9 @@ static int place_node(cutter *c, const fl_node *n)
     fl_graph_partition *p = &c->parts[c->part_of[n->id]];
     node_task(n, job, &task, device, sizeof device);
     if (c->fed[n->id]) { /* the client feeds it here: its inputs are not needed */
-        c->copy[n->id] = add_placeholder(p, n->dtype, n->shape, n->name, device, 0);
+        fl_device_scope_push(p->graph, device);
+        c->copy[n->id] = fl_placeholder(p->graph, n->dtype, n->shape, n->name);
+        fl_device_pop(p->graph);
         return c->copy[n->id] ? 0 : -1;
     }
     fl_node *inputs[n->ninputs ? n->ninputs : 1], *controls[n->ncontrols ? n->ncontrols : 1];
@@ -350,7 +315,6 @@ static int place_node(cutter *c, const fl_node *n)
     for (int i = 0; i < n->ncontrols; i++)
         if (fl_add_control_input(p->graph, copy, controls[i]) != 0)
             return -1;
-    note_wave(p, copy, c->wave[n->id]);
     keep_initializer(c, n, copy);
     c->copy[n->id] = copy;
     return 0;
@@ -391,7 +355,6 @@ static void cutter_free(cutter *c)
     free(c->needed);
     free(c->fed);
     free(c->part_of);
-    free(c->wave);
     free(c->copy);
     free(c->recv);
     free(c->control_recv);
@@ -415,7 +378,6 @@ static void cutter_init(cutter *c, const fl_graph *g)
     c->needed = fl_xcalloc(n + 1, sizeof *c->needed);
     c->fed = fl_xcalloc(n + 1, sizeof *c->fed);
     c->part_of = fl_xcalloc(n + 1, sizeof *c->part_of);
-    c->wave = fl_xcalloc(n + 1, sizeof *c->wave);
     c->copy = fl_xcalloc(n + 1, sizeof *c->copy);
     c->control_token = fl_xcalloc(n + 1, sizeof *c->control_token);
 }
@@ -431,7 +393,6 @@ int fl_partition_graph(const fl_graph *g, const fl_partition_request *run, fl_pa
     fl_partition_prune(g, run, c.needed, c.fed);
     int rc = assign_tasks(&c);
     if (rc == 0) {
-        compute_waves(&c);
         size_t slots = (size_t)(c.nparts ? c.nparts : 1) * (size_t)(c.nnodes + 1);
         c.recv = fl_xcalloc(slots, sizeof *c.recv);
         c.control_recv = fl_xcalloc(slots, sizeof *c.control_recv);
@@ -454,9 +415,6 @@ void fl_graph_partition_free(fl_graph_partition *p)
     if (!p)
         return;
     fl_graph_free(p->graph);
-    free(p->wave);
-    free(p->sends);
-    free(p->recvs);
     memset(p, 0, sizeof *p);
 }
 

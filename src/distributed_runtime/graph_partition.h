@@ -10,48 +10,31 @@
 #include "runtime.h"
 #include "wire.h"
 
-/* A value that crosses from one task to another: sent by the task that
- * computes it, received by the task that needs it, matched by key and step
- * (TensorFlow's rendezvous). One edge per (value, destination task), however
- * many nodes there read it. The key names both ends, so it is unique in the
- * whole graph: "dense/kernel/read:/job:ps/task:0->/job:worker/task:1". */
-typedef struct {
-    char key[FL_WIRE_MAX_NAME + 1];
-    /* In a send: the node whose value is sent. In a recv: the Placeholder
-     * that stands for the value in the receiving partition's graph. */
-    char node[FL_WIRE_MAX_NAME + 1];
-    char peer_job[32]; /* a send's destination, a recv's source */
-    int peer_task;
-} fl_partition_edge;
-
 /* One task's piece of the graph. Its graph holds copies of the nodes placed
- * on that task (same names; devices made local: "/cpu:0", "/gpu:1"), plus one
- * Placeholder per recv (same dtype and shape as the value it stands for).
- * Control edges that cross tasks become edges too: the sender sends a scalar
- * once the node has run, the receiver's nodes wait on its Placeholder.
- *
- * Waves: wave(n) is the largest number of task crossings on any path into n.
- * A task runs its waves in order, one session run each; a recv's value comes
- * from a lower wave of another task, so no task ever waits on one that waits
- * on it. A value a later wave of the same task needs is kept from the wave
- * that computed it and fed to the later one, so nothing runs twice. */
+ * on that task (same names; devices made local: "/cpu:0", "/gpu:1"), and a
+ * Send/Recv pair per value that crosses tasks (TensorFlow's _Send and
+ * _Recv): on the value's task a Send "_send/VALUE/to/JOB/TASK", on the
+ * reader's a Recv "_recv/VALUE" of the same dtype and shape, one pair per
+ * (value, receiving task) however many nodes there read it. Both carry the
+ * key that matches them in the rendezvous, unique in the whole graph:
+ * "dense/kernel/read:/job:ps/task:0->/job:worker/task:1". A control edge
+ * that crosses tasks sends a token: a scalar "_send_control/NODE" made
+ * after the node on its task, received into "_recv_control/NODE", which
+ * the waiting nodes take as their control input; its key starts with '^'.
+ * A task runs its piece as one executor run: a Recv's readers start when
+ * its value arrives, a Send leaves as soon as its input is ready. */
 typedef struct {
     char job[32];
     int task;
     fl_graph *graph;  /* owned */
-    int *wave;        /* wave[node id in graph] */
-    int nwaves;
-    fl_partition_edge *sends;
-    int nsends;
-    fl_partition_edge *recvs;
-    int nrecvs;
 } fl_graph_partition;
 
 void fl_graph_partition_free(fl_graph_partition *p); /* the struct's contents */
 
 /* One step of a registered partition: what the client asks a task to run.
- * Names are nodes of the partition's graph; only the edges this run needs are
- * active, so a run that only evaluates does not send or wait for gradients. */
+ * Names are nodes of the partition's graph. The Sends this run needs are
+ * among its targets (a Recv is run by the nodes that read it), so a run
+ * that only evaluates does not send or wait for gradients. */
 typedef struct {
     uint64_t step_id;          /* unique per client run; keys the rendezvous */
     const char **feed_names;   /* placeholders the client feeds, with values */
@@ -61,10 +44,6 @@ typedef struct {
     int nfetches;
     const char **target_names; /* nodes run for their effect */
     int ntargets;
-    const char **send_keys;    /* active sends and recvs, by key */
-    int nsends;
-    const char **recv_keys;
-    int nrecvs;
 } fl_partition_run;
 
 /* What one run asks for (its signature), in the user's graph. */
@@ -102,10 +81,9 @@ int fl_partition_of_node(const fl_partitioned_run *cut, const fl_node *n);
  * "/job:worker/task:1/cpu:0" (no device: worker 0's /cpu:0). 0, or -1 with
  * fl_last_error() naming n when its device does not parse. */
 int fl_partition_node_device(const fl_node *n, char *out, size_t len);
-/* An edge's key: "value:/job:ps/task:0->/job:worker/task:1", '^' first for a
- * control edge (whose value is the token "_send_control/<node>"). Returns
- * snprintf's count. */
-int fl_partition_edge_key(const fl_graph_partition *from, const fl_graph_partition *to, const char *value,
-                          bool control, char *key, size_t len);
+/* The Send on from's graph that sends before's value (control: the token
+ * made after before) to task `to`; NULL when the cut has no such edge. */
+fl_node *fl_partition_send_of(const fl_graph_partition *from, const fl_graph_partition *to, const fl_node *before,
+                              bool control);
 
 #endif

@@ -2,7 +2,8 @@
  * REGISTER_PARTITION frame. Nodes go in creation order, so an input is the
  * index of an earlier node and the graph rebuilt from the bytes
  * (graph_wire_decode.c) is in a topological order by construction. Every
- * node carries all of its fields, so one format serves every op. */
+ * node carries all of its fields, so one format serves every op; a Send's
+ * and a Recv's key and peer are attrs like any other. */
 #include <stdio.h>
 #include <string.h>
 
@@ -63,12 +64,12 @@ static int put_node_list(fl_wire_buf *b, fl_node *const *nodes, int n)
     return rc;
 }
 
-static int put_node(fl_wire_buf *b, const fl_graph_partition *p, const fl_node *n)
+static int put_node(fl_wire_buf *b, const fl_node *n)
 {
     if (wire_put_name(b, 0, GW, "op type", fl_node_op_type(n)) != 0 || wire_put_name(b, 0, GW, "name", n->name) != 0)
         return -1;
     int rc = wire_put_u8(b, (unsigned)n->dtype) | put_bool(b, n->has_output) | put_shape(b, n->shape);
-    rc |= put_text(b, n->device) | wire_put_u32(b, (uint32_t)p->wave[n->id]);
+    rc |= put_text(b, n->device);
     rc |= put_node_list(b, n->inputs, n->ninputs) | put_node_list(b, n->controls, n->ncontrols);
     rc |= put_attrs(b, &n->attrs) | put_bool(b, n->value != NULL);
     if (rc == 0 && n->value && wire_put_tensor(b, 0, GW, n->value) != 0)
@@ -77,30 +78,15 @@ static int put_node(fl_wire_buf *b, const fl_graph_partition *p, const fl_node *
     return rc | wire_put_u32(b, n->initializer ? (uint32_t)n->initializer->id : FL_GRAPH_WIRE_NO_NODE);
 }
 
-static int put_edges(fl_wire_buf *b, const fl_partition_edge *edges, int n)
-{
-    if (wire_put_u32(b, (uint32_t)n) != 0)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        const fl_partition_edge *e = &edges[i];
-        if (wire_put_name(b, 0, GW, "edge key", e->key) != 0 || wire_put_name(b, 0, GW, "edge node", e->node) != 0 ||
-            wire_put_name(b, 0, GW, "peer job", e->peer_job) != 0 || wire_put_u32(b, (uint32_t)e->peer_task) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 int fl_graph_wire_encode(const fl_graph_partition *p, fl_wire_buf *out)
 {
     fl_wire_buf b = {0};
     int nnodes = fl_graph_node_count(p->graph);
     int rc = wire_put_u8(&b, FL_GRAPH_WIRE_VERSION) | wire_put_name(&b, 0, GW, "job", p->job);
-    rc |= wire_put_u32(&b, (uint32_t)p->task) | wire_put_u32(&b, (uint32_t)p->nwaves);
+    rc |= wire_put_u32(&b, (uint32_t)p->task);
     rc |= wire_put_u32(&b, (uint32_t)nnodes);
     for (int i = 0; i < nnodes && rc == 0; i++)
-        rc = put_node(&b, p, fl_graph_node(p->graph, i));
-    if (rc == 0)
-        rc = put_edges(&b, p->sends, p->nsends) | put_edges(&b, p->recvs, p->nrecvs);
+        rc = put_node(&b, fl_graph_node(p->graph, i));
     if (rc == 0) /* last: the graph's seed, so a random initializer draws what the client's graph would */
         rc = wire_put_u64(&b, fl_graph_seed(p->graph));
     if (rc == 0)

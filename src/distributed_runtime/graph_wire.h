@@ -8,9 +8,11 @@
 
 #include "graph_partition.h"
 
-#define FL_GRAPH_WIRE_VERSION 2u
+/* 3: Send and Recv nodes, no waves, no edge lists. Only 3 is read: an
+ * older partition's receive Placeholders would need converting, and a
+ * task only ever runs partitions of its own build's clients. */
+#define FL_GRAPH_WIRE_VERSION 3u
 #define FL_GRAPH_WIRE_MAX_NODES 100000 /* a partition with more is refused as oversized */
-#define FL_GRAPH_WIRE_MAX_WAVES 1024
 #define FL_GRAPH_WIRE_NO_NODE 0xffffffffu /* a variable without an initializer */
 
 /* Appends p's bytes to out (no frame header). 0, or -1 after fl_set_error. */

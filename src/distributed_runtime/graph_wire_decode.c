@@ -20,7 +20,6 @@ typedef struct {
     int nnodes;
     char node[FL_WIRE_MAX_NAME + 16]; /* the node being read: its name, or "#7" */
     uint32_t *initializer;            /* per node, resolved once all are in */
-    unsigned version;                 /* 1: attrs without a Send's or Recv's key and peer */
 } reader;
 
 /* "node NAME: why"; a field that failed to read says why in r->read. */
@@ -184,7 +183,7 @@ static int get_attrs(reader *r, fl_op_kind op, fl_attrs *a)
     if (dtype > FL_INT32)
         return refuse(r, "dtype attr %u is neither 0 (float32) nor 1 (int32)", dtype);
     a->dtype = (fl_dtype)dtype;
-    return r->version >= 2 ? get_attr_edge(r, a) : 0;
+    return get_attr_edge(r, a);
 }
 
 /* A shape a node will allocate (a variable, a fill) must be known and fit
@@ -218,8 +217,8 @@ static int check_op_inputs(reader *r, fl_op_kind op, fl_node *const *inputs, int
     return fl_graph_wire_check_inputs(op, inputs, ninputs, &why) != 0 ? refuse(r, "%s", why.message) : 0;
 }
 
-/* A count, then that many indices of earlier nodes in no later wave. */
-static int get_node_list(reader *r, const char *what, int self, int wave, fl_node ***out, int *count)
+/* A count, then that many indices of earlier nodes. */
+static int get_node_list(reader *r, const char *what, int self, fl_node ***out, int *count)
 {
     uint32_t n;
     if (get_u32(r, what, &n) != 0)
@@ -235,9 +234,6 @@ static int get_node_list(reader *r, const char *what, int self, int wave, fl_nod
             return -1;
         if (id >= (uint32_t)self)
             return refuse(r, "%s %u is not an earlier node (this is node %d)", what, (unsigned)id, self);
-        if (r->p->wave[id] > wave)
-            return refuse(r, "%s %s is in wave %d, after this node's wave %d", what,
-                          fl_graph_node(r->p->graph, (int)id)->name, r->p->wave[id], wave);
         nodes[i] = fl_graph_node(r->p->graph, (int)id);
         if (!nodes[i]->has_output && strcmp(what, "input") == 0)
             return refuse(r, "input %s has no value (a %s)", nodes[i]->name, fl_node_op_type(nodes[i]));
@@ -266,7 +262,6 @@ typedef struct {
     char name[FL_WIRE_MAX_NAME + 1];
     fl_shape shape;
     char device[FL_DEVICE_LEN];
-    int wave;
     fl_node **inputs, **controls;
     int ncontrols;
     bool has_value, trainable;
@@ -278,33 +273,29 @@ static int get_head(reader *r, node_fields *f)
 {
     char type[FL_WIRE_MAX_NAME + 1];
     unsigned dtype;
-    uint32_t wave;
     bool has_output = false;
     if (wire_get_name(&r->c, "op type", type) != 0 || wire_get_name(&r->c, "name", f->name) != 0)
         return read_failed(r);
     snprintf(r->node, sizeof r->node, "%s", f->name);
     if (find_op(r, type, &f->spec.op) != 0 || get_u8(r, "dtype", &dtype) != 0 ||
         get_bool(r, "has_output", &has_output) != 0 || get_shape(r, "shape", true, &f->shape) != 0 ||
-        get_device(r, f->device) != 0 || get_u32(r, "wave", &wave) != 0)
+        get_device(r, f->device) != 0)
         return -1;
     if (dtype > FL_INT32)
         return refuse(r, "dtype %u is neither 0 (float32) nor 1 (int32)", dtype);
     bool declared = fl_op_def_of(f->spec.op)->sig.has_output;
     if (has_output != declared) /* the byte is the encoder's word for what the op's signature says */
         return refuse(r, "a %s %s a value", type, declared ? "has" : "has no");
-    if (wave >= (uint32_t)r->p->nwaves)
-        return refuse(r, "wave %u, but the partition has %d", (unsigned)wave, r->p->nwaves);
     f->spec.dtype = (fl_dtype)dtype;
-    f->wave = (int)wave;
     return 0;
 }
 
 static int get_fields(reader *r, int index, node_fields *f)
 {
     if (get_head(r, f) != 0 ||
-        get_node_list(r, "input", index, f->wave, &f->inputs, &f->spec.ninputs) != 0 ||
+        get_node_list(r, "input", index, &f->inputs, &f->spec.ninputs) != 0 ||
         check_op_inputs(r, f->spec.op, f->inputs, f->spec.ninputs) != 0 ||
-        get_node_list(r, "control input", index, f->wave, &f->controls, &f->ncontrols) != 0 ||
+        get_node_list(r, "control input", index, &f->controls, &f->ncontrols) != 0 ||
         get_attrs(r, f->spec.op, &f->spec.attrs) != 0 || check_allocated_shape(r, f->spec.op, &f->spec.attrs.shape) != 0 ||
         get_bool(r, "has_value", &f->has_value) != 0)
         return -1;
@@ -349,7 +340,6 @@ static int build(reader *r, int index, node_fields *f)
         n->trainable = f->trainable;
         fl_graph_register_variable(g, n);
     }
-    r->p->wave[index] = f->wave;
     r->initializer[index] = f->initializer;
     return 0;
 }
@@ -380,75 +370,31 @@ static int resolve_initializers(reader *r)
     return 0;
 }
 
-/* ---- sends and recvs ---- */
-
-static int get_edge(reader *r, bool is_recv, fl_partition_edge *e)
-{
-    char job[FL_WIRE_MAX_NAME + 1];
-    uint32_t task;
-    if (wire_get_name(&r->c, "edge key", e->key) != 0 || wire_get_name(&r->c, "edge node", e->node) != 0 ||
-        wire_get_name(&r->c, "peer job", job) != 0 || get_u32(r, "peer task", &task) != 0)
-        return read_failed(r);
-    snprintf(r->node, sizeof r->node, "%s", e->node);
-    const fl_node *n = fl_graph_find(r->p->graph, e->node);
-    if (!n)
-        return refuse(r, "edge %s names a node the partition does not have", e->key);
-    if (is_recv && n->op != FL_OP_PLACEHOLDER)
-        return refuse(r, "edge %s receives into a %s, not a Placeholder", e->key, fl_node_op_type(n));
-    if (!is_recv && !n->has_output)
-        return refuse(r, "edge %s sends a %s, which has no value", e->key, fl_node_op_type(n));
-    if (strlen(job) >= sizeof e->peer_job || task > FL_WIRE_MAX_TASK)
-        return refuse(r, "edge %s: peer /job:%s/task:%u is no task name", e->key, job, (unsigned)task);
-    snprintf(e->peer_job, sizeof e->peer_job, "%s", job);
-    e->peer_task = (int)task;
-    return 0;
-}
-
-static int get_edges(reader *r, bool is_recv, fl_partition_edge **out, int *count)
-{
-    uint32_t n;
-    snprintf(r->node, sizeof r->node, "(%s)", is_recv ? "recvs" : "sends");
-    if (get_u32(r, "edge count", &n) != 0)
-        return -1;
-    if (n > FL_WIRE_MAX_LIST || (uint64_t)n * 10 > r->c.left)
-        return refuse(r, "%u edges cannot fit in the %zu bytes left", (unsigned)n, r->c.left);
-    *out = fl_xcalloc((size_t)n + 1, sizeof **out);
-    *count = (int)n;
-    for (uint32_t i = 0; i < n; i++)
-        if (get_edge(r, is_recv, &(*out)[i]) != 0)
-            return -1;
-    return 0;
-}
-
 /* ---- the partition ---- */
 
 static int get_header(reader *r)
 {
     unsigned version;
     char job[FL_WIRE_MAX_NAME + 1];
-    uint32_t task, nwaves, nnodes;
+    uint32_t task, nnodes;
     snprintf(r->node, sizeof r->node, "(header)");
     if (get_u8(r, "version", &version) != 0)
         return -1;
-    if (version < 1 || version > FL_GRAPH_WIRE_VERSION) /* 1 lacks only the Send and Recv attrs */
-        return refuse(r, "partition format %u; this task reads 1 to %u", version, FL_GRAPH_WIRE_VERSION);
-    r->version = version;
+    if (version != FL_GRAPH_WIRE_VERSION) /* graph_wire.h says why only this one */
+        return refuse(r, "partition format %u; this task reads format %u only (client and task of one build)",
+                      version, FL_GRAPH_WIRE_VERSION);
     if (wire_get_name(&r->c, "job", job) != 0)
         return read_failed(r);
-    if (get_u32(r, "task", &task) != 0 || get_u32(r, "wave count", &nwaves) != 0 ||
-        get_u32(r, "node count", &nnodes) != 0)
+    if (get_u32(r, "task", &task) != 0 || get_u32(r, "node count", &nnodes) != 0)
         return -1;
     if (strlen(job) >= sizeof r->p->job || task > FL_WIRE_MAX_TASK)
         return refuse(r, "/job:%s/task:%u is no task name", job, (unsigned)task);
     snprintf(r->p->job, sizeof r->p->job, "%s", job); /* from here on, refusals name the task */
     r->p->task = (int)task;
-    if (nwaves == 0 || nwaves > FL_GRAPH_WIRE_MAX_WAVES)
-        return refuse(r, "%u waves, outside 1..%d", (unsigned)nwaves, FL_GRAPH_WIRE_MAX_WAVES);
     if (nnodes > FL_GRAPH_WIRE_MAX_NODES)
         return refuse(r, "%u nodes, over the %d a partition may have", (unsigned)nnodes, FL_GRAPH_WIRE_MAX_NODES);
     if ((uint64_t)nnodes * 64 > r->c.left)
         return refuse(r, "%u nodes cannot fit in the %zu bytes left", (unsigned)nnodes, r->c.left);
-    r->p->nwaves = (int)nwaves;
     r->nnodes = (int)nnodes;
     return 0;
 }
@@ -458,13 +404,11 @@ static int read_partition(reader *r)
     if (get_header(r) != 0)
         return -1;
     r->p->graph = fl_graph_new();
-    r->p->wave = fl_xcalloc((size_t)r->nnodes + 1, sizeof *r->p->wave);
     r->initializer = fl_xcalloc((size_t)r->nnodes + 1, sizeof *r->initializer);
     for (int i = 0; i < r->nnodes; i++)
         if (read_node(r, i) != 0)
             return -1;
-    if (resolve_initializers(r) != 0 || get_edges(r, false, &r->p->sends, &r->p->nsends) != 0 ||
-        get_edges(r, true, &r->p->recvs, &r->p->nrecvs) != 0)
+    if (resolve_initializers(r) != 0)
         return -1;
     uint64_t seed;
     if (wire_get_u64(&r->c, "graph seed", &seed) != 0)

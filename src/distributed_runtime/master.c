@@ -25,9 +25,7 @@ typedef struct {
     fl_node **feeds, **fetches, **targets;
     int nfeeds, nfetches, ntargets;
     int cut_version; /* the cut the plan was made for */
-    fl_run_plan plan;
-    bool *needed; /* by node id, of the graph as the plan saw it */
-    int nneeded;
+    fl_run_plan plan; /* with what the run needs, by node id */
 } run_signature;
 
 struct fl_master {
@@ -247,11 +245,6 @@ static run_signature *prepare(fl_master *m, const fl_feed *feeds, int nfeeds, fl
     fl_partition_request req = {sig->feeds, sig->nfeeds, sig->fetches, sig->nfetches, sig->targets, sig->ntargets};
     if (fl_run_plan_make(m->graph, &m->cut, &req, &sig->plan) != 0)
         return NULL;
-    sig->nneeded = fl_graph_node_count(m->graph);
-    sig->needed = fl_xrealloc(sig->needed, (size_t)(sig->nneeded + 1) * sizeof *sig->needed);
-    bool *fed = fl_xcalloc((size_t)sig->nneeded + 1, sizeof *fed);
-    fl_partition_prune(m->graph, &req, sig->needed, fed);
-    free(fed);
     sig->cut_version = m->cut_version;
     return sig;
 }
@@ -322,15 +315,15 @@ static int step(fl_master *m, run_signature *sig, const fl_feed *feeds, fl_tenso
     return rc;
 }
 
-static void note_ran(fl_master *m, const run_signature *sig)
+static void note_ran(fl_master *m, const fl_run_plan *plan)
 {
-    if (m->nran < sig->nneeded) {
-        m->ran = fl_xrealloc(m->ran, (size_t)sig->nneeded * sizeof *m->ran);
-        memset(m->ran + m->nran, 0, (size_t)(sig->nneeded - m->nran) * sizeof *m->ran);
-        m->nran = sig->nneeded;
+    if (m->nran < plan->nnodes) {
+        m->ran = fl_xrealloc(m->ran, (size_t)plan->nnodes * sizeof *m->ran);
+        memset(m->ran + m->nran, 0, (size_t)(plan->nnodes - m->nran) * sizeof *m->ran);
+        m->nran = plan->nnodes;
     }
-    for (int id = 0; id < sig->nneeded; id++)
-        m->ran[id] |= sig->needed[id];
+    for (int id = 0; id < plan->nnodes; id++)
+        m->ran[id] |= plan->needed[id];
 }
 
 int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
@@ -347,7 +340,7 @@ int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const
     run_signature *sig = prepare(m, feeds, nfeeds, fetches, nfetches, targets, ntargets);
     if (!sig || register_plan(m, &sig->plan) != 0 || step(m, sig, feeds, outputs) != 0)
         return -1;
-    note_ran(m, sig);
+    note_ran(m, &sig->plan);
     note_global_step(m, fetches, nfetches, outputs);
     return 0;
 }
@@ -377,7 +370,6 @@ void fl_master_free(fl_master *m)
         free(m->sigs[i].feeds);
         free(m->sigs[i].fetches);
         free(m->sigs[i].targets);
-        free(m->sigs[i].needed);
     }
     free(m->ran);
     for (int i = 0; i < m->ndevice_names; i++)

@@ -91,10 +91,7 @@ int fl_partition_run_remote(fl_ps_client *c, uint64_t handle, const fl_partition
 {
     for (int i = 0; i < run->nfetches; i++)
         outputs[i] = NULL;
-    fl_wire_name_list lists[4] = {{run->nfetches, run->fetch_names},
-                                  {run->ntargets, run->target_names},
-                                  {run->nsends, run->send_keys},
-                                  {run->nrecvs, run->recv_keys}};
+    fl_wire_name_list lists[2] = {{run->nfetches, run->fetch_names}, {run->ntargets, run->target_names}};
     outcome o = {.outputs = outputs, .nfetches = run->nfetches, .trace = trace};
     if (trace)
         memset(trace, 0, sizeof *trace);

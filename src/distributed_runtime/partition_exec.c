@@ -1,10 +1,9 @@
 /* partition_exec.c: one step of a registered partition on its task, as ONE
- * executor run. The partition's receive Placeholders become Recv nodes and
- * each value it sends gets a Send node (TensorFlow's _Recv and _Send), run
- * on the task's rendezvous (backend_rendezvous.c): a Recv's readers start
- * when its value arrives, a Send leaves as soon as its input is ready, and
- * a step's targets are the client's and its active Sends. The arrays a run
- * signature needs are made once and reused while the signature stays. */
+ * executor run. Its Recv and Send nodes (the partitioner's, TensorFlow's
+ * _Recv and _Send) run on the task's rendezvous (backend_rendezvous.c): a
+ * Recv's readers start when its value arrives, a Send leaves as soon as its
+ * input is ready; the Sends a step needs are among its targets. The arrays
+ * a run signature needs are made once and reused while the signature stays. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,13 +26,12 @@ typedef struct {
     int nfeeds;
     fl_node **fetches;
     int nfetches;
-    fl_node **targets;       /* the client's, then the active Sends */
-    int ntargets, nsends;
+    fl_node **targets;       /* the client's, with the Sends the run needs */
+    int ntargets;
 } signature;
 
 struct fl_partition_exec {
     fl_graph_partition p;
-    fl_node **send_nodes;    /* per edge of p.sends */
     fl_session *session;     /* made by the first step, on its thread */
     fl_rendezvous_device *rendezvous;
     signature sig;
@@ -46,41 +44,12 @@ struct fl_partition_exec {
     fl_error_code send_code;
 };
 
-/* ---- registration: receive Placeholders and send lists as Recv and Send ---- */
-
-static void task_name(const fl_partition_edge *edge, char *out, size_t len)
-{
-    snprintf(out, len, "/job:%s/task:%d", edge->peer_job, edge->peer_task);
-}
-
-/* The Placeholder that stands for a value from another task is that value's
- * Recv: a source too, with the same dtype and shape, now keyed. */
-static void make_recv(fl_node *n, const fl_partition_edge *edge)
-{
-    n->op = FL_OP_RECV;
-    snprintf(n->attrs.edge_key, sizeof n->attrs.edge_key, "%s", edge->key);
-    task_name(edge, n->attrs.peer_task, sizeof n->attrs.peer_task);
-}
-
-static fl_node *make_send(fl_graph *g, const fl_partition_edge *edge)
-{
-    char to[FL_DEVICE_LEN], name[FL_WIRE_MAX_NAME + 64];
-    task_name(edge, to, sizeof to);
-    snprintf(name, sizeof name, "_send/%s/to/%s/%d", edge->node, edge->peer_job, edge->peer_task);
-    return fl_send(g, fl_graph_find(g, edge->node), edge->key, to, name);
-}
-
 fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p, fl_rendezvous *r)
 {
     fl_partition_exec *e = fl_xcalloc(1, sizeof *e);
     e->rendezvous = r ? fl_rendezvous_device_new(r) : NULL;
     e->p = *p;
     memset(p, 0, sizeof *p);
-    for (int i = 0; i < e->p.nrecvs; i++)
-        make_recv(fl_graph_find(e->p.graph, e->p.recvs[i].node), &e->p.recvs[i]);
-    e->send_nodes = fl_xcalloc((size_t)e->p.nsends + 1, sizeof *e->send_nodes);
-    for (int i = 0; i < e->p.nsends; i++)
-        e->send_nodes[i] = make_send(e->p.graph, &e->p.sends[i]);
     return e;
 }
 
@@ -105,7 +74,6 @@ void fl_partition_exec_free(fl_partition_exec *e)
     fl_rendezvous_device_free(e->rendezvous);
     forget_signature(&e->sig);
     fl_graph_partition_free(&e->p);
-    free(e->send_nodes);
     free(e);
 }
 
@@ -121,20 +89,10 @@ static fl_node *node_named(const fl_partition_exec *e, const char *task, const c
     return n;
 }
 
-static fl_node *send_keyed(const fl_partition_exec *e, const char *task, const char *key)
-{
-    for (int i = 0; i < e->p.nsends; i++)
-        if (strcmp(e->p.sends[i].key, key) == 0)
-            return e->send_nodes[i];
-    fl_set_error_code(FL_INVALID_ARGUMENT, "%s: the run's edge %s is not one of its partition", task, key);
-    return NULL;
-}
-
 /* Whether the run names what the signature resolved, in the same order. */
 static bool same_signature(const signature *sig, const fl_wire_run_partition *r)
 {
-    if (sig->nfeeds != r->nfeeds || sig->nfetches != r->lists[0].count ||
-        sig->ntargets != r->lists[1].count + r->lists[2].count || sig->nsends != r->lists[2].count)
+    if (sig->nfeeds != r->nfeeds || sig->nfetches != r->lists[0].count || sig->ntargets != r->lists[1].count)
         return false;
     for (int i = 0; i < sig->nfeeds; i++)
         if (strcmp(sig->feeds[i].node->name, r->feed_names[i]) != 0)
@@ -144,9 +102,6 @@ static bool same_signature(const signature *sig, const fl_wire_run_partition *r)
             return false;
     for (int i = 0; i < r->lists[1].count; i++)
         if (strcmp(sig->targets[i]->name, r->lists[1].names[i]) != 0)
-            return false;
-    for (int i = 0; i < r->lists[2].count; i++)
-        if (strcmp(sig->targets[r->lists[1].count + i]->attrs.edge_key, r->lists[2].names[i]) != 0)
             return false;
     return true;
 }
@@ -160,7 +115,7 @@ static int resolve_signature(fl_partition_exec *e, const char *task, const fl_wi
     sig->feeds = fl_xcalloc((size_t)r->nfeeds + 1, sizeof *sig->feeds);
     sig->feed_values = fl_xcalloc((size_t)r->nfeeds + 1, sizeof *sig->feed_values);
     sig->fetches = fl_xcalloc((size_t)r->lists[0].count + 1, sizeof *sig->fetches);
-    sig->targets = fl_xcalloc((size_t)(ntargets + r->lists[2].count) + 1, sizeof *sig->targets);
+    sig->targets = fl_xcalloc((size_t)ntargets + 1, sizeof *sig->targets);
     int rc = 0;
     for (int i = 0; i < r->nfeeds && rc == 0; i++, sig->nfeeds++)
         rc = (sig->feeds[i].node = node_named(e, task, r->feed_names[i], "feed")) ? 0 : -1;
@@ -168,8 +123,6 @@ static int resolve_signature(fl_partition_exec *e, const char *task, const fl_wi
         rc = (sig->fetches[i] = node_named(e, task, r->lists[0].names[i], "fetch")) ? 0 : -1;
     for (int i = 0; i < ntargets && rc == 0; i++, sig->ntargets++)
         rc = (sig->targets[i] = node_named(e, task, r->lists[1].names[i], "target")) ? 0 : -1;
-    for (int i = 0; i < r->lists[2].count && rc == 0; i++, sig->ntargets++, sig->nsends++)
-        rc = (sig->targets[ntargets + i] = send_keyed(e, task, r->lists[2].names[i])) ? 0 : -1;
     if (rc != 0)
         forget_signature(sig);
     return rc;
@@ -255,7 +208,9 @@ static int await_sends(fl_partition_exec *e)
 static int reconnect_lost_peers(fl_partition_exec *e)
 {
     const signature *sig = &e->sig;
-    for (int i = sig->ntargets - sig->nsends; i < sig->ntargets; i++) {
+    for (int i = 0; i < sig->ntargets; i++) {
+        if (sig->targets[i]->op != FL_OP_SEND)
+            continue;
         fl_ps_client *c = peer_client(e->env, sig->targets[i]->attrs.peer_task);
         if (!c)
             return -1;
@@ -329,7 +284,7 @@ static int prepare(fl_partition_exec *e, const fl_partition_env *env, const fl_w
 
 /* Asking for each fetch as soon as it is computed (fetch_ready) makes the
  * session copy it then: a fetched read of a variable is the value before
- * this step's update of it, as when the partition ran in waves. */
+ * this step's update of it, as the client's own session gives it. */
 static void fetched_early(int index, const fl_tensor *value, void *user)
 {
     (void)index, (void)value, (void)user;

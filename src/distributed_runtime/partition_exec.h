@@ -15,9 +15,7 @@ typedef struct fl_partition_exec fl_partition_exec;
 
 /* Takes p's contents (p is left empty); its Send and Recv nodes run on
  * r, the task's rendezvous (NULL outside a server: a partition with them
- * is refused at its first, named). Each receive Placeholder becomes
- * a Recv, each sent value gets a Send (named
- * "_send/VALUE/to/JOB/TASK"). */
+ * is refused at its first, named). */
 fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p, fl_rendezvous *r);
 void fl_partition_exec_free(fl_partition_exec *e);
 /* The session the partition's steps run in: NULL until its first step has

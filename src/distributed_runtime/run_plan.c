@@ -1,59 +1,14 @@
-/* run_plan.c: which of a whole-graph cut's edges one run needs, and what it
- * asks each task. An edge is active when a node the run needs, and does
- * not feed, reads a value (or waits on a node) of another task; a task
- * takes part when it holds a root of the run or an active edge. A run that
- * only evaluates thus sends no gradient and wakes no task it does not use. */
+/* run_plan.c: what one run asks each task of a whole-graph cut: its roots
+ * and feeds there, and the Sends the run needs as targets. A Send is
+ * needed when a node the run needs, and does not feed, reads a value (or
+ * waits on a node) of another task; a task takes part when it holds a
+ * root of the run or a needed Send or Recv. A run that only evaluates thus
+ * sends no gradient and wakes no task it does not use. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run_plan.h"
-
-/* The cut's edges this run needs, marked by partition and index. */
-typedef struct {
-    const fl_partitioned_run *cut;
-    bool **send_on, **recv_on;
-} activity;
-
-static int index_of_key(const fl_partition_edge *edges, int n, const char *key)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(edges[i].key, key) == 0)
-            return i;
-    return -1;
-}
-
-/* The edge from's value (or control token) -> to: both ends marked. */
-static int activate(activity *a, int from, int to, const char *value, bool control)
-{
-    const fl_graph_partition *src = &a->cut->parts[from], *dst = &a->cut->parts[to];
-    char key[2 * FL_WIRE_MAX_NAME + 32], token[FL_WIRE_MAX_NAME + 32];
-    snprintf(token, sizeof token, "_send_control/%s", value);
-    fl_partition_edge_key(src, dst, control ? token : value, control, key, sizeof key);
-    int send = index_of_key(src->sends, src->nsends, key), recv = index_of_key(dst->recvs, dst->nrecvs, key);
-    if (send < 0 || recv < 0) {
-        fl_set_error_code(FL_INTERNAL, "%s: the edge %s is not in the registered partitions", value, key);
-        return -1;
-    }
-    a->send_on[from][send] = a->recv_on[to][recv] = true;
-    return 0;
-}
-
-static int activate_edges_of(activity *a, const fl_node *n)
-{
-    int to = fl_partition_of_node(a->cut, n);
-    for (int i = 0; i < n->ninputs; i++) {
-        int from = fl_partition_of_node(a->cut, n->inputs[i]);
-        if (from != to && activate(a, from, to, n->inputs[i]->name, false) != 0)
-            return -1;
-    }
-    for (int i = 0; i < n->ncontrols; i++) {
-        int from = fl_partition_of_node(a->cut, n->controls[i]);
-        if (from != to && activate(a, from, to, n->controls[i]->name, true) != 0)
-            return -1;
-    }
-    return 0;
-}
 
 static void append_name(const char ***list, int *n, const char *name)
 {
@@ -70,23 +25,6 @@ static fl_task_plan *task_for(fl_run_plan *plan, int part)
     fl_task_plan *t = &plan->tasks[plan->ntasks++];
     *t = (fl_task_plan){.part = part};
     return t;
-}
-
-static void add_active_edges(fl_run_plan *plan, const activity *a)
-{
-    for (int p = 0; p < a->cut->nparts; p++) {
-        const fl_graph_partition *part = &a->cut->parts[p];
-        for (int i = 0; i < part->nsends; i++)
-            if (a->send_on[p][i]) {
-                fl_task_plan *t = task_for(plan, p);
-                append_name(&t->run.send_keys, &t->run.nsends, part->sends[i].key);
-            }
-        for (int i = 0; i < part->nrecvs; i++)
-            if (a->recv_on[p][i]) {
-                fl_task_plan *t = task_for(plan, p);
-                append_name(&t->run.recv_keys, &t->run.nrecvs, part->recvs[i].key);
-            }
-    }
 }
 
 /* The run's roots and feeds, each on its task. */
@@ -116,16 +54,54 @@ static void add_roots(fl_run_plan *plan, const fl_partitioned_run *cut, const fl
         }
 }
 
-static int activate_all(activity *a, const fl_graph *g, const bool *needed, const bool *fed)
+/* The Send of before's value (or token) to n's task joins the targets of
+ * before's task, once: the task that computes it must send it. */
+static int activate(fl_run_plan *plan, const fl_partitioned_run *cut, const fl_node *n, const fl_node *before,
+                    bool control)
+{
+    int from = fl_partition_of_node(cut, before), to = fl_partition_of_node(cut, n);
+    if (from == to)
+        return 0;
+    const fl_node *send = fl_partition_send_of(&cut->parts[from], &cut->parts[to], before, control);
+    if (!send) {
+        fl_set_error_code(FL_INTERNAL, "%s: its %s to /job:%s/task:%d is not in the registered partitions",
+                          before->name, control ? "control edge" : "value", cut->parts[to].job, cut->parts[to].task);
+        return -1;
+    }
+    task_for(plan, to);
+    fl_task_plan *t = task_for(plan, from);
+    for (int i = 0; i < t->run.ntargets; i++)
+        if (t->run.target_names[i] == send->name)
+            return 0;
+    append_name(&t->run.target_names, &t->run.ntargets, send->name);
+    return 0;
+}
+
+static int check_placed(const fl_partitioned_run *cut, const fl_graph *g)
 {
     for (int id = 0; id < fl_graph_node_count(g); id++) {
         const fl_node *n = fl_graph_node(g, id);
-        if (fl_partition_of_node(a->cut, n) < 0) {
-            fl_set_error_code(FL_INTERNAL, "%s: on %s, which no registered partition holds", n->name, n->device);
-            return -1;
-        }
-        if (needed[id] && !fed[id] && activate_edges_of(a, n) != 0)
-            return -1;
+        if (fl_partition_of_node(cut, n) >= 0)
+            continue;
+        fl_set_error_code(FL_INTERNAL, "%s: on %s, which no registered partition holds", n->name, n->device);
+        return -1;
+    }
+    return 0;
+}
+
+static int activate_all(fl_run_plan *plan, const fl_partitioned_run *cut, const fl_graph *g, const bool *needed,
+                        const bool *fed)
+{
+    for (int id = 0; id < fl_graph_node_count(g); id++) {
+        const fl_node *n = fl_graph_node(g, id);
+        if (!needed[id] || fed[id])
+            continue;
+        for (int i = 0; i < n->ninputs; i++)
+            if (activate(plan, cut, n, n->inputs[i], false) != 0)
+                return -1;
+        for (int i = 0; i < n->ncontrols; i++)
+            if (activate(plan, cut, n, n->controls[i], true) != 0)
+                return -1;
     }
     return 0;
 }
@@ -134,27 +110,15 @@ int fl_run_plan_make(const fl_graph *g, const fl_partitioned_run *cut, const fl_
                      fl_run_plan *out)
 {
     memset(out, 0, sizeof *out);
-    size_t n = (size_t)fl_graph_node_count(g) + 1;
-    bool *needed = fl_xcalloc(n, sizeof *needed), *fed = fl_xcalloc(n, sizeof *fed);
+    out->nnodes = fl_graph_node_count(g);
+    bool *needed = out->needed = fl_xcalloc((size_t)out->nnodes + 1, sizeof *needed);
+    bool *fed = fl_xcalloc((size_t)out->nnodes + 1, sizeof *fed);
     fl_partition_prune(g, req, needed, fed);
-    activity a = {cut, fl_xcalloc((size_t)cut->nparts + 1, sizeof *a.send_on),
-                  fl_xcalloc((size_t)cut->nparts + 1, sizeof *a.recv_on)};
-    for (int p = 0; p < cut->nparts; p++) {
-        a.send_on[p] = fl_xcalloc((size_t)cut->parts[p].nsends + 1, sizeof **a.send_on);
-        a.recv_on[p] = fl_xcalloc((size_t)cut->parts[p].nrecvs + 1, sizeof **a.recv_on);
-    }
-    int rc = activate_all(&a, g, needed, fed);
+    int rc = check_placed(cut, g);
     if (rc == 0) {
         add_roots(out, cut, req, needed);
-        add_active_edges(out, &a);
+        rc = activate_all(out, cut, g, needed, fed);
     }
-    for (int p = 0; p < cut->nparts; p++) {
-        free(a.send_on[p]);
-        free(a.recv_on[p]);
-    }
-    free(a.send_on);
-    free(a.recv_on);
-    free(needed);
     free(fed);
     if (rc != 0)
         fl_run_plan_free(out);
@@ -169,12 +133,11 @@ void fl_run_plan_free(fl_run_plan *plan)
         free(r->feed_values);
         free(r->fetch_names);
         free(r->target_names);
-        free(r->send_keys);
-        free(r->recv_keys);
         free(plan->tasks[t].feed_index);
     }
     free(plan->tasks);
     free(plan->fetch_task);
     free(plan->fetch_slot);
+    free(plan->needed);
     memset(plan, 0, sizeof *plan);
 }

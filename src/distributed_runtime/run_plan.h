@@ -1,8 +1,8 @@
 /* run_plan.h: what one run asks of each task, given the graph cut once for
  * every run (graph_partition.c, every node a root): the master registers
  * one partition per task, so that a task's variables live in one session,
- * and each run names the feeds, fetches, targets and edges it needs there
- * (run_plan.c). */
+ * and each run names the feeds, fetches and targets it needs there, the
+ * Sends it needs among the targets (run_plan.c). */
 #ifndef FLOWLAB_DIST_RUN_PLAN_H
 #define FLOWLAB_DIST_RUN_PLAN_H
 
@@ -20,6 +20,8 @@ typedef struct {
     fl_task_plan *tasks; /* only tasks with something to do */
     int ntasks;
     int *fetch_task, *fetch_slot; /* fetch i: tasks[fetch_task[i]]'s output fetch_slot[i] */
+    bool *needed; /* by node id of the graph as the plan saw it: what the run needs */
+    int nnodes;
 } fl_run_plan;
 
 /* 0, or -1 with the error set (a node on a task the cut does not have). */

@@ -103,15 +103,14 @@ static void serve_register(fl_server_conn *c, uint32_t id, const fl_wire_bytes *
         r->cap = r->cap ? 2 * r->cap : 4;
         r->items = fl_xrealloc(r->items, (size_t)r->cap * sizeof *r->items);
     }
-    int nodes = fl_graph_node_count(p.graph), waves = p.nwaves, carried = 0;
+    int nodes = fl_graph_node_count(p.graph), carried = 0;
     fl_partition_exec *exec = fl_partition_exec_new(&p, s->rendezvous);
     for (int i = 0; i < r->count; i++) /* oldest first: the newest value of each variable wins */
         carried += fl_partition_exec_inherit(exec, r->items[i].exec, s->name);
     registered *item = &r->items[r->count++];
     *item = (registered){++s->next_handle, exec};
-    fprintf(s->log, "%s: registered partition %llu from %s %s (%d nodes, %d wave%s; %d variable%s carried over)\n",
-            s->log_prefix, (unsigned long long)item->handle, c->peer, c->who, nodes, waves, waves == 1 ? "" : "s",
-            carried, carried == 1 ? "" : "s");
+    fprintf(s->log, "%s: registered partition %llu from %s %s (%d nodes; %d variable%s carried over)\n",
+            s->log_prefix, (unsigned long long)item->handle, c->peer, c->who, nodes, carried, carried == 1 ? "" : "s");
     fflush(s->log);
     fl_wire_put_partition_registered(&s->out, id, item->handle);
     fl_server_send_out(c);
@@ -345,7 +344,7 @@ void fl_server_drop_partitions(fl_server_conn *c)
                 s->log_prefix, count, count == 1 ? "" : "s", c->peer, c->who);
         fflush(s->log);
     }
-    if (c->running) { /* the run is let go: cancelled, it ends (aborted) before its next wave */
+    if (c->running) { /* the run is let go: cancelled, it ends (aborted) before its next op */
         c->running->conn = NULL;
         c->running->orphans = c->partitions;
         atomic_store(&c->running->cancelled, true);

@@ -217,10 +217,10 @@ void fl_wire_step_trace_free(fl_wire_step_trace *t);
 /* graph: the partition as graph_wire.c encodes it (bytes, no header). */
 int fl_wire_put_register_partition(fl_wire_buf *buf, uint32_t id, const void *graph, size_t len);
 int fl_wire_put_partition_registered(fl_wire_buf *buf, uint32_t id, uint64_t handle);
-/* lists: fetches, targets, active send keys, active recv keys, in that order. */
+/* lists: fetches, then targets (the client's and the Sends the step needs). */
 int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, uint64_t step_id, uint32_t flags,
                               int nfeeds, const char *const *feed_names, const fl_tensor *const *feed_values,
-                              const fl_wire_name_list lists[4]);
+                              const fl_wire_name_list lists[2]);
 /* trace: NULL, or the step's timings the client asked for. */
 int fl_wire_put_partition_done(fl_wire_buf *buf, uint32_t id, const fl_wire_step_trace *trace, int nvalues,
                                const fl_tensor *const *values);
@@ -336,7 +336,7 @@ typedef struct {
     int nfeeds;
     const char **feed_names;
     fl_wire_tensor *feed_values;
-    fl_wire_name_list lists[4]; /* fetches, targets, send keys, recv keys */
+    fl_wire_name_list lists[2]; /* fetches, targets (the Sends the step needs among them) */
     void *storage;
 } fl_wire_run_partition;
 void fl_wire_run_partition_free(fl_wire_run_partition *r);

@@ -50,7 +50,7 @@ static int put_count(fl_wire_buf *buf, long start, fl_wire_type type, const char
     return 0;
 }
 
-static const char *const LIST_WHAT[4] = {"fetch", "target", "send key", "recv key"};
+static const char *const LIST_WHAT[2] = {"fetch", "target"};
 
 static int put_list(fl_wire_buf *buf, long start, int which, const fl_wire_name_list *list)
 {
@@ -63,10 +63,11 @@ static int put_list(fl_wire_buf *buf, long start, int which, const fl_wire_name_
 }
 
 /* handle u64, step u64, flags u32, feeds (u32 count, then name and tensor
- * each), then four lists of names (u32 count, then the names). */
+ * each), then two lists of names (u32 count, then the names): fetches and
+ * targets, among them the Sends the step needs. */
 int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, uint64_t step_id, uint32_t flags,
                               int nfeeds, const char *const *feed_names, const fl_tensor *const *feed_values,
-                              const fl_wire_name_list lists[4])
+                              const fl_wire_name_list lists[2])
 {
     const fl_wire_type type = FL_WIRE_RUN_PARTITION;
     long start = wire_begin(buf, type, id);
@@ -82,7 +83,7 @@ int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, ui
         if (wire_put_name(buf, start, type, "feed", feed_names[i]) != 0 ||
             wire_put_tensor(buf, start, type, feed_values[i]) != 0)
             return -1;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 2; k++)
         if (put_list(buf, start, k, &lists[k]) != 0)
             return -1;
     return wire_end(buf, start);
@@ -204,7 +205,7 @@ int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *o
                  : 0;
     if (rc == 0 && (out->flags & ~FL_WIRE_RUN_TRACE))
         rc = wire_fail(&c, "flags 0x%x hold bits other than FL_WIRE_RUN_TRACE (1)", (unsigned)out->flags);
-    for (int k = 0; k < 4 && rc == 0; k++)
+    for (int k = 0; k < 2 && rc == 0; k++)
         rc = get_list(&c, &room, k, &out->lists[k]);
     if (rc == 0)
         rc = wire_finish(&c);

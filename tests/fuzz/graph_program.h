@@ -111,11 +111,10 @@ static inline void program_node(program_bytes *b, fl_graph *g, int index)
 static inline int fl_graph_program_encode(const unsigned char *data, size_t size, fl_wire_buf *out)
 {
     program_bytes b = {data, size};
-    fl_graph_partition p = {.job = "worker", .nwaves = 1, .graph = fl_graph_new()};
+    fl_graph_partition p = {.job = "worker", .graph = fl_graph_new()};
     for (int i = 0; i < PROGRAM_MAX_NODES && b.left > 0; i++)
         program_node(&b, p.graph, i);
     int n = fl_graph_node_count(p.graph);
-    p.wave = calloc((size_t)n + 1, sizeof *p.wave);
     int rc = n > 0 && fl_graph_wire_encode(&p, out) == 0 ? 0 : -1;
     fl_graph_partition_free(&p);
     return rc;

@@ -23,9 +23,9 @@ static int write_seed(const char *dir, const char *name, const fl_wire_buf *buf)
 static int put_run_partition(fl_wire_buf *buf, const fl_tensor *x)
 {
     const char *feeds[] = {"x"}, *fetches[] = {"loss"}, *targets[] = {"train"};
-    const char *sends[] = {"g:/job:worker/task:0->/job:ps/task:0"}, *recvs[] = {"w:/job:ps/task:0->/job:worker/task:0"};
+    const char *sends[] = {"_send/g/to/ps/0"};
     const fl_tensor *values[] = {x};
-    fl_wire_name_list lists[4] = {{1, fetches}, {1, targets}, {1, sends}, {1, recvs}};
+    fl_wire_name_list lists[2] = {{1, fetches}, {2, (const char *[]){targets[0], sends[0]}}};
     return fl_wire_put_run_partition(buf, 11, 1, 7, FL_WIRE_RUN_TRACE, 1, feeds, values, lists);
 }
 

@@ -10,8 +10,7 @@
 
 static int write_seed(const char *dir, const char *name, fl_graph *g)
 {
-    fl_graph_partition p = {.job = "worker", .graph = g, .nwaves = 1};
-    p.wave = calloc((size_t)fl_graph_node_count(g) + 1, sizeof *p.wave);
+    fl_graph_partition p = {.job = "worker", .graph = g};
     fl_wire_buf bytes = {0};
     char path[512];
     snprintf(path, sizeof path, "%s/seed-%s", dir, name);
