@@ -128,7 +128,7 @@ static int check_initialized(fl_session *s, fl_node *n)
  * reshape). Its op's signature says which. */
 static bool writes_input0(const fl_node *n) { return fl_op_def_of(n->op)->sig.writes_inputs > 0; }
 
-static int run_op(fl_session *s, fl_node *n)
+static int run_op_kernel(fl_session *s, fl_node *n)
 {
     fl_slot *slot = &s->slots[n->id];
     if (check_initialized(s, n) != 0)
@@ -154,6 +154,7 @@ static int run_op(fl_session *s, fl_node *n)
         return fl_session_fail_code(s, st.code, "%s: %s", n->name, st.message);
     if (fl_op_def_of(n->op)->sig.aliases != FL_ALIAS_NONE) {
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
+        slot->shared = s->slots[n->inputs[0]->id].shared;
     } else if (n->has_output && fl_session_can_forward(s, n, in[0], shape)) {
         fl_session_release_buffer(slot); /* a buffer from a run that could not forward */
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
@@ -175,8 +176,19 @@ static int run_op(fl_session *s, fl_node *n)
     if (host_timed)
         fl_session_trace_op(s, n, slot->device, start, fl_now_us());
     if (n->op == FL_OP_ASSIGN) /* only a full assignment gives a variable its first value */
-        s->slots[n->inputs[0]->id].initialized = true;
+        fl_session_note_assigned(s, n->inputs[0]);
     return 0;
+}
+
+/* An op on a variable of the task's container runs under its lock: other
+ * partitions on the task update the same variables from their threads. */
+static int run_op(fl_session *s, fl_node *n)
+{
+    bool locked = fl_session_lock_shared(s, n);
+    int rc = run_op_kernel(s, n);
+    if (locked)
+        fl_session_unlock_shared(s);
+    return rc;
 }
 
 static bool is_source(const fl_node *n) { return fl_op_def_of(n->op)->sig.is_source; }

@@ -8,6 +8,8 @@
 
 #include "session_error.h"
 
+struct fl_variable_container; /* variable_container.h */
+
 fl_graph *fl_session_graph(const fl_session *s); /* session.c */
 /* Whether var has a value in this session: assigned, restored, or (a ps
  * task's) known to have one. */
@@ -24,5 +26,9 @@ int fl_session_refuse_in_client(fl_session *s, const char *what);
 /* A task's partition: its Send and Recv nodes run on d, the task's
  * rendezvous (distributed_runtime/rendezvous_device.h); session.c. */
 void fl_session_set_rendezvous(fl_session *s, fl_device *d);
+/* A task's partition: its host-placed variables live in c, shared with
+ * every other session given c (variable_container.h); before its first
+ * run. session_container.c. */
+void fl_session_set_variable_container(fl_session *s, struct fl_variable_container *c);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "session_internal.h"
+#include "variable_container.h"
 
 void fl_session_start_fetches(fl_session *s, const fl_run_options *options, fl_node *const *fetches, int n,
                               fl_tensor **outputs, bool *delivered)
@@ -189,7 +190,12 @@ static int deliver(fl_session *s, int i, bool now)
         r->outputs[i] = fl_tensor_new(slot->value.dtype, slot->value.shape);
         if (!r->outputs[i])
             return fl_session_fail(s, "%s: fetching its value: %s", n->name, fl_last_error());
+        /* a value of the task's container: other partitions may be updating it */
+        if (slot->shared)
+            fl_variable_container_lock(s->container);
         rc = copy_out(slot->device, r->outputs[i]->data, slot->value.data, fl_tensor_bytes(r->outputs[i]), now);
+        if (slot->shared)
+            fl_variable_container_unlock(s->container);
     }
     if (rc != 0 && !fl_session_error(s)[0]) /* deliver_to's own refusal is said already */
         return fl_session_fail(s, "%s: copying the fetched value from %s: %s", n->name, slot->device->name,

@@ -22,6 +22,8 @@
 #include "session_error.h"
 #include "session_access.h"
 
+struct fl_shared_variable; /* variable_container.h */
+
 /* An input that comes from another device: a copy of it on this node's
  * device, staged through host memory. Kept between runs like outputs. */
 typedef struct {
@@ -59,6 +61,9 @@ typedef struct {
     bool fetched; /* this run returns the value to the caller */
     fl_sent_copy *sent; /* at most one per other device */
     int nsent;
+    /* Where the value lives when the task's container holds it (a variable
+     * there, or an op's output that is that variable): NULL otherwise. */
+    struct fl_shared_variable *shared;
 } fl_slot;
 
 /* Host memory a device is still to copy in: a host op must not write it
@@ -193,6 +198,9 @@ struct fl_session {
     fl_master_state master;  /* session_master.c */
     fl_error_state error;    /* session_error.c */
     fl_device *rendezvous;   /* where Send and Recv run: a task's (fl_session_set_rendezvous), or NULL */
+    /* The task's variables (fl_session_set_variable_container), or NULL:
+     * variables then live in their slots, this session's alone. */
+    struct fl_variable_container *container;
 };
 
 /* ---- session.c: the executor ---- */
@@ -218,6 +226,21 @@ static inline bool fl_session_needs(const fl_session *s, int id) { return s->run
 static inline const fl_tensor *fl_session_fed(const fl_session *s, int id) { return s->run.feeds[id]; }
 static inline int fl_session_readers(const fl_session *s, int id) { return s->run.readers[id]; }
 static inline int64_t fl_session_run_count(const fl_session *s) { return s->run.run_count; }
+
+/* ---- session_container.c: variables that live in the task's container
+ * (variable_container.h) ---- */
+/* Variable n, placed on the host, takes its home in the container: its
+ * value is the container's, and so is whether it has one; -1 with the
+ * error set (a name the container holds with another dtype or shape). */
+int fl_session_use_shared_variable(fl_session *s, fl_node *n);
+/* Before op n runs: takes the container's lock when n reads or writes a
+ * value that lives there, refreshing those inputs' initialized flags; true
+ * when it took it (fl_session_unlock_shared after). */
+bool fl_session_lock_shared(fl_session *s, const fl_node *n);
+void fl_session_unlock_shared(fl_session *s);
+/* An Assign gave variable var (with the lock held) its first value: every
+ * session on the task sees it initialised. */
+void fl_session_note_assigned(fl_session *s, const fl_node *var);
 
 /* ---- session_error.c (session_error.h): fl_session_fail, fl_session_fail_code,
  * fl_session_clear_error ---- */

@@ -1,6 +1,6 @@
 /* session_sources.c: how a source gets its value in a run: a feed, copied
  * in; a constant or a variable, whose buffer lives as long as the session;
- * another task's variable, pulled; a Recv, registered on the task's
+ * one of the task's container; another task's variable, pulled; a Recv, registered on the task's
  * rendezvous, whose value arrives when its sender sends it. */
 #include <stdio.h>
 
@@ -65,6 +65,8 @@ int fl_session_run_source(fl_session *s, fl_node *n)
                                     "feeds of fl_session_run", n->name, fl_dtype_name(n->dtype),
                                     fl_shape_format(n->shape, shape, sizeof shape));
     }
+    if (n->op == FL_OP_VARIABLE && s->container && slot->device->is_host)
+        return fl_session_use_shared_variable(s, n);
     /* Variables and constants: one buffer for the session's lifetime. */
     if (!slot->buffer) {
         if (fl_session_ensure_node_buffer(s, n, slot, n->dtype, n->attrs.shape) != 0)

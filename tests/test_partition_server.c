@@ -3,7 +3,8 @@
  * holds w and sends its value to the worker, which computes g = w * x and
  * sends g straight back to the ps, which adds it to w. Several steps check
  * the values and that g went task to task; a step waiting on a value is
- * aborted; a client that goes away frees what it registered; a malformed
+ * aborted; a second client's partition shares the ps's w (the task's
+ * variable container); a client that goes away frees what it registered; a malformed
  * partition is refused naming the node; the servers end on the client's
  * goodbye. Every wait has a deadline and says what it waited for. */
 #include <pthread.h>
@@ -76,6 +77,29 @@ static bool log_says(const tasks *t, const char *what, double within_s)
 }
 
 /* ---- the tests ---- */
+
+/* Another client's partition on the ps shares its variables (the task's
+ * container, TensorFlow's ResourceMgr): without initialising w it reads the
+ * value the first client's three steps left, [1, 1] times [2, 3] cubed. */
+static void test_second_client_shares(const tasks *t)
+{
+    fl_graph_partition p;
+    ps_partition(&p);
+    remote_run other = {.client = connect_client(t, 0)};
+    ok(other.client && fl_partition_register(other.client, &p, &other.handle) == 0,
+       "a second client registers the ps's partition: %s", fl_last_error());
+    fl_graph_partition_free(&p);
+    ok(log_says(t, "; 1 variable live on this task)", 10), "the ps says w already lives there");
+    other.run = (fl_partition_run){.step_id = 900, .fetch_names = ps_fetches, .nfetches = 1};
+    run_remote(&other);
+    ok(other.rc == 0, "it fetches w without initialising it: %s", other.error);
+    const float *w = other.rc == 0 ? fl_tensor_floats(other.out[0]) : NULL;
+    ok(w && w[0] == 8 && w[1] == 27, "and reads the first client's w = [%g, %g] (want [8, 27])", w ? w[0] : -1,
+       w ? w[1] : -1);
+    if (other.rc == 0)
+        fl_tensor_free(other.out[0]);
+    fl_ps_client_close(other.client);
+}
 
 /* Both task servers run in this process, on its one host device: its
  * buffers allocated so far, and the ps's run signatures resolved. */
@@ -290,6 +314,7 @@ int main(void)
     register_pair(&t, &ps, &worker);
     initialize(&ps);
     test_steps(&ps, &worker, t.cluster[1], t.server[0], 10);
+    test_second_client_shares(&t);
     test_abort(&ps);
     test_refusals(&ps);
     test_deregister(&ps);

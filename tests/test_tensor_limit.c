@@ -75,7 +75,7 @@ static void test_through_a_partition(void)
     fl_graph_partition q;
     ok(fl_graph_wire_encode(&p, &buf) == 0 && fl_graph_wire_decode(buf.data, buf.len, &q) == 0,
        "the partition of two legal Fills and their MatMul is accepted from the wire: %s", fl_last_error());
-    fl_partition_exec *e = fl_partition_exec_new(&q, NULL);
+    fl_partition_exec *e = fl_partition_exec_new(&q, NULL, NULL);
     fl_set_max_tensor_bytes(256u << 20);
     fl_tensor *out = NULL;
     ok(run_partition(e, "mm", &out) != 0 && !out, "running it fails on the run's thread, without exit()");

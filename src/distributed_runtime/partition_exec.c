@@ -33,6 +33,7 @@ typedef struct {
 struct fl_partition_exec {
     fl_graph_partition p;
     fl_session *session;     /* made by the first step, on its thread */
+    fl_variable_container *variables; /* the task's: NULL outside a server */
     fl_rendezvous_device *rendezvous;
     signature sig;
     int signatures_made;     /* for tests: a warm step makes none */
@@ -44,9 +45,10 @@ struct fl_partition_exec {
     fl_error_code send_code;
 };
 
-fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p, fl_rendezvous *r)
+fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p, fl_rendezvous *r, fl_variable_container *variables)
 {
     fl_partition_exec *e = fl_xcalloc(1, sizeof *e);
+    e->variables = variables;
     e->rendezvous = r ? fl_rendezvous_device_new(r) : NULL;
     e->p = *p;
     memset(p, 0, sizeof *p);
@@ -235,34 +237,9 @@ static int make_session(fl_partition_exec *e, const fl_partition_env *env)
     }
     if (e->rendezvous)
         fl_session_set_rendezvous(e->session, fl_rendezvous_device_of(e->rendezvous));
+    if (e->variables)
+        fl_session_set_variable_container(e->session, e->variables);
     return 0;
-}
-
-/* One variable's value from older's session into e's, through its own
- * initializer with the value fed where the initial value would come from. */
-static bool carry_variable(fl_partition_exec *e, fl_partition_exec *older, fl_node *var)
-{
-    fl_node *was = fl_graph_find_variable(older->p.graph, var->name);
-    if (!was || was->dtype != var->dtype || !fl_shape_equal(was->shape, var->shape) || !var->initializer)
-        return false;
-    fl_tensor *value = NULL;
-    if (fl_session_run(older->session, NULL, 0, &was, 1, &value, NULL, 0) != 0) /* never initialized there */
-        return false;
-    fl_feed feed = {var->initializer->inputs[1], value};
-    bool carried = fl_session_run(e->session, &feed, 1, NULL, 0, NULL, &var->initializer, 1) == 0;
-    fl_tensor_free(value);
-    return carried;
-}
-
-int fl_partition_exec_inherit(fl_partition_exec *e, fl_partition_exec *older, const char *task)
-{
-    fl_partition_env env = {.task = task};
-    if (!older->session || make_session(e, &env) != 0)
-        return 0;
-    int carried = 0;
-    for (int i = 0; i < fl_graph_variable_count(e->p.graph); i++)
-        carried += carry_variable(e, older, fl_graph_variable(e->p.graph, i));
-    return carried;
 }
 
 /* Asked by the session before each op and while it waits for values: the

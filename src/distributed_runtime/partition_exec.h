@@ -10,23 +10,20 @@
 
 #include "graph_partition.h"
 #include "rendezvous.h"
+#include "variable_container.h"
 
 typedef struct fl_partition_exec fl_partition_exec;
 
 /* Takes p's contents (p is left empty); its Send and Recv nodes run on
  * r, the task's rendezvous (NULL outside a server: a partition with them
- * is refused at its first, named). */
-fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p, fl_rendezvous *r);
+ * is refused at its first, named). Its host variables live in `variables`,
+ * the task's container, shared with every partition registered there, by
+ * any client (TensorFlow's ResourceMgr); NULL: in its own session. */
+fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p, fl_rendezvous *r, fl_variable_container *variables);
 void fl_partition_exec_free(fl_partition_exec *e);
 /* The session the partition's steps run in: NULL until its first step has
  * made it. Its tracing may be turned on between steps, on the run's thread. */
 fl_session *fl_partition_exec_session(fl_partition_exec *e);
-
-/* Variables live in the task, not in one partition (TensorFlow keeps them
- * in the task's resource manager): a partition registered after `older`,
- * by the same client, starts from the values older's variables of the
- * same name, dtype and shape hold now. Returns how many were carried. */
-int fl_partition_exec_inherit(fl_partition_exec *e, fl_partition_exec *older, const char *task);
 
 /* What a step needs from its server. */
 typedef struct {

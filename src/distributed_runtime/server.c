@@ -84,6 +84,7 @@ static void free_server(fl_server *s)
     fl_server_close_all(s);
     fl_server_stop_partitions(s);
     fl_rendezvous_free(s->rendezvous);
+    fl_variable_container_free(s->variables);
     if (s->listener)
         evconnlistener_free(s->listener);
     if (s->resume_accepting)
@@ -114,6 +115,7 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     s->store = fl_ps_store_new();
     s->sync = fl_ps_sync_new(s->store);
     s->rendezvous = fl_rendezvous_new();
+    s->variables = fl_variable_container_new();
     fl_rendezvous_set_limits(s->rendezvous, (size_t)s->limits.max_waiting_value_bytes,
                              (size_t)s->limits.max_waiting_value_bytes_total, fl_task_deadline_s());
     s->message = fl_xmalloc(sizeof *s->message);

@@ -17,6 +17,7 @@
 #include "ps_store.h"
 #include "ps_sync.h"
 #include "rendezvous.h"
+#include "variable_container.h"
 #include "wire.h"
 
 /* The most bytes a connection reads or writes per trip through the loop. */
@@ -60,6 +61,7 @@ struct fl_server {
     struct fl_server_conn *conns; /* open connections (loop thread; stop frees them) */
     /* In-graph replication across tasks (server_partitions.c). */
     fl_rendezvous *rendezvous;    /* values from other tasks, by step and edge */
+    fl_variable_container *variables; /* every partition's variables on this task, by name */
     uint64_t next_handle;         /* the last partition handle given (loop thread) */
     struct fl_partition_job *jobs; /* partitions running on their threads (loop thread) */
     bool serves_workers;  /* a worker or chief has sent ps requests: a client's goodbye does not end it */

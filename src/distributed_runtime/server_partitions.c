@@ -103,14 +103,13 @@ static void serve_register(fl_server_conn *c, uint32_t id, const fl_wire_bytes *
         r->cap = r->cap ? 2 * r->cap : 4;
         r->items = fl_xrealloc(r->items, (size_t)r->cap * sizeof *r->items);
     }
-    int nodes = fl_graph_node_count(p.graph), carried = 0;
-    fl_partition_exec *exec = fl_partition_exec_new(&p, s->rendezvous);
-    for (int i = 0; i < r->count; i++) /* oldest first: the newest value of each variable wins */
-        carried += fl_partition_exec_inherit(exec, r->items[i].exec, s->name);
+    int nodes = fl_graph_node_count(p.graph), variables = fl_variable_container_count(s->variables);
+    fl_partition_exec *exec = fl_partition_exec_new(&p, s->rendezvous, s->variables);
     registered *item = &r->items[r->count++];
     *item = (registered){++s->next_handle, exec};
-    fprintf(s->log, "%s: registered partition %llu from %s %s (%d nodes; %d variable%s carried over)\n",
-            s->log_prefix, (unsigned long long)item->handle, c->peer, c->who, nodes, carried, carried == 1 ? "" : "s");
+    fprintf(s->log, "%s: registered partition %llu from %s %s (%d nodes; %d variable%s live on this task)\n",
+            s->log_prefix, (unsigned long long)item->handle, c->peer, c->who, nodes, variables,
+            variables == 1 ? "" : "s");
     fflush(s->log);
     fl_wire_put_partition_registered(&s->out, id, item->handle);
     fl_server_send_out(c);

@@ -132,7 +132,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     feeds *f = calloc(1, sizeof *f);
     const fl_graph *g = p.graph; /* the exec takes p's contents: the graph lives on in it */
     make_feeds(g, f);
-    fl_partition_exec *e = fl_partition_exec_new(&p, NULL);
+    fl_partition_exec *e = fl_partition_exec_new(&p, NULL, NULL);
     check(e != NULL, "an accepted partition registers");
     run_partition(e, g, f);
     fl_partition_exec_free(e);
