@@ -11,6 +11,7 @@
 /* The partitioner's working state for one run signature. */
 typedef struct {
     const fl_graph *g;
+    fl_task_ref home;      /* where a node without a task goes */
     int nnodes;
     bool *needed, *fed;
     int *part_of;          /* partition index per node, -1 when not needed */
@@ -24,17 +25,18 @@ typedef struct {
 
 /* ---- which task a node belongs to ---- */
 
-/* A node's task and its device on that task. No device or no job: worker 0,
- * where TensorFlow's master puts what the client leaves unplaced. */
-static int node_task(const fl_node *n, char job[32], int *task, char *local, size_t len)
+/* A node's task and its device on that task. No device or no job: the
+ * home task: worker 0, where TensorFlow's master in a client puts what it
+ * leaves unplaced, or a between-graph worker's own task. */
+static int node_task(const fl_node *n, const fl_task_ref *home, char job[32], int *task, char *local, size_t len)
 {
     fl_device_name d = {.task = -1};
     if (n->device[0] && fl_parse_device(n->device, &d, NULL, 0) != 0) {
         fl_prefix_error("%s: ", n->name);
         return -1;
     }
-    snprintf(job, 32, "%s", d.job[0] ? d.job : "worker");
-    *task = d.task >= 0 ? d.task : 0;
+    snprintf(job, 32, "%s", d.job[0] ? d.job : home->job[0] ? home->job : "worker");
+    *task = d.task >= 0 ? d.task : d.job[0] ? 0 : home->task;
     if (!n->device[0])
         local[0] = '\0';
     else
@@ -42,11 +44,11 @@ static int node_task(const fl_node *n, char job[32], int *task, char *local, siz
     return 0;
 }
 
-int fl_partition_node_device(const fl_node *n, char *out, size_t len)
+int fl_partition_node_device(const fl_partitioned_run *cut, const fl_node *n, char *out, size_t len)
 {
     char job[32], local[FL_DEVICE_LEN];
     int task;
-    if (node_task(n, job, &task, local, sizeof local) != 0)
+    if (node_task(n, &cut->home, job, &task, local, sizeof local) != 0)
         return -1;
     snprintf(out, len, "/job:%s/task:%d%s", job, task, local[0] ? local : "/cpu:0");
     return 0;
@@ -64,7 +66,7 @@ int fl_partition_of_node(const fl_partitioned_run *cut, const fl_node *n)
 {
     char job[32], local[FL_DEVICE_LEN];
     int task;
-    if (node_task(n, job, &task, local, sizeof local) != 0)
+    if (node_task(n, &cut->home, job, &task, local, sizeof local) != 0)
         return -1;
     return find_part(cut->parts, cut->nparts, job, task);
 }
@@ -97,7 +99,7 @@ static int assign_tasks(cutter *c)
     int task;
     for (int id = 0; id < c->nnodes; id++)
         if (c->needed[id]) {
-            if (node_task(fl_graph_node(c->g, id), job, &task, local, sizeof local) != 0)
+            if (node_task(fl_graph_node(c->g, id), &c->home, job, &task, local, sizeof local) != 0)
                 return -1;
             find_or_add_part(c, job, task);
         }
@@ -105,7 +107,7 @@ static int assign_tasks(cutter *c)
     for (int id = 0; id < c->nnodes; id++) {
         c->part_of[id] = -1;
         if (c->needed[id]) {
-            node_task(fl_graph_node(c->g, id), job, &task, local, sizeof local);
+            node_task(fl_graph_node(c->g, id), &c->home, job, &task, local, sizeof local);
             c->part_of[id] = find_or_add_part(c, job, task);
         }
     }
@@ -299,7 +301,7 @@ static int place_node(cutter *c, const fl_node *n)
     char job[32], device[FL_DEVICE_LEN];
     int task;
     fl_graph_partition *p = &c->parts[c->part_of[n->id]];
-    node_task(n, job, &task, device, sizeof device);
+    node_task(n, &c->home, job, &task, device, sizeof device);
     if (c->fed[n->id]) { /* the client feeds it here: its inputs are not needed */
         fl_device_scope_push(p->graph, device);
         c->copy[n->id] = fl_placeholder(p->graph, n->dtype, n->shape, n->name);
@@ -390,6 +392,8 @@ int fl_partition_graph(const fl_graph *g, const fl_partition_request *run, fl_pa
         return -1;
     cutter c;
     cutter_init(&c, g);
+    c.home = run->home;
+    out->home = run->home;
     fl_partition_prune(g, run, c.needed, c.fed);
     int rc = assign_tasks(&c);
     if (rc == 0) {

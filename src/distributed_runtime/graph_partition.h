@@ -46,7 +46,14 @@ typedef struct {
     int ntargets;
 } fl_partition_run;
 
-/* What one run asks for (its signature), in the user's graph. */
+/* A task: "/job:ps/task:0" as its parts. */
+typedef struct {
+    char job[32]; /* "": worker */
+    int task;
+} fl_task_ref;
+
+/* What one run asks for (its signature), in the user's graph, and the task
+ * that runs what has no task (zero: worker 0). */
 typedef struct {
     fl_node *const *feeds;
     int nfeeds;
@@ -54,6 +61,7 @@ typedef struct {
     int nfetches;
     fl_node *const *targets;
     int ntargets;
+    fl_task_ref home;
 } fl_partition_request;
 
 /* One partition per task the run needs (ordered by job name, then task),
@@ -63,10 +71,11 @@ typedef struct {
     fl_graph_partition *parts;
     int nparts;
     int *feed_part, *fetch_part, *target_part;
+    fl_task_ref home; /* the request's */
 } fl_partitioned_run;
 
 /* graph_partition.c: prunes g to what the run needs and cuts it by task
- * (a node's task from its device; none: /job:worker/task:0). A fed node
+ * (a node's task from its device; none: run->home). A fed node
  * becomes a Placeholder of the same name. 0, or -1 with fl_last_error()
  * naming the node at fault (INVALID_ARGUMENT). g is not changed. */
 int fl_partition_graph(const fl_graph *g, const fl_partition_request *run, fl_partitioned_run *out);
@@ -77,10 +86,10 @@ void fl_partitioned_run_free(fl_partitioned_run *r);
 void fl_partition_prune(const fl_graph *g, const fl_partition_request *run, bool *needed, bool *fed);
 /* The partition of cut that holds n (the task n's device names), or -1. */
 int fl_partition_of_node(const fl_partitioned_run *cut, const fl_node *n);
-/* The task and device n runs on, as the master asks it of the task:
- * "/job:worker/task:1/cpu:0" (no device: worker 0's /cpu:0). 0, or -1 with
- * fl_last_error() naming n when its device does not parse. */
-int fl_partition_node_device(const fl_node *n, char *out, size_t len);
+/* The task and device n runs on in cut, as the master asks it of the task:
+ * "/job:worker/task:1/cpu:0" (no device: the home task's /cpu:0). 0, or -1
+ * with fl_last_error() naming n when its device does not parse. */
+int fl_partition_node_device(const fl_partitioned_run *cut, const fl_node *n, char *out, size_t len);
 /* The Send on from's graph that sends before's value (control: the token
  * made after before) to task `to`; NULL when the cut has no such edge. */
 fl_node *fl_partition_send_of(const fl_graph_partition *from, const fl_graph_partition *to, const fl_node *before,

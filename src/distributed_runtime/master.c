@@ -16,6 +16,7 @@
 
 #include "cluster/cluster.h"
 #include "master.h"
+#include "master_links.h"
 #include "partition_client.h"
 #include "remote_device.h"
 #include "run_plan.h"
@@ -31,6 +32,9 @@ typedef struct {
 struct fl_master {
     const fl_cluster *cluster;
     fl_graph *graph;
+    fl_task_ref home;       /* where nodes without a task run: worker 0, or this worker's task */
+    fl_server *own_server;  /* a between-graph worker's: runs its own piece (NULL in a client) */
+    fl_master_links links;  /* and its connections to the tasks (the client uses the cluster's) */
     fl_partitioned_run cut; /* the whole graph, one partition per task */
     int cut_nodes;          /* the graph's size when it was cut */
     int cut_version;
@@ -66,6 +70,23 @@ fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
     m->cluster = cluster;
     m->graph = g;
     m->step_base = ((uint64_t)getpid() << 32) ^ ((uint64_t)fl_now_us() << 8);
+    return m;
+}
+
+/* A between-graph worker's master (TensorFlow's: every task runs a server,
+ * and a worker's master cuts only its own graph): what has no task runs on
+ * this task, whose piece this process's own server runs, started here. */
+fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g)
+{
+    fl_server *server = fl_server_start(cluster, &(fl_server_options){0});
+    if (!server) {
+        fl_prefix_error("a between-graph worker runs its piece of the graph on a server of its own: ");
+        return NULL;
+    }
+    fl_master *m = fl_master_new(cluster, g);
+    snprintf(m->home.job, sizeof m->home.job, "%s", fl_cluster_job_name(cluster));
+    m->home.task = fl_cluster_task_index(cluster);
+    m->own_server = server;
     return m;
 }
 
@@ -112,7 +133,7 @@ static int cut_graph(fl_master *m)
     fl_node **all = fl_xmalloc((size_t)(n ? n : 1) * sizeof *all);
     for (int id = 0; id < n; id++)
         all[id] = fl_graph_node(m->graph, id);
-    fl_partition_request everything = {.targets = all, .ntargets = n};
+    fl_partition_request everything = {.targets = all, .ntargets = n, .home = m->home};
     int rc = fl_partition_graph(m->graph, &everything, &m->cut);
     free(all);
     if (rc != 0 || check_tasks_exist(m) != 0) {
@@ -126,11 +147,38 @@ static int cut_graph(fl_master *m)
     return 0;
 }
 
-/* The cluster's connection to the task (made on first use). */
-static fl_ps_client *client_of(const fl_master *m, const fl_graph_partition *p)
+static void forget_client(fl_master *m, const fl_ps_client *gone);
+
+/* The connection to the task (made on first use): the cluster's in a
+ * client, the master's own in a between-graph worker. */
+static fl_ps_client *client_of(fl_master *m, const fl_graph_partition *p)
 {
-    fl_device *d = fl_remote_device(m->cluster, p->job, p->task);
-    return d ? fl_remote_client(d->impl) : NULL;
+    if (!m->own_server) {
+        fl_device *d = fl_remote_device(m->cluster, p->job, p->task);
+        return d ? fl_remote_client(d->impl) : NULL;
+    }
+    fl_ps_client *replaced = NULL;
+    fl_ps_client *client = fl_master_link_to(&m->links, m->cluster, p->job, p->task, &replaced);
+    if (replaced)
+        forget_client(m, replaced);
+    return client;
+}
+
+/* A connection closed: what was registered on it is gone with it. */
+static void forget_client(fl_master *m, const fl_ps_client *gone)
+{
+    for (int p = 0; p < m->cut.nparts; p++)
+        if (m->clients[p] == gone) {
+            m->clients[p] = NULL;
+            m->handles[p] = 0;
+        }
+    int kept = 0;
+    for (int i = 0; i < m->nretired; i++)
+        if (m->retired_clients[i] != gone) {
+            m->retired_clients[kept] = m->retired_clients[i];
+            m->retired_handles[kept++] = m->retired_handles[i];
+        }
+    m->nretired = kept;
 }
 
 /* Drops the retired partitions on client (all of them when client is
@@ -242,7 +290,8 @@ static run_signature *prepare(fl_master *m, const fl_feed *feeds, int nfeeds, fl
     if (sig->cut_version == m->cut_version)
         return sig;
     fl_run_plan_free(&sig->plan);
-    fl_partition_request req = {sig->feeds, sig->nfeeds, sig->fetches, sig->nfetches, sig->targets, sig->ntargets};
+    fl_partition_request req = {sig->feeds, sig->nfeeds, sig->fetches, sig->nfetches, sig->targets, sig->ntargets,
+                                m->home};
     if (fl_run_plan_make(m->graph, &m->cut, &req, &sig->plan) != 0)
         return NULL;
     sig->cut_version = m->cut_version;
@@ -352,7 +401,7 @@ const char *fl_master_node_device(fl_master *m, const fl_node *n)
 {
     char device[FL_DEVICE_LEN];
     if (!n || n->graph != m->graph || n->id >= m->nran || !m->ran[n->id] ||
-        fl_partition_node_device(n, device, sizeof device) != 0)
+        fl_partition_node_device(&m->cut, n, device, sizeof device) != 0)
         return NULL;
     for (int i = 0; i < m->ndevice_names; i++)
         if (strcmp(m->device_names[i], device) == 0)
@@ -381,5 +430,8 @@ void fl_master_free(fl_master *m)
     free(m->retired_clients);
     free(m->retired_handles);
     fl_cluster_say_goodbye(m->cluster);
+    fl_master_links_close(&m->links);
+    if (m->own_server)
+        fl_server_stop(m->own_server);
     free(m);
 }

@@ -11,6 +11,10 @@
 typedef struct fl_master fl_master;
 
 fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g);
+/* A between-graph worker's (issue 36 item 2): nodes without a task run on
+ * the cluster's own task, in a server this master starts and stops. NULL
+ * with the error set when that server cannot start. */
+fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g);
 /* As fl_session_run: 0, or -1 with fl_last_error() and its code set (every
  * output NULL). */
 int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,

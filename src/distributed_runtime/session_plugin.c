@@ -1,8 +1,11 @@
 /* session_plugin.c: what the distributed runtime lends a session given a
  * cluster as fl_session_options.cluster: devices of other tasks for
  * placement, and the task's name, chief, reconnection and goodbye for the
- * monitored session; in the client of a cluster, the master of each step. */
+ * monitored session; in the client of a cluster, and in a between-graph
+ * worker that partitions its own graph, the master of each step. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cluster/cluster.h"
 #include "master.h"
@@ -30,11 +33,6 @@ static bool is_chief(const fl_cluster *c) { return fl_cluster_is_chief(c); }
 static int recover(const fl_cluster *c) { return fl_cluster_reconnect(c); }
 static int say_goodbye(const fl_cluster *c) { return fl_cluster_say_goodbye(c); }
 
-/* A task's: fl_cluster_new gives it to every cluster (cluster_head.c). */
-const fl_cluster_plugin fl_cluster_task_plugin_table = {
-    .resolve_device = resolve_device, .task_name = task_name, .is_chief = is_chief,
-    .recover = recover, .say_goodbye = say_goodbye};
-
 static void *open_master(const fl_cluster *c, fl_graph *g) { return fl_master_new(c, g); }
 static void close_master(void *master) { fl_master_free(master); }
 static const char *node_device(void *master, const fl_node *n) { return fl_master_node_device(master, n); }
@@ -46,6 +44,23 @@ static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *c
     return fl_master_run(master, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
 }
 
+/* A between-graph worker partitions its own graph, as TensorFlow's does,
+ * when FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1 (issue 36 item 2, stage A: async
+ * training only; without it, its variables are reached through per-op
+ * remote devices). NULL otherwise: the session runs its graph itself. */
+static void *open_task_master(const fl_cluster *c, fl_graph *g)
+{
+    const char *on = getenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS");
+    if (!on || strcmp(on, "1") != 0 || strcmp(fl_cluster_job_name(c), "ps") == 0)
+        return NULL;
+    return fl_master_new_on_task(c, g);
+}
+
+/* A task's: fl_cluster_new gives it to every cluster (cluster_head.c). */
+const fl_cluster_plugin fl_cluster_task_plugin_table = {
+    .resolve_device = resolve_device, .task_name = task_name, .is_chief = is_chief,
+    .recover = recover, .say_goodbye = say_goodbye, .open_master = open_task_master, .run_master = run_master,
+    .node_device = node_device, .close_master = close_master, .trace_into = trace_into};
 /* The client places nothing itself: its graph runs on the tasks. */
 static fl_device *no_device(const fl_cluster *c, const char *device, bool *is_local)
 {
