@@ -102,6 +102,16 @@ bool fl_shared_variable_initialized_locked(const fl_shared_variable *v) { return
 /* By an Assign, under fl_variable_container_lock. */
 void fl_shared_variable_mark_initialized(fl_shared_variable *v) { v->initialized = true; }
 
+bool fl_variable_container_has_value(fl_variable_container *c, const char *name)
+{
+    bool has = false;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->count && !has; i++)
+        has = c->vars[i]->initialized && strcmp(c->vars[i]->name, name) == 0;
+    pthread_mutex_unlock(&c->lock);
+    return has;
+}
+
 int fl_variable_container_count(fl_variable_container *c)
 {
     pthread_mutex_lock(&c->lock);

@@ -28,6 +28,9 @@ fl_tensor fl_shared_variable_value(const fl_shared_variable *v);
 bool fl_shared_variable_initialized(fl_variable_container *c, const fl_shared_variable *v);
 bool fl_shared_variable_initialized_locked(const fl_shared_variable *v);
 void fl_shared_variable_mark_initialized(fl_shared_variable *v);
+/* Whether a variable of that name lives here with a value (a worker's
+ * IS_INITIALIZED: TensorFlow's report_uninitialized_variables). */
+bool fl_variable_container_has_value(fl_variable_container *c, const char *name);
 /* How many variables live here (the server's log line, tests). */
 int fl_variable_container_count(fl_variable_container *c);
 

@@ -3,7 +3,8 @@
  * One ps and two workers in this process on loopback, each worker with a
  * graph of its own: w on the ps, loss = sum(w x) on the worker, and the
  * update w += -0.1 x back on the ps, as ordinary kernels of the ps's piece.
- * The chief initialises w; worker 1, which never does, trains the same w
+ * The chief initialises w, which worker 1 then finds initialised (the ps
+ * answers from its container); worker 1, which never initialises w, trains the same w
  * (the ps's variable container); a node placed nowhere runs on the worker
  * that built it, not on worker 0; two workers training at once lose no
  * update. Every wait has a deadline (FLOWLAB_TASK_DEADLINE). */
@@ -65,8 +66,14 @@ static float train_step(worker *k, float x0, float x1)
 
 static void test_shared_variable(worker *chief, worker *other)
 {
+    const char *missing[2] = {NULL, NULL};
+    int n = fl_session_uninitialized_variables(other->s, missing, 2);
+    ok(n == 1 && missing[0] && strcmp(missing[0], "w") == 0, "before the chief's init worker 1 finds w uninitialised "
+       "(%d: %s)", n, n < 0 ? fl_session_error(other->s) : missing[0] ? missing[0] : "none");
     ok(fl_session_run(chief->s, NULL, 0, NULL, 0, NULL, &chief->init, 1) == 0, "the chief initialises w on the ps: %s",
        fl_session_error(chief->s));
+    n = fl_session_uninitialized_variables(other->s, NULL, 0);
+    ok(n == 0, "after it, worker 1 finds every variable initialised, as a monitored session waits for (%d)", n);
     is_near(train_step(chief, 1, 2), 3, 1e-6, "the chief's step: loss = [1,1].[1,2] = 3, w becomes [0.9, 0.8]");
     is_near(train_step(other, 1, 1), 1.7, 1e-6, "worker 1, which never initialised w, trains the chief's w: 1.7");
     is_near(train_step(chief, 1, 0), 0.8, 1e-6, "and the chief sees worker 1's update: w[0] = 0.8");

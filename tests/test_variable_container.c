@@ -70,6 +70,8 @@ static void test_sharing(fl_variable_container *c)
     build(&later, c, 2);
     is_near(read_w(&later), 2, 0, "w outlives the sessions that made and updated it");
     ok(fl_variable_container_count(c) == 1, "the container holds one w (got %d)", fl_variable_container_count(c));
+    ok(fl_variable_container_has_value(c, "w") && !fl_variable_container_has_value(c, "v"),
+       "it says w has a value and v, which it does not hold, none");
     drop(&later);
 }
 

@@ -1,7 +1,8 @@
 /* server_requests.c: what a task server does with each request a worker
  * sends (HELLO, INIT_VARIABLE, PULL, APPLY, ASSIGN, ASSIGN_ADD, GOODBYE,
- * IS_INITIALIZED): served from the ps store and answered. The synchronous
- * ones (chapter 4) are server_sync.c's; the bytes, server_conn.c's. */
+ * IS_INITIALIZED): served from the ps store, IS_INITIALIZED from the
+ * task's variable container too, and answered. The synchronous ones
+ * (chapter 4) are server_sync.c's; the bytes, server_conn.c's. */
 #include <string.h>
 
 #include "partition_client.h"
@@ -123,7 +124,9 @@ static void serve_goodbye(fl_server_conn *c, uint32_t id)
 
 static void serve_is_initialized(fl_server_conn *c, uint32_t id, const char *name)
 {
-    fl_wire_put_init_done(&c->server->out, id, fl_ps_store_get(c->server->store, name) != NULL);
+    fl_server *s = c->server; /* a variable of the ps store, or of a partition (the task's container) */
+    bool has = fl_ps_store_get(s->store, name) != NULL || fl_variable_container_has_value(s->variables, name);
+    fl_wire_put_init_done(&s->out, id, has);
     fl_server_send_out(c);
 }
 
