@@ -132,6 +132,8 @@ int main(void)
     }
     for (int i = 0; i < 2; i++) {
         fl_session_free(w[i].s);
+        ok(fl_cluster_say_goodbye(w[i].cluster) == 0, "worker %d says goodbye once its session is closed: %s", i,
+           fl_last_error());
         fl_graph_free(w[i].g);
         fl_cluster_free(w[i].cluster);
     }

@@ -78,7 +78,7 @@ fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
  * this task, whose piece this process's own server runs, started here. */
 fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g)
 {
-    fl_server *server = fl_server_start(cluster, &(fl_server_options){0});
+    fl_server *server = fl_master_acquire_server(cluster);
     if (!server) {
         fl_prefix_error("a between-graph worker runs its piece of the graph on a server of its own: ");
         return NULL;
@@ -429,9 +429,10 @@ void fl_master_free(fl_master *m)
     drop_retired(m, NULL);
     free(m->retired_clients);
     free(m->retired_handles);
-    fl_cluster_say_goodbye(m->cluster);
+    if (!m->own_server) /* a worker's goodbye is its program's (its monitored session's), once */
+        fl_cluster_say_goodbye(m->cluster);
     fl_master_links_close(&m->links);
     if (m->own_server)
-        fl_server_stop(m->own_server);
+        fl_master_release_server(m->cluster);
     free(m);
 }

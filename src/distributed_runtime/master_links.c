@@ -1,6 +1,7 @@
 /* master_links.c: a between-graph worker's master's own connections, one
  * per task, made anew when broken (master_links.h says why they are not
- * the cluster's). */
+ * the cluster's), and the one server of its task that they share. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,40 @@ fl_ps_client *fl_master_link_to(fl_master_links *l, const fl_cluster *c, const c
         fl_ps_client_close(l->items[i].client);
     }
     return l->items[i].client = client;
+}
+
+/* Not the cluster state's lock: starting a server takes that one. */
+static pthread_mutex_t own_server_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static fl_server *running_server(fl_cluster_state *r)
+{
+    pthread_mutex_lock(&r->lock);
+    fl_server *s = r->task_server;
+    pthread_mutex_unlock(&r->lock);
+    return s;
+}
+
+fl_server *fl_master_acquire_server(const fl_cluster *c)
+{
+    fl_cluster_state *r = fl_cluster_state_of(c);
+    pthread_mutex_lock(&own_server_lock);
+    fl_server *s = running_server(r); /* the program's own, as TensorFlow's tf.train.Server */
+    if (!s)
+        s = r->started_server = fl_server_start(c, &(fl_server_options){0});
+    r->server_users += s != NULL;
+    pthread_mutex_unlock(&own_server_lock);
+    return s;
+}
+
+void fl_master_release_server(const fl_cluster *c)
+{
+    fl_cluster_state *r = fl_cluster_state_of(c);
+    pthread_mutex_lock(&own_server_lock);
+    if (--r->server_users == 0 && r->started_server) {
+        fl_server_stop(r->started_server);
+        r->started_server = NULL;
+    }
+    pthread_mutex_unlock(&own_server_lock);
 }
 
 void fl_master_links_close(fl_master_links *l)

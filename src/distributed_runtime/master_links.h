@@ -5,6 +5,7 @@
 #ifndef FLOWLAB_DIST_MASTER_LINKS_H
 #define FLOWLAB_DIST_MASTER_LINKS_H
 
+#include "flowlab_cluster.h"
 #include "ps_client.h"
 
 typedef struct {
@@ -25,5 +26,12 @@ typedef struct {
 fl_ps_client *fl_master_link_to(fl_master_links *l, const fl_cluster *c, const char *job, int task,
                                 fl_ps_client **replaced);
 void fl_master_links_close(fl_master_links *l);
+
+/* The server of the cluster's own task: the one the program started, else
+ * one started by the first session that needs it and stopped when the last
+ * lets it go (a monitored session has several); NULL with the error set
+ * when it cannot start. Each acquire is released once. */
+fl_server *fl_master_acquire_server(const fl_cluster *c);
+void fl_master_release_server(const fl_cluster *c);
 
 #endif

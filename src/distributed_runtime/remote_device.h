@@ -56,6 +56,13 @@ typedef struct {
     int count;
     fl_stale_tally stale; /* updates the ps tasks dropped as stale, over every connection */
     fl_sync_step *sync;
+    /* This task's running server, whoever started it (server.c), under
+     * lock; and for a between-graph worker's masters, which run their
+     * pieces there (master_links.c): the one they started when there was
+     * none, and how many use it. */
+    struct fl_server *task_server;
+    struct fl_server *started_server;
+    int server_users;
     /* Who may talk to this cluster's tasks (cluster_security.c): set before
      * the first connection, read-only afterwards. */
     unsigned char secret[FL_MAX_SECRET_BYTES];

@@ -13,6 +13,7 @@
 
 #include "cluster_security.h"
 #include "device.h"
+#include "remote_device.h"
 #include "server_internal.h"
 
 static pthread_once_t libevent_threads_once = PTHREAD_ONCE_INIT;
@@ -125,6 +126,17 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     return s;
 }
 
+/* The cluster knows its task's server (a worker's masters run their pieces
+ * there): was becomes now when it was the one known. */
+static void note_task_server(const fl_cluster *c, fl_server *was, fl_server *now)
+{
+    fl_cluster_state *r = fl_cluster_state_of(c);
+    pthread_mutex_lock(&r->lock);
+    if (r->task_server == was)
+        r->task_server = now;
+    pthread_mutex_unlock(&r->lock);
+}
+
 fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *options)
 {
     if (!cluster) {
@@ -151,6 +163,7 @@ fl_server *fl_server_start(const fl_cluster *cluster, const fl_server_options *o
         return NULL;
     }
     s->thread_started = true;
+    note_task_server(cluster, NULL, s);
     return s;
 }
 
@@ -172,6 +185,7 @@ void fl_server_stop(fl_server *s)
 {
     if (!s)
         return;
+    note_task_server(s->cluster, s, NULL);
     if (s->thread_started) {
         /* loopexit, not loopbreak: libevent forgets a break asked for
          * before its loop has started, and a stop right after a start
