@@ -46,12 +46,15 @@ static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *c
 
 /* A between-graph worker partitions its own graph, as TensorFlow's does,
  * when FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1 (issue 36 item 2, stage A: async
- * training only; without it, its variables are reached through per-op
- * remote devices). NULL otherwise: the session runs its graph itself. */
+ * training only; without it, or with synchronous updates in the graph, its
+ * variables are reached through per-op remote devices). NULL otherwise:
+ * the session runs its graph itself. */
 static void *open_task_master(const fl_cluster *c, fl_graph *g)
 {
     const char *on = getenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS");
     if (!on || strcmp(on, "1") != 0 || strcmp(fl_cluster_job_name(c), "ps") == 0)
+        return NULL;
+    if (fl_graph_runtime_records(g)) /* SyncReplicasOptimizer's marks: its updates need the remote devices yet */
         return NULL;
     return fl_master_new_on_task(c, g);
 }
