@@ -1,7 +1,9 @@
 /* test_lab03.c: chapter 3's lab as a student runs it, through
  * labs/tools/launch_cluster: one ps and two workers, then two ps tasks
  * with the variables split between them, train to a falling loss and the
- * ps tasks exit by themselves; bad flags are refused by name; the launcher
+ * ps tasks exit by themselves, and so they do when each worker cuts its own
+ * graph into pieces (FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1, issue 36); bad
+ * flags are refused by name; the launcher
  * reports a failing worker and a ps that never exits, and stops the rest.
  * Every run has a deadline (the launcher's and timeout's). */
 #include <signal.h>
@@ -105,6 +107,23 @@ static void test_training(void)
     check_training("2 ps (greedy), 2 workers", &r, 2);
     contains(r.out, "ps1: ps 1: held ", "the second ps held variables too");
     ok(r.out && !strstr(r.out, "held 0 variables"), "no ps was left empty");
+    free(r.out);
+}
+
+/* Issue 36 item 2, stage A: each worker cuts its own graph; the ps tasks
+ * run the pieces with the variables and their updates. */
+static void test_training_through_partitions(void)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1 timeout 300 %s --ps 2 --workers 2 --grace 20 "
+             "--deadline 240 -- %s --device /cpu:0 --train_steps 30 --batch_size 64 --max_examples 1024 "
+             "--log_every 5", launcher, lab);
+    run_result r = {0};
+    r.status = run_command(cmd, &r.out);
+    check_training("each worker's own pieces (FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1)", &r, 2);
+    contains(r.out, "ps0: ps 0: registered partition 2 from", "each worker registered a piece on ps 0");
+    ok(r.out && strstr(r.out, "variables live on this task)") && !strstr(r.out, "(0 nodes"),
+       "the later piece finds the variables the first one's run made on the ps");
     free(r.out);
 }
 
@@ -270,6 +289,7 @@ int main(int argc, char **argv)
     test_flags();
     test_launcher_faults();
     test_training();
+    test_training_through_partitions();
     test_bad_bytes_beside_training();
     test_secure_training();
     lab_runner_finish();

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
@@ -16,6 +17,7 @@
 #include <openssl/ssl.h>
 
 #include "cluster_security.h"
+#include "partition_client.h"
 #include "server_internal.h"
 
 /* A big frame (a gradient of 13 MB) gets one piece of memory before its
@@ -220,6 +222,9 @@ static void on_event(struct bufferevent *bev, short events, void *conn)
                                         "(killed, or its host is gone)");
     else if (c->who[0] && !c->requested && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         fl_server_log_conn(c, "refused at the handshake by", handshake_refusal(c->server));
+    else if (c->partitions && strcmp(c->job, FL_WIRE_CLIENT_JOB) != 0 && (events & BEV_EVENT_EOF))
+        fl_server_log_conn(c, "closed", "a between-graph worker's session ended; the pieces it registered go with it "
+                                        "(the worker says goodbye on its own connection)");
     else if (c->who[0] && !c->said_goodbye && (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         fl_server_log_conn(c, "lost", "disconnected without saying goodbye (fl_monitored_session_close says it; "
                                         "without a monitored session, call fl_cluster_say_goodbye)");
