@@ -1,12 +1,16 @@
 /* master_step.c: one step of in-graph replication across tasks, as the
- * client's master runs it: one request per task, each on a thread of its
- * own so that all tasks work at once, then the fetches gathered. When one
- * task fails the others are told to give the step up (ABORT_STEP), so they
- * do not wait for values that will never come, and keep serving. */
+ * client's master runs it: every task's request is queued on its
+ * connection at once (each connection has its own writer and reader
+ * threads), then this thread waits for the replies, woken by each as it
+ * comes, and gathers the fetches: no thread per step. When one task fails
+ * the others are told to give the step up (ABORT_STEP), so they do not wait
+ * for values that will never come, and keep serving. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "master.h"
 #include "partition_client.h"
@@ -17,14 +21,9 @@ typedef struct step_state step_state;
 typedef struct {
     step_state *step;
     fl_ps_client *client;
-    uint64_t handle;
-    const fl_partition_run *run;
-    fl_tensor **outputs;
-    fl_wire_step_trace *trace; /* NULL: not traced */
-    double sent_us, replied_us;
-    pthread_t thread;
-    bool threaded; /* false: no thread could be made, it ran on the caller's */
-    bool done;
+    fl_partition_call call;
+    double sent_us;
+    bool sent, done; /* done: its reply came (or its connection was lost) */
     int rc;
     int failed_order; /* 1 for the first task to fail, 2 for the next, ... */
     fl_error_code code;
@@ -37,34 +36,47 @@ struct step_state {
     int running, failed;
 };
 
-static void *run_on_task(void *arg)
+/* Counts t's request as answered, once (a connection lost while sending
+ * tells replied() before the send fails); wakes the step's thread. */
+static void count_answer(task_call *t, bool failed)
 {
-    task_call *t = arg;
-    t->sent_us = fl_now_us();
-    int rc = fl_partition_run_remote(t->client, t->handle, t->run, t->outputs, t->trace);
-    t->replied_us = fl_now_us();
     step_state *s = t->step;
     pthread_mutex_lock(&s->lock);
-    t->rc = rc;
-    if (rc != 0) {
-        t->code = fl_last_error_code();
-        snprintf(t->error, sizeof t->error, "%s", fl_last_error());
-        t->failed_order = ++s->failed;
+    if (!t->done) {
+        t->done = true;
+        t->failed_order = failed ? ++s->failed : 0;
+        s->running--;
+        pthread_cond_signal(&s->changed);
     }
-    t->done = true;
-    s->running--;
-    pthread_cond_signal(&s->changed);
     pthread_mutex_unlock(&s->lock);
-    return NULL;
 }
 
-/* Waits until every task is done or one has failed; then tells those still
- * running to give the step up. */
+/* On the task's connection's reader thread, once its reply is taken. */
+static void replied(void *user)
+{
+    task_call *t = user;
+    count_answer(t, t->call.code != FL_OK);
+}
+
+static void keep_error(task_call *t)
+{
+    t->rc = -1;
+    t->code = fl_last_error_code();
+    snprintf(t->error, sizeof t->error, "%s", fl_last_error());
+}
+
+/* Waits until every task has answered or one has failed, or the task
+ * deadline passes (each connection's own wait then says for what); then
+ * tells those still running to give the step up. */
 static void wait_or_abort(step_state *s, task_call *calls, int n, uint64_t step_id)
 {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)fl_task_deadline_s();
     pthread_mutex_lock(&s->lock);
-    while (s->running > 0 && s->failed == 0)
-        pthread_cond_wait(&s->changed, &s->lock);
+    int rc = 0;
+    while (s->running > 0 && s->failed == 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&s->changed, &s->lock, &until);
     bool abort_others = s->failed > 0;
     bool running[n];
     for (int i = 0; i < n; i++)
@@ -97,10 +109,10 @@ static void merge_traces(fl_session *trace, task_call *calls, const fl_graph_par
     for (int p = 0; p < n; p++) {
         char task[FL_WIRE_MAX_NAME + 32];
         snprintf(task, sizeof task, "/job:%s/task:%d", parts[p].job, parts[p].task);
-        if (ok && calls[p].trace)
-            fl_master_trace_task(trace, task, calls[p].trace, calls[p].sent_us, calls[p].replied_us);
-        if (calls[p].trace)
-            fl_wire_step_trace_free(calls[p].trace);
+        if (ok && calls[p].call.trace)
+            fl_master_trace_task(trace, task, calls[p].call.trace, calls[p].sent_us, calls[p].call.replied_us);
+        if (calls[p].call.trace)
+            fl_wire_step_trace_free(calls[p].call.trace);
     }
 }
 
@@ -112,17 +124,22 @@ int fl_master_step(int nparts, fl_ps_client **clients, const uint64_t *handles, 
     pthread_cond_init(&s.changed, NULL);
     task_call *calls = fl_xcalloc((size_t)(nparts ? nparts : 1), sizeof *calls);
     fl_wire_step_trace *traces = trace ? fl_xcalloc((size_t)nparts + 1, sizeof *traces) : NULL;
-    for (int p = 0; p < nparts; p++) {
-        calls[p] = (task_call){.step = &s, .client = clients[p], .handle = handles[p], .run = &runs[p],
-                               .outputs = outputs[p], .trace = traces ? &traces[p] : NULL};
-        calls[p].threaded = pthread_create(&calls[p].thread, NULL, run_on_task, &calls[p]) == 0;
-        if (!calls[p].threaded)
-            run_on_task(&calls[p]);
+    for (int p = 0; p < nparts; p++)
+        calls[p] = (task_call){.step = &s, .client = clients[p],
+                               .call = {.outputs = outputs[p], .trace = traces ? &traces[p] : NULL,
+                                        .replied = replied, .user = &calls[p]}};
+    for (int p = 0; p < nparts; p++) { /* all queued first: the tasks work at once */
+        calls[p].sent_us = fl_now_us();
+        calls[p].sent = fl_partition_run_start(clients[p], handles[p], &runs[p], &calls[p].call) == 0;
+        if (!calls[p].sent) {
+            keep_error(&calls[p]);
+            count_answer(&calls[p], true);
+        }
     }
     wait_or_abort(&s, calls, nparts, nparts ? runs[0].step_id : 0);
-    for (int p = 0; p < nparts; p++)
-        if (calls[p].threaded)
-            pthread_join(calls[p].thread, NULL);
+    for (int p = 0; p < nparts; p++) /* each reply is in: at once (past the deadline, up to its own) */
+        if (calls[p].sent && fl_partition_run_finish(clients[p], &calls[p].call) != 0)
+            keep_error(&calls[p]);
     const task_call *cause = cause_of_failure(calls, nparts);
     if (trace)
         merge_traces(trace, calls, parts, nparts, !cause);

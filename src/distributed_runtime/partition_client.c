@@ -10,14 +10,7 @@
 #include "runtime.h"
 
 /* One request's outcome, filled on the connection's reader thread. */
-typedef struct {
-    fl_error_code code;
-    char error[FL_WIRE_MAX_MESSAGE + 128];
-    uint64_t number;      /* PARTITION_REGISTERED's handle */
-    fl_tensor **outputs;  /* PARTITION_DONE's values */
-    int nfetches;
-    fl_wire_step_trace *trace; /* its trace field, when asked for */
-} outcome;
+typedef fl_partition_call outcome;
 
 static void failed(outcome *o, fl_error_code code, const char *fmt, const char *detail)
 {
@@ -47,25 +40,35 @@ static void take_values(const fl_wire_frame *f, outcome *o)
 static void take_reply(const fl_wire_frame *f, const fl_wire_message *m, void *user)
 {
     outcome *o = user;
-    if (m->type == FL_WIRE_ERROR)
+    o->replied_us = fl_now_us();
+    if (!m) /* the connection was lost first: fl_ps_client_wait says how */
+        failed(o, FL_UNAVAILABLE, "%s", "the connection was lost");
+    else if (m->type == FL_WIRE_ERROR)
         failed(o, fl_wire_error_meaning(m->u.error.code), "%s", m->u.error.message);
     else if (m->type == FL_WIRE_PARTITION_REGISTERED)
         o->number = m->u.number;
     else if (m->type == FL_WIRE_PARTITION_DONE)
         take_values(f, o);
+    if (o->replied)
+        o->replied(o->user);
 }
 
-/* Sends what the caller encoded, waits for its reply; 0, or -1 with an
- * error naming the task. */
-static int finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, outcome *o, const char *what)
+/* Waits for the reply to o's request: 0, or -1 with an error naming the task. */
+static int await_reply(fl_ps_client *c, fl_wire_type type, outcome *o)
 {
-    id = fl_ps_client_finish_taking(c, encoded, id, type, take_reply, o, what);
-    if (id == 0 || fl_ps_client_wait(c, id) != 0)
+    if (fl_ps_client_wait(c, o->id) != 0)
         return -1;
     if (o->code == FL_OK)
         return 0;
     fl_set_error_code(o->code, "%s refused %s: %s", fl_ps_client_peer(c), fl_wire_type_name(type), o->error);
     return -1;
+}
+
+/* Queues what the caller encoded and waits for its reply. */
+static int finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, outcome *o, const char *what)
+{
+    o->id = fl_ps_client_finish_taking(c, encoded, id, type, take_reply, o, what);
+    return o->id == 0 ? -1 : await_reply(c, type, o);
 }
 
 int fl_partition_register(fl_ps_client *c, const fl_graph_partition *p, uint64_t *handle)
@@ -86,26 +89,40 @@ int fl_partition_register(fl_ps_client *c, const fl_graph_partition *p, uint64_t
     return 0;
 }
 
+int fl_partition_run_start(fl_ps_client *c, uint64_t handle, const fl_partition_run *run, fl_partition_call *call)
+{
+    for (int i = 0; i < run->nfetches; i++)
+        call->outputs[i] = NULL;
+    call->nfetches = run->nfetches;
+    if (call->trace)
+        memset(call->trace, 0, sizeof *call->trace);
+    fl_wire_name_list lists[2] = {{run->nfetches, run->fetch_names}, {run->ntargets, run->target_names}};
+    uint32_t id;
+    fl_wire_buf *out = fl_ps_client_begin(c, &id);
+    int rc = fl_wire_put_run_partition(out, id, handle, run->step_id, call->trace ? FL_WIRE_RUN_TRACE : 0,
+                                       run->nfeeds, run->feed_names, run->feed_values, lists);
+    call->id = fl_ps_client_finish_taking(c, rc, id, FL_WIRE_RUN_PARTITION, take_reply, call, "partition");
+    return call->id == 0 ? -1 : 0;
+}
+
+int fl_partition_run_finish(fl_ps_client *c, fl_partition_call *call)
+{
+    if (await_reply(c, FL_WIRE_RUN_PARTITION, call) == 0)
+        return 0;
+    for (int i = 0; i < call->nfetches; i++) {
+        fl_tensor_free(call->outputs[i]);
+        call->outputs[i] = NULL;
+    }
+    return -1;
+}
+
 int fl_partition_run_remote(fl_ps_client *c, uint64_t handle, const fl_partition_run *run, fl_tensor **outputs,
                             fl_wire_step_trace *trace)
 {
-    for (int i = 0; i < run->nfetches; i++)
-        outputs[i] = NULL;
-    fl_wire_name_list lists[2] = {{run->nfetches, run->fetch_names}, {run->ntargets, run->target_names}};
-    outcome o = {.outputs = outputs, .nfetches = run->nfetches, .trace = trace};
-    if (trace)
-        memset(trace, 0, sizeof *trace);
-    uint32_t id;
-    fl_wire_buf *out = fl_ps_client_begin(c, &id);
-    int rc = fl_wire_put_run_partition(out, id, handle, run->step_id, trace ? FL_WIRE_RUN_TRACE : 0, run->nfeeds,
-                                       run->feed_names, run->feed_values, lists);
-    if (finish(c, rc, id, FL_WIRE_RUN_PARTITION, &o, "partition") == 0)
-        return 0;
-    for (int i = 0; i < run->nfetches; i++) {
-        fl_tensor_free(outputs[i]);
-        outputs[i] = NULL;
-    }
-    return -1;
+    fl_partition_call call = {.outputs = outputs, .trace = trace};
+    if (fl_partition_run_start(c, handle, run, &call) != 0)
+        return -1;
+    return fl_partition_run_finish(c, &call);
 }
 
 /* ABORT_STEP and DEREGISTER_PARTITION: one number, answered by OK. */

@@ -30,6 +30,27 @@ int fl_partition_register(fl_ps_client *c, const fl_graph_partition *p, uint64_t
  * them; free with fl_wire_step_trace_free, also after a failure). */
 int fl_partition_run_remote(fl_ps_client *c, uint64_t handle, const fl_partition_run *run, fl_tensor **outputs,
                             fl_wire_step_trace *trace);
+
+/* The same in two halves, so that one thread runs a step on many tasks at
+ * once: start queues the request of a zeroed call (0, or -1 after
+ * fl_set_error); the connection's reader thread takes the reply, or learns
+ * that the connection is lost, then calls replied(user) under the
+ * connection's lock (keep it short); finish returns what
+ * fl_partition_run_remote would. */
+typedef struct {
+    fl_tensor **outputs;       /* the caller's: one per fetch */
+    fl_wire_step_trace *trace; /* NULL: not traced */
+    void (*replied)(void *user);
+    void *user;
+    int nfetches;              /* the rest is filled by start and the reader thread */
+    uint32_t id;
+    fl_error_code code;
+    char error[FL_WIRE_MAX_MESSAGE + 128];
+    uint64_t number;           /* PARTITION_REGISTERED's handle */
+    double replied_us;
+} fl_partition_call;
+int fl_partition_run_start(fl_ps_client *c, uint64_t handle, const fl_partition_run *run, fl_partition_call *call);
+int fl_partition_run_finish(fl_ps_client *c, fl_partition_call *call);
 /* ABORT_STEP: the task's run of step_id, if any, ends at once with ABORTED
  * (its waits for values from other tasks give up); values of that step that
  * arrive later are dropped. Safe while a run of that step is in flight on c

@@ -25,8 +25,7 @@ typedef struct {
     bool *already;     /* an INIT_DONE reply's flag goes here */
     char name[48];     /* the variable, for "waiting for" lines */
     char op[48];       /* the node that sent it, which a lost connection names */
-    fl_ps_reply_fn take; /* a reply handed over whole (a partition's frames) */
-    void *take_user;
+    fl_ps_reply_fn take; void *take_user; /* a reply handed over whole (a partition's frames) */
     uint64_t sync_step; /* a synchronous update's step, which a drop is counted toward */
 } pending_request;
 
@@ -41,8 +40,7 @@ struct fl_ps_client {
     pthread_cond_t replied;
     pending_request *queue;    /* a ring of requests awaiting replies */
     int head, count, capacity;
-    uint32_t next_id, completed;
-    uint32_t error_id;         /* the first request that failed, 0: none */
+    uint32_t next_id, completed, error_id; /* error_id: the first request that failed, 0: none */
     char error[FL_WIRE_ERROR_LEN + 64];
     fl_error_code error_code;  /* error's, for fl_last_error_code */
     bool broken, closing;
@@ -51,8 +49,7 @@ struct fl_ps_client {
     fl_stale_tally *stale;     /* where SYNC_DONE replies that said DROPPED are counted */
     fl_connect_options clock;  /* its reply_clock: told when each reply came (remote_trace.h) */
     uint64_t sync_step;        /* the step of the synchronous update being sent */
-    /* For waits: the deadline and where "waiting for" lines go. */
-    double deadline_s, log_every_s;
+    double deadline_s, log_every_s; /* for waits: the deadline and where "waiting for" lines go */
     FILE *log;
     char log_prefix[64];
 };
@@ -63,6 +60,12 @@ static void mark_broken(fl_ps_client *c, const char *why)
     if (!c->broken)
         snprintf(c->broken_why, sizeof c->broken_why, "lost the connection to %s: %s", c->who, why);
     c->broken = true;
+    for (int i = 0; i < c->count; i++) { /* replies taken whole learn it too: their waiter may wait for many */
+        pending_request *p = &c->queue[(c->head + i) % c->capacity];
+        if (p->take)
+            p->take(NULL, NULL, p->take_user);
+        p->take = NULL;
+    }
     pthread_cond_broadcast(&c->replied);
     pthread_mutex_unlock(&c->lock);
 }

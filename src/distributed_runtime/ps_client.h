@@ -32,7 +32,8 @@ uint32_t fl_ps_client_finish(fl_ps_client *c, int encoded, uint32_t id, fl_wire_
 uint32_t fl_ps_client_finish_sync(fl_ps_client *c, int encoded, uint32_t id, fl_wire_type type, const char *name,
                                   uint64_t step);
 /* The same for a reply the caller reads whole: take(frame, message, user)
- * runs on the reader thread when the reply comes, ERROR included, and
+ * runs on the reader thread when the reply comes, ERROR included (with
+ * frame and message NULL when the connection is lost first), and
  * copies what it needs: the request's outcome is the caller's to keep, so
  * requests in flight at once from several threads (a run, and the abort of
  * its step) each get their own. fl_ps_client_wait then fails only for a
