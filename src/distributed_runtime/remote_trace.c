@@ -3,6 +3,7 @@
  * the connection's reader thread stamps the replies, which a task sends in
  * the order of the requests; the session takes the ops after the run. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,8 +17,8 @@ typedef struct {
 } traced_request;
 
 struct fl_remote_trace {
+    atomic_bool on;       /* read without the lock first: an untraced step takes no lock per request */
     pthread_mutex_t lock; /* all below: the executor's and the reader's threads */
-    bool on;
     traced_request *items;
     int count, cap, answered; /* items[0..answered) have their replies */
 };
@@ -48,6 +49,8 @@ void fl_remote_trace_set(fl_remote_trace *t, bool on)
 
 void fl_remote_trace_sent(fl_remote_trace *t, int node, uint32_t last_id, double sent_us)
 {
+    if (!atomic_load(&t->on))
+        return;
     pthread_mutex_lock(&t->lock);
     if (t->on) {
         if (t->count == t->cap) {
@@ -62,6 +65,8 @@ void fl_remote_trace_sent(fl_remote_trace *t, int node, uint32_t last_id, double
 void fl_remote_trace_replied(void *trace, uint32_t id, double at_us)
 {
     fl_remote_trace *t = trace;
+    if (!atomic_load(&t->on))
+        return;
     pthread_mutex_lock(&t->lock);
     while (t->answered < t->count && t->items[t->answered].id <= id)
         t->items[t->answered++].replied_us = at_us;
