@@ -2,8 +2,9 @@
  * Send and Recv are nodes the one executor runs (rendezvous_device.h). A
  * Recv's run registers it; its mark is reached when its value has arrived,
  * which this device checks without blocking whenever the executor asks. A
- * buffer is host memory that grows to the largest value received into it,
- * so a warm step allocates nothing here. */
+ * buffer is host memory: a Send's grows to the largest value staged in it,
+ * a Recv's takes over the memory of the value that arrived, so a warm step
+ * allocates no buffer here. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,37 +118,31 @@ static bool fits(const fl_node *n, const fl_tensor *value)
     return true;
 }
 
-/* The value into the Recv's buffer (grown if it must be), its shape into
- * the Recv's output; value is freed. */
+/* The value into the Recv's buffer, its shape into the Recv's output;
+ * value is freed. The rendezvous made the value (fl_rendezvous_poll: the
+ * caller's), so its memory becomes the buffer with no copy, and the
+ * executor copies it once, onto the device that awaits it. */
 static int land(fl_rendezvous_device *d, pending_recv *r, fl_tensor *value)
 {
     rendezvous_buffer *b = r->out->data;
-    size_t bytes = fl_tensor_bytes(value);
     char got[64], want[64];
-    int rc = 0;
     if (!fits(r->node, value)) {
         fl_set_error_code(FL_INVALID_ARGUMENT, "%s: %s: the value for %s from %s is %s %s, not the %s %s the "
                           "partition expects", d->step.task, r->node->name, r->node->attrs.edge_key,
                           r->node->attrs.peer_task, fl_dtype_name(value->dtype),
                           fl_shape_format(value->shape, got, sizeof got), fl_dtype_name(r->node->dtype),
                           fl_shape_format(r->node->attrs.shape, want, sizeof want));
-        rc = -1;
-    } else if (bytes > b->capacity) {
-        void *data = fl_try_malloc(bytes); /* over the tensor limit: RESOURCE_EXHAUSTED */
-        rc = data ? 0 : -1;
-        if (data) {
-            free(b->data);
-            b->data = data;
-            b->capacity = bytes;
-        }
+        fl_tensor_free(value);
+        return -1;
     }
-    if (rc == 0) {
-        memcpy(b->data, value->data, bytes);
-        r->out->shape = value->shape;
-        r->arrived = true;
-    }
+    unsigned char *old = b->data;
+    b->data = value->data;
+    b->capacity = fl_tensor_bytes(value);
+    value->data = old; /* freed with value */
+    r->out->shape = value->shape;
+    r->arrived = true;
     fl_tensor_free(value);
-    return rc;
+    return 0;
 }
 
 /* Takes what has arrived for the step's waiting recvs: how many, or -1. */
