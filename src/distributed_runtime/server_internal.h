@@ -61,7 +61,8 @@ struct fl_server {
     /* In-graph replication across tasks (server_partitions.c). */
     fl_rendezvous *rendezvous;    /* values from other tasks, by step and edge */
     uint64_t next_handle;         /* the last partition handle given (loop thread) */
-    struct fl_partition_job *jobs; /* partitions running on their threads (loop thread) */
+    struct fl_partition_job *jobs; /* partitions running on their runners (loop thread) */
+    struct fl_runner_pool *runners; /* the threads that run them, made at the first run */
     bool serves_workers;  /* a worker or chief has sent ps requests: a client's goodbye does not end it */
     /* Shared with the threads that join or read stats: under lock. */
     pthread_mutex_t lock;

@@ -1,8 +1,9 @@
 /* server_partitions.c: a task server's side of in-graph replication across
  * tasks. A client registers partitions (kept per connection, so a client
  * that dies frees what it registered) and runs them, one step per request.
- * A run goes to a thread of its own, never the event loop, which meanwhile
- * serves everyone else, SEND_TENSOR from peers included; its connection
+ * A run goes to one of the server's long-lived runners (runner_pool.c), never
+ * the event loop, which meanwhile serves everyone else, SEND_TENSOR from
+ * peers included; its connection
  * reads nothing more until the reply is out, so replies stay in order, but
  * an ABORT_STEP behind the run is acted on at once. */
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "graph_wire.h"
 #include "partition_exec.h"
+#include "runner_pool.h"
 #include "server_internal.h"
 #include "task_trace.h"
 
@@ -39,7 +41,6 @@ typedef struct fl_partition_job {
     int rc, signatures;             /* new run signatures the step resolved */
     fl_error_code code;
     char error[FL_ERROR_LEN];
-    pthread_t thread;
     struct event *done;
     struct fl_partition_job *next;
 } fl_partition_job;
@@ -131,9 +132,9 @@ static void serve_deregister(fl_server_conn *c, uint32_t id, uint64_t handle)
     answer_ok(c, id);
 }
 
-/* ---- RUN_PARTITION: a thread per run ---- */
+/* ---- RUN_PARTITION: on a runner ---- */
 
-static void *run_job(void *arg)
+static void run_job(void *arg)
 {
     fl_partition_job *job = arg;
     fl_server *s = job->server;
@@ -152,8 +153,7 @@ static void *run_job(void *arg)
         job->code = fl_last_error_code();
         snprintf(job->error, sizeof job->error, "%s", fl_last_error());
     }
-    event_active(job->done, EV_TIMEOUT, 1); /* job_done, on the loop thread */
-    return NULL;
+    event_active(job->done, EV_TIMEOUT, 1); /* job_done, on the loop thread; the runner touches job no more */
 }
 
 static void unlink_job(fl_partition_job *job)
@@ -165,7 +165,7 @@ static void unlink_job(fl_partition_job *job)
         }
 }
 
-/* After the thread is joined: nothing else touches the job. */
+/* After its run: nothing else touches the job. */
 static void free_job(fl_partition_job *job)
 {
     for (int i = 0; i < job->run.lists[0].count; i++)
@@ -197,7 +197,6 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     fl_partition_job *job = arg;
-    pthread_join(job->thread, NULL);
     fl_rendezvous_finish(job->server->rendezvous, job->run.step_id);
     fl_server_count(job->server, &job->server->stats.partition_steps, 1);
     fl_server_count(job->server, &job->server->stats.partition_signatures, (uint64_t)job->signatures);
@@ -251,7 +250,9 @@ static void serve_run(fl_server_conn *c, const fl_wire_frame *f)
     job->outputs = fl_xcalloc((size_t)job->run.lists[0].count + 1, sizeof *job->outputs);
     keep_feed_values(job);
     job->done = event_new(s->base, -1, 0, job_done, job);
-    if (pthread_create(&job->thread, NULL, run_job, job) != 0) {
+    if (!s->runners)
+        s->runners = fl_runner_pool_new();
+    if (fl_runner_pool_run(s->runners, run_job, job) != 0) {
         free_job(job);
         return answer_failure(c, f->request_id, FL_RESOURCE_EXHAUSTED, "cannot start a thread for the run");
     }
@@ -362,10 +363,11 @@ void fl_server_stop_partitions(fl_server *s)
     if (!s->rendezvous)
         return;
     fl_rendezvous_abort_all(s->rendezvous);
+    fl_runner_pool_free(s->runners); /* after the runs, aborted, have ended */
+    s->runners = NULL;
     while (s->jobs) {
         fl_partition_job *job = s->jobs;
         s->jobs = job->next;
-        pthread_join(job->thread, NULL);
         free_job(job);
     }
 }
