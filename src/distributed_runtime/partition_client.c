@@ -9,6 +9,10 @@
 #include "partition_client.h"
 #include "runtime.h"
 
+/* A value this big leaves by reference, not copied into the frame: its
+ * owner keeps it until it is out (fl_partition_send_tensor). */
+#define LEND_BYTES ((size_t)64 << 10)
+
 /* One request's outcome, filled on the connection's reader thread. */
 typedef fl_partition_call outcome;
 
@@ -149,6 +153,7 @@ uint32_t fl_partition_send_tensor(fl_ps_client *c, uint64_t step_id, const char 
 {
     uint32_t id;
     fl_wire_buf *out = fl_ps_client_begin(c, &id);
-    int rc = fl_wire_put_send_tensor(out, id, step_id, key, value);
+    int rc = fl_tensor_bytes(value) >= LEND_BYTES ? fl_wire_put_send_tensor_head(out, id, step_id, key, value)
+                                                  : fl_wire_put_send_tensor(out, id, step_id, key, value);
     return fl_ps_client_finish(c, rc, id, FL_WIRE_SEND_TENSOR, NULL, 0, NULL, key);
 }

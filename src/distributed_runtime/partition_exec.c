@@ -189,12 +189,16 @@ static int send_to_peer(void *user, const char *to_task, uint64_t step, const ch
     return 0;
 }
 
-/* Every send of the step answered: a lost peer fails the step, naming it. */
+/* Every send of the step answered, and out of the writer's hands (a big
+ * value leaves by reference, so the step's buffers stay put until then): a
+ * lost peer fails the step, naming it. */
 static int await_sends(fl_partition_exec *e)
 {
-    for (int i = 0; i < e->npeers; i++)
+    for (int i = 0; i < e->npeers; i++) {
         if (fl_ps_client_wait(e->peers[i].client, e->peers[i].last_id) != 0)
             note_send_error(e);
+        fl_ps_client_wait_written(e->peers[i].client); /* at once once answered */
+    }
     if (!e->send_error[0])
         return 0;
     fl_set_error_code(e->send_code == FL_OK ? FL_UNAVAILABLE : e->send_code, "%s: sending a value: %s", e->env->task,

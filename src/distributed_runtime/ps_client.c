@@ -43,8 +43,7 @@ struct fl_ps_client {
     uint32_t next_id, completed, error_id; /* error_id: the first request that failed, 0: none */
     char error[FL_WIRE_ERROR_LEN + 64];
     fl_error_code error_code;  /* error's, for fl_last_error_code */
-    bool broken, closing;
-    char broken_why[FL_WIRE_ERROR_LEN + 64];
+    bool broken, closing; char broken_why[FL_WIRE_ERROR_LEN + 64];
     uint64_t sent, received;
     fl_stale_tally *stale;     /* where SYNC_DONE replies that said DROPPED are counted */
     fl_connect_options clock;  /* its reply_clock: told when each reply came (remote_trace.h) */
@@ -192,7 +191,7 @@ static uint32_t send_request(fl_ps_client *c, uint32_t id, fl_wire_type type, vo
     pending_request *p = &c->queue[(c->head + c->count++) % c->capacity];
     *p = (pending_request){id, type, dst, bytes, already, "", "", take, take_user, c->sync_step};
     snprintf(p->name, sizeof p->name, "%s", name ? name : "");
-    c->sent += c->out.len;
+    c->sent += c->out.len + c->out.lent_len;
     pthread_mutex_unlock(&c->lock);
     if (fl_socket_writer_send(c->writer, &c->out) != 0) {
         mark_broken(c, "sending failed");
@@ -243,6 +242,7 @@ uint32_t fl_ps_client_finish_taking(fl_ps_client *c, int encoded, uint32_t id, f
 }
 
 const char *fl_ps_client_peer(const fl_ps_client *c) { return c->who; }
+void fl_ps_client_wait_written(fl_ps_client *c) { fl_socket_writer_wait_written(c->writer, c->deadline_s); }
 
 void fl_ps_client_name_sender(fl_ps_client *c, uint32_t after, const char *op)
 {

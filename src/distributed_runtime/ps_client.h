@@ -43,6 +43,9 @@ uint32_t fl_ps_client_finish_taking(fl_ps_client *c, int encoded, uint32_t id, f
                                     fl_ps_reply_fn take, void *user, const char *name);
 /* The task at the other end: "/job:ps/task:0". */
 const char *fl_ps_client_peer(const fl_ps_client *c);
+/* Waits until the requests sent are on the wire, lent bytes included
+ * (fl_socket_writer_wait_written, up to the task deadline). */
+void fl_ps_client_wait_written(fl_ps_client *c);
 
 /* Says GOODBYE (this worker has finished) and waits for the answer. */
 int fl_ps_client_goodbye(fl_ps_client *c);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "runtime.h"
 #include "socket_writer.h"
@@ -48,7 +49,8 @@ int fl_socket_write_all(int fd, const unsigned char *p, size_t len)
 /* A written frame's memory back to the spares (or freed, when enough are kept). */
 static void recycle(fl_socket_writer *w, frame *f)
 {
-    f->buf.len = 0;
+    f->buf.len = f->buf.lent_len = 0;
+    f->buf.lent = NULL;
     if (w->nspare < SPARE_BUFFERS)
         w->spare[w->nspare++] = f->buf;
     else
@@ -68,6 +70,8 @@ static void *write_frames(void *writer)
         frame *f = w->head;
         pthread_mutex_unlock(&w->lock);
         int rc = w->failed ? -1 : fl_socket_write_all(w->fd, f->buf.data, f->buf.len);
+        if (rc == 0 && f->buf.lent_len > 0)
+            rc = fl_socket_write_all(w->fd, f->buf.lent, f->buf.lent_len);
         pthread_mutex_lock(&w->lock);
         if (rc != 0 && !w->failed) {
             w->failed = true;
@@ -76,7 +80,7 @@ static void *write_frames(void *writer)
         w->head = f->next;
         if (!w->head)
             w->tail = NULL;
-        w->queued_bytes -= f->buf.len;
+        w->queued_bytes -= f->buf.len + f->buf.lent_len;
         recycle(w, f);
         pthread_cond_broadcast(&w->changed);
     }
@@ -108,7 +112,8 @@ int fl_socket_writer_send(fl_socket_writer *w, fl_wire_buf *buf)
     if (w->failed) {
         pthread_mutex_unlock(&w->lock);
         free(f);
-        buf->len = 0;
+        buf->len = buf->lent_len = 0;
+        buf->lent = NULL;
         return -1;
     }
     f->buf = *buf;
@@ -118,10 +123,28 @@ int fl_socket_writer_send(fl_socket_writer *w, fl_wire_buf *buf)
     else
         w->head = f;
     w->tail = f;
-    w->queued_bytes += f->buf.len;
+    w->queued_bytes += f->buf.len + f->buf.lent_len;
     pthread_cond_broadcast(&w->changed);
     pthread_mutex_unlock(&w->lock);
     return 0;
+}
+
+void fl_socket_writer_wait_written(fl_socket_writer *w, double deadline_s)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)deadline_s;
+    pthread_mutex_lock(&w->lock);
+    int rc = 0;
+    while (w->head && rc == 0)
+        rc = pthread_cond_timedwait(&w->changed, &w->lock, &until);
+    if (w->head && !w->failed) { /* a peer that reads nothing: end the write under way */
+        w->failed = true;
+        shutdown(w->fd, SHUT_RDWR);
+    }
+    while (w->head) /* each is dropped at once now */
+        pthread_cond_wait(&w->changed, &w->lock);
+    pthread_mutex_unlock(&w->lock);
 }
 
 void fl_socket_writer_stop(fl_socket_writer *w)

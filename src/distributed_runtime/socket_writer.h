@@ -24,6 +24,10 @@ fl_socket_writer *fl_socket_writer_start(int fd);
  * the socket has failed: the writer then shuts it down, so that a reader of
  * the same socket sees the end too. */
 int fl_socket_writer_send(fl_socket_writer *w, fl_wire_buf *buf);
+/* Waits until every frame handed over is out, its lent bytes (buf->lent)
+ * included, so that their owner may reuse them; past deadline_s the socket
+ * is shut down, which ends a write to a peer that reads nothing. */
+void fl_socket_writer_wait_written(fl_socket_writer *w, double deadline_s);
 /* Sends what is queued, unless the socket fails first, and stops. Shut the
  * socket down first to stop at once. */
 void fl_socket_writer_stop(fl_socket_writer *w);

@@ -144,6 +144,11 @@ int fl_wire_reply_type(int request_type);
 typedef struct {
     unsigned char *data;
     size_t len, cap;
+    /* Bytes that end the last frame by reference, not copied in (a big
+     * SEND_TENSOR's data: fl_wire_put_send_tensor_head); only a socket
+     * writer sends them, and their owner keeps them until they are out. */
+    const void *lent;
+    size_t lent_len;
     char error[FL_WIRE_ERROR_LEN];
 } fl_wire_buf;
 
@@ -226,6 +231,9 @@ int fl_wire_put_partition_done(fl_wire_buf *buf, uint32_t id, const fl_wire_step
                                const fl_tensor *const *values);
 int fl_wire_put_send_tensor(fl_wire_buf *buf, uint32_t id, uint64_t step_id, const char *key,
                             const fl_tensor *value);
+/* The same with the value's data lent (buf->lent), not copied. */
+int fl_wire_put_send_tensor_head(fl_wire_buf *buf, uint32_t id, uint64_t step_id, const char *key,
+                                 const fl_tensor *value);
 /* type: FL_WIRE_ABORT_STEP (a step id) or FL_WIRE_DEREGISTER_PARTITION (a handle). */
 int fl_wire_put_number(fl_wire_buf *buf, fl_wire_type type, uint32_t id, uint64_t number);
 

@@ -403,3 +403,10 @@ int wire_put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_te
 {
     return put_tensor(buf, start, type, t);
 }
+
+int wire_put_tensor_head(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t, size_t *bytes)
+{
+    if (!wire_host_is_little_endian())
+        return refuse(buf, start, type, "this host's byte order is not the wire's; copy the value");
+    return put_tensor_head(buf, start, type, t, bytes);
+}

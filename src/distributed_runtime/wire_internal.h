@@ -91,6 +91,8 @@ int wire_put_u64(fl_wire_buf *buf, uint64_t v);
 int wire_put_float(fl_wire_buf *buf, float f);
 int wire_put_name(fl_wire_buf *buf, long start, fl_wire_type type, const char *what, const char *name);
 int wire_put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t);
+/* All but the data, whose length *bytes the frame's end counts (wire_end_before). */
+int wire_put_tensor_head(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t, size_t *bytes);
 
 /* wire_partition.c: the frames of in-graph replication across tasks. */
 bool wire_is_partition_frame(fl_wire_type type);

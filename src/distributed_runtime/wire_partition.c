@@ -106,18 +106,39 @@ int fl_wire_put_partition_done(fl_wire_buf *buf, uint32_t id, const fl_wire_step
     return wire_end(buf, start);
 }
 
-int fl_wire_put_send_tensor(fl_wire_buf *buf, uint32_t id, uint64_t step_id, const char *key,
-                            const fl_tensor *value)
+/* SEND_TENSOR whole, or with its data lent. */
+static int put_send_tensor(fl_wire_buf *buf, uint32_t id, uint64_t step_id, const char *key, const fl_tensor *value,
+                           bool lend)
 {
     long start = wire_begin(buf, FL_WIRE_SEND_TENSOR, id);
+    size_t lent = 0;
     if (start < 0)
         return -1;
     if (wire_put_u64(buf, step_id) != 0)
         return wire_abort(buf, start, "SEND_TENSOR: out of memory");
-    if (wire_put_name(buf, start, FL_WIRE_SEND_TENSOR, "key", key) != 0 ||
-        wire_put_tensor(buf, start, FL_WIRE_SEND_TENSOR, value) != 0)
+    if (wire_put_name(buf, start, FL_WIRE_SEND_TENSOR, "key", key) != 0)
         return -1;
-    return wire_end(buf, start);
+    int rc = lend ? wire_put_tensor_head(buf, start, FL_WIRE_SEND_TENSOR, value, &lent)
+                  : wire_put_tensor(buf, start, FL_WIRE_SEND_TENSOR, value);
+    if (rc != 0 || wire_end_before(buf, start, lent) != 0)
+        return -1;
+    if (lend) { /* the frame's end: nothing may follow it in buf */
+        buf->lent = value->data;
+        buf->lent_len = lent;
+    }
+    return 0;
+}
+
+int fl_wire_put_send_tensor(fl_wire_buf *buf, uint32_t id, uint64_t step_id, const char *key,
+                            const fl_tensor *value)
+{
+    return put_send_tensor(buf, id, step_id, key, value, false);
+}
+
+int fl_wire_put_send_tensor_head(fl_wire_buf *buf, uint32_t id, uint64_t step_id, const char *key,
+                                 const fl_tensor *value)
+{
+    return put_send_tensor(buf, id, step_id, key, value, true);
 }
 
 /* ---- parsing ---- */
