@@ -62,8 +62,7 @@ int fl_partition_deregister(fl_ps_client *c, uint64_t handle);
 /* A task server's own request to a peer (not blocking): SEND_TENSOR, a
  * value of step_id for the edge `key`. Returns the request's id (wait for
  * it with fl_ps_client_wait), or 0 after fl_set_error. A big value's data
- * is not copied: keep it until the reply has come, or after a failure
- * until fl_ps_client_wait_written returns. */
+ * is not copied: keep it until fl_ps_client_wait_written has returned. */
 uint32_t fl_partition_send_tensor(fl_ps_client *c, uint64_t step_id, const char *key, const fl_tensor *value);
 
 #endif
