@@ -28,11 +28,12 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # two workers' reader threads counting stale updates into their clusters' tallies (test_stale_counts),
 # a ps's join watching its workers come and go (test_server_join), a client's goodbyes on a thread per task
 # (test_client_close), a traced step whose tasks' timings come back on the master's threads (test_cluster_trace), two tasks' executors sending each other values through their rendezvous (test_recv_executor),
-# a task server's long-lived runners, one job waiting for another's (test_runner_pool).
+# a task server's long-lived runners, one job waiting for another's (test_runner_pool), a writer thread sending
+# lent bytes that their owner writes again once the wait for them returns (test_socket_writer).
 THREAD_TESTS := test_server test_partition_server test_rendezvous test_in_graph_cluster test_remote test_monitored_cluster test_connect test_data test_data_bytes test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary \
                 test_cluster_secret test_cluster_tls test_untrusted_text test_secure_listen test_server_bounds \
                 test_handshake_deadline test_run_cancel test_waiting_values test_stale_counts test_server_join test_client_close \
-                test_cluster_trace test_recv_executor test_runner_pool
+                test_cluster_trace test_recv_executor test_runner_pool test_socket_writer
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
