@@ -45,6 +45,16 @@ static void lend(fl_wire_buf *buf, const unsigned char *data)
     buf->lent_len = LENT;
 }
 
+static void stop(fl_socket_writer *w, fl_wire_buf *buf, const int *fds)
+{
+    fl_socket_writer_stop(w);
+    fl_wire_buf_free(buf);
+    if (fds) {
+        close(fds[0]);
+        close(fds[1]);
+    }
+}
+
 static void lent_bytes_arrive(void)
 {
     int fds[2];
@@ -70,12 +80,7 @@ static void lent_bytes_arrive(void)
     for (size_t i = 0; same && i < LENT; i++)
         same = r.bytes[4 + i] == (unsigned char)(i * 7);
     ok(same, "the peer got the head, then the lent bytes as they were when sent (%zu of %d bytes)", r.got, LENT + 4);
-    fl_socket_writer_stop(w);
-    fl_wire_buf_free(&buf);
-    if (paired) {
-        close(fds[0]);
-        close(fds[1]);
-    }
+    stop(w, &buf, paired ? fds : NULL);
     free(data);
     free(r.bytes);
 }
@@ -97,12 +102,7 @@ static void peer_reads_nothing(void)
        waited);
     lend(&buf, data);
     ok(w && fl_socket_writer_send(w, &buf) != 0, "then the socket is shut down: a send fails");
-    fl_socket_writer_stop(w);
-    fl_wire_buf_free(&buf);
-    if (paired) {
-        close(fds[0]);
-        close(fds[1]);
-    }
+    stop(w, &buf, paired ? fds : NULL);
     free(data);
 }
 
