@@ -73,7 +73,8 @@ static void lent_bytes_arrive(void)
     if (w)
         fl_socket_writer_wait_written(w, 30);
     memset(data, 0, LENT); /* the owner's again */
-    shutdown(fds[0], SHUT_WR);
+    if (paired)
+        shutdown(fds[0], SHUT_WR); /* the reader sees the end */
     if (reading)
         pthread_join(t, NULL);
     bool same = r.got == LENT + 4 && memcmp(r.bytes, "head", 4) == 0;
