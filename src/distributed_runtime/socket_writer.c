@@ -138,11 +138,9 @@ void fl_socket_writer_wait_written(fl_socket_writer *w, double deadline_s)
     int rc = 0;
     while (w->head && rc == 0)
         rc = pthread_cond_timedwait(&w->changed, &w->lock, &until);
-    if (w->head && !w->failed) { /* a peer that reads nothing: end the write under way */
-        w->failed = true;
+    if (w->head) /* a peer that reads nothing: the write under way fails, and the writer drops the rest */
         shutdown(w->fd, SHUT_RDWR);
-    }
-    while (w->head) /* each is dropped at once now */
+    while (w->head)
         pthread_cond_wait(&w->changed, &w->lock);
     pthread_mutex_unlock(&w->lock);
 }
