@@ -1,5 +1,5 @@
 /* test_runner_pool.c: a task server's long-lived runners
- * (src/distributed_runtime/runner_pool.c): jobs one after another reuse the
+ * (src/distributed_runtime/server/runner_pool.c): jobs one after another reuse the
  * runners instead of starting a thread each; a job handed over while
  * another waits for it gets a runner of its own (runs wait for each other's
  * values, so none may queue behind another); freeing the pool waits for a
@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "distributed_runtime/runner_pool.h"
+#include "distributed_runtime/server/runner_pool.h"
 #include "tap.h"
 
 #define JOBS 20

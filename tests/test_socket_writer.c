@@ -1,5 +1,5 @@
 /* test_socket_writer.c: a connection's writer thread
- * (src/distributed_runtime/socket_writer.c) with lent bytes: a frame's
+ * (src/distributed_runtime/transport/socket_writer.c) with lent bytes: a frame's
  * head and the data it lends arrive in order, whole; once
  * fl_socket_writer_wait_written returns the owner may write the lent
  * memory (ThreadSanitizer sees the order); and a peer that reads nothing
@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "distributed_runtime/socket_writer.h"
+#include "distributed_runtime/transport/socket_writer.h"
 #include "runtime.h"
 #include "tap.h"
 
