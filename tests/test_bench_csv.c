@@ -105,6 +105,25 @@ static int check_csv(const char *text, const char *what)
 
 /* The bench's own writer on rows like its real ones: labels with commas
  * and brackets, a quote, rows with and without a baseline. */
+/* The chart of the writer's rows: a row measured in rounds is labelled
+ * with the range of its per-round ratios, a row of one figure with its ratio. */
+static void check_ranged_chart(const char *csv)
+{
+    if (!have("gnuplot")) {
+        skip("the chart labels a ranged row with its ratio range", "gnuplot is not installed");
+        return;
+    }
+    char cmd[1024], svg[256];
+    snprintf(svg, sizeof svg, "%s.svg", csv);
+    snprintf(cmd, sizeof cmd, "timeout 60 gnuplot -e \"csv='%s'; out='%s'\" tests/bench/chart.gp 2>&1", csv, svg);
+    ok(system(cmd) == 0, "gnuplot draws the chart of the writer's rows");
+    char *text = read_text(svg);
+    contains(text, " 0.85-0.92x<", "a row measured in rounds is labelled with its per-round ratios' range");
+    contains(text, " 5.12x<", "a row of one figure a side with its ratio");
+    free(text);
+    unlink(svg);
+}
+
 static void check_writer(const char *path)
 {
     FILE *f = fopen(path, "wb");
@@ -134,6 +153,7 @@ static void check_writer(const char *path)
     const char *why = NULL, *p = read_record(text, &r, &why);
     p = p ? read_record(p, &r, &why) : NULL;
     is_string(p ? r.field[1] : NULL, "conv_1 [128,28,28,1] 5x5x32 forward", "the label comes back whole");
+    check_ranged_chart(path);
     free(text);
 }
 

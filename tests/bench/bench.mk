@@ -10,7 +10,7 @@ BENCH_SRC := tests/bench/bench.c tests/bench/bench_table.c tests/bench/bench_tra
              tests/bench/bench_cluster.c tests/bench/bench_cores.c labs/06-allreduce/cost_model.c
 $(BENCH): $(BENCH_SRC) tests/bench/bench_table.h tests/bench/bench_training.h tests/bench/bench_allreduce.h tests/bench/bench_csv.h \
           tests/bench/bench_pipeline.h tests/bench/bench_replication.h tests/bench/bench_tls.h \
-          tests/bench/bench_cluster.h tests/bench/bench_cores.h \
+          tests/bench/bench_cluster.h tests/bench/bench_cores.h tests/loopback.h \
           labs/06-allreduce/cost_model.h labs/tools/trace_events.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BENCH_SRC) -o $@ $(LDFLAGS) $(LIB) -lclblast $(LDLIBS)

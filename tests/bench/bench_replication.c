@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../loopback.h" /* free ports: other benches and tests may share this machine */
 #include "bench_cores.h"
 #include "bench_replication.h"
 #include "bench_table.h"
@@ -79,7 +80,8 @@ void bench_replication(void)
     int rounds = bench_rounds(), steps = bench_steps();
     double across_r[BENCH_MAX_ROUNDS], between_r[BENCH_MAX_ROUNDS];
     for (int r = 0; r < rounds; r++) {
-        across_r[r] = in_graph_across_tasks(23700 + 10 * r, steps);
+        int port = loopback_free_ports(3);
+        across_r[r] = in_graph_across_tasks(port ? port : 23700 + 10 * r, steps);
         between_r[r] = between_graph(steps);
     }
     printf("  ch3 in-graph rows: %d rounds of %d steps after 1 of warm-up, both back to back in each; cores: CPUs %s "
