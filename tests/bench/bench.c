@@ -1,9 +1,11 @@
 /* bench.c: `make bench`, every comparison measured side by side in one run.
- * GEMM and convolution kernels (flowlab on PoCL, CLBlast on PoCL, OpenBLAS),
- * then whole training steps (bench_training.c: the lab beside each PyTorch
- * installed), then chapter 2's scaling beside chapters 3, 4 and 6 (its
- * allreduce and cost model: bench_allreduce.c). Medians of several repetitions; one
- * table on stdout and the same rows as CSV for the chart. */
+ * GEMM and convolution kernels (flowlab on PoCL, CLBlast on PoCL, OpenBLAS;
+ * medians of several repetitions), then whole training steps
+ * (bench_training.c: the lab beside each PyTorch installed), then chapter
+ * 2's scaling beside chapters 3, 4, 6 and 7 on the same two CPUs
+ * (bench_cores.c, bench_cluster.c, bench_replication.c, bench_allreduce.c,
+ * bench_pipeline.c): rounds of 40 steps, ranges printed. One table on
+ * stdout and the same rows as CSV for the chart. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <cblas.h>
