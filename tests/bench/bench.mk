@@ -16,9 +16,10 @@ $(BENCH): $(BENCH_SRC) tests/bench/bench_table.h tests/bench/bench_training.h te
 	$(CC) $(CFLAGS) $(BENCH_SRC) -o $@ $(LDFLAGS) $(LIB) -lclblast $(LDLIBS)
 
 # The scaling rows (chapters 2-7) run ROUNDS rounds (3) of 40 measured steps and print ranges;
-# QUICK=1 measures 10 steps a round (a smoke run: not figures to quote). A full `make bench`
-# takes about 25 minutes on a quiet 2-core AMD EPYC, the scaling rows about 15 of them;
-# `make bench-scaling` runs those rows alone (build/bench/scaling.txt and .csv).
+# QUICK=1 measures 10 steps a round (a smoke run: not figures to quote). On a 2-core AMD EPYC
+# shared with other jobs (load average 16 falling to 9) those rows took 29 minutes (QUICK=1
+# ROUNDS=2: 13); the kernels and chapter 1's rows add a few. `make bench-scaling` runs the
+# scaling rows alone (build/bench/scaling.txt and .csv).
 # ALLREDUCE_PROBE (chapter 6's lab.mk) is empty where there is no mpicc.
 ROUNDS ?= 3
 QUICK ?= 0
