@@ -110,7 +110,7 @@ size:
 clean:
 	rm -rf build build-sanitize build-tsan
 
--include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/*/*.d)
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d)
 
 include tests/tests.mk
 include src/install.mk

@@ -24,7 +24,7 @@ int fl_session_write_variable(fl_session *s, fl_node *var, const fl_tensor *t);
  * live on the tasks (what: "fl_session_save"); session_master.c. */
 int fl_session_refuse_in_client(fl_session *s, const char *what);
 /* A task's partition: its Send and Recv nodes run on d, the task's
- * rendezvous (distributed_runtime/rendezvous_device.h); session.c. */
+ * rendezvous (distributed_runtime/partition/rendezvous_device.h); session.c. */
 void fl_session_set_rendezvous(fl_session *s, fl_device *d);
 /* A task's partition: its host-placed variables live in c, shared with
  * every other session given c (variable_container.h); before its first

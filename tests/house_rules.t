@@ -36,7 +36,7 @@ sub read_lines {
 }
 
 # C, CUDA and OpenCL sources of the runtime and its backends.
-my @runtime = grep { -f } (glob('src/*.[ch] src/*/*.[ch] cl/*.[ch] cl/*.cl cuda/*.[ch] cuda/*.cu cuda/*.cuh'));
+my @runtime = grep { -f } (glob('src/*.[ch] src/*/*.[ch] src/*/*/*.[ch] cl/*.[ch] cl/*.cl cuda/*.[ch] cuda/*.cu cuda/*.cuh'));
 # Host code whose functions are held to the 80-line rule: everything but the
 # device kernels (*.cl, *.cu), which are long on purpose (unrolled tiles).
 my @host_code = grep { !/\.(cl|cu|cuh)$/ } (@runtime, glob('labs/*/*.[ch] labs/*/*/*.[ch] labs/tools/*.[ch]'));
@@ -161,17 +161,18 @@ if (!-f $library) {
 sub folder_of {
     my ($object) = @_;
     return $1 if $object =~ m{/obj/(cl|cuda)(?:_|/)[^/]*$};
-    return "src/$1" if $object =~ m{/obj/([^/]+)/[^/]+\.o$};
+    return "src/$1" if $object =~ m{/obj/(\w+(?:/\w+)?)/[^/]+\.o$};
     return 'src';
 }
-my %cluster_rooms = map { $_ => 1 } qw(src/cluster src/distributed_runtime);
+my %cluster_rooms = map { $_ => 1 } qw(src/cluster src/distributed_runtime src/distributed_runtime/transport
+    src/distributed_runtime/partition src/distributed_runtime/server src/distributed_runtime/ps);
 # The seam's registration (is_registration above): the device registry names
 # each backend's table (fl_host_backend, fl_opencl_backend, or the generated
 # table's fl_cl_backend_entry) and every backend uses the core; that is how a
 # backend plugs in, not a loop. A cluster plugs into a session the same way:
 # its head names the distributed runtime's table for a task or a client
 # (src/cluster/cluster_head.c names fl_cluster_task_plugin_table).
-my @objects = grep { -f } glob("$build/obj/*.o $build/obj/*/*.o");
+my @objects = grep { -f } glob("$build/obj/*.o $build/obj/*/*.o $build/obj/*/*/*.o");
 if (!@objects) {
     print "ok " . ++$tests . " # SKIP $build/obj holds no objects (make lib)\n";
 } else {
@@ -286,7 +287,7 @@ for my $program (qw(labs/00-xor/xor labs/01-single-device/single_device labs/too
 my @commented = grep { -f && !m{^build} } split /\n/, `git ls-files 2>/dev/null`;
 @commented = (@runtime, @host_code, glob('tests/*.[cht] tests/*.mk tests/fuzz/*.[ch]')) unless @commented;
 @commented = grep { /\.(?:[ch]|cu|cuh|cl|t|mk|sh|in)$|(?:^|\/)Makefile$/ } @commented;
-my @roots = ('', 'src/', (map {"$_/"} grep { -d } glob('src/* labs/*')), 'cl/', 'cuda/', 'labs/', 'tests/',
+my @roots = ('', 'src/', (map {"$_/"} grep { -d } glob('src/* src/*/* labs/*')), 'cl/', 'cuda/', 'labs/', 'tests/',
              'tests/fuzz/', 'book/');
 my @dangling;
 for my $path (@commented) {

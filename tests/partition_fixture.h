@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/partition_client.h"
+#include "distributed_runtime/partition/partition_client.h"
 #include "runtime.h"
 #include "tap.h"
 
@@ -46,7 +46,7 @@ static inline void worker_partition(fl_graph_partition *p)
 }
 
 typedef struct {
-    fl_ps_client *client;
+    fl_task_client *client;
     uint64_t handle;
     fl_partition_run run;
     fl_tensor *out[1];

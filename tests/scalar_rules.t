@@ -68,7 +68,7 @@ for my $rule (@rules) {
 
 # Defined nowhere else in src/, cl/ or cuda/.
 my @elsewhere;
-for my $path (grep { $_ ne $header } glob('src/*.[ch] src/*/*.[ch] cl/*.[ch] cl/*.cl cuda/*.[ch] cuda/*.cu cuda/*.cuh')) {
+for my $path (grep { $_ ne $header } glob('src/*.[ch] src/*/*.[ch] src/*/*/*.[ch] cl/*.[ch] cl/*.cl cuda/*.[ch] cuda/*.cu cuda/*.cuh')) {
     my $code = code_of(read_text($path));
     push @elsewhere, "$path defines $1" while $code =~ /\b(fl_rule_\w+)\s*\([^;{)]*\)\s*\{/g;
 }

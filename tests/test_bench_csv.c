@@ -87,17 +87,43 @@ static int check_csv(const char *text, const char *what)
                                   : !r.field[6][0] && !r.field[7][0]);
         if (good && has_baseline)
             good = fabs(atof(r.field[7]) - atof(r.field[4]) / atof(r.field[6])) < 2e-3 * atof(r.field[7]);
+        /* measured in rounds: both ends of the per-round ratios, low <= high; else neither */
+        bool ranged = good && r.field[8][0];
+        if (good)
+            good = ranged ? has_baseline && is_number(r.field[8]) && is_number(r.field[9]) &&
+                                atof(r.field[8]) <= atof(r.field[9])
+                          : !r.field[9][0];
         if (!good && bad++ == 0)
             diag("row %d: %s (%d fields; group '%s', label '%s')", rows, p ? "wrong fields" : why,
                  r.nfields, r.field[0], r.nfields > 2 ? r.field[2] : "");
     }
-    ok(rows > 0 && bad == 0, "%s: all %d rows have %d fields, numbers where numbers go, and ratio = flowlab / "
-                             "baseline", what, rows, BENCH_CSV_COLUMNS);
+    ok(rows > 0 && bad == 0, "%s: all %d rows have %d fields, numbers where numbers go, ratio = flowlab / "
+                             "baseline, and a ratio range only beside a ratio, low <= high", what, rows,
+       BENCH_CSV_COLUMNS);
     return rows;
 }
 
 /* The bench's own writer on rows like its real ones: labels with commas
  * and brackets, a quote, rows with and without a baseline. */
+/* The chart of the writer's rows: a row measured in rounds is labelled
+ * with the range of its per-round ratios, a row of one figure with its ratio. */
+static void check_ranged_chart(const char *csv)
+{
+    if (!have("gnuplot")) {
+        skip("the chart labels a ranged row with its ratio range", "gnuplot is not installed");
+        return;
+    }
+    char cmd[1024], svg[256];
+    snprintf(svg, sizeof svg, "%s.svg", csv);
+    snprintf(cmd, sizeof cmd, "timeout 60 gnuplot -e \"csv='%s'; out='%s'\" tests/bench/chart.gp 2>&1", csv, svg);
+    ok(system(cmd) == 0, "gnuplot draws the chart of the writer's rows");
+    char *text = read_text(svg);
+    contains(text, " 0.85-0.92x<", "a row measured in rounds is labelled with its per-round ratios' range");
+    contains(text, " 5.12x<", "a row of one figure a side with its ratio");
+    free(text);
+    unlink(svg);
+}
+
 static void check_writer(const char *path)
 {
     FILE *f = fopen(path, "wb");
@@ -112,16 +138,22 @@ static void check_writer(const char *path)
     bench_csv_row(f, "training", "the \"chapter 1\" step", "ch1 step", "img/s", 1509.1, "/cpu:0", 688.3);
     bench_csv_row(f, "machine", "memory bandwidth", "memory bandwidth", "GB/s", 25.4, NULL, NAN);
     bench_csv_row(f, "breakdown", "ch2 copies", "ch2 copies", "ms", 29.1, NULL, NAN);
+    bench_csv_row_range(f, "scaling", "ch3: 1 ps + 2 workers vs ch2's 2 towers", "ch3 1 ps + 2 workers", "img/s",
+                        1211.1, "2 towers", 1369.0, 0.85, 0.92);
     fclose(f);
     char *text = read_text(path);
     contains(text, "\"conv_1 [128,28,28,1] 5x5x32 forward\",conv_1 fwd,", "a field with commas is quoted");
     contains(text, "\"the \"\"chapter 1\"\" step\"", "a quote inside a field is doubled, the field quoted");
-    contains(text, ",GB/s,25.400,,,\r\n", "a row without a baseline leaves baseline, value and ratio empty");
-    ok(check_csv(text, "the bench's writer") == 5, "five rows read back");
+    contains(text, ",GB/s,25.400,,,,,\r\n", "a row without a baseline leaves baseline, value and ratios empty");
+    contains(text, ",OpenBLAS,9.900,5.1212,,\r\n", "a row of one figure a side leaves the ratio range empty");
+    contains(text, ",2 towers,1369.000,0.8847,0.8500,0.9200\r\n",
+             "a row measured in rounds gives the medians' ratio, then the per-round ratios' lowest and highest");
+    ok(check_csv(text, "the bench's writer") == 6, "six rows read back");
     record r;
     const char *why = NULL, *p = read_record(text, &r, &why);
     p = p ? read_record(p, &r, &why) : NULL;
     is_string(p ? r.field[1] : NULL, "conv_1 [128,28,28,1] 5x5x32 forward", "the label comes back whole");
+    check_ranged_chart(path);
     free(text);
 }
 

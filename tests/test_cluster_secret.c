@@ -1,5 +1,5 @@
 /* test_cluster_secret.c: a ps whose cluster has a shared secret
- * (src/distributed_runtime/handshake.c, server_handshake.c) against
+ * (src/distributed_runtime/transport/handshake.c, server_handshake.c) against
  * strangers: a client without the secret and one with a wrong secret are
  * refused at once (UNAUTHENTICATED, not retried), read nothing and change
  * nothing (the variable and the global step compared before and after); a
@@ -18,11 +18,11 @@
 #include "flowlab.h"
 #include "flowlab_cluster.h"
 #include "runtime.h"
-#include "distributed_runtime/cluster_security.h"
-#include "distributed_runtime/frame_reader.h"
-#include "distributed_runtime/handshake.h"
-#include "distributed_runtime/ps_client.h"
-#include "distributed_runtime/socket_writer.h"
+#include "distributed_runtime/partition/cluster_security.h"
+#include "distributed_runtime/transport/frame_reader.h"
+#include "distributed_runtime/transport/handshake.h"
+#include "distributed_runtime/transport/task_client.h"
+#include "distributed_runtime/transport/socket_writer.h"
 #include "loopback.h"
 
 static const char SECRET[] = "0123456789abcdef0123456789abcdef\n";
@@ -54,7 +54,7 @@ static fl_server *start_ps(const char *secret_file, fl_cluster **spec, int *port
 }
 
 /* A worker's connection with the secret of secret_file (NULL: none). */
-static fl_ps_client *open_client(int port, const char *secret_file, int task, double *seconds)
+static fl_task_client *open_client(int port, const char *secret_file, int task, double *seconds)
 {
     fl_cluster *mine = NULL;
     fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 30,
@@ -65,7 +65,7 @@ static fl_ps_client *open_client(int port, const char *secret_file, int task, do
         o.secret = fl_cluster_secret(mine, &o.secret_len);
     }
     double start = fl_now_us();
-    fl_ps_client *c = fl_ps_client_open(&o, "worker", task);
+    fl_task_client *c = fl_task_client_open(&o, "worker", task);
     *seconds = (fl_now_us() - start) / 1e6;
     fl_error_code code = fl_last_error_code();
     char why[FL_ERROR_LEN];
@@ -76,10 +76,10 @@ static fl_ps_client *open_client(int port, const char *secret_file, int task, do
 }
 
 /* The variable and the global step as the ps holds them now. */
-static void read_state(fl_ps_client *c, float w[3], int32_t *step)
+static void read_state(fl_task_client *c, float w[3], int32_t *step)
 {
-    fl_ps_client_wait(c, fl_ps_client_pull(c, "w", w, 3 * sizeof *w));
-    fl_ps_client_wait(c, fl_ps_client_pull(c, "global_step", step, sizeof *step));
+    fl_task_client_wait(c, fl_task_client_pull(c, "w", w, 3 * sizeof *w));
+    fl_task_client_wait(c, fl_task_client_pull(c, "global_step", step, sizeof *step));
 }
 
 /* A stranger that skips the proof: HELLO, then an ASSIGN and a PULL. True
@@ -112,7 +112,7 @@ static void test_strangers_change_nothing(void)
     FILE *log = tmpfile();
     fl_server *ps = start_ps(good_file, &spec, &port, log);
     double seconds;
-    fl_ps_client *good = open_client(port, good_file, 0, &seconds);
+    fl_task_client *good = open_client(port, good_file, 0, &seconds);
     ok(ps && good, "a worker with the secret is accepted (%s)", good ? "" : fl_last_error());
     if (!good) {
         fl_server_stop(ps);
@@ -122,16 +122,16 @@ static void test_strangers_change_nothing(void)
     int32_t step0 = 7, step_before, step_after;
     fl_tensor *w = fl_tensor_from_floats(fl_shape_make(1, 3), w0);
     fl_tensor *step = fl_tensor_from_ints(fl_shape_make(0), &step0);
-    fl_ps_client_wait(good, fl_ps_client_init(good, "w", w, NULL));
-    fl_ps_client_wait(good, fl_ps_client_init(good, "global_step", step, NULL));
+    fl_task_client_wait(good, fl_task_client_init(good, "w", w, NULL));
+    fl_task_client_wait(good, fl_task_client_init(good, "global_step", step, NULL));
     read_state(good, before, &step_before);
 
-    fl_ps_client *none = open_client(port, NULL, 1, &seconds);
+    fl_task_client *none = open_client(port, NULL, 1, &seconds);
     ok(!none && fl_last_error_code() == FL_UNAUTHENTICATED, "a worker without the secret is refused: %s",
        fl_last_error());
     contains(fl_last_error(), "--cluster_secret_file", "and is told which flag gives it");
     ok(seconds < 5, "at once, not retried until the 30 s deadline (%.2f s)", seconds);
-    fl_ps_client *wrong = open_client(port, wrong_file, 1, &seconds);
+    fl_task_client *wrong = open_client(port, wrong_file, 1, &seconds);
     ok(!wrong && fl_last_error_code() == FL_UNAUTHENTICATED, "a worker with a wrong secret is refused: %s",
        fl_last_error());
     ok(seconds < 5, "at once (%.2f s)", seconds);
@@ -156,7 +156,7 @@ static void test_strangers_change_nothing(void)
     contains(text, "refused: no valid proof of the cluster secret", "and why");
     contains(text, "refused 127.0.0.1:", "and the worker that hung up without the secret");
     contains(text, "it closed without proving it knows the cluster secret", "saying so");
-    fl_ps_client_close(good);
+    fl_task_client_close(good);
     fl_server_stop(ps);
     fl_cluster_free(spec);
     fl_tensor_free(w);
@@ -270,7 +270,7 @@ static void test_false_ps(void)
     FILE *log = tmpfile();
     fl_server *open_ps = start_ps(NULL, &spec, &port, log);
     double seconds;
-    fl_ps_client *c = open_client(port, good_file, 0, &seconds);
+    fl_task_client *c = open_client(port, good_file, 0, &seconds);
     ok(!c && fl_last_error_code() == FL_UNAUTHENTICATED, "a ps that never asks for the secret is refused: %s",
        fl_last_error());
     ok(seconds < 5, "at once (%.2f s)", seconds);

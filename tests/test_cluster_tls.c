@@ -1,7 +1,7 @@
 /* test_cluster_tls.c: a cluster with TLS on request (fl_cluster_set_tls):
  * a worker and a ps whose certificates the cluster's CA signed move
  * variables both ways, a big one too, over TLS 1.3 (the worker's TLS
- * tunnel, src/distributed_runtime/tls_tunnel.c; the ps's libevent_openssl
+ * tunnel, src/distributed_runtime/transport/tls_tunnel.c; the ps's libevent_openssl
  * bufferevents), with the shared secret as well; a certificate from
  * another CA is refused on either side, at once (UNAUTHENTICATED), and the
  * ps logs the refused peer; TLS handshakes fed a byte at a time are dropped
@@ -23,9 +23,9 @@
 #include "flowlab.h"
 #include "flowlab_cluster.h"
 #include "runtime.h"
-#include "distributed_runtime/cluster_security.h"
-#include "distributed_runtime/frame_reader.h"
-#include "distributed_runtime/ps_client.h"
+#include "distributed_runtime/partition/cluster_security.h"
+#include "distributed_runtime/transport/frame_reader.h"
+#include "distributed_runtime/transport/task_client.h"
 #include "loopback.h"
 
 enum { BIG = 1 << 20 }; /* 4 MB of floats: many TLS records each way */
@@ -71,7 +71,7 @@ static fl_server *start_ps(fl_cluster **spec, int *port, FILE *log, const char *
 }
 
 /* A worker's connection with the certificate and CA named, or without TLS when cert is NULL. */
-static fl_ps_client *open_client(int port, const char *cert, const char *ca, const char *secret_file,
+static fl_task_client *open_client(int port, const char *cert, const char *ca, const char *secret_file,
                                  double *seconds)
 {
     fl_cluster *mine = fl_cluster_from_flags("127.0.0.1:1", "127.0.0.1:2", "worker", 0);
@@ -81,7 +81,7 @@ static fl_ps_client *open_client(int port, const char *cert, const char *ca, con
                             .job = "ps", .task = 0, .tls = fl_cluster_tls(mine, false)};
     o.secret = fl_cluster_secret(mine, &o.secret_len);
     double start = fl_now_us();
-    fl_ps_client *c = fl_ps_client_open(&o, "worker", 0);
+    fl_task_client *c = fl_task_client_open(&o, "worker", 0);
     *seconds = (fl_now_us() - start) / 1e6;
     fl_error_code code = fl_last_error_code();
     char why[FL_ERROR_LEN];
@@ -98,7 +98,7 @@ static void test_variables_over_tls(const char *secret_file)
     FILE *log = tmpfile();
     fl_server *ps = start_ps(&spec, &port, log, secret_file);
     double seconds;
-    fl_ps_client *c = open_client(port, "task", "ca", secret_file, &seconds);
+    fl_task_client *c = open_client(port, "task", "ca", secret_file, &seconds);
     const char *what = secret_file ? "TLS and the secret" : "TLS";
     ok(ps && c, "%s: a worker whose certificate the cluster's CA signed is accepted (%s)", what,
        c ? "" : fl_last_error());
@@ -116,15 +116,15 @@ static void test_variables_over_tls(const char *secret_file)
     for (int i = 0; i < BIG; i++)
         fl_tensor_floats(ones)[i] = 1;
     fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 0.5f};
-    int rc = fl_ps_client_wait(c, fl_ps_client_init(c, "w", w, NULL));
+    int rc = fl_task_client_wait(c, fl_task_client_init(c, "w", w, NULL));
     for (int i = 0; i < 4 && rc == 0; i++)
-        rc = fl_ps_client_wait(c, fl_ps_client_apply(c, "w", &sgd, ones));
-    rc = rc ? rc : fl_ps_client_wait(c, fl_ps_client_pull(c, "w", back, BIG * sizeof *back));
+        rc = fl_task_client_wait(c, fl_task_client_apply(c, "w", &sgd, ones));
+    rc = rc ? rc : fl_task_client_wait(c, fl_task_client_pull(c, "w", back, BIG * sizeof *back));
     ok(rc == 0 && back[0] == -2.0f && back[BIG - 1] == (float)(BIG - 1) - 2.0f,
        "%s: a 4 MB variable goes out, four 4 MB gradients are applied, and it comes back right (%g, %g)", what,
        back[0], back[BIG - 1]);
-    ok(fl_ps_client_goodbye(c) == 0, "%s: the goodbye is answered", what);
-    fl_ps_client_close(c);
+    ok(fl_task_client_goodbye(c) == 0, "%s: the goodbye is answered", what);
+    fl_task_client_close(c);
     fl_server_stop(ps);
     fl_cluster_free(spec);
     fl_tensor_free(w);
@@ -206,7 +206,7 @@ static void test_tls_mismatch(bool server_tls)
     const char *mine = server_tls ? NULL : "task";
     const char *side = server_tls ? "a plain worker at a TLS ps" : "a TLS worker at a plain ps";
     double seconds;
-    fl_ps_client *c = open_client(port, mine, "ca", NULL, &seconds); /* its deadline: 30 s */
+    fl_task_client *c = open_client(port, mine, "ca", NULL, &seconds); /* its deadline: 30 s */
     ok(!c && strstr(fl_last_error(), "--tls_cert/--tls_key/--tls_ca"), "%s is refused, naming the flags: %s", side,
        fl_last_error());
     ok(seconds < 5, "%s: at once, not retried for the 30 s deadline (%.2f s)", side, seconds);
@@ -215,11 +215,11 @@ static void test_tls_mismatch(bool server_tls)
     else
         ok(fl_last_error_code() == FL_UNAUTHENTICATED, "the plain worker's error is UNAUTHENTICATED (%d)",
            (int)fl_last_error_code());
-    fl_ps_client_close(c);
+    fl_task_client_close(c);
     c = open_client(port, server_tls ? "task" : NULL, "ca", NULL, &seconds);
-    ok(c && fl_ps_client_goodbye(c) == 0, "%s: the ps serves a matching worker after it (%s)", side,
+    ok(c && fl_task_client_goodbye(c) == 0, "%s: the ps serves a matching worker after it (%s)", side,
        c ? "" : fl_last_error());
-    fl_ps_client_close(c);
+    fl_task_client_close(c);
     fl_server_stop(ps);
     char text[4096];
     read_log(log, text, sizeof text);
@@ -254,7 +254,7 @@ static void test_other_ca_refused(void)
     FILE *log = tmpfile();
     fl_server *ps = start_ps(&spec, &port, log, NULL);
     double seconds;
-    fl_ps_client *c = open_client(port, "other", "other_ca", NULL, &seconds);
+    fl_task_client *c = open_client(port, "other", "other_ca", NULL, &seconds);
     ok(!c && fl_last_error_code() == FL_UNAUTHENTICATED,
        "a worker that trusts another CA refuses the ps's certificate: %s", fl_last_error());
     ok(seconds < 5, "at once, not retried (%.2f s)", seconds);
@@ -284,13 +284,13 @@ static void test_other_ca_refused(void)
 static int exit_right_after_tls(int port)
 {
     double seconds;
-    fl_ps_client *c = open_client(port, "task", "ca", NULL, &seconds);
+    fl_task_client *c = open_client(port, "task", "ca", NULL, &seconds);
     if (!c) {
         fprintf(stderr, "the child could not connect: %s\n", fl_last_error());
         return 3;
     }
-    int rc = fl_ps_client_goodbye(c) == 0 ? 0 : 4;
-    fl_ps_client_close(c);
+    int rc = fl_task_client_goodbye(c) == 0 ? 0 : 4;
+    fl_task_client_close(c);
     return rc; /* exit() now: OpenSSL's exit handler runs, LeakSanitizer's after it */
 }
 

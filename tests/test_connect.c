@@ -1,5 +1,5 @@
 /* test_connect.c: a worker reaching a task that is not up yet
- * (src/distributed_runtime/connect.c): it waits with growing pauses, says whom it waits
+ * (src/distributed_runtime/transport/connect.c): it waits with growing pauses, says whom it waits
  * for, connects once the peer listens, and gives up at its deadline with an
  * error naming the task. Loopback only, on ports the kernel picks. */
 #include <netinet/in.h>
@@ -9,7 +9,7 @@
 
 #include "tap.h"
 #include "flowlab.h"
-#include "distributed_runtime/connect.h"
+#include "distributed_runtime/transport/connect.h"
 #include "loopback.h"
 
 typedef struct {

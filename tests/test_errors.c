@@ -16,7 +16,7 @@
 #include "flowlab_cluster.h"
 #include "loopback.h"
 #include "runtime.h" /* fl_set_error_code, fl_prefix_error */
-#include "distributed_runtime/wire.h"
+#include "distributed_runtime/transport/wire.h"
 
 static void is_code(fl_error_code got, fl_error_code want, const char *what)
 {

@@ -9,7 +9,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "distributed_runtime/ps_client.h"
+#include "distributed_runtime/transport/task_client.h"
 #include "loopback.h"
 #include "partition_fixture.h"
 #include "tap.h"
@@ -48,10 +48,10 @@ static int wait_exit(pid_t pid, double deadline_s)
     return -1;
 }
 
-static fl_ps_client *connect_to(int port, const char *who)
+static fl_task_client *connect_to(int port, const char *who)
 {
     fl_connect_options o = {.who = who, .host = "127.0.0.1", .port = port, .deadline_s = 30, .log_prefix = "client"};
-    return fl_ps_client_open(&o, FL_WIRE_CLIENT_JOB, 0);
+    return fl_task_client_open(&o, FL_WIRE_CLIENT_JOB, 0);
 }
 
 static void train(remote_run *ps, remote_run *worker)
@@ -87,18 +87,18 @@ static void test_keep_running(void)
     char ps_hosts[64];
     snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", port);
     pid_t pid = start_server(ps_hosts, "127.0.0.1:1", "ps", 0, "--keep_running");
-    fl_ps_client *first = connect_to(port, "/job:ps/task:0");
-    ok(first && fl_ps_client_goodbye(first) == 0, "a client of a --keep_running server says goodbye");
-    fl_ps_client_close(first);
+    fl_task_client *first = connect_to(port, "/job:ps/task:0");
+    ok(first && fl_task_client_goodbye(first) == 0, "a client of a --keep_running server says goodbye");
+    fl_task_client_close(first);
     ok(wait_exit(pid, 1.0) == -1, "the server is still there a second later");
-    fl_ps_client *second = connect_to(port, "/job:ps/task:0");
+    fl_task_client *second = connect_to(port, "/job:ps/task:0");
     fl_graph_partition p;
     uint64_t handle;
     ps_partition(&p);
     ok(second && fl_partition_register(second, &p, &handle) == 0, "and a second client registers a partition on it: %s",
        fl_last_error());
     fl_graph_partition_free(&p);
-    fl_ps_client_close(second);
+    fl_task_client_close(second);
     kill(pid, SIGTERM);
     bool stopped = wait_exit(pid, 10) >= 0;
     ok(stopped, "it is stopped by a signal (waited up to 10 s)");
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
     if (ps.client && worker.client) {
         initialize(&ps);
         train(&ps, &worker);
-        ok(fl_ps_client_goodbye(ps.client) == 0 && fl_ps_client_goodbye(worker.client) == 0, "the client said goodbye");
+        ok(fl_task_client_goodbye(ps.client) == 0 && fl_task_client_goodbye(worker.client) == 0, "the client said goodbye");
     }
     for (int i = 0; i < 2; i++) {
         int status = wait_exit(pids[i], 20);
@@ -164,8 +164,8 @@ int main(int argc, char **argv)
     contains(log ? log : "", "ran 3 steps of partitions; per step, 0.000 MB of values came from other tasks",
              "and, at exit, what crossed tasks per step");
     free(log);
-    fl_ps_client_close(ps.client);
-    fl_ps_client_close(worker.client);
+    fl_task_client_close(ps.client);
+    fl_task_client_close(worker.client);
     remove(log_path[0]);
     remove(log_path[1]);
     return done_testing();

@@ -6,8 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "distributed_runtime/frame_reader.h"
-#include "distributed_runtime/wire.h"
+#include "distributed_runtime/transport/frame_reader.h"
+#include "distributed_runtime/transport/wire.h"
 #include "flowlab.h"
 #include "runtime.h"
 #include "tap.h"

@@ -5,8 +5,8 @@
  * a run does not need stays out; a fed node becomes a Placeholder; an update
  * of another task's variable is refused, naming the node. */
 #include "tap.h"
-#include "distributed_runtime/graph_partition.h"
-#include "distributed_runtime/run_plan.h"
+#include "distributed_runtime/partition/graph_partition.h"
+#include "distributed_runtime/partition/run_plan.h"
 
 #define PS "/job:ps/task:0"
 

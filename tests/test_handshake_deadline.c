@@ -16,9 +16,9 @@
 #include "flowlab.h"
 #include "flowlab_cluster.h"
 #include "runtime.h"
-#include "distributed_runtime/cluster_security.h"
-#include "distributed_runtime/ps_client.h"
-#include "distributed_runtime/socket_writer.h"
+#include "distributed_runtime/partition/cluster_security.h"
+#include "distributed_runtime/transport/task_client.h"
+#include "distributed_runtime/transport/socket_writer.h"
 #include "loopback.h"
 
 #define DEADLINE_S 2.0
@@ -77,13 +77,13 @@ static void stop_child(pid_t pid)
 
 /* Opens a worker's connection to port with the secret (or none); its
  * error in why; the seconds it took in *took. */
-static fl_ps_client *open_worker(int port, const unsigned char *secret, size_t len, char *why, size_t why_len,
+static fl_task_client *open_worker(int port, const unsigned char *secret, size_t len, char *why, size_t why_len,
                                  double *took)
 {
     fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = DEADLINE_S,
                             .job = "ps", .task = 0, .secret = secret, .secret_len = len, .log = stderr};
     double start = fl_now_s();
-    fl_ps_client *c = fl_ps_client_open(&o, "worker", 0);
+    fl_task_client *c = fl_task_client_open(&o, "worker", 0);
     *took = fl_now_s() - start;
     snprintf(why, why_len, "%s", c ? "" : fl_last_error());
     return c;
@@ -93,12 +93,12 @@ static void check_ends(const char *what, int port, const unsigned char *secret, 
 {
     char why[1024];
     double took;
-    fl_ps_client *c = open_worker(port, secret, len, why, sizeof why, &took);
+    fl_task_client *c = open_worker(port, secret, len, why, sizeof why, &took);
     ok(!c && took < DEADLINE_S + 3, "%s: the worker gives up in %.1f s (deadline %g s)", what, took, DEADLINE_S);
     contains(why, "/job:ps/task:0", "the error names the ps");
     contains(why, want, "and says why");
     if (c)
-        fl_ps_client_close(c);
+        fl_task_client_close(c);
 }
 
 static void test_silent_ps(void)

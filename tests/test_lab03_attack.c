@@ -20,7 +20,7 @@
 #include "lab_runner.h"
 #include "loopback.h"
 #include "runtime.h"
-#include "distributed_runtime/wire.h"
+#include "distributed_runtime/transport/wire.h"
 
 #define ATTACKERS 150
 #define STEPS 40

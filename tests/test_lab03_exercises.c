@@ -8,7 +8,7 @@
 #include "solutions/staleness.c" /* my_async_staleness, the reference answer */
 #include "solutions/partition_edges.c" /* my_partition_edges, the reference answer */
 #include "check_graphs.h"
-#include "distributed_runtime/graph_partition.h"
+#include "distributed_runtime/partition/graph_partition.h"
 
 /* Chapter 4: "With two workers the gradient is one step stale on average;
  * with fifty, it is dozens of steps stale". */

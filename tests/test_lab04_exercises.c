@@ -6,7 +6,7 @@
  * costs on average. */
 #include "flowlab.h"
 #include "lab_runner.h"
-#include "distributed_runtime/ps_sync.h"
+#include "distributed_runtime/ps/ps_sync.h"
 #include "solutions/accumulator.c" /* my_gradient_arrives, the reference answer */
 #include "solutions/steps_lost.c"  /* my_steps_lost, the reference answer */
 #include "solutions/checkpoint_interval.c" /* my_expected_waste, my_best_save_every */

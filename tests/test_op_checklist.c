@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "backend_entry.h"
-#include "distributed_runtime/graph_wire.h"
+#include "distributed_runtime/partition/graph_wire.h"
 #include "tap.h"
 
 /* The one place this test reads a backend's table. */
@@ -182,7 +182,7 @@ static void check_wire(fl_op_kind op)
     if (!ok(built >= 0, "%s: a node with %d inputs builds", type_of(op), n))
         diag("%s; give tests/test_op_checklist.c's CANDIDATES inputs its shape rule takes", fl_graph_error(g));
     else if (!ok(round_trips(g, op, n), "%s: with %d inputs it comes back from the wire as it went", type_of(op), n))
-        diag("the wire's decoder checks inputs by the op's signature (src/distributed_runtime/graph_wire_ops.c)");
+        diag("the wire's decoder checks inputs by the op's signature (src/distributed_runtime/partition/graph_wire_ops.c)");
     fl_graph_free(g);
 }
 

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/frame_reader.h"
-#include "distributed_runtime/graph_wire.h"
-#include "distributed_runtime/partition_client.h"
-#include "distributed_runtime/remote_device.h"
+#include "distributed_runtime/transport/frame_reader.h"
+#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_client.h"
+#include "distributed_runtime/ps/remote_device.h"
 #include "flowlab_cluster.h"
 #include "loopback.h"
 #include "partition_fixture.h"
@@ -29,11 +29,11 @@ typedef struct {
     char log_path[64];
 } tasks;
 
-static fl_ps_client *connect_client(const tasks *t, int which)
+static fl_task_client *connect_client(const tasks *t, int which)
 {
     fl_connect_options o = {.who = which ? "/job:worker/task:0" : "/job:ps/task:0", .host = "127.0.0.1",
                             .port = t->port[which], .deadline_s = 20, .log_prefix = "client"};
-    return fl_ps_client_open(&o, FL_WIRE_CLIENT_JOB, 0);
+    return fl_task_client_open(&o, FL_WIRE_CLIENT_JOB, 0);
 }
 
 static bool start_tasks(tasks *t)
@@ -98,7 +98,7 @@ static void test_second_client_shares(const tasks *t)
        w ? w[1] : -1);
     if (other.rc == 0)
         fl_tensor_free(other.out[0]);
-    fl_ps_client_close(other.client);
+    fl_task_client_close(other.client);
 }
 
 /* Both task servers run in this process, on its one host device: its
@@ -294,12 +294,12 @@ static void register_pair(tasks *t, remote_run *ps, remote_run *worker)
 
 static void say_goodbye(tasks *t, remote_run *ps, remote_run *worker)
 {
-    ok(fl_ps_client_goodbye(ps->client) == 0 && fl_ps_client_goodbye(worker->client) == 0,
+    ok(fl_task_client_goodbye(ps->client) == 0 && fl_task_client_goodbye(worker->client) == 0,
        "the client says goodbye to both tasks");
     ok(fl_server_join(t->server[0], 10) == 0 && fl_server_join(t->server[1], 10) == 0,
        "both servers are done once their client said goodbye (waited up to 10 s each)");
-    fl_ps_client_close(ps->client);
-    fl_ps_client_close(worker->client);
+    fl_task_client_close(ps->client);
+    fl_task_client_close(worker->client);
 }
 
 int main(void)
@@ -320,7 +320,7 @@ int main(void)
     test_deregister(&ps);
     test_lost_client(&t);
     /* A new client after the lost one: registers again and trains. */
-    fl_ps_client_close(worker.client);
+    fl_task_client_close(worker.client);
     fl_graph_partition q;
     worker_partition(&q);
     worker.client = connect_client(&t, 1);

@@ -1,14 +1,15 @@
 /* test_partition_wire.c: the frames of in-graph replication across tasks
  * (REGISTER_PARTITION .. DEREGISTER_PARTITION) and a partition's graph as
- * bytes (graph_wire), with no sockets: every frame round trips, a partition
+ * bytes (graph_wire), with no sockets: every frame round trips (a lent
+ * SEND_TENSOR's head and data make the whole frame's bytes), a partition
  * comes back node for node, and malformed or oversized ones are refused
  * with a message naming the node, never a crash. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/graph_wire.h"
-#include "distributed_runtime/wire.h"
+#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/transport/wire.h"
 #include "runtime.h"
 #include "tap.h"
 
@@ -327,11 +328,32 @@ static void test_graph_refusals(void)
     contains(fl_last_error(), "partition format 2; this task reads format 3 only", "saying which format it reads");
 }
 
+/* A SEND_TENSOR whose data is lent: its head, then the data where it lies,
+ * make the bytes of the whole frame. */
+static void test_lent_send(void)
+{
+    float values[300];
+    for (int i = 0; i < 300; i++)
+        values[i] = (float)i / 7.0f;
+    fl_tensor t = {.dtype = FL_FLOAT32, .shape = fl_shape_make(2, 3, 100), .data = values};
+    fl_wire_buf whole = {0}, head = {0};
+    const char *key = "g:/job:worker/task:0->/job:ps/task:0";
+    int rc = fl_wire_put_send_tensor(&whole, 7, 42, key, &t) | fl_wire_put_send_tensor_head(&head, 7, 42, key, &t);
+    ok(rc == 0 && whole.lent == NULL && head.lent == values && head.lent_len == sizeof values,
+       "the head lends the value's data (%zu bytes), the whole frame lends nothing", head.lent_len);
+    ok(head.len + head.lent_len == whole.len && memcmp(head.data, whole.data, head.len) == 0 &&
+           memcmp(whole.data + head.len, values, sizeof values) == 0,
+       "head and lent data are the whole frame's bytes (%zu + %zu of %zu)", head.len, head.lent_len, whole.len);
+    fl_wire_buf_free(&whole);
+    fl_wire_buf_free(&head);
+}
+
 int main(void)
 {
     test_run_partition();
     test_hostile_counts();
     test_small_frames();
+    test_lent_send();
     test_step_trace();
     test_graph_round_trip();
     test_graph_refusals();

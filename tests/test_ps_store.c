@@ -1,10 +1,10 @@
-/* test_ps_store.c: a parameter server's variables (src/distributed_runtime/ps_store.c):
+/* test_ps_store.c: a parameter server's variables (src/distributed_runtime/ps/ps_store.c):
  * assigned once, updated in place by state ops run with the host's kernels,
  * and every bad request refused with a message naming the variable. */
 #include "tap.h"
 #include "flowlab.h"
 #include "runtime.h"
-#include "distributed_runtime/ps_store.h"
+#include "distributed_runtime/ps/ps_store.h"
 
 static fl_tensor *filled(fl_dtype dtype, fl_shape shape, float value)
 {

@@ -1,5 +1,5 @@
 /* test_recv_executor.c: Send and Recv as nodes of the one executor, on a
- * task's rendezvous device (src/distributed_runtime/backend_rendezvous.c),
+ * task's rendezvous device (src/distributed_runtime/partition/backend_rendezvous.c),
  * without sockets: a Send puts its value straight into the peer's
  * rendezvous. Two tasks on two threads whose graphs would deadlock an
  * executor that blocked on one Recv (task 1 reads A before it can send B,
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "device.h"
-#include "distributed_runtime/rendezvous_device.h"
+#include "distributed_runtime/partition/rendezvous_device.h"
 #include "session_access.h"
 #include "tap.h"
 

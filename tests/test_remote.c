@@ -1,5 +1,5 @@
 /* test_remote.c: a worker's session with its variables on a ps task (the
- * remote backend, src/distributed_runtime/backend_remote.c) against a real ps server on a
+ * remote backend, src/distributed_runtime/ps/backend_remote.c) against a real ps server on a
  * loopback port: the same losses as the same graph kept local, the values
  * on the ps, Adam's slots there, a refused op, the ps done once the worker
  * says goodbye, a worker with no server of its own, a traced step's
@@ -15,8 +15,8 @@
 #include "tap.h"
 #include "flowlab.h"
 #include "flowlab_cluster.h"
-#include "distributed_runtime/frame_reader.h"
-#include "distributed_runtime/socket_writer.h"
+#include "distributed_runtime/transport/frame_reader.h"
+#include "distributed_runtime/transport/socket_writer.h"
 #include "loopback.h"
 
 typedef struct {

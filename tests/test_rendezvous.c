@@ -1,5 +1,5 @@
 /* test_rendezvous.c: the table where values sent task to task wait for the
- * run that needs them (src/distributed_runtime/rendezvous.c), on its own: a
+ * run that needs them (src/distributed_runtime/partition/rendezvous.c), on its own: a
  * value put before or after the take arrives, a waiting take woken by
  * another thread, an abort and a deadline that end a wait with the right
  * code and a message naming the key and the sender, and values of a step
@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "distributed_runtime/rendezvous.h"
+#include "distributed_runtime/partition/rendezvous.h"
 #include "tap.h"
 
 static const fl_rendezvous_wait_options WAIT = {"/job:ps/task:0", 5, NULL, "test"};

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "distributed_runtime/frame_reader.h"
-#include "distributed_runtime/graph_wire.h"
-#include "distributed_runtime/partition_client.h"
-#include "distributed_runtime/socket_writer.h"
+#include "distributed_runtime/transport/frame_reader.h"
+#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_client.h"
+#include "distributed_runtime/transport/socket_writer.h"
 #include "flowlab_cluster.h"
 #include "loopback.h"
 #include "runtime.h"

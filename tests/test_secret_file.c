@@ -1,5 +1,5 @@
 /* test_secret_file.c: the cluster's secret file is read with care
- * (src/distributed_runtime/cluster_security.c): within its 1,024-byte
+ * (src/distributed_runtime/partition/cluster_security.c): within its 1,024-byte
  * bound, only a regular file of this user's, never through a symbolic link,
  * and without blocking on a FIFO; each refusal names the file. */
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* test_secure_listen.c: secure by default on a network
- * (src/distributed_runtime/listen_security.c): a task server asked to listen
+ * (src/distributed_runtime/partition/listen_security.c): a task server asked to listen
  * on 0.0.0.0 without a secret refuses, naming --cluster_secret_file and
  * --insecure_listen; with the switch (or FLOWLAB_INSECURE_LISTEN=1) it starts
  * and warns; with a secret, or on 127.0.0.1, it starts as before. Through

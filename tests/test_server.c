@@ -15,7 +15,7 @@
 #include "tap.h"
 #include "flowlab.h"
 #include "flowlab_cluster.h"
-#include "distributed_runtime/ps_client.h"
+#include "distributed_runtime/transport/task_client.h"
 #include "loopback.h"
 
 enum { GOOD_UPDATES = 300, WIDTH = 1000 };
@@ -101,7 +101,7 @@ static void *work(void *p)
 {
     good_worker *w = p;
     fl_connect_options where = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = w->port, .deadline_s = 10};
-    fl_ps_client *c = fl_ps_client_open(&where, "worker", 0);
+    fl_task_client *c = fl_task_client_open(&where, "worker", 0);
     if (!c) {
         w->failures = -1;
         return NULL;
@@ -110,17 +110,17 @@ static void *work(void *p)
     fl_tensor *ones = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
     for (int i = 0; i < WIDTH; i++)
         fl_tensor_floats(ones)[i] = 1;
-    fl_ps_client_wait(c, fl_ps_client_init(c, "w", zeros, NULL));
+    fl_task_client_wait(c, fl_task_client_init(c, "w", zeros, NULL));
     fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 1};
     for (int i = 0; i < GOOD_UPDATES; i++) {
-        uint32_t id = fl_ps_client_apply(c, "w", &sgd, ones);
-        if (!id || (i % 50 == 49 && fl_ps_client_wait(c, id) != 0))
+        uint32_t id = fl_task_client_apply(c, "w", &sgd, ones);
+        if (!id || (i % 50 == 49 && fl_task_client_wait(c, id) != 0))
             w->failures++;
     }
     float value[WIDTH];
-    w->failures += fl_ps_client_wait(c, fl_ps_client_pull(c, "w", value, sizeof value)) != 0;
+    w->failures += fl_task_client_wait(c, fl_task_client_pull(c, "w", value, sizeof value)) != 0;
     w->final_value = value[WIDTH - 1];
-    fl_ps_client_close(c);
+    fl_task_client_close(c);
     fl_tensor_free(zeros);
     fl_tensor_free(ones);
     return NULL;
@@ -214,10 +214,10 @@ static void test_bad_input_beside_a_good_worker(void)
 
     /* w exists before any bad client can race to give it another shape. */
     fl_connect_options where = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
-    fl_ps_client *first = fl_ps_client_open(&where, "worker", 1);
+    fl_task_client *first = fl_task_client_open(&where, "worker", 1);
     fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
-    ok(first && fl_ps_client_wait(first, fl_ps_client_init(first, "w", zeros, NULL)) == 0, "w is initialised");
-    fl_ps_client_close(first);
+    ok(first && fl_task_client_wait(first, fl_task_client_init(first, "w", zeros, NULL)) == 0, "w is initialised");
+    fl_task_client_close(first);
     fl_tensor_free(zeros);
 
     good_worker w = {.port = port};
@@ -246,7 +246,7 @@ typedef struct {
     fl_cluster *spec;
     FILE *log;
     fl_server *ps;
-    fl_ps_client *worker[2];
+    fl_task_client *worker[2];
 } two_workers;
 
 static bool start_two_workers(two_workers *t)
@@ -257,15 +257,15 @@ static bool start_two_workers(two_workers *t)
     t->ps = start_ps(&t->spec, &port, &options);
     fl_connect_options where = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
     for (int i = 0; i < 2; i++)
-        t->worker[i] = t->ps ? fl_ps_client_open(&where, "worker", i) : NULL;
+        t->worker[i] = t->ps ? fl_task_client_open(&where, "worker", i) : NULL;
     return ok(t->worker[0] && t->worker[1], "two workers connect");
 }
 
 /* Closes the workers and stops the ps; its log, complete, into text. */
 static void stop_two_workers(two_workers *t, char *text, size_t len)
 {
-    fl_ps_client_close(t->worker[1]);
-    fl_ps_client_close(t->worker[0]);
+    fl_task_client_close(t->worker[1]);
+    fl_task_client_close(t->worker[0]);
     fl_server_stop(t->ps);
     fl_cluster_free(t->spec);
     rewind(t->log);
@@ -284,17 +284,17 @@ static void test_straggler_released_at_goodbye(void)
         stop_two_workers(&t, text, sizeof text);
         return;
     }
-    fl_ps_client *straggler = t.worker[0], *other = t.worker[1];
+    fl_task_client *straggler = t.worker[0], *other = t.worker[1];
     int32_t zero = 0, one = 1, seen = -1;
     fl_tensor *start = fl_tensor_from_ints(fl_shape_make(0), &zero), *delta = fl_tensor_from_ints(fl_shape_make(0), &one);
     fl_wire_sync sync = {.step = 0, .replicas = 2};
-    fl_ps_client_wait(straggler, fl_ps_client_init(straggler, "global_step", start, NULL));
-    fl_ps_client_wait(straggler, fl_ps_client_sync_assignment(straggler, FL_WIRE_SYNC_ASSIGN_ADD, &sync, "global_step", delta));
-    uint32_t token = fl_ps_client_wait_step(straggler, "global_step", FL_WIRE_STEP_UNKNOWN, &seen);
+    fl_task_client_wait(straggler, fl_task_client_init(straggler, "global_step", start, NULL));
+    fl_task_client_wait(straggler, fl_task_client_sync_assignment(straggler, FL_WIRE_SYNC_ASSIGN_ADD, &sync, "global_step", delta));
+    uint32_t token = fl_task_client_wait_step(straggler, "global_step", FL_WIRE_STEP_UNKNOWN, &seen);
     usleep(300000);
-    ok(fl_ps_client_done(straggler, token) == 0, "a token for a step 1 of 2 replicas has counted is parked");
-    ok(fl_ps_client_goodbye(other) == 0, "the other worker says goodbye");
-    int answered = fl_ps_client_wait(straggler, token);
+    ok(fl_task_client_done(straggler, token) == 0, "a token for a step 1 of 2 replicas has counted is parked");
+    ok(fl_task_client_goodbye(other) == 0, "the other worker says goodbye");
+    int answered = fl_task_client_wait(straggler, token);
     ok(answered == 0 && seen == 0, "then the straggler's token is answered at once, with the step as it is (%d)", seen);
     fl_tensor_free(start);
     fl_tensor_free(delta);
@@ -312,22 +312,22 @@ static void test_mixed_sync_modes(void)
         stop_two_workers(&t, text, sizeof text);
         return;
     }
-    fl_ps_client *sync_worker = t.worker[0], *async_worker = t.worker[1];
+    fl_task_client *sync_worker = t.worker[0], *async_worker = t.worker[1];
     float zero = 0, one = 1;
     fl_tensor *w = fl_tensor_from_floats(fl_shape_make(0), &zero), *grad = fl_tensor_from_floats(fl_shape_make(0), &one);
     fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 0.5f};
     fl_wire_sync sync = {.step = 0, .replicas = 2};
-    fl_ps_client_wait(sync_worker, fl_ps_client_init(sync_worker, "w", w, NULL));
-    ok(fl_ps_client_wait(sync_worker, fl_ps_client_sync_apply(sync_worker, &sync, "w", &sgd, grad)) == 0,
+    fl_task_client_wait(sync_worker, fl_task_client_init(sync_worker, "w", w, NULL));
+    ok(fl_task_client_wait(sync_worker, fl_task_client_sync_apply(sync_worker, &sync, "w", &sgd, grad)) == 0,
        "worker 0's synchronous update is served");
-    int refused = fl_ps_client_wait(async_worker, fl_ps_client_apply(async_worker, "w", &sgd, grad));
+    int refused = fl_task_client_wait(async_worker, fl_task_client_apply(async_worker, "w", &sgd, grad));
     snprintf(error, sizeof error, "%s", fl_last_error());
     ok(refused == -1 && fl_last_error_code() == FL_INVALID_ARGUMENT, "worker 1's asynchronous APPLY is refused: %s", error);
     contains(error, "/job:worker/task:0 trains with --sync_replicas true, and /job:worker/task:1 with --sync_replicas false",
              "naming both workers and the flag");
-    ok(fl_ps_client_wait(async_worker, fl_ps_client_apply(async_worker, "w", &sgd, grad)) == -1,
+    ok(fl_task_client_wait(async_worker, fl_task_client_apply(async_worker, "w", &sgd, grad)) == -1,
        "and so is its next one");
-    ok(fl_ps_client_wait(sync_worker, fl_ps_client_sync_apply(sync_worker, &sync, "w", &sgd, grad)) == 0,
+    ok(fl_task_client_wait(sync_worker, fl_task_client_sync_apply(sync_worker, &sync, "w", &sgd, grad)) == 0,
        "worker 0 goes on");
     stop_two_workers(&t, text, sizeof text);
     const char *line = strstr(text, "refused an update from");
@@ -348,7 +348,7 @@ static void test_big_tensors_in_place(void)
     if (!ok(ps != NULL, "a ps for big tensors"))
         return;
     fl_connect_options where = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
-    fl_ps_client *c = fl_ps_client_open(&where, "worker", 0);
+    fl_task_client *c = fl_task_client_open(&where, "worker", 0);
     enum { N = 300001 }; /* 1.2 MB, and an odd count of floats */
     fl_tensor *w = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, N)), *grad = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, N));
     for (int i = 0; i < N; i++) {
@@ -356,11 +356,11 @@ static void test_big_tensors_in_place(void)
         fl_tensor_floats(grad)[i] = 1.0f;
     }
     fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 0.5f};
-    bool ran = c && fl_ps_client_wait(c, fl_ps_client_init(c, "dense_1/kernel", w, NULL)) == 0;
+    bool ran = c && fl_task_client_wait(c, fl_task_client_init(c, "dense_1/kernel", w, NULL)) == 0;
     for (int k = 0; ran && k < 3; k++)
-        ran = fl_ps_client_wait(c, fl_ps_client_apply(c, "dense_1/kernel", &sgd, grad)) == 0;
+        ran = fl_task_client_wait(c, fl_task_client_apply(c, "dense_1/kernel", &sgd, grad)) == 0;
     float *back = calloc(N, sizeof *back);
-    ran = ran && fl_ps_client_wait(c, fl_ps_client_pull(c, "dense_1/kernel", back, N * sizeof *back)) == 0;
+    ran = ran && fl_task_client_wait(c, fl_task_client_pull(c, "dense_1/kernel", back, N * sizeof *back)) == 0;
     ok(ran && back[0] == -1.5f && back[N - 1] == (float)(N - 1) - 1.5f,
        "three big updates and a pull round trip (first %g, last %g)", back[0], back[N - 1]);
     fl_server_stats st;
@@ -370,7 +370,7 @@ static void test_big_tensors_in_place(void)
     free(back);
     fl_tensor_free(w);
     fl_tensor_free(grad);
-    fl_ps_client_close(c);
+    fl_task_client_close(c);
     fl_server_stop(ps);
     fl_cluster_free(spec);
 }

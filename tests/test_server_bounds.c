@@ -26,10 +26,10 @@
 #include "flowlab.h"
 #include "flowlab_cluster.h"
 #include "runtime.h"
-#include "distributed_runtime/cluster_security.h"
-#include "distributed_runtime/frame_reader.h"
-#include "distributed_runtime/ps_client.h"
-#include "distributed_runtime/socket_writer.h"
+#include "distributed_runtime/partition/cluster_security.h"
+#include "distributed_runtime/transport/frame_reader.h"
+#include "distributed_runtime/transport/task_client.h"
+#include "distributed_runtime/transport/socket_writer.h"
 #include "loopback.h"
 
 #define ATTACKERS 150
@@ -73,12 +73,12 @@ static void run_ps(const char *ps_hosts, const char *worker_hosts)
     _exit(rc);
 }
 
-static fl_ps_client *open_worker(int port, fl_cluster *mine)
+static fl_task_client *open_worker(int port, fl_cluster *mine)
 {
     fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 30,
                             .job = "ps", .task = 0};
     o.secret = fl_cluster_secret(mine, &o.secret_len);
-    return fl_ps_client_open(&o, "worker", 0);
+    return fl_task_client_open(&o, "worker", 0);
 }
 
 /* Opens the attackers' connections, as many as the kernel takes (the ps accepts only some). */
@@ -140,18 +140,18 @@ static bool big_frame_refused_from_header(int port)
 }
 
 /* The worker's training: UPDATES steps of SGD on w, the attack going on. */
-static int train(fl_ps_client *c, int fds[ATTACKERS], const unsigned char *hello, size_t hello_len,
+static int train(fl_task_client *c, int fds[ATTACKERS], const unsigned char *hello, size_t hello_len,
                  int *most_open)
 {
     fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
     fl_tensor *ones = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
     for (int i = 0; i < WIDTH; i++)
         fl_tensor_floats(ones)[i] = 1;
-    int failures = fl_ps_client_wait(c, fl_ps_client_init(c, "w", zeros, NULL)) != 0;
+    int failures = fl_task_client_wait(c, fl_task_client_init(c, "w", zeros, NULL)) != 0;
     fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 1};
     double next_byte = fl_now_s();
     for (int i = 0, at = 0; i < UPDATES; i++) {
-        failures += fl_ps_client_wait(c, fl_ps_client_apply(c, "w", &sgd, ones)) != 0;
+        failures += fl_task_client_wait(c, fl_task_client_apply(c, "w", &sgd, ones)) != 0;
         if (fl_now_s() >= next_byte && (size_t)at < hello_len - 1) { /* never the last byte */
             int open_count = trickle(fds, hello, (size_t)at++);
             *most_open = open_count > *most_open ? open_count : *most_open;
@@ -225,7 +225,7 @@ static long file_size(const char *path)
     return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
-static void attack_while_training(fl_ps_client *worker, int port, pid_t ps)
+static void attack_while_training(fl_task_client *worker, int port, pid_t ps)
 {
     static int fds[ATTACKERS];
     fl_wire_buf hello = {0};
@@ -239,7 +239,7 @@ static void attack_while_training(fl_ps_client *worker, int port, pid_t ps)
     ok(failures == 0, "the worker with the secret trained %d steps under the attack in %.1f s", UPDATES,
        fl_now_s() - start);
     float w[WIDTH] = {0};
-    int pulled = fl_ps_client_wait(worker, fl_ps_client_pull(worker, "w", w, sizeof w));
+    int pulled = fl_task_client_wait(worker, fl_task_client_pull(worker, "w", w, sizeof w));
     ok(pulled == 0 && w[0] == -UPDATES && w[WIDTH - 1] == -UPDATES, "every update landed: w = %g (want %d)",
        (double)w[0], -UPDATES);
     int left = still_open_after(fds, 5);
@@ -279,18 +279,18 @@ static void test_goodbyes_from_others(void)
     fl_server_options options = {.log = log};
     fl_server *ps = fl_server_start(spec, &options);
     fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
-    fl_ps_client *worker = ps ? fl_ps_client_open(&o, "worker", 0) : NULL;
+    fl_task_client *worker = ps ? fl_task_client_open(&o, "worker", 0) : NULL;
     fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
-    ok(worker && fl_ps_client_wait(worker, fl_ps_client_init(worker, "w", zeros, NULL)) == 0,
+    ok(worker && fl_task_client_wait(worker, fl_task_client_init(worker, "w", zeros, NULL)) == 0,
        "a ps without a secret serves worker 0 (%s)", worker ? "" : fl_last_error());
     ok(goodbye_as(port, "client", 0), "a stranger's GOODBYE as client is answered");
     ok(fl_server_join(ps, 0.3) == 1, "but does not end a ps that serves workers");
     ok(goodbye_as(port, "ps", 0), "a GOODBYE from /job:ps/task:0 is answered");
     ok(fl_server_join(ps, 0.3) == 1, "but is not counted as worker 0's");
-    ok(worker && fl_ps_client_goodbye(worker) == 0 && fl_server_join(ps, 10) == 0,
+    ok(worker && fl_task_client_goodbye(worker) == 0 && fl_server_join(ps, 10) == 0,
        "worker 0's own goodbye ends the ps");
     if (worker)
-        fl_ps_client_close(worker);
+        fl_task_client_close(worker);
     fl_tensor_free(zeros);
     fl_server_stop(ps);
     fl_cluster_free(spec);
@@ -311,16 +311,16 @@ static void test_unread_replies_and_variables(void)
     fl_server_options options = {.log = log, .max_unread_reply_bytes = 1 << 20, .max_variables = 2};
     fl_server *ps = fl_server_start(spec, &options);
     fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
-    fl_ps_client *worker = ps ? fl_ps_client_open(&o, "worker", 0) : NULL;
+    fl_task_client *worker = ps ? fl_task_client_open(&o, "worker", 0) : NULL;
     fl_tensor *big = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 65536));
-    ok(worker && fl_ps_client_wait(worker, fl_ps_client_init(worker, "big", big, NULL)) == 0 &&
-           fl_ps_client_wait(worker, fl_ps_client_init(worker, "other", big, NULL)) == 0,
+    ok(worker && fl_task_client_wait(worker, fl_task_client_init(worker, "big", big, NULL)) == 0 &&
+           fl_task_client_wait(worker, fl_task_client_init(worker, "other", big, NULL)) == 0,
        "two variables of 256 KB");
-    ok(worker && fl_ps_client_wait(worker, fl_ps_client_init(worker, "third", big, NULL)) != 0,
+    ok(worker && fl_task_client_wait(worker, fl_task_client_init(worker, "third", big, NULL)) != 0,
        "a third is refused (--max_variables 2)");
     contains(fl_last_error(), "--max_variables", "the error names the flag");
     if (worker)
-        fl_ps_client_close(worker);
+        fl_task_client_close(worker);
     fl_wire_buf buf = {0};
     fl_wire_put_hello(&buf, 1, "worker", 0);
     for (uint32_t i = 0; i < 200; i++)
@@ -466,12 +466,12 @@ int main(void)
         run_ps(ps_hosts, worker_hosts);
     fl_cluster *mine = fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 0);
     fl_cluster_set_secret_file(mine, secret_file);
-    fl_ps_client *worker = open_worker(port, mine);
+    fl_task_client *worker = open_worker(port, mine);
     ok(worker != NULL, "the worker with the secret connects (%s)", worker ? "" : fl_last_error());
     if (worker) {
         attack_while_training(worker, port, ps);
-        ok(fl_ps_client_goodbye(worker) == 0, "the worker says goodbye");
-        fl_ps_client_close(worker);
+        ok(fl_task_client_goodbye(worker) == 0, "the worker says goodbye");
+        fl_task_client_close(worker);
     }
     int rc = wait_child(ps, 20);
     ok(rc == 0, "the ps exits 0 after the worker's goodbye (status %d; -1: killed after 20 s)", rc);

@@ -16,7 +16,7 @@
 #include "flowlab.h"
 #include "flowlab_cluster.h"
 #include "runtime.h"
-#include "distributed_runtime/ps_client.h"
+#include "distributed_runtime/transport/task_client.h"
 #include "loopback.h"
 
 #define DEADLINE_S 3.0
@@ -149,16 +149,16 @@ static void test_workers_gave_up(void)
     fl_server *old = fl_server_start(ps_spec, &o);
     fl_connect_options to = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = h.port, .deadline_s = 10,
                              .job = "ps", .task = 0};
-    fl_ps_client *w0 = old ? fl_ps_client_open(&to, "worker", 0) : NULL;
-    fl_ps_client *w1 = old ? fl_ps_client_open(&to, "worker", 1) : NULL;
+    fl_task_client *w0 = old ? fl_task_client_open(&to, "worker", 0) : NULL;
+    fl_task_client *w1 = old ? fl_task_client_open(&to, "worker", 1) : NULL;
     ok(w0 && w1, "both workers reach the first ps (%s)", w0 && w1 ? "" : fl_last_error());
     ok(old && fl_server_join(old, 1.5) == 1, "while they are connected, the ps waits for them");
     char *before = contents(log);
     ok(!strstr(before, "waiting for goodbyes"), "and says nothing: it is serving them (every second here)");
     free(before);
     fl_server_stop(old);
-    fl_ps_client_close(w0); /* their runs failed; they gave up */
-    fl_ps_client_close(w1);
+    fl_task_client_close(w0); /* their runs failed; they gave up */
+    fl_task_client_close(w1);
     double start = fl_now_s();
     fl_server *ps = fl_server_start(ps_spec, &o);
     ok(ps != NULL, "a new ps starts after the workers gave up (%s)", ps ? "" : fl_last_error());

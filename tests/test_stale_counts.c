@@ -10,7 +10,7 @@
 #include "tap.h"
 #include "flowlab.h"
 #include "flowlab_cluster.h"
-#include "distributed_runtime/remote_device.h"
+#include "distributed_runtime/ps/remote_device.h"
 #include "loopback.h"
 
 #define NUM_VARIABLES 3
@@ -20,7 +20,7 @@ static const int variable_ps[NUM_VARIABLES] = {0, 0, 1};
 typedef struct {
     fl_cluster *ps_spec[2], *worker[2];
     fl_server *ps[2];
-    fl_ps_client *client[2][2]; /* [worker][ps]: the worker's connection to the ps */
+    fl_task_client *client[2][2]; /* [worker][ps]: the worker's connection to the ps */
 } two_by_two;
 
 static bool start(two_by_two *t)
@@ -55,10 +55,10 @@ static bool init_variables(two_by_two *t)
 {
     bool done = true;
     for (int i = 0; i < NUM_VARIABLES; i++) {
-        fl_ps_client *c = t->client[0][variable_ps[i]];
+        fl_task_client *c = t->client[0][variable_ps[i]];
         fl_tensor *value = pair_of(0);
-        uint32_t id = fl_ps_client_init(c, variable[i], value, NULL);
-        done &= id && fl_ps_client_wait(c, id) == 0;
+        uint32_t id = fl_task_client_init(c, variable[i], value, NULL);
+        done &= id && fl_task_client_wait(c, id) == 0;
         fl_tensor_free(value);
     }
     return done;
@@ -73,12 +73,12 @@ static bool send_step(two_by_two *t, int w, uint64_t step)
     fl_tensor *value = pair_of((float)step);
     for (int i = 0; i < NUM_VARIABLES; i++) {
         int p = variable_ps[i];
-        last[p] = fl_ps_client_sync_assignment(t->client[w][p], FL_WIRE_SYNC_ASSIGN, &sync, variable[i], value);
+        last[p] = fl_task_client_sync_assignment(t->client[w][p], FL_WIRE_SYNC_ASSIGN, &sync, variable[i], value);
     }
     fl_tensor_free(value);
     bool done = true;
     for (int p = 0; p < 2; p++)
-        done &= last[p] && fl_ps_client_wait(t->client[w][p], last[p]) == 0;
+        done &= last[p] && fl_task_client_wait(t->client[w][p], last[p]) == 0;
     return done;
 }
 

@@ -7,7 +7,7 @@
 #include "tap.h"
 #include "flowlab_cluster.h"
 #include "runtime.h"
-#include "distributed_runtime/sync_replicas_optimizer.h"
+#include "distributed_runtime/ps/sync_replicas_optimizer.h"
 
 /* Trains w and b toward a target with opt; counts the marked nodes, the
  * Apply ops among them and the nodes marked with something else than want. */

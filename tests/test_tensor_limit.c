@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/graph_wire.h"
-#include "distributed_runtime/partition_exec.h"
+#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_exec.h"
 #include "runtime.h"
 #include "tap.h"
 

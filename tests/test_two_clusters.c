@@ -7,7 +7,7 @@
 #include "tap.h"
 #include "flowlab.h"
 #include "flowlab_cluster.h"
-#include "distributed_runtime/remote_device.h"
+#include "distributed_runtime/ps/remote_device.h"
 #include "loopback.h"
 
 /* One cluster: its ps task's spec and server, a worker's spec, the worker's
@@ -34,32 +34,32 @@ static bool start(cluster_pair *p, const char *name)
 }
 
 /* Sets a variable through c's connection (its first value). */
-static bool init_scalar(fl_ps_client *c, const char *name, fl_tensor *value)
+static bool init_scalar(fl_task_client *c, const char *name, fl_tensor *value)
 {
-    uint32_t id = fl_ps_client_init(c, name, value, NULL);
+    uint32_t id = fl_task_client_init(c, name, value, NULL);
     fl_tensor_free(value);
-    return id && fl_ps_client_wait(c, id) == 0;
+    return id && fl_task_client_wait(c, id) == 0;
 }
 
 /* -1: not set on the task or an error; else whether it has a value. */
-static int has_value(fl_ps_client *c, const char *name)
+static int has_value(fl_task_client *c, const char *name)
 {
     bool has = false;
-    uint32_t id = fl_ps_client_is_initialized(c, name, &has);
-    return id && fl_ps_client_wait(c, id) == 0 ? has : -1;
+    uint32_t id = fl_task_client_is_initialized(c, name, &has);
+    return id && fl_task_client_wait(c, id) == 0 ? has : -1;
 }
 
 /* The first of count floats; -1 on an error. */
-static float pull_first(fl_ps_client *c, const char *name, int count)
+static float pull_first(fl_task_client *c, const char *name, int count)
 {
     float *values = calloc((size_t)count, sizeof *values);
-    uint32_t id = fl_ps_client_pull(c, name, values, (size_t)count * sizeof *values);
-    float first = id && fl_ps_client_wait(c, id) == 0 ? values[0] : -1;
+    uint32_t id = fl_task_client_pull(c, name, values, (size_t)count * sizeof *values);
+    float first = id && fl_task_client_wait(c, id) == 0 ? values[0] : -1;
     free(values);
     return first;
 }
 
-static float pull_float(fl_ps_client *c, const char *name) { return pull_first(c, name, 1); }
+static float pull_float(fl_task_client *c, const char *name) { return pull_first(c, name, 1); }
 
 static void test_variables_apart(cluster_pair *a, cluster_pair *b)
 {
@@ -88,19 +88,19 @@ static void test_variables_apart(cluster_pair *a, cluster_pair *b)
  * step is learnt from the token, b's stays unknown. */
 static void test_sync_steps_apart(cluster_pair *a, cluster_pair *b)
 {
-    fl_ps_client *c = a->task->client;
+    fl_task_client *c = a->task->client;
     const int32_t zero = 0, one = 1;
     bool set = init_scalar(c, "global_step", fl_tensor_from_ints(fl_shape_make(0), &zero));
     fl_tensor *delta = fl_tensor_from_ints(fl_shape_make(0), &one);
     fl_wire_sync sync = {FL_WIRE_STEP_UNKNOWN, 1};
-    uint32_t id = fl_ps_client_sync_assignment(c, FL_WIRE_SYNC_ASSIGN_ADD, &sync, "global_step", delta);
+    uint32_t id = fl_task_client_sync_assignment(c, FL_WIRE_SYNC_ASSIGN_ADD, &sync, "global_step", delta);
     fl_tensor_free(delta);
-    uint32_t token = id ? fl_ps_client_wait_step(c, "global_step", FL_WIRE_STEP_UNKNOWN,
+    uint32_t token = id ? fl_task_client_wait_step(c, "global_step", FL_WIRE_STEP_UNKNOWN,
                                                  fl_sync_step_token_buffer(a->task->sync))
                         : 0;
     if (token)
         fl_sync_step_expect_token(a->task->sync, c, token);
-    ok(set && token && fl_ps_client_wait(c, token) == 0, "cluster a completes a synchronous step");
+    ok(set && token && fl_task_client_wait(c, token) == 0, "cluster a completes a synchronous step");
     uint64_t step_a = fl_sync_step_now(a->task->sync), step_b = fl_sync_step_now(b->task->sync);
     ok(step_a == 1 && step_b == FL_WIRE_STEP_UNKNOWN, "a's worker is at step %lld, b's still unknown (%s)",
        (long long)step_a, step_b == FL_WIRE_STEP_UNKNOWN ? "unknown" : "known");
@@ -109,21 +109,21 @@ static void test_sync_steps_apart(cluster_pair *a, cluster_pair *b)
 }
 
 /* Waits up to 10 s for c to see its ps gone. */
-static bool noticed_loss(fl_ps_client *c)
+static bool noticed_loss(fl_task_client *c)
 {
-    for (int i = 0; i < 1000 && !fl_ps_client_broken(c); i++)
+    for (int i = 0; i < 1000 && !fl_task_client_broken(c); i++)
         usleep(10000);
-    return fl_ps_client_broken(c);
+    return fl_task_client_broken(c);
 }
 
 /* a's ps stops and comes back on its port: only a's connection is lost,
  * and only a reconnects. */
 static void test_reconnect_apart(cluster_pair *a, cluster_pair *b)
 {
-    fl_ps_client *b_before = b->task->client;
+    fl_task_client *b_before = b->task->client;
     fl_server_stop(a->ps);
     ok(noticed_loss(a->task->client), "cluster a's connection sees its ps stop");
-    ok(!fl_ps_client_broken(b->task->client), "cluster b's does not");
+    ok(!fl_task_client_broken(b->task->client), "cluster b's does not");
     ok(fl_cluster_reconnect(b->worker) == 0, "reconnecting b finds nothing lost");
     a->ps = fl_server_start(a->ps_spec, NULL);
     int made = a->ps ? fl_cluster_reconnect(a->worker) : -1;
@@ -140,7 +140,7 @@ static void test_goodbye_apart(cluster_pair *a, cluster_pair *b)
     ok(fl_cluster_say_goodbye(a->worker) == 0, "cluster a's worker says goodbye");
     ok(fl_server_join(a->ps, 10) == 0, "a's ps knows its worker has finished");
     ok(fl_server_join(b->ps, 0.2) == 1, "b's ps still waits for its worker");
-    ok(!fl_ps_client_broken(b->task->client) && pull_float(b->task->client, "w") == 2,
+    ok(!fl_task_client_broken(b->task->client) && pull_float(b->task->client, "w") == 2,
        "b's connection still serves");
 }
 

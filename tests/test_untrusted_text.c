@@ -12,9 +12,9 @@
 #include "tap.h"
 #include "flowlab.h"
 #include "flowlab_cluster.h"
-#include "distributed_runtime/frame_reader.h"
-#include "distributed_runtime/ps_client.h"
-#include "distributed_runtime/socket_writer.h"
+#include "distributed_runtime/transport/frame_reader.h"
+#include "distributed_runtime/transport/task_client.h"
+#include "distributed_runtime/transport/socket_writer.h"
 #include "loopback.h"
 
 static bool printable(const char *text)
@@ -134,7 +134,7 @@ static void test_peer_words(void)
     pthread_t thread;
     pthread_create(&thread, NULL, refuse_with_text, &listener);
     fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
-    fl_ps_client *c = fl_ps_client_open(&o, "worker", 0);
+    fl_task_client *c = fl_task_client_open(&o, "worker", 0);
     ok(!c, "a ps that refuses the HELLO is not connected to");
     contains(fl_last_error(), "no\\\\x1b[2J", "its words reach the worker's error escaped");
     pthread_join(thread, NULL);

@@ -18,10 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "distributed_runtime/cluster_security.h"
-#include "distributed_runtime/graph_partition.h"
-#include "distributed_runtime/partition_client.h"
-#include "distributed_runtime/rendezvous.h"
+#include "distributed_runtime/partition/cluster_security.h"
+#include "distributed_runtime/partition/graph_partition.h"
+#include "distributed_runtime/partition/partition_client.h"
+#include "distributed_runtime/partition/rendezvous.h"
 #include "flowlab_cluster.h"
 #include "loopback.h"
 #include "runtime.h"
@@ -51,17 +51,17 @@ static void write_secret(void)
 }
 
 /* worker `task`'s connection to the task server, with the secret. */
-static fl_ps_client *open_worker(int port, fl_cluster *mine, int task)
+static fl_task_client *open_worker(int port, fl_cluster *mine, int task)
 {
     fl_connect_options o = {.who = "/job:worker/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 20,
                             .job = "worker", .task = 0};
     o.secret = fl_cluster_secret(mine, &o.secret_len);
-    return fl_ps_client_open(&o, "worker", task);
+    return fl_task_client_open(&o, "worker", task);
 }
 
 /* Sends values "k<first>".. for the step that never runs until one is
  * refused or `count` are sent: how many were taken (the refusal's words in why). */
-static int send_values(fl_ps_client *c, int first, int count, char *why, size_t len)
+static int send_values(fl_task_client *c, int first, int count, char *why, size_t len)
 {
     fl_tensor *value = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, FLOATS));
     int taken = 0;
@@ -70,7 +70,7 @@ static int send_values(fl_ps_client *c, int first, int count, char *why, size_t 
         char key[32];
         snprintf(key, sizeof key, "k%d", i);
         uint32_t id = fl_partition_send_tensor(c, NEVER_RUNS, key, value);
-        if (id == 0 || fl_ps_client_wait(c, id) != 0) {
+        if (id == 0 || fl_task_client_wait(c, id) != 0) {
             snprintf(why, len, "%s (code %d)", fl_last_error(), (int)fl_last_error_code());
             break;
         }
@@ -103,7 +103,7 @@ static void sum_partition(fl_graph_partition *p)
 }
 
 typedef struct {
-    fl_ps_client *client;
+    fl_task_client *client;
     uint64_t handle;
     fl_tensor *sum;
     int rc;
@@ -121,13 +121,13 @@ static void *run_sum(void *arg)
 }
 
 /* A value [x, 2x] for `key` in `step` on c: true when it was taken. */
-static bool send_pair(fl_ps_client *c, uint64_t step, const char *key, float x)
+static bool send_pair(fl_task_client *c, uint64_t step, const char *key, float x)
 {
     fl_tensor *t = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 2));
     fl_tensor_floats(t)[0] = x;
     fl_tensor_floats(t)[1] = 2 * x;
     uint32_t id = c ? fl_partition_send_tensor(c, step, key, t) : 0;
-    bool taken = id != 0 && fl_ps_client_wait(c, id) == 0;
+    bool taken = id != 0 && fl_task_client_wait(c, id) == 0;
     fl_tensor_free(t);
     return taken;
 }
@@ -153,7 +153,7 @@ static void test_running_step_keeps(fl_server *server, int port, fl_cluster *min
     fl_graph_partition p;
     sum_partition(&p);
     sum_run r = {.client = open_worker(port, mine, 0)};
-    fl_ps_client *a = open_worker(port, mine, 1);
+    fl_task_client *a = open_worker(port, mine, 1);
     bool registered = r.client && fl_partition_register(r.client, &p, &r.handle) == 0;
     ok(registered, "a client registers a partition that waits for b, then a (%s)", registered ? "" : fl_last_error());
     fl_graph_partition_free(&p);
@@ -163,13 +163,13 @@ static void test_running_step_keeps(fl_server *server, int port, fl_cluster *min
     ok(started && log_says("step 77 waiting for b:", 20), "step 77 runs, waiting for b (waited up to 20 s for the "
        "server's line)");
     if (a)
-        fl_ps_client_close(a);
+        fl_task_client_close(a);
     uint64_t held = waiting_bytes(server, 0); /* step 77's Recv of a took it before the line about b */
     ok(held == 0, "the peer closes: its z (step 78 does not run) goes, its a is step 77's Recv's already: %llu "
        "bytes held (waited up to 10 s)", (unsigned long long)held);
     ok(log_says("the task that sent values here disconnected: it exited, or was lost", 10),
        "the server logs the sender as disconnected (exited or lost), not as finished (waited up to 10 s)");
-    fl_ps_client *b = open_worker(port, mine, 1);
+    fl_task_client *b = open_worker(port, mine, 1);
     ok(send_pair(b, 77, B_KEY, 10), "another connection sends b");
     if (started)
         pthread_join(thread, NULL);
@@ -178,15 +178,15 @@ static void test_running_step_keeps(fl_server *server, int port, fl_cluster *min
        "(want [11, 22]) %s", sum ? (double)sum[0] : 0, sum ? (double)sum[1] : 0, r.error);
     fl_tensor_free(r.sum);
     if (b)
-        fl_ps_client_close(b);
+        fl_task_client_close(b);
     if (r.client)
-        fl_ps_client_close(r.client);
+        fl_task_client_close(r.client);
 }
 
 static void attack(fl_server *server, int port, fl_cluster *mine)
 {
     char why[FL_ERROR_LEN];
-    fl_ps_client *a = open_worker(port, mine, 0), *b = open_worker(port, mine, 1);
+    fl_task_client *a = open_worker(port, mine, 0), *b = open_worker(port, mine, 1);
     ok(a && b, "two workers with the secret connect (%s)", a && b ? "" : fl_last_error());
     int sent = send_values(a, 0, PER_CONNECTION + 1, why, sizeof why);
     ok(sent == PER_CONNECTION, "the first connection leaves %d values of 4 KB waiting (want %d)", sent,
@@ -203,7 +203,7 @@ static void attack(fl_server *server, int port, fl_cluster *mine)
     ok(held == (uint64_t)IN_ALL * CHARGE, "the server holds %llu bytes for them (want %d)",
        (unsigned long long)held, IN_ALL * CHARGE);
     if (a)
-        fl_ps_client_close(a);
+        fl_task_client_close(a);
     uint64_t want = (uint64_t)(IN_ALL - PER_CONNECTION) * CHARGE;
     held = waiting_bytes(server, want);
     ok(held == want, "closing the first connection frees its values: %llu bytes held (want %llu; waited up to 10 s)",
@@ -211,7 +211,7 @@ static void attack(fl_server *server, int port, fl_cluster *mine)
     sent = send_values(b, 200, 1, why, sizeof why);
     ok(sent == 1, "and the other connection may send again (%s)", why);
     if (b)
-        fl_ps_client_close(b);
+        fl_task_client_close(b);
     ok(waiting_bytes(server, 0) == 0, "closing the second frees the rest");
 }
 

@@ -1,9 +1,9 @@
-/* test_wire.c: chapter 3's wire protocol (src/distributed_runtime/wire.h) on its own, no sockets.
+/* test_wire.c: chapter 3's wire protocol (src/distributed_runtime/transport/wire.h) on its own, no sockets.
  * Every frame type round trips; the exact bytes of a small frame; every kind of bad
  * input is refused with a message naming what was wrong; random garbage never crashes. */
 #include <stdint.h>
 
-#include "distributed_runtime/wire.h"
+#include "distributed_runtime/transport/wire.h"
 #include "flowlab.h"
 #include "tap.h"
 

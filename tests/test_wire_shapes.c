@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/graph_wire.h"
+#include "distributed_runtime/partition/graph_wire.h"
 #include "runtime.h"
 #include "tap.h"
 

@@ -20,8 +20,8 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # early while another thread adds trace events (test_fetch_ready), two clusters in
 # one process, each with its own connections and reader threads (test_two_clusters), two task
 # servers running partitions on their own threads and sending each other values (test_partition_server,
-# test_rendezvous), the client's master running a step on a thread per task against flowlab_server
-# processes (test_in_graph_cluster), the summary writer's flush thread beside the calls that
+# test_rendezvous), the client's master queuing a step on every task's connection and woken by their reader threads, against
+# flowlab_server processes (test_in_graph_cluster), the summary writer's flush thread beside the calls that
 # append records (test_summary), the handshake and TLS tunnels of a secured cluster
 # (test_cluster_secret, test_cluster_tls, test_untrusted_text), servers started and stopped on 0.0.0.0
 # (test_secure_listen), a task server bounding the values two connections leave waiting (test_waiting_values),
@@ -29,11 +29,13 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # a ps's join watching its workers come and go (test_server_join), a client's goodbyes on a thread per task
 # (test_client_close), a traced step whose tasks' timings come back on the master's threads (test_cluster_trace), two tasks' executors sending each other values through their rendezvous (test_recv_executor),
 # two threads' sessions updating one variable of a task's container (test_variable_container), two
-# between-graph workers' own pieces training one ps variable at once (test_between_graph_partitions).
+# between-graph workers' own pieces training one ps variable at once (test_between_graph_partitions),
+# a task server's long-lived runners, one job waiting for another's (test_runner_pool), a writer thread sending
+# lent bytes that their owner writes again once the wait for them returns (test_socket_writer).
 THREAD_TESTS := test_server test_partition_server test_rendezvous test_in_graph_cluster test_remote test_monitored_cluster test_connect test_data test_data_bytes test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary \
                 test_cluster_secret test_cluster_tls test_untrusted_text test_secure_listen test_server_bounds \
                 test_handshake_deadline test_run_cancel test_waiting_values test_stale_counts test_server_join test_client_close \
-                test_cluster_trace test_recv_executor test_variable_container test_between_graph_partitions
+                test_cluster_trace test_recv_executor test_variable_container test_between_graph_partitions test_runner_pool test_socket_writer
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))

@@ -32,9 +32,8 @@ figures-03: $(LAB03) $(LAUNCHER) $(BUILD)/labs/tools/flowlab_server $(BUILD)/lab
 	./$(BUILD)/labs/tools/trace_timeline $(BUILD)/ch3-in-graph-trace.json $(FIGURES_DIR)/ch3-in-graph-timeline.svg
 .PHONY: figures-03
 
-# The measurement of chapter 3's first half: in-graph replication across
-# tasks against between-graph for 1, 2, 4 and 8 workers (a few minutes on
-# two cores); the CSV and the figures go to FIGURES_DIR as
+# The measurement of chapter 3's first half: in-graph replication across tasks against between-graph
+# for 1, 2, 4 and 8 workers, 3 rounds of 40 steps on CPUs 0,1 (ingraph_vs_between.sh); the CSV and the figures go to FIGURES_DIR as
 # ch3-replication.csv, ch3-replication.svg and ch3-extrapolation.svg (the
 # in-graph client's costs fitted to a line in N and drawn to 1,000 workers).
 figures-replication: $(LAB03) $(LAUNCHER) $(BUILD)/labs/02-in-graph-towers/in_graph_towers \

@@ -1,9 +1,11 @@
 /* bench.c: `make bench`, every comparison measured side by side in one run.
- * GEMM and convolution kernels (flowlab on PoCL, CLBlast on PoCL, OpenBLAS),
- * then whole training steps (bench_training.c: the lab beside each PyTorch
- * installed), then chapter 2's scaling beside chapters 3, 4 and 6 (its
- * allreduce and cost model: bench_allreduce.c). Medians of several repetitions; one
- * table on stdout and the same rows as CSV for the chart. */
+ * GEMM and convolution kernels (flowlab on PoCL, CLBlast on PoCL, OpenBLAS;
+ * medians of several repetitions), then whole training steps
+ * (bench_training.c: the lab beside each PyTorch installed), then chapter
+ * 2's scaling beside chapters 3, 4, 6 and 7 on the same two CPUs
+ * (bench_cores.c, bench_cluster.c, bench_replication.c, bench_allreduce.c,
+ * bench_pipeline.c): rounds of 40 steps, ranges printed. One table on
+ * stdout and the same rows as CSV for the chart. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <cblas.h>
@@ -18,6 +20,8 @@
 #include "session_internal.h" /* the per-op trace events */
 #include "../../labs/tools/trace_events.h" /* the breakdown reads the towers' trace */
 #include "bench_allreduce.h"
+#include "bench_cluster.h"
+#include "bench_cores.h"
 #include "bench_csv.h"
 #include "bench_pipeline.h"
 #include "bench_replication.h"
@@ -26,15 +30,9 @@
 #include "bench_training.h"
 
 #define REPS 7
-#define ROUNDS 3 /* compared configurations alternate, round by round */
-/* Chapters 2 and 3 scale over CPU cores: PoCL's pthread devices, one core
- * each, even on a machine whose /gpu:0 is CUDA. */
-#define ON_POCL "FLOWLAB_BACKEND=opencl "
-#define ON_POCL_TWO "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " ON_POCL
+#define ROUNDS 3 /* compared kernels alternate, round by round */
 
 #define LAB02 "build/labs/02-in-graph-towers/in_graph_towers"
-#define LAB03 "build/labs/03-between-graph/between_graph"
-#define LAUNCHER "build/labs/tools/launch_cluster"
 
 static FILE *roofline; /* points for the roofline chart: name, FLOP/byte, GFLOP/s */
 static double openblas_gflops = 0; /* sgemm 1024^3: the machine's GEMM rate */
@@ -271,103 +269,6 @@ static void bench_conv(void)
          strcmp(gpu_label, "CUDA") == 0 ? "CUDA (cuDNN)" : "PoCL (implicit GEMM, no patch matrix)");
 }
 
-/* ---- whole training steps, measured by running the labs ---- */
-
-/* A cluster of chapter 3 through the launcher: the sum over workers of each
- * one's median images/sec (its first two progress lines skipped, as above),
- * and the median MB a worker moved per step. The launcher's own lines are
- * read too, so they stay out of the table; a failure's is printed as a note. */
-static double run_workers_images_per_second(const char *command, int workers, double *mb_per_step)
-{
-    char with_launcher[1024], failure[512] = "";
-    snprintf(with_launcher, sizeof with_launcher, "%s 2>&1", command);
-    FILE *p = popen(with_launcher, "r");
-    if (!p)
-        return NAN;
-    enum { MAX_LINES = 256 };
-    static double v[8][MAX_LINES], mb[8 * MAX_LINES];
-    int n[8] = {0}, seen[8] = {0}, nmb = 0;
-    char line[512];
-    while (fgets(line, sizeof line, p)) {
-        int task;
-        long step, global;
-        double loss, ips, moved;
-        if (strncmp(line, "launch_cluster: ", 16) == 0 && strstr(line, "failed") && !failure[0])
-            snprintf(failure, sizeof failure, "%.*s", (int)strcspn(line, "\n"), line);
-        const char *at = strstr(line, "worker ");
-        if (at && sscanf(at, "worker %d: step %ld, global step %ld, loss %lf (%lf images/sec, %lf MB", &task, &step,
-                         &global, &loss, &ips, &moved) == 6 && task >= 0 && task < workers && seen[task]++ >= 2 &&
-            n[task] < MAX_LINES) {
-            v[task][n[task]++] = ips;
-            mb[nmb++] = moved;
-        }
-    }
-    int status = pclose(p);
-    double total = 0;
-    for (int k = 0; k < workers; k++)
-        total += n[k] ? median(v[k], n[k]) : NAN;
-    *mb_per_step = nmb ? median(mb, nmb) : NAN;
-    if (status != 0)
-        note("a chapter 3 cluster failed: %s", failure[0] ? failure : "the launcher exited non-zero");
-    return status == 0 ? total : NAN;
-}
-
-/* Chapters 3 and 6 beside chapter 2 on the same two cores: 1 ps + 2
- * workers and 2 allreduce processes, one single-core PoCL device per worker
- * or process, against two towers on two single-core devices; the same 128
- * images per worker, process or tower per step. */
-static void bench_between_graph(void)
-{
-    bool allreduce = allreduce_bench_ready();
-    double allreduce_r[ROUNDS];
-    const char *towers = ON_POCL_TWO LAB02 " --num_gpus 2 --train_steps 10 --log_every 1 --batch_size 256 --seed 1";
-    const char *cluster = ON_POCL LAUNCHER " --ps 1 --workers 2 --grace 30 --deadline 300 -- " LAB03
-                          " --train_steps 24 --log_every 1 --batch_size 128 --seed 1";
-    char sync_cluster[512];
-    snprintf(sync_cluster, sizeof sync_cluster, "%s --sync_replicas true", cluster);
-    double in_graph_r[ROUNDS], ps_r[ROUNDS], sync_r[ROUNDS], mb_r[ROUNDS], sync_mb, tls_r[ROUNDS], tls_mb;
-    const char *tls_cluster = bench_tls_command(cluster); /* chapter 4's securing a cluster */
-    double plain_cpu[ROUNDS], tls_cpu[ROUNDS]; /* CPU seconds of every task of one run, for the TLS note */
-    for (int r = 0; r < ROUNDS; r++) {
-        in_graph_r[r] = run_images_per_second(towers);
-        double cpu_before = bench_children_cpu_seconds();
-        ps_r[r] = run_workers_images_per_second(cluster, 2, &mb_r[r]);
-        double cpu_between = bench_children_cpu_seconds();
-        tls_r[r] = tls_cluster ? run_workers_images_per_second(tls_cluster, 2, &tls_mb) : NAN;
-        plain_cpu[r] = cpu_between - cpu_before;
-        tls_cpu[r] = bench_children_cpu_seconds() - cpu_between;
-        sync_r[r] = run_workers_images_per_second(sync_cluster, 2, &sync_mb);
-        allreduce_r[r] = allreduce ? run_images_per_second(ALLREDUCE_TWO_PROCESSES) : NAN;
-    }
-    double in_graph = median(in_graph_r, ROUNDS), ps = median(ps_r, ROUNDS), mb = median(mb_r, ROUNDS);
-    row("scaling", "ch3: 1 ps + 2 workers vs ch2's 2 towers", "ch3 1 ps + 2 workers", "img/s", ps, in_graph,
-        "2 towers");
-    printf("  ch3 target: 1 ps + 2 workers at least 0.9x in-graph: %s (%.2fx)\n", ps >= 0.9 * in_graph ? "met" : "MISSED",
-           ps / in_graph);
-    if (tls_cluster) {
-        row("scaling", "ch4: 1 ps + 2 workers, secret + TLS 1.3 vs plain", "ch4 1 ps + 2 workers over TLS", "img/s",
-            median(tls_r, ROUNDS), ps, "plain TCP");
-        bench_tls_note(tls_r, ps_r, tls_cpu, plain_cpu, ROUNDS);
-    }
-    row("scaling", "ch4: 1 ps + 2 sync workers vs ch2's 2 towers", "ch4 2 sync workers", "img/s",
-        median(sync_r, ROUNDS), in_graph, "2 towers");
-    row("scaling", "ch4: 2 sync workers vs 2 async workers", "ch4 2 sync workers", "img/s", median(sync_r, ROUNDS),
-        ps, "async");
-    if (allreduce) {
-        double two = median(allreduce_r, ROUNDS);
-        row("scaling", "ch6: allreduce, 2 processes vs ch2's towers", "ch6 allreduce 2 processes", "img/s", two,
-            in_graph, "2 towers");
-        row("scaling", "ch6: allreduce, 2 processes vs ch3's 1 ps + 2", "ch6 allreduce 2 processes", "img/s", two,
-            ps, "1 ps + 2");
-        printf("  ch6 target: allreduce at least 0.9x in-graph: %s (%.2fx)\n",
-               two >= 0.9 * in_graph ? "met" : "MISSED", two / in_graph);
-    } else {
-        note("%s", "no mpirun or no chapter 6 lab (apt-get install libopenmpi-dev openmpi-bin): ch6 rows skipped");
-    }
-    printf("  ch3: each worker moves %.1f MB per step (pulls the variables, pushes the gradients)\n", mb);
-    bench_csv_row(bench_results, "scaling", "ch3 bytes moved per worker step", "ch3 MB per step", "MB", mb, NULL, NAN);
-}
-
 /* Where a step's time goes, from a Chrome trace of steps 2-4 of a run:
  * the towers' device time, cross-device copies, and the controller's ops. */
 typedef struct {
@@ -437,47 +338,39 @@ static bool pocl_has_two_devices(void)
     return !isnan(run_images_per_second(ON_POCL_TWO LAB02 " --num_gpus 2 --train_steps 4 --log_every 1"));
 }
 
+/* Chapter 2's towers on the same two CPUs (bench_cores.h), one tower with
+ * a pool of one PoCL thread against two towers sharing a pool of two, then
+ * one device with both threads and the controller on /gpu:0; each round
+ * runs the four back to back. */
 static void bench_scaling(void)
 {
-    enum { SCALING_ROUNDS = 5 };
-    const char *flags = "--train_steps 10 --log_every 1 --batch_size 256 --seed 1";
+    int rounds = bench_rounds(), steps = bench_steps();
+    char flags[128], command[512];
+    snprintf(flags, sizeof flags, "--train_steps %d --log_every 1 --batch_size 256 --seed 1", steps + 2);
     const char *traced = "--train_steps 5 --log_every 1 --batch_size 256 --seed 1 --trace build/bench/towers.json";
-    const char *one_tower = "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " ON_POCL LAB02 " --num_gpus 1";
+    const char *one_tower = ON_POCL_ONE LAB02 " --num_gpus 1";
     const char *two_towers = ON_POCL_TWO LAB02 " --num_gpus 2";
-    char command[512];
-    /* PoCL 3's pthread devices share one pool of worker threads, and
-     * POCL_MAX_PTHREAD_COUNT sizes that pool: one worker is one core. */
-    double one_r[SCALING_ROUNDS], both_r[SCALING_ROUNDS], two_r[SCALING_ROUNDS], two_gpu_r[SCALING_ROUNDS];
-    double ratio_r[SCALING_ROUNDS];
-    for (int r = 0; r < SCALING_ROUNDS; r++) {
+    double one_r[BENCH_MAX_ROUNDS], both_r[BENCH_MAX_ROUNDS], two_r[BENCH_MAX_ROUNDS], two_gpu_r[BENCH_MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++) {
         snprintf(command, sizeof command, "%s %s", one_tower, flags);
         one_r[r] = run_images_per_second(command);
         snprintf(command, sizeof command, "%s %s", two_towers, flags);
         two_r[r] = run_images_per_second(command);
-        ratio_r[r] = two_r[r] / one_r[r];
         snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 " ON_POCL LAB02
                  " --num_gpus 1 %s", flags);
         both_r[r] = run_images_per_second(command);
         snprintf(command, sizeof command, "%s --controller /gpu:0 %s", two_towers, flags);
         two_gpu_r[r] = run_images_per_second(command);
     }
-    double one_core = median(one_r, SCALING_ROUNDS), one_device_two_cores = median(both_r, SCALING_ROUNDS);
-    double two = median(two_r, SCALING_ROUNDS);
-    row("scaling", "ch2: 2 towers (2 cores) vs 1 device (1 core)", "ch2 2 towers on 2 cores", "img/s", two, one_core,
-        "1 tower");
-    double lowest = INFINITY, highest = 0;
-    for (int r = 0; r < SCALING_ROUNDS; r++) {
-        lowest = fmin(lowest, ratio_r[r]);
-        highest = fmax(highest, ratio_r[r]);
-    }
-    char spread[160];
-    snprintf(spread, sizeof spread, "medians of %d alternating rounds; within one round the ratio ranged %.2f-%.2fx",
-             SCALING_ROUNDS, lowest, highest);
-    note("ch2 scaling: %s", spread);
-    row("scaling", "ch2: 2 towers vs 1 device, both on 2 cores", "ch2 2 towers (both 2 cores)", "img/s", two,
-        one_device_two_cores, "1 device");
-    row("scaling", "ch2: controller /gpu:0 vs /cpu:0 (2 towers)", "ch2 controller on /gpu:0", "img/s",
-        median(two_gpu_r, SCALING_ROUNDS), two, "on /cpu:0");
+    printf("  ch2 rows: %d rounds of %d steps after 2 of warm-up; cores: CPUs %s for every side; 1 tower: a "
+           "PoCL pool of 1 thread; 2 towers, and 1 device on 2 cores: a pool of 2 threads\n", rounds, steps,
+           bench_cores());
+    row_rounds("scaling", "ch2: 2 towers (2 cores) vs 1 device (1 core)", "ch2 2 towers on 2 cores", "img/s", two_r,
+               one_r, rounds, "1 tower");
+    row_rounds("scaling", "ch2: 2 towers vs 1 device, both on 2 cores", "ch2 2 towers (both 2 cores)", "img/s", two_r,
+               both_r, rounds, "1 device");
+    row_rounds("scaling", "ch2: controller /gpu:0 vs /cpu:0 (2 towers)", "ch2 controller on /gpu:0", "img/s",
+               two_gpu_r, two_r, rounds, "on /cpu:0");
     /* A run of its own: a traced step is slower, and no timed run is traced. */
     snprintf(command, sizeof command, "%s %s", two_towers, traced);
     run_images_per_second(command);
@@ -500,31 +393,67 @@ static void bench_scaling(void)
         bench_csv_row(bench_results, "breakdown", parts[i], parts[i], "ms", ms[i], NULL, NAN);
 }
 
+/* Chapters 2-7: every scaling row, on the same two CPUs. */
+static void bench_scaling_rows(void)
+{
+    if (!pocl_has_two_devices()) {
+        note("%s", "no two PoCL devices (apt-get install pocl-opencl-icd): the ch2 and ch3 scaling rows are skipped");
+        return;
+    }
+    bench_same_cores();
+    bench_scaling();
+    bench_between_graph();
+    bench_replication(); /* chapter 3: in-graph across tasks against between-graph */
+    if (allreduce_bench_ready())
+        bench_allreduce_model();
+    bench_pipeline();
+}
+
+/* The kernels, the machine's figures and chapter 1's step. */
+static void bench_kernels(FILE *points)
+{
+    double bandwidth = memory_bandwidth_gbs();
+    printf("memory bandwidth (memcpy, read + write): %.1f GB/s\n", bandwidth);
+    bench_gemm();
+    printf("roofline: GEMM peak %.1f GFLOP/s (OpenBLAS sgemm 1024^3), %.1f GB/s: ridge at %.1f FLOP/byte\n",
+           openblas_gflops, bandwidth, openblas_gflops / bandwidth);
+    bench_csv_row(bench_results, "machine", "memory bandwidth", "memory bandwidth", "GB/s", bandwidth, NULL, NAN);
+    bench_csv_row(bench_results, "machine", "GEMM peak", "GEMM peak", "GFLOP/s", openblas_gflops, NULL, NAN);
+    bench_conv();
+    bench_training(gpu_label, openblas_gflops);
+    fprintf(points, "# peak %.3f bandwidth %.3f\n", openblas_gflops, bandwidth);
+}
+
+static const char usage[] =
+    "usage: bench [RESULTS.csv | --training | --scaling]\nRun by `make bench` from the repository root: measures "
+    "flowlab's\nkernels and training steps beside OpenBLAS, CLBlast and PyTorch, prints one table\n"
+    "and writes the rows as CSV (default build/bench/results.csv). --training measures only\n"
+    "chapter 1's step beside PyTorch (speed and peak memory), prints its two targets and\n"
+    "writes build/bench/training.csv. --scaling measures only the scaling rows of chapters\n"
+    "2-7 (build/bench/scaling.csv). The scaling rows run BENCH_ROUNDS rounds (3) of 40 steps\n"
+    "(10 with BENCH_QUICK=1) and print each figure as its range over the rounds.\n";
+
 int main(int argc, char **argv)
 {
-    /* --training: chapter 1's step and its targets alone (a minute, not the whole bench) */
-    bool training_only = argc > 1 && strcmp(argv[1], "--training") == 0;
-    /* --training writes a CSV of its own and no roofline: the last full run's stay for bench-charts */
-    const char *csv_path = training_only ? "build/bench/training.csv" : argc > 1 ? argv[1] : "build/bench/results.csv";
-    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        printf("usage: bench [RESULTS.csv | --training]\nRun by `make bench` from the repository root: measures "
-               "flowlab's\nkernels and training steps beside OpenBLAS, CLBlast and PyTorch, prints one table\n"
-               "and writes the rows as CSV (default build/bench/results.csv). --training measures only\n"
-               "chapter 1's step beside PyTorch (speed and peak memory), prints its two targets and\n"
-               "writes build/bench/training.csv.\n");
-        return 0;
+    /* --training: chapter 1's step and its targets alone (a minute, not the whole bench);
+     * --scaling: chapters 2-7's rows alone. Either writes a CSV of its own and no roofline:
+     * the last full run's stay for bench-charts. */
+    const char *mode = argc > 1 && argv[1][0] == '-' ? argv[1] : "";
+    bool training_only = strcmp(mode, "--training") == 0, scaling_only = strcmp(mode, "--scaling") == 0;
+    const char *csv_path = training_only ? "build/bench/training.csv" : scaling_only ? "build/bench/scaling.csv"
+                           : argc > 1 ? argv[1] : "build/bench/results.csv";
+    if (mode[0] && !training_only && !scaling_only) {
+        printf("%s", usage);
+        return strcmp(mode, "--help") == 0 ? 0 : 2;
     }
     bench_results = fopen(csv_path, "w");
-    if (!bench_results) {
-        fprintf(stderr, "bench: cannot write %s\n", csv_path);
+    roofline = fopen(training_only || scaling_only ? "/dev/null" : "build/bench/roofline.csv", "w");
+    if (!bench_results || !roofline) {
+        fprintf(stderr, "bench: cannot write %s or build/bench/roofline.csv (run from the repository root)\n",
+                csv_path);
         return 1;
     }
     bench_csv_header(bench_results);
-    roofline = fopen(training_only ? "/dev/null" : "build/bench/roofline.csv", "w");
-    if (!roofline) {
-        fprintf(stderr, "bench: cannot write build/bench/roofline.csv\n");
-        return 1;
-    }
     fl_device_info devices[8];
     int n = fl_list_devices(devices, 8);
     if (n < 2) {
@@ -535,35 +464,17 @@ int main(int argc, char **argv)
            devices[1].description);
     if (strcmp(devices[1].backend, "cuda") == 0)
         gpu_label = "CUDA";
-    printf("%-9s %-44s %9s %-8s %9s %-10s %7s\n", "group", "measurement", "flowlab", "unit", "baseline", "", "ratio");
+    printf("%-9s %-44s %13s %-8s %13s %-10s %11s\n", "group", "measurement", "flowlab", "unit", "baseline", "",
+           "ratio");
     if (training_only) {
         openblas_gflops = gflops(&gemms[0], time_openblas(&gemms[0]));
         bench_training(gpu_label, openblas_gflops);
-        fclose(roofline);
-        fclose(bench_results);
-        printf("rows written to %s\n", csv_path);
-        return 0;
-    }
-    double bandwidth = memory_bandwidth_gbs();
-    printf("memory bandwidth (memcpy, read + write): %.1f GB/s\n", bandwidth);
-    bench_gemm();
-    printf("roofline: GEMM peak %.1f GFLOP/s (OpenBLAS sgemm 1024^3), %.1f GB/s: ridge at %.1f FLOP/byte\n",
-           openblas_gflops, bandwidth, openblas_gflops / bandwidth);
-    bench_csv_row(bench_results, "machine", "memory bandwidth", "memory bandwidth", "GB/s", bandwidth, NULL, NAN);
-    bench_csv_row(bench_results, "machine", "GEMM peak", "GEMM peak", "GFLOP/s", openblas_gflops, NULL, NAN);
-    bench_conv();
-    bench_training(gpu_label, openblas_gflops);
-    if (pocl_has_two_devices()) {
-        bench_scaling();
-        bench_between_graph();
-        bench_replication(); /* chapter 3: in-graph across tasks against between-graph */
-        if (allreduce_bench_ready())
-            bench_allreduce_model();
-        bench_pipeline();
+    } else if (scaling_only) {
+        bench_scaling_rows();
     } else {
-        note("%s", "no two PoCL devices (apt-get install pocl-opencl-icd): the ch2 and ch3 scaling rows are skipped");
+        bench_kernels(roofline);
+        bench_scaling_rows();
     }
-    fprintf(roofline, "# peak %.3f bandwidth %.3f\n", openblas_gflops, bandwidth);
     fclose(roofline);
     fclose(bench_results);
     printf("rows written to %s\n", csv_path);

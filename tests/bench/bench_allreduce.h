@@ -17,9 +17,9 @@
 #define BENCH_ALLREDUCE_PROBE "build/bench/allreduce_probe"
 
 /* Chapter 6's lab on 2 processes, with chapter 2's towers' global batch
- * (256: 128 per process), steps and seed. */
+ * (256: 128 per process) and seed; the caller appends --train_steps. */
 #define ALLREDUCE_TWO_PROCESSES \
-    BENCH_MPIRUN "-np 2 " BENCH_LAB06 " --train_steps 10 --log_every 1 --batch_size 256 --seed 1"
+    BENCH_MPIRUN "-np 2 " BENCH_LAB06 " --log_every 1 --batch_size 256 --seed 1"
 
 /* True when mpirun, the lab and the probe are there (MPI is optional);
  * lets Open MPI start as root, as CI runs. */

@@ -8,11 +8,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Eight columns: what was measured, a short label for the chart, its unit
+/* Ten columns: what was measured, a short label for the chart, its unit
  * (GFLOP/s, img/s, ms, ...), flowlab's figure, and the baseline it is
- * compared with; the ratio is flowlab / baseline, empty when there is none. */
-#define BENCH_CSV_HEADER "group,what,label,unit,flowlab,baseline,baseline_value,ratio"
-#define BENCH_CSV_COLUMNS 8
+ * compared with; the ratio is flowlab / baseline, empty when there is none.
+ * A row measured in rounds (both sides back to back in each) gives the
+ * medians, and ratio_low and ratio_high: the lowest and highest of the
+ * per-round ratios; empty for a row of one figure per side. */
+#define BENCH_CSV_HEADER "group,what,label,unit,flowlab,baseline,baseline_value,ratio,ratio_low,ratio_high"
+#define BENCH_CSV_COLUMNS 10
 
 /* One text field; CRLF ends a record (RFC 4180), so a bare line break is quoted too. */
 static inline void bench_csv_text(FILE *f, const char *text)
@@ -40,9 +43,11 @@ static inline void bench_csv_number(FILE *f, double value, const char *format)
 static inline void bench_csv_header(FILE *f) { fputs(BENCH_CSV_HEADER "\r\n", f); }
 
 /* One row. baseline NULL: a figure of its own (a bandwidth, a breakdown's
- * milliseconds), with empty baseline, baseline_value and ratio. */
-static inline void bench_csv_row(FILE *f, const char *group, const char *what, const char *label,
-                                 const char *unit, double ours, const char *baseline, double theirs)
+ * milliseconds), with empty baseline, baseline_value and ratios; ratio_low
+ * and ratio_high NaN: a row not measured in rounds. */
+static inline void bench_csv_row_range(FILE *f, const char *group, const char *what, const char *label,
+                                       const char *unit, double ours, const char *baseline, double theirs,
+                                       double ratio_low, double ratio_high)
 {
     const char *texts[] = {group, what, label, unit};
     for (int i = 0; i < 4; i++) {
@@ -56,7 +61,17 @@ static inline void bench_csv_row(FILE *f, const char *group, const char *what, c
     bench_csv_number(f, baseline ? theirs : NAN, "%.3f");
     fputc(',', f);
     bench_csv_number(f, baseline ? ours / theirs : NAN, "%.4f");
+    fputc(',', f);
+    bench_csv_number(f, baseline ? ratio_low : NAN, "%.4f");
+    fputc(',', f);
+    bench_csv_number(f, baseline ? ratio_high : NAN, "%.4f");
     fputs("\r\n", f);
+}
+
+static inline void bench_csv_row(FILE *f, const char *group, const char *what, const char *label,
+                                 const char *unit, double ours, const char *baseline, double theirs)
+{
+    bench_csv_row_range(f, group, what, label, unit, ours, baseline, theirs, NAN, NAN);
 }
 
 #endif

@@ -1,5 +1,6 @@
-/* bench_table.c: the clock, medians, the table's rows and a lab run's
- * images/sec, shared by the parts of `make bench` (see bench_table.h). */
+/* bench_table.c: the clock, medians, the table's rows (one figure per side,
+ * or ranges over rounds) and a lab run's images/sec, shared by the parts of
+ * `make bench` (see bench_table.h). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -34,13 +35,108 @@ double median(double *v, int n)
     return n ? v[n / 2] : NAN;
 }
 
+/* One line of the table; the figures come formatted (one number or a range). */
+static void print_row(const char *group, const char *what, const char *ours, const char *unit, const char *theirs,
+                      const char *theirs_name, const char *ratio)
+{
+    printf("%-9s %-44s %13s %-8s %13s %-10s %11s\n", group, what, ours, unit, theirs, theirs_name, ratio);
+    fflush(stdout);
+}
+
 void row(const char *group, const char *what, const char *label, const char *unit, double ours,
          double theirs, const char *theirs_name)
 {
-    printf("%-9s %-44s %9.1f %-8s %9.1f %-10s %6.2fx\n", group, what, ours, unit, theirs, theirs_name,
-           ours / theirs);
+    char ours_text[32], theirs_text[32], ratio[32];
+    snprintf(ours_text, sizeof ours_text, "%.1f", ours);
+    snprintf(theirs_text, sizeof theirs_text, "%.1f", theirs);
+    snprintf(ratio, sizeof ratio, "%.2fx", ours / theirs);
+    print_row(group, what, ours_text, unit, theirs_text, theirs_name, ratio);
     bench_csv_row(bench_results, group, what, label, unit, ours, theirs_name, theirs);
-    fflush(stdout);
+}
+
+/* A knob from the environment: its value in [lowest, highest], else fallback. */
+static int knob(const char *name, int fallback, int lowest, int highest)
+{
+    const char *text = getenv(name);
+    int value = text && *text ? atoi(text) : fallback;
+    return value >= lowest && value <= highest ? value : fallback;
+}
+
+int bench_rounds(void) { return knob("BENCH_ROUNDS", 3, 1, BENCH_MAX_ROUNDS); }
+
+int bench_steps(void) { return knob("BENCH_QUICK", 0, 0, 1) ? 10 : 40; }
+
+typedef struct {
+    double low, high, median;
+    int measured; /* the rounds that gave a figure */
+} spread;
+
+/* The lowest, highest and median of the figures that are not NaN. */
+static spread spread_of(const double *v, int n)
+{
+    spread s = {INFINITY, -INFINITY, NAN, 0};
+    double kept[BENCH_MAX_ROUNDS];
+    for (int i = 0; i < n && i < BENCH_MAX_ROUNDS; i++)
+        if (!isnan(v[i])) {
+            s.low = fmin(s.low, v[i]);
+            s.high = fmax(s.high, v[i]);
+            kept[s.measured++] = v[i];
+        }
+    if (s.measured == 0)
+        return (spread){NAN, NAN, NAN, 0};
+    s.median = median(kept, s.measured);
+    return s;
+}
+
+/* "low-high", or one number when they are equal (or one round). */
+static void format_spread(char *out, size_t size, spread s, int decimals, const char *suffix)
+{
+    if (s.measured == 0 || s.low == s.high)
+        snprintf(out, size, "%.*f%s", decimals, s.low, suffix);
+    else
+        snprintf(out, size, "%.*f-%.*f%s", decimals, s.low, decimals, s.high, suffix);
+}
+
+/* The per-round ratios ours[r] / theirs[r]. */
+static spread ratio_spread(const double *ours, const double *theirs, int rounds)
+{
+    double ratio[BENCH_MAX_ROUNDS] = {0};
+    int n = rounds < BENCH_MAX_ROUNDS ? rounds : BENCH_MAX_ROUNDS;
+    for (int r = 0; r < n; r++)
+        ratio[r] = ours[r] / theirs[r];
+    return spread_of(ratio, n);
+}
+
+void row_rounds(const char *group, const char *what, const char *label, const char *unit, const double *ours,
+                const double *theirs, int rounds, const char *theirs_name)
+{
+    spread o = spread_of(ours, rounds), t = spread_of(theirs, rounds), ratio = ratio_spread(ours, theirs, rounds);
+    char ours_text[40], theirs_text[40], ratio_text[40];
+    format_spread(ours_text, sizeof ours_text, o, 1, "");
+    format_spread(theirs_text, sizeof theirs_text, t, 1, "");
+    format_spread(ratio_text, sizeof ratio_text, ratio, 2, "x");
+    print_row(group, what, ours_text, unit, theirs_text, theirs_name, ratio_text);
+    bench_csv_row_range(bench_results, group, what, label, unit, o.median, theirs_name, t.median, ratio.low,
+                        ratio.high);
+    if (ratio.measured < rounds)
+        printf("  note: %s: %d of %d rounds failed and are left out of the ranges\n", what,
+               rounds - ratio.measured, rounds);
+}
+
+void target_line(const char *text, const double *ours, const double *theirs, int rounds, double target)
+{
+    spread ratio = ratio_spread(ours, theirs, rounds);
+    int met = 0;
+    for (int r = 0; r < rounds && r < BENCH_MAX_ROUNDS; r++)
+        met += ours[r] / theirs[r] >= target;
+    char range[40];
+    format_spread(range, sizeof range, ratio, 2, "x");
+    if (met == rounds)
+        printf("  %s: met (%s over %d rounds)\n", text, range, rounds);
+    else if (met > 0)
+        printf("  %s: met in %d of %d rounds (%s)\n", text, met, rounds, range);
+    else
+        printf("  %s: MISSED (%s over %d rounds)\n", text, range, rounds);
 }
 
 void note(const char *fmt, const char *arg)

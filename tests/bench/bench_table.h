@@ -1,6 +1,6 @@
 /* bench_table.h: what every part of `make bench` shares: the clock, medians,
- * the table's rows (on stdout and as CSV) and the images/sec of a lab run
- * read from its progress lines. bench.c and bench_allreduce.c use them. */
+ * the table's rows (on stdout and as CSV), rows measured in rounds (ranges),
+ * and the images/sec of a lab run read from its progress lines. */
 #ifndef FLOWLAB_BENCH_TABLE_H
 #define FLOWLAB_BENCH_TABLE_H
 
@@ -20,6 +20,28 @@ double median(double *v, int n);
  * reader cuts a string at one even inside quotes). */
 void row(const char *group, const char *what, const char *label, const char *unit, double ours,
          double theirs, const char *theirs_name);
+
+/* Rounds of every comparison measured in rounds: BENCH_ROUNDS (make bench
+ * ROUNDS=N), 3 by default, at most BENCH_MAX_ROUNDS. */
+#define BENCH_MAX_ROUNDS 9
+int bench_rounds(void);
+
+/* Steps each round measures, the warm-up not counted: 40, or 10 under
+ * BENCH_QUICK=1 (make bench QUICK=1: a smoke run, not figures to quote). */
+int bench_steps(void);
+
+/* A row of figures measured round by round (ours[r] and theirs[r] run back
+ * to back): each side printed as its lowest-highest over the rounds, and
+ * the ratio as the range of the per-round ratios ours[r] / theirs[r]. The
+ * CSV row holds the medians, their ratio and the per-round ratios' range.
+ * A round that failed (NaN) is left out of the ranges and said in a note. */
+void row_rounds(const char *group, const char *what, const char *label, const char *unit, const double *ours,
+                const double *theirs, int rounds, const char *theirs_name);
+
+/* "  <text>: met (lo-hi x over N rounds)" when every round's ratio
+ * ours[r] / theirs[r] reaches target, "met in K of N rounds" when some do,
+ * else "MISSED". */
+void target_line(const char *text, const double *ours, const double *theirs, int rounds, double target);
 
 /* "  note: " and fmt with its one argument, on a line of its own. */
 void note(const char *fmt, const char *arg);

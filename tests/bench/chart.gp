@@ -9,7 +9,9 @@ set output out
 set termoption noenhanced
 
 # Columns (tests/bench/bench_csv.h): 1 group, 2 what, 3 label, 4 unit,
-# 5 flowlab, 6 baseline, 7 baseline_value, 8 ratio.
+# 5 flowlab, 6 baseline, 7 baseline_value, 8 ratio, 9 ratio_low, 10 ratio_high
+# (a row measured in rounds: its bar is the medians' ratio, its label the
+# range of the per-round ratios).
 has_ratio(r) = strlen(strcol(6)) > 0 && r > 0
 # A row's place from the top: rows in order, a gap (and a heading) before each group.
 place(r) = has_ratio(r) ? (first = strcol(1) ne prev, y = y + 1 + (first ? 1.1 : 0), prev = strcol(1), y) : NaN
@@ -50,7 +52,8 @@ y = 0; prev = ""
 plot csv using ($8):(place($8)):(($8) < 1 ? $8 : 1):(($8) < 1 ? 1 : $8):(y - 0.38):(y + 0.38):(group_colour(strcol(1))) \
          every ::1 with boxxyerror linecolor rgb variable, \
      y = 0, prev = "", \
-     csv using (($8) < 1 ? 1 : $8):(place($8)):(sprintf(" %.2fx", $8)) every ::1 with labels left font ",8"
+     csv using (($8) < 1 ? 1 : $8):(place($8)):(strlen(strcol(9)) > 0 ? sprintf(" %.2f-%.2fx", $9, $10) : \
+                                                  sprintf(" %.2fx", $8)) every ::1 with labels left font ",8"
 
 # ---- right: the absolute figures ----
 unset logscale x; unset arrow 1; unset grid; unset xtics

@@ -10,8 +10,8 @@
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_DIR     := build/fuzz
-WIRE_SRC     := $(wildcard src/distributed_runtime/wire*.c)
-WIRE_HDR     := $(wildcard src/distributed_runtime/wire*.h) src/flowlab.h src/status.h
+WIRE_SRC     := $(wildcard src/distributed_runtime/transport/wire*.c)
+WIRE_HDR     := $(wildcard src/distributed_runtime/transport/wire*.h) src/flowlab.h src/status.h
 FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -Isrc \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
@@ -25,8 +25,8 @@ $(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c $(WIRE_SRC) $(WIRE_HDR)
 
 # The decoder of a partition's graph (REGISTER_PARTITION's payload) rebuilds nodes with the
 # runtime's fl_add_node, so its target links the core's archive; seeds from the encoder.
-GRAPH_WIRE_SRC := src/distributed_runtime/graph_wire.c src/distributed_runtime/graph_wire_decode.c src/distributed_runtime/graph_wire_ops.c \
-                  src/distributed_runtime/graph_partition.c
+GRAPH_WIRE_SRC := src/distributed_runtime/partition/graph_wire.c src/distributed_runtime/partition/graph_wire_decode.c src/distributed_runtime/partition/graph_wire_ops.c \
+                  src/distributed_runtime/partition/graph_partition.c
 FUZZ_GRAPH_SECONDS ?= 15
 
 $(FUZZ_DIR)/fuzz_graph_wire: tests/fuzz/fuzz_graph_wire.c $(GRAPH_WIRE_SRC) $(WIRE_SRC) $(WIRE_HDR) $(LIB)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/graph_wire.h"
+#include "distributed_runtime/partition/graph_wire.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/wire.h"
+#include "distributed_runtime/transport/wire.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

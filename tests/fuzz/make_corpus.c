@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "distributed_runtime/wire.h"
+#include "distributed_runtime/transport/wire.h"
 
 static int write_seed(const char *dir, const char *name, const fl_wire_buf *buf)
 {

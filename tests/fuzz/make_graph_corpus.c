@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "../partition_fixture.h"
-#include "distributed_runtime/graph_wire.h"
+#include "distributed_runtime/partition/graph_wire.h"
 
 static int write_seed(const char *dir, const char *name, fl_graph_partition *p)
 {

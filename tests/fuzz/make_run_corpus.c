@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "distributed_runtime/graph_wire.h"
+#include "distributed_runtime/partition/graph_wire.h"
 #include "runtime.h"
 
 static int write_seed(const char *dir, const char *name, fl_graph *g)

@@ -1,0 +1,218 @@
+/* server_internal.h: what the task server's files share: server.c (the
+ * listening socket, the event-loop thread, join and stop), server_conn.c
+ * (one connection's frames in), server_requests.c and server_sync.c (each
+ * request served), server_reply.c (replies out), server_close.c (bad input
+ * refused, connections closed). */
+#ifndef FLOWLAB_DIST_SERVER_INTERNAL_H
+#define FLOWLAB_DIST_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "flowlab_cluster.h"
+#include "distributed_runtime/ps/ps_store.h"
+#include "distributed_runtime/ps/ps_sync.h"
+#include "distributed_runtime/partition/rendezvous.h"
+#include "distributed_runtime/transport/wire.h"
+#include "variable_container.h"
+
+/* The most bytes a connection reads or writes per trip through the loop. */
+#define FL_SERVER_MAX_SINGLE_IO (4 << 20)
+/* A frame this long is read into memory of its own (see server_conn.c). */
+#define FL_SERVER_BIG_FRAME (256 << 10)
+
+/* One task whose goodbye a server awaits (under the server's lock). */
+typedef struct {
+    bool done;           /* it said goodbye */
+    bool gone;           /* counted as gone: absent for longer than the task deadline */
+    int connected;       /* its welcomed connections open now */
+    double absent_since; /* fl_now_s() at the server's start or its last disconnection */
+} fl_awaited_task;
+
+struct fl_server {
+    char name[64];        /* "/job:ps/task:0", for replies and logs */
+    char log_prefix[32];  /* "ps 0" */
+    char job[16];
+    int task;
+    FILE *log;
+    fl_server_options limits; /* every limit resolved to its value (server_limits.c) */
+    struct event *resume_accepting; /* accepting paused: out of descriptors (server_guard.c) */
+    uint64_t accept_pauses;
+    uint64_t strangers_dropped;
+    struct event_base *base;
+    struct evconnlistener *listener;
+    pthread_t thread;
+    bool thread_started;
+    fl_ps_store *store;   /* touched by the loop thread only */
+    fl_ps_sync *sync;     /* synchronous replicas' accumulators (loop thread) */
+    uint32_t sync_replicas;       /* the last SYNC update's replicas_to_aggregate (loop thread) */
+    char sync_worker[64], async_worker[64]; /* the first to send each kind of update (server_sync.c) */
+    bool sync_modes_logged;       /* a refusal of the other kind is logged once */
+    const fl_cluster *cluster;
+    fl_wire_buf out;      /* the reply being built (loop thread only) */
+    fl_wire_message *message; /* the request being served (loop thread; large: names, slots) */
+    void *scratch;        /* a received tensor in host order (loop thread only) */
+    size_t scratch_cap;
+    uint64_t applies;     /* updates applied so far: APPLIED's version */
+    struct fl_server_conn *conns; /* open connections (loop thread; stop frees them) */
+    /* In-graph replication across tasks (server_partitions.c). */
+    fl_rendezvous *rendezvous;    /* values from other tasks, by step and edge */
+    fl_variable_container *variables; /* every partition's variables on this task, by name */
+    uint64_t next_handle;         /* the last partition handle given (loop thread) */
+    struct fl_partition_job *jobs; /* partitions running on their runners (loop thread) */
+    struct fl_runner_pool *runners; /* the threads that run them, made at the first run */
+    bool serves_workers;  /* a worker or chief has sent ps requests: a client's goodbye does not end it */
+    /* Shared with the threads that join or read stats: under lock. */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    fl_server_stats stats;
+    bool loop_ended;
+    /* Whom join waits for (server_join.c): the workers and chiefs of the
+     * spec by job, or the client of in-graph replication once one has
+     * connected. Each is connected, or absent since a time; one absent for
+     * longer than gone_after_s has finished or given up. */
+    int num_workers, num_chiefs;
+    fl_awaited_task *workers, *chiefs, client;
+    bool client_seen;
+    double gone_after_s;  /* fl_task_deadline_s() when the server started */
+    double log_every_s;   /* a "waiting for" line this often (FLOWLAB_JOIN_LOG_EVERY_S, else 10 s) */
+};
+
+/* One client connection (server_conn.c). */
+typedef struct fl_server_conn {
+    fl_server *server;
+    struct bufferevent *bev;
+    fl_wire_conn order;
+    char peer[80]; /* "127.0.0.1:40312" */
+    char host[64]; /* "127.0.0.1": strangers are counted per address */
+    struct event *deadline; /* until HELLO_OK: a stranger is dropped when it fires (server_guard.c) */
+    char who[64];  /* "/job:worker/task:1" once it said HELLO */
+    char job[FL_WIRE_MAX_NAME + 1];
+    int task;
+    bool said_goodbye;
+    bool requested; /* it has sent a request after its handshake */
+    bool sent_values; /* a peer task's connection for SEND_TENSOR: it closes with no goodbye */
+    bool closing;  /* refused: closes once the ERROR is out */
+    bool reading_paused; /* too many replies unread (--max_unread_reply_bytes): until they drain */
+    bool parked;   /* a WAIT_STEP awaits its answer: reading paused (server_sync.c) ... */
+    uint32_t parked_id;                        /* ... that request, */
+    char parked_name[FL_WIRE_MAX_NAME + 1];    /* on this variable, */
+    uint64_t parked_step;                      /* until it moves from this step */
+    bool counted;  /* it has sent a SYNC_ASSIGN_ADD ... */
+    uint64_t counted_step; /* ... counted toward this step */
+    bool dropped_any;      /* an update it sent was dropped as stale ... */
+    uint64_t dropped_step; /* ... the latest for this step (server_sync.c) */
+    size_t room_made;      /* the length of the big frame memory was made for, until it is served */
+    struct fl_partition_registry *partitions; /* what this client registered (server_partitions.c) */
+    struct fl_partition_job *running; /* its RUN_PARTITION in flight: later frames wait */
+    fl_rendezvous_sender *values_sent; /* its SEND_TENSOR values waiting for runs (NULL: none sent) */
+    unsigned char nonce[FL_WIRE_PROOF_BYTES]; /* the CHALLENGE sent, which its PROOF must answer */
+    bool tls;              /* a TLS bufferevent (libevent_openssl): no tricks with its buffers */
+    bool challenged;       /* sent a CHALLENGE, not yet welcomed: a stranger until it proves itself */
+    bool heard;            /* its bytes have been read at least once (server_guard.c's eviction order) */
+    struct fl_server_conn *next;
+} fl_server_conn;
+
+/* What serving a request takes. */
+/* server_reply.c: sends s->out to c and empties it. */
+void fl_server_send_out(fl_server_conn *c);
+/* A VALUE reply with variable `name`'s value, which the caller checked exists. */
+void fl_server_send_value(fl_server_conn *c, uint32_t id, const char *name);
+/* Answers NOT_INITIALIZED and returns true when the variable has no value. */
+bool fl_server_answer_if_missing(fl_server_conn *c, uint32_t id, const char *name);
+/* server_close.c: bad input: an ERROR, a log line, and the connection
+ * closes once the error is out. */
+void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why);
+/* A log line naming the connection's peer and task: "ps 0: lost 127.0.0.1:40312 (...): why". */
+void fl_server_log_conn(const fl_server_conn *c, const char *what, const char *detail);
+/* Unlinks and frees c now (its parked WAIT_STEP, if any, goes with it). */
+void fl_server_free_conn(fl_server_conn *c);
+/* server_handshake.c: HELLO_OK: from now on c's requests are served. */
+void fl_server_welcome(fl_server_conn *c, uint32_t id);
+/* With a cluster secret, sends c a CHALLENGE and returns
+ * true (c is welcomed once its PROOF is right); without, false. */
+bool fl_server_challenge(fl_server_conn *c, uint32_t id);
+/* Checks c's PROOF: a right one is answered with SERVER_PROOF and HELLO_OK,
+ * a wrong one refused (logged with c's peer, an ERROR, closed). */
+void fl_server_serve_proof(fl_server_conn *c, uint32_t id, const fl_wire_handshake *h);
+/* server_requests.c: one whole frame, checked for its place in the
+ * conversation, parsed and served (while the connection's partition run is
+ * in flight: only looked at, and left for later). */
+void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f);
+/* server_tensors.c: a received tensor (in the frame or the scratch: read
+ * only); the kernel an APPLY's optimizer or a SYNC update runs; the value of
+ * an int32 scalar variable as a step (false for any other variable). */
+fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w);
+fl_op_kind fl_server_apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs);
+fl_op_kind fl_server_update_op(const fl_wire_message *m, fl_attrs *attrs);
+bool fl_server_read_step(const fl_tensor *t, uint64_t *step);
+/* server_conn.c: serves the frames buffered (libevent's read callback). */
+void fl_server_on_read(struct bufferevent *bev, void *conn);
+/* server_reading.c: reads again, and serves what is buffered, unless a
+ * WAIT_STEP, unread replies or a refusal hold the connection; and serves
+ * what is buffered now (through libevent, which calls fl_server_on_read). */
+void fl_server_resume_reading(fl_server_conn *c);
+void fl_server_serve_buffered(fl_server_conn *c);
+
+/* The requests of synchronous replicas (server_sync.c). */
+void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m);
+void fl_server_serve_wait_step(fl_server_conn *c, uint32_t id, const fl_wire_wait_step *w);
+/* True when request id, an update of the other kind (synchronous or not)
+ * than another worker's, was refused: workers disagree on --sync_replicas. */
+bool fl_server_refuses_other_sync_mode(fl_server_conn *c, uint32_t id, fl_wire_type type);
+/* Answers the parked WAIT_STEPs on variable `name` whose value has moved. */
+void fl_server_wake_waits(fl_server *s, const char *name);
+/* After a goodbye: answers the parked WAIT_STEPs at once while too few
+ * workers are left to complete a step. */
+void fl_server_release_stuck_waits(fl_server *s);
+
+/* In-graph replication across tasks (server_partitions.c): the frames,
+ * ABORT_STEP seen while a run is in flight (served at once, answered after
+ * the run's reply), a closed connection's partitions and waiting values dropped, and at stop
+ * every run aborted and joined. */
+void fl_server_serve_partition_frame(fl_server_conn *c, const fl_wire_frame *f, const fl_wire_message *m);
+void fl_server_peek_while_running(fl_server_conn *c, const fl_wire_frame *f);
+void fl_server_drop_partitions(fl_server_conn *c);
+void fl_server_stop_partitions(fl_server *s);
+
+/* server_guard.c: bounds before authentication. A stranger gets its
+ * deadline to HELLO_OK (the oldest stranger goes when a cap is reached);
+ * welcomed, it loses it; a frame announced by a stranger's header is
+ * checked from the header (only HELLO and PROOF); the listener pauses when
+ * accept fails. -1 when libevent cannot make a timer. */
+int fl_server_guard_stranger(fl_server_conn *c);
+void fl_server_guard_welcomed(fl_server_conn *c);
+bool fl_server_guard_allows(fl_server_conn *c, fl_wire_type announced, fl_status *st);
+int fl_server_guard_listener(fl_server *s);
+/* server_join.c: whom join waits for, set up from the spec at the
+ * server's start, and freed with it. */
+void fl_server_join_init(fl_server *s);
+void fl_server_join_free(fl_server *s);
+/* server_limits.c: options with every 0 replaced by its default. */
+fl_server_options fl_server_limits_resolve(const fl_server_options *o);
+
+/* libevent's accept callback: a new connection to serve (server_conn.c). */
+void fl_server_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *address,
+                      int length, void *server);
+/* server_close.c: closes and frees every open connection: after the loop has ended. */
+void fl_server_close_all(fl_server *s);
+/* Counts a goodbye from job/task; true when it was the last one expected
+ * (every awaited task has said it). */
+bool fl_server_note_goodbye(fl_server *s, const char *job, int task);
+/* A welcomed connection of job/task opened or closed: join counts a task
+ * absent for longer than the task deadline as gone (server_join.c). */
+void fl_server_note_connected(fl_server *s, const char *job, int task);
+void fl_server_note_disconnected(fl_server *s, const char *job, int task);
+/* The awaited task job/task (a worker or chief of the spec, or the client),
+ * or NULL for any other. Lock held. */
+fl_awaited_task *fl_server_awaited(fl_server *s, const char *job, int task);
+/* Notes who sends what: a worker's or chief's ps request makes s a ps that serves workers. */
+void fl_server_note_request(fl_server *s, const fl_server_conn *c, fl_wire_type type);
+/* Bumps one of the stats counters under the lock. */
+void fl_server_count(fl_server *s, uint64_t *counter, uint64_t by);
+
+#endif

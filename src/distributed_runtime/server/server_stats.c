@@ -1,0 +1,91 @@
+/* server_stats.c: what a server counts (connections, frames, bytes, bad
+ * input) and who has said goodbye, under the lock that the threads reading
+ * them (join, stats) share with the event loop. */
+#include <string.h>
+
+#include "distributed_runtime/partition/partition_client.h"
+#include "server_internal.h"
+
+void fl_server_count(fl_server *s, uint64_t *counter, uint64_t by)
+{
+    pthread_mutex_lock(&s->lock);
+    *counter += by;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static bool is_worker_job(const char *job) { return strcmp(job, "worker") == 0 || strcmp(job, "chief") == 0; }
+
+void fl_server_note_request(fl_server *s, const fl_server_conn *c, fl_wire_type type)
+{
+    bool between_tasks = type == FL_WIRE_HELLO || type == FL_WIRE_PROOF || type == FL_WIRE_SEND_TENSOR ||
+                         type == FL_WIRE_ABORT_STEP || type == FL_WIRE_GOODBYE;
+    if (between_tasks || !is_worker_job(c->job) || s->serves_workers)
+        return;
+    pthread_mutex_lock(&s->lock); /* join reads it */
+    s->serves_workers = true;
+    pthread_mutex_unlock(&s->lock);
+}
+
+fl_awaited_task *fl_server_awaited(fl_server *s, const char *job, int task)
+{
+    if (strcmp(job, FL_WIRE_CLIENT_JOB) == 0)
+        return &s->client;
+    bool chief = strcmp(job, "chief") == 0;
+    if (!chief && strcmp(job, "worker") != 0) /* a ps or an unknown job: no goodbye of theirs is awaited */
+        return NULL;
+    int count = chief ? s->num_chiefs : s->num_workers;
+    if (task < 0 || task >= count)
+        return NULL;
+    return chief ? &s->chiefs[task] : &s->workers[task];
+}
+
+void fl_server_note_connected(fl_server *s, const char *job, int task)
+{
+    pthread_mutex_lock(&s->lock);
+    fl_awaited_task *t = fl_server_awaited(s, job, task);
+    if (t)
+        t->connected++;
+    if (t == &s->client)
+        s->client_seen = true;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void fl_server_note_disconnected(fl_server *s, const char *job, int task)
+{
+    pthread_mutex_lock(&s->lock);
+    fl_awaited_task *t = fl_server_awaited(s, job, task);
+    if (t && t->connected > 0 && --t->connected == 0)
+        t->absent_since = fl_now_s();
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static bool all_said_goodbye(const fl_server *s)
+{
+    for (int i = 0; i < s->num_workers; i++)
+        if (!s->workers[i].done)
+            return false;
+    for (int i = 0; i < s->num_chiefs; i++)
+        if (!s->chiefs[i].done)
+            return false;
+    return s->num_workers + s->num_chiefs > 0;
+}
+
+/* A client's goodbye ends a task server's work (in-graph replication: the
+ * tasks serve one client, which says goodbye at session close), but not a
+ * ps that serves workers (between-graph): it ends when they have all said
+ * goodbye (or gone, server_join.c), whatever a `client` says. */
+bool fl_server_note_goodbye(fl_server *s, const char *job, int task)
+{
+    pthread_mutex_lock(&s->lock);
+    fl_awaited_task *t = fl_server_awaited(s, job, task);
+    bool counts = t && !t->done && (t != &s->client || !s->serves_workers);
+    if (counts) {
+        t->done = true;
+        s->stats.goodbyes++;
+    }
+    bool last = counts && (t == &s->client || all_said_goodbye(s));
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+    return last;
+}

@@ -1,0 +1,93 @@
+/* session_plugin.c: what the distributed runtime lends a session given a
+ * cluster as fl_session_options.cluster: devices of other tasks for
+ * placement, and the task's name, chief, reconnection and goodbye for the
+ * monitored session; in the client of a cluster, and in a between-graph
+ * worker that partitions its own graph, the master of each step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cluster.h"
+#include "distributed_runtime/partition/master.h"
+#include "distributed_runtime/ps/remote_device.h"
+#include "task_server.h"
+
+/* A "/job:.../task:..." device: this task's own (*is_local), or another
+ * task's remote device, connecting to it the first time. */
+static fl_device *resolve_device(const fl_cluster *c, const char *device, bool *is_local)
+{
+    int local = fl_cluster_device_is_local(c, device);
+    *is_local = local == 1;
+    if (local != 0)
+        return NULL; /* local, or an error fl_last_error() names */
+    fl_device_name d = {.task = -1};
+    if (fl_parse_device(device, &d, NULL, 0) != 0)
+        return NULL;
+    fl_device *remote = fl_remote_device(c, d.job, d.task);
+    if (!remote)
+        fl_prefix_error("cannot reach %s: ", device); /* keeps UNAVAILABLE */
+    return remote;
+}
+
+static const char *task_name(const fl_cluster *c) { return fl_cluster_state_of(c)->task_name; }
+static bool is_chief(const fl_cluster *c) { return fl_cluster_is_chief(c); }
+static int recover(const fl_cluster *c) { return fl_cluster_reconnect(c); }
+static int say_goodbye(const fl_cluster *c) { return fl_cluster_say_goodbye(c); }
+
+static void *open_master(const fl_cluster *c, fl_graph *g) { return fl_master_new(c, g); }
+static void close_master(void *master) { fl_master_free(master); }
+static const char *node_device(void *master, const fl_node *n) { return fl_master_node_device(master, n); }
+static void trace_into(void *master, fl_session *trace) { fl_master_trace_into(master, trace); }
+
+static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
+                      fl_tensor **outputs, fl_node *const *targets, int ntargets)
+{
+    return fl_master_run(master, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
+}
+
+/* A between-graph worker partitions its own graph, as TensorFlow's does,
+ * when FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1 (issue 36 item 2, stage A: async
+ * training only; without it, or with synchronous updates in the graph, its
+ * variables are reached through per-op remote devices). NULL otherwise:
+ * the session runs its graph itself. */
+static void *open_task_master(const fl_cluster *c, fl_graph *g)
+{
+    const char *on = getenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS");
+    if (!on || strcmp(on, "1") != 0 || strcmp(fl_cluster_job_name(c), "ps") == 0)
+        return NULL;
+    if (fl_graph_runtime_records(g)) /* SyncReplicasOptimizer's marks: its updates need the remote devices yet */
+        return NULL;
+    if (!fl_task_server_acquire(c)) {
+        fl_prefix_error("a between-graph worker runs its piece of the graph on a server of its own: ");
+        return NULL;
+    }
+    return fl_master_new_on_task(c, g);
+}
+
+/* The task's server goes (if this session started it) after the master. */
+static void close_task_master(void *master)
+{
+    const fl_cluster *c = fl_master_cluster(master);
+    fl_master_free(master);
+    fl_task_server_release(c);
+}
+
+/* A task's: fl_cluster_new gives it to every cluster (cluster_head.c). */
+const fl_cluster_plugin fl_cluster_task_plugin_table = {
+    .resolve_device = resolve_device, .task_name = task_name, .is_chief = is_chief,
+    .recover = recover, .say_goodbye = say_goodbye, .open_master = open_task_master, .run_master = run_master,
+    .node_device = node_device, .close_master = close_task_master, .trace_into = trace_into};
+/* The client places nothing itself: its graph runs on the tasks. */
+static fl_device *no_device(const fl_cluster *c, const char *device, bool *is_local)
+{
+    (void)c;
+    *is_local = false;
+    fl_set_error_code(FL_INTERNAL, "%s: the client of a cluster runs no node itself; its master does", device);
+    return NULL;
+}
+
+/* The client's (fl_cluster_client_from_flags): the same, with a master. */
+const fl_cluster_plugin fl_cluster_client_plugin_table = {
+    .resolve_device = no_device, .task_name = task_name, .is_chief = is_chief, .recover = recover,
+    .say_goodbye = say_goodbye, .open_master = open_master, .run_master = run_master,
+    .node_device = node_device, .close_master = close_master, .trace_into = trace_into};

@@ -1,0 +1,41 @@
+/* task_server.c: the server of a task that its between-graph worker's
+ * masters share: the program's own, as TensorFlow's tf.train.Server, else
+ * one the first such master's session starts and the last one's stops. */
+#include <pthread.h>
+
+#include "distributed_runtime/ps/remote_device.h"
+#include "task_server.h"
+
+/* Not the cluster state's lock: starting a server takes that one. */
+static pthread_mutex_t own_server_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static fl_server *running_server(fl_cluster_state *r)
+{
+    pthread_mutex_lock(&r->lock);
+    fl_server *s = r->task_server;
+    pthread_mutex_unlock(&r->lock);
+    return s;
+}
+
+fl_server *fl_task_server_acquire(const fl_cluster *c)
+{
+    fl_cluster_state *r = fl_cluster_state_of(c);
+    pthread_mutex_lock(&own_server_lock);
+    fl_server *s = running_server(r); /* the program's own, as TensorFlow's tf.train.Server */
+    if (!s)
+        s = r->started_server = fl_server_start(c, &(fl_server_options){0});
+    r->server_users += s != NULL;
+    pthread_mutex_unlock(&own_server_lock);
+    return s;
+}
+
+void fl_task_server_release(const fl_cluster *c)
+{
+    fl_cluster_state *r = fl_cluster_state_of(c);
+    pthread_mutex_lock(&own_server_lock);
+    if (--r->server_users == 0 && r->started_server) {
+        fl_server_stop(r->started_server);
+        r->started_server = NULL;
+    }
+    pthread_mutex_unlock(&own_server_lock);
+}

@@ -1,0 +1,99 @@
+/* task_client.h: a worker's connection to one ps task. A request goes out at
+ * once and returns its id; replies come back in order on a reader thread,
+ * so many requests are in flight at a time, and an id is a mark the worker
+ * can ask about or wait for (the remote backend's marks are these ids). */
+#ifndef FLOWLAB_DIST_PS_CLIENT_H
+#define FLOWLAB_DIST_PS_CLIENT_H
+
+#include "connect.h"
+#include "wire.h"
+
+typedef struct fl_task_client fl_task_client;
+
+/* Connects (waiting for the task as connect.h does) and says HELLO as
+ * /job:my_job/task:my_task, numbering requests from first_id + 1: a
+ * connection made again after one was lost goes on from the old one's ids,
+ * so no mark taken before can be mistaken for a request of the new one.
+ * NULL after fl_set_error. fl_task_client_open: a first connection. */
+fl_task_client *fl_task_client_reopen(const fl_connect_options *where, const char *my_job, int my_task,
+                                  uint32_t first_id);
+static inline fl_task_client *fl_task_client_open(const fl_connect_options *where, const char *my_job, int my_task)
+{
+    return fl_task_client_reopen(where, my_job, my_task, 0);
+}
+/* For ps_requests.c: the buffer to encode request `*id` into (the send
+ * lock is taken), then finish: encoded is the encoder's result; the request
+ * is queued for its reply (dst, bytes, already as below) and sent, and the
+ * lock released. finish returns the id, or 0 after fl_set_error. */
+fl_wire_buf *fl_task_client_begin(fl_task_client *c, uint32_t *id);
+uint32_t fl_task_client_finish(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
+                             bool *already, const char *name);
+/* The same for a synchronous update sent for `step`, which a drop counts toward. */
+uint32_t fl_task_client_finish_sync(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type, const char *name,
+                                  uint64_t step);
+/* The same for a reply the caller reads whole: take(frame, message, user)
+ * runs on the reader thread when the reply comes, ERROR included (with
+ * frame and message NULL when the connection is lost first), and
+ * copies what it needs: the request's outcome is the caller's to keep, so
+ * requests in flight at once from several threads (a run, and the abort of
+ * its step) each get their own. fl_task_client_wait then fails only for a
+ * lost connection or the deadline. */
+typedef void (*fl_ps_reply_fn)(const fl_wire_frame *f, const fl_wire_message *m, void *user);
+uint32_t fl_task_client_finish_taking(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type,
+                                    fl_ps_reply_fn take, void *user, const char *name);
+/* The task at the other end: "/job:ps/task:0". */
+const char *fl_task_client_peer(const fl_task_client *c);
+/* Waits until the requests sent are on the wire, lent bytes included
+ * (fl_socket_writer_wait_written, up to the task deadline). */
+void fl_task_client_wait_written(fl_task_client *c);
+
+/* Says GOODBYE (this worker has finished) and waits for the answer. */
+int fl_task_client_goodbye(fl_task_client *c);
+void fl_task_client_close(fl_task_client *c);
+
+/* Requests: each returns its id, or 0 after fl_set_error (the connection is
+ * lost). A VALUE reply's data lands in dst, which must hold `bytes` and stay
+ * valid until the request is done; *already (may be NULL) says whether an
+ * INIT_VARIABLE found the variable set before. */
+uint32_t fl_task_client_init(fl_task_client *c, const char *name, const fl_tensor *value, bool *already);
+uint32_t fl_task_client_pull(fl_task_client *c, const char *name, void *dst, size_t bytes);
+uint32_t fl_task_client_assign(fl_task_client *c, const char *name, const fl_tensor *value);
+uint32_t fl_task_client_assign_add(fl_task_client *c, const char *name, const fl_tensor *delta, void *dst,
+                                 size_t bytes);
+uint32_t fl_task_client_apply(fl_task_client *c, const char *name, const fl_wire_optimizer_args *opt,
+                            const fl_tensor *grad);
+
+/* Synchronous replicas (chapter 4): updates counted toward sync->step; the
+ * reply says whether the update ran, was held, or was dropped as stale
+ * (counted, with its step, in the connect options' stale tally). type:
+ * FL_WIRE_SYNC_ASSIGN or FL_WIRE_SYNC_ASSIGN_ADD. */
+uint32_t fl_task_client_sync_apply(fl_task_client *c, const fl_wire_sync *sync, const char *name,
+                                 const fl_wire_optimizer_args *opt, const fl_tensor *grad);
+uint32_t fl_task_client_sync_assignment(fl_task_client *c, fl_wire_type type, const fl_wire_sync *sync,
+                                      const char *name, const fl_tensor *value);
+/* Answered when the int32 variable's value differs from step (the value
+ * lands in dst, 4 bytes). FL_WIRE_STEP_UNKNOWN: the step this connection's
+ * last SYNC_ASSIGN_ADD was counted toward. */
+uint32_t fl_task_client_wait_step(fl_task_client *c, const char *name, uint64_t step, void *dst);
+/* Whether the variable has a value on the task: *has_value set when done. */
+uint32_t fl_task_client_is_initialized(fl_task_client *c, const char *name, bool *has_value);
+/* True once the connection is lost: requests fail until a new one is made. */
+bool fl_task_client_broken(fl_task_client *c);
+
+/* Names the node that sent the requests after id `after` still awaiting
+ * replies, so that waiting for them on a lost connection names it. */
+void fl_task_client_name_sender(fl_task_client *c, uint32_t after, const char *op);
+/* The id of the last request sent (0: none yet). */
+uint32_t fl_task_client_last_id(fl_task_client *c);
+/* 1 when the replies up to id have come, 0 when not yet, -1 when the
+ * connection was lost before they came. */
+int fl_task_client_done(fl_task_client *c, uint32_t id);
+/* Blocks until the replies up to id have come, with a line every few
+ * seconds saying what it waits for, and up to the task deadline. 0, or -1
+ * after fl_set_error with the first error a request up to id got (the ps's
+ * message, naming the task), the lost connection, or the deadline. */
+int fl_task_client_wait(fl_task_client *c, uint32_t id);
+/* Bytes sent and received so far, for the lab's "bytes moved per step". */
+void fl_task_client_traffic(fl_task_client *c, uint64_t *sent, uint64_t *received);
+
+#endif

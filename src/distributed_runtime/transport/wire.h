@@ -1,0 +1,421 @@
+/* wire.h: the bytes tasks send each other in chapter 3 (between-graph replication).
+ * Length-prefixed binary frames: encoders append whole frames to a growable buffer; a decoder
+ * cuts frames out of received bytes; typed parsers check every field before it is trusted.
+ * No sockets here: the server and the remote backend feed and drain the bytes themselves.
+ * The format, byte by byte, is book/appendix-wire-protocol.md. */
+#ifndef FLOWLAB_DIST_WIRE_H
+#define FLOWLAB_DIST_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flowlab.h"
+#include "status.h"
+
+/* ---- the frame header: 16 bytes, every integer big-endian (network order) ----
+ *   0  magic "FLWP"   4  version u8   5  type u8   6  flags u16 (0)
+ *   8  request id u32                 12 payload length u32           */
+#define FL_WIRE_HEADER_BYTES 16u
+#define FL_WIRE_VERSION 1u
+/* Big enough for chapter 1's largest variable (3136x1024 floats, 12.8 MB) with room to spare. */
+#define FL_WIRE_MAX_PAYLOAD (64u * 1024u * 1024u)
+#define FL_WIRE_MAX_NAME 255u     /* names are 1..255 bytes of '!'..'~' */
+#define FL_WIRE_MAX_MESSAGE 1024u /* an ERROR frame's text, bytes ' '..'~' */
+#define FL_WIRE_MAX_TASK 65535u   /* task indices 0..65535 */
+#define FL_WIRE_ERROR_LEN 256     /* an ERROR frame's message and buf->error */
+
+typedef enum {
+    FL_WIRE_HELLO = 1,         /* client -> server: job name, task index, version */
+    FL_WIRE_HELLO_OK = 2,      /* server -> client: the server's own job name and task */
+    FL_WIRE_INIT_VARIABLE = 3, /* name and initial value; only the first one counts */
+    FL_WIRE_INIT_DONE = 4,     /* reply to INIT_VARIABLE: whether it was already set */
+    FL_WIRE_PULL = 5,          /* name -> VALUE */
+    FL_WIRE_VALUE = 6,         /* name and value */
+    FL_WIRE_APPLY = 7,         /* name, optimizer and its hyper-parameters, gradient -> APPLIED */
+    FL_WIRE_APPLIED = 8,       /* the variable's version after the update */
+    FL_WIRE_ASSIGN_ADD = 9,    /* name and delta, atomic on the ps -> VALUE */
+    FL_WIRE_GOODBYE = 10,      /* the worker has finished -> OK */
+    FL_WIRE_OK = 11,           /* empty payload */
+    FL_WIRE_ERROR = 12,        /* code and a message for people */
+    FL_WIRE_ASSIGN = 13,       /* name and a new value for an initialised variable -> OK */
+    /* Synchronous replicas (chapter 4): an update counted toward a step, not applied at once. */
+    FL_WIRE_SYNC_APPLY = 14,      /* step, replicas, then APPLY's fields -> SYNC_DONE */
+    FL_WIRE_SYNC_ASSIGN = 15,     /* step, replicas, name and value -> SYNC_DONE */
+    FL_WIRE_SYNC_ASSIGN_ADD = 16, /* step, replicas, name and delta -> SYNC_DONE */
+    FL_WIRE_SYNC_DONE = 17,       /* what became of it: applied, accumulated or dropped */
+    FL_WIRE_WAIT_STEP = 18,       /* name and step -> VALUE once the variable's value differs */
+    FL_WIRE_IS_INITIALIZED = 19,  /* name -> INIT_DONE: whether the variable has a value */
+    /* In-graph replication across tasks (chapter 3): the client's master
+     * registers one partition of its graph per task and runs it each step;
+     * values that cross tasks go task to task (SEND_TENSOR). */
+    FL_WIRE_REGISTER_PARTITION = 20,   /* a partition (graph_wire.c's bytes) -> PARTITION_REGISTERED */
+    FL_WIRE_PARTITION_REGISTERED = 21, /* the task's handle for it */
+    FL_WIRE_RUN_PARTITION = 22,        /* handle, step, feeds, fetches, targets, edges -> PARTITION_DONE */
+    FL_WIRE_PARTITION_DONE = 23,       /* the fetched values, in order */
+    FL_WIRE_SEND_TENSOR = 24,          /* step, edge key, value: task to task -> OK */
+    FL_WIRE_ABORT_STEP = 25,           /* step: give it up, its waits end -> OK */
+    FL_WIRE_DEREGISTER_PARTITION = 26, /* handle -> OK */
+    /* The handshake of a cluster with a shared secret (wire_handshake.c). */
+    FL_WIRE_CHALLENGE = 27,    /* server -> client, the answer to HELLO: a fresh nonce */
+    FL_WIRE_PROOF = 28,        /* client -> server: its proof, and a nonce of its own */
+    FL_WIRE_SERVER_PROOF = 29, /* server -> client: its proof; HELLO_OK follows */
+} fl_wire_type;
+#define FL_WIRE_TYPE_COUNT 30 /* one past the last type */
+
+/* Codes an ERROR frame carries. */
+typedef enum {
+    FL_WIRE_E_BAD_FRAME = 1,        /* the bytes are not a valid frame */
+    FL_WIRE_E_OUT_OF_ORDER = 2,     /* a valid frame at the wrong time */
+    FL_WIRE_E_UNKNOWN_VARIABLE = 3, /* no variable of that name on this task */
+    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's; or --sync_replicas from another worker's */
+    FL_WIRE_E_NOT_INITIALIZED = 5,  /* PULL/APPLY before any INIT_VARIABLE */
+    FL_WIRE_E_INTERNAL = 6,         /* the server failed, e.g. out of memory */
+    /* A partition's run that failed (the connection stays). */
+    FL_WIRE_E_INVALID_ARGUMENT = 7, /* a partition or run refused: the message names the node */
+    FL_WIRE_E_ABORTED = 8,          /* the step was given up (ABORT_STEP) */
+    FL_WIRE_E_UNAVAILABLE = 9,      /* a peer task was lost */
+    FL_WIRE_E_DEADLINE = 10,        /* a value from another task never came */
+    FL_WIRE_E_UNAUTHENTICATED = 11, /* no proof of the cluster secret, or a wrong one */
+    FL_WIRE_E_RESOURCE_EXHAUSTED = 12, /* a limit of the server's (the message names its flag) */
+    /* CANONICAL + c carries flowlab's code c (FL_NOT_FOUND: 37) unchanged: a
+     * failed run whose code none of the names above says. */
+    FL_WIRE_E_CANONICAL = 32,
+} fl_wire_error_code;
+#define FL_WIRE_ERROR_CODE_COUNT 13 /* the named codes are 1 to 12 */
+/* What an ERROR frame's code means as flowlab's error code (BAD_FRAME:
+ * DATA_LOSS; CANONICAL + c: c), the code a failed run's error travels as
+ * (its own name where the wire has one, else CANONICAL + code), and whether
+ * a frame's code is one of these (wire_error_codes.c). */
+fl_error_code fl_wire_error_meaning(fl_wire_error_code code);
+fl_wire_error_code fl_wire_error_for(fl_error_code code);
+bool fl_wire_error_code_known(unsigned code);
+
+typedef enum { FL_WIRE_GRADIENT_DESCENT = 0, FL_WIRE_MOMENTUM = 1, FL_WIRE_ADAM = 2 } fl_wire_optimizer;
+
+/* An APPLY's optimizer. On the wire: kind, a count, then the floats that kind uses,
+ * in this order: GradientDescent learning_rate; Momentum learning_rate, momentum,
+ * use_nesterov (0.0 or 1.0); Adam learning_rate, beta1, beta2, epsilon. All must be
+ * finite. Then the names of the other variables the update reads and writes, all on
+ * the same ps: none for GradientDescent; Momentum's accumulator; Adam's m, v,
+ * beta1_power and beta2_power (TensorFlow's ApplyAdam inputs, in that order). */
+#define FL_WIRE_MAX_SLOTS 4
+typedef struct {
+    fl_wire_optimizer kind;
+    float learning_rate;
+    float momentum;
+    bool use_nesterov;
+    float beta1, beta2, epsilon;
+    int nslots; /* 0, 1 or 4, by kind */
+    char slots[FL_WIRE_MAX_SLOTS][FL_WIRE_MAX_NAME + 1];
+} fl_wire_optimizer_args;
+/* How many slot names each kind takes: 0, 1, 4. */
+int fl_wire_optimizer_slots(fl_wire_optimizer kind);
+
+/* A synchronous update: counted toward `step` (the global step the worker
+ * read its variables at); the ps applies the mean of the first
+ * `replicas` that arrive for a step and drops any from an older step. */
+typedef struct {
+    uint64_t step;
+    uint32_t replicas; /* replicas_to_aggregate, 1..65535 */
+} fl_wire_sync;
+#define FL_WIRE_MAX_REPLICAS 65535u
+/* A worker that has not learnt the global step yet (its first step, or
+ * after a lost ps) sends this step: the ps counts the update toward the
+ * step the variable is at now. */
+#define FL_WIRE_STEP_UNKNOWN UINT64_MAX
+
+/* What a SYNC_DONE reports. */
+typedef enum {
+    FL_WIRE_SYNC_APPLIED = 0,     /* this one completed the step: the update ran */
+    FL_WIRE_SYNC_ACCUMULATED = 1, /* counted; the update runs when enough have come */
+    FL_WIRE_SYNC_DROPPED = 2,     /* stale: computed against an older step */
+} fl_wire_sync_outcome;
+
+const char *fl_wire_type_name(int type);        /* "PULL"; "?" for a number that is no type */
+const char *fl_wire_optimizer_name(int kind);   /* "Adam" */
+/* The reply a request expects (PULL -> VALUE); 0 for a type that is no request.
+ * Any request may also be answered by ERROR. */
+int fl_wire_reply_type(int request_type);
+
+/* ---- encoding: each put appends one whole frame, or nothing ----
+ * On failure (a bad argument, out of memory) a put returns -1, leaves the buffer's
+ * bytes as they were and says why in buf->error. */
+typedef struct {
+    unsigned char *data;
+    size_t len, cap;
+    /* Bytes that end the last frame by reference, not copied in (a big
+     * SEND_TENSOR's data: fl_wire_put_send_tensor_head); only a socket
+     * writer sends them, and their owner keeps them until they are out. */
+    const void *lent;
+    size_t lent_len;
+    char error[FL_WIRE_ERROR_LEN];
+} fl_wire_buf;
+
+void fl_wire_buf_free(fl_wire_buf *buf); /* back to empty; the struct can be reused */
+void fl_wire_buf_consume(fl_wire_buf *buf, size_t bytes); /* drops the first bytes */
+
+int fl_wire_put_hello(fl_wire_buf *buf, uint32_t id, const char *job, uint32_t task_index);
+int fl_wire_put_hello_ok(fl_wire_buf *buf, uint32_t id, const char *job, uint32_t task_index);
+int fl_wire_put_init_variable(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
+int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool already_initialized);
+int fl_wire_put_pull(fl_wire_buf *buf, uint32_t id, const char *name);
+int fl_wire_put_value(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
+/* A VALUE frame but for its tensor's data, which the caller sends right after
+ * these bytes from where it lies (a ps sends a 13 MB variable without copying
+ * it). -1 on a host whose byte order is not the wire's: use fl_wire_put_value. */
+int fl_wire_put_value_head(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
+int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
+                      const fl_wire_optimizer_args *opt, const fl_tensor *grad);
+int fl_wire_put_applied(fl_wire_buf *buf, uint32_t id, uint64_t version);
+int fl_wire_put_assign_add(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *delta);
+int fl_wire_put_assign(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
+int fl_wire_put_sync_apply(fl_wire_buf *buf, uint32_t id, const fl_wire_sync *sync, const char *name,
+                           const fl_wire_optimizer_args *opt, const fl_tensor *grad);
+/* type: FL_WIRE_SYNC_ASSIGN or FL_WIRE_SYNC_ASSIGN_ADD. */
+int fl_wire_put_sync_assignment(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const fl_wire_sync *sync,
+                                const char *name, const fl_tensor *value);
+int fl_wire_put_sync_done(fl_wire_buf *buf, uint32_t id, fl_wire_sync_outcome outcome);
+int fl_wire_put_wait_step(fl_wire_buf *buf, uint32_t id, const char *name, uint64_t step);
+int fl_wire_put_is_initialized(fl_wire_buf *buf, uint32_t id, const char *name);
+int fl_wire_put_goodbye(fl_wire_buf *buf, uint32_t id);
+/* The handshake (wire_handshake.c): nonces and proofs are FL_WIRE_PROOF_BYTES
+ * each. CHALLENGE carries a nonce, PROOF a proof then a nonce, SERVER_PROOF a
+ * proof. A proof is HMAC-SHA256 over a nonce (src/distributed_runtime/transport/handshake.h). */
+#define FL_WIRE_PROOF_BYTES 32u
+int fl_wire_put_challenge(fl_wire_buf *buf, uint32_t id, const unsigned char nonce[FL_WIRE_PROOF_BYTES]);
+int fl_wire_put_proof(fl_wire_buf *buf, uint32_t id, const unsigned char proof[FL_WIRE_PROOF_BYTES],
+                      const unsigned char nonce[FL_WIRE_PROOF_BYTES]);
+int fl_wire_put_server_proof(fl_wire_buf *buf, uint32_t id, const unsigned char proof[FL_WIRE_PROOF_BYTES]);
+int fl_wire_put_ok(fl_wire_buf *buf, uint32_t id);
+/* The message is cut to FL_WIRE_MAX_MESSAGE and any byte outside ' '..'~' becomes '?',
+ * so a server may quote what a peer sent without making an invalid frame. */
+int fl_wire_put_error(fl_wire_buf *buf, uint32_t id, fl_wire_error_code code, const char *message);
+
+/* ---- in-graph replication across tasks (wire_partition.c) ----
+ * A list of names (fetches, targets, edge keys) as a u32 count and names. */
+typedef struct {
+    int count;
+    const char *const *names;
+} fl_wire_name_list;
+#define FL_WIRE_MAX_LIST 65535 /* names or values in one list */
+
+/* RUN_PARTITION's flags: FL_WIRE_RUN_TRACE asks the task for its timings
+ * of the step, in PARTITION_DONE's trace field; other bits are refused. */
+#define FL_WIRE_RUN_TRACE 1u
+/* PARTITION_DONE's trace (wire_step_trace.c): the step's length and its
+ * ops, in nanoseconds since the task's step began; each event lies within
+ * the step. Parsed names point into `storage` (fl_wire_step_trace_free). */
+#define FL_WIRE_MAX_STEP_NS (86400ull * 1000000000ull) /* a day */
+typedef struct {
+    const char *name, *op, *device; /* device: "/job:worker/task:1/cpu:0" */
+    uint64_t start_ns, duration_ns;
+} fl_wire_trace_event;
+typedef struct {
+    uint64_t step_ns;
+    int count;
+    fl_wire_trace_event *events;
+    void *storage;
+} fl_wire_step_trace;
+void fl_wire_step_trace_free(fl_wire_step_trace *t);
+
+/* graph: the partition as graph_wire.c encodes it (bytes, no header). */
+int fl_wire_put_register_partition(fl_wire_buf *buf, uint32_t id, const void *graph, size_t len);
+int fl_wire_put_partition_registered(fl_wire_buf *buf, uint32_t id, uint64_t handle);
+/* lists: fetches, then targets (the client's and the Sends the step needs). */
+int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, uint64_t step_id, uint32_t flags,
+                              int nfeeds, const char *const *feed_names, const fl_tensor *const *feed_values,
+                              const fl_wire_name_list lists[2]);
+/* trace: NULL, or the step's timings the client asked for. */
+int fl_wire_put_partition_done(fl_wire_buf *buf, uint32_t id, const fl_wire_step_trace *trace, int nvalues,
+                               const fl_tensor *const *values);
+int fl_wire_put_send_tensor(fl_wire_buf *buf, uint32_t id, uint64_t step_id, const char *key,
+                            const fl_tensor *value);
+/* The same with the value's data lent (buf->lent), not copied. */
+int fl_wire_put_send_tensor_head(fl_wire_buf *buf, uint32_t id, uint64_t step_id, const char *key,
+                                 const fl_tensor *value);
+/* type: FL_WIRE_ABORT_STEP (a step id) or FL_WIRE_DEREGISTER_PARTITION (a handle). */
+int fl_wire_put_number(fl_wire_buf *buf, fl_wire_type type, uint32_t id, uint64_t number);
+
+/* ---- decoding: cut one frame off the front of the received bytes ---- */
+typedef enum { FL_WIRE_BAD = -1, FL_WIRE_NEED_MORE = 0, FL_WIRE_FRAME = 1 } fl_wire_status;
+
+typedef struct {
+    fl_wire_type type;
+    uint32_t request_id;
+    uint32_t payload_len;
+    const unsigned char *payload; /* inside the caller's bytes */
+    size_t frame_len;             /* header + payload: what to drain afterwards */
+    /* When tail_len > 0, the payload's last tail_len bytes lie at tail, not
+     * after the rest: a reader received a tensor's data straight into its
+     * destination. They must be that tensor's data exactly, or the parse fails. */
+    const unsigned char *tail;
+    size_t tail_len;
+} fl_wire_frame;
+
+/* FL_WIRE_FRAME: *frame describes the first frame_len bytes. FL_WIRE_NEED_MORE: every
+ * byte so far is valid, wait for more. FL_WIRE_BAD: st says what was wrong (DATA_LOSS); the stream
+ * cannot be resynchronised, so the connection should be closed. The header is checked as
+ * soon as its bytes arrive, so garbage is refused before a whole header is in. */
+fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, fl_status *st);
+/* The host's byte order is the wire's (little-endian): tensor data can be
+ * used where it lies, and a frame's tensor data received where it belongs. */
+bool fl_wire_host_order_is_wire_order(void);
+/* The whole frame's length (header and payload) from a header fl_wire_decode has
+ * already accepted: how many bytes to wait for before decoding the frame. */
+size_t fl_wire_frame_length(const void *header);
+/* What such a header announces: type, request id and lengths, with no
+ * payload yet (a reader that places the payload's bytes itself). */
+fl_wire_frame fl_wire_frame_announced(const void *header);
+/* At end of stream: 0 when no bytes are left over, else -1 and DATA_LOSS such as
+ * "connection closed inside a frame header (7 of 16 bytes)". */
+int fl_wire_check_eof(const void *bytes, size_t len, fl_status *st);
+
+/* Whether the first bytes of a stream (1 or more) are a TLS record's, not a
+ * frame's: a ClientHello (0x16 0x03), an alert (0x15 0x03), ... A peer with
+ * --tls_* met one without them; each side names the flags (TLS mismatch). */
+bool fl_wire_looks_like_tls(const void *bytes, size_t len);
+
+/* ---- typed payloads: plain structs; tensor data points into the frame ---- */
+typedef struct {
+    fl_dtype dtype;
+    fl_shape shape;              /* rank 0..4, every dim >= 1 */
+    int64_t count;               /* elements */
+    const unsigned char *data;   /* count little-endian 4-byte words, maybe unaligned */
+    size_t bytes;                /* count * 4 */
+} fl_wire_tensor;
+
+/* Copies the elements into dst (count floats or int32s, host byte order). */
+void fl_wire_tensor_read(const fl_wire_tensor *t, void *dst);
+/* The elements where they lie in the frame, when they can be read there as
+ * they are (a little-endian host, 4-byte aligned); else NULL: read them. */
+const void *fl_wire_tensor_in_place(const fl_wire_tensor *t);
+
+typedef struct {
+    uint8_t version;
+    char job[FL_WIRE_MAX_NAME + 1];
+    uint32_t task_index;
+} fl_wire_hello; /* HELLO and HELLO_OK */
+
+typedef struct {
+    char name[FL_WIRE_MAX_NAME + 1];
+    fl_wire_tensor tensor;
+} fl_wire_named_tensor; /* INIT_VARIABLE, VALUE, ASSIGN_ADD, ASSIGN */
+
+typedef struct {
+    char name[FL_WIRE_MAX_NAME + 1];
+    fl_wire_optimizer_args opt;
+    fl_wire_tensor grad; /* always float32 */
+} fl_wire_apply;
+
+typedef struct {
+    char name[FL_WIRE_MAX_NAME + 1];
+    uint64_t step;
+} fl_wire_wait_step;
+
+typedef struct {
+    unsigned char proof[FL_WIRE_PROOF_BYTES]; /* PROOF, SERVER_PROOF */
+    unsigned char nonce[FL_WIRE_PROOF_BYTES]; /* CHALLENGE, PROOF */
+} fl_wire_handshake; /* CHALLENGE, PROOF, SERVER_PROOF */
+
+typedef struct {
+    fl_wire_error_code code;
+    char message[FL_WIRE_MAX_MESSAGE + 1];
+} fl_wire_error;
+
+typedef struct {
+    uint64_t step_id;
+    char key[FL_WIRE_MAX_NAME + 1];
+    fl_wire_tensor value;
+} fl_wire_send_tensor;
+
+/* A payload kept whole for a parser of its own: REGISTER_PARTITION's graph,
+ * RUN_PARTITION's and PARTITION_DONE's lists (fl_wire_parse checks them). */
+typedef struct {
+    const unsigned char *data;
+    size_t len;
+} fl_wire_bytes;
+
+/* RUN_PARTITION's fields. Names and values point into `storage` (one
+ * block: free it with fl_wire_run_partition_free) and the frame. */
+typedef struct {
+    uint64_t handle, step_id;
+    uint32_t flags; /* FL_WIRE_RUN_TRACE or 0 */
+    int nfeeds;
+    const char **feed_names;
+    fl_wire_tensor *feed_values;
+    fl_wire_name_list lists[2]; /* fetches, targets (the Sends the step needs among them) */
+    void *storage;
+} fl_wire_run_partition;
+void fl_wire_run_partition_free(fl_wire_run_partition *r);
+
+/* Every parser checks the frame's type, then each field, then that no bytes are left.
+ * Return 0, or -1 with DATA_LOSS and a message that starts with the frame type ("PULL: name is empty"). */
+int fl_wire_parse_hello(const fl_wire_frame *f, fl_wire_hello *out, fl_status *st);
+int fl_wire_parse_named_tensor(const fl_wire_frame *f, fl_wire_named_tensor *out, fl_status *st);
+int fl_wire_parse_pull(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], fl_status *st);
+int fl_wire_parse_apply(const fl_wire_frame *f, fl_wire_apply *out, fl_status *st);
+int fl_wire_parse_init_done(const fl_wire_frame *f, bool *already, fl_status *st);
+int fl_wire_parse_applied(const fl_wire_frame *f, uint64_t *version, fl_status *st);
+int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, fl_status *st);
+int fl_wire_parse_empty(const fl_wire_frame *f, fl_status *st); /* GOODBYE, OK */
+/* SYNC_APPLY fills *sync and *out; SYNC_ASSIGN and SYNC_ASSIGN_ADD use the next one. */
+int fl_wire_parse_sync_apply(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_apply *out, fl_status *st);
+int fl_wire_parse_sync_assignment(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_named_tensor *out,
+                                  fl_status *st);
+int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, fl_status *st);
+int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, fl_status *st);
+int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *out, fl_status *st);
+/* PARTITION_DONE: *values (free() it) gets *count tensors that point into the frame;
+ * *trace (NULL: checked, not kept) the step's timings (fl_wire_step_trace_free). */
+int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count,
+                                 fl_wire_step_trace *trace, fl_status *st);
+int fl_wire_parse_send_tensor(const fl_wire_frame *f, fl_wire_send_tensor *out, fl_status *st);
+/* PARTITION_REGISTERED, ABORT_STEP, DEREGISTER_PARTITION: one u64. */
+int fl_wire_parse_number(const fl_wire_frame *f, uint64_t *number, fl_status *st);
+/* CHALLENGE, PROOF, SERVER_PROOF: the fields their type carries; the others zero. */
+int fl_wire_parse_handshake(const fl_wire_frame *f, fl_wire_handshake *out, fl_status *st);
+
+/* Any frame, by its type: the field of the union named after the type is filled. */
+typedef struct {
+    fl_wire_type type;
+    uint32_t request_id;
+    union {
+        fl_wire_hello hello;        /* HELLO, HELLO_OK */
+        fl_wire_named_tensor named; /* INIT_VARIABLE, VALUE, ASSIGN_ADD, ASSIGN, SYNC_ASSIGN(_ADD) */
+        char name[FL_WIRE_MAX_NAME + 1]; /* PULL, IS_INITIALIZED */
+        fl_wire_apply apply;        /* APPLY, SYNC_APPLY */
+        fl_wire_sync_outcome outcome; /* SYNC_DONE */
+        fl_wire_wait_step wait;     /* WAIT_STEP */
+        bool already_initialized;   /* INIT_DONE */
+        uint64_t version;           /* APPLIED */
+        fl_wire_error error;        /* ERROR */
+        uint64_t number;            /* PARTITION_REGISTERED, DEREGISTER_PARTITION: handle; ABORT_STEP: step */
+        fl_wire_send_tensor send;   /* SEND_TENSOR */
+        fl_wire_bytes body;         /* REGISTER_PARTITION, RUN_PARTITION, PARTITION_DONE (checked) */
+        fl_wire_handshake handshake; /* CHALLENGE, PROOF, SERVER_PROOF */
+    } u;
+    fl_wire_sync sync; /* SYNC_APPLY, SYNC_ASSIGN, SYNC_ASSIGN_ADD */
+} fl_wire_message;
+
+int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, fl_status *st);
+
+/* ---- the order of frames on one connection ----
+ * A server checks what it receives: HELLO first, then requests, nothing after GOODBYE.
+ * A server with a cluster secret answers HELLO with CHALLENGE and moves the
+ * connection to FL_WIRE_AWAIT_PROOF itself: then only PROOF may come.
+ * A client checks what it receives: HELLO_OK (or ERROR) first, maybe after
+ * CHALLENGE and SERVER_PROOF, then replies only. */
+typedef enum { FL_WIRE_SERVER_SIDE, FL_WIRE_CLIENT_SIDE } fl_wire_role;
+typedef enum { FL_WIRE_AWAIT_HELLO, FL_WIRE_READY, FL_WIRE_CLOSED, FL_WIRE_AWAIT_PROOF } fl_wire_stage;
+
+typedef struct {
+    fl_wire_role role;
+    fl_wire_stage stage;
+} fl_wire_conn;
+
+void fl_wire_conn_init(fl_wire_conn *conn, fl_wire_role role);
+/* 0 and the stage advanced, or -1 and FAILED_PRECONDITION "PULL before HELLO: a connection starts with HELLO". */
+int fl_wire_check_order(fl_wire_conn *conn, fl_wire_type type, fl_status *st);
+
+#endif

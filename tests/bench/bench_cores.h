@@ -1,0 +1,26 @@
+/* bench_cores.h: the same cores for every configuration of the bench's
+ * scaling rows (chapters 2, 3, 4, 6 and 7): the bench pins itself to two
+ * CPUs, which every command it starts inherits, and one BLAS thread each. */
+#ifndef FLOWLAB_BENCH_CORES_H
+#define FLOWLAB_BENCH_CORES_H
+
+/* How each configuration splits its two cores among PoCL's threads (PoCL
+ * 3's pthread devices share one pool of worker threads, sized by
+ * POCL_MAX_PTHREAD_COUNT): chapters 2 and 7's single process, two devices
+ * in one pool of two threads; a cluster's task or an MPI rank, one device
+ * of one thread. Even on a machine whose /gpu:0 is CUDA. */
+#define ON_POCL "FLOWLAB_BACKEND=opencl "
+#define ON_POCL_TWO "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " ON_POCL
+#define ON_POCL_ONE "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " ON_POCL
+
+/* Pins this process, and so every process it starts from now on, to the
+ * first two CPUs it may run on (as `taskset -c A,B` would), and sets
+ * OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1 for the children. Prints
+ * one line saying so; returns the CPUs ("0,1"), or "all" after a note
+ * when this machine gives fewer than two. */
+const char *bench_same_cores(void);
+
+/* The CPUs bench_same_cores chose ("all" before it ran). */
+const char *bench_cores(void);
+
+#endif
