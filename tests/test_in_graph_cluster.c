@@ -189,6 +189,28 @@ static void kill_worker_mid_step(task_servers *c, step_call *call)
     pthread_join(thread, NULL);
 }
 
+/* Worker 1 is paused once the step is under way: within seconds the client
+ * says whom it waits for, and once the worker goes on the step ends well. */
+static void pause_worker_mid_step(task_servers *c, step_call *call, const char *log)
+{
+    kill(c->pid[2], SIGSTOP);
+    int saved_stderr = capture_stderr(log);
+    pthread_t thread;
+    pthread_create(&thread, NULL, run_step, call);
+    bool said = wait_for_text(log, "waiting for its reply from", 20);
+    kill(c->pid[2], SIGCONT);
+    pthread_join(thread, NULL);
+    restore_stderr(saved_stderr);
+    char *text = read_file(log);
+    const char *line = text ? strstr(text, "client: run ") : NULL;
+    ok(said && line && strstr(line, "/job:worker/task:1"),
+       "worker 1 paused mid-step: within 20 s the client says it waits for its reply, naming the task: %.*s",
+       line ? (int)strcspn(line, "\n") : 9, line ? line : "(nothing)");
+    if (!ok(call->rc == 0, "and the step ends well once worker 1 goes on"))
+        diag("%s", call->error);
+    free(text);
+}
+
 /* Placement as the client sees it: no device before a run needed the node,
  * then the task's ("/job:worker/task:1/cpu:0"), and log_device_placement's
  * lines, in the single-process format, in what the first runs printed. */
@@ -256,14 +278,17 @@ static void test_worker_killed_mid_step(void)
     run_step(&call); /* registers the new cut on worker 1 too, so the kill below is mid-step */
     if (!ok(call.rc == 0, "and the training step runs on the new cut"))
         diag("%s", call.error);
+    char paused_log[400];
+    snprintf(paused_log, sizeof paused_log, "%s/paused.log", tmp_dir);
+    pause_worker_mid_step(&c, &call, paused_log);
     kill_worker_mid_step(&c, &call);
     ok(call.rc == -1 && call.code == FL_UNAVAILABLE && strstr(call.error, "/job:worker/task:1"),
        "worker 1 killed mid-step: the run fails with UNAVAILABLE naming it (code %d): %s", call.code, call.error);
-    /* Runs so far: init, a step, w, the grown graph, w, a step; this is the 7th. The global step was
-     * last fetched by the 6th: 1 or 2, as its read and its increment have no order within a run. */
-    ok(strncmp(call.error, "run 7 of this session (global step ", 35) == 0 &&
-       (strncmp(call.error + 35, "1 when", 6) == 0 || strncmp(call.error + 35, "2 when", 6) == 0),
-       "the failed step is named as the user counts: run 7, the global step last fetched, no internal id");
+    /* Runs so far: init, a step, w, the grown graph, w, a step, the paused step; this is the 8th. The global
+     * step was last fetched by the 7th: 2 or 3, as its read and its increment have no order within a run. */
+    ok(strncmp(call.error, "run 8 of this session (global step ", 35) == 0 &&
+       (strncmp(call.error + 35, "2 when", 6) == 0 || strncmp(call.error + 35, "3 when", 6) == 0),
+       "the failed step is named as the user counts: run 8, the global step last fetched, no internal id");
     ok(call.seconds < 30, "within the task deadline, FLOWLAB_TASK_DEADLINE=30 (%.1f s)", call.seconds);
     fl_tensor *loss = NULL;
     int rc = fl_session_run(s, call.feeds, 1, &m.loss[0], 1, &loss, NULL, 0);

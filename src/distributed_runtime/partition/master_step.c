@@ -65,18 +65,45 @@ static void keep_error(task_call *t)
     snprintf(t->error, sizeof t->error, "%s", fl_last_error());
 }
 
-/* Waits until every task has answered or one has failed, or the task
- * deadline passes (each connection's own wait then says for what); then
- * tells those still running to give the step up. */
-static void wait_or_abort(step_state *s, task_call *calls, int n, uint64_t step_id)
+enum { SAY_WAITING_EVERY_S = 5 };
+
+/* "client: run 3 of this session waiting for its reply from /job:worker/task:1
+ * (5 s so far)": the tasks not yet answered, on stderr. Lock held. */
+static void say_waiting(const task_call *calls, int n, const char *which, double waited_s)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)fl_task_deadline_s();
+    fprintf(stderr, "client: %s waiting for its reply from", which);
+    const char *separator = " ";
+    for (int i = 0; i < n; i++) {
+        if (calls[i].done)
+            continue;
+        fprintf(stderr, "%s%s", separator, fl_task_client_peer(calls[i].client));
+        separator = ", ";
+    }
+    fprintf(stderr, " (%.0f s so far)\n", waited_s);
+    fflush(stderr);
+}
+
+/* Waits until every task has answered or one has failed, or the task
+ * deadline passes (each connection's own wait then says for what), saying
+ * every few seconds whom it waits for; then tells those still running to
+ * give the step up. */
+static void wait_or_abort(step_state *s, task_call *calls, int n, uint64_t step_id, const char *which)
+{
+    double start = fl_now_us() / 1e6, deadline = start + fl_task_deadline_s(), next_line = start + SAY_WAITING_EVERY_S;
     pthread_mutex_lock(&s->lock);
-    int rc = 0;
-    while (s->running > 0 && s->failed == 0 && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&s->changed, &s->lock, &until);
+    for (double now = start; s->running > 0 && s->failed == 0 && now < deadline; now = fl_now_us() / 1e6) {
+        if (now >= next_line) {
+            say_waiting(calls, n, which, now - start);
+            next_line = now + SAY_WAITING_EVERY_S;
+        }
+        double wait_s = (next_line < deadline ? next_line : deadline) - now;
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        long long ns = (long long)at.tv_nsec + (long long)((wait_s - (double)(long long)wait_s) * 1e9);
+        at.tv_sec += (time_t)wait_s + (time_t)(ns / 1000000000LL);
+        at.tv_nsec = (long)(ns % 1000000000LL);
+        pthread_cond_timedwait(&s->changed, &s->lock, &at);
+    }
     bool abort_others = s->failed > 0;
     bool running[n];
     for (int i = 0; i < n; i++)
@@ -136,7 +163,7 @@ int fl_master_step(int nparts, fl_task_client **clients, const uint64_t *handles
             count_answer(&calls[p], true);
         }
     }
-    wait_or_abort(&s, calls, nparts, nparts ? runs[0].step_id : 0);
+    wait_or_abort(&s, calls, nparts, nparts ? runs[0].step_id : 0, which);
     for (int p = 0; p < nparts; p++) /* each reply is in: at once (past the deadline, up to its own) */
         if (calls[p].sent && fl_partition_run_finish(clients[p], &calls[p].call) != 0)
             keep_error(&calls[p]);
