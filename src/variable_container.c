@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accumulator.h"
 #include "variable_container.h"
 
 struct fl_shared_variable {
@@ -19,12 +20,14 @@ struct fl_variable_container {
     pthread_mutex_t lock; /* the list, each initialized flag, and ops on the values */
     fl_shared_variable **vars;
     int count, cap;
+    fl_accumulator_set *accumulators;
 };
 
 fl_variable_container *fl_variable_container_new(void)
 {
     fl_variable_container *c = fl_xcalloc(1, sizeof *c);
     pthread_mutex_init(&c->lock, NULL);
+    c->accumulators = fl_accumulator_set_new();
     return c;
 }
 
@@ -38,6 +41,7 @@ void fl_variable_container_free(fl_variable_container *c)
         free(c->vars[i]);
     }
     free(c->vars);
+    fl_accumulator_set_free(c->accumulators);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -122,3 +126,5 @@ int fl_variable_container_count(fl_variable_container *c)
 
 void fl_variable_container_lock(fl_variable_container *c) { pthread_mutex_lock(&c->lock); }
 void fl_variable_container_unlock(fl_variable_container *c) { pthread_mutex_unlock(&c->lock); }
+
+fl_accumulator_set *fl_variable_container_accumulators(fl_variable_container *c) { return c->accumulators; }

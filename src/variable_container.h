@@ -31,6 +31,9 @@ void fl_shared_variable_mark_initialized(fl_shared_variable *v);
 /* Whether a variable of that name lives here with a value (a worker's
  * IS_INITIALIZED: TensorFlow's report_uninitialized_variables). */
 bool fl_variable_container_has_value(fl_variable_container *c, const char *name);
+/* The task's accumulators (accumulator.h), made with the container and
+ * freed with it: sync training's gradients live beside the variables. */
+struct fl_accumulator_set *fl_variable_container_accumulators(fl_variable_container *c);
 /* How many variables live here (the server's log line, tests). */
 int fl_variable_container_count(fl_variable_container *c);
 

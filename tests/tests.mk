@@ -31,11 +31,12 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # two threads' sessions updating one variable of a task's container (test_variable_container), two
 # between-graph workers' own pieces training one ps variable at once (test_between_graph_partitions),
 # a task server's long-lived runners, one job waiting for another's (test_runner_pool), a writer thread sending
-# lent bytes that their owner writes again once the wait for them returns (test_socket_writer).
+# lent bytes that their owner writes again once the wait for them returns (test_socket_writer), a take of a
+# task's accumulator on one thread waiting for gradients another adds (test_accumulator).
 THREAD_TESTS := test_server test_partition_server test_rendezvous test_in_graph_cluster test_remote test_monitored_cluster test_connect test_data test_data_bytes test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary \
                 test_cluster_secret test_cluster_tls test_untrusted_text test_secure_listen test_server_bounds \
                 test_handshake_deadline test_run_cancel test_waiting_values test_stale_counts test_server_join test_client_close \
-                test_cluster_trace test_recv_executor test_variable_container test_between_graph_partitions test_runner_pool test_socket_writer
+                test_cluster_trace test_recv_executor test_variable_container test_between_graph_partitions test_runner_pool test_socket_writer test_accumulator
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
