@@ -139,38 +139,59 @@ static void wait_slice(fl_accumulator *a, double deadline_s)
     pthread_cond_timedwait(&a->arrived, &a->lock, &until);
 }
 
+static int check_take(fl_accumulator *a, int num_required, const fl_tensor *out, const char *op)
+{
+    if (num_required >= 1)
+        return check_tensor(a, out, op, "output");
+    fl_set_error_code(FL_INVALID_ARGUMENT, "%s: num_required is %d; accumulator %s averages 1 or more gradients", op,
+                      num_required, a->name);
+    return -1;
+}
+
+/* With the lock held and enough gradients: their average into out, then
+ * the sum reset and the global step advanced. */
+static void take_locked(fl_accumulator *a, float *avg)
+{
+    for (size_t i = 0; i < a->count; i++) {
+        avg[i] = a->sum[i] / (float)a->accumulated;
+        a->sum[i] = 0;
+    }
+    a->accumulated = 0;
+    a->global_step++;
+}
+
+int fl_accumulator_try_take(fl_accumulator *a, int num_required, fl_tensor *out, const char *op)
+{
+    if (check_take(a, num_required, out, op) != 0)
+        return -1;
+    pthread_mutex_lock(&a->lock);
+    bool enough = a->accumulated >= num_required;
+    if (enough)
+        take_locked(a, out->data);
+    pthread_mutex_unlock(&a->lock);
+    return enough ? 1 : 0;
+}
+
 int fl_accumulator_take(fl_accumulator *a, int num_required, double deadline_s, fl_tensor *out, const char *op)
 {
-    if (num_required < 1) {
-        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: num_required is %d; accumulator %s averages 1 or more gradients",
-                          op, num_required, a->name);
-        return -1;
-    }
-    if (check_tensor(a, out, op, "output") != 0)
+    if (check_take(a, num_required, out, op) != 0)
         return -1;
     pthread_mutex_lock(&a->lock);
     while (a->accumulated < num_required && fl_now_s() < deadline_s)
         wait_slice(a, deadline_s);
     int had = a->accumulated;
-    if (had < num_required) {
-        pthread_mutex_unlock(&a->lock);
-        fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s: accumulator %s had %d of the %d gradients it waits for at its "
-                          "deadline; are enough workers running (replicas_to_aggregate, FLOWLAB_TASK_DEADLINE)?",
-                          op, a->name, had, num_required);
-        return -1;
-    }
-    float *avg = out->data;
-    for (size_t i = 0; i < a->count; i++) {
-        avg[i] = a->sum[i] / (float)had;
-        a->sum[i] = 0;
-    }
-    a->accumulated = 0;
-    a->global_step++;
+    if (had >= num_required)
+        take_locked(a, out->data);
     pthread_mutex_unlock(&a->lock);
-    return 0;
+    if (had >= num_required)
+        return 0;
+    fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s: accumulator %s had %d of the %d gradients it waits for at its "
+                      "deadline; are enough workers running (replicas_to_aggregate, FLOWLAB_TASK_DEADLINE)?", op,
+                      a->name, had, num_required);
+    return -1;
 }
 
-void fl_accumulator_set_global_step(fl_accumulator *a, int64_t step)
+void fl_accumulator_set_step(fl_accumulator *a, int64_t step)
 {
     pthread_mutex_lock(&a->lock);
     a->global_step = step; /* TensorFlow sets even a lower one (it only logs it) */

@@ -35,9 +35,14 @@ int fl_accumulator_apply(fl_accumulator *a, int64_t local_step, const fl_tensor 
  * or num_required < 1 or out is not the accumulator's shape. */
 int fl_accumulator_take(fl_accumulator *a, int num_required, double deadline_s, fl_tensor *out, const char *op);
 
+/* The same without waiting (a task's partition runs a take this way, as
+ * an asynchronous op: rendezvous_accumulators.c): 1 when it took, 0 when
+ * fewer than num_required gradients are here, -1 as above. */
+int fl_accumulator_try_take(fl_accumulator *a, int num_required, fl_tensor *out, const char *op);
+
 /* AccumulatorSetGlobalStep: the step below which gradients are stale (the
  * chief sets it after an update, as TensorFlow's SyncReplicasOptimizer). */
-void fl_accumulator_set_global_step(fl_accumulator *a, int64_t step);
+void fl_accumulator_set_step(fl_accumulator *a, int64_t step);
 
 /* A snapshot: the global step, the gradients dropped as stale since it was
  * made (fl_remote_stale_steps), those summed since the last take

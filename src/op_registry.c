@@ -23,6 +23,8 @@ extern const fl_op_def fl_def_conv2d, fl_def_conv2d_backprop_input, fl_def_conv2
 extern const fl_op_def fl_def_apply_gradient_descent, fl_def_apply_momentum, fl_def_apply_adam;
 extern const fl_op_def fl_def_fused_conv2d, fl_def_fused_matmul, fl_def_max_pool_relu_grad;
 extern const fl_op_def fl_def_send, fl_def_recv;
+extern const fl_op_def fl_def_accumulator_apply_gradient, fl_def_accumulator_take_gradient,
+    fl_def_accumulator_set_global_step;
 
 static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_PLACEHOLDER] = &fl_def_placeholder,
@@ -80,6 +82,9 @@ static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_MAX_POOL_RELU_GRAD] = &fl_def_max_pool_relu_grad,
     [FL_OP_SEND] = &fl_def_send,
     [FL_OP_RECV] = &fl_def_recv,
+    [FL_OP_ACCUMULATOR_APPLY_GRADIENT] = &fl_def_accumulator_apply_gradient,
+    [FL_OP_ACCUMULATOR_TAKE_GRADIENT] = &fl_def_accumulator_take_gradient,
+    [FL_OP_ACCUMULATOR_SET_GLOBAL_STEP] = &fl_def_accumulator_set_global_step,
 };
 
 const fl_op_def *fl_op_def_of(fl_op_kind op) { return op_table[op]; }
@@ -92,6 +97,7 @@ const fl_op_def *fl_op_def_of(fl_op_kind op) { return op_table[op]; }
 #define SOURCE_OP "a source of values: it has no float input to pass a gradient to"
 #define UPDATE_OP "an optimizer update: it writes a variable and is never differentiated"
 #define TRANSFER_OP "it moves a value between tasks: its gradient is the other end's (the partitioner cuts after differentiation)"
+#define ACCUMULATOR_OP "sync training's state, as in TensorFlow: gradients go in, their average comes out"
 #define FUSED_OP "made by the session's fusion pass after the gradients are built; it is never differentiated"
 
 static const char *const why_no_gradient[FL_OP_COUNT] = {
@@ -125,6 +131,9 @@ static const char *const why_no_gradient[FL_OP_COUNT] = {
     [FL_OP_MAX_POOL_RELU_GRAD] = FUSED_OP,
     [FL_OP_SEND] = TRANSFER_OP,
     [FL_OP_RECV] = TRANSFER_OP,
+    [FL_OP_ACCUMULATOR_APPLY_GRADIENT] = ACCUMULATOR_OP,
+    [FL_OP_ACCUMULATOR_TAKE_GRADIENT] = ACCUMULATOR_OP,
+    [FL_OP_ACCUMULATOR_SET_GLOBAL_STEP] = ACCUMULATOR_OP,
 };
 
 const char *fl_op_why_no_gradient(fl_op_kind op) { return why_no_gradient[op]; }
@@ -139,6 +148,8 @@ const char *fl_op_why_no_kernel(fl_op_kind op)
     const fl_op_signature *sig = &op_table[op]->sig;
     if (sig->between_tasks)
         return "it moves a value between tasks: a task's rendezvous device runs it, no compute backend";
+    if (sig->in_container)
+        return "its state lives in the task's container: the task's partition runs it on the host, no compute backend";
     if (sig->is_source)
         return "a source: the session gives it its value on any device (a feed, a constant, a variable's buffer)";
     if (!sig->has_output && sig->writes_inputs == 0)

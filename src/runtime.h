@@ -91,6 +91,8 @@ typedef enum {
     FL_OP_FUSED_CONV2D, FL_OP_FUSED_MATMUL, FL_OP_MAX_POOL_RELU_GRAD,
     /* a value crossing tasks, made by the partitioner (TensorFlow's _Send, _Recv) */
     FL_OP_SEND, FL_OP_RECV,
+    /* synchronous training's gradient accumulators, in a task's container (TensorFlow's ConditionalAccumulator) */
+    FL_OP_ACCUMULATOR_APPLY_GRADIENT, FL_OP_ACCUMULATOR_TAKE_GRADIENT, FL_OP_ACCUMULATOR_SET_GLOBAL_STEP,
     /* (no Copy op: the session copies values across devices itself) */
     FL_OP_COUNT
 } fl_op_kind;
@@ -115,7 +117,8 @@ typedef struct {
     float learning_rate, momentum, beta1, beta2, epsilon;
     bool use_nesterov;
     bool fused_relu;                      /* FusedConv2D, FusedMatMul: max(0, v) after the bias */
-    char edge_key[FL_EDGE_KEY_LEN];       /* Send, Recv: the rendezvous key of the value they move */
+    char edge_key[FL_EDGE_KEY_LEN];       /* Send, Recv: the rendezvous key of the value they move;
+                                             Accumulator*: the accumulator's name (TensorFlow's shared_name) */
     char peer_task[FL_DEVICE_LEN];        /* Send: the task it goes to; Recv: the task it comes from */
 } fl_attrs;
 
@@ -158,6 +161,7 @@ typedef struct {
     bool is_source;             /* the session gives its value (a feed, a constant, a variable's buffer) */
     bool fused;                 /* made by the session's fusion pass for one run: never built nor sent */
     bool between_tasks;         /* Send, Recv: run by a task's rendezvous device only (fl_session_set_rendezvous) */
+    bool in_container;          /* Accumulator*: state in the task's container, run on the task's host by its partition */
     fl_op_alias aliases;
 } fl_op_signature;
 
@@ -276,6 +280,14 @@ void fl_graph_mark_needed(bool *needed, bool (*fed)(const void *arg, int id), co
 fl_node *fl_send(fl_graph *g, fl_node *value, const char *key, const char *to_task, const char *name);
 fl_node *fl_recv(fl_graph *g, fl_dtype dtype, fl_shape shape, const char *key, const char *from_task,
                  const char *name);
+/* The accumulator ops (ops_accumulator.c): name is the accumulator's in the
+ * task's container, shape its gradients'. */
+fl_node *fl_accumulator_apply_gradient(fl_graph *g, const char *accumulator, fl_node *local_step,
+                                       fl_node *gradient, const char *name);
+fl_node *fl_accumulator_take_gradient(fl_graph *g, const char *accumulator, fl_shape shape, fl_node *num_required,
+                                      const char *name);
+fl_node *fl_accumulator_set_global_step(fl_graph *g, const char *accumulator, fl_shape shape, fl_node *step,
+                                        const char *name);
 /* A tensor of ones shaped like x at run time: the seed of a gradient. */
 fl_node *fl_ones_like(fl_graph *g, fl_node *x, const char *name);
 fl_node *fl_int_scalar(fl_graph *g, int32_t value, const char *name);

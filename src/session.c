@@ -79,11 +79,13 @@ int fl_session_place(fl_session *s, fl_node *n)
     fl_slot *slot = &s->slots[n->id];
     if (slot->device)
         return 0;
-    if (fl_op_def_of(n->op)->sig.between_tasks) { /* TensorFlow's executor gets its rendezvous the same way */
+    const fl_op_signature *sig = &fl_op_def_of(n->op)->sig;
+    if (sig->between_tasks || sig->in_container) { /* TensorFlow's executor gets its rendezvous the same way */
         slot->device = s->rendezvous;
-        return slot->device ? 0 : fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: a %s moves a value between "
-                                                       "tasks: only a task's partition runs one", n->name,
-                                                       fl_node_op_type(n));
+        return slot->device ? 0 : fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: a %s %s: only a task's "
+                                                       "partition runs one", n->name, fl_node_op_type(n),
+                                                       sig->in_container ? "uses its task's accumulators"
+                                                                         : "moves a value between tasks");
     }
     fl_status st = {0}; /* placement sets a code where it knows one */
     slot->device = fl_place_node(n, &s->options, &st);

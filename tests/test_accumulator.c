@@ -86,7 +86,7 @@ static void test_refusals(fl_variable_container *c, fl_accumulator *a)
     ok(fl_accumulator_find(fl_variable_container_accumulators(c), "acc_w", fl_shape_make(1, 3)) == NULL,
        "asking for acc_w with another shape is refused");
     contains(fl_last_error(), "accumulator acc_w already lives on this task", "naming it");
-    fl_accumulator_set_global_step(a, 10);
+    fl_accumulator_set_step(a, 10);
     float ok_g[2] = {1, 1};
     fl_tensor t = vec2(ok_g);
     ok(fl_accumulator_apply(a, 9, &t, "apply") == 1 && fl_accumulator_apply(a, 10, &t, "apply") == 0,

@@ -112,6 +112,7 @@ static const input_like CANDIDATES[][6] = {
     {{FL_INT32, 1, {2}}, {0, 2, {2, 3}}},
     {{0, 1, {2}}, {FL_INT32, 1, {2}}, {0, 2, {2, 3}}},
     {{0, 2, {2, 2}}, {0, 2, {2, 2}}, {0, 2, {2, 2}}, {0, 0, {0}}, {0, 0, {0}}, {0, 2, {2, 2}}},
+    {{FL_INT32, 0, {0}}, {0, 2, {2, 2}}}, /* an accumulator's step or count, and a gradient */
 };
 #define NCANDIDATES ((int)(sizeof CANDIDATES / sizeof *CANDIDATES))
 

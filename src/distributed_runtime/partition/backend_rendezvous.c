@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rendezvous_accumulators.h"
 #include "rendezvous_device.h"
 
 /* How long one wait for any arrival lasts before the executor looks again:
@@ -22,16 +23,19 @@ typedef struct {
     unsigned char *data;
 } rendezvous_buffer;
 
-/* A Recv registered this step: its value lands in buffer, its shape in out. */
+/* A Recv registered this step: its value lands in buffer, its shape in out;
+ * or an AccumulatorTakeGradient (num_required > 0): its average does. */
 typedef struct {
     const fl_node *node;
     fl_tensor *out;
     bool arrived;
+    int num_required;
 } pending_recv;
 
 struct fl_rendezvous_device {
     fl_device device;
     fl_rendezvous *rendezvous;
+    fl_variable_container *container; /* the task's accumulators: NULL outside a server */
     fl_rendezvous_step step;
     double deadline_s;
     pending_recv *recvs; /* grown when a step has more than any before */
@@ -94,14 +98,30 @@ static int copy_in(void *impl, void *dst, const void *host_src, size_t bytes)
 }
 
 /* A received value, once its mark is reached (the executor waits first). */
-static int copy_out(void *impl, void *host_dst, const void *src, size_t bytes)
+static int copy_out_now(void *impl, void *host_dst, const void *src, size_t bytes)
 {
     (void)impl;
     memcpy(host_dst, ((const rendezvous_buffer *)src)->data, bytes);
     return 0;
 }
 
-static bool has_kernel(fl_op_kind op) { return op == FL_OP_SEND || op == FL_OP_RECV; }
+static int reached(void *impl, void *mark, bool block);
+
+/* A copy queued behind the value's own op, as on an in-order device: a
+ * fetched take (or Recv) is waited for first, that value alone. */
+static int copy_out(void *impl, void *host_dst, const void *src, size_t bytes)
+{
+    fl_rendezvous_device *d = impl;
+    for (int i = 0; i < d->nrecvs; i++)
+        if (d->recvs[i].out->data == src && reached(d, (void *)(uintptr_t)(i + 2), true) != 1)
+            return -1;
+    return copy_out_now(impl, host_dst, src, bytes);
+}
+
+static bool has_kernel(fl_op_kind op)
+{
+    return op == FL_OP_SEND || op == FL_OP_RECV || fl_op_def_of(op)->sig.in_container;
+}
 
 /* ---- arrivals ---- */
 
@@ -145,6 +165,18 @@ static int land(fl_rendezvous_device *d, pending_recv *r, fl_tensor *value)
     return 0;
 }
 
+/* A take's average, if enough gradients came: 1, 0 or -1. */
+static int try_take(fl_rendezvous_device *d, pending_recv *r)
+{
+    fl_tensor avg = {.dtype = FL_FLOAT32, .shape = r->node->attrs.shape, .data = ((rendezvous_buffer *)r->out->data)->data};
+    int rc = fl_accumulator_kernel_try_take(d->container, r->node, r->num_required, &avg);
+    if (rc == 1) {
+        r->out->shape = avg.shape;
+        r->arrived = true;
+    }
+    return rc;
+}
+
 /* Takes what has arrived for the step's waiting recvs: how many, or -1. */
 static int take_arrived(fl_rendezvous_device *d)
 {
@@ -154,6 +186,13 @@ static int take_arrived(fl_rendezvous_device *d)
         fl_tensor *value = NULL;
         if (r->arrived)
             continue;
+        if (r->num_required > 0) {
+            int rc = try_take(d, r);
+            if (rc < 0)
+                return -1;
+            got += rc;
+            continue;
+        }
         int rc = fl_rendezvous_poll(d->rendezvous, d->step.step_id, r->node->attrs.edge_key, r->node->attrs.peer_task,
                                     &value);
         if (rc < 0 || (rc == 1 && land(d, r, value) != 0)) {
@@ -175,28 +214,39 @@ static const pending_recv *first_waiting(const fl_rendezvous_device *d)
     return NULL;
 }
 
+/* What r waits for, for messages: a value and its task, or a take's count. */
+static void describe_wait(const pending_recv *r, char *what, size_t size)
+{
+    if (r->num_required > 0)
+        snprintf(what, size, "%d gradients in accumulator %s (replicas_to_aggregate: are enough workers running?)",
+                 r->num_required, r->node->attrs.edge_key);
+    else
+        snprintf(what, size, "%s from %s", r->node->attrs.edge_key, r->node->attrs.peer_task);
+}
+
 /* Nothing arrived: a cancelled client or a passed deadline ends the wait,
  * naming the value waited for longest and its task; every few seconds a
  * line says whom the step waits for. */
 static int check_still_waiting(fl_rendezvous_device *d, const pending_recv *r)
 {
-    const char *key = r->node->attrs.edge_key, *from = r->node->attrs.peer_task;
+    char what[FL_EDGE_KEY_LEN + FL_DEVICE_LEN + 96];
+    describe_wait(r, what, sizeof what);
     unsigned long long step = (unsigned long long)d->step.step_id;
     double now = fl_now_s();
     if (d->step.cancelled && atomic_load(d->step.cancelled)) {
-        fl_set_error_code(FL_ABORTED, "%s: step %llu was cancelled while waiting for %s from %s: its client has "
-                          "gone", d->step.task, step, key, from);
+        fl_set_error_code(FL_ABORTED, "%s: step %llu was cancelled while waiting for %s: its client has gone",
+                          d->step.task, step, what);
         return -1;
     }
     if (now - d->quiet_since >= d->deadline_s) {
-        fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s: gave up after %.0f s waiting for %s from %s in step %llu (is "
-                          "that task alive? FLOWLAB_TASK_DEADLINE sets the wait)", d->step.task,
-                          now - d->quiet_since, key, from, step);
+        fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s: gave up after %.0f s waiting for %s in step %llu (is that "
+                          "task alive? FLOWLAB_TASK_DEADLINE sets the wait)", d->step.task, now - d->quiet_since,
+                          what, step);
         return -1;
     }
     if (now >= d->next_line && d->step.log) {
-        fprintf(d->step.log, "%s: step %llu waiting for %s from %s (%.0f s so far)\n", d->step.log_prefix, step,
-                key, from, now - d->quiet_since);
+        fprintf(d->step.log, "%s: step %llu waiting for %s (%.0f s so far)\n", d->step.log_prefix, step, what,
+                now - d->quiet_since);
         fflush(d->step.log);
         d->next_line = now + LOG_EVERY_S;
     }
@@ -254,13 +304,13 @@ static int wait_all(void *impl)
     return 0;
 }
 
-static int register_recv(fl_rendezvous_device *d, const fl_node *n, fl_tensor *out)
+static int register_recv(fl_rendezvous_device *d, const fl_node *n, fl_tensor *out, int num_required)
 {
     if (d->nrecvs == d->capacity) {
         d->capacity = d->capacity ? 2 * d->capacity : 16;
         d->recvs = fl_xrealloc(d->recvs, (size_t)d->capacity * sizeof *d->recvs);
     }
-    d->recvs[d->nrecvs] = (pending_recv){.node = n, .out = out};
+    d->recvs[d->nrecvs] = (pending_recv){.node = n, .out = out, .num_required = num_required};
     d->last = (uintptr_t)d->nrecvs++ + 2;
     return 0;
 }
@@ -276,10 +326,34 @@ static int send(fl_rendezvous_device *d, const fl_node *n, const fl_tensor *in)
     return d->step.send(d->step.send_user, n->attrs.peer_task, d->step.step_id, n->attrs.edge_key, &value);
 }
 
+static fl_tensor host_view(const fl_tensor *in)
+{
+    return (fl_tensor){.dtype = in->dtype, .shape = in->shape, .data = ((rendezvous_buffer *)in->data)->data};
+}
+
+/* A take registers as a Recv does (at least one gradient: TensorFlow's
+ * num_required); an apply wakes the task's partitions waiting on a take. */
+static int run_accumulator(fl_rendezvous_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out)
+{
+    fl_tensor first = host_view(in[0]);
+    if (n->op == FL_OP_ACCUMULATOR_TAKE_GRADIENT) {
+        int32_t num_required = *(const int32_t *)first.data;
+        return register_recv(d, n, out, num_required > 0 ? num_required : 1);
+    }
+    d->last = DONE;
+    fl_tensor second = n->ninputs > 1 ? host_view(in[1]) : first;
+    if (fl_accumulator_kernel_run(d->container, n, &first, &second) != 0)
+        return -1;
+    fl_rendezvous_nudge(d->rendezvous);
+    return 0;
+}
+
 static int run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *out, const fl_kernel_ctx *ctx)
 {
     (void)ctx;
-    return n->op == FL_OP_RECV ? register_recv(impl, n, out) : send(impl, n, in[0]);
+    if (fl_op_def_of(n->op)->sig.in_container)
+        return run_accumulator(impl, n, in, out);
+    return n->op == FL_OP_RECV ? register_recv(impl, n, out, 0) : send(impl, n, in[0]);
 }
 
 static const char *why_unavailable(void)
@@ -301,7 +375,7 @@ static const fl_backend rendezvous_backend = {
     .run = run,
     .wait = wait_all,
     .why_unavailable = why_unavailable,
-    .marks = {.mark = mark, .reached = reached, .copy_out_now = copy_out, .release_mark = release_mark,
+    .marks = {.mark = mark, .reached = reached, .copy_out_now = copy_out_now, .release_mark = release_mark,
               .wait_any = wait_any},
     .host_memory = {.address_of = host_memory},
 };
@@ -323,6 +397,8 @@ void fl_rendezvous_device_free(fl_rendezvous_device *d)
     free(d->recvs);
     free(d);
 }
+
+void fl_rendezvous_device_set_container(fl_rendezvous_device *d, fl_variable_container *c) { d->container = c; }
 
 fl_device *fl_rendezvous_device_of(fl_rendezvous_device *d) { return &d->device; }
 

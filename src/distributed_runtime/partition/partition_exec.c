@@ -50,6 +50,8 @@ fl_partition_exec *fl_partition_exec_new(fl_graph_partition *p, fl_rendezvous *r
     fl_partition_exec *e = fl_xcalloc(1, sizeof *e);
     e->variables = variables;
     e->rendezvous = r ? fl_rendezvous_device_new(r) : NULL;
+    if (e->rendezvous)
+        fl_rendezvous_device_set_container(e->rendezvous, variables);
     e->p = *p;
     memset(p, 0, sizeof *p);
     return e;

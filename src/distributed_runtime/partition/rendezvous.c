@@ -352,6 +352,14 @@ void fl_rendezvous_abort_all(fl_rendezvous *r)
     pthread_mutex_unlock(&r->lock);
 }
 
+void fl_rendezvous_nudge(fl_rendezvous *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->arrivals++;
+    pthread_cond_broadcast(&r->arrived);
+    pthread_mutex_unlock(&r->lock);
+}
+
 int fl_rendezvous_count(fl_rendezvous *r)
 {
     pthread_mutex_lock(&r->lock);

@@ -67,6 +67,9 @@ int fl_rendezvous_poll(fl_rendezvous *r, uint64_t step, const char *key, const c
  * move (up to timeout_s), so that an arrival between the two is not missed. */
 uint64_t fl_rendezvous_arrivals(fl_rendezvous *r);
 void fl_rendezvous_wait_arrival(fl_rendezvous *r, uint64_t seen, double timeout_s);
+/* Moves the count without a value: a gradient went into one of the task's
+ * accumulators, so a partition waiting on a take there looks again. */
+void fl_rendezvous_nudge(fl_rendezvous *r);
 /* ABORT_STEP: waits for the step end now with ABORTED, later values drop. */
 void fl_rendezvous_abort(fl_rendezvous *r, uint64_t step);
 /* Every step, at server stop. */

@@ -11,6 +11,7 @@
 
 #include "device.h"
 #include "rendezvous.h"
+#include "variable_container.h"
 
 /* Where a Send's value goes: the peer task's connection (partition_exec.c),
  * or in a test straight into another task's rendezvous. 0, or -1 after
@@ -32,6 +33,9 @@ typedef struct fl_rendezvous_device fl_rendezvous_device;
 
 fl_rendezvous_device *fl_rendezvous_device_new(fl_rendezvous *r);
 void fl_rendezvous_device_free(fl_rendezvous_device *d);
+/* The task's container, where the accumulator ops it runs find their
+ * accumulators (rendezvous_accumulators.c). */
+void fl_rendezvous_device_set_container(fl_rendezvous_device *d, fl_variable_container *c);
 /* The device a session runs Send and Recv on (fl_session_set_rendezvous). */
 fl_device *fl_rendezvous_device_of(fl_rendezvous_device *d);
 /* Before each step: its id and send function; the last step's recvs go. */

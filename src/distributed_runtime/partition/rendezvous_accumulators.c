@@ -1,0 +1,42 @@
+/* rendezvous_accumulators.c: the accumulator ops' kernels on a task's
+ * rendezvous device. An apply or a set-step runs at once on the task's
+ * container; a take is asynchronous, as a Recv is: the device registers it
+ * and tries it whenever the executor looks (backend_rendezvous.c), so a
+ * take waiting for other workers' gradients never holds the executor's
+ * thread while this partition's own Recvs and applies still have to run. */
+#include <string.h>
+
+#include "accumulator.h"
+#include "rendezvous_accumulators.h"
+
+static fl_accumulator *find(fl_variable_container *c, const fl_node *n)
+{
+    if (!c) {
+        fl_set_error_code(FL_FAILED_PRECONDITION, "%s: accumulator %s lives in a task's container: only a task "
+                          "server's partition runs a %s", n->name, n->attrs.edge_key, fl_node_op_type(n));
+        return NULL;
+    }
+    fl_accumulator *a = fl_accumulator_find(fl_variable_container_accumulators(c), n->attrs.edge_key, n->attrs.shape);
+    if (!a)
+        fl_prefix_error("%s: ", n->name);
+    return a;
+}
+
+int fl_accumulator_kernel_run(fl_variable_container *c, const fl_node *n, const fl_tensor *in0, const fl_tensor *in1)
+{
+    fl_accumulator *a = find(c, n);
+    if (!a)
+        return -1;
+    int32_t step = *(const int32_t *)in0->data;
+    if (n->op == FL_OP_ACCUMULATOR_SET_GLOBAL_STEP) {
+        fl_accumulator_set_step(a, step);
+        return 0;
+    }
+    return fl_accumulator_apply(a, step, in1, n->name) < 0 ? -1 : 0;
+}
+
+int fl_accumulator_kernel_try_take(fl_variable_container *c, const fl_node *n, int num_required, fl_tensor *out)
+{
+    fl_accumulator *a = find(c, n);
+    return a ? fl_accumulator_try_take(a, num_required, out, n->name) : -1;
+}
