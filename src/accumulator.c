@@ -56,14 +56,23 @@ void fl_accumulator_set_free(fl_accumulator_set *set)
     free(set);
 }
 
+/* Its sum is a tensor a ps holds for any client: bounded as every tensor
+ * is (FLOWLAB_MAX_TENSOR_BYTES), refused rather than a crash. */
 static fl_accumulator *make_accumulator(fl_accumulator_set *set, const char *name, fl_shape shape)
 {
     fl_tensor like = {.dtype = FL_FLOAT32, .shape = shape};
+    size_t bytes = fl_tensor_bytes(&like);
+    float *sum = fl_try_malloc(bytes);
+    if (!sum) {
+        fl_prefix_error("accumulator %s: ", name);
+        return NULL;
+    }
+    memset(sum, 0, bytes);
     fl_accumulator *a = fl_xcalloc(1, sizeof *a);
     a->name = fl_xstrdup(name);
     a->shape = shape;
-    a->count = fl_tensor_bytes(&like) / sizeof(float);
-    a->sum = fl_xcalloc(a->count ? a->count : 1, sizeof(float));
+    a->count = bytes / sizeof(float);
+    a->sum = sum;
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->arrived, NULL);
     if (set->n == set->cap) {

@@ -17,12 +17,22 @@ static int check_int_scalar(const fl_node *n, int i, const char *what, const fl_
     return -1;
 }
 
+/* Its accumulator's name, and a shape of known dimensions (a ps makes the
+ * accumulator from it, for whichever client sent the piece). */
 static int check_named(const fl_node *n, fl_status *st)
 {
-    if (n->attrs.edge_key[0])
-        return 0;
-    fl_status_set(st, FL_INVALID_ARGUMENT, "an accumulator op needs the name of its accumulator");
-    return -1;
+    if (!n->attrs.edge_key[0]) {
+        fl_status_set(st, FL_INVALID_ARGUMENT, "an accumulator op needs the name of its accumulator");
+        return -1;
+    }
+    fl_shape s = n->attrs.shape;
+    bool ok = s.rank >= 0 && s.rank <= FL_MAX_RANK;
+    for (int i = 0; ok && i < s.rank; i++)
+        ok = s.dims[i] >= 0;
+    if (!ok)
+        fl_status_set(st, FL_INVALID_ARGUMENT, "accumulator %s: its shape attr (rank %d) is not valid: rank 0 to "
+                      "%d, every dimension known", n->attrs.edge_key, s.rank, FL_MAX_RANK);
+    return ok ? 0 : -1;
 }
 
 static int infer_apply(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)

@@ -3,7 +3,8 @@
  * workers' gradients averages the first two and the third, now stale, is
  * dropped and counted; a take waits for its count (a thread adds while it
  * waits) and fails at its deadline naming the accumulator; the sum resets
- * between steps; a gradient of the wrong shape is refused naming the op. */
+ * between steps; a gradient of the wrong shape is refused naming the op,
+ * and an accumulator too big for the tensor limit is refused. */
 #include <pthread.h>
 
 #include "accumulator.h"
@@ -86,6 +87,11 @@ static void test_refusals(fl_variable_container *c, fl_accumulator *a)
     ok(fl_accumulator_find(fl_variable_container_accumulators(c), "acc_w", fl_shape_make(1, 3)) == NULL,
        "asking for acc_w with another shape is refused");
     contains(fl_last_error(), "accumulator acc_w already lives on this task", "naming it");
+    fl_accumulator_set *set = fl_variable_container_accumulators(c);
+    ok(fl_accumulator_find(set, "huge", fl_shape_make(2, 1 << 20, 1 << 20)) == NULL &&
+           fl_last_error_code() == FL_RESOURCE_EXHAUSTED,
+       "an accumulator over the tensor limit is refused, not a crash");
+    contains(fl_last_error(), "accumulator huge", "naming it");
     fl_accumulator_set_step(a, 10);
     float ok_g[2] = {1, 1};
     fl_tensor t = vec2(ok_g);
