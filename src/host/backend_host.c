@@ -1,6 +1,7 @@
 /* backend_host.c: the host device "/cpu:0" as a backend.
  * Memory is malloc, copies are memcpy, and each op's kernel is the plain C
  * reference kernel from host_*.c, picked from one table. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,12 +74,14 @@ static const fl_host_kernel blas_kernels[FL_OP_COUNT] = {
 fl_host_kernel fl_host_kernel_for(fl_op_kind op)
 {
 #ifdef FL_HAVE_CBLAS
-    static int use_reference = -1; /* read once: the choice holds for the process */
-    if (use_reference < 0) {
+    /* Read once: the choice holds for the process. Atomic, as several task
+     * server threads may ask first at once (they store the same answer). */
+    static atomic_int use_reference = -1;
+    if (atomic_load(&use_reference) < 0) {
         const char *env = getenv("FLOWLAB_HOST_REFERENCE");
-        use_reference = env && strcmp(env, "1") == 0;
+        atomic_store(&use_reference, env && strcmp(env, "1") == 0);
     }
-    if (!use_reference && blas_kernels[op])
+    if (!atomic_load(&use_reference) && blas_kernels[op])
         return blas_kernels[op];
 #endif
     return kernels[op];
