@@ -1,6 +1,7 @@
 /* ops_accumulator.c: TensorFlow's ConditionalAccumulator ops for synchronous
  * training (issue 36 item 2, stage B): AccumulatorApplyGradient,
- * AccumulatorTakeGradient, AccumulatorSetGlobalStep. Each names its
+ * AccumulatorTakeGradient, AccumulatorSetGlobalStep, and AccumulatorWaitStep
+ * (a worker's wait for the next step, where TensorFlow dequeues a token). Each names its
  * accumulator (TensorFlow's shared_name, in the edge_key attr) and its
  * gradients' shape; the state lives in the task's container (accumulator.c). */
 #include <stdio.h>
@@ -46,7 +47,7 @@ static int infer_apply(const fl_node *n, const fl_shape *in, fl_shape *out, fl_s
                       fl_dtype_name(n->inputs[1]->dtype), fl_shape_format(in[1], got, sizeof got));
         return -1;
     }
-    *out = fl_shape_make(0);
+    *out = fl_shape_make(0); /* int32: 1 when the gradient was stale and dropped, else 0 */
     return 0;
 }
 
@@ -66,22 +67,35 @@ static int infer_set_step(const fl_node *n, const fl_shape *in, fl_shape *out, f
     return 0;
 }
 
+static int infer_wait_step(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
+{
+    if (check_named(n, st) != 0 || check_int_scalar(n, 0, "local step", in, st) != 0)
+        return -1;
+    *out = fl_shape_make(0); /* int32: the accumulator's global step once it passed the local step */
+    return 0;
+}
+
 const fl_op_def fl_def_accumulator_apply_gradient = {
-    "AccumulatorApplyGradient", {.min_inputs = 2, .max_inputs = 2, .in_container = true}, infer_apply, NULL};
+    "AccumulatorApplyGradient", {.min_inputs = 2, .max_inputs = 2, .has_output = true, .in_container = true},
+    infer_apply, NULL};
 const fl_op_def fl_def_accumulator_take_gradient = {
     "AccumulatorTakeGradient", {.min_inputs = 1, .max_inputs = 1, .has_output = true, .in_container = true},
     infer_take, NULL};
 const fl_op_def fl_def_accumulator_set_global_step = {
     "AccumulatorSetGlobalStep", {.min_inputs = 1, .max_inputs = 1, .in_container = true}, infer_set_step, NULL};
+const fl_op_def fl_def_accumulator_wait_step = {
+    "AccumulatorWaitStep", {.min_inputs = 1, .max_inputs = 1, .has_output = true, .in_container = true},
+    infer_wait_step, NULL};
 
 static fl_node *build(fl_graph *g, fl_op_kind op, const char *accumulator, fl_shape shape, fl_node **inputs,
                       int ninputs, const char *name, const char *default_name)
 {
+    bool gives_step = op == FL_OP_ACCUMULATOR_APPLY_GRADIENT || op == FL_OP_ACCUMULATOR_WAIT_STEP;
     if (!accumulator || !accumulator[0] || strlen(accumulator) >= FL_EDGE_KEY_LEN)
         return fl_graph_fail(g, name ? name : default_name, "an accumulator's name of 1 to %d bytes is needed",
                              FL_EDGE_KEY_LEN - 1);
     fl_node_spec spec = {.op = op, .name = name, .default_name = default_name, .inputs = inputs,
-                         .ninputs = ninputs, .dtype = FL_FLOAT32, .attrs = {.shape = shape}};
+                         .ninputs = ninputs, .dtype = gives_step ? FL_INT32 : FL_FLOAT32, .attrs = {.shape = shape}};
     snprintf(spec.attrs.edge_key, sizeof spec.attrs.edge_key, "%s", accumulator);
     return fl_add_node(g, &spec);
 }
@@ -106,4 +120,10 @@ fl_node *fl_accumulator_set_global_step(fl_graph *g, const char *accumulator, fl
 {
     return build(g, FL_OP_ACCUMULATOR_SET_GLOBAL_STEP, accumulator, shape, &step, 1, name,
                  "AccumulatorSetGlobalStep");
+}
+
+fl_node *fl_accumulator_wait_step(fl_graph *g, const char *accumulator, fl_shape shape, fl_node *local_step,
+                                  const char *name)
+{
+    return build(g, FL_OP_ACCUMULATOR_WAIT_STEP, accumulator, shape, &local_step, 1, name, "AccumulatorWaitStep");
 }

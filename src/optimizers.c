@@ -20,6 +20,9 @@ struct fl_optimizer {
      * cluster runtime's SyncReplicasOptimizer (src/distributed_runtime/). */
     void (*mark)(fl_node *op, int value);
     int mark_value;
+    /* Or a wrapper's own graph around the updates (NULL: none): the same
+     * runtime's SyncReplicasOptimizer when the session cuts the graph. */
+    fl_optimizer_wrap_fn wrap;
     /* The update ops built, so that fl_optimizer_set_learning_rate reaches
      * them: each op reads its rate from its attrs when it runs. */
     fl_node **updates;
@@ -62,9 +65,17 @@ fl_optimizer *fl_optimizer_marking(const fl_optimizer *opt, void (*mark)(fl_node
     *marking = *opt;
     marking->mark = mark;
     marking->mark_value = value;
+    marking->wrap = NULL;
     marking->updates = NULL; /* its own ops, not the wrapped optimizer's */
     marking->nupdates = 0;
     return marking;
+}
+
+fl_optimizer *fl_optimizer_wrapping(const fl_optimizer *opt, fl_optimizer_wrap_fn wrap, int value)
+{
+    fl_optimizer *wrapping = fl_optimizer_marking(opt, NULL, value);
+    wrapping->wrap = wrap;
+    return wrapping;
 }
 
 void fl_optimizer_free(fl_optimizer *opt)
@@ -275,6 +286,17 @@ static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var 
     return fl_group(g, ops, nops, "update");
 }
 
+fl_node *fl_optimizer_plain_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                                     fl_node *global_step, const char *scope)
+{
+    fl_node **ops = fl_xmalloc((size_t)(3 * n + 1) * sizeof *ops); /* updates, beta powers', the step */
+    beta_powers *betas = fl_xcalloc((size_t)(n ? n : 1), sizeof *betas);
+    fl_node *train = build_updates(opt, g, pairs, n, global_step, scope, ops, betas);
+    free(betas);
+    free(ops);
+    return train;
+}
+
 fl_node *fl_apply_gradients(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
                             fl_node *global_step, const char *name)
 {
@@ -285,11 +307,8 @@ fl_node *fl_apply_gradients(fl_optimizer *opt, fl_graph *g, const fl_grad_var *p
     const char *scope = name ? name : optimizer_name(opt);
     if (fl_name_scope_push(g, scope) != 0)
         return NULL;
-    fl_node **ops = fl_xmalloc((size_t)(3 * n + 1) * sizeof *ops); /* updates, beta powers', the step */
-    beta_powers *betas = fl_xcalloc((size_t)(n ? n : 1), sizeof *betas);
-    fl_node *train = build_updates(opt, g, pairs, n, global_step, scope, ops, betas);
-    free(betas);
-    free(ops);
+    fl_node *train = opt->wrap ? opt->wrap(opt, g, pairs, n, global_step, scope, opt->mark_value)
+                               : fl_optimizer_plain_updates(opt, g, pairs, n, global_step, scope);
     fl_name_scope_pop(g);
     return train;
 }

@@ -93,6 +93,7 @@ typedef enum {
     FL_OP_SEND, FL_OP_RECV,
     /* synchronous training's gradient accumulators, in a task's container (TensorFlow's ConditionalAccumulator) */
     FL_OP_ACCUMULATOR_APPLY_GRADIENT, FL_OP_ACCUMULATOR_TAKE_GRADIENT, FL_OP_ACCUMULATOR_SET_GLOBAL_STEP,
+    FL_OP_ACCUMULATOR_WAIT_STEP,
     /* (no Copy op: the session copies values across devices itself) */
     FL_OP_COUNT
 } fl_op_kind;
@@ -234,6 +235,16 @@ void fl_graph_set_runtime_records(fl_graph *g, void *records, void (*free_record
  * beta power assignments, the global step's increment) to mark(op, value):
  * how the cluster runtime's SyncReplicasOptimizer marks them synchronous. */
 fl_optimizer *fl_optimizer_marking(const fl_optimizer *opt, void (*mark)(fl_node *op, int value), int value);
+/* A wrapper's own graph around opt's updates: fl_apply_gradients (in its
+ * name scope) calls wrap instead, and wrap builds the wrapped optimizer's
+ * updates where it wants them with fl_optimizer_plain_updates (the
+ * cluster runtime's SyncReplicasOptimizer when the session cuts the graph:
+ * the updates of the averaged gradients). value: the wrapper's own. */
+typedef fl_node *(*fl_optimizer_wrap_fn)(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                                         fl_node *global_step, const char *scope, int value);
+fl_optimizer *fl_optimizer_wrapping(const fl_optimizer *opt, fl_optimizer_wrap_fn wrap, int value);
+fl_node *fl_optimizer_plain_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                                     fl_node *global_step, const char *scope);
 
 /* ---- device_string.c ---- */
 typedef struct {
@@ -288,6 +299,12 @@ fl_node *fl_accumulator_take_gradient(fl_graph *g, const char *accumulator, fl_s
                                       const char *name);
 fl_node *fl_accumulator_set_global_step(fl_graph *g, const char *accumulator, fl_shape shape, fl_node *step,
                                         const char *name);
+/* Waits, as a Recv does, until the accumulator's global step passes
+ * local_step; gives that step (int32). A synchronous worker's wait for the
+ * chief's update, where TensorFlow's dequeues a token. An apply gives 1
+ * when its gradient was stale and dropped, else 0 (int32). */
+fl_node *fl_accumulator_wait_step(fl_graph *g, const char *accumulator, fl_shape shape, fl_node *local_step,
+                                  const char *name);
 /* A tensor of ones shaped like x at run time: the seed of a gradient. */
 fl_node *fl_ones_like(fl_graph *g, fl_node *x, const char *name);
 fl_node *fl_int_scalar(fl_graph *g, int32_t value, const char *name);

@@ -197,12 +197,23 @@ static bool is_source(const fl_node *n) { return fl_op_def_of(n->op)->sig.is_sou
 
 /* ---- the order of a run ---- */
 
+/* Whether a reader of `before` waits for its mark: a value on another
+ * device, or on a device that completes out of order (a rendezvous: a Recv
+ * or an accumulator's take is issued long before its value comes), even
+ * for a reader on that device (an accumulator's apply of a Recv). */
+static bool reader_waits(const fl_session *s, const fl_node *n, const fl_node *before)
+{
+    fl_device *from = s->slots[before->id].device;
+    return from != s->slots[n->id].device || fl_device_waits_on_any(from);
+}
+
 /* A control input that completes out of order (a Recv, whose value comes
- * when another task sends it): its issue is not its end, so a node waits
- * for its mark as for an input's. */
+ * when another task sends it; a take): its issue is not its end, so a node
+ * waits for its mark as for an input's. */
 static bool waits_on_control(const fl_session *s, const fl_node *n, const fl_node *before)
 {
-    return fl_op_def_of(before->op)->sig.between_tasks && s->slots[before->id].device != s->slots[n->id].device;
+    const fl_op_signature *sig = &fl_op_def_of(before->op)->sig;
+    return (sig->between_tasks || sig->in_container) && reader_waits(s, n, before);
 }
 
 /* Places every needed node, fuses what its device runs as one kernel
@@ -227,9 +238,8 @@ static int place_and_find_crossings(fl_session *s)
         if (!r->needed[id] || r->feeds[id] || is_source(n))
             continue;
         for (int i = 0; i < n->ninputs; i++) {
-            fl_slot *from = &s->slots[n->inputs[i]->id];
-            if (from->device != s->slots[id].device)
-                from->crosses = true;
+            if (reader_waits(s, n, n->inputs[i]))
+                s->slots[n->inputs[i]->id].crosses = true;
             r->readers[n->inputs[i]->id]++;
         }
         for (int i = 0; i < n->ncontrols; i++)
@@ -280,7 +290,7 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n, fl_device **on)
     if (s->run.feeds[n->id] || is_source(n))
         return newest;
     for (int i = 0; i < n->ninputs; i++)
-        if (s->slots[n->inputs[i]->id].device != s->slots[n->id].device)
+        if (reader_waits(s, n, n->inputs[i]))
             note_unfinished(&s->slots[n->inputs[i]->id], &newest, on);
     for (int i = 0; i < n->ncontrols; i++)
         if (waits_on_control(s, n, n->controls[i]))

@@ -24,12 +24,15 @@ typedef struct {
 } rendezvous_buffer;
 
 /* A Recv registered this step: its value lands in buffer, its shape in out;
- * or an AccumulatorTakeGradient (num_required > 0): its average does. */
+ * or an AccumulatorTakeGradient (num_required > 0): its average does; or an
+ * AccumulatorWaitStep (is_wait): the global step once it passed local_step. */
 typedef struct {
     const fl_node *node;
     fl_tensor *out;
     bool arrived;
     int num_required;
+    bool is_wait;
+    int32_t local_step;
 } pending_recv;
 
 struct fl_rendezvous_device {
@@ -177,6 +180,18 @@ static int try_take(fl_rendezvous_device *d, pending_recv *r)
     return rc;
 }
 
+/* A wait's step, once the accumulator's passed the local step: 1, 0 or -1. */
+static int try_wait(fl_rendezvous_device *d, pending_recv *r)
+{
+    int32_t *step = (int32_t *)((rendezvous_buffer *)r->out->data)->data;
+    int rc = fl_accumulator_kernel_try_wait(d->container, r->node, r->local_step, step);
+    if (rc == 1) {
+        r->out->shape = fl_shape_make(0);
+        r->arrived = true;
+    }
+    return rc;
+}
+
 /* Takes what has arrived for the step's waiting recvs: how many, or -1. */
 static int take_arrived(fl_rendezvous_device *d)
 {
@@ -186,8 +201,8 @@ static int take_arrived(fl_rendezvous_device *d)
         fl_tensor *value = NULL;
         if (r->arrived)
             continue;
-        if (r->num_required > 0) {
-            int rc = try_take(d, r);
+        if (r->num_required > 0 || r->is_wait) {
+            int rc = r->is_wait ? try_wait(d, r) : try_take(d, r);
             if (rc < 0)
                 return -1;
             got += rc;
@@ -217,7 +232,10 @@ static const pending_recv *first_waiting(const fl_rendezvous_device *d)
 /* What r waits for, for messages: a value and its task, or a take's count. */
 static void describe_wait(const pending_recv *r, char *what, size_t size)
 {
-    if (r->num_required > 0)
+    if (r->is_wait)
+        snprintf(what, size, "accumulator %s's global step to pass %d (the chief's update: is the chief running?)",
+                 r->node->attrs.edge_key, (int)r->local_step);
+    else if (r->num_required > 0)
         snprintf(what, size, "%d gradients in accumulator %s (replicas_to_aggregate: are enough workers running?)",
                  r->num_required, r->node->attrs.edge_key);
     else
@@ -304,15 +322,15 @@ static int wait_all(void *impl)
     return 0;
 }
 
-static int register_recv(fl_rendezvous_device *d, const fl_node *n, fl_tensor *out, int num_required)
+static pending_recv *register_recv(fl_rendezvous_device *d, const fl_node *n, fl_tensor *out, int num_required)
 {
     if (d->nrecvs == d->capacity) {
         d->capacity = d->capacity ? 2 * d->capacity : 16;
         d->recvs = fl_xrealloc(d->recvs, (size_t)d->capacity * sizeof *d->recvs);
     }
     d->recvs[d->nrecvs] = (pending_recv){.node = n, .out = out, .num_required = num_required};
-    d->last = (uintptr_t)d->nrecvs++ + 2;
-    return 0;
+    d->last = (uintptr_t)d->nrecvs + 2;
+    return &d->recvs[d->nrecvs++];
 }
 
 static int send(fl_rendezvous_device *d, const fl_node *n, const fl_tensor *in)
@@ -331,18 +349,26 @@ static fl_tensor host_view(const fl_tensor *in)
     return (fl_tensor){.dtype = in->dtype, .shape = in->shape, .data = ((rendezvous_buffer *)in->data)->data};
 }
 
-/* A take registers as a Recv does (at least one gradient: TensorFlow's
- * num_required); an apply wakes the task's partitions waiting on a take. */
+/* A take or a wait registers as a Recv does (a take needs at least one
+ * gradient: TensorFlow's num_required); an apply or a set-step wakes the
+ * task's partitions waiting on either. */
 static int run_accumulator(fl_rendezvous_device *d, const fl_node *n, fl_tensor *const *in, fl_tensor *out)
 {
     fl_tensor first = host_view(in[0]);
+    int32_t value = *(const int32_t *)first.data;
     if (n->op == FL_OP_ACCUMULATOR_TAKE_GRADIENT) {
-        int32_t num_required = *(const int32_t *)first.data;
-        return register_recv(d, n, out, num_required > 0 ? num_required : 1);
+        register_recv(d, n, out, value > 0 ? value : 1);
+        return 0;
+    }
+    if (n->op == FL_OP_ACCUMULATOR_WAIT_STEP) {
+        pending_recv *r = register_recv(d, n, out, 0);
+        r->is_wait = true, r->local_step = value;
+        return 0;
     }
     d->last = DONE;
     fl_tensor second = n->ninputs > 1 ? host_view(in[1]) : first;
-    if (fl_accumulator_kernel_run(d->container, n, &first, &second) != 0)
+    int32_t *dropped = n->op == FL_OP_ACCUMULATOR_APPLY_GRADIENT ? (int32_t *)host_view(out).data : NULL;
+    if (fl_accumulator_kernel_run(d->container, n, &first, &second, dropped) != 0)
         return -1;
     fl_rendezvous_nudge(d->rendezvous);
     return 0;
@@ -353,7 +379,11 @@ static int run(void *impl, const fl_node *n, fl_tensor *const *in, fl_tensor *ou
     (void)ctx;
     if (fl_op_def_of(n->op)->sig.in_container)
         return run_accumulator(impl, n, in, out);
-    return n->op == FL_OP_RECV ? register_recv(impl, n, out, 0) : send(impl, n, in[0]);
+    if (n->op == FL_OP_RECV) {
+        register_recv(impl, n, out, 0);
+        return 0;
+    }
+    return send(impl, n, in[0]);
 }
 
 static const char *why_unavailable(void)

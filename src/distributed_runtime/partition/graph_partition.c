@@ -210,10 +210,11 @@ static fl_node *received_control(cutter *c, int p, const fl_node *before)
     snprintf(token, sizeof token, "_send_control/%s", before->name);
     snprintf(name, sizeof name, "_recv_control/%s", before->name);
     fl_node **sent = &c->control_token[before->id];
-    if (!*sent) {
+    if (!*sent) { /* an Identity of a constant: a source runs at once, whatever its control inputs */
         fl_graph *src = c->parts[from].graph;
+        fl_node *zero = fl_scalar(src, 0.0f, NULL);
         fl_control_dependencies_push(src, &c->copy[before->id], 1);
-        *sent = fl_scalar(src, 0.0f, token);
+        *sent = zero ? fl_identity(src, zero, token) : NULL;
         fl_control_dependencies_pop(src);
         if (!*sent)
             return NULL;

@@ -20,6 +20,10 @@ const fl_cluster *fl_master_cluster(const fl_master *m);
  * output NULL). */
 int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
                   fl_tensor **outputs, fl_node *const *targets, int ntargets);
+/* fl_master_run, where a target may be a synchronous train op: the
+ * chief's part and the stale flags go with it (master_sync.c). */
+int fl_master_run_training(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
+                           fl_tensor **outputs, fl_node *const *targets, int ntargets);
 /* The task and device n was asked to run on ("/job:worker/task:1/cpu:0"),
  * once a run of m that needed it has succeeded; NULL before, or when n is
  * not of m's graph. Valid until m is freed. */

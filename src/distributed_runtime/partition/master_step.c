@@ -130,6 +130,26 @@ static const task_call *cause_of_failure(const task_call *calls, int n)
     return first;
 }
 
+/* The cause's error, and where another task failed too, what that one
+ * said: a task that gave up waiting for a value names the task it waited
+ * for, and that one says what it was itself waiting for (the chief's take
+ * of gradients that never came names its accumulator). */
+static void say_cause(const task_call *calls, int n, const task_call *cause, const fl_graph_partition *parts,
+                      const char *which)
+{
+    const task_call *other = NULL;
+    for (int i = 0; i < n && !other; i++)
+        if (calls[i].rc != 0 && &calls[i] != cause)
+            other = &calls[i];
+    int c = (int)(cause - calls), o = other ? (int)(other - calls) : 0;
+    if (!other) {
+        fl_set_error_code(cause->code, "%s on /job:%s/task:%d: %s", which, parts[c].job, parts[c].task, cause->error);
+        return;
+    }
+    fl_set_error_code(cause->code, "%s on /job:%s/task:%d: %s; meanwhile /job:%s/task:%d: %s", which, parts[c].job,
+                      parts[c].task, cause->error, parts[o].job, parts[o].task, other->error);
+}
+
 /* After a traced step that succeeded: each task's part of the timeline. */
 static void merge_traces(fl_session *trace, task_call *calls, const fl_graph_partition *parts, int n, bool ok)
 {
@@ -172,8 +192,7 @@ int fl_master_step(int nparts, fl_task_client **clients, const uint64_t *handles
         merge_traces(trace, calls, parts, nparts, !cause);
     free(traces);
     if (cause)
-        fl_set_error_code(cause->code, "%s on /job:%s/task:%d: %s", which, parts[cause - calls].job,
-                          parts[cause - calls].task, cause->error);
+        say_cause(calls, nparts, cause, parts, which);
     free(calls);
     pthread_cond_destroy(&s.changed);
     pthread_mutex_destroy(&s.lock);

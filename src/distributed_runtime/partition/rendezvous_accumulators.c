@@ -22,7 +22,8 @@ static fl_accumulator *find(fl_variable_container *c, const fl_node *n)
     return a;
 }
 
-int fl_accumulator_kernel_run(fl_variable_container *c, const fl_node *n, const fl_tensor *in0, const fl_tensor *in1)
+int fl_accumulator_kernel_run(fl_variable_container *c, const fl_node *n, const fl_tensor *in0, const fl_tensor *in1,
+                              int32_t *dropped)
 {
     fl_accumulator *a = find(c, n);
     if (!a)
@@ -32,7 +33,22 @@ int fl_accumulator_kernel_run(fl_variable_container *c, const fl_node *n, const 
         fl_accumulator_set_step(a, step);
         return 0;
     }
-    return fl_accumulator_apply(a, step, in1, n->name) < 0 ? -1 : 0;
+    int rc = fl_accumulator_apply(a, step, in1, n->name);
+    if (rc >= 0 && dropped)
+        *dropped = rc;
+    return rc < 0 ? -1 : 0;
+}
+
+int fl_accumulator_kernel_try_wait(fl_variable_container *c, const fl_node *n, int32_t local_step, int32_t *step)
+{
+    fl_accumulator *a = find(c, n);
+    if (!a)
+        return -1;
+    int64_t now = fl_accumulator_read(a).global_step;
+    if (now <= local_step)
+        return 0;
+    *step = (int32_t)now;
+    return 1;
 }
 
 int fl_accumulator_kernel_try_take(fl_variable_container *c, const fl_node *n, int num_required, fl_tensor *out)

@@ -1,6 +1,8 @@
-/* sync_replicas_optimizer.h: what the remote backend asks of chapter 4's
- * SyncReplicasOptimizer (sync_replicas_optimizer.c): whether an update it
- * sends is synchronous, and how many replicas make its step. */
+/* sync_replicas_optimizer.h: what the cluster runtime asks of chapter 4's
+ * SyncReplicasOptimizer (sync_replicas_optimizer.c, its records in sync_replicas_records.c): on the per-op remote
+ * devices, whether an update it sends is synchronous and how many replicas
+ * make its step; where a between-graph worker cuts its own graph, the
+ * accumulator graph it built (sync_replicas_graph.c) for each train op. */
 #ifndef FLOWLAB_SYNC_REPLICAS_OPTIMIZER_H
 #define FLOWLAB_SYNC_REPLICAS_OPTIMIZER_H
 
@@ -9,5 +11,29 @@
 /* The replicas_to_aggregate n was built with by fl_sync_replicas_optimizer;
  * 0 for any other node (an update that runs at once). */
 int fl_sync_replicas_to_aggregate(const fl_node *n);
+/* fl_optimizer_marking's mark: op is synchronous, of replicas_to_aggregate. */
+void fl_sync_replicas_mark(fl_node *op, int replicas_to_aggregate);
+
+/* FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1: a between-graph worker's session
+ * cuts its own graph (issue 36 item 2), and the optimizer builds for it. */
+bool fl_between_graph_partitions_on(void);
+
+/* One train op of the accumulator graph, as TensorFlow's
+ * SyncReplicasOptimizer builds it. */
+typedef struct {
+    fl_node *train;      /* what every worker runs: its applies, then its wait for the chief's update */
+    fl_node *chief;      /* the chief's part: the takes, the updates, the global step, the token */
+    fl_node *local_step; /* the global step read at the step's start, each gradient's tag */
+    fl_node **applies;   /* one per variable: 1 when the gradient came stale and was dropped */
+    int napplies;
+} fl_sync_train;
+
+/* The train op's record when n is one (owned by n's graph), else NULL. */
+const fl_sync_train *fl_sync_train_of(const fl_node *n);
+/* Kept with g (t's applies array becomes the graph's). */
+void fl_sync_train_record(fl_graph *g, const fl_sync_train *t);
+/* sync_replicas_graph.c: fl_optimizer_wrapping's wrap that builds it. */
+fl_node *fl_sync_replicas_graph(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                                fl_node *global_step, const char *scope, int replicas_to_aggregate);
 
 #endif

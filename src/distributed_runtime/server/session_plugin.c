@@ -10,6 +10,7 @@
 #include "cluster/cluster.h"
 #include "distributed_runtime/partition/master.h"
 #include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/sync_replicas_optimizer.h"
 #include "task_server.h"
 
 /* A "/job:.../task:..." device: this task's own (*is_local), or another
@@ -46,22 +47,25 @@ static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *c
 }
 
 /* A between-graph worker partitions its own graph, as TensorFlow's does,
- * when FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1 (issue 36 item 2, stage A: async
- * training only; without it, or with synchronous updates in the graph, its
- * variables are reached through per-op remote devices). NULL otherwise:
- * the session runs its graph itself. */
+ * when FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1 (issue 36 item 2; without it its
+ * variables are reached through per-op remote devices), synchronous
+ * training through the accumulator ops (master_sync.c). NULL otherwise: the
+ * session runs its graph itself. */
 static void *open_task_master(const fl_cluster *c, fl_graph *g)
 {
-    const char *on = getenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS");
-    if (!on || strcmp(on, "1") != 0 || strcmp(fl_cluster_job_name(c), "ps") == 0)
-        return NULL;
-    if (fl_graph_runtime_records(g)) /* SyncReplicasOptimizer's marks: its updates need the remote devices yet */
+    if (!fl_between_graph_partitions_on() || strcmp(fl_cluster_job_name(c), "ps") == 0)
         return NULL;
     if (!fl_task_server_acquire(c)) {
         fl_prefix_error("a between-graph worker runs its piece of the graph on a server of its own: ");
         return NULL;
     }
     return fl_master_new_on_task(c, g);
+}
+
+static int run_task_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
+                           fl_tensor **outputs, fl_node *const *targets, int ntargets)
+{
+    return fl_master_run_training(master, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
 }
 
 /* The task's server goes (if this session started it) after the master. */
@@ -75,7 +79,7 @@ static void close_task_master(void *master)
 /* A task's: fl_cluster_new gives it to every cluster (cluster_head.c). */
 const fl_cluster_plugin fl_cluster_task_plugin_table = {
     .resolve_device = resolve_device, .task_name = task_name, .is_chief = is_chief,
-    .recover = recover, .say_goodbye = say_goodbye, .open_master = open_task_master, .run_master = run_master,
+    .recover = recover, .say_goodbye = say_goodbye, .open_master = open_task_master, .run_master = run_task_master,
     .node_device = node_device, .close_master = close_task_master, .trace_into = trace_into};
 /* The client places nothing itself: its graph runs on the tasks. */
 static fl_device *no_device(const fl_cluster *c, const char *device, bool *is_local)

@@ -1,0 +1,133 @@
+/* sync_replicas_graph.c: chapter 4's SyncReplicasOptimizer as TensorFlow
+ * builds it, for a between-graph worker whose session cuts its own graph:
+ * one accumulator per variable on the variable's ps, each worker's
+ * gradients applied to them tagged with its local step, the chief's part
+ * (take the average of replicas_to_aggregate, update, advance the global
+ * step, set the token), and every worker's wait for the token. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sync_replicas_optimizer.h"
+
+#define NAME_LEN 300
+
+/* TensorFlow's shared_name for a variable's accumulator. */
+static void accumulator_name(char *out, const fl_node *var) { snprintf(out, NAME_LEN, "%s/grad_accum", var->name); }
+
+/* The token: an accumulator no gradient goes into, whose global step the
+ * chief sets once its update is done (TensorFlow's sync_token_q). */
+static void token_name(char *out, const fl_node *global_step)
+{
+    snprintf(out, NAME_LEN, "%s/sync_token", global_step->name);
+}
+
+/* Each gradient into its variable's accumulator, beside the variable,
+ * tagged with local_step; t->applies gets them. */
+static int build_applies(fl_graph *g, const fl_grad_var *pairs, int n, fl_sync_train *t)
+{
+    for (int i = 0; i < n; i++) {
+        if (!pairs[i].grad)
+            continue;
+        char name[NAME_LEN];
+        accumulator_name(name, pairs[i].var);
+        if (fl_device_scope_push_colocated(g, pairs[i].var) != 0)
+            return -1;
+        fl_node *apply = fl_accumulator_apply_gradient(g, name, t->local_step, pairs[i].grad, NULL);
+        fl_device_pop(g);
+        if (!apply)
+            return -1;
+        t->applies[t->napplies++] = apply;
+    }
+    return 0;
+}
+
+/* After the update: every accumulator's global step and then the token's
+ * set to the new global step, so a gradient of an older step is stale and
+ * a waiting worker reads the updated variables. */
+static fl_node *set_steps(fl_graph *g, const fl_grad_var *averaged, int n, fl_node *global_step, fl_node *update)
+{
+    char name[NAME_LEN];
+    fl_node **sets = fl_xcalloc((size_t)n + 1, sizeof *sets);
+    fl_node *token = NULL;
+    if (fl_control_dependencies_push(g, &update, 1) != 0)
+        goto out;
+    fl_device_scope_push_colocated(g, global_step);
+    fl_node *new_step = fl_identity(g, global_step, "new_global_step");
+    fl_device_pop(g);
+    for (int i = 0; i < n && new_step; i++) {
+        accumulator_name(name, averaged[i].var);
+        fl_device_scope_push_colocated(g, averaged[i].var);
+        sets[i] = fl_accumulator_set_global_step(g, name, averaged[i].var->shape, new_step, NULL);
+        fl_device_pop(g);
+    }
+    fl_control_dependencies_pop(g);
+    if (!new_step || fl_control_dependencies_push(g, sets, n) != 0)
+        goto out;
+    token_name(name, global_step);
+    fl_device_scope_push_colocated(g, global_step);
+    token = fl_accumulator_set_global_step(g, name, fl_shape_make(0), new_step, "set_sync_token");
+    fl_device_pop(g);
+    fl_control_dependencies_pop(g);
+out:
+    free(sets);
+    return token;
+}
+
+/* The chief's part: each variable's average of at least
+ * replicas_to_aggregate gradients, applied by the wrapped optimizer, which
+ * also advances the global step; then the steps and the token. */
+static fl_node *build_chief(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n, fl_node *global_step,
+                            const char *scope, int replicas)
+{
+    fl_grad_var *averaged = fl_xcalloc((size_t)n, sizeof *averaged);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (!pairs[i].grad)
+            continue;
+        char name[NAME_LEN];
+        accumulator_name(name, pairs[i].var);
+        fl_device_scope_push_colocated(g, pairs[i].var);
+        fl_node *num_required = fl_int_scalar(g, replicas, NULL);
+        averaged[m].grad = fl_accumulator_take_gradient(g, name, pairs[i].var->shape, num_required, NULL);
+        averaged[m++].var = pairs[i].var;
+        fl_device_pop(g);
+    }
+    fl_node *update = fl_optimizer_plain_updates(opt, g, averaged, m, global_step, scope);
+    fl_node *token = update ? set_steps(g, averaged, m, global_step, update) : NULL;
+    free(averaged);
+    return token;
+}
+
+/* What every worker runs: its applies, then a wait, beside the global
+ * step, until the token passes its local step (the chief's update is done);
+ * TensorFlow's workers dequeue a token from a queue there instead. */
+static fl_node *build_train(fl_graph *g, fl_sync_train *t, fl_node *global_step)
+{
+    char name[NAME_LEN];
+    token_name(name, global_step);
+    if (fl_control_dependencies_push(g, t->applies, t->napplies) != 0)
+        return NULL;
+    fl_device_scope_push_colocated(g, global_step);
+    fl_node *wait = fl_accumulator_wait_step(g, name, fl_shape_make(0), t->local_step, "wait_for_next_step");
+    fl_device_pop(g);
+    fl_control_dependencies_pop(g);
+    return wait ? fl_group(g, &wait, 1, "update") : NULL;
+}
+
+fl_node *fl_sync_replicas_graph(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                                fl_node *global_step, const char *scope, int replicas_to_aggregate)
+{
+    if (!global_step)
+        return fl_graph_fail(g, scope, "synchronous training counts its steps: pass the global step to "
+                                       "apply_gradients or minimize (fl_get_or_create_global_step)");
+    fl_sync_train t = {.applies = fl_xcalloc((size_t)(n ? n : 1), sizeof *t.applies)};
+    t.local_step = fl_identity(g, global_step, "local_step");
+    if (!t.local_step || build_applies(g, pairs, n, &t) != 0 ||
+        !(t.chief = build_chief(opt, g, pairs, n, global_step, scope, replicas_to_aggregate)) ||
+        !(t.train = build_train(g, &t, global_step))) {
+        free(t.applies);
+        return NULL;
+    }
+    fl_sync_train_record(g, &t);
+    return t.train;
+}

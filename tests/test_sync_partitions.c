@@ -1,0 +1,289 @@
+/* test_sync_partitions.c: synchronous training where each between-graph
+ * worker cuts its own graph (issue 36 item 2, stage B,
+ * FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1): fl_sync_replicas_optimizer builds
+ * TensorFlow's accumulator graph. One ps and workers in this process on
+ * loopback, each with a graph of its own: w and b on the ps, the loss
+ * sum((w - t)^2) + (b - 3)^2 on the worker, SGD at 0.1. With 2 of 2 both
+ * workers' steps read the global step advanced once per aggregated step and
+ * w follows the averaged update exactly; with 1 of 2 a worker held between
+ * reading its step and applying its gradients finds its gradients stale,
+ * dropped and counted (fl_remote_stale_steps); the chief's take with its
+ * other worker gone fails within the task deadline, naming the
+ * accumulator. Every wait has a deadline (FLOWLAB_TASK_DEADLINE). */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flowlab.h"
+#include "flowlab_cluster.h"
+#include "loopback.h"
+#include "runtime.h"
+#include "tap.h"
+
+#define STEPS 8
+#define MAX_WORKERS 2
+
+typedef struct {
+    fl_cluster *cluster;
+    fl_graph *g;
+    fl_session *s;
+    fl_optimizer *opt;
+    fl_node *w, *loss, *seen, *train, *init;
+    fl_node *gate_open, *started; /* the held worker's gate, the chief's look at it */
+    float losses[STEPS];
+    int seen_steps[STEPS];
+    int steps;
+    char error[512];
+} worker;
+
+typedef struct {
+    char ps_hosts[64], worker_hosts[128];
+    fl_cluster *ps_cluster;
+    fl_server *ps;
+    worker w[MAX_WORKERS];
+} cluster;
+
+/* The held worker's graph: its forward pass waits, on the ps, for the
+ * accumulator "gate" to pass step 0, after telling "started" the global
+ * step it read. */
+static fl_node *hold_forward(worker *k)
+{
+    fl_device_scope_push(k->g, "/job:ps/task:0");
+    fl_node *arrived = fl_accumulator_apply_gradient(k->g, "started", k->seen, fl_scalar(k->g, 1, NULL), NULL);
+    fl_node *gate = NULL;
+    if (fl_control_dependencies_push(k->g, &arrived, 1) == 0) {
+        gate = fl_accumulator_wait_step(k->g, "gate", fl_shape_make(0), fl_int_scalar(k->g, 0, NULL), "gate");
+        fl_control_dependencies_pop(k->g);
+    }
+    fl_device_pop(k->g);
+    return gate;
+}
+
+/* The chief's: a take of "started" (the held worker read its step) and the
+ * gate's opening. */
+static void gate_controls(worker *k)
+{
+    fl_device_scope_push(k->g, "/job:ps/task:0");
+    k->gate_open = fl_accumulator_set_global_step(k->g, "gate", fl_shape_make(0), fl_int_scalar(k->g, 1, NULL), NULL);
+    k->started = fl_accumulator_take_gradient(k->g, "started", fl_shape_make(0), fl_int_scalar(k->g, 1, NULL), NULL);
+    fl_device_pop(k->g);
+}
+
+/* w, b and the global step on the ps; the loss on the worker. */
+static void build(worker *k, int task, int replicas, int total, bool held)
+{
+    char here[64];
+    snprintf(here, sizeof here, "/job:worker/task:%d", task);
+    k->g = fl_graph_new();
+    fl_device_scope_push(k->g, "/job:ps/task:0");
+    k->w = fl_get_variable(k->g, "w", fl_shape_make(1, 2), fl_constant_initializer(1.0f));
+    fl_node *b = fl_get_variable(k->g, "b", fl_shape_make(0), fl_constant_initializer(0.0f));
+    fl_node *global_step = fl_get_or_create_global_step(k->g);
+    fl_device_pop(k->g);
+    fl_device_scope_push(k->g, here);
+    k->seen = fl_identity(k->g, global_step, "step_seen");
+    fl_node *gate = held ? hold_forward(k) : NULL;
+    if (task == 0)
+        gate_controls(k);
+    if (gate)
+        fl_control_dependencies_push(k->g, &gate, 1);
+    fl_tensor *t = fl_tensor_from_floats(fl_shape_make(1, 2), (float[]){3, -1});
+    fl_node *dw = fl_sub(k->g, k->w, fl_constant(k->g, t, "t"), NULL), *db = fl_sub(k->g, b, fl_scalar(k->g, 3, NULL), NULL);
+    fl_tensor_free(t);
+    k->loss = fl_add(k->g, fl_reduce_sum(k->g, fl_mul(k->g, dw, dw, NULL), NULL, 0, false, NULL),
+                     fl_mul(k->g, db, db, NULL), "loss");
+    if (gate)
+        fl_control_dependencies_pop(k->g);
+    fl_optimizer *sgd = fl_gradient_descent_optimizer(0.1f);
+    k->opt = fl_sync_replicas_optimizer(sgd, replicas, total);
+    fl_optimizer_free(sgd);
+    k->train = fl_minimize(k->opt, k->g, k->loss, global_step, "train");
+    fl_device_pop(k->g);
+    k->init = fl_global_variables_initializer(k->g);
+    fl_session_options o = {.cluster = k->cluster};
+    k->s = fl_session_new(k->g, &o);
+}
+
+static int up(cluster *c, int workers, int replicas, int held)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->ps_hosts, sizeof c->ps_hosts, "127.0.0.1:%d", loopback_free_port());
+    int w0 = loopback_free_port(), w1 = loopback_free_port();
+    snprintf(c->worker_hosts, sizeof c->worker_hosts, "127.0.0.1:%d,127.0.0.1:%d", w0, w1);
+    c->ps_cluster = fl_cluster_from_flags(c->ps_hosts, c->worker_hosts, "ps", 0);
+    c->ps = c->ps_cluster ? fl_server_start(c->ps_cluster, NULL) : NULL;
+    if (!c->ps)
+        return -1;
+    for (int i = 0; i < workers; i++) {
+        c->w[i].cluster = fl_cluster_from_flags(c->ps_hosts, c->worker_hosts, "worker", i);
+        build(&c->w[i], i, replicas, 2, i == held);
+        if (!c->w[i].s || !c->w[i].train)
+            return -1;
+    }
+    return fl_session_run(c->w[0].s, NULL, 0, NULL, 0, NULL, &c->w[0].init, 1);
+}
+
+static void down(cluster *c, int workers);
+
+/* up, or a failed check saying why and everything stopped. */
+static bool started(cluster *c, int workers, int replicas, int held, const char *what)
+{
+    if (up(c, workers, replicas, held) == 0)
+        return true;
+    ok(0, "%s start: %s", what, fl_last_error());
+    down(c, workers);
+    return false;
+}
+
+static void down(cluster *c, int workers)
+{
+    for (int i = 0; i < workers; i++) {
+        fl_session_free(c->w[i].s);
+        fl_cluster_say_goodbye(c->w[i].cluster);
+        fl_optimizer_free(c->w[i].opt);
+        fl_graph_free(c->w[i].g);
+        fl_cluster_free(c->w[i].cluster);
+    }
+    if (c->ps)
+        ok(fl_server_join(c->ps, 20) == 0, "the ps is done once the workers said goodbye (waited up to 20 s)");
+    fl_server_stop(c->ps);
+    fl_cluster_free(c->ps_cluster);
+}
+
+/* One synchronous step: the loss and the global step this step read. */
+static int train_step(worker *k)
+{
+    fl_node *fetch[2] = {k->loss, k->seen};
+    fl_tensor *out[2] = {NULL, NULL};
+    int rc = fl_session_run(k->s, NULL, 0, fetch, 2, out, &k->train, 1);
+    if (rc == 0 && k->steps < STEPS) {
+        k->losses[k->steps] = fl_tensor_scalar(out[0]);
+        k->seen_steps[k->steps++] = *(const int32_t *)out[1]->data;
+    }
+    if (rc != 0)
+        snprintf(k->error, sizeof k->error, "%s", fl_session_error(k->s));
+    fl_tensor_free(out[0]);
+    fl_tensor_free(out[1]);
+    return rc;
+}
+
+static void *train(void *arg)
+{
+    worker *k = arg;
+    for (int i = 0; i < STEPS && train_step(k) == 0; i++)
+        ;
+    return NULL;
+}
+
+static int global_step_now(worker *k)
+{
+    fl_node *step = fl_get_or_create_global_step(k->g);
+    fl_tensor *out = NULL;
+    int v = fl_session_run(k->s, NULL, 0, &step, 1, &out, NULL, 0) == 0 ? *(const int32_t *)out->data : -1;
+    fl_tensor_free(out);
+    return v;
+}
+
+static bool steps_are_0_to_n(const worker *k)
+{
+    for (int i = 0; i < k->steps; i++)
+        if (k->seen_steps[i] != i)
+            return false;
+    return k->steps == STEPS;
+}
+
+static void test_two_of_two(void)
+{
+    cluster c;
+    if (!started(&c, 2, 2, -1, "a ps and 2 synchronous workers"))
+        return;
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&threads[i], NULL, train, &c.w[i]);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(threads[i], NULL);
+        ok(c.w[i].steps == STEPS, "2 of 2: worker %d ran its %d steps (%d): %s", i, STEPS, c.w[i].steps,
+           c.w[i].error[0] ? c.w[i].error : "no error");
+        ok(steps_are_0_to_n(&c.w[i]), "worker %d's step k read global step k: one advance per aggregated step", i);
+        ok(fl_remote_stale_steps(c.w[i].cluster) == 0, "worker %d: no stale step (%llu)", i,
+           (unsigned long long)fl_remote_stale_steps(c.w[i].cluster));
+    }
+    ok(c.w[0].losses[STEPS - 1] < c.w[0].losses[0] / 2, "the loss falls (%g, then %g)", c.w[0].losses[0],
+       c.w[0].losses[STEPS - 1]);
+    int now = global_step_now(&c.w[0]);
+    ok(now == STEPS, "the global step is %d after %d steps of 2 workers (%d)", STEPS, STEPS, now);
+    fl_tensor *w = NULL;
+    fl_session_run(c.w[1].s, NULL, 0, &c.w[1].w, 1, &w, NULL, 0);
+    /* both workers' gradients are equal: their average is applied once a step, w = t + 0.8^n (1 - t) */
+    is_near(w ? ((float *)w->data)[0] : NAN, 3 - 2 * pow(0.8, STEPS), 1e-4, "w[0] got the average once per step");
+    fl_tensor_free(w);
+    down(&c, 2);
+}
+
+static void *train_once(void *arg)
+{
+    train_step(arg);
+    return NULL;
+}
+
+static int run_target(worker *k, fl_node *target, fl_node *fetch)
+{
+    fl_tensor *out = NULL;
+    int rc = fl_session_run(k->s, NULL, 0, fetch ? &fetch : NULL, fetch ? 1 : 0, fetch ? &out : NULL,
+                            target ? &target : NULL, target ? 1 : 0);
+    fl_tensor_free(out);
+    return rc;
+}
+
+/* 1 of 2: worker 1 reads global step 0, then is held while the chief runs
+ * 3 steps alone; its gradients of step 0 come too late for both variables. */
+static void test_backup_stale(void)
+{
+    cluster c;
+    if (!started(&c, 2, 1, 1, "a ps and 2 workers (1 of 2)"))
+        return;
+    pthread_t held;
+    pthread_create(&held, NULL, train_once, &c.w[1]);
+    ok(run_target(&c.w[0], NULL, c.w[0].started) == 0, "worker 1 read its step and waits at the gate");
+    for (int i = 0; i < 3; i++)
+        train_step(&c.w[0]);
+    ok(c.w[0].steps == 3, "1 of 2: the chief runs 3 steps alone (%d): %s", c.w[0].steps, c.w[0].error);
+    ok(run_target(&c.w[0], c.w[0].gate_open, NULL) == 0, "the gate opens");
+    pthread_join(held, NULL);
+    ok(c.w[1].steps == 1 && c.w[1].seen_steps[0] == 0, "worker 1's step ran, at global step 0: %s",
+       c.w[1].error[0] ? c.w[1].error : "no error");
+    uint64_t steps = fl_remote_stale_steps(c.w[1].cluster), updates = fl_remote_stale_variable_updates(c.w[1].cluster);
+    ok(steps == 1 && updates == 2, "its step is counted stale once, both variables' gradients dropped (%llu steps, "
+       "%llu variable updates)", (unsigned long long)steps, (unsigned long long)updates);
+    ok(fl_remote_stale_steps(c.w[0].cluster) == 0, "the chief lost none");
+    int now = global_step_now(&c.w[0]);
+    ok(now == 3, "the global step counts the chief's 3 steps only (%d)", now);
+    down(&c, 2);
+}
+
+/* 2 of 2 with worker 1 never running: the chief's take ends at the deadline. */
+static void test_dead_worker(void)
+{
+    cluster c;
+    if (!started(&c, 1, 2, -1, "a ps and the chief"))
+        return;
+    double start = fl_now_s();
+    ok(train_step(&c.w[0]) != 0, "2 of 2 with worker 1 gone: the chief's step fails");
+    double took = fl_now_s() - start;
+    contains(c.w[0].error, "accumulator w/grad_accum", "its error names the accumulator");
+    diag("%s", c.w[0].error);
+    ok(took < 20, "within the task deadline and some (%.1f s)", took);
+    down(&c, 1);
+}
+
+int main(void)
+{
+    setenv("FLOWLAB_TASK_DEADLINE", "30", 1);
+    setenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS", "1", 1);
+    test_two_of_two();
+    test_backup_stale();
+    setenv("FLOWLAB_TASK_DEADLINE", "3", 1);
+    test_dead_worker();
+    return done_testing();
+}
