@@ -2,7 +2,8 @@
  * labs/tools/launch_cluster: one ps and two workers, then two ps tasks
  * with the variables split between them, train to a falling loss and the
  * ps tasks exit by themselves, and so they do when each worker cuts its own
- * graph into pieces (FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1, issue 36); bad
+ * graph into pieces (FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1, issue 36), also
+ * synchronously (chapter 4's --sync_replicas, backups included); bad
  * flags are refused by name; the launcher
  * reports a failing worker and a ps that never exits, and stops the rest.
  * Every run has a deadline (the launcher's and timeout's). */
@@ -124,6 +125,58 @@ static void test_training_through_partitions(void)
     contains(r.out, "ps0: ps 0: registered partition 2 from", "each worker registered a piece on ps 0");
     ok(r.out && strstr(r.out, "variables live on this task)") && !strstr(r.out, "(0 nodes"),
        "the later piece finds the variables the first one's run made on the ps");
+    free(r.out);
+}
+
+/* The last "worker K: step S, global step G, ... N stale steps dropped"
+ * line of worker K: 0 when it printed none. */
+static int last_progress(const char *out, int task, long *step, long *global, long *stale)
+{
+    char prefix[64];
+    int found = 0;
+    snprintf(prefix, sizeof prefix, "worker %d: step ", task);
+    for (const char *p = out; p && (p = strstr(p, prefix)); p++) {
+        const char *dropped = strstr(p, "MB moved per step, ");
+        found = sscanf(p + strlen(prefix), "%ld, global step %ld", step, global) == 2 && dropped &&
+                sscanf(dropped, "MB moved per step, %ld stale", stale) == 1;
+    }
+    return found;
+}
+
+/* Issue 36 item 2, stage B: chapter 4's synchronous training, each worker
+ * cutting its own graph: the accumulator ops on the ps tasks. */
+static void test_sync_through_partitions(void)
+{
+    char cmd[2048];
+    const char *run = "--device /cpu:0 --train_steps 30 --batch_size 64 --max_examples 1024 --log_every 5 "
+                      "--sync_replicas true";
+    snprintf(cmd, sizeof cmd, "FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1 timeout 300 %s --ps 2 --workers 2 --grace 20 "
+             "--deadline 240 -- %s %s", launcher, lab, run);
+    run_result r = {0};
+    r.status = run_command(cmd, &r.out);
+    check_training("synchronous, each worker's own pieces", &r, 2);
+    for (int task = 0; task < 2; task++) {
+        long step = 0, global = 0, stale = -1;
+        ok(last_progress(r.out, task, &step, &global, &stale) && step == 30 && global == 30 && stale == 0,
+           "2 of 2: worker %d's step 30 is global step 30, no stale step (step %ld, global %ld, %ld stale)", task,
+           step, global, stale);
+    }
+    free(r.out);
+    snprintf(cmd, sizeof cmd, "FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1 timeout 300 %s --ps 1 --workers 3 --grace 20 "
+             "--deadline 240 -- %s %s --replicas_to_aggregate 2", launcher, lab, run);
+    r.status = run_command(cmd, &r.out);
+    check_training("2 of 3 (a backup), each worker's own pieces", &r, 1);
+    long stale_in_all = 0;
+    for (int task = 0; task < 3; task++) {
+        long step = 0, global = 0, stale = -1;
+        bool found = last_progress(r.out, task, &step, &global, &stale);
+        bool chief_exact = task != 0 || (step == 30 && global == 30); /* one take per chief's step */
+        ok(found && step <= global && chief_exact,
+           "2 of 3: worker %d's steps are no more than the global step%s (step %ld, global %ld, %ld stale)", task,
+           task == 0 ? ", the chief's exactly it" : "", step, global, stale);
+        stale_in_all += stale > 0 ? stale : 0;
+    }
+    diag("2 of 3: %ld stale steps counted by the three workers (a backup's late gradients)", stale_in_all);
     free(r.out);
 }
 
@@ -290,6 +343,7 @@ int main(int argc, char **argv)
     test_launcher_faults();
     test_training();
     test_training_through_partitions();
+    test_sync_through_partitions();
     test_bad_bytes_beside_training();
     test_secure_training();
     lab_runner_finish();
