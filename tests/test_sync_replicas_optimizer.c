@@ -3,7 +3,13 @@
  * op the wrapped optimizer builds (the Apply ops, Adam's beta power updates,
  * the global step's increment) with replicas_to_aggregate; the nodes of a
  * plain optimizer, and every other node, carry no mark; the wrapper keeps
- * no pointer to the optimizer it wraps. No server needed. */
+ * no pointer to the optimizer it wraps. With FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1
+ * it builds TensorFlow's accumulator graph instead: an apply and a take per
+ * variable, the wrapped updates of the takes, one wait, no marks. No server
+ * needed. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "tap.h"
 #include "flowlab_cluster.h"
 #include "runtime.h"
@@ -31,8 +37,48 @@ static void build_and_count(fl_optimizer *opt, int want, int *marked, int *appli
     fl_graph_free(g);
 }
 
+static int count_op(fl_graph *g, fl_op_kind op)
+{
+    int n = 0;
+    for (int i = 0; i < fl_graph_node_count(g); i++)
+        n += fl_graph_node(g, i)->op == op;
+    return n;
+}
+
+static void test_accumulator_graph(const fl_optimizer *adam)
+{
+    setenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS", "1", 1);
+    fl_optimizer *sync = fl_sync_replicas_optimizer(adam, 2, 3);
+    unsetenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS");
+    fl_graph *g = fl_graph_new();
+    fl_node *w = fl_get_variable(g, "w", fl_shape_make(1, 2), fl_zeros_initializer());
+    fl_node *step = fl_get_or_create_global_step(g);
+    fl_node *loss = fl_reduce_sum(g, fl_mul(g, w, w, NULL), NULL, 0, false, NULL);
+    ok(fl_minimize(sync, g, loss, NULL, NULL) == NULL && strstr(fl_graph_error(g), "pass the global step"),
+       "with the switch on, a train op without the global step is refused: %s", fl_graph_error(g));
+    fl_graph_free(g);
+    g = fl_graph_new();
+    w = fl_get_variable(g, "w", fl_shape_make(1, 2), fl_zeros_initializer());
+    step = fl_get_or_create_global_step(g);
+    loss = fl_reduce_sum(g, fl_mul(g, w, w, NULL), NULL, 0, false, NULL);
+    fl_node *train = fl_minimize(sync, g, loss, step, NULL);
+    const fl_sync_train *t = fl_sync_train_of(train);
+    ok(t && t->napplies == 1 && t->chief && t->local_step, "it records the train op: one apply, the chief's part");
+    ok(t && strcmp(t->applies[0]->attrs.edge_key, "w/grad_accum") == 0, "w's accumulator is w/grad_accum (%s)",
+       t ? t->applies[0]->attrs.edge_key : "none");
+    ok(count_op(g, FL_OP_ACCUMULATOR_TAKE_GRADIENT) == 1 && count_op(g, FL_OP_APPLY_ADAM) == 1 &&
+       count_op(g, FL_OP_ACCUMULATOR_WAIT_STEP) == 1, "a take, the Adam update of its average, a wait");
+    int marked = 0;
+    for (int i = 0; i < fl_graph_node_count(g); i++)
+        marked += fl_sync_replicas_to_aggregate(fl_graph_node(g, i)) != 0;
+    ok(marked == 0, "and no mark for the remote devices (%d)", marked);
+    fl_graph_free(g);
+    fl_optimizer_free(sync);
+}
+
 int main(void)
 {
+    unsetenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS"); /* the marks are the default path's */
     fl_optimizer *adam = fl_adam_optimizer(0.1f, 0.9f, 0.999f, 1e-8f);
     int marked, applies, wrong;
     build_and_count(adam, 0, &marked, &applies, &wrong);
@@ -58,6 +104,7 @@ int main(void)
     ok(marked == 3 && wrong == 0, "a wrapper whose optimizer was freed first still builds its marked updates "
        "(%d marked)", marked);
     fl_optimizer_free(owned);
+    test_accumulator_graph(adam);
     fl_optimizer_free(adam);
     return done_testing();
 }
