@@ -28,6 +28,10 @@ static int build_applies(fl_graph *g, const fl_grad_var *pairs, int n, fl_sync_t
     for (int i = 0; i < n; i++) {
         if (!pairs[i].grad)
             continue;
+        if (!pairs[i].var || pairs[i].var->op != FL_OP_VARIABLE) {
+            fl_graph_fail(g, "SyncReplicasOptimizer", "pair %d: the second element is not a variable", i);
+            return -1;
+        }
         char name[NAME_LEN];
         accumulator_name(name, pairs[i].var);
         if (fl_device_scope_push_colocated(g, pairs[i].var) != 0)
@@ -41,35 +45,39 @@ static int build_applies(fl_graph *g, const fl_grad_var *pairs, int n, fl_sync_t
     return 0;
 }
 
-/* After the update: every accumulator's global step and then the token's
- * set to the new global step, so a gradient of an older step is stale and
- * a waiting worker reads the updated variables. */
-static fl_node *set_steps(fl_graph *g, const fl_grad_var *averaged, int n, fl_node *global_step, fl_node *update)
+/* The global step read after the update (which advanced it), beside it. */
+static fl_node *step_after(fl_graph *g, fl_node *global_step, fl_node *update)
 {
-    char name[NAME_LEN];
-    fl_node **sets = fl_xcalloc((size_t)n + 1, sizeof *sets);
-    fl_node *token = NULL;
     if (fl_control_dependencies_push(g, &update, 1) != 0)
-        goto out;
+        return NULL;
     fl_device_scope_push_colocated(g, global_step);
     fl_node *new_step = fl_identity(g, global_step, "new_global_step");
     fl_device_pop(g);
+    fl_control_dependencies_pop(g);
+    return new_step;
+}
+
+/* After the update: every accumulator's global step and then the token's
+ * set to the new global step, so a gradient of an older step is stale and
+ * a waiting worker reads the updated variables. sets: n + 1 slots. */
+static fl_node *set_steps(fl_graph *g, const fl_grad_var *averaged, int n, fl_node *global_step, fl_node *update,
+                          fl_node **sets)
+{
+    char name[NAME_LEN];
+    fl_node *new_step = step_after(g, global_step, update);
     for (int i = 0; i < n && new_step; i++) {
         accumulator_name(name, averaged[i].var);
         fl_device_scope_push_colocated(g, averaged[i].var);
         sets[i] = fl_accumulator_set_global_step(g, name, averaged[i].var->shape, new_step, NULL);
         fl_device_pop(g);
     }
-    fl_control_dependencies_pop(g);
     if (!new_step || fl_control_dependencies_push(g, sets, n) != 0)
-        goto out;
+        return NULL;
     token_name(name, global_step);
     fl_device_scope_push_colocated(g, global_step);
-    token = fl_accumulator_set_global_step(g, name, fl_shape_make(0), new_step, "set_sync_token");
+    fl_node *token = fl_accumulator_set_global_step(g, name, fl_shape_make(0), new_step, "set_sync_token");
     fl_device_pop(g);
     fl_control_dependencies_pop(g);
-out:
-    free(sets);
     return token;
 }
 
@@ -79,7 +87,7 @@ out:
 static fl_node *build_chief(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n, fl_node *global_step,
                             const char *scope, int replicas)
 {
-    fl_grad_var *averaged = fl_xcalloc((size_t)n, sizeof *averaged);
+    fl_grad_var *averaged = fl_xcalloc((size_t)(n ? n : 1), sizeof *averaged);
     int m = 0;
     for (int i = 0; i < n; i++) {
         if (!pairs[i].grad)
@@ -93,7 +101,9 @@ static fl_node *build_chief(fl_optimizer *opt, fl_graph *g, const fl_grad_var *p
         fl_device_pop(g);
     }
     fl_node *update = fl_optimizer_plain_updates(opt, g, averaged, m, global_step, scope);
-    fl_node *token = update ? set_steps(g, averaged, m, global_step, update) : NULL;
+    fl_node **sets = fl_xcalloc((size_t)m + 1, sizeof *sets);
+    fl_node *token = update ? set_steps(g, averaged, m, global_step, update, sets) : NULL;
+    free(sets);
     free(averaged);
     return token;
 }
