@@ -36,7 +36,7 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 THREAD_TESTS := test_server test_partition_server test_rendezvous test_in_graph_cluster test_remote test_monitored_cluster test_connect test_data test_data_bytes test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary \
                 test_cluster_secret test_cluster_tls test_untrusted_text test_secure_listen test_server_bounds \
                 test_handshake_deadline test_run_cancel test_waiting_values test_stale_counts test_server_join test_client_close \
-                test_cluster_trace test_recv_executor test_variable_container test_between_graph_partitions test_runner_pool test_socket_writer test_accumulator test_accumulator_ops
+                test_cluster_trace test_recv_executor test_variable_container test_between_graph_partitions test_between_graph_checkpoints test_runner_pool test_socket_writer test_accumulator test_accumulator_ops
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))

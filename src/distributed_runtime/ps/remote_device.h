@@ -54,6 +54,7 @@ typedef struct {
     fl_device devices[FL_MAX_REMOTE_TASKS];
     fl_remote_task tasks[FL_MAX_REMOTE_TASKS];
     int count;
+    int tasks_lost; /* found lost (reconnected, or by a master) since fl_cluster_reconnect last said */
     fl_stale_tally stale; /* updates the ps tasks dropped as stale, over every connection */
     fl_sync_step *sync;
     /* This task's running server, whoever started it (server.c), under
