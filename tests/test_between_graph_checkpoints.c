@@ -7,7 +7,9 @@
  * the ps) and saves every 2 steps; a fresh cluster, on other ports, restores
  * exactly those values: through a monitored session, and through
  * fl_session_restore_latest on a plain session. A save with a variable not
- * yet given a value fails, naming it. Everything runs in this process. */
+ * yet given a value fails, naming it. The client of a cluster (in-graph
+ * across tasks) saves and restores the same way. Everything runs in this
+ * process. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@ typedef struct {
 typedef struct {
     fl_cluster *ps_spec, *worker_spec;
     fl_server *ps;
+    char ps_hosts[64], worker_hosts[64];
 } cluster;
 
 static const char *variables_on_ps(const fl_node *n, void *device)
@@ -66,11 +69,11 @@ static void free_model(model *m)
 /* A ps on a free port and the spec of worker 0 beside it. */
 static cluster start_cluster(void)
 {
-    char ps_hosts[64], worker_hosts[64];
-    snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", loopback_free_port());
-    snprintf(worker_hosts, sizeof worker_hosts, "127.0.0.1:%d", loopback_free_port());
-    cluster c = {fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0),
-                 fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 0), NULL};
+    cluster c = {0};
+    snprintf(c.ps_hosts, sizeof c.ps_hosts, "127.0.0.1:%d", loopback_free_port());
+    snprintf(c.worker_hosts, sizeof c.worker_hosts, "127.0.0.1:%d", loopback_free_port());
+    c.ps_spec = fl_cluster_from_flags(c.ps_hosts, c.worker_hosts, "ps", 0);
+    c.worker_spec = fl_cluster_from_flags(c.ps_hosts, c.worker_hosts, "worker", 0);
     c.ps = c.ps_spec ? fl_server_start(c.ps_spec, NULL) : NULL;
     return c;
 }
@@ -220,6 +223,43 @@ static void save_uninitialized(const char *dir)
     free_model(&m);
 }
 
+/* The client of a cluster (in-graph across tasks) saves and restores
+ * through its master too: a ps and worker 0 serve, the client trains a
+ * step, saves, initialises anew and restores what it saved. */
+static void test_in_graph_client(const char *dir)
+{
+    model m = build();
+    cluster c = start_cluster();
+    fl_server *worker = c.ps ? fl_server_start(c.worker_spec, NULL) : NULL;
+    fl_cluster *client = fl_cluster_client_from_flags(c.ps_hosts, c.worker_hosts);
+    fl_session_options o = {.cluster = client};
+    fl_session *s = worker && client ? fl_session_new(m.g, &o) : NULL;
+    fl_node *init = fl_global_variables_initializer(m.g);
+    const float xs[8] = {1, 2, 3, 1, 0, 1, 2, 2}, ys[4] = {5, 5, 2, 6};
+    fl_tensor *x = fl_tensor_from_floats(fl_shape_make(2, 4, 2), xs);
+    fl_tensor *y = fl_tensor_from_floats(fl_shape_make(2, 4, 1), ys);
+    fl_feed feeds[2] = {{m.x, x}, {m.y, y}};
+    fl_tensor *before[NVARS] = {0}, *after[NVARS] = {0};
+    ok(s && fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1) == 0 &&
+       fl_session_run(s, feeds, 2, NULL, 0, NULL, &m.train, 1) == 0 && fetch_all(s, &m, before) == 0,
+       "in-graph: a client initialises and trains a step on the ps and worker 0: %s", fl_last_error());
+    ok(s && fl_session_save(s, dir, 1) == 0, "in-graph: the client saves through its master: %s", fl_last_error());
+    ok(s && fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1) == 0 && fl_session_restore_latest(s, dir) == 1 &&
+       fetch_all(s, &m, after) == 0 && same_values(before, after, m.nvars),
+       "in-graph: initialised anew, it restores the values it saved: %s", fl_last_error());
+    free_all(before, m.nvars);
+    free_all(after, m.nvars);
+    fl_tensor_free(x);
+    fl_tensor_free(y);
+    fl_session_free(s); /* its master says goodbye to every task */
+    ok(worker && fl_server_join(worker, 20) == 0, "in-graph: worker 0 is done once the client said goodbye");
+    fl_server_stop(worker);
+    fl_cluster_free(client);
+    if (c.ps)
+        stop_cluster(&c);
+    free_model(&m);
+}
+
 int main(void)
 {
     setenv("FLOWLAB_TASK_DEADLINE", "20", 1);
@@ -234,6 +274,9 @@ int main(void)
     check_file(dir, saved, &m);
     restore_fresh(dir, saved);
     save_uninitialized(dir);
+    char in_graph[sizeof dir + 16];
+    snprintf(in_graph, sizeof in_graph, "%s/in-graph", dir);
+    test_in_graph_client(in_graph);
     free_all(saved, m.nvars);
     free_model(&m);
     char command[128];

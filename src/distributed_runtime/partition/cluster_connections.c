@@ -82,9 +82,27 @@ static fl_task_client *reconnect(fl_cluster_state *r, fl_remote_task *t)
 }
 
 /* Between runs, never inside one: a run whose requests were lost must
- * fail, not go on over a new connection as if nothing happened. Counts
- * too the tasks found lost since the last call by others: this task's
- * server's pieces (reconnect_lost_peers) and its masters' own links. */
+ * fail, not go on over a new connection as if nothing happened. Lock held. */
+static int reconnect_broken(fl_cluster_state *r)
+{
+    for (int i = 0; i < r->count; i++)
+        if (fl_task_client_broken(r->tasks[i].client) && !reconnect(r, &r->tasks[i]))
+            return -1;
+    return 0;
+}
+
+int fl_cluster_reconnect_peers(const fl_cluster *c)
+{
+    fl_cluster_state *r = fl_cluster_state_of(c);
+    pthread_mutex_lock(&r->lock);
+    int rc = reconnect_broken(r);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+/* The program's (the monitored session's recovery): counts too the tasks
+ * found lost since its last call by others, this task's server's pieces
+ * (fl_cluster_reconnect_peers) and its masters' own links. */
 int fl_cluster_reconnect(const fl_cluster *c)
 {
     if (!c) {
@@ -92,13 +110,10 @@ int fl_cluster_reconnect(const fl_cluster *c)
         return -1;
     }
     fl_cluster_state *r = fl_cluster_state_of(c);
-    int rc = 0;
     pthread_mutex_lock(&r->lock);
-    for (int i = 0; i < r->count && rc == 0; i++)
-        if (fl_task_client_broken(r->tasks[i].client) && !reconnect(r, &r->tasks[i]))
-            rc = -1;
-    int lost = r->tasks_lost;
-    r->tasks_lost = rc == 0 ? 0 : lost;
+    int rc = reconnect_broken(r), lost = r->tasks_lost;
+    if (rc == 0)
+        r->tasks_lost = 0;
     pthread_mutex_unlock(&r->lock);
     return rc == 0 ? lost : -1;
 }

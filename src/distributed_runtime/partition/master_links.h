@@ -26,8 +26,5 @@ typedef struct {
 fl_task_client *fl_master_link_to(fl_master_links *l, const fl_cluster *c, const char *job, int task,
                                 fl_task_client **replaced);
 void fl_master_links_close(fl_master_links *l);
-/* A master found a task lost (its link closed under registered pieces):
- * the next fl_cluster_reconnect counts it (cluster_connections.c). */
-void fl_cluster_note_task_lost(const fl_cluster *c);
 
 #endif

@@ -73,5 +73,11 @@ typedef struct {
 } fl_cluster_state;
 
 fl_cluster_state *fl_cluster_state_of(const fl_cluster *c);
+/* cluster_connections.c. A master found a task lost (its link closed under
+ * registered pieces): the program's next fl_cluster_reconnect counts it. */
+void fl_cluster_note_task_lost(const fl_cluster *c);
+/* A task server's piece, before its step: connects again to the tasks it
+ * lost, leaving them counted for the program's fl_cluster_reconnect; 0 or -1. */
+int fl_cluster_reconnect_peers(const fl_cluster *c);
 
 #endif
