@@ -409,8 +409,10 @@ uint64_t fl_remote_stale_steps(const fl_cluster *cluster);
 uint64_t fl_remote_stale_variable_updates(const fl_cluster *cluster);
 /* After a run failed because a task was lost (killed, restarted): connects
  * again to every lost task, waiting for it with a line every few seconds up
- * to FLOWLAB_TASK_DEADLINE. The number of tasks reconnected (0: none was
- * lost), or -1, and fl_last_error() names the task that did not come back. */
+ * to FLOWLAB_TASK_DEADLINE. The number of tasks found lost since the last
+ * call, reconnected here or already by this task's own pieces and masters
+ * (0: none was lost), or -1, and fl_last_error() names the task that did
+ * not come back. */
 int fl_cluster_reconnect(const fl_cluster *cluster);
 /* The same for one task ("/job:ps/task:1"); 0 when this process has not
  * talked to it through this cluster. */

@@ -1,7 +1,8 @@
 /* session_access.h: what the files that work on a session from outside it
  * may ask, as they do not see its state (session_internal.h): the saver
  * (io/saver.c) its graph and its variables' values, copied off and onto
- * their devices (session_variables.c); the DOT writer its graph, and where
+ * their devices (session_variables.c), or whether they live on a cluster's
+ * tasks (io/saver_tasks.c reads them there); the DOT writer its graph, and where
  * each node ran through the public fl_session_node_device. */
 #ifndef FLOWLAB_SESSION_ACCESS_H
 #define FLOWLAB_SESSION_ACCESS_H
@@ -20,9 +21,10 @@ fl_tensor *fl_session_read_variable(fl_session *s, const fl_node *var);
 /* Places var and gives it t's value (host memory), done on return; -1 with
  * the error set ("restoring VAR: ..."). */
 int fl_session_write_variable(fl_session *s, fl_node *var, const fl_tensor *t);
-/* -1 with the error set when s is the client of a cluster, whose variables
- * live on the tasks (what: "fl_session_save"); session_master.c. */
-int fl_session_refuse_in_client(fl_session *s, const char *what);
+/* Whether s is the client of a cluster (in-graph across tasks, or a
+ * between-graph worker that cuts its own graph), whose variables live on
+ * the tasks; session_master.c. */
+bool fl_session_in_client(const fl_session *s);
 /* A task's partition: its Send and Recv nodes run on d, the task's
  * rendezvous (distributed_runtime/partition/rendezvous_device.h); session.c. */
 void fl_session_set_rendezvous(fl_session *s, fl_device *d);

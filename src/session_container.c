@@ -18,6 +18,9 @@ int fl_session_use_shared_variable(fl_session *s, fl_node *n)
     }
     slot->value = fl_shared_variable_value(slot->shared);
     slot->initialized = fl_shared_variable_initialized(s->container, slot->shared);
+    if (slot->fetched && !slot->initialized) /* TensorFlow's "Attempting to use uninitialized value" */
+        return fl_session_fail_code(s, FL_FAILED_PRECONDITION, "%s: fetched before it is initialized; run "
+                                    "fl_global_variables_initializer() first (or restore a checkpoint)", n->name);
     return 0;
 }
 

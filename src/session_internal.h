@@ -251,14 +251,12 @@ void fl_session_note_assigned(fl_session *s, const fl_node *var);
  * a live fl_cluster ---- */
 int fl_session_open_master(fl_session *s);
 void fl_session_close_master(fl_session *s);
-/* Whether s is the client of a cluster, whose master runs its runs. */
-bool fl_session_in_client(const fl_session *s);
 int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl_feed *feeds, int nfeeds,
                           fl_node *const *fetches, int nfetches, fl_tensor **outputs, fl_node *const *targets,
                           int ntargets);
 /* The task and device the master asked n to run on, once a run needed it. */
 const char *fl_session_master_node_device(const fl_session *s, const fl_node *n);
-/* fl_session_refuse_in_client: session_access.h */
+/* fl_session_in_client: session_access.h */
 
 /* ---- session_forward.c: an element-wise op's output over its input's buffer ---- */
 /* Whether n (about to run, its output of `shape`) may write over its input

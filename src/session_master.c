@@ -32,15 +32,6 @@ void fl_session_close_master(fl_session *s)
 
 bool fl_session_in_client(const fl_session *s) { return s->master.runtime != NULL; }
 
-int fl_session_refuse_in_client(fl_session *s, const char *what)
-{
-    if (!s->master.runtime)
-        return 0;
-    return fl_session_fail_code(s, FL_UNIMPLEMENTED, "%s: this session is the client of a cluster: its variables "
-                                "live on the tasks, and checkpoints of in-graph replication across tasks are not "
-                                "supported yet", what);
-}
-
 const char *fl_session_master_node_device(const fl_session *s, const fl_node *n)
 {
     const fl_cluster_plugin *plugin = fl_cluster_plugin_of(s->options.cluster);

@@ -11,6 +11,7 @@
 
 #include "runtime.h"
 #include "session_access.h"
+#include "saver_tasks.h"
 #include "temp_files.h"
 
 #define STATE_FILE "checkpoint"
@@ -28,6 +29,38 @@ static char *join_path(const char *dir, const char *name)
 
 /* ---- saving ---- */
 
+/* A client's variables live on the tasks: every one is read, in one run
+ * (one without a value fails it, naming it, as TensorFlow's Saver does). */
+static int collect_from_tasks(fl_session *s, fl_node **vars, int nvars, fl_named_tensor *list)
+{
+    fl_tensor **values = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *values);
+    int rc = nvars ? fl_saver_read_from_tasks(s, vars, nvars, values) : 0;
+    for (int i = 0; rc == 0 && i < nvars; i++)
+        list[i] = (fl_named_tensor){fl_xstrdup(vars[i]->name), values[i]};
+    free(values);
+    if (rc != 0)
+        fl_checkpoint_free(list, 0);
+    return rc == 0 ? nvars : -1;
+}
+
+/* The session's own: each initialized one, copied off its device. Both
+ * free list on failure. */
+static int collect_from_devices(fl_session *s, fl_node **vars, int nvars, fl_named_tensor *list)
+{
+    int n = 0;
+    for (int i = 0; i < nvars; i++) {
+        if (!fl_session_variable_initialized(s, vars[i]))
+            continue;
+        list[n].tensor = fl_session_read_variable(s, vars[i]);
+        if (!list[n].tensor) {
+            fl_checkpoint_free(list, n);
+            return -1;
+        }
+        list[n++].name = fl_xstrdup(vars[i]->name);
+    }
+    return n;
+}
+
 /* Fills out with every initialized global variable; returns the count or -1. */
 static int collect_variables(fl_session *s, fl_named_tensor **out)
 {
@@ -36,20 +69,10 @@ static int collect_variables(fl_session *s, fl_named_tensor **out)
     fl_node **vars = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *vars);
     fl_global_variables(g, vars, nvars);
     fl_named_tensor *list = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *list);
-    int n = 0;
-    for (int i = 0; i < nvars; i++) {
-        if (!fl_session_variable_initialized(s, vars[i]))
-            continue;
-        list[n].tensor = fl_session_read_variable(s, vars[i]);
-        if (!list[n].tensor) {
-            fl_checkpoint_free(list, n);
-            free(vars);
-            return -1;
-        }
-        list[n++].name = fl_xstrdup(vars[i]->name);
-    }
+    int n = fl_session_in_client(s) ? collect_from_tasks(s, vars, nvars, list)
+                                    : collect_from_devices(s, vars, nvars, list);
     free(vars);
-    *out = list;
+    *out = n < 0 ? NULL : list;
     return n;
 }
 
@@ -198,8 +221,6 @@ int fl_session_save_keeping(fl_session *s, const char *dir, int64_t step, int ma
     if (max_to_keep < 0)
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "%s: max_to_keep %d: give the number of checkpoints "
                                     "to keep, or 0 for all", dir, max_to_keep);
-    if (fl_session_refuse_in_client(s, "fl_session_save"))
-        return -1;
     fl_session_clear_error(s);
     fl_graph *g = fl_session_graph(s);
     if (fl_graph_failed(g))
@@ -337,8 +358,15 @@ static int restore_from(fl_session *s, const char *path, const fl_named_tensor *
     fl_node **vars = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *vars);
     fl_global_variables(g, vars, nvars);
     int rc = check_variables(s, path, vars, nvars, tensors, n);
+    const fl_tensor **values = fl_xcalloc((size_t)(nvars ? nvars : 1), sizeof *values);
     for (int i = 0; rc == 0 && i < nvars; i++)
-        rc = fl_session_write_variable(s, vars[i], find_tensor(tensors, n, vars[i]->name));
+        values[i] = find_tensor(tensors, n, vars[i]->name);
+    if (rc == 0 && fl_session_in_client(s)) /* its variables live on the tasks */
+        rc = fl_saver_write_to_tasks(s, vars, values, nvars);
+    else
+        for (int i = 0; rc == 0 && i < nvars; i++)
+            rc = fl_session_write_variable(s, vars[i], values[i]);
+    free(values);
     free(vars);
     return rc;
 }
@@ -386,8 +414,6 @@ int fl_session_restore_latest(fl_session *s, const char *dir)
     }
     if (!dir || !dir[0])
         return fl_session_fail_code(s, FL_INVALID_ARGUMENT, "fl_session_restore_latest: no directory given");
-    if (fl_session_refuse_in_client(s, "fl_session_restore_latest"))
-        return -1;
     fl_session_clear_error(s);
     fl_graph *g = fl_session_graph(s);
     if (fl_graph_failed(g))

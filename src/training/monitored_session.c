@@ -308,7 +308,14 @@ static int recover(fl_monitored_session *ms)
     if (reconnected == 0)
         return fail(ms, "%s", why); /* no task was lost: a real error */
     long before = ms->step;
-    if (prepare(ms) != 0)
+    /* The same loss may show later on another connection to the task
+     * (one the failed step did not use): connect again and prepare again. */
+    int rc = prepare(ms);
+    for (int again = 0; rc != 0 && fl_last_error_code() == FL_UNAVAILABLE && again < MAX_RECOVERIES; again++) {
+        say(ms, "preparing the model failed (%s); connecting again", ms->error);
+        rc = ms->plugin->recover(ms->cluster) < 0 ? fail(ms, "%s", fl_last_error()) : prepare(ms);
+    }
+    if (rc != 0)
         return -1;
     report_steps_lost(ms, before, checkpoint);
     return 0;

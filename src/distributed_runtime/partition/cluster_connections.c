@@ -77,11 +77,32 @@ static fl_task_client *reconnect(fl_cluster_state *r, fl_remote_task *t)
     fl_sync_step_forget(r->sync, t->client);
     fl_task_client_close(t->client);
     t->client = fresh;
+    r->tasks_lost++;
     return fresh;
 }
 
 /* Between runs, never inside one: a run whose requests were lost must
- * fail, not go on over a new connection as if nothing happened. */
+ * fail, not go on over a new connection as if nothing happened. Lock held. */
+static int reconnect_broken(fl_cluster_state *r)
+{
+    for (int i = 0; i < r->count; i++)
+        if (fl_task_client_broken(r->tasks[i].client) && !reconnect(r, &r->tasks[i]))
+            return -1;
+    return 0;
+}
+
+int fl_cluster_reconnect_peers(const fl_cluster *c)
+{
+    fl_cluster_state *r = fl_cluster_state_of(c);
+    pthread_mutex_lock(&r->lock);
+    int rc = reconnect_broken(r);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+/* The program's (the monitored session's recovery): counts too the tasks
+ * found lost since its last call by others, this task's server's pieces
+ * (fl_cluster_reconnect_peers) and its masters' own links. */
 int fl_cluster_reconnect(const fl_cluster *c)
 {
     if (!c) {
@@ -89,15 +110,20 @@ int fl_cluster_reconnect(const fl_cluster *c)
         return -1;
     }
     fl_cluster_state *r = fl_cluster_state_of(c);
-    int made = 0;
     pthread_mutex_lock(&r->lock);
-    for (int i = 0; i < r->count && made >= 0; i++) {
-        if (!fl_task_client_broken(r->tasks[i].client))
-            continue;
-        made = reconnect(r, &r->tasks[i]) ? made + 1 : -1;
-    }
+    int rc = reconnect_broken(r), lost = r->tasks_lost;
+    if (rc == 0)
+        r->tasks_lost = 0;
     pthread_mutex_unlock(&r->lock);
-    return made;
+    return rc == 0 ? lost : -1;
+}
+
+void fl_cluster_note_task_lost(const fl_cluster *c)
+{
+    fl_cluster_state *r = fl_cluster_state_of(c);
+    pthread_mutex_lock(&r->lock);
+    r->tasks_lost++;
+    pthread_mutex_unlock(&r->lock);
 }
 
 static fl_device *find(fl_cluster_state *r, const char *who)

@@ -296,11 +296,37 @@ static run_signature *prepare(fl_master *m, const fl_feed *feeds, int nfeeds, fl
     return sig;
 }
 
+/* A between-graph worker's link that closed under registered pieces (the
+ * task was killed or restarted): they are forgotten, to be registered again
+ * by the next run, and the loss counted for fl_cluster_reconnect, which
+ * the monitored session's recovery asks. */
+static bool lost_link(fl_master *m, int p)
+{
+    fl_task_client *c = m->clients[p];
+    if (!m->on_task || !c || !m->handles[p] || !fl_task_client_broken(c))
+        return false;
+    forget_client(m, c);
+    fl_cluster_note_task_lost(m->cluster);
+    return true;
+}
+
+/* A task lost since the last run fails this one, as TensorFlow's would
+ * (UNAVAILABLE: a monitored session recovers), rather than run on pieces
+ * registered anew, against a ps that lost its variables. */
 static int register_plan(fl_master *m, const fl_run_plan *plan)
 {
-    for (int t = 0; t < plan->ntasks; t++)
+    for (int t = 0; t < plan->ntasks; t++) {
+        const fl_graph_partition *part = &m->cut.parts[plan->tasks[t].part];
+        if (lost_link(m, plan->tasks[t].part)) {
+            fl_set_error_code(FL_UNAVAILABLE, "run %llu of this session: lost /job:%s/task:%d since the last run "
+                              "(its connection closed: the task was killed or restarted), and the pieces registered "
+                              "there with it; connect again and prepare the model, as a monitored session does",
+                              (unsigned long long)m->runs, part->job, part->task);
+            return -1;
+        }
         if (ensure_registered(m, plan->tasks[t].part) != 0)
             return -1;
+    }
     return 0;
 }
 
@@ -352,6 +378,8 @@ static int step(fl_master *m, run_signature *sig, const fl_feed *feeds, fl_tenso
     char which[96];
     describe_run(m, which, sizeof which);
     int rc = fl_master_step(n, clients, handles, runs, outputs, parts, which, m->trace);
+    for (int t = 0; rc != 0 && t < n; t++) /* the loss is said by this run's error */
+        lost_link(m, plan->tasks[t].part);
     for (int i = 0; rc == 0 && i < sig->nfetches; i++)
         out[i] = outputs[plan->fetch_task[i]][plan->fetch_slot[i]];
     for (int t = 0; t < n; t++) {

@@ -223,7 +223,7 @@ static int reconnect_lost_peers(fl_partition_exec *e)
         if (!c)
             return -1;
         if (fl_task_client_broken(c))
-            return fl_cluster_reconnect(e->env->cluster) < 0 ? -1 : 0;
+            return fl_cluster_reconnect_peers(e->env->cluster);
     }
     return 0;
 }

@@ -54,6 +54,7 @@ typedef struct {
     fl_device devices[FL_MAX_REMOTE_TASKS];
     fl_remote_task tasks[FL_MAX_REMOTE_TASKS];
     int count;
+    int tasks_lost; /* found lost (reconnected, or by a master) since fl_cluster_reconnect last said */
     fl_stale_tally stale; /* updates the ps tasks dropped as stale, over every connection */
     fl_sync_step *sync;
     /* This task's running server, whoever started it (server.c), under
@@ -72,5 +73,11 @@ typedef struct {
 } fl_cluster_state;
 
 fl_cluster_state *fl_cluster_state_of(const fl_cluster *c);
+/* cluster_connections.c. A master found a task lost (its link closed under
+ * registered pieces): the program's next fl_cluster_reconnect counts it. */
+void fl_cluster_note_task_lost(const fl_cluster *c);
+/* A task server's piece, before its step: connects again to the tasks it
+ * lost, leaving them counted for the program's fl_cluster_reconnect; 0 or -1. */
+int fl_cluster_reconnect_peers(const fl_cluster *c);
 
 #endif

@@ -179,6 +179,8 @@ void fl_server_get_stats(fl_server *s, fl_server_stats *out)
     *out = s->stats;
     pthread_mutex_unlock(&s->lock);
     out->waiting_value_bytes = fl_rendezvous_bytes(s->rendezvous);
+    out->variables += fl_variable_container_count(s->variables); /* those the pieces on this task hold */
+    out->variable_bytes += fl_variable_container_bytes(s->variables);
 }
 
 void fl_server_stop(fl_server *s)
