@@ -245,19 +245,16 @@ int fl_replica_device_setter_ps_bytes(const fl_replica_device_setter *setter, in
                                       int *variables);
 
 /* Chapter 4's SyncReplicasOptimizer: a new optimizer making opt's updates
- * synchronous on the ps tasks. Each ps averages the first
- * replicas_to_aggregate gradients for a step, applies them once, and drops
- * any computed against an older step; the global step advances once per
- * step, and each worker's train op waits for it (the "token"), so the next
- * step reads the updated variables. total_num_replicas >=
- * replicas_to_aggregate: the extra workers are backups. Use it with every
- * worker, pass global_step to minimize/apply_gradients. On variables a
- * process holds itself it behaves as opt. With FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1
- * set when it is made, it builds TensorFlow's graph instead (an
- * accumulator per variable on its ps, the chief's takes and updates run
- * with the chief's train op, every worker waiting for the chief's update),
- * for workers that cut their own graphs; such a graph runs only in a
- * cluster's worker (chapter 4). NULL, with fl_last_error() saying
+ * synchronous on the ps tasks, as TensorFlow's graph does: an accumulator
+ * per variable on its ps averages the first replicas_to_aggregate gradients
+ * for a step and drops any computed against an older step; the chief's
+ * train op takes the averages, applies them with opt's updates and
+ * advances the global step once per step, and each worker's train op waits
+ * for it (the "token"), so the next step reads the updated variables.
+ * total_num_replicas >= replicas_to_aggregate: the extra workers are
+ * backups. Use it with every worker, pass global_step to
+ * minimize/apply_gradients; such a graph runs only in a cluster's worker
+ * (chapter 4). NULL, with fl_last_error() saying
  * why, for counts out of range. Free it with fl_optimizer_free.
  * Ownership: the new optimizer copies opt's kind and settings (the learning
  * rate, momentum, Adam's betas and epsilon) as they are at this call and

@@ -14,10 +14,6 @@ int fl_sync_replicas_to_aggregate(const fl_node *n);
 /* fl_optimizer_marking's mark: op is synchronous, of replicas_to_aggregate. */
 void fl_sync_replicas_mark(fl_node *op, int replicas_to_aggregate);
 
-/* FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1: a between-graph worker's session
- * cuts its own graph (issue 36 item 2), and the optimizer builds for it. */
-bool fl_between_graph_partitions_on(void);
-
 /* One train op of the accumulator graph, as TensorFlow's
  * SyncReplicasOptimizer builds it. */
 typedef struct {

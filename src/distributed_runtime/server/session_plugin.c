@@ -46,14 +46,12 @@ static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *c
     return fl_master_run(master, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
 }
 
-/* A between-graph worker partitions its own graph, as TensorFlow's does,
- * when FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1 (issue 36 item 2; without it its
- * variables are reached through per-op remote devices), synchronous
- * training through the accumulator ops (master_sync.c). NULL otherwise: the
- * session runs its graph itself. */
+/* A between-graph worker partitions its own graph, as TensorFlow's does
+ * (issue 36 item 2), synchronous training through the accumulator ops
+ * (master_sync.c). NULL on a ps: the session runs its graph itself. */
 static void *open_task_master(const fl_cluster *c, fl_graph *g)
 {
-    if (!fl_between_graph_partitions_on() || strcmp(fl_cluster_job_name(c), "ps") == 0)
+    if (strcmp(fl_cluster_job_name(c), "ps") == 0)
         return NULL;
     if (!fl_task_server_acquire(c)) {
         fl_prefix_error("a between-graph worker runs its piece of the graph on a server of its own: ");
