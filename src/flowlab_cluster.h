@@ -52,7 +52,7 @@ fl_cluster *fl_cluster_client_from_flags(const char *ps_hosts, const char *worke
 fl_cluster *fl_cluster_from_tf_config(const char *json);
 /* The same, from the TF_CONFIG environment variable. */
 fl_cluster *fl_cluster_from_tf_config_env(void);
-/* Also closes the connections the cluster's remote devices opened (each
+/* Also closes the connections the cluster opened to other tasks (each
  * cluster owns its own): free it after the sessions that use it. */
 void fl_cluster_free(fl_cluster *cluster);
 

@@ -124,6 +124,16 @@ int fl_variable_container_count(fl_variable_container *c)
     return n;
 }
 
+size_t fl_variable_container_bytes(fl_variable_container *c)
+{
+    size_t bytes = 0;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->count; i++)
+        bytes += fl_tensor_bytes(&c->vars[i]->value);
+    pthread_mutex_unlock(&c->lock);
+    return bytes;
+}
+
 void fl_variable_container_lock(fl_variable_container *c) { pthread_mutex_lock(&c->lock); }
 void fl_variable_container_unlock(fl_variable_container *c) { pthread_mutex_unlock(&c->lock); }
 

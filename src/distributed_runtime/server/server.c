@@ -13,7 +13,7 @@
 
 #include "distributed_runtime/partition/cluster_security.h"
 #include "device.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "server_internal.h"
 
 static pthread_once_t libevent_threads_once = PTHREAD_ONCE_INIT;
@@ -179,6 +179,8 @@ void fl_server_get_stats(fl_server *s, fl_server_stats *out)
     *out = s->stats;
     pthread_mutex_unlock(&s->lock);
     out->waiting_value_bytes = fl_rendezvous_bytes(s->rendezvous);
+    out->variables += fl_variable_container_count(s->variables); /* the partitions' */
+    out->variable_bytes += fl_variable_container_bytes(s->variables);
 }
 
 void fl_server_stop(fl_server *s)

@@ -3,7 +3,7 @@
  * one the first such master's session starts and the last one's stops. */
 #include <pthread.h>
 
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "task_server.h"
 
 /* Not the cluster state's lock: starting a server takes that one. */
