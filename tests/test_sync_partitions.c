@@ -7,8 +7,8 @@
  * workers' steps read the global step advanced once per aggregated step and
  * w follows the averaged update exactly; with 1 of 2 a worker held between
  * reading its step and applying its gradients finds its gradients stale,
- * dropped and counted (fl_remote_stale_steps); the chief's take with its
- * other worker gone fails within the task deadline, naming the
+ * dropped and counted (fl_remote_stale_steps, and by the ps); the chief's
+ * take with its other worker gone fails within the task deadline, naming the
  * accumulator. Every wait has a deadline (FLOWLAB_TASK_DEADLINE). */
 #include <math.h>
 #include <pthread.h>
@@ -257,6 +257,10 @@ static void test_backup_stale(void)
     ok(steps == 1 && updates == 2, "its step is counted stale once, both variables' gradients dropped (%llu steps, "
        "%llu variable updates)", (unsigned long long)steps, (unsigned long long)updates);
     ok(fl_remote_stale_steps(c.w[0].cluster) == 0, "the chief lost none");
+    fl_server_stats ps = {0};
+    fl_server_get_stats(c.ps, &ps);
+    ok(ps.stale_steps == 1 && ps.stale_variable_updates == 2, "the ps counts the same (%llu steps, %llu variable "
+       "updates)", (unsigned long long)ps.stale_steps, (unsigned long long)ps.stale_variable_updates);
     int now = global_step_now(&c.w[0]);
     ok(now == 3, "the global step counts the chief's 3 steps only (%d)", now);
     down(&c, 2);

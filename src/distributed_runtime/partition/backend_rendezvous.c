@@ -370,6 +370,8 @@ static int run_accumulator(fl_rendezvous_device *d, const fl_node *n, fl_tensor 
     int32_t *dropped = n->op == FL_OP_ACCUMULATOR_APPLY_GRADIENT ? (int32_t *)host_view(out).data : NULL;
     if (fl_accumulator_kernel_run(d->container, n, &first, &second, dropped) != 0)
         return -1;
+    if (dropped && *dropped && d->step.stale_dropped)
+        (*d->step.stale_dropped)++;
     fl_rendezvous_nudge(d->rendezvous);
     return 0;
 }

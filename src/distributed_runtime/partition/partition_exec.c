@@ -277,7 +277,7 @@ static int run_step(fl_partition_exec *e, const fl_partition_env *env, fl_tensor
     const signature *sig = &e->sig;
     fl_rendezvous_step step = {.step_id = e->step_id, .task = env->task, .log = env->log,
                                .log_prefix = env->log_prefix, .cancelled = env->cancelled,
-                               .send = send_to_peer, .send_user = e};
+                               .send = send_to_peer, .send_user = e, .stale_dropped = env->stale_dropped};
     if (e->rendezvous)
         fl_rendezvous_device_begin_step(e->rendezvous, &step);
     fl_run_options options = {.fetch_ready = fetched_early, .user = e, .should_stop = client_gone};

@@ -35,6 +35,7 @@ typedef struct {
     /* Set (by the loop thread) when the run's client has gone: the run
      * stops before its next op or wait, ABORTED (NULL: it runs to the end). */
     const atomic_bool *cancelled;
+    int *stale_dropped; /* the step's gradients its accumulators dropped as stale, counted here (NULL: not) */
 } fl_partition_env;
 
 /* One step: outputs[i] gets a new tensor for fetch i (the caller frees

@@ -27,6 +27,7 @@ typedef struct {
     const atomic_bool *cancelled; /* set when the run's client has gone: the wait ends, ABORTED */
     fl_send_fn send;
     void *send_user;
+    int *stale_dropped; /* += 1 for each gradient an accumulator dropped as stale (NULL: not counted) */
 } fl_rendezvous_step;
 
 typedef struct fl_rendezvous_device fl_rendezvous_device;

@@ -137,7 +137,8 @@ static void run_job(void *arg)
 {
     fl_partition_job *job = arg;
     fl_server *s = job->server;
-    fl_partition_env env = {s->rendezvous, s->cluster, s->name, s->log, s->log_prefix, &job->cancelled};
+    int dropped = 0;
+    fl_partition_env env = {s->rendezvous, s->cluster, s->name, s->log, s->log_prefix, &job->cancelled, &dropped};
     /* A partition's first step makes its session: that step has no timings. */
     fl_session *traced = job->run.flags & FL_WIRE_RUN_TRACE ? fl_partition_exec_session(job->exec) : NULL;
     double began = 0;
@@ -146,6 +147,10 @@ static void run_job(void *arg)
     int before = fl_partition_exec_signatures_made(job->exec);
     job->rc = fl_partition_exec_run(job->exec, &env, &job->run, job->outputs);
     job->signatures = fl_partition_exec_signatures_made(job->exec) - before;
+    if (dropped > 0) { /* a worker's step whose gradients came stale, as the per-op sync path counts it */
+        fl_server_count(s, &s->stats.stale_steps, 1);
+        fl_server_count(s, &s->stats.stale_variable_updates, (uint64_t)dropped);
+    }
     if (traced)
         fl_task_trace_end(traced, s->name, began, &job->trace);
     if (job->rc != 0) {
