@@ -393,7 +393,8 @@ int fl_cluster_say_goodbye(const fl_cluster *cluster);
 const void *fl_cluster_session_plugin(const fl_cluster *cluster) FL_REMOVED_PLUGIN_CALL;
 const void *fl_cluster_client_plugin(const fl_cluster *cluster) FL_REMOVED_PLUGIN_CALL;
 /* Bytes this process has sent to and received from the cluster's other
- * tasks so far (each cluster counts its own connections). */
+ * tasks so far (each cluster counts its own connections, and what its
+ * task's server received). */
 void fl_remote_traffic(const fl_cluster *cluster, uint64_t *sent, uint64_t *received);
 /* Synchronous updates (chapter 4) this worker sent through this cluster that
  * the ps tasks dropped as stale (computed against a step the others had

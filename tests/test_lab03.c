@@ -87,8 +87,8 @@ static void test_training(void)
     for (const char *p = picture; p && (p = strstr(p, "/job:ps/task:0/cpu:0")); p++)
         on_ps++;
     ok(on_ps > 20 && picture && strstr(picture, "/job:worker/task:0/cpu:0"),
-       "--graph: the chief's picture shows the variables on /job:ps/task:0 (%d mentions) and the model on /job:worker/task:0/cpu:0",
-       on_ps);
+       "--graph: the chief's picture shows the variables on /job:ps/task:0 (%d mentions) and the model on "
+       "/job:worker/task:0/cpu:0", on_ps);
     free(picture);
     /* Some line "worker K: step S, global step G" with G > S: the other worker's updates count too. */
     long most_ahead = 0;

@@ -198,7 +198,3 @@ uint64_t fl_remote_stale_variable_updates(const fl_cluster *c)
     return variable_updates;
 }
 
-void fl_remote_traffic(const fl_cluster *c, uint64_t *sent, uint64_t *received)
-{
-    fl_remote_task_traffic(c, NULL, sent, received);
-}
