@@ -73,7 +73,7 @@ LIB_OBJ += $(BACKEND_OBJ)
 # What the labs share (flags, the model, the data), for their dependencies.
 LAB_COMMON := $(wildcard labs/common/*.h)
 
-.PHONY: all lib labs lab tests test test-pieces test-threads deps clean flags flags-cluster size
+.PHONY: all lib labs lab tests test test-threads deps clean flags flags-cluster size
 all: lib labs
 # The .mk files define targets of their own: `make` alone still builds all.
 .DEFAULT_GOAL := all

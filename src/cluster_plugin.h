@@ -32,6 +32,9 @@ typedef struct fl_cluster_plugin {
     int (*run_master)(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                       int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
     const char *(*node_device)(void *master, const fl_node *n);
+    /* Whether the variable has a value on the task that holds it (TensorFlow's
+     * report_uninitialized_variables): 1, 0, or -1 with fl_last_error() set. */
+    int (*variable_has_value)(void *master, const fl_node *var);
     /* Before each run: the session whose trace the run's tasks report their
      * ops into (RunMetadata's FULL_TRACE), or NULL when it does not trace.
      * May be NULL itself: the master traces nothing. */

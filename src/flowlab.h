@@ -342,9 +342,9 @@ typedef struct {
     uint64_t seed;             /* nonzero: overrides the graph's random seed */
     /* The cluster itself (flowlab_cluster.h), which the session uses but
      * does not own: free it after the sessions that use it. A task's (fl_cluster_from_flags,
-     * TF_CONFIG, a launcher's): between-graph replication, a node on
-     * "/job:ps/task:0/cpu:0" runs on that task (a remote device: variables
-     * and their updates only), one on the local task's devices runs here.
+     * TF_CONFIG, a launcher's): between-graph replication, a worker's
+     * session cuts its graph by task: a node on "/job:ps/task:0/cpu:0" runs
+     * on that task, one on the local task's devices runs here.
      * A client's (fl_cluster_client_from_flags): in-graph replication across
      * tasks, every run goes to the tasks. NULL: devices that name a task are
      * refused. A pointer to something else (cast to fl_cluster), or to a

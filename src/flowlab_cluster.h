@@ -52,7 +52,7 @@ fl_cluster *fl_cluster_client_from_flags(const char *ps_hosts, const char *worke
 fl_cluster *fl_cluster_from_tf_config(const char *json);
 /* The same, from the TF_CONFIG environment variable. */
 fl_cluster *fl_cluster_from_tf_config_env(void);
-/* Also closes the connections the cluster's remote devices opened (each
+/* Also closes the connections the cluster opened to other tasks (each
  * cluster owns its own): free it after the sessions that use it. */
 void fl_cluster_free(fl_cluster *cluster);
 
@@ -245,19 +245,16 @@ int fl_replica_device_setter_ps_bytes(const fl_replica_device_setter *setter, in
                                       int *variables);
 
 /* Chapter 4's SyncReplicasOptimizer: a new optimizer making opt's updates
- * synchronous on the ps tasks. Each ps averages the first
- * replicas_to_aggregate gradients for a step, applies them once, and drops
- * any computed against an older step; the global step advances once per
- * step, and each worker's train op waits for it (the "token"), so the next
- * step reads the updated variables. total_num_replicas >=
- * replicas_to_aggregate: the extra workers are backups. Use it with every
- * worker, pass global_step to minimize/apply_gradients. On variables a
- * process holds itself it behaves as opt. With FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1
- * set when it is made, it builds TensorFlow's graph instead (an
- * accumulator per variable on its ps, the chief's takes and updates run
- * with the chief's train op, every worker waiting for the chief's update),
- * for workers that cut their own graphs; such a graph runs only in a
- * cluster's worker (chapter 4). NULL, with fl_last_error() saying
+ * synchronous on the ps tasks, as TensorFlow's graph does: an accumulator
+ * per variable on its ps averages the first replicas_to_aggregate gradients
+ * for a step and drops any computed against an older step; the chief's
+ * train op takes the averages, applies them with opt's updates and
+ * advances the global step once per step, and each worker's train op waits
+ * for it (the "token"), so the next step reads the updated variables.
+ * total_num_replicas >= replicas_to_aggregate: the extra workers are
+ * backups. Use it with every worker, pass global_step to
+ * minimize/apply_gradients; such a graph runs only in a cluster's worker
+ * (chapter 4). NULL, with fl_last_error() saying
  * why, for counts out of range. Free it with fl_optimizer_free.
  * Ownership: the new optimizer copies opt's kind and settings (the learning
  * rate, momentum, Adam's betas and epsilon) as they are at this call and
@@ -396,7 +393,8 @@ int fl_cluster_say_goodbye(const fl_cluster *cluster);
 const void *fl_cluster_session_plugin(const fl_cluster *cluster) FL_REMOVED_PLUGIN_CALL;
 const void *fl_cluster_client_plugin(const fl_cluster *cluster) FL_REMOVED_PLUGIN_CALL;
 /* Bytes this process has sent to and received from the cluster's other
- * tasks so far (each cluster counts its own connections). */
+ * tasks so far (each cluster counts its own connections, and what its
+ * task's server received). */
 void fl_remote_traffic(const fl_cluster *cluster, uint64_t *sent, uint64_t *received);
 /* Synchronous updates (chapter 4) this worker sent through this cluster that
  * the ps tasks dropped as stale (computed against a step the others had

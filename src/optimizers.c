@@ -16,13 +16,11 @@ struct fl_optimizer {
     optimizer_kind kind;
     float learning_rate, momentum, beta1, beta2, epsilon;
     bool use_nesterov;
-    /* A wrapper's mark on each state op built (NULL: none), e.g. the
-     * cluster runtime's SyncReplicasOptimizer (src/distributed_runtime/). */
-    void (*mark)(fl_node *op, int value);
-    int mark_value;
-    /* Or a wrapper's own graph around the updates (NULL: none): the same
-     * runtime's SyncReplicasOptimizer when the session cuts the graph. */
+    /* A wrapper's own graph around the updates (NULL: none), and the value
+     * it was made with: the cluster runtime's SyncReplicasOptimizer
+     * (src/distributed_runtime/) and its replicas_to_aggregate. */
     fl_optimizer_wrap_fn wrap;
+    int wrap_value;
     /* The update ops built, so that fl_optimizer_set_learning_rate reaches
      * them: each op reads its rate from its attrs when it runs. */
     fl_node **updates;
@@ -59,22 +57,14 @@ fl_optimizer *fl_adam_optimizer(float learning_rate, float beta1, float beta2, f
     return opt;
 }
 
-fl_optimizer *fl_optimizer_marking(const fl_optimizer *opt, void (*mark)(fl_node *op, int value), int value)
-{
-    fl_optimizer *marking = fl_xmalloc(sizeof *marking);
-    *marking = *opt;
-    marking->mark = mark;
-    marking->mark_value = value;
-    marking->wrap = NULL;
-    marking->updates = NULL; /* its own ops, not the wrapped optimizer's */
-    marking->nupdates = 0;
-    return marking;
-}
-
 fl_optimizer *fl_optimizer_wrapping(const fl_optimizer *opt, fl_optimizer_wrap_fn wrap, int value)
 {
-    fl_optimizer *wrapping = fl_optimizer_marking(opt, NULL, value);
+    fl_optimizer *wrapping = fl_xmalloc(sizeof *wrapping);
+    *wrapping = *opt;
     wrapping->wrap = wrap;
+    wrapping->wrap_value = value;
+    wrapping->updates = NULL; /* its own ops, not the wrapped optimizer's */
+    wrapping->nupdates = 0;
     return wrapping;
 }
 
@@ -103,14 +93,6 @@ static void remember_update(fl_optimizer *opt, fl_node *update)
         return;
     opt->updates = fl_xrealloc(opt->updates, (size_t)(opt->nupdates + 1) * sizeof *opt->updates);
     opt->updates[opt->nupdates++] = update;
-}
-
-/* Every state op the optimizer builds gets the mark (NULL passes through). */
-static fl_node *marked(const fl_optimizer *opt, fl_node *n)
-{
-    if (n && opt->mark)
-        opt->mark(n, opt->mark_value);
-    return n;
 }
 
 static const char *optimizer_name(const fl_optimizer *opt)
@@ -232,7 +214,7 @@ static int finish_adam(fl_optimizer *opt, fl_graph *g, fl_node *powers[2], fl_no
     for (int i = 0; i < 2; i++) {
         fl_node *next = fl_mul(g, powers[i], fl_scalar(g, betas[i], NULL), NULL);
         fl_device_scope_push_colocated(g, powers[i]);
-        finish[i] = marked(opt, fl_assign(g, powers[i], next, NULL));
+        finish[i] = (fl_assign(g, powers[i], next, NULL));
         fl_device_pop(g);
     }
     fl_control_dependencies_pop(g);
@@ -267,7 +249,7 @@ static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var 
         if (opt->kind == ADAM && !(powers = powers_for(opt, g, scope, pairs[i].var, betas, &nbetas)))
             return NULL;
         fl_device_scope_push_colocated(g, pairs[i].var);
-        ops[nops] = marked(opt, update_op(opt, g, pairs[i].var, pairs[i].grad, powers));
+        ops[nops] = (update_op(opt, g, pairs[i].var, pairs[i].grad, powers));
         fl_device_pop(g);
         if (!ops[nops++])
             return NULL;
@@ -279,7 +261,7 @@ static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var 
         if (finish_adam(opt, g, betas[k].powers, ops, nupdates, ops + nops) != 0)
             return NULL;
     if (global_step) {
-        ops[nops] = marked(opt, increment_step(g, global_step, ops, nops));
+        ops[nops] = (increment_step(g, global_step, ops, nops));
         if (!ops[nops++])
             return NULL;
     }
@@ -307,7 +289,7 @@ fl_node *fl_apply_gradients(fl_optimizer *opt, fl_graph *g, const fl_grad_var *p
     const char *scope = name ? name : optimizer_name(opt);
     if (fl_name_scope_push(g, scope) != 0)
         return NULL;
-    fl_node *train = opt->wrap ? opt->wrap(opt, g, pairs, n, global_step, scope, opt->mark_value)
+    fl_node *train = opt->wrap ? opt->wrap(opt, g, pairs, n, global_step, scope, opt->wrap_value)
                                : fl_optimizer_plain_updates(opt, g, pairs, n, global_step, scope);
     fl_name_scope_pop(g);
     return train;

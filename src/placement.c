@@ -2,8 +2,8 @@
  * The node's requested device names it; a node with none runs on /cpu:0.
  * With allow_soft_placement, a missing device or kernel falls back to the
  * host; with log_device_placement, each decision is printed once. A device
- * of a cluster task (/job:, /task:) is this process's own or another task's
- * (a remote device, which runs state ops only), as the session's cluster says. */
+ * of a cluster task (/job:, /task:) is this process's own, or another task's,
+ * which the session's cluster refuses (a worker's master cuts its graph). */
 #include <stdio.h>
 #include <string.h>
 
@@ -34,8 +34,8 @@ static bool can_run(const fl_device *dev, const fl_node *n)
 
 /* A node whose device names a task: the session's cluster plugin resolves
  * it. The local task's devices are this process's own (*local set: place
- * as usual); another task's device is a remote one, which runs the state
- * ops only. */
+ * as usual); another task's is refused (a worker's master cuts its graph
+ * by task before any session places it). */
 static fl_device *place_on_task(const fl_node *n, const fl_session_options *opt, bool *local, fl_status *st)
 {
     const fl_cluster_plugin *plugin = fl_cluster_plugin_of(opt->cluster);
@@ -47,18 +47,9 @@ static fl_device *place_on_task(const fl_node *n, const fl_session_options *opt,
         return NULL;
     }
     fl_device *dev = plugin->resolve_device(opt->cluster, n->device, local);
-    if (!dev) {
-        if (!*local) /* the resolver's code (UNAVAILABLE, INVALID_ARGUMENT) stays */
-            fl_status_set(st, fl_last_error_code(), "%s: %s", n->name, fl_last_error());
-        return NULL;
-    }
-    if (dev->backend->has_kernel(n->op) || !n->has_output)
-        return dev;
-    fl_status_set(st, FL_INVALID_ARGUMENT, "%s: a %s cannot run on %s: another task's device holds variables "
-                  "and runs only their reads and updates (Variable, Assign, AssignAdd, Apply*); put it on this "
-                  "worker's device, as fl_replica_device_setter does",
-                  n->name, fl_node_op_type(n), dev->name);
-    return NULL;
+    if (!dev && !*local) /* the resolver's code (INVALID_ARGUMENT) stays */
+        fl_status_set(st, fl_last_error_code(), "%s: %s", n->name, fl_last_error());
+    return dev;
 }
 
 fl_device *fl_place_node(const fl_node *n, const fl_session_options *opt, fl_status *st)

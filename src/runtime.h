@@ -231,15 +231,11 @@ void *fl_graph_runtime_records(const fl_graph *g);
 void fl_graph_set_runtime_records(fl_graph *g, void *records, void (*free_records)(void *));
 
 /* ---- optimizers.c ---- */
-/* A copy of opt that hands every state op it builds (the updates, Adam's
- * beta power assignments, the global step's increment) to mark(op, value):
- * how the cluster runtime's SyncReplicasOptimizer marks them synchronous. */
-fl_optimizer *fl_optimizer_marking(const fl_optimizer *opt, void (*mark)(fl_node *op, int value), int value);
 /* A wrapper's own graph around opt's updates: fl_apply_gradients (in its
  * name scope) calls wrap instead, and wrap builds the wrapped optimizer's
  * updates where it wants them with fl_optimizer_plain_updates (the
- * cluster runtime's SyncReplicasOptimizer when the session cuts the graph:
- * the updates of the averaged gradients). value: the wrapper's own. */
+ * cluster runtime's SyncReplicasOptimizer: the updates of the averaged
+ * gradients). value: the wrapper's own. */
 typedef fl_node *(*fl_optimizer_wrap_fn)(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
                                          fl_node *global_step, const char *scope, int value);
 fl_optimizer *fl_optimizer_wrapping(const fl_optimizer *opt, fl_optimizer_wrap_fn wrap, int value);

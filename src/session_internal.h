@@ -256,6 +256,8 @@ int fl_session_run_master(fl_session *s, const fl_run_options *options, const fl
                           int ntargets);
 /* The task and device the master asked n to run on, once a run needed it. */
 const char *fl_session_master_node_device(const fl_session *s, const fl_node *n);
+/* Whether var has a value on the task that holds it: 1, 0, or -1 (the session's error set). */
+int fl_session_master_variable_has_value(fl_session *s, const fl_node *var);
 /* fl_session_in_client: session_access.h */
 
 /* ---- session_forward.c: an element-wise op's output over its input's buffer ---- */

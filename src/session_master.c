@@ -40,6 +40,18 @@ const char *fl_session_master_node_device(const fl_session *s, const fl_node *n)
     return plugin->node_device(s->master.runtime, n);
 }
 
+int fl_session_master_variable_has_value(fl_session *s, const fl_node *var)
+{
+    const fl_cluster_plugin *plugin = fl_cluster_plugin_of(s->options.cluster);
+    if (!plugin->variable_has_value)
+        return fl_session_fail_code(s, FL_UNIMPLEMENTED, "%s: this cluster cannot say whether a variable has a "
+                                    "value", var->name);
+    int has = plugin->variable_has_value(s->master.runtime, var);
+    if (has < 0)
+        return fl_session_fail(s, "asking whether %s has a value: %s", var->name, fl_last_error());
+    return has;
+}
+
 /* log_device_placement, as a session on its own devices prints it: once
  * per node, after the first run that needed it succeeded. */
 static void log_new_placements(fl_session *s)

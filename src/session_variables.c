@@ -9,9 +9,12 @@
 
 #include "session_internal.h"
 
-/* 1 when var has a value, 0 when not, -1 on error. */
+/* 1 when var has a value, 0 when not, -1 on error. A session with a
+ * master asks the task that holds var (session_master.c). */
 static int has_value(fl_session *s, fl_node *var)
 {
+    if (fl_session_in_client(s))
+        return fl_session_master_variable_has_value(s, var);
     if (fl_session_place(s, var) != 0)
         return -1;
     fl_slot *slot = &s->slots[var->id];

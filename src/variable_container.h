@@ -34,7 +34,7 @@ bool fl_variable_container_has_value(fl_variable_container *c, const char *name)
 /* The task's accumulators (accumulator.h), made with the container and
  * freed with it: sync training's gradients live beside the variables. */
 struct fl_accumulator_set *fl_variable_container_accumulators(fl_variable_container *c);
-/* How many variables live here (the server's log line, tests), and their bytes. */
+/* How many variables live here (the server's log line, tests), and the bytes of their values. */
 int fl_variable_container_count(fl_variable_container *c);
 size_t fl_variable_container_bytes(fl_variable_container *c);
 

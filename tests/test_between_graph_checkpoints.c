@@ -1,5 +1,5 @@
 /* test_between_graph_checkpoints.c: the saver of a between-graph worker
- * that cuts its own graph (issue 36 item 2, FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1).
+ * that cuts its own graph (issue 36 item 2).
  * Its variables live in the ps's container; as TensorFlow's Saver (not
  * sharded) the values travel through the worker's master: a save fetches
  * them, a restore runs each initializer's Assign on the ps, fed the saved
@@ -263,7 +263,6 @@ static void test_in_graph_client(const char *dir)
 int main(void)
 {
     setenv("FLOWLAB_TASK_DEADLINE", "20", 1);
-    setenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS", "1", 1);
     char dir[] = "/tmp/test_between_graph_checkpoints.XXXXXX";
     if (!mkdtemp(dir))
         return fprintf(stderr, "cannot make a temporary directory\n"), 1;

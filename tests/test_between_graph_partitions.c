@@ -1,5 +1,5 @@
 /* test_between_graph_partitions.c: a between-graph worker partitions its
- * own graph (issue 36 item 2, stage A, FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1).
+ * own graph (issue 36 item 2, stage A).
  * One ps and two workers in this process on loopback, each worker with a
  * graph of its own: w on the ps, loss = sum(w x) on the worker, and the
  * update w += -0.1 x back on the ps, as ordinary kernels of the ps's piece.
@@ -109,7 +109,6 @@ static void test_two_workers_at_once(worker *w)
 int main(void)
 {
     setenv("FLOWLAB_TASK_DEADLINE", "30", 1);
-    setenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS", "1", 1);
     char ps_hosts[64], worker_hosts[128];
     snprintf(ps_hosts, sizeof ps_hosts, "127.0.0.1:%d", loopback_free_port());
     int w0 = loopback_free_port(), w1 = loopback_free_port();

@@ -4,7 +4,7 @@
  * and of the ps, each task event starting at or after 0 and lying within
  * its task's request from the client; chapter 2's lab in cluster mode
  * writes such a trace with --trace; a between-graph worker's trace has a
- * lane for the ps task, its pulls and applies each from send to reply. Processes are started on free loopback ports, waited
+ * lane for the ps task, with the updates its piece ran there. Processes are started on free loopback ports, waited
  * for with deadlines and killed by pid. */
 #include "flowlab.h"
 #include "flowlab_cluster.h"
@@ -201,22 +201,19 @@ static void test_between_graph_trace(void)
     trace_events t;
     if (!ok(trace_events_read(path, &t) == 0, "the chief writes %s", path))
         return;
-    /* A worker that cuts its own graph (FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1)
-     * pulls nothing: the ps's piece sends the variables' values. */
-    const char *cut = getenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS");
-    const char *pull = cut && strcmp(cut, "1") == 0 ? "Send" : "VariableV2";
+    /* The ps's piece sends the variables' values: its Sends are the worker's pulls. */
     int pulls = 0, applies = 0, requests = 0, timed = 0;
     for (int i = 0; i < t.count; i++) {
         const trace_event *e = &t.events[i];
         if (strncmp(t.lanes[e->lane], "/job:ps/task:0", 14) != 0 || strcmp(e->cat, "Copy") == 0)
             continue;
         requests++;
-        pulls += strcmp(e->cat, pull) == 0;
+        pulls += strcmp(e->cat, "Send") == 0;
         applies += strncmp(e->cat, "Apply", 5) == 0;
         timed += e->dur > 0 && e->start >= 0;
     }
     ok(pulls > 0 && applies > 0 && timed == requests, "the worker's trace has a lane for the ps task: %d pulls (%s) "
-       "and %d applies, %d of its %d requests timed from send to reply", pulls, pull, applies, timed, requests);
+       "and %d applies, %d of its %d requests timed from send to reply", pulls, "Send", applies, timed, requests);
     for (int l = 0; l < t.nlanes; l++)
         diag("between-graph: lane %d: %s", l + 1, t.lanes[l]);
     trace_events_free(&t);

@@ -405,15 +405,7 @@ int main(int argc, char **argv)
     setenv("FLOWLAB_TASK_DEADLINE", "60", 1);
     test_ps_restarted();
     test_ps_gone();
-    /* Synchronous training keeps the per-op remote devices though each worker
-     * cuts its own graph (issue 36 item 2, stage B): make test-pieces's pass
-     * would only repeat the plain one. */
-    const char *pieces = getenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS");
-    if (pieces && strcmp(pieces, "1") == 0)
-        skip("sync worker restarted",
-             "synchronous training does not cut its graph yet (FLOWLAB_BETWEEN_GRAPH_PARTITIONS)");
-    else
-        test_sync_worker_restarted();
+    test_sync_worker_restarted();
     test_chief_restarted();
     lab_runner_finish();
     return done_testing();

@@ -77,16 +77,6 @@ static void test_same_as_four_towers(void)
     free(single.out);
 }
 
-/* "worker1: NODE: (OP): DEVICE" in out; a worker that cuts its own graph
- * (FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1) names its task: /job:worker/task:1/gpu:0. */
-static void placed(const char *out, const char *node, const char *device, const char *what)
-{
-    char local[256], on_task[256];
-    snprintf(local, sizeof local, "worker1: %s: %s", node, device);
-    snprintf(on_task, sizeof on_task, "worker1: %s: /job:worker/task:1%s", node, device);
-    ok(out && (strstr(out, local) || strstr(out, on_task)), "%s (%s)", what, device);
-}
-
 static void test_placement(void)
 {
     char cmd[2048];
@@ -95,9 +85,12 @@ static void test_placement(void)
              "--train_steps 2 --max_examples 200 --log_device_placement", launcher, lab);
     r.status = run_command(cmd, &r.out);
     ok(r.status == 0, "a 2-tower run that logs its placement exits 0");
-    placed(r.out, "tower_0/model/conv_1/Conv2D: (Conv2D)", "/gpu:0", "worker 1's tower 0 runs on its own /gpu:0");
-    placed(r.out, "tower_1/model/conv_1/Conv2D: (Conv2D)", "/gpu:1", "worker 1's tower 1 runs on its own /gpu:1");
-    placed(r.out, "average_gradients/AddN: (AddN)", "/cpu:0", "worker 1 averages its towers on its host");
+    contains(r.out, "worker1: tower_0/model/conv_1/Conv2D: (Conv2D): /job:worker/task:1/gpu:0",
+             "worker 1's tower 0 runs on its own /gpu:0");
+    contains(r.out, "worker1: tower_1/model/conv_1/Conv2D: (Conv2D): /job:worker/task:1/gpu:1",
+             "worker 1's tower 1 runs on its own /gpu:1");
+    contains(r.out, "worker1: average_gradients/AddN: (AddN): /job:worker/task:1/cpu:0",
+             "worker 1 averages its towers on its host");
     contains(r.out, "worker1: model/conv_1/kernel: (VariableV2): /job:ps/task:0/cpu:0",
              "the towers' shared variables live on the ps");
     if (r.status != 0)

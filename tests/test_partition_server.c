@@ -14,7 +14,7 @@
 #include "distributed_runtime/transport/frame_reader.h"
 #include "distributed_runtime/partition/graph_wire.h"
 #include "distributed_runtime/partition/partition_client.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "flowlab_cluster.h"
 #include "loopback.h"
 #include "partition_fixture.h"

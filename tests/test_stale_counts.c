@@ -10,7 +10,7 @@
 #include "tap.h"
 #include "flowlab.h"
 #include "flowlab_cluster.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "loopback.h"
 
 #define NUM_VARIABLES 3
@@ -38,9 +38,8 @@ static bool start(two_by_two *t)
     }
     for (int w = 0; started && w < 2; w++)
         for (int p = 0; p < 2; p++) {
-            fl_device *d = fl_remote_device(t->worker[w], "ps", p);
-            t->client[w][p] = d ? fl_remote_client(d->impl) : NULL;
-            started &= d != NULL;
+            t->client[w][p] = fl_cluster_client(t->worker[w], "ps", p);
+            started &= t->client[w][p] != NULL;
         }
     return ok(started, "two ps tasks and two workers' connections to both (%s)", started ? ps_hosts : fl_last_error());
 }

@@ -1,6 +1,6 @@
 /* test_sync_partitions.c: synchronous training where each between-graph
- * worker cuts its own graph (issue 36 item 2, stage B,
- * FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1): fl_sync_replicas_optimizer builds
+ * worker cuts its own graph (issue 36 item 2, stage B):
+ * fl_sync_replicas_optimizer builds
  * TensorFlow's accumulator graph. One ps and workers in this process on
  * loopback, each with a graph of its own: w and b on the ps, the loss
  * sum((w - t)^2) + (b - 3)^2 on the worker, SGD at 0.1. With 2 of 2 both
@@ -284,7 +284,6 @@ static void test_dead_worker(void)
 int main(void)
 {
     setenv("FLOWLAB_TASK_DEADLINE", "30", 1);
-    setenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS", "1", 1);
     test_two_of_two();
     test_backup_stale();
     setenv("FLOWLAB_TASK_DEADLINE", "3", 1);

@@ -1,12 +1,9 @@
 /* test_sync_replicas_optimizer.c: chapter 4's SyncReplicasOptimizer lives in
- * the cluster runtime and marks, in the graph's records for it, every state
- * op the wrapped optimizer builds (the Apply ops, Adam's beta power updates,
- * the global step's increment) with replicas_to_aggregate; the nodes of a
- * plain optimizer, and every other node, carry no mark; the wrapper keeps
- * no pointer to the optimizer it wraps. With FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1
- * it builds TensorFlow's accumulator graph instead: an apply and a take per
- * variable, the wrapped updates of the takes, one wait, no marks. No server
- * needed. */
+ * the cluster runtime and builds TensorFlow's accumulator graph for the
+ * workers that cut their own graphs: an apply and a take per variable, the
+ * wrapped optimizer's updates of the takes, one wait, the train op recorded;
+ * a train op without the global step refused; the wrapper keeps no pointer
+ * to the optimizer it wraps. No server needed. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,28 +11,6 @@
 #include "flowlab_cluster.h"
 #include "runtime.h"
 #include "distributed_runtime/ps/sync_replicas_optimizer.h"
-
-/* Trains w and b toward a target with opt; counts the marked nodes, the
- * Apply ops among them and the nodes marked with something else than want. */
-static void build_and_count(fl_optimizer *opt, int want, int *marked, int *applies, int *wrong)
-{
-    fl_graph *g = fl_graph_new();
-    fl_node *w = fl_get_variable(g, "w", fl_shape_make(1, 2), fl_zeros_initializer());
-    fl_node *b = fl_get_variable(g, "b", fl_shape_make(0), fl_zeros_initializer());
-    fl_node *step = fl_get_or_create_global_step(g);
-    fl_node *d = fl_sub(g, fl_add(g, w, b, NULL), fl_scalar(g, 3, NULL), NULL);
-    ok(fl_minimize(opt, g, fl_reduce_mean(g, fl_mul(g, d, d, NULL), NULL, 0, false, NULL), step, NULL) != NULL,
-       "the train op builds (%s)", fl_graph_error(g) ? fl_graph_error(g) : "ok");
-    *marked = *applies = *wrong = 0;
-    for (int i = 0; i < fl_graph_node_count(g); i++) {
-        fl_node *n = fl_graph_node(g, i);
-        int r = fl_sync_replicas_to_aggregate(n);
-        *marked += r != 0;
-        *wrong += r != 0 && r != want;
-        *applies += r != 0 && n->op == FL_OP_APPLY_ADAM;
-    }
-    fl_graph_free(g);
-}
 
 static int count_op(fl_graph *g, fl_op_kind op)
 {
@@ -45,17 +20,33 @@ static int count_op(fl_graph *g, fl_op_kind op)
     return n;
 }
 
+/* Trains w and b toward a target with opt; counts the accumulator applies,
+ * the takes and the updates of kind update among the graph's nodes. */
+static void build_and_count(fl_optimizer *opt, fl_op_kind update, int *applies, int *takes, int *updates)
+{
+    fl_graph *g = fl_graph_new();
+    fl_node *w = fl_get_variable(g, "w", fl_shape_make(1, 2), fl_zeros_initializer());
+    fl_node *b = fl_get_variable(g, "b", fl_shape_make(0), fl_zeros_initializer());
+    fl_node *step = fl_get_or_create_global_step(g);
+    fl_node *d = fl_sub(g, fl_add(g, w, b, NULL), fl_scalar(g, 3, NULL), NULL);
+    fl_node *train = fl_minimize(opt, g, fl_reduce_mean(g, fl_mul(g, d, d, NULL), NULL, 0, false, NULL), step, NULL);
+    ok(train != NULL && fl_sync_train_of(train) != NULL, "the train op builds and is recorded (%s)",
+       fl_graph_error(g) ? fl_graph_error(g) : "ok");
+    *applies = count_op(g, FL_OP_ACCUMULATOR_APPLY_GRADIENT);
+    *takes = count_op(g, FL_OP_ACCUMULATOR_TAKE_GRADIENT);
+    *updates = count_op(g, update);
+    fl_graph_free(g);
+}
+
 static void test_accumulator_graph(const fl_optimizer *adam)
 {
-    setenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS", "1", 1);
     fl_optimizer *sync = fl_sync_replicas_optimizer(adam, 2, 3);
-    unsetenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS");
     fl_graph *g = fl_graph_new();
     fl_node *w = fl_get_variable(g, "w", fl_shape_make(1, 2), fl_zeros_initializer());
     fl_node *step = fl_get_or_create_global_step(g);
     fl_node *loss = fl_reduce_sum(g, fl_mul(g, w, w, NULL), NULL, 0, false, NULL);
     ok(fl_minimize(sync, g, loss, NULL, NULL) == NULL && strstr(fl_graph_error(g), "pass the global step"),
-       "with the switch on, a train op without the global step is refused: %s", fl_graph_error(g));
+       "a train op without the global step is refused: %s", fl_graph_error(g));
     fl_graph_free(g);
     g = fl_graph_new();
     w = fl_get_variable(g, "w", fl_shape_make(1, 2), fl_zeros_initializer());
@@ -68,27 +59,19 @@ static void test_accumulator_graph(const fl_optimizer *adam)
        t ? t->applies[0]->attrs.edge_key : "none");
     ok(count_op(g, FL_OP_ACCUMULATOR_TAKE_GRADIENT) == 1 && count_op(g, FL_OP_APPLY_ADAM) == 1 &&
        count_op(g, FL_OP_ACCUMULATOR_WAIT_STEP) == 1, "a take, the Adam update of its average, a wait");
-    int marked = 0;
-    for (int i = 0; i < fl_graph_node_count(g); i++)
-        marked += fl_sync_replicas_to_aggregate(fl_graph_node(g, i)) != 0;
-    ok(marked == 0, "and no mark for the remote devices (%d)", marked);
     fl_graph_free(g);
     fl_optimizer_free(sync);
 }
 
 int main(void)
 {
-    unsetenv("FLOWLAB_BETWEEN_GRAPH_PARTITIONS"); /* the marks are the default path's */
     fl_optimizer *adam = fl_adam_optimizer(0.1f, 0.9f, 0.999f, 1e-8f);
-    int marked, applies, wrong;
-    build_and_count(adam, 0, &marked, &applies, &wrong);
-    ok(marked == 0, "a plain optimizer's updates carry no mark (%d marked)", marked);
-
+    int applies, takes, updates;
     fl_optimizer *sync = fl_sync_replicas_optimizer(adam, 2, 3);
     ok(sync != NULL, "fl_sync_replicas_optimizer wraps Adam: 2 of 3 replicas");
-    build_and_count(sync, 2, &marked, &applies, &wrong);
-    ok(applies == 2 && wrong == 0, "both ApplyAdam ops are marked with 2 (%d, %d wrong)", applies, wrong);
-    ok(marked == 5, "and the two beta power updates and the step's increment: 5 marked (%d)", marked);
+    build_and_count(sync, FL_OP_APPLY_ADAM, &applies, &takes, &updates);
+    ok(applies == 2 && takes == 2 && updates == 2, "w and b: two accumulator applies, two takes, two ApplyAdam "
+       "(%d, %d, %d)", applies, takes, updates);
 
     ok(fl_sync_replicas_optimizer(adam, 3, 2) == NULL, "aggregating more replicas than take part is refused");
     ok(strstr(fl_last_error(), "at most total_num_replicas (got 3 of 2)") != NULL, "saying so (%s)",
@@ -100,9 +83,9 @@ int main(void)
     fl_optimizer *momentum = fl_momentum_optimizer(0.1f, 0.9f, false);
     fl_optimizer *owned = fl_sync_replicas_optimizer(momentum, 2, 2);
     fl_optimizer_free(momentum);
-    build_and_count(owned, 2, &marked, &applies, &wrong);
-    ok(marked == 3 && wrong == 0, "a wrapper whose optimizer was freed first still builds its marked updates "
-       "(%d marked)", marked);
+    build_and_count(owned, FL_OP_APPLY_MOMENTUM, &applies, &takes, &updates);
+    ok(applies == 2 && updates == 2, "a wrapper whose optimizer was freed first still builds its updates "
+       "(%d applies, %d momentum updates)", applies, updates);
     fl_optimizer_free(owned);
     test_accumulator_graph(adam);
     fl_optimizer_free(adam);

@@ -1,23 +1,23 @@
 /* test_two_clusters.c: two clusters in one process share nothing. Each has
  * its own ps (a server on a free loopback port, in this process) and its own
- * remote device; a variable set through one is not seen through the other,
- * each counts its own traffic and synchronous step, a lost ps is reconnected
+ * connection to it; a variable set through one is not seen through the other,
+ * each counts its own traffic and stale updates, a lost ps is reconnected
  * and a goodbye said by its cluster alone, and freeing one cluster leaves
  * the other working. */
 #include "tap.h"
 #include "flowlab.h"
 #include "flowlab_cluster.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "loopback.h"
 
-/* One cluster: its ps task's spec and server, a worker's spec, the worker's
- * remote device for /job:ps/task:0 and that device's connection. */
+/* One cluster: its ps task's spec and server, a worker's spec. */
 typedef struct {
     fl_cluster *ps_spec, *worker;
     fl_server *ps;
-    fl_device *device;
-    fl_remote_task *task;
 } cluster_pair;
+
+/* The worker's connection to /job:ps/task:0: the cluster's, made on first use. */
+static fl_task_client *client_of(const cluster_pair *p) { return fl_cluster_client(p->worker, "ps", 0); }
 
 static bool start(cluster_pair *p, const char *name)
 {
@@ -27,10 +27,9 @@ static bool start(cluster_pair *p, const char *name)
     p->ps_spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
     p->worker = fl_cluster_from_flags(ps_hosts, worker_hosts, "worker", 0);
     p->ps = p->ps_spec ? fl_server_start(p->ps_spec, NULL) : NULL;
-    p->device = p->ps ? fl_remote_device(p->worker, "ps", 0) : NULL;
-    p->task = p->device ? p->device->impl : NULL;
-    return ok(p->device != NULL, "cluster %s: a ps on %s and the worker's device for it (%s)", name, ps_hosts,
-              p->device ? p->device->name : fl_last_error());
+    fl_task_client *c = p->ps ? client_of(p) : NULL;
+    return ok(c != NULL, "cluster %s: a ps on %s and the worker's connection to it (%s)", name, ps_hosts,
+              c ? "ok" : fl_last_error());
 }
 
 /* Sets a variable through c's connection (its first value). */
@@ -63,15 +62,14 @@ static float pull_float(fl_task_client *c, const char *name) { return pull_first
 
 static void test_variables_apart(cluster_pair *a, cluster_pair *b)
 {
-    ok(a->device != b->device && a->task->client != b->task->client,
-       "the same task name, /job:ps/task:0, is a device of each cluster's own");
+    ok(client_of(a) != client_of(b), "the same task name, /job:ps/task:0, is a connection of each cluster's own");
     const float big[4096] = {7};
-    ok(init_scalar(a->task->client, "v", fl_tensor_from_floats(fl_shape_make(1, 4096), big)) &&
-           init_scalar(b->task->client, "w", fl_tensor_from_floats(fl_shape_make(0), (const float[]){2})),
+    ok(init_scalar(client_of(a), "v", fl_tensor_from_floats(fl_shape_make(1, 4096), big)) &&
+           init_scalar(client_of(b), "w", fl_tensor_from_floats(fl_shape_make(0), (const float[]){2})),
        "v is set through cluster a, w through cluster b");
-    ok(has_value(b->task->client, "v") == 0 && has_value(a->task->client, "w") == 0,
+    ok(has_value(client_of(b), "v") == 0 && has_value(client_of(a), "w") == 0,
        "neither variable is seen through the other cluster");
-    ok(pull_first(a->task->client, "v", 4096) == 7 && pull_float(b->task->client, "w") == 2,
+    ok(pull_first(client_of(a), "v", 4096) == 7 && pull_float(client_of(b), "w") == 2,
        "each reads its own back");
     uint64_t sent_a, received_a, sent_b, received_b;
     fl_remote_traffic(a->worker, &sent_a, &received_a);
@@ -84,26 +82,21 @@ static void test_variables_apart(cluster_pair *a, cluster_pair *b)
        "a task a cluster never talked to has no traffic");
 }
 
-/* One synchronous step through a (replicas 1: it completes at once): a's
- * step is learnt from the token, b's stays unknown. */
+/* One synchronous step through a (replicas 1: it completes at once): its
+ * token comes back with the new step. */
 static void test_sync_steps_apart(cluster_pair *a, cluster_pair *b)
 {
-    fl_task_client *c = a->task->client;
+    fl_task_client *c = client_of(a);
     const int32_t zero = 0, one = 1;
     bool set = init_scalar(c, "global_step", fl_tensor_from_ints(fl_shape_make(0), &zero));
     fl_tensor *delta = fl_tensor_from_ints(fl_shape_make(0), &one);
     fl_wire_sync sync = {FL_WIRE_STEP_UNKNOWN, 1};
     uint32_t id = fl_task_client_sync_assignment(c, FL_WIRE_SYNC_ASSIGN_ADD, &sync, "global_step", delta);
     fl_tensor_free(delta);
-    uint32_t token = id ? fl_task_client_wait_step(c, "global_step", FL_WIRE_STEP_UNKNOWN,
-                                                 fl_sync_step_token_buffer(a->task->sync))
-                        : 0;
-    if (token)
-        fl_sync_step_expect_token(a->task->sync, c, token);
-    ok(set && token && fl_task_client_wait(c, token) == 0, "cluster a completes a synchronous step");
-    uint64_t step_a = fl_sync_step_now(a->task->sync), step_b = fl_sync_step_now(b->task->sync);
-    ok(step_a == 1 && step_b == FL_WIRE_STEP_UNKNOWN, "a's worker is at step %lld, b's still unknown (%s)",
-       (long long)step_a, step_b == FL_WIRE_STEP_UNKNOWN ? "unknown" : "known");
+    int32_t step = -1; /* the token: the int32 global step */
+    uint32_t token = id ? fl_task_client_wait_step(c, "global_step", FL_WIRE_STEP_UNKNOWN, &step) : 0;
+    ok(set && token && fl_task_client_wait(c, token) == 0 && step == 1,
+       "cluster a completes a synchronous step: its token is step 1 (%d)", step);
     ok(fl_remote_stale_variable_updates(a->worker) == 0 && fl_remote_stale_variable_updates(b->worker) == 0,
        "no update was dropped as stale");
 }
@@ -120,18 +113,17 @@ static bool noticed_loss(fl_task_client *c)
  * and only a reconnects. */
 static void test_reconnect_apart(cluster_pair *a, cluster_pair *b)
 {
-    fl_task_client *b_before = b->task->client;
+    fl_task_client *b_before = client_of(b);
     fl_server_stop(a->ps);
-    ok(noticed_loss(a->task->client), "cluster a's connection sees its ps stop");
-    ok(!fl_task_client_broken(b->task->client), "cluster b's does not");
+    ok(noticed_loss(client_of(a)), "cluster a's connection sees its ps stop");
+    ok(!fl_task_client_broken(client_of(b)), "cluster b's does not");
     ok(fl_cluster_reconnect(b->worker) == 0, "reconnecting b finds nothing lost");
     a->ps = fl_server_start(a->ps_spec, NULL);
     int made = a->ps ? fl_cluster_reconnect(a->worker) : -1;
     ok(made == 1, "reconnecting a connects again to its restarted ps (%d: %s)", made,
        made == 1 ? "ok" : fl_last_error());
-    ok(b->task->client == b_before && pull_float(b->task->client, "w") == 2,
+    ok(client_of(b) == b_before && pull_float(client_of(b), "w") == 2,
        "b's connection is the one it had, and still serves");
-    ok(fl_sync_step_now(a->task->sync) == FL_WIRE_STEP_UNKNOWN, "a's step is unknown again after the loss");
 }
 
 /* Goodbye from a: a's ps may exit, b's still waits for its worker. */
@@ -140,7 +132,7 @@ static void test_goodbye_apart(cluster_pair *a, cluster_pair *b)
     ok(fl_cluster_say_goodbye(a->worker) == 0, "cluster a's worker says goodbye");
     ok(fl_server_join(a->ps, 10) == 0, "a's ps knows its worker has finished");
     ok(fl_server_join(b->ps, 0.2) == 1, "b's ps still waits for its worker");
-    ok(!fl_task_client_broken(b->task->client) && pull_float(b->task->client, "w") == 2,
+    ok(!fl_task_client_broken(client_of(b)) && pull_float(client_of(b), "w") == 2,
        "b's connection still serves");
 }
 
@@ -148,7 +140,7 @@ static void test_free_apart(cluster_pair *a, cluster_pair *b)
 {
     fl_cluster_free(a->worker);
     a->worker = NULL;
-    ok(pull_float(b->task->client, "w") == 2, "freeing cluster a leaves cluster b working");
+    ok(pull_float(client_of(b), "w") == 2, "freeing cluster a leaves cluster b working");
     ok(fl_cluster_say_goodbye(b->worker) == 0 && fl_server_join(b->ps, 10) == 0,
        "and b says its own goodbye");
 }

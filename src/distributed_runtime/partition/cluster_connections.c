@@ -1,6 +1,6 @@
 /* cluster_connections.c: a cluster's connections to the other tasks, one
- * remote device each. A worker reaches each ps task it uses once, on first
- * use (fl_remote_device), connects again to those it lost, between runs
+ * each. The client of a cluster reaches each task it uses once, on first
+ * use (fl_cluster_client), connects again to those it lost, between runs
  * (fl_cluster_reconnect), and closes them all once it has said goodbye
  * (cluster_goodbye.c), which is how a ps knows it may exit.
  * All of it is the cluster's own state (made on first use, freed with the
@@ -14,14 +14,13 @@
 
 #include "cluster/cluster.h"
 #include "partition_client.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 
 static void *state_new(const fl_cluster *c)
 {
     fl_cluster_state *r = fl_xcalloc(1, sizeof *r);
     snprintf(r->task_name, sizeof r->task_name, "%s %d", fl_cluster_job_name(c), fl_cluster_task_index(c));
     pthread_mutex_init(&r->lock, NULL);
-    r->sync = fl_sync_step_new();
     fl_stale_tally_init(&r->stale);
     return r;
 }
@@ -29,11 +28,8 @@ static void *state_new(const fl_cluster *c)
 static void state_free(void *runtime)
 {
     fl_cluster_state *r = runtime;
-    for (int i = 0; i < r->count; i++) {
+    for (int i = 0; i < r->count; i++)
         fl_task_client_close(r->tasks[i].client);
-        fl_remote_trace_free(r->tasks[i].trace);
-    }
-    fl_sync_step_free(r->sync);
     fl_stale_tally_destroy(&r->stale);
     OPENSSL_cleanse(r->secret, sizeof r->secret); /* the secret leaves no copy behind */
     SSL_CTX_free(r->tls_client);
@@ -47,34 +43,30 @@ fl_cluster_state *fl_cluster_state_of(const fl_cluster *c)
     return fl_cluster_runtime(c, state_new, state_free);
 }
 
-/* trace: where a remote device's connection stamps its replies (NULL: a goodbye's connection). */
 static fl_task_client *connect_to(const fl_cluster *c, const char *job, int task, const char *who,
-                                uint32_t first_id, double deadline_s, fl_remote_trace *trace)
+                                  uint32_t first_id, double deadline_s)
 {
     fl_cluster_state *r = fl_cluster_state_of(c);
     fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
                             .port = fl_cluster_task_port(c, job, task), .deadline_s = deadline_s,
                             .log_prefix = r->task_name, .job = job, .task = task, .secret = r->secret,
-                            .secret_len = r->secret_len, .tls = r->tls_client, .stale = &r->stale,
-                            .reply_clock = trace ? fl_remote_trace_replied : NULL, .reply_clock_user = trace};
+                            .secret_len = r->secret_len, .tls = r->tls_client, .stale = &r->stale};
     return fl_task_client_reopen(&o, fl_cluster_job_name(c), fl_cluster_task_index(c), first_id);
 }
 
-/* A lost connection made again; the worker's step is unknown until the
- * next token, since the task may have been restarted and restored. */
-static fl_task_client *reconnect(fl_cluster_state *r, fl_remote_task *t)
+/* A lost connection made again. */
+static fl_task_client *reconnect(fl_remote_task *t)
 {
     fprintf(stderr, "%s %d: lost %s; connecting again\n", fl_cluster_job_name(t->cluster),
             fl_cluster_task_index(t->cluster), t->who);
     uint32_t last = fl_task_client_last_id(t->client);
-    fl_task_client *fresh = connect_to(t->cluster, t->job, t->task, t->who, last, fl_task_deadline_s(), t->trace);
+    fl_task_client *fresh = connect_to(t->cluster, t->job, t->task, t->who, last, fl_task_deadline_s());
     if (!fresh)
         return NULL;
     uint64_t sent, received;
     fl_task_client_traffic(t->client, &sent, &received);
     t->sent_before += sent;
     t->received_before += received;
-    fl_sync_step_forget(r->sync, t->client);
     fl_task_client_close(t->client);
     t->client = fresh;
     r->tasks_lost++;
@@ -126,48 +118,41 @@ void fl_cluster_note_task_lost(const fl_cluster *c)
     pthread_mutex_unlock(&r->lock);
 }
 
-static fl_device *find(fl_cluster_state *r, const char *who)
+static fl_task_client *find(fl_cluster_state *r, const char *who)
 {
     for (int i = 0; i < r->count; i++)
         if (strcmp(r->tasks[i].who, who) == 0)
-            return &r->devices[i];
+            return r->tasks[i].client;
     return NULL;
 }
 
-/* The next device of r, for a task just connected to. Lock held. */
-static fl_device *add_device(fl_cluster_state *r, const fl_cluster *c, const char *job, int task,
-                             const char *who, fl_task_client *client, fl_remote_trace *trace)
+/* Kept as the next task of r. Lock held. */
+static void add_task(fl_cluster_state *r, const fl_cluster *c, const char *job, int task, const char *who,
+                     fl_task_client *client)
 {
-    fl_remote_task *t = &r->tasks[r->count];
-    *t = (fl_remote_task){.task = task, .cluster = c, .client = client, .sync = r->sync, .trace = trace};
+    fl_remote_task *t = &r->tasks[r->count++];
+    *t = (fl_remote_task){.task = task, .cluster = c, .client = client};
     snprintf(t->who, sizeof t->who, "%s", who);
     snprintf(t->job, sizeof t->job, "%s", job);
-    fl_device *d = &r->devices[r->count++];
-    *d = (fl_device){.backend = &fl_remote_backend, .impl = t, .index = task};
-    snprintf(d->name, sizeof d->name, "%s/cpu:0", who);
-    return d;
 }
 
-fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task)
+fl_task_client *fl_cluster_client(const fl_cluster *c, const char *job, int task)
 {
     char who[64];
     snprintf(who, sizeof who, "/job:%s/task:%d", job, task);
     fl_cluster_state *r = fl_cluster_state_of(c);
     pthread_mutex_lock(&r->lock);
-    fl_device *d = find(r, who);
-    if (!d && r->count == FL_MAX_REMOTE_TASKS)
+    fl_task_client *client = find(r, who);
+    if (!client && r->count == FL_MAX_REMOTE_TASKS)
         fl_set_error_code(FL_RESOURCE_EXHAUSTED, "%s: this cluster already talks to %d tasks, the most it can", who,
                           FL_MAX_REMOTE_TASKS);
-    if (!d && r->count < FL_MAX_REMOTE_TASKS) {
-        fl_remote_trace *trace = fl_remote_trace_new();
-        fl_task_client *client = connect_to(c, job, task, who, 0, fl_task_deadline_s(), trace);
+    if (!client && r->count < FL_MAX_REMOTE_TASKS) {
+        client = connect_to(c, job, task, who, 0, fl_task_deadline_s());
         if (client)
-            d = add_device(r, c, job, task, who, client, trace);
-        else
-            fl_remote_trace_free(trace);
+            add_task(r, c, job, task, who, client);
     }
     pthread_mutex_unlock(&r->lock);
-    return d;
+    return client;
 }
 
 fl_task_client *fl_cluster_live_client(const fl_cluster *c, const char *job, int task)
@@ -186,20 +171,17 @@ fl_task_client *fl_cluster_connect_within(const fl_cluster *c, const char *job, 
 {
     char who[64];
     snprintf(who, sizeof who, "/job:%s/task:%d", job, task);
-    return connect_to(c, job, task, who, 0, deadline_s, NULL);
+    return connect_to(c, job, task, who, 0, deadline_s);
 }
 
 void fl_cluster_close_connections(const fl_cluster *c)
 {
     fl_cluster_state *r = fl_cluster_state_of(c);
     pthread_mutex_lock(&r->lock);
-    for (int i = 0; i < r->count; i++) {
-        fl_task_client_close(r->tasks[i].client); /* its reader, which stamps the trace, has stopped */
-        fl_remote_trace_free(r->tasks[i].trace);
-    }
+    for (int i = 0; i < r->count; i++)
+        fl_task_client_close(r->tasks[i].client);
     r->count = 0;
     pthread_mutex_unlock(&r->lock);
-    fl_sync_step_forget(r->sync, NULL);
 }
 
 int fl_remote_task_traffic(const fl_cluster *c, const char *task, uint64_t *sent, uint64_t *received)
@@ -242,7 +224,3 @@ uint64_t fl_remote_stale_variable_updates(const fl_cluster *c)
     return variable_updates;
 }
 
-void fl_remote_traffic(const fl_cluster *c, uint64_t *sent, uint64_t *received)
-{
-    fl_remote_task_traffic(c, NULL, sent, received);
-}

@@ -10,7 +10,7 @@
 
 #include "cluster/cluster.h"
 #include "partition_client.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 
 /* A task not reached in this long misses its goodbye, and its server counts
  * this process as gone once FLOWLAB_TASK_DEADLINE has passed (server_join.c). */

@@ -14,7 +14,7 @@
 #include <openssl/ssl.h>
 
 #include "cluster_security.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 
 #define MIN_SECRET_BYTES 16
 

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include "cluster_security.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 
 /* 127.0.0.0/8, ::1, and ::ffff:127.x.y.z: reachable from this machine only. */
 static bool is_loopback(const struct sockaddr *addr)

@@ -18,7 +18,7 @@
 #include "master.h"
 #include "master_links.h"
 #include "partition_client.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "run_plan.h"
 
 /* One run signature and its plan against the current cut. */
@@ -149,17 +149,35 @@ static void forget_client(fl_master *m, const fl_task_client *gone);
 
 /* The connection to the task (made on first use): the cluster's in a
  * client, the master's own in a between-graph worker. */
-static fl_task_client *client_of(fl_master *m, const fl_graph_partition *p)
+static fl_task_client *client_to(fl_master *m, const char *job, int task)
 {
-    if (!m->on_task) {
-        fl_device *d = fl_remote_device(m->cluster, p->job, p->task);
-        return d ? fl_remote_client(d->impl) : NULL;
-    }
+    if (!m->on_task)
+        return fl_cluster_client(m->cluster, job, task);
     fl_task_client *replaced = NULL;
-    fl_task_client *client = fl_master_link_to(&m->links, m->cluster, p->job, p->task, &replaced);
+    fl_task_client *client = fl_master_link_to(&m->links, m->cluster, job, task, &replaced);
     if (replaced)
         forget_client(m, replaced);
     return client;
+}
+
+static fl_task_client *client_of(fl_master *m, const fl_graph_partition *p) { return client_to(m, p->job, p->task); }
+
+/* TensorFlow's report_uninitialized_variables, asked of the task that holds
+ * var (IS_INITIALIZED; a variable placed nowhere is on the master's own
+ * task): 1, 0, or -1 after fl_set_error. */
+int fl_master_variable_has_value(fl_master *m, const fl_node *var)
+{
+    fl_device_name d = {.task = -1};
+    if (var->device[0] && fl_parse_device(var->device, &d, NULL, 0) != 0)
+        return -1;
+    const char *job = d.job[0] ? d.job : fl_cluster_job_name(m->cluster);
+    int task = d.task >= 0 ? d.task : fl_cluster_task_index(m->cluster);
+    fl_task_client *c = client_to(m, job, task);
+    bool has = false;
+    uint32_t id = c ? fl_task_client_is_initialized(c, var->name, &has) : 0;
+    if (!id || fl_task_client_wait(c, id) != 0)
+        return -1;
+    return has;
 }
 
 /* A connection closed: what was registered on it is gone with it. */

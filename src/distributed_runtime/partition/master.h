@@ -28,6 +28,8 @@ int fl_master_run_training(fl_master *m, const fl_feed *feeds, int nfeeds, fl_no
  * once a run of m that needed it has succeeded; NULL before, or when n is
  * not of m's graph. Valid until m is freed. */
 const char *fl_master_node_device(fl_master *m, const fl_node *n);
+/* Whether var has a value on the task that holds it: 1, 0, or -1 after fl_set_error. */
+int fl_master_variable_has_value(fl_master *m, const fl_node *var);
 /* The session the next runs' tasks report their timings into; NULL: none. */
 void fl_master_trace_into(fl_master *m, fl_session *trace);
 /* Says goodbye to every task of the cluster and frees m. */

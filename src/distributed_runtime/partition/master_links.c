@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "master_links.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 
 fl_task_client *fl_master_link_to(fl_master_links *l, const fl_cluster *c, const char *job, int task,
                                 fl_task_client **replaced)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "distributed_runtime/ps/sync_replicas_optimizer.h"
 #include "master.h"
 

@@ -10,7 +10,7 @@
 #include "flowlab_cluster.h"
 #include "partition_client.h"
 #include "partition_exec.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "rendezvous_device.h"
 #include "session_access.h"
 
@@ -169,8 +169,7 @@ static fl_task_client *peer_client(const fl_partition_env *env, const char *to_t
     fl_device_name d = {.task = -1};
     if (fl_parse_device(to_task, &d, NULL, 0) != 0)
         return NULL;
-    fl_device *device = fl_remote_device(env->cluster, d.job, d.task);
-    return device ? fl_remote_client(device->impl) : NULL;
+    return fl_cluster_client(env->cluster, d.job, d.task);
 }
 
 /* A Send's run (fl_send_fn): the value leaves on the peer's connection at

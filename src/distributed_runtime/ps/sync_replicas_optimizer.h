@@ -1,22 +1,11 @@
 /* sync_replicas_optimizer.h: what the cluster runtime asks of chapter 4's
- * SyncReplicasOptimizer (sync_replicas_optimizer.c, its records in sync_replicas_records.c): on the per-op remote
- * devices, whether an update it sends is synchronous and how many replicas
- * make its step; where a between-graph worker cuts its own graph, the
- * accumulator graph it built (sync_replicas_graph.c) for each train op. */
+ * SyncReplicasOptimizer (sync_replicas_optimizer.c, its records in
+ * sync_replicas_records.c): the accumulator graph it built
+ * (sync_replicas_graph.c) for each train op. */
 #ifndef FLOWLAB_SYNC_REPLICAS_OPTIMIZER_H
 #define FLOWLAB_SYNC_REPLICAS_OPTIMIZER_H
 
 #include "runtime.h"
-
-/* The replicas_to_aggregate n was built with by fl_sync_replicas_optimizer;
- * 0 for any other node (an update that runs at once). */
-int fl_sync_replicas_to_aggregate(const fl_node *n);
-/* fl_optimizer_marking's mark: op is synchronous, of replicas_to_aggregate. */
-void fl_sync_replicas_mark(fl_node *op, int replicas_to_aggregate);
-
-/* FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1: a between-graph worker's session
- * cuts its own graph (issue 36 item 2), and the optimizer builds for it. */
-bool fl_between_graph_partitions_on(void);
 
 /* One train op of the accumulator graph, as TensorFlow's
  * SyncReplicasOptimizer builds it. */

@@ -1,17 +1,12 @@
 /* sync_replicas_records.c: what the cluster runtime keeps with a graph
  * about chapter 4's SyncReplicasOptimizer (the graph's runtime records):
- * the marks of synchronous updates for the per-op remote devices, and each
- * train op of the accumulator graph, with its chief's part and its applies,
+ * each train op of the accumulator graph, with its chief's part and its applies,
  * for a between-graph worker's master (master_sync.c). */
 #include <stdlib.h>
 
 #include "sync_replicas_optimizer.h"
 
-/* replicas[id]: the replicas_to_aggregate of the graph's node id; 0 for a
- * node that is not a synchronous update. */
 typedef struct {
-    int *replicas;
-    int count;
     fl_sync_train *trains;
     int ntrains;
 } sync_records;
@@ -24,7 +19,6 @@ static void free_records(void *records)
     for (int i = 0; i < r->ntrains; i++)
         free(r->trains[i].applies);
     free(r->trains);
-    free(r->replicas);
     free(r);
 }
 
@@ -52,23 +46,4 @@ const fl_sync_train *fl_sync_train_of(const fl_node *n)
         if (r->trains[i].train == n)
             return &r->trains[i];
     return NULL;
-}
-
-void fl_sync_replicas_mark(fl_node *op, int replicas_to_aggregate)
-{
-    sync_records *r = records_of(op->graph);
-    if (op->id >= r->count) {
-        int count = op->id + 64;
-        r->replicas = fl_xrealloc(r->replicas, (size_t)count * sizeof *r->replicas);
-        for (int i = r->count; i < count; i++)
-            r->replicas[i] = 0;
-        r->count = count;
-    }
-    r->replicas[op->id] = replicas_to_aggregate;
-}
-
-int fl_sync_replicas_to_aggregate(const fl_node *n)
-{
-    const sync_records *r = fl_graph_runtime_records(n->graph);
-    return r && n->id < r->count ? r->replicas[n->id] : 0;
 }

@@ -13,7 +13,7 @@
 
 #include "distributed_runtime/partition/cluster_security.h"
 #include "device.h"
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "server_internal.h"
 
 static pthread_once_t libevent_threads_once = PTHREAD_ONCE_INIT;

@@ -9,25 +9,22 @@
 
 #include "cluster/cluster.h"
 #include "distributed_runtime/partition/master.h"
-#include "distributed_runtime/ps/remote_device.h"
-#include "distributed_runtime/ps/sync_replicas_optimizer.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "task_server.h"
 
-/* A "/job:.../task:..." device: this task's own (*is_local), or another
- * task's remote device, connecting to it the first time. */
+/* A "/job:.../task:..." device: this task's own (*is_local). Another
+ * task's is no device of this session's: a worker's master cuts its graph
+ * by task (open_task_master), and a ps runs only what is its own. */
 static fl_device *resolve_device(const fl_cluster *c, const char *device, bool *is_local)
 {
     int local = fl_cluster_device_is_local(c, device);
     *is_local = local == 1;
     if (local != 0)
         return NULL; /* local, or an error fl_last_error() names */
-    fl_device_name d = {.task = -1};
-    if (fl_parse_device(device, &d, NULL, 0) != 0)
-        return NULL;
-    fl_device *remote = fl_remote_device(c, d.job, d.task);
-    if (!remote)
-        fl_prefix_error("cannot reach %s: ", device); /* keeps UNAVAILABLE */
-    return remote;
+    fl_set_error_code(FL_INVALID_ARGUMENT, "%s is another task's device, and this %s's session runs only its own "
+                      "nodes: build the graph in a worker, whose session sends each task its piece (chapter 3)",
+                      device, fl_cluster_job_name(c));
+    return NULL;
 }
 
 static const char *task_name(const fl_cluster *c) { return fl_cluster_state_of(c)->task_name; }
@@ -39,6 +36,7 @@ static void *open_master(const fl_cluster *c, fl_graph *g) { return fl_master_ne
 static void close_master(void *master) { fl_master_free(master); }
 static const char *node_device(void *master, const fl_node *n) { return fl_master_node_device(master, n); }
 static void trace_into(void *master, fl_session *trace) { fl_master_trace_into(master, trace); }
+static int variable_has_value(void *master, const fl_node *var) { return fl_master_variable_has_value(master, var); }
 
 static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
                       fl_tensor **outputs, fl_node *const *targets, int ntargets)
@@ -46,14 +44,13 @@ static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *c
     return fl_master_run(master, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
 }
 
-/* A between-graph worker partitions its own graph, as TensorFlow's does,
- * when FLOWLAB_BETWEEN_GRAPH_PARTITIONS=1 (issue 36 item 2; without it its
- * variables are reached through per-op remote devices), synchronous
- * training through the accumulator ops (master_sync.c). NULL otherwise: the
- * session runs its graph itself. */
+/* A between-graph worker partitions its own graph, as TensorFlow's does
+ * (issue 36 item 2), synchronous training through the accumulator ops
+ * (master_sync.c). NULL on a ps: the session runs its graph itself. */
+// [book:open_task_master]
 static void *open_task_master(const fl_cluster *c, fl_graph *g)
 {
-    if (!fl_between_graph_partitions_on() || strcmp(fl_cluster_job_name(c), "ps") == 0)
+    if (strcmp(fl_cluster_job_name(c), "ps") == 0)
         return NULL;
     if (!fl_task_server_acquire(c)) {
         fl_prefix_error("a between-graph worker runs its piece of the graph on a server of its own: ");
@@ -61,6 +58,7 @@ static void *open_task_master(const fl_cluster *c, fl_graph *g)
     }
     return fl_master_new_on_task(c, g);
 }
+// [end:open_task_master]
 
 static int run_task_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
                            fl_tensor **outputs, fl_node *const *targets, int ntargets)
@@ -80,7 +78,8 @@ static void close_task_master(void *master)
 const fl_cluster_plugin fl_cluster_task_plugin_table = {
     .resolve_device = resolve_device, .task_name = task_name, .is_chief = is_chief,
     .recover = recover, .say_goodbye = say_goodbye, .open_master = open_task_master, .run_master = run_task_master,
-    .node_device = node_device, .close_master = close_task_master, .trace_into = trace_into};
+    .node_device = node_device, .variable_has_value = variable_has_value, .close_master = close_task_master,
+    .trace_into = trace_into};
 /* The client places nothing itself: its graph runs on the tasks. */
 static fl_device *no_device(const fl_cluster *c, const char *device, bool *is_local)
 {
@@ -94,4 +93,5 @@ static fl_device *no_device(const fl_cluster *c, const char *device, bool *is_lo
 const fl_cluster_plugin fl_cluster_client_plugin_table = {
     .resolve_device = no_device, .task_name = task_name, .is_chief = is_chief, .recover = recover,
     .say_goodbye = say_goodbye, .open_master = open_master, .run_master = run_master,
-    .node_device = node_device, .close_master = close_master, .trace_into = trace_into};
+    .node_device = node_device, .variable_has_value = variable_has_value, .close_master = close_master,
+    .trace_into = trace_into};

@@ -1,9 +1,10 @@
 /* task_server.c: the server of a task that its between-graph worker's
  * masters share: the program's own, as TensorFlow's tf.train.Server, else
- * one the first such master's session starts and the last one's stops. */
+ * one the first such master's session starts and the last one's stops;
+ * and the task's traffic, which counts what that server received. */
 #include <pthread.h>
 
-#include "distributed_runtime/ps/remote_device.h"
+#include "distributed_runtime/ps/cluster_state.h"
 #include "task_server.h"
 
 /* Not the cluster state's lock: starting a server takes that one. */
@@ -38,4 +39,23 @@ void fl_task_server_release(const fl_cluster *c)
         r->started_server = NULL;
     }
     pthread_mutex_unlock(&own_server_lock);
+}
+
+/* The cluster's connections (fl_remote_task_traffic), and what this task's
+ * server received: a worker's piece gets the ps's values as SEND_TENSOR on
+ * connections the ps made, which the worker's own connections never see. */
+void fl_remote_traffic(const fl_cluster *c, uint64_t *sent, uint64_t *received)
+{
+    fl_remote_task_traffic(c, NULL, sent, received);
+    if (!c || !sent || !received)
+        return;
+    fl_cluster_state *r = fl_cluster_state_of(c);
+    pthread_mutex_lock(&own_server_lock); /* a server the masters started is stopped under it */
+    pthread_mutex_lock(&r->lock);
+    fl_server *server = r->task_server;
+    pthread_mutex_unlock(&r->lock);
+    fl_server_stats st = {0};
+    fl_server_get_stats(server, &st);
+    pthread_mutex_unlock(&own_server_lock);
+    *received += st.bytes_in;
 }

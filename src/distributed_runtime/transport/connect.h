@@ -26,10 +26,6 @@ typedef struct {
     /* Where a ps client counts the synchronous updates the task dropped as
      * stale (stale_tally.h; NULL: nowhere): the cluster's, for all its tasks. */
     struct fl_stale_tally *stale;
-    /* Told, on the connection's reader thread, when each reply came (a
-     * traced run's requests: remote_trace.h; NULL: nobody). */
-    void (*reply_clock)(void *user, uint32_t id, double at_us);
-    void *reply_clock_user;
 } fl_connect_options;
 
 /* A connected socket (TCP_NODELAY set), or -1 after fl_set_error with a

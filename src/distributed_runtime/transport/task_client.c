@@ -46,7 +46,6 @@ struct fl_task_client {
     bool broken, closing; char broken_why[FL_WIRE_ERROR_LEN + 64];
     uint64_t sent, received;
     fl_stale_tally *stale;     /* where SYNC_DONE replies that said DROPPED are counted */
-    fl_connect_options clock;  /* its reply_clock: told when each reply came (remote_trace.h) */
     uint64_t sync_step;        /* the step of the synchronous update being sent */
     double deadline_s, log_every_s; /* for waits: the deadline and where "waiting for" lines go */
     FILE *log;
@@ -100,8 +99,6 @@ static void complete(fl_task_client *c, const fl_wire_frame *f, const fl_wire_me
         fl_stale_tally_count(c->stale, p->sync_step);
     }
     c->completed = p->id;
-    if (c->clock.reply_clock)
-        c->clock.reply_clock(c->clock.reply_clock_user, p->id, fl_now_us());
     c->head = (c->head + 1) % c->capacity;
     c->count--;
     pthread_cond_broadcast(&c->replied);
@@ -427,7 +424,6 @@ static void keep_wait_options(fl_task_client *c, const fl_connect_options *where
     c->log = where->log ? where->log : stderr;
     snprintf(c->log_prefix, sizeof c->log_prefix, "%s", where->log_prefix ? where->log_prefix : "worker");
     c->stale = where->stale;
-    c->clock = (fl_connect_options){.reply_clock = where->reply_clock, .reply_clock_user = where->reply_clock_user};
 }
 
 /* Connects and says HELLO, returning the socket (also in c->fd) or -1. A connection dropped

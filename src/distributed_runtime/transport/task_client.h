@@ -1,7 +1,7 @@
 /* task_client.h: a worker's connection to one ps task. A request goes out at
  * once and returns its id; replies come back in order on a reader thread,
  * so many requests are in flight at a time, and an id is a mark the worker
- * can ask about or wait for (the remote backend's marks are these ids). */
+ * can ask about or wait for. */
 #ifndef FLOWLAB_DIST_PS_CLIENT_H
 #define FLOWLAB_DIST_PS_CLIENT_H
 

@@ -1,7 +1,7 @@
 /* wire.h: the bytes tasks send each other in chapter 3 (between-graph replication).
  * Length-prefixed binary frames: encoders append whole frames to a growable buffer; a decoder
  * cuts frames out of received bytes; typed parsers check every field before it is trusted.
- * No sockets here: the server and the remote backend feed and drain the bytes themselves.
+ * No sockets here: the server and the task client feed and drain the bytes themselves.
  * The format, byte by byte, is book/appendix-wire-protocol.md. */
 #ifndef FLOWLAB_DIST_WIRE_H
 #define FLOWLAB_DIST_WIRE_H

@@ -1,25 +1,21 @@
-/* remote_device.h: the devices of other tasks ("/job:ps/task:0/cpu:0"): one
- * per task and cluster, connected on first use and kept by the cluster (its
- * runtime state, freed with it: cluster_connections.c), behind the remote
- * backend (backend_remote.c). */
-#ifndef FLOWLAB_DIST_REMOTE_DEVICE_H
-#define FLOWLAB_DIST_REMOTE_DEVICE_H
+/* cluster_state.h: what the runtime keeps for one cluster: its connections
+ * to the other tasks, one per task, made on first use and kept by the
+ * cluster (its runtime state, freed with it: cluster_connections.c), its
+ * stale tally, its task's server and who may talk to it. */
+#ifndef FLOWLAB_DIST_CLUSTER_STATE_H
+#define FLOWLAB_DIST_CLUSTER_STATE_H
 
 #include <pthread.h>
 
 #include "device.h"
 #include "distributed_runtime/transport/task_client.h"
-#include "remote_trace.h"
 #include "distributed_runtime/transport/stale_tally.h"
-#include "sync_step.h"
 
-extern const fl_backend fl_remote_backend;
-
-/* The device of task `task` of job `job` in cluster c, connecting to it (and
- * waiting for it, with a line every few seconds) the first time. NULL after
- * fl_set_error when the task does not answer within the deadline
+/* The cluster's connection to task `task` of job `job`, connecting to it
+ * (and waiting for it, with a line every few seconds) the first time. NULL
+ * after fl_set_error when the task does not answer within the deadline
  * (FLOWLAB_TASK_DEADLINE seconds, 120 by default). */
-fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task);
+fl_task_client *fl_cluster_client(const fl_cluster *c, const char *job, int task);
 /* For a goodbye (cluster_goodbye.c): the cluster's connection to job/task
  * when it has one that is not broken, else NULL; a new connection, not the
  * cluster's (the caller closes it), tried for deadline_s seconds; and every
@@ -27,36 +23,30 @@ fl_device *fl_remote_device(const fl_cluster *c, const char *job, int task);
 fl_task_client *fl_cluster_live_client(const fl_cluster *c, const char *job, int task);
 fl_task_client *fl_cluster_connect_within(const fl_cluster *c, const char *job, int task, double deadline_s);
 void fl_cluster_close_connections(const fl_cluster *c);
-/* A remote device's impl: the task and the connection to it. */
+/* Another task and the cluster's connection to it. */
 typedef struct {
     char who[64]; /* "/job:ps/task:0" */
     char job[32];
     int task;
     const fl_cluster *cluster;
     fl_task_client *client;
-    fl_sync_step *sync; /* the cluster's synchronous step (chapter 4) */
-    fl_remote_trace *trace; /* its requests in a traced run, from send to reply */
     uint64_t sent_before, received_before; /* on connections since lost */
 } fl_remote_task;
-
-static inline fl_task_client *fl_remote_client(void *impl) { return ((fl_remote_task *)impl)->client; }
 
 #define FL_MAX_REMOTE_TASKS 64
 #define FL_MAX_SECRET_BYTES 1024
 
 /* What the runtime keeps for one cluster, in the cluster's runtime slot
- * (made on first use, freed with the cluster): its remote devices, their
- * connections and counters, and its synchronous step. Anything else the
+ * (made on first use, freed with the cluster): its connections and
+ * counters. Anything else the
  * runtime keeps per cluster belongs here too, so two clusters share nothing. */
 typedef struct {
     char task_name[48];               /* "worker 1": this task, for log lines */
     pthread_mutex_t lock; /* the tasks and counters below */
-    fl_device devices[FL_MAX_REMOTE_TASKS];
     fl_remote_task tasks[FL_MAX_REMOTE_TASKS];
     int count;
     int tasks_lost; /* found lost (reconnected, or by a master) since fl_cluster_reconnect last said */
     fl_stale_tally stale; /* updates the ps tasks dropped as stale, over every connection */
-    fl_sync_step *sync;
     /* This task's running server, whoever started it (server.c), under
      * lock; and for a between-graph worker's masters, which run their
      * pieces there (server/task_server.c): the one they started when there was
