@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "master.h"
 #include "partition_client.h"
@@ -97,11 +96,7 @@ static void wait_or_abort(step_state *s, task_call *calls, int n, uint64_t step_
             next_line = now + SAY_WAITING_EVERY_S;
         }
         double wait_s = (next_line < deadline ? next_line : deadline) - now;
-        struct timespec at;
-        clock_gettime(CLOCK_REALTIME, &at);
-        long long ns = (long long)at.tv_nsec + (long long)((wait_s - (double)(long long)wait_s) * 1e9);
-        at.tv_sec += (time_t)wait_s + (time_t)(ns / 1000000000LL);
-        at.tv_nsec = (long)(ns % 1000000000LL);
+        struct timespec at = fl_wall_after(wait_s);
         pthread_cond_timedwait(&s->changed, &s->lock, &at);
     }
     bool abort_others = s->failed > 0;

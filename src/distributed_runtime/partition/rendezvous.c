@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rendezvous.h"
 
@@ -207,14 +206,6 @@ static entry *unlink_entry(fl_rendezvous *r, uint64_t step, const char *key)
     return NULL;
 }
 
-static struct timespec wall_after(double seconds)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    double t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + seconds;
-    return (struct timespec){(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
-}
-
 /* Waits until the entry is there or the step is over. Lock held. */
 // [book:rendezvous_wait]
 static entry *wait_for(fl_rendezvous *r, uint64_t step, const char *key, const fl_rendezvous_wait_options *o)
@@ -232,7 +223,7 @@ static entry *wait_for(fl_rendezvous *r, uint64_t step, const char *key, const f
             next_line = now + 5;
         }
         double until = next_line < start + o->deadline_s ? next_line : start + o->deadline_s;
-        struct timespec ts = wall_after(until - now);
+        struct timespec ts = fl_wall_after(until - now);
         pthread_cond_timedwait(&r->arrived, &r->lock, &ts);
     }
     return e;
@@ -310,7 +301,7 @@ uint64_t fl_rendezvous_arrivals(fl_rendezvous *r)
 
 void fl_rendezvous_wait_arrival(fl_rendezvous *r, uint64_t seen, double timeout_s)
 {
-    struct timespec until = wall_after(timeout_s);
+    struct timespec until = fl_wall_after(timeout_s);
     pthread_mutex_lock(&r->lock);
     int rc = 0;
     while (r->arrivals == seen && rc == 0)

@@ -7,7 +7,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "runtime.h"
 #include "socket_writer.h"
@@ -131,9 +130,7 @@ int fl_socket_writer_send(fl_socket_writer *w, fl_wire_buf *buf)
 
 void fl_socket_writer_wait_written(fl_socket_writer *w, double deadline_s)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)deadline_s;
+    struct timespec until = fl_wall_after(deadline_s);
     pthread_mutex_lock(&w->lock);
     int rc = 0;
     while (w->head && rc == 0)
