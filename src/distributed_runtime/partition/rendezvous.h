@@ -40,7 +40,8 @@ typedef struct {
     size_t sender_bytes, all_bytes; /* held before the put */
     size_t charge;                  /* what the value would add */
 } fl_rendezvous_held;
-/* Keeps a copy of value for (step, key), charged to sender (NULL: to
+/* Keeps a copy of value for (step, key), in memory a past value left when
+ * it fits (see fl_rendezvous_recycle), charged to sender (NULL: to
  * nobody); dropped when the step is over. KEPT (also for a value dropped
  * because its step is over), or which bound it would pass (nothing kept),
  * with what is held in *held. */
@@ -62,6 +63,10 @@ int fl_rendezvous_take(fl_rendezvous *r, uint64_t step, const char *key, const f
  * (the caller's), 0 when it has not come yet, or -1 after fl_set_error_code
  * when the step is over (ABORTED when it was aborted), naming key and from. */
 int fl_rendezvous_poll(fl_rendezvous *r, uint64_t step, const char *key, const char *from, fl_tensor **out);
+/* A value taken here (take, poll) given back once its reader is done with
+ * it, with its data's capacity in bytes: the next values' memory. The
+ * caller may instead fl_tensor_free it. */
+void fl_rendezvous_recycle(fl_rendezvous *r, fl_tensor *value, size_t capacity);
 /* A count that grows with each value kept and each step ended: an executor
  * with nothing to run reads it, looks at its recvs, then waits for it to
  * move (up to timeout_s), so that an arrival between the two is not missed. */
