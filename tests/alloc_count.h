@@ -24,6 +24,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* The hooks run before a sanitizer has made its shadow memory (its own
+ * start-up allocates): they are not instrumented. */
+#define NOT_SANITIZED __attribute__((no_sanitize("address", "thread", "undefined")))
+
 typedef void *(*alloc_malloc_fn)(size_t);
 typedef void *(*alloc_calloc_fn)(size_t, size_t);
 typedef void *(*alloc_realloc_fn)(void *, size_t);
@@ -42,12 +46,12 @@ static _Thread_local bool in_hook; /* dlsym and backtrace may allocate: not coun
 static _Alignas(16) unsigned char bootstrap[4096];
 static size_t bootstrap_used;
 
-static bool from_bootstrap(const void *p)
+NOT_SANITIZED static bool from_bootstrap(const void *p)
 {
     return (const unsigned char *)p >= bootstrap && (const unsigned char *)p < bootstrap + sizeof bootstrap;
 }
 
-static void *bootstrap_alloc(size_t bytes)
+NOT_SANITIZED static void *bootstrap_alloc(size_t bytes)
 {
     size_t at = (bootstrap_used + 15) & ~(size_t)15;
     if (at + bytes > sizeof bootstrap)
@@ -56,7 +60,7 @@ static void *bootstrap_alloc(size_t bytes)
     return bootstrap + at;
 }
 
-static bool find_next(void)
+NOT_SANITIZED static bool find_next(void)
 {
     if (next_free)
         return true;
@@ -71,7 +75,7 @@ static bool find_next(void)
     return next_free != NULL;
 }
 
-static void count_block(void *caller)
+NOT_SANITIZED static void count_block(void *caller)
 {
     if (!atomic_load(&counting) || in_hook)
         return;
@@ -94,7 +98,7 @@ static void count_block(void *caller)
     in_hook = false;
 }
 
-void *malloc(size_t bytes)
+NOT_SANITIZED void *malloc(size_t bytes)
 {
     if (!find_next())
         return bootstrap_alloc(bytes);
@@ -102,7 +106,7 @@ void *malloc(size_t bytes)
     return next_malloc(bytes);
 }
 
-void *calloc(size_t count, size_t size)
+NOT_SANITIZED void *calloc(size_t count, size_t size)
 {
     if (!find_next())
         return bootstrap_alloc(count * size); /* zeroed: static */
@@ -110,7 +114,7 @@ void *calloc(size_t count, size_t size)
     return next_calloc(count, size);
 }
 
-void *realloc(void *p, size_t bytes)
+NOT_SANITIZED void *realloc(void *p, size_t bytes)
 {
     if (!find_next() || from_bootstrap(p))
         return NULL; /* nothing reallocates what dlsym was given */
@@ -118,7 +122,7 @@ void *realloc(void *p, size_t bytes)
     return next_realloc(p, bytes);
 }
 
-void free(void *p)
+NOT_SANITIZED void free(void *p)
 {
     if (p && !from_bootstrap(p) && find_next())
         next_free(p);

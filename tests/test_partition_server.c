@@ -93,11 +93,11 @@ static void warm_counts(fl_server *ps_server, uint64_t *buffers, uint64_t *signa
  * the client. Left (issue 36 item 1): on each task, RUN_PARTITION parsed
  * twice (its check and its run: 2 blocks each) and its one fetch made a
  * new host tensor (2), and the worker's ReduceSum's accumulators (1); on
- * the client, PARTITION_DONE parsed twice (2 each) for each task, and the
+ * the client, PARTITION_DONE parsed twice (1 each) for each task, and the
  * two values fetched (2 each), which the caller owns. The rendezvous, a
  * run's job and the connections' queues reuse the last step's memory.
  * libevent's buffer chains are counted apart, and said. */
-#define WARM_STEP_BLOCKS_LEFT (2 * (2 * 2 + 2) + 1 + 2 * 2 * 2 + 2 * 2)
+#define WARM_STEP_BLOCKS_LEFT (2 * (2 * 2 + 2) + 1 + 2 * 2 * 1 + 2 * 2)
 
 static void check_warm_blocks(unsigned long long blocks)
 {
