@@ -170,6 +170,7 @@ static void test_traced_step(void)
     unsigned long long blocks = alloc_count_stop();
     ok(rc == 0 && blocks <= CLIENT_WARM_STEP_BLOCKS, "an untraced warm step allocates at most %d host blocks on "
        "the client: the loss fetched and what is left (%llu blocks)", CLIENT_WARM_STEP_BLOCKS, blocks);
+    fl_tensor_free(loss);
     fl_tensor_free(x);
     fl_session_free(s);
     fl_graph_free(m.g);
