@@ -185,9 +185,10 @@ static entry *take_spare(fl_rendezvous *r, size_t bytes)
     return e ? e : fl_xcalloc(1, sizeof *e);
 }
 
-/* e holds a copy of key and of value's data, growing its memory only when
- * it is too small; -1 when the value's memory cannot be had. */
-static int fill(entry *e, const char *key, const fl_tensor *value)
+/* e holds a copy of key and of value's data (read from wire, when given,
+ * in host order), growing its memory only when it is too small; -1 when
+ * the value's memory cannot be had. */
+static int fill(entry *e, const char *key, const fl_tensor *value, const fl_wire_tensor *wire)
 {
     size_t bytes = fl_tensor_bytes(value), key_bytes = strlen(key) + 1;
     if (key_bytes > e->key_capacity) {
@@ -205,15 +206,18 @@ static int fill(entry *e, const char *key, const fl_tensor *value)
         e->capacity = bytes;
     }
     *e->value = (fl_tensor){.dtype = value->dtype, .shape = value->shape, .data = e->value->data};
-    memcpy(e->value->data, value->data, bytes);
+    if (wire)
+        fl_wire_tensor_read(wire, e->value->data);
+    else
+        memcpy(e->value->data, value->data, bytes);
     return 0;
 }
 
-fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
-                                           const char *key, const fl_tensor *value, fl_rendezvous_held *held)
+static fl_rendezvous_put_result put(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step, const char *key,
+                                    const fl_tensor *value, const fl_wire_tensor *wire, fl_rendezvous_held *held)
 {
     entry *e = take_spare(r, fl_tensor_bytes(value));
-    bool filled = fill(e, key, value) == 0;
+    bool filled = fill(e, key, value, wire) == 0;
     e->step = step;
     e->bytes = fl_tensor_bytes(value) + FL_RENDEZVOUS_VALUE_OVERHEAD;
     e->arrived_s = fl_now_s();
@@ -235,6 +239,19 @@ fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sende
     pthread_cond_broadcast(&r->arrived);
     pthread_mutex_unlock(&r->lock);
     return FL_RENDEZVOUS_KEPT;
+}
+
+fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
+                                           const char *key, const fl_tensor *value, fl_rendezvous_held *held)
+{
+    return put(r, sender, step, key, value, NULL, held);
+}
+
+fl_rendezvous_put_result fl_rendezvous_put_wire(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
+                                                const char *key, const fl_wire_tensor *value, fl_rendezvous_held *held)
+{
+    fl_tensor shape_of = {.dtype = value->dtype, .shape = value->shape};
+    return put(r, sender, step, key, &shape_of, value, held);
 }
 
 fl_rendezvous_sender *fl_rendezvous_sender_new(void)

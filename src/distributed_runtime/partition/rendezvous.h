@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "distributed_runtime/transport/wire.h"
 #include "runtime.h"
 
 typedef struct fl_rendezvous fl_rendezvous;
@@ -47,6 +48,10 @@ typedef struct {
  * with what is held in *held. */
 fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
                                            const char *key, const fl_tensor *value, fl_rendezvous_held *held);
+/* The same for a value as a SEND_TENSOR frame brings it, read straight
+ * from the frame (in host order): its one copy. */
+fl_rendezvous_put_result fl_rendezvous_put_wire(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
+                                                const char *key, const fl_wire_tensor *value, fl_rendezvous_held *held);
 
 typedef struct {
     const char *from;   /* the sending task, for messages: "/job:ps/task:0" */

@@ -318,11 +318,11 @@ static void say_full(const fl_server *s, const fl_wire_send_tensor *m, fl_rendez
 static void serve_send(fl_server_conn *c, uint32_t id, const fl_wire_send_tensor *m)
 {
     fl_server *s = c->server;
-    fl_tensor value = fl_server_received(s, &m->value);
     if (!c->values_sent)
         c->values_sent = fl_rendezvous_sender_new();
     fl_rendezvous_held held;
-    fl_rendezvous_put_result put = fl_rendezvous_put(s->rendezvous, c->values_sent, m->step_id, m->key, &value, &held);
+    fl_rendezvous_put_result put = fl_rendezvous_put_wire(s->rendezvous, c->values_sent, m->step_id, m->key,
+                                                          &m->value, &held); /* one copy, from the frame */
     if (put != FL_RENDEZVOUS_KEPT) {
         fl_status why = {0};
         say_full(s, m, put, &held, &why);
