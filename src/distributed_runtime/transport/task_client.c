@@ -254,6 +254,12 @@ void fl_task_client_name_sender(fl_task_client *c, uint32_t after, const char *o
     pthread_mutex_unlock(&c->lock);
 }
 
+void fl_task_client_give_up(fl_task_client *c, const char *why)
+{
+    mark_broken(c, why);
+    shutdown(c->fd, SHUT_RDWR); /* the task drops what this connection registered; the reader stops */
+}
+
 bool fl_task_client_broken(fl_task_client *c)
 {
     pthread_mutex_lock(&c->lock);
