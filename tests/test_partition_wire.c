@@ -373,7 +373,7 @@ static void test_graph_unknowns(void)
     if (dtype) {
         memcpy(dtype + 2, "dtypo", 5);
         ok(fl_partition_def_decode(bytes.data, bytes.len, &q) != 0, "an attr no op has is refused");
-        contains(fl_last_error(), "attr dtypo is not one a partition carries", "naming the attr");
+        contains(fl_last_error(), "node x: attr dtypo is not one a partition carries", "naming the node and the attr");
         memcpy(dtype + 2, "shape", 5); /* a shape attr whose value is a type */
         ok(fl_partition_def_decode(bytes.data, bytes.len, &q) != 0, "an attr of the wrong kind is refused");
         contains(fl_last_error(), "attr shape is not a shape", "naming the attr and its kind");

@@ -1,5 +1,6 @@
 /* fuzz_graph_wire.c: a libFuzzer target for the decoder of a partition's
- * graph (graph_wire_decode.c), the payload of REGISTER_PARTITION (`make fuzz`).
+ * message (partition_def.c: protobuf-c's unpack, then partition_def_nodes.c),
+ * the payload of REGISTER_PARTITION (`make fuzz`).
  * Any bytes: refused with INVALID_ARGUMENT and a message, or a graph that
  * encodes again and decodes to as many nodes and Sends and Recvs; ASan and
  * UBSan catch the rest, abort() marks a broken promise. */

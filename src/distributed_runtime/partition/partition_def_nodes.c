@@ -227,7 +227,7 @@ static int check_shape_attr(reader *r, fl_op_kind op, const fl_shape *s)
     int64_t count;
     fl_status why = {0};
     if (allocates && wire_check_shape(s->rank, s->dims, &count, &why) != 0)
-        return refuse(r, "attr shape %s", why.message);
+        return refuse(r, "attr %s", why.message);
     return 0;
 }
 
