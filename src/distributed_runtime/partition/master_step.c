@@ -4,13 +4,13 @@
  * threads), then this thread waits for the replies, woken by each as it
  * comes, and gathers the fetches: no thread per step. When one task fails
  * the others are told to give the step up (ABORT_STEP), so they do not wait
- * for values that will never come, and keep serving. */
+ * for values that will never come, and keep serving. A step's bookkeeping
+ * (fl_step_calls) is kept by the master for the next step. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "master.h"
 #include "partition_client.h"
@@ -35,6 +35,35 @@ struct step_state {
     pthread_cond_t changed;
     int running, failed;
 };
+
+struct fl_step_calls {
+    task_call *calls;
+    fl_wire_step_trace *traces;
+    int capacity;
+};
+
+/* Room for n tasks' calls and traces, grown only past the most so far. */
+static fl_step_calls *room_for(fl_step_calls **kept, int n)
+{
+    fl_step_calls *k = *kept ? *kept : (*kept = fl_xcalloc(1, sizeof **kept));
+    if (n + 1 > k->capacity) {
+        free(k->calls);
+        free(k->traces);
+        k->capacity = n + 1;
+        k->calls = fl_xcalloc((size_t)k->capacity, sizeof *k->calls);
+        k->traces = fl_xcalloc((size_t)k->capacity, sizeof *k->traces);
+    }
+    return k;
+}
+
+void fl_step_calls_free(fl_step_calls *k)
+{
+    if (!k)
+        return;
+    free(k->calls);
+    free(k->traces);
+    free(k);
+}
 
 /* Counts t's request as answered, once (a connection lost while sending
  * tells replied() before the send fails); wakes the step's thread. */
@@ -97,11 +126,7 @@ static void wait_or_abort(step_state *s, task_call *calls, int n, uint64_t step_
             next_line = now + SAY_WAITING_EVERY_S;
         }
         double wait_s = (next_line < deadline ? next_line : deadline) - now;
-        struct timespec at;
-        clock_gettime(CLOCK_REALTIME, &at);
-        long long ns = (long long)at.tv_nsec + (long long)((wait_s - (double)(long long)wait_s) * 1e9);
-        at.tv_sec += (time_t)wait_s + (time_t)(ns / 1000000000LL);
-        at.tv_nsec = (long)(ns % 1000000000LL);
+        struct timespec at = fl_wall_after(wait_s);
         pthread_cond_timedwait(&s->changed, &s->lock, &at);
     }
     bool abort_others = s->failed > 0;
@@ -143,14 +168,16 @@ static void merge_traces(fl_session *trace, task_call *calls, const fl_graph_par
     }
 }
 
-int fl_master_step(int nparts, fl_task_client **clients, const uint64_t *handles, const fl_partition_run *runs,
-                   fl_tensor ***outputs, const fl_graph_partition *parts, const char *which, fl_session *trace)
+int fl_master_step(fl_step_calls **kept, int nparts, fl_task_client **clients, const uint64_t *handles,
+                   const fl_partition_run *runs, fl_tensor ***outputs, const fl_graph_partition *parts,
+                   const char *which, fl_session *trace)
 {
     step_state s = {.running = nparts};
     pthread_mutex_init(&s.lock, NULL);
     pthread_cond_init(&s.changed, NULL);
-    task_call *calls = fl_xcalloc((size_t)(nparts ? nparts : 1), sizeof *calls);
-    fl_wire_step_trace *traces = trace ? fl_xcalloc((size_t)nparts + 1, sizeof *traces) : NULL;
+    fl_step_calls *k = room_for(kept, nparts);
+    task_call *calls = k->calls;
+    fl_wire_step_trace *traces = trace ? k->traces : NULL;
     for (int p = 0; p < nparts; p++)
         calls[p] = (task_call){.step = &s, .client = clients[p],
                                .call = {.outputs = outputs[p], .trace = traces ? &traces[p] : NULL,
@@ -170,11 +197,9 @@ int fl_master_step(int nparts, fl_task_client **clients, const uint64_t *handles
     const task_call *cause = cause_of_failure(calls, nparts);
     if (trace)
         merge_traces(trace, calls, parts, nparts, !cause);
-    free(traces);
     if (cause)
         fl_set_error_code(cause->code, "%s on /job:%s/task:%d: %s", which, parts[cause - calls].job,
                           parts[cause - calls].task, cause->error);
-    free(calls);
     pthread_cond_destroy(&s.changed);
     pthread_mutex_destroy(&s.lock);
     return cause ? -1 : 0;
