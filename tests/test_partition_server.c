@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "distributed_runtime/transport/frame_reader.h"
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "distributed_runtime/partition/partition_client.h"
 #include "distributed_runtime/ps/remote_device.h"
 #include "flowlab_cluster.h"
@@ -188,7 +188,7 @@ static void test_refusals(remote_run *ps)
     uint64_t handle;
     ok(fl_partition_register(ps->client, &bad, &handle) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
        "a malformed partition is refused (INVALID_ARGUMENT)");
-    contains(fl_last_error(), "node _send/w/read/to/worker/0: peer task /cpu:0 is no task name",
+    contains(fl_last_error(), "node _send/w/read/to/worker/0: attr peer_task /cpu:0 is no task name",
              "naming the node and what is wrong");
     contains(fl_last_error(), "/job:ps/task:0", "and the task");
     fl_graph_partition_free(&bad);
@@ -252,7 +252,7 @@ static void test_lost_client(const tasks *t)
     fl_status why = {0};
     fl_graph_partition p;
     worker_partition(&p);
-    fl_graph_wire_encode(&p, &graph);
+    fl_partition_def_encode(&p, &graph);
     fl_graph_partition_free(&p);
     fl_wire_put_hello(&out, 1, FL_WIRE_CLIENT_JOB, 0);
     bool hello = fd >= 0 && raw_request(fd, &out, &f, &in) && f.type == FL_WIRE_HELLO_OK;

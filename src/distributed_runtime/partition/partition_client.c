@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_wire.h"
+#include "partition_def.h"
 #include "partition_client.h"
 #include "runtime.h"
 
@@ -78,7 +78,7 @@ static int finish(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type
 int fl_partition_register(fl_task_client *c, const fl_graph_partition *p, uint64_t *handle)
 {
     fl_wire_buf graph = {0};
-    if (fl_graph_wire_encode(p, &graph) != 0)
+    if (fl_partition_def_encode(p, &graph) != 0)
         return -1;
     uint32_t id;
     fl_wire_buf *out = fl_task_client_begin(c, &id);

@@ -13,7 +13,7 @@
 
 #include <event2/buffer.h>
 
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "distributed_runtime/partition/partition_exec.h"
 #include "runner_pool.h"
 #include "server_internal.h"
@@ -86,7 +86,7 @@ static void serve_register(fl_server_conn *c, uint32_t id, const fl_wire_bytes *
 {
     fl_server *s = c->server;
     fl_graph_partition p;
-    if (fl_graph_wire_decode(body->data, body->len, &p) != 0)
+    if (fl_partition_def_decode(body->data, body->len, &p) != 0)
         return answer_failure(c, id, FL_INVALID_ARGUMENT, fl_last_error());
     if (strcmp(p.job, s->job) != 0 || p.task != s->task) {
         char why[FL_WIRE_ERROR_LEN];
