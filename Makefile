@@ -86,7 +86,7 @@ lib: $(LIB) $(CLUSTER_LIB)
 
 $(BUILD)/obj/%.o: src/%.c src/flowlab.h src/flowlab_cluster.h src/flowlab_monitored.h src/flowlab_summary.h src/runtime.h | $(BUILD)/obj
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@

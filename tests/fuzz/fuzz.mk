@@ -55,7 +55,7 @@ FUZZ_RUN_CFLAGS = $(filter-out -O3 -Wno-format-truncation,$(CFLAGS)) -O1 \
 
 $(FUZZ_DIR)/obj/%.o: src/%.c src/flowlab.h src/runtime.h $(PARTITION_GEN)/partition.pb-c.h $(SUMMARY_PB_H)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) $(GRAPH_WIRE_INC) -MMD -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) $(GRAPH_WIRE_INC) -MMD -MP -c $< -o $@
 
 -include $(FUZZ_RUN_OBJ:.o=.d)
 
