@@ -49,7 +49,7 @@ CORE_SRC := $(wildcard src/*.c src/host/*.c src/io/*.c src/training/*.c src/summ
 LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CORE_SRC))
 # src/summary/: TensorBoard's event files, with a protoc-c generated object.
 include src/summary/summary.mk
-LIB_OBJ += $(BUILD)/obj/summary/event.pb-c.o
+LIB_OBJ += $(SUMMARY_PB)
 LIB     := $(BUILD)/libflowlab.a
 include src/cluster/cluster.mk
 include src/distributed_runtime/distributed_runtime.mk
@@ -86,7 +86,7 @@ lib: $(LIB) $(CLUSTER_LIB)
 
 $(BUILD)/obj/%.o: src/%.c src/flowlab.h src/flowlab_cluster.h src/flowlab_monitored.h src/flowlab_summary.h src/runtime.h | $(BUILD)/obj
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@

@@ -12,7 +12,7 @@ CFLAGS     += -DCL_TARGET_OPENCL_VERSION=120
 LDLIBS     += -lclblast -lOpenCL
 
 $(BUILD)/obj/cl_%.o: cl/%.c src/runtime.h | $(BUILD)/obj
-	$(CC) $(CFLAGS) -Icl -MMD -c $< -o $@
+	$(CC) $(CFLAGS) -Icl -MMD -MP -c $< -o $@
 
 $(BUILD)/gen:
 	mkdir -p $@

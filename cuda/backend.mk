@@ -45,7 +45,7 @@ $(BUILD)/cuda_module/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/scalar_r
 
 $(BUILD)/cuda_module/%.o: cuda/%.c src/runtime.h src/backend_entry.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CUDA_MODULE_CFLAGS) -MMD -c $< -o $@
+	$(CC) $(CUDA_MODULE_CFLAGS) -MMD -MP -c $< -o $@
 
 # -z defs: every symbol is found in the module or its libraries, so a core
 # function the backend starts calling must be added to module_open.c (and to
@@ -57,7 +57,7 @@ $(CUDA_MODULE): $(CUDA_MODULE_OBJ) cuda/module.map
 # Where the module is: an absolute path baked into the probe, so that a
 # program finds it wherever it is run from.
 $(BUILD)/obj/cuda_driver_probe.o: cuda/driver_probe.c src/backend_entry.h cuda/backend.mk | $(BUILD)/obj
-	$(CC) $(CFLAGS) -DFL_CUDA_MODULE='"$(abspath $(CUDA_MODULE))"' -MMD -c $< -o $@
+	$(CC) $(CFLAGS) -DFL_CUDA_MODULE='"$(abspath $(CUDA_MODULE))"' -MMD -MP -c $< -o $@
 
 -include $(wildcard $(BUILD)/cuda_module/*.d)
 endif

@@ -18,6 +18,17 @@ double fl_now_us(void)
 
 double fl_now_s(void) { return fl_now_us() / 1e6; }
 
+/* Waits are measured with fl_now_s; pthread_cond_timedwait wants this. */
+struct timespec fl_wall_after(double seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = ts.tv_nsec + (long long)((seconds > 0 ? (seconds < 1e9 ? seconds : 1e9) : 0) * 1e9); /* NaN: 0 */
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    return ts;
+}
+
 /* FLOWLAB_TASK_DEADLINE's seconds: the default when it is unset, or -1
  * (INVALID_ARGUMENT in st) when it is not a number of seconds between 0 and 1e6. */
 static double deadline_from_environment(fl_status *st)

@@ -288,6 +288,12 @@ void fl_optimizer_set_learning_rate(fl_optimizer *opt, float learning_rate);
  * grad are skipped. Returns the train op. */
 fl_node *fl_apply_gradients(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
                             fl_node *global_step, const char *name);
+/* The same, with pairs[i]'s update op in the name scope scopes[i] within
+ * name's (NULL: none), so that a trace names what each update serves
+ * ("train/dense_1/ApplyAdam"); Adam's beta powers and the step's increment
+ * are built once for all the pairs, as by fl_apply_gradients. */
+fl_node *fl_apply_gradients_scoped(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                                   const char *const *scopes, fl_node *global_step, const char *name);
 fl_node *fl_minimize(fl_optimizer *opt, fl_graph *g, fl_node *loss, fl_node *global_step,
                      const char *name);
 

@@ -3,21 +3,30 @@
  * (session_prune.c) and the client's master, which cuts the graph by task
  * (graph_partition.c, run_plan.c). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime.h"
 
 /* A stack of nodes still to visit; a node pushes its inputs and controls,
- * as many as it has (an AddN from the wire may have thousands). */
+ * as many as it has (an AddN from the wire may have thousands). It starts
+ * on the C stack, so a session's warm run of a small graph allocates
+ * nothing here. */
+#define ON_STACK 256
 typedef struct {
     fl_node **nodes;
     size_t top, cap;
+    fl_node *first[ON_STACK];
 } visit_stack;
 
 static void push(visit_stack *v, fl_node *n)
 {
     if (v->top == v->cap) {
         v->cap = v->cap * 2 + 64;
-        v->nodes = fl_xrealloc(v->nodes, v->cap * sizeof *v->nodes);
+        fl_node **grown = fl_xmalloc(v->cap * sizeof *grown);
+        memcpy(grown, v->nodes, v->top * sizeof *grown);
+        if (v->nodes != v->first)
+            free(v->nodes);
+        v->nodes = grown;
     }
     v->nodes[v->top++] = n;
 }
@@ -25,7 +34,10 @@ static void push(visit_stack *v, fl_node *n)
 void fl_graph_mark_needed(bool *needed, bool (*fed)(const void *arg, int id), const void *arg,
                           fl_node *const *roots, int nroots)
 {
-    visit_stack v = {NULL, 0, 0};
+    visit_stack v;
+    v.nodes = v.first;
+    v.top = 0;
+    v.cap = ON_STACK;
     for (int i = 0; i < nroots; i++)
         push(&v, roots[i]);
     while (v.top > 0) {
@@ -42,5 +54,6 @@ void fl_graph_mark_needed(bool *needed, bool (*fed)(const void *arg, int id), co
             if (!needed[n->controls[i]->id])
                 push(&v, n->controls[i]);
     }
-    free(v.nodes);
+    if (v.nodes != v.first)
+        free(v.nodes);
 }

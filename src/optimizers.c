@@ -236,8 +236,10 @@ static fl_node *increment_step(fl_graph *g, fl_node *global_step, fl_node **afte
     return inc;
 }
 
+/* scopes: NULL, or the name scope of each pair's update (NULL: none). */
 static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
-                              fl_node *global_step, const char *scope, fl_node **ops, beta_powers *betas)
+                              const char *const *scopes, fl_node *global_step, const char *scope, fl_node **ops,
+                              beta_powers *betas)
 {
     int nops = 0, nbetas = 0;
     for (int i = 0; i < n; i++) {
@@ -248,9 +250,12 @@ static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var 
         fl_node **powers = NULL;
         if (opt->kind == ADAM && !(powers = powers_for(opt, g, scope, pairs[i].var, betas, &nbetas)))
             return NULL;
+        bool scoped = scopes && scopes[i] && fl_name_scope_push(g, scopes[i]) == 0;
         fl_device_scope_push_colocated(g, pairs[i].var);
-        ops[nops] = (update_op(opt, g, pairs[i].var, pairs[i].grad, powers));
+        ops[nops] = update_op(opt, g, pairs[i].var, pairs[i].grad, powers);
         fl_device_pop(g);
+        if (scoped)
+            fl_name_scope_pop(g);
         if (!ops[nops++])
             return NULL;
     }
@@ -268,19 +273,26 @@ static fl_node *build_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var 
     return fl_group(g, ops, nops, "update");
 }
 
-fl_node *fl_optimizer_plain_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
-                                     fl_node *global_step, const char *scope)
+/* The optimizer's own updates, each in its scope (scopes: NULL, or one per pair). */
+static fl_node *updates_scoped(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                               const char *const *scopes, fl_node *global_step, const char *scope)
 {
     fl_node **ops = fl_xmalloc((size_t)(3 * n + 1) * sizeof *ops); /* updates, beta powers', the step */
     beta_powers *betas = fl_xcalloc((size_t)(n ? n : 1), sizeof *betas);
-    fl_node *train = build_updates(opt, g, pairs, n, global_step, scope, ops, betas);
+    fl_node *train = build_updates(opt, g, pairs, n, scopes, global_step, scope, ops, betas);
     free(betas);
     free(ops);
     return train;
 }
 
-fl_node *fl_apply_gradients(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
-                            fl_node *global_step, const char *name)
+fl_node *fl_optimizer_plain_updates(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                                     fl_node *global_step, const char *scope)
+{
+    return updates_scoped(opt, g, pairs, n, NULL, global_step, scope);
+}
+
+fl_node *fl_apply_gradients_scoped(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                                   const char *const *scopes, fl_node *global_step, const char *name)
 {
     if (!g || fl_graph_failed(g))
         return NULL;
@@ -290,9 +302,15 @@ fl_node *fl_apply_gradients(fl_optimizer *opt, fl_graph *g, const fl_grad_var *p
     if (fl_name_scope_push(g, scope) != 0)
         return NULL;
     fl_node *train = opt->wrap ? opt->wrap(opt, g, pairs, n, global_step, scope, opt->wrap_value)
-                               : fl_optimizer_plain_updates(opt, g, pairs, n, global_step, scope);
+                               : updates_scoped(opt, g, pairs, n, scopes, global_step, scope);
     fl_name_scope_pop(g);
     return train;
+}
+
+fl_node *fl_apply_gradients(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
+                            fl_node *global_step, const char *name)
+{
+    return fl_apply_gradients_scoped(opt, g, pairs, n, NULL, global_step, name);
 }
 
 fl_node *fl_minimize(fl_optimizer *opt, fl_graph *g, fl_node *loss, fl_node *global_step,

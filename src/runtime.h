@@ -5,6 +5,8 @@
 #ifndef FLOWLAB_RUNTIME_H
 #define FLOWLAB_RUNTIME_H
 
+#include <time.h>
+
 #include "flowlab.h"
 #include "status.h"
 
@@ -32,6 +34,8 @@ long fl_latest_checkpoint_step(const char *dir);
 /* ---- clock.c: CLOCK_MONOTONIC in microseconds, the clock of every trace ---- */
 double fl_now_us(void);
 double fl_now_s(void); /* the same clock in seconds, for waits and rates */
+/* The CLOCK_REALTIME time seconds from now, for pthread_cond_timedwait. */
+struct timespec fl_wall_after(double seconds);
 /* How long to wait for a peer task: FLOWLAB_TASK_DEADLINE, in seconds, 120
  * by default (and, with a WARNING once, when the variable is wrong). */
 #define FL_TASK_DEADLINE_DEFAULT_S 120.0

@@ -2,11 +2,14 @@
  * One ps and two worker flowlab_servers started with TensorFlow's flags on
  * loopback; chapter 2's lab in cluster mode trains against them to a falling
  * loss and every server exits by itself; its losses equal the single-process
- * two-tower run's; a worker killed mid-step fails the client's run within
- * its deadline, naming the task, with UNAVAILABLE, while the other servers
- * keep serving (and a graph grown between runs is registered again); a client killed mid-run leaves servers a new client trains
- * against. Every wait has a deadline and says what it waited for; every
- * process started here is killed by its pid. */
+ * two-tower run's; a graph grown between runs is registered again; a worker
+ * stopped for a step fails it within about one task deadline, naming it,
+ * with DEADLINE_EXCEEDED, and fl_cluster_reconnect recovers; a worker killed
+ * mid-step fails the client's run within its deadline, naming the task,
+ * with UNAVAILABLE, while the other servers keep serving; a client killed
+ * mid-run leaves servers a new client trains against. Every wait has a
+ * deadline and says what it waited for; every process started here is
+ * killed by its pid. */
 #include <fcntl.h>
 #include <pthread.h>
 
@@ -211,6 +214,39 @@ static void pause_worker_mid_step(task_servers *c, step_call *call, const char *
     free(text);
 }
 
+/* The client's task deadline for one step; the servers keep theirs (30 s),
+ * so only the client's can end it. */
+#define SHORT_DEADLINE_S 3
+
+/* Worker 1 stopped for a whole step, connected but silent: the step fails
+ * within about one deadline (not one per task waited for in turn), with
+ * DEADLINE_EXCEEDED naming it; its connection is closed, the others are
+ * kept, so once it goes on fl_cluster_reconnect makes one connection anew
+ * and a step runs on the three tasks again. */
+static void stop_worker_for_a_step(task_servers *c, const fl_cluster *cluster, step_call *call)
+{
+    char deadline[16];
+    snprintf(deadline, sizeof deadline, "%d", SHORT_DEADLINE_S);
+    setenv("FLOWLAB_TASK_DEADLINE", deadline, 1);
+    kill(c->pid[2], SIGSTOP);
+    run_step(call);
+    kill(c->pid[2], SIGCONT);
+    setenv("FLOWLAB_TASK_DEADLINE", "30", 1);
+    char named[80];
+    snprintf(named, sizeof named, "on /job:worker/task:1: no reply within %d s", SHORT_DEADLINE_S);
+    ok(call->rc == -1 && call->code == FL_DEADLINE_EXCEEDED && strstr(call->error, named),
+       "worker 1 stopped for a step: it fails with DEADLINE_EXCEEDED naming it alone (code %d): %s", call->code,
+       call->error);
+    ok(call->seconds >= 0.95 * SHORT_DEADLINE_S && call->seconds < 2 * SHORT_DEADLINE_S,
+       "after the deadline, within twice FLOWLAB_TASK_DEADLINE=%d (%.1f s)", SHORT_DEADLINE_S, call->seconds);
+    int made = fl_cluster_reconnect(cluster);
+    ok(made == 1, "only worker 1's connection was closed: once it goes on, fl_cluster_reconnect makes one (%d): %s",
+       made, made < 0 ? fl_last_error() : "");
+    run_step(call);
+    if (!ok(call->rc == 0, "and a step runs on the three tasks again"))
+        diag("%s", call->error);
+}
+
 /* Placement as the client sees it: no device before a run needed the node,
  * then the task's ("/job:worker/task:1/cpu:0"), and log_device_placement's
  * lines, in the single-process format, in what the first runs printed. */
@@ -281,14 +317,16 @@ static void test_worker_killed_mid_step(void)
     char paused_log[400];
     snprintf(paused_log, sizeof paused_log, "%s/paused.log", tmp_dir);
     pause_worker_mid_step(&c, &call, paused_log);
+    stop_worker_for_a_step(&c, cluster, &call);
     kill_worker_mid_step(&c, &call);
     ok(call.rc == -1 && call.code == FL_UNAVAILABLE && strstr(call.error, "/job:worker/task:1"),
        "worker 1 killed mid-step: the run fails with UNAVAILABLE naming it (code %d): %s", call.code, call.error);
-    /* Runs so far: init, a step, w, the grown graph, w, a step, the paused step; this is the 8th. The global
-     * step was last fetched by the 7th: 2 or 3, as its read and its increment have no order within a run. */
-    ok(strncmp(call.error, "run 8 of this session (global step ", 35) == 0 &&
-       (strncmp(call.error + 35, "2 when", 6) == 0 || strncmp(call.error + 35, "3 when", 6) == 0),
-       "the failed step is named as the user counts: run 8, the global step last fetched, no internal id");
+    /* Runs so far: init, a step, w, the grown graph, w, a step, the paused step, the stopped one (which
+     * updated nothing), a step; this is the 10th. The global step was last fetched by the 9th: 3 or 4, as
+     * its read and its increment have no order within a run. */
+    ok(strncmp(call.error, "run 10 of this session (global step ", 36) == 0 &&
+       (strncmp(call.error + 36, "3 when", 6) == 0 || strncmp(call.error + 36, "4 when", 6) == 0),
+       "the failed step is named as the user counts: run 10, the global step last fetched, no internal id");
     ok(call.seconds < 30, "within the task deadline, FLOWLAB_TASK_DEADLINE=30 (%.1f s)", call.seconds);
     fl_tensor *loss = NULL;
     int rc = fl_session_run(s, call.feeds, 1, &m.loss[0], 1, &loss, NULL, 0);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "backend_entry.h"
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "tap.h"
 
 /* The one place this test reads a backend's table. */
@@ -153,7 +153,7 @@ static bool round_trips(fl_graph *g, fl_op_kind op, int n)
 {
     fl_graph_partition sent = {.job = "worker", .graph = g}, got = {0};
     fl_wire_buf buf = {0};
-    bool back = fl_graph_wire_encode(&sent, &buf) == 0 && fl_graph_wire_decode(buf.data, buf.len, &got) == 0;
+    bool back = fl_partition_def_encode(&sent, &buf) == 0 && fl_partition_def_decode(buf.data, buf.len, &got) == 0;
     if (!back)
         diag("%s", fl_last_error());
     fl_node *node = back ? fl_graph_find(got.graph, "op") : NULL;
@@ -169,7 +169,7 @@ static void check_wire(fl_op_kind op)
     const fl_op_signature *sig = &fl_op_def_of(op)->sig;
     if (sig->fused) {
         fl_status why = {0};
-        ok(fl_graph_wire_check_inputs(op, NULL, sig->min_inputs, &why) != 0,
+        ok(fl_partition_def_check_inputs(op, NULL, sig->min_inputs, &why) != 0,
            "%s: the wire refuses it (%s)", type_of(op), why.message);
         return;
     }
@@ -183,7 +183,7 @@ static void check_wire(fl_op_kind op)
     if (!ok(built >= 0, "%s: a node with %d inputs builds", type_of(op), n))
         diag("%s; give tests/test_op_checklist.c's CANDIDATES inputs its shape rule takes", fl_graph_error(g));
     else if (!ok(round_trips(g, op, n), "%s: with %d inputs it comes back from the wire as it went", type_of(op), n))
-        diag("the wire's decoder checks inputs by the op's signature (src/distributed_runtime/partition/graph_wire_ops.c)");
+        diag("the wire's decoder checks inputs by the op's signature (src/distributed_runtime/partition/partition_def_nodes.c)");
     fl_graph_free(g);
 }
 
@@ -202,10 +202,10 @@ static void check_wire_arity(fl_op_kind op)
     bool takes = true, refuses = true;
     fl_status why = {0};
     for (int k = sig->min_inputs; k <= max && k <= 8; k++)
-        takes = takes && fl_graph_wire_check_inputs(op, vars, k, &why) == 0;
-    takes = takes && fl_graph_wire_check_inputs(op, vars, max, &why) == 0;
-    refuses = fl_graph_wire_check_inputs(op, vars, max + 1, &why) != 0 &&
-              (sig->min_inputs == 0 || fl_graph_wire_check_inputs(op, vars, sig->min_inputs - 1, &why) != 0);
+        takes = takes && fl_partition_def_check_inputs(op, vars, k, &why) == 0;
+    takes = takes && fl_partition_def_check_inputs(op, vars, max, &why) == 0;
+    refuses = fl_partition_def_check_inputs(op, vars, max + 1, &why) != 0 &&
+              (sig->min_inputs == 0 || fl_partition_def_check_inputs(op, vars, sig->min_inputs - 1, &why) != 0);
     ok(takes && refuses, "%s: the wire takes %d to %d inputs, as declared, and no other count", type_of(op),
        sig->min_inputs, max);
     free(vars);

@@ -117,6 +117,28 @@ static void test_large_variables(void)
     check_large(fl_adam_optimizer(0.1f, 0.9f, 0.999f, 1e-8f), -0.2f, -0.2f, "Adam");
 }
 
+/* fl_apply_gradients_scoped (chapter 7's updates by layer): each update in
+ * its own scope, one pair of beta powers and one increment for them all. */
+static void test_scoped_updates(void)
+{
+    fl_graph *g = fl_graph_new();
+    fl_node *a = fl_get_variable(g, "a", fl_shape_make(1, 2), fl_zeros_initializer());
+    fl_node *b = fl_get_variable(g, "b", fl_shape_make(1, 2), fl_zeros_initializer());
+    fl_node *loss = fl_reduce_sum(g, fl_add(g, a, b, NULL), NULL, 0, false, NULL);
+    fl_grad_var pairs[2];
+    fl_compute_gradients(g, loss, NULL, 0, pairs);
+    const char *scopes[2] = {"layer_a", "layer_b"};
+    fl_optimizer *adam = fl_adam_optimizer(0.1f, 0.9f, 0.999f, 1e-8f);
+    fl_node *train = fl_apply_gradients_scoped(adam, g, pairs, 2, scopes, fl_get_or_create_global_step(g), "train");
+    ok(train && fl_graph_find(g, "train/layer_a/ApplyAdam") && fl_graph_find(g, "train/layer_b/ApplyAdam"),
+       "scoped updates: each variable's update in its scope (%s)", fl_graph_error(g) ? fl_graph_error(g) : "");
+    ok(fl_graph_find(g, "train/beta1_power") && !fl_graph_find(g, "train/beta1_power_1") &&
+       fl_global_variables(g, NULL, 0) == 9, "and one pair of beta powers for both (a, b, their 4 slots, the "
+       "step, 2 powers: %d variables)", fl_global_variables(g, NULL, 0));
+    fl_optimizer_free(adam);
+    fl_graph_free(g);
+}
+
 int main(void)
 {
     /* SGD: var - 0.1 * c */
@@ -160,6 +182,7 @@ int main(void)
 
     test_large_variables();
     test_set_learning_rate();
+    test_scoped_updates();
 
     /* A gradient that does not match its variable is refused by name. */
     fl_graph *g = fl_graph_new();

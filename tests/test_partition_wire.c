@@ -1,6 +1,6 @@
 /* test_partition_wire.c: the frames of in-graph replication across tasks
  * (REGISTER_PARTITION .. DEREGISTER_PARTITION) and a partition's graph as
- * bytes (graph_wire), with no sockets: every frame round trips (a lent
+ * protobuf message (partition_def), with no sockets: every frame round trips (a lent
  * SEND_TENSOR's head and data make the whole frame's bytes), a partition
  * comes back node for node, and malformed or oversized ones are refused
  * with a message naming the node, never a crash. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "distributed_runtime/transport/wire.h"
 #include "runtime.h"
 #include "tap.h"
@@ -230,9 +230,9 @@ static void test_graph_round_trip(void)
     fl_graph_partition p, q;
     make_partition(&p);
     fl_wire_buf bytes = {0};
-    int rc = fl_graph_wire_encode(&p, &bytes);
+    int rc = fl_partition_def_encode(&p, &bytes);
     ok(rc == 0, "a partition encodes (%zu bytes)", bytes.len);
-    ok(fl_graph_wire_decode(bytes.data, bytes.len, &q) == 0, "and decodes: %s", fl_last_error());
+    ok(fl_partition_def_decode(bytes.data, bytes.len, &q) == 0, "and decodes: %s", fl_last_error());
     int n = fl_graph_node_count(p.graph);
     bool same = q.graph && fl_graph_node_count(q.graph) == n && q.task == 1 &&
                 strcmp(q.job, "worker") == 0;
@@ -256,7 +256,7 @@ static void test_graph_round_trip(void)
     for (size_t i = 0; i < bytes.len; i++) {
         bytes.data[i] ^= 0xa5;
         fl_graph_partition r;
-        if (fl_graph_wire_decode(bytes.data, bytes.len, &r) != 0)
+        if (fl_partition_def_decode(bytes.data, bytes.len, &r) != 0)
             refused += fl_last_error_code() == FL_INVALID_ARGUMENT;
         else
             fl_graph_partition_free(&r);
@@ -265,7 +265,7 @@ static void test_graph_round_trip(void)
     ok(refused > 0, "flipping bytes one at a time: %d of %zu refused with INVALID_ARGUMENT, no crash", refused, bytes.len);
     bool all_refused = true;
     for (size_t cut = 0; cut < bytes.len; cut += 7)
-        all_refused = all_refused && fl_graph_wire_decode(bytes.data, cut, &q) != 0;
+        all_refused = all_refused && fl_partition_def_decode(bytes.data, cut, &q) != 0;
     ok(all_refused, "every truncated partition is refused");
     fl_wire_buf_free(&bytes);
     fl_graph_partition_free(&p);
@@ -276,7 +276,7 @@ static void expect_refused(fl_graph_partition *p, const char *node, const char *
 {
     fl_wire_buf bytes = {0};
     fl_graph_partition q;
-    int rc = fl_graph_wire_encode(p, &bytes) == 0 ? fl_graph_wire_decode(bytes.data, bytes.len, &q) : 0;
+    int rc = fl_partition_def_encode(p, &bytes) == 0 ? fl_partition_def_decode(bytes.data, bytes.len, &q) : 0;
     ok(rc != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT, "%s is refused (INVALID_ARGUMENT)", what);
     char want[300];
     snprintf(want, sizeof want, "node %s", node);
@@ -317,15 +317,74 @@ static void test_graph_refusals(void)
     expect_refused(&p, "y", "a device of another task");
     fl_graph_partition_free(&p);
 
-    /* The header alone, claiming more nodes than a partition may have. */
-    unsigned char head[] = {FL_GRAPH_WIRE_VERSION, 6, 'w', 'o', 'r', 'k', 'e', 'r', 0, 0, 0, 0, 0, 1, 0x86, 0xa1};
+    /* A message of 100001 empty NodeDefs: more nodes than a partition may have. */
+    size_t nodes = FL_PARTITION_MAX_NODES + 1, graph_len = 2 * nodes;
+    unsigned char head[] = {0x08, FL_PARTITION_FORMAT, 0x12, 6, 'w', 'o', 'r', 'k', 'e', 'r', 0x22,
+                            (unsigned char)(0x80 | (graph_len & 0x7f)), (unsigned char)(0x80 | ((graph_len >> 7) & 0x7f)),
+                            (unsigned char)(graph_len >> 14)};
+    unsigned char *many = calloc(sizeof head + graph_len, 1);
+    memcpy(many, head, sizeof head);
+    for (size_t i = 0; i < nodes; i++)
+        many[sizeof head + 2 * i] = 0x0a; /* field 1 (node), length 0 */
     fl_graph_partition q;
-    ok(fl_graph_wire_decode(head, sizeof head, &q) != 0, "a partition of 100001 nodes is refused");
-    contains(fl_last_error(), "partition for /job:worker/task:0 refused: node (header): 100001 nodes",
+    ok(fl_partition_def_decode(many, sizeof head + graph_len, &q) != 0, "a partition of 100001 nodes is refused");
+    contains(fl_last_error(), "partition for /job:worker/task:0 refused: (message): 100001 nodes",
              "the message says whose partition and how many nodes");
-    head[0] = 2; /* waves and edge lists: a client of an older build */
-    ok(fl_graph_wire_decode(head, sizeof head, &q) != 0, "a partition of format 2 is refused");
-    contains(fl_last_error(), "partition format 2; this task reads format 3 only", "saying which format it reads");
+    many[1] = 5; /* a newer client's */
+    ok(fl_partition_def_decode(many, sizeof head + graph_len, &q) != 0, "a partition of format 5 is refused");
+    contains(fl_last_error(), "partition format 5; this task reads format 4 only", "saying which format it reads");
+    many[0] = 3; /* format 3's first byte: its version; a byte layout of our own, not protobuf */
+    ok(fl_partition_def_decode(many, sizeof head + graph_len, &q) != 0, "a partition of format 3 is refused");
+    contains(fl_last_error(), "partition format 3; this task reads format 4 only", "naming both formats");
+    free(many);
+}
+
+static unsigned char *find_bytes(fl_wire_buf *b, const unsigned char *what, size_t len)
+{
+    for (size_t i = 0; i + len <= b->len; i++)
+        if (memcmp(b->data + i, what, len) == 0)
+            return b->data + i;
+    return NULL;
+}
+
+/* What protobuf-c would take but this task does not know: a field of a
+ * NodeDef's that graph.proto lacks, an attr no op has, an attr of the
+ * wrong kind. Each refused naming the node and the field or attr. */
+static void test_graph_unknowns(void)
+{
+    fl_graph_partition p, q;
+    make_partition(&p);
+    fl_wire_buf bytes = {0};
+    fl_partition_def_encode(&p, &bytes);
+    /* The message again, with "y"'s name followed by field 9 (NodeDef's experimental_debug_info in TensorFlow). */
+    const unsigned char name[] = {0x0a, 1, 'y'};
+    unsigned char *at = find_bytes(&bytes, name, sizeof name);
+    ok(at != NULL, "node y's name is in the message");
+    if (at) {
+        at[0] = 0x4a; /* field 9, length-delimited, 1 byte: "y" as an unknown field; the node has no name */
+        ok(fl_partition_def_decode(bytes.data, bytes.len, &q) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
+           "a NodeDef with a field this task does not know is refused");
+        contains(fl_last_error(), "field 9 is not one this task knows", "the message names the field");
+        contains(fl_last_error(), "node #", "and the node by its place, as it has no name");
+        at[0] = 0x0a;
+    }
+    unsigned char *dtype = find_bytes(&bytes, (const unsigned char *)"\x0a\x05" "dtype", 7);
+    ok(dtype != NULL, "a dtype attr is in the message");
+    if (dtype) {
+        memcpy(dtype + 2, "dtypo", 5);
+        ok(fl_partition_def_decode(bytes.data, bytes.len, &q) != 0, "an attr no op has is refused");
+        contains(fl_last_error(), "node x: attr dtypo is not one a partition carries", "naming the node and the attr");
+        memcpy(dtype + 2, "shape", 5); /* a shape attr whose value is a type */
+        ok(fl_partition_def_decode(bytes.data, bytes.len, &q) != 0, "an attr of the wrong kind is refused");
+        contains(fl_last_error(), "attr shape is not a shape", "naming the attr and its kind");
+    }
+    unsigned char junk[64];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (unsigned char)(0x08 + i * 37);
+    ok(fl_partition_def_decode(junk, sizeof junk, &q) != 0 && fl_last_error_code() == FL_INVALID_ARGUMENT,
+       "bytes that are no message are refused: %s", fl_last_error());
+    fl_wire_buf_free(&bytes);
+    fl_graph_partition_free(&p);
 }
 
 /* A SEND_TENSOR whose data is lent: its head, then the data where it lies,
@@ -357,5 +416,6 @@ int main(void)
     test_step_trace();
     test_graph_round_trip();
     test_graph_refusals();
+    test_graph_unknowns();
     return done_testing();
 }

@@ -3,10 +3,13 @@
  * without sockets: a Send puts its value straight into the peer's
  * rendezvous. Two tasks on two threads whose graphs would deadlock an
  * executor that blocked on one Recv (task 1 reads A before it can send B,
- * and task 0 makes A from B) finish; a warm step allocates no device buffer;
+ * and task 0 makes A from B) finish; a warm step allocates no device buffer,
+ * and no host memory but the value fetched (alloc_count.h);
  * a Recv that never comes fails the run at the deadline naming the key and
  * its task, and a node with that Recv as control input has not run; a
  * cancelled client and an aborted step end the wait with ABORTED. */
+#include "alloc_count.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -129,11 +132,15 @@ static void test_crossing_tasks(void)
     ok(tasks[1].got == 16.0f, "task 1 gets 2 * A = 2 * 2 * (3 + 1) = 16 (got %g)", tasks[1].got);
     run_both(2);
     uint64_t before = allocations();
+    alloc_count_start();
     run_both(3);
+    unsigned long long blocks = alloc_count_stop();
     ok(tasks[0].rc == 0 && tasks[1].rc == 0 && tasks[1].got == 16.0f, "a third step gives 16 again (%s%s)",
        tasks[0].error, tasks[1].error);
     ok(allocations() == before, "a warm step allocates no device buffer on either task (%llu more)",
        (unsigned long long)(allocations() - before));
+    ok(blocks == 2, "and no host memory on either task but task 1's fetched value, its tensor and its data: "
+       "the values sent, their keys and entries reuse the last step's (%llu blocks, want 2)", blocks);
     for (int i = 0; i < 2; i++) {
         ok(fl_rendezvous_count(tasks[i].r) == 0, "task %d's rendezvous holds nothing after the steps", i);
         close_task(&tasks[i]);

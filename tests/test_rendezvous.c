@@ -6,8 +6,11 @@
  * that is over dropped; its limits (a server's --max_waiting_value_bytes per
  * sender and --max_waiting_value_bytes_total, FLOWLAB_TASK_DEADLINE as the
  * longest a value waits) and a sender's values gone with it, but for a
- * running step's. Every wait here
+ * running step's; a warm step's values reuse the memory of the last
+ * step's (no host block allocated). Every wait here
  * has a deadline of a few seconds. */
+#include "alloc_count.h"
+
 #include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -93,9 +96,50 @@ static void test_limits(void)
     fl_rendezvous_free(r);
 }
 
+/* Steps of two values each, as a Recv takes them: polled, then given back
+ * (fl_rendezvous_recycle) once the value is in the Recv's buffer. */
+static bool step_of_two(fl_rendezvous *r, uint64_t step, float first)
+{
+    float values[2][3] = {{first, first + 1, first + 2}, {-first, 0, first}};
+    bool right = true;
+    for (int i = 0; i < 2; i++) {
+        fl_tensor t = {.dtype = FL_FLOAT32, .shape = fl_shape_make(1, 3), .data = values[i]};
+        fl_rendezvous_put(r, NULL, step, i ? "b" : "a", &t, &held);
+    }
+    for (int i = 0; i < 2; i++) {
+        fl_tensor *got = NULL;
+        right = right && fl_rendezvous_poll(r, step, i ? "b" : "a", "/job:ps/task:0", &got) == 1 &&
+                memcmp(got->data, values[i], sizeof values[i]) == 0;
+        fl_rendezvous_recycle(r, got, got ? fl_tensor_bytes(got) : 0);
+    }
+    fl_rendezvous_finish(r, step);
+    return right;
+}
+
+static void test_warm_steps_reuse_memory(void)
+{
+    fl_rendezvous *r = fl_rendezvous_new();
+    ok(step_of_two(r, 1, 1) && step_of_two(r, 2, 10), "two steps of two values each: each value taken whole");
+    alloc_count_start();
+    bool right = step_of_two(r, 3, 100);
+    unsigned long long blocks = alloc_count_stop();
+    ok(right, "a third step's values are the third step's, not the memory's last");
+    ok(blocks == 0, "a warm step allocates no host memory in the rendezvous: its entries, keys and values' "
+       "memory are the last step's (%llu blocks)", blocks);
+    float big[64] = {0};
+    fl_tensor t = {.dtype = FL_FLOAT32, .shape = fl_shape_make(1, 64), .data = big};
+    fl_tensor *got = NULL;
+    fl_rendezvous_put(r, NULL, 4, "a", &t, &held);
+    ok(fl_rendezvous_poll(r, 4, "a", "/job:ps/task:0", &got) == 1 && got->shape.dims[0] == 64,
+       "a value bigger than any before gets memory of its size");
+    fl_tensor_free(got); /* a taker may free instead of giving back */
+    fl_rendezvous_free(r);
+}
+
 int main(void)
 {
     test_limits();
+    test_warm_steps_reuse_memory();
     fl_rendezvous *r = fl_rendezvous_new();
     float v = 3;
     fl_tensor t = {.dtype = FL_FLOAT32, .shape = {0, {0}}, .data = &v};

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "distributed_runtime/transport/frame_reader.h"
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "distributed_runtime/partition/partition_client.h"
 #include "distributed_runtime/transport/socket_writer.h"
 #include "flowlab_cluster.h"
@@ -112,7 +112,7 @@ static bool register_tiny(int fd, fl_wire_buf *out, fl_wire_buf *in, fl_status *
     p.graph = fl_graph_new();
     fl_placeholder(p.graph, FL_FLOAT32, fl_shape_make(1, 2), "x");
     fl_wire_buf graph = {0};
-    fl_graph_wire_encode(&p, &graph);
+    fl_partition_def_encode(&p, &graph);
     fl_graph_partition_free(&p);
     fl_wire_put_register_partition(out, 2, graph.data, graph.len);
     fl_wire_buf_free(&graph);
@@ -150,7 +150,7 @@ static void start_busy_run_and_hang_up(int port)
     snprintf(p.job, sizeof p.job, "worker");
     p.graph = busy_graph();
     fl_wire_buf graph = {0}, out = {0}, in = {0};
-    fl_graph_wire_encode(&p, &graph);
+    fl_partition_def_encode(&p, &graph);
     fl_graph_partition_free(&p);
     int fd = loopback_connect(port, 20);
     fl_wire_frame f;

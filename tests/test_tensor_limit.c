@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "distributed_runtime/partition/partition_exec.h"
 #include "runtime.h"
 #include "tap.h"
@@ -73,7 +73,7 @@ static void test_through_a_partition(void)
     build_petabyte(p.graph);
     fl_wire_buf buf = {0};
     fl_graph_partition q;
-    ok(fl_graph_wire_encode(&p, &buf) == 0 && fl_graph_wire_decode(buf.data, buf.len, &q) == 0,
+    ok(fl_partition_def_encode(&p, &buf) == 0 && fl_partition_def_decode(buf.data, buf.len, &q) == 0,
        "the partition of two legal Fills and their MatMul is accepted from the wire: %s", fl_last_error());
     fl_partition_exec *e = fl_partition_exec_new(&q, NULL, NULL);
     fl_set_max_tensor_bytes(256u << 20);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "runtime.h"
 #include "tap.h"
 
@@ -105,9 +105,9 @@ static void check_decode_refuses(const char *what, fl_op_kind op, fl_shape x_sha
     if (n)
         n->attrs.axis = axis;
     fl_wire_buf buf = {0};
-    ok(n && fl_graph_wire_encode(&p, &buf) == 0, "%s: the partition encodes: %s", what, fl_last_error());
+    ok(n && fl_partition_def_encode(&p, &buf) == 0, "%s: the partition encodes: %s", what, fl_last_error());
     fl_graph_partition q;
-    ok(fl_graph_wire_decode(buf.data, buf.len, &q) != 0, "%s: the decoder refuses it", what);
+    ok(fl_partition_def_decode(buf.data, buf.len, &q) != 0, "%s: the decoder refuses it", what);
     ok(fl_last_error_code() == FL_INVALID_ARGUMENT, "%s: INVALID_ARGUMENT", what);
     contains(fl_last_error(), want, what);
     fl_wire_buf_free(&buf);

@@ -154,43 +154,29 @@ static pipeline_out build_one_device(fl_graph *g, const char *device, fl_node *i
 }
 
 /* Chapter 1's layers, as trace_report names them; a variable of none of
- * them (there is none today) is updated in a group of its own, "other". */
+ * them (there is none today) is updated in a scope of its own, "other". */
 static const char *const layer_names[] = {"conv_1", "conv_2", "dense_1", "dense_2", "other"};
 enum { NUM_GROUPS = sizeof layer_names / sizeof layer_names[0] };
 
-static int layer_of(const fl_node *var)
+static const char *layer_of(const fl_node *var)
 {
     for (int l = 0; l < NUM_GROUPS - 1; l++)
         if (strstr(fl_node_name(var), layer_names[l]))
-            return l;
-    return NUM_GROUPS - 1;
+            return layer_names[l];
+    return layer_names[NUM_GROUPS - 1];
 }
 
-/* Adam's updates, one group per layer ("train/dense_1/ApplyAdam"), so that a
- * trace says which layer each update serves and trace_report counts it with
- * the layer. The same updates as one fl_apply_gradients over all variables:
- * each group keeps its own beta powers, equal to the others' every step, and
- * the first group counts the step. */
+/* Adam's updates, each in its layer's name scope ("train/dense_1/ApplyAdam"),
+ * so that a trace says which layer each update serves and trace_report
+ * counts it with the layer; one pair of beta powers and one step count, as
+ * one fl_apply_gradients over all variables builds them. */
 static fl_node *apply_by_layer(fl_graph *g, fl_optimizer *optimizer, const pipeline_out *out,
                                fl_node *global_step)
 {
-    fl_node *groups[NUM_GROUPS];
-    int ngroups = 0;
-    fl_name_scope_push(g, "train");
-    for (int l = 0; l < NUM_GROUPS; l++) {
-        fl_grad_var pairs[MAX_VARS];
-        int n = 0;
-        for (int v = 0; v < out->nvars; v++)
-            if (layer_of(out->grads[v].var) == l)
-                pairs[n++] = out->grads[v];
-        if (n > 0) {
-            groups[ngroups] = fl_apply_gradients(optimizer, g, pairs, n, ngroups == 0 ? global_step : NULL,
-                                                 layer_names[l]);
-            ngroups++;
-        }
-    }
-    fl_name_scope_pop(g);
-    return fl_group(g, groups, ngroups, "train");
+    const char *scopes[MAX_VARS];
+    for (int v = 0; v < out->nvars; v++)
+        scopes[v] = layer_of(out->grads[v].var);
+    return fl_apply_gradients_scoped(optimizer, g, out->grads, out->nvars, scopes, global_step, "train");
 }
 
 static lab_model build_model(fl_graph *g, const split_flags *f, pipeline_plan *plan,

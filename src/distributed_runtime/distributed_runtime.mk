@@ -8,7 +8,8 @@
 # and OpenSSL (the shared secret's HMAC, TLS: libevent_openssl on the server side).
 DISTRIBUTED_RUNTIME_SRC := $(wildcard src/distributed_runtime/*/*.c)
 CLUSTER_LIB    := $(BUILD)/libflowlab_cluster.a
-CLUSTER_OBJ    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CLUSTER_SRC) $(DISTRIBUTED_RUNTIME_SRC))
+PARTITION_PB   := $(BUILD)/obj/distributed_runtime/partition/partition.pb-c.o
+CLUSTER_OBJ    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CLUSTER_SRC) $(DISTRIBUTED_RUNTIME_SRC)) $(PARTITION_PB)
 CLUSTER_LDLIBS := -levent_core -levent_pthreads -levent_openssl -lssl -lcrypto
 # A cluster program's link line (expanded late: the backends add to LDLIBS).
 CLUSTER_LINK    = $(CLUSTER_LIB) $(LIB) $(LDLIBS) $(CLUSTER_LDLIBS)
@@ -16,3 +17,20 @@ CLUSTER_LINK    = $(CLUSTER_LIB) $(LIB) $(LDLIBS) $(CLUSTER_LDLIBS)
 $(CLUSTER_LIB): $(CLUSTER_OBJ)
 	rm -f $@
 	ar rcs $@ $^
+
+# partition/partition.proto, REGISTER_PARTITION's message around graph.proto's
+# GraphDef (src/summary/), compiled by protoc-c at build time like summary's.
+PARTITION_GEN  := $(BUILD)/gen/distributed_runtime
+
+$(PARTITION_GEN)/partition.pb-c.c $(PARTITION_GEN)/partition.pb-c.h: src/distributed_runtime/partition/partition.proto src/summary/graph.proto
+	@mkdir -p $(PARTITION_GEN)
+	protoc-c --proto_path=src/summary --proto_path=src/distributed_runtime/partition --c_out=$(PARTITION_GEN) $<
+
+$(PARTITION_PB): $(PARTITION_GEN)/partition.pb-c.c $(PARTITION_GEN)/partition.pb-c.h $(SUMMARY_PB_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(SUMMARY_GEN) -I$(PARTITION_GEN) -c $< -o $@
+
+PARTITION_DEF_OBJ := $(BUILD)/obj/distributed_runtime/partition/partition_def.o \
+                     $(BUILD)/obj/distributed_runtime/partition/partition_def_nodes.o
+$(PARTITION_DEF_OBJ): CFLAGS += -I$(SUMMARY_GEN) -I$(PARTITION_GEN)
+$(PARTITION_DEF_OBJ): $(PARTITION_GEN)/partition.pb-c.h $(SUMMARY_PB_H) src/summary/graph_def.h

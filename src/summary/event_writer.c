@@ -101,11 +101,7 @@ static void *flush_periodically(void *arg)
     fl_summary_file_writer *w = arg;
     pthread_mutex_lock(&w->lock);
     while (!w->closing) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        double secs = until.tv_sec + until.tv_nsec / 1e9 + w->flush_secs;
-        until.tv_sec = (time_t)secs;
-        until.tv_nsec = (long)((secs - (double)until.tv_sec) * 1e9);
+        struct timespec until = fl_wall_after(w->flush_secs);
         if (pthread_cond_timedwait(&w->wake, &w->lock, &until) != 0 && !w->closing)
             write_pending(w);
     }

@@ -1,112 +1,121 @@
-/* graph_def.c: the graph as a GraphDef, TensorFlow's serialized graph, which
- * TensorBoard's graph dashboard draws: a NodeDef per node with its op, its
- * inputs ("^name" for a control input), its requested device, its dtype and
- * its build-time shape (the "_output_shapes" the dashboard labels edges
- * with). The dashboard folds the nodes into name scopes by their names. */
+/* graph_def.c: the graph as a GraphDef, TensorFlow's serialized graph: the
+ * one writer, for TensorBoard's graph dashboard (which folds the nodes into
+ * name scopes by their names and labels edges with "_output_shapes") and
+ * for a partition a task receives (the distributed runtime's
+ * partition_def.c), whose extra attrs the dashboard shows and ignores. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_def.h"
 #include "summary_internal.h"
 
-/* A node's attributes: its dtype and its output's shape; the storage lives
- * beside the NodeDef that points into it. */
-typedef struct {
-    Tensorflow__NodeDef def;
-    char **inputs;
-    Tensorflow__AttrEntry dtype_entry, shapes_entry;
-    Tensorflow__AttrEntry *entries[2];
-    Tensorflow__AttrValue dtype, shapes;
-    Tensorflow__AttrValue__ListValue shape_list;
-    Tensorflow__TensorShapeProto shape, *shape_ptr;
-    Tensorflow__TensorShapeProto__Dim dims[FL_MAX_RANK], *dim_ptrs[FL_MAX_RANK];
-} node_storage;
-
-static void describe_shape(node_storage *s, fl_shape shape)
+static Tensorflow__AttrValue *new_value(Tensorflow__AttrValue__ValueCase which)
 {
-    tensorflow__tensor_shape_proto__init(&s->shape);
-    for (int d = 0; d < shape.rank; d++) {
-        tensorflow__tensor_shape_proto__dim__init(&s->dims[d]);
-        s->dims[d].size = shape.dims[d];
-        s->dim_ptrs[d] = &s->dims[d];
-    }
-    s->shape.n_dim = (size_t)shape.rank;
-    s->shape.dim = s->dim_ptrs;
-    s->shape_ptr = &s->shape;
-    tensorflow__attr_value__list_value__init(&s->shape_list);
-    s->shape_list.n_shape = 1;
-    s->shape_list.shape = &s->shape_ptr;
-    tensorflow__attr_value__init(&s->shapes);
-    s->shapes.value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
-    s->shapes.list = &s->shape_list;
-    tensorflow__attr_entry__init(&s->shapes_entry);
-    s->shapes_entry.key = "_output_shapes";
-    s->shapes_entry.value = &s->shapes;
+    Tensorflow__AttrValue *v = fl_xmalloc(sizeof *v);
+    tensorflow__attr_value__init(v);
+    v->value_case = which;
+    return v;
 }
 
-static void describe_dtype(node_storage *s, fl_dtype dtype)
+/* "_output_shapes": a list of one shape, the node's build-time one. */
+static void add_output_shape(Tensorflow__NodeDef *def, fl_shape shape)
 {
-    tensorflow__attr_value__init(&s->dtype);
-    s->dtype.value_case = TENSORFLOW__ATTR_VALUE__VALUE_TYPE;
-    s->dtype.type = dtype == FL_INT32 ? TENSORFLOW__DATA_TYPE__DT_INT32 : TENSORFLOW__DATA_TYPE__DT_FLOAT;
-    tensorflow__attr_entry__init(&s->dtype_entry);
-    s->dtype_entry.key = "dtype";
-    s->dtype_entry.value = &s->dtype;
+    Tensorflow__AttrValue *v = new_value(TENSORFLOW__ATTR_VALUE__VALUE_LIST);
+    v->list = fl_xmalloc(sizeof *v->list);
+    tensorflow__attr_value__list_value__init(v->list);
+    v->list->n_shape = 1;
+    v->list->shape = fl_xmalloc(sizeof *v->list->shape);
+    v->list->shape[0] = fl_graph_def_shape(shape);
+    fl_graph_def_add_attr(def, "_output_shapes", v);
 }
 
-static void describe_node(node_storage *s, const fl_node *n)
+/* A Const's value as a TensorProto: its elements little-endian. */
+static void add_value(Tensorflow__NodeDef *def, const fl_tensor *t)
 {
-    tensorflow__node_def__init(&s->def);
-    s->def.name = n->name;
-    s->def.op = (char *)fl_node_op_type(n);
-    s->def.device = (char *)n->device;
-    s->inputs = fl_xcalloc((size_t)(n->ninputs + n->ncontrols + 1), sizeof *s->inputs);
+    Tensorflow__TensorProto *proto = fl_xmalloc(sizeof *proto);
+    tensorflow__tensor_proto__init(proto);
+    proto->dtype = fl_graph_def_dtype(t->dtype);
+    proto->tensor_shape = fl_graph_def_shape(t->shape);
+    size_t count = (size_t)fl_shape_size(t->shape);
+    proto->tensor_content.len = count * 4;
+    proto->tensor_content.data = fl_xmalloc(count * 4 + 1);
+    const uint32_t *words = t->data;
+    for (size_t i = 0; i < count; i++)
+        for (int b = 0; b < 4; b++)
+            proto->tensor_content.data[i * 4 + (size_t)b] = (uint8_t)(words[i] >> (8 * b));
+    Tensorflow__AttrValue *v = new_value(TENSORFLOW__ATTR_VALUE__VALUE_TENSOR);
+    v->tensor = proto;
+    fl_graph_def_add_attr(def, "value", v);
+}
+
+static void add_variable_attrs(Tensorflow__NodeDef *def, const fl_node *n)
+{
+    Tensorflow__AttrValue *trainable = new_value(TENSORFLOW__ATTR_VALUE__VALUE_B);
+    trainable->b = n->trainable;
+    fl_graph_def_add_attr(def, "_trainable", trainable);
+    if (!n->initializer)
+        return;
+    Tensorflow__AttrValue *init = new_value(TENSORFLOW__ATTR_VALUE__VALUE_S);
+    init->s.data = (uint8_t *)fl_xstrdup(n->initializer->name);
+    init->s.len = strlen(n->initializer->name);
+    fl_graph_def_add_attr(def, "_initializer", init);
+}
+
+static char **input_names(const fl_node *n)
+{
+    char **inputs = fl_xcalloc((size_t)(n->ninputs + n->ncontrols + 1), sizeof *inputs);
     for (int i = 0; i < n->ninputs; i++)
-        s->inputs[i] = fl_xstrdup(n->inputs[i]->name);
+        inputs[i] = fl_xstrdup(n->inputs[i]->name);
     for (int i = 0; i < n->ncontrols; i++) {
         size_t len = strlen(n->controls[i]->name) + 2;
-        s->inputs[n->ninputs + i] = fl_xmalloc(len);
-        snprintf(s->inputs[n->ninputs + i], len, "^%s", n->controls[i]->name);
+        inputs[n->ninputs + i] = fl_xmalloc(len);
+        snprintf(inputs[n->ninputs + i], len, "^%s", n->controls[i]->name);
     }
-    s->def.n_input = (size_t)(n->ninputs + n->ncontrols);
-    s->def.input = s->inputs;
-    describe_dtype(s, n->dtype);
-    s->entries[0] = &s->dtype_entry;
-    s->def.n_attr = 1;
-    if (n->has_output) { /* NoOp and the optimizer's updates have no value to draw */
-        describe_shape(s, n->shape);
-        s->entries[s->def.n_attr++] = &s->shapes_entry;
-    }
-    s->def.attr = s->entries;
+    return inputs;
 }
 
-/* The graph encoded; *len its size. The caller frees it. */
-static unsigned char *encode_graph(const fl_graph *g, size_t *len)
+static Tensorflow__NodeDef *describe_node(const fl_node *n, bool with_values)
+{
+    Tensorflow__NodeDef *def = fl_xmalloc(sizeof *def);
+    tensorflow__node_def__init(def);
+    def->name = fl_xstrdup(n->name);
+    def->op = fl_xstrdup(fl_node_op_type(n));
+    def->device = fl_xstrdup(n->device);
+    def->input = input_names(n);
+    def->n_input = (size_t)(n->ninputs + n->ncontrols);
+    Tensorflow__AttrValue *dtype = new_value(TENSORFLOW__ATTR_VALUE__VALUE_TYPE);
+    dtype->type = fl_graph_def_dtype(n->dtype);
+    fl_graph_def_add_attr(def, "dtype", dtype);
+    if (n->has_output) /* NoOp and the optimizer's updates have no value to draw */
+        add_output_shape(def, n->shape);
+    fl_graph_def_write_attrs(&n->attrs, def);
+    if (with_values && n->value)
+        add_value(def, n->value);
+    if (n->op == FL_OP_VARIABLE)
+        add_variable_attrs(def, n);
+    return def;
+}
+
+Tensorflow__GraphDef *fl_graph_def_new(const fl_graph *g, bool with_values)
 {
     int count = fl_graph_node_count(g);
-    node_storage *nodes = fl_xcalloc((size_t)(count ? count : 1), sizeof *nodes);
-    Tensorflow__NodeDef **defs = fl_xcalloc((size_t)(count ? count : 1), sizeof *defs);
-    for (int id = 0; id < count; id++) {
-        describe_node(&nodes[id], fl_graph_node(g, id));
-        defs[id] = &nodes[id].def;
-    }
-    Tensorflow__VersionDef versions = TENSORFLOW__VERSION_DEF__INIT;
-    versions.producer = 22; /* a GraphDef version TensorBoard's importer knows */
-    Tensorflow__GraphDef graph = TENSORFLOW__GRAPH_DEF__INIT;
-    graph.n_node = (size_t)count;
-    graph.node = defs;
-    graph.versions = &versions;
-    *len = tensorflow__graph_def__get_packed_size(&graph);
-    unsigned char *bytes = fl_xmalloc(*len ? *len : 1);
-    tensorflow__graph_def__pack(&graph, bytes);
-    for (int id = 0; id < count; id++) {
-        for (size_t i = 0; i < nodes[id].def.n_input; i++)
-            free(nodes[id].inputs[i]);
-        free(nodes[id].inputs);
-    }
-    free(defs);
-    free(nodes);
-    return bytes;
+    Tensorflow__GraphDef *graph = fl_xmalloc(sizeof *graph);
+    tensorflow__graph_def__init(graph);
+    graph->node = fl_xcalloc((size_t)count + 1, sizeof *graph->node);
+    for (int id = 0; id < count; id++)
+        graph->node[graph->n_node++] = describe_node(fl_graph_node(g, id), with_values);
+    graph->versions = fl_xmalloc(sizeof *graph->versions);
+    tensorflow__version_def__init(graph->versions);
+    graph->versions->producer = 22; /* a GraphDef version TensorBoard's importer knows */
+    return graph;
+}
+
+/* Every part is malloc'd, as protobuf-c's unpack leaves a message. */
+void fl_graph_def_free(Tensorflow__GraphDef *def)
+{
+    if (def)
+        tensorflow__graph_def__free_unpacked(def, NULL);
 }
 
 int fl_summary_add_graph(fl_summary_file_writer *w, const fl_graph *g)
@@ -115,9 +124,13 @@ int fl_summary_add_graph(fl_summary_file_writer *w, const fl_graph *g)
         fl_set_error_code(FL_INVALID_ARGUMENT, "fl_summary_add_graph: no %s", w ? "graph" : "writer");
         return -1;
     }
+    Tensorflow__GraphDef *graph = fl_graph_def_new(g, false);
     Tensorflow__Event event = TENSORFLOW__EVENT__INIT;
     event.what_case = TENSORFLOW__EVENT__WHAT_GRAPH_DEF;
-    event.graph_def.data = encode_graph(g, &event.graph_def.len);
+    event.graph_def.len = tensorflow__graph_def__get_packed_size(graph);
+    event.graph_def.data = fl_xmalloc(event.graph_def.len + 1);
+    tensorflow__graph_def__pack(graph, event.graph_def.data);
+    fl_graph_def_free(graph);
     int rc = fl_summary_write_event(w, &event);
     free(event.graph_def.data);
     return rc;

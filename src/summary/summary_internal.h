@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "event.pb-c.h" /* generated into build/gen/summary/ from event.proto */
+#include "graph.pb-c.h" /* and from graph.proto: the GraphDef */
 #include "runtime.h"
 
 /* ---- crc32c.c ---- */

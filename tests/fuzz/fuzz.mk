@@ -2,7 +2,7 @@
 #   make fuzz                  builds tests/fuzz/fuzz_wire with libFuzzer (Debian's clang and
 #                              libclang-rt-14-dev) and runs it for FUZZ_SECONDS (30) on seeds
 #                              that make_corpus writes with the encoders; then fuzz_graph_wire, the
-#                              decoder of a partition's graph, for FUZZ_GRAPH_SECONDS (15); then
+#                              decoder of a partition's message, for FUZZ_GRAPH_SECONDS (15); then
 #                              fuzz_graph_run, which decodes, registers and RUNS partitions on the
 #                              host device, for FUZZ_RUN_SECONDS (60), from tests/fuzz/corpus-run/
 # Exits 0 when no input crashed the decoder or the parsers; a crash fails the target and
@@ -23,15 +23,18 @@ $(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c $(WIRE_SRC) $(WIRE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror -Isrc tests/fuzz/make_corpus.c $(WIRE_SRC) -o $@ -lm
 
-# The decoder of a partition's graph (REGISTER_PARTITION's payload) rebuilds nodes with the
-# runtime's fl_add_node, so its target links the core's archive; seeds from the encoder.
-GRAPH_WIRE_SRC := src/distributed_runtime/partition/graph_wire.c src/distributed_runtime/partition/graph_wire_decode.c src/distributed_runtime/partition/graph_wire_ops.c \
-                  src/distributed_runtime/partition/graph_partition.c
+# The decoder of a partition's message (REGISTER_PARTITION's payload: partition.proto around
+# src/summary's GraphDef) unpacks with protobuf-c and rebuilds nodes with the runtime's
+# fl_add_node, so its target links the core's archive (the GraphDef writer and graph.proto's
+# code among it) and the generated partition.pb-c.c; seeds from the encoder.
+GRAPH_WIRE_SRC := src/distributed_runtime/partition/partition_def.c src/distributed_runtime/partition/partition_def_nodes.c \
+                  src/distributed_runtime/partition/graph_partition.c $(PARTITION_GEN)/partition.pb-c.c
+GRAPH_WIRE_INC := -I$(SUMMARY_GEN) -I$(PARTITION_GEN)
 FUZZ_GRAPH_SECONDS ?= 15
 
-$(FUZZ_DIR)/fuzz_graph_wire: tests/fuzz/fuzz_graph_wire.c $(GRAPH_WIRE_SRC) $(WIRE_SRC) $(WIRE_HDR) $(LIB)
+$(FUZZ_DIR)/fuzz_graph_wire: tests/fuzz/fuzz_graph_wire.c $(GRAPH_WIRE_SRC) $(WIRE_SRC) $(WIRE_HDR) $(LIB) $(PARTITION_GEN)/partition.pb-c.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_graph_wire.c $(GRAPH_WIRE_SRC) $(WIRE_SRC) -o $@ $(LIB) $(LDLIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(GRAPH_WIRE_INC) tests/fuzz/fuzz_graph_wire.c $(GRAPH_WIRE_SRC) $(WIRE_SRC) -o $@ $(LIB) $(LDLIBS)
 
 $(FUZZ_DIR)/make_graph_corpus: tests/fuzz/make_graph_corpus.c tests/partition_fixture.h $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)
@@ -39,8 +42,8 @@ $(FUZZ_DIR)/make_graph_corpus: tests/fuzz/make_graph_corpus.c tests/partition_fi
 
 # fuzz_graph_run runs what it decodes: the core and the cluster rooms are built
 # again with clang, the sanitizers and the fuzzer's coverage (build/fuzz/obj/),
-# so that a kernel's over-read is caught; the event protobuf and the backend
-# table come from the plain build. Its seeds are checked in (tests/fuzz/corpus-run/:
+# so that a kernel's over-read is caught; the protobuf code (event, graph,
+# partition), the GraphDef writer and the backend table come from the plain build. Its seeds are checked in (tests/fuzz/corpus-run/:
 # seed-* written by make_run_corpus, `make fuzz-run-corpus` after changing it;
 # found-* inputs a longer run found, one of them a crash since fixed); what the
 # fuzzer adds goes to build/fuzz/corpus-run/.
@@ -50,15 +53,15 @@ FUZZ_RUN_OBJ := $(patsubst src/%.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_RUN_SRC))
 FUZZ_RUN_CFLAGS = $(filter-out -O3 -Wno-format-truncation,$(CFLAGS)) -O1 \
                   -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 
-$(FUZZ_DIR)/obj/%.o: src/%.c src/flowlab.h src/runtime.h
+$(FUZZ_DIR)/obj/%.o: src/%.c src/flowlab.h src/runtime.h $(PARTITION_GEN)/partition.pb-c.h $(SUMMARY_PB_H)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) -MMD -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) $(GRAPH_WIRE_INC) -MMD -MP -c $< -o $@
 
 -include $(FUZZ_RUN_OBJ:.o=.d)
 
-$(FUZZ_DIR)/fuzz_graph_run: tests/fuzz/fuzz_graph_run.c tests/fuzz/graph_program.h $(FUZZ_RUN_OBJ) $(LIB)
+$(FUZZ_DIR)/fuzz_graph_run: tests/fuzz/fuzz_graph_run.c tests/fuzz/graph_program.h $(FUZZ_RUN_OBJ) $(LIB) $(PARTITION_PB)
 	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) -fsanitize=fuzzer tests/fuzz/fuzz_graph_run.c $(FUZZ_RUN_OBJ) \
-	    $(SUMMARY_OBJ) $(BUILD)/obj/backends.o $(BACKEND_OBJ) -o $@ $(LDLIBS) $(CLUSTER_LDLIBS)
+	    $(SUMMARY_OBJ) $(PARTITION_PB) $(BUILD)/obj/backends.o $(BACKEND_OBJ) -o $@ $(LDLIBS) $(CLUSTER_LDLIBS)
 
 $(FUZZ_DIR)/make_run_corpus: tests/fuzz/make_run_corpus.c $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)

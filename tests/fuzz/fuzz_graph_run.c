@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "distributed_runtime/partition/partition_exec.h"
 #include "graph_program.h"
 #include "runtime.h"
@@ -122,7 +122,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         data = program.data;
         size = program.len;
     }
-    int decoded = fl_graph_wire_decode(data, size, &p);
+    int decoded = fl_partition_def_decode(data, size, &p);
     fl_wire_buf_free(&program);
     if (decoded != 0) {
         check(fl_last_error_code() == FL_INVALID_ARGUMENT, "a refusal is INVALID_ARGUMENT");

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "runtime.h"
 
 #define PROGRAM_MAX_NODES 24
@@ -94,9 +94,9 @@ static inline void program_node(program_bytes *b, fl_graph *g, int index)
     fl_status why = {0};
     /* The first count from head's that the op takes (the decoder's own rule). */
     int tries = 0, k = (int)(head % 7) % (ninputs + 2);
-    while (tries++ <= ninputs && fl_graph_wire_check_inputs(op, inputs, k, &why) != 0)
+    while (tries++ <= ninputs && fl_partition_def_check_inputs(op, inputs, k, &why) != 0)
         k = (k + 1) % (ninputs + 2);
-    if (k > ninputs || fl_graph_wire_check_inputs(op, inputs, k, &why) != 0)
+    if (k > ninputs || fl_partition_def_check_inputs(op, inputs, k, &why) != 0)
         return;
     snprintf(name, sizeof name, "n%d", index);
     fl_node_spec spec = {.op = op, .name = name, .inputs = inputs, .ninputs = k,
@@ -115,7 +115,7 @@ static inline int fl_graph_program_encode(const unsigned char *data, size_t size
     for (int i = 0; i < PROGRAM_MAX_NODES && b.left > 0; i++)
         program_node(&b, p.graph, i);
     int n = fl_graph_node_count(p.graph);
-    int rc = n > 0 && fl_graph_wire_encode(&p, out) == 0 ? 0 : -1;
+    int rc = n > 0 && fl_partition_def_encode(&p, out) == 0 ? 0 : -1;
     fl_graph_partition_free(&p);
     return rc;
 }

@@ -56,7 +56,7 @@ static int put_all(fl_wire_buf *buf, int which)
     case 10: return fl_wire_put_goodbye(buf, 7);
     case 11: return fl_wire_put_ok(buf, 7);
     case 12: return fl_wire_put_assign(buf, 9, "beta1_power", &step);
-    case 13: return fl_wire_put_register_partition(buf, 10, "\x01\x02ps", 4);
+    case 13: return fl_wire_put_register_partition(buf, 10, "\x08\x04\x12\x02ps", 6); /* format 4, job ps */
     case 14: return fl_wire_put_partition_registered(buf, 10, 1);
     case 15: return put_run_partition(buf, &weights);
     case 16: {

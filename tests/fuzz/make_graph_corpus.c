@@ -4,14 +4,14 @@
 #include <stdio.h>
 
 #include "../partition_fixture.h"
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 
 static int write_seed(const char *dir, const char *name, fl_graph_partition *p)
 {
     fl_wire_buf bytes = {0};
     char path[512];
     snprintf(path, sizeof path, "%s/seed-%s", dir, name);
-    FILE *f = fl_graph_wire_encode(p, &bytes) == 0 ? fopen(path, "wb") : NULL;
+    FILE *f = fl_partition_def_encode(p, &bytes) == 0 ? fopen(path, "wb") : NULL;
     int rc = f && fwrite(bytes.data, 1, bytes.len, f) == bytes.len ? 0 : -1;
     if (f)
         fclose(f);

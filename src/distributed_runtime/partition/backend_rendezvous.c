@@ -3,8 +3,9 @@
  * Recv's run registers it; its mark is reached when its value has arrived,
  * which this device checks without blocking whenever the executor asks. A
  * buffer is host memory: a Send's grows to the largest value staged in it,
- * a Recv's takes over the memory of the value that arrived, so a warm step
- * allocates no buffer here. */
+ * a Recv's takes over the memory of the value that arrived and gives its
+ * own back to the rendezvous for the next value, so a warm step allocates
+ * no memory here. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,10 +142,11 @@ static bool fits(const fl_node *n, const fl_tensor *value)
     return true;
 }
 
-/* The value into the Recv's buffer, its shape into the Recv's output;
- * value is freed. The rendezvous made the value (fl_rendezvous_poll: the
- * caller's), so its memory becomes the buffer with no copy, and the
- * executor copies it once, onto the device that awaits it. */
+/* The value into the Recv's buffer, its shape into the Recv's output. The
+ * rendezvous made the value (fl_rendezvous_poll: the caller's), so its
+ * memory becomes the buffer with no copy, the buffer's old memory goes
+ * back to the rendezvous, and the executor copies the value once, onto
+ * the device that awaits it. */
 static int land(fl_rendezvous_device *d, pending_recv *r, fl_tensor *value)
 {
     rendezvous_buffer *b = r->out->data;
@@ -155,16 +157,17 @@ static int land(fl_rendezvous_device *d, pending_recv *r, fl_tensor *value)
                           r->node->attrs.peer_task, fl_dtype_name(value->dtype),
                           fl_shape_format(value->shape, got, sizeof got), fl_dtype_name(r->node->dtype),
                           fl_shape_format(r->node->attrs.shape, want, sizeof want));
-        fl_tensor_free(value);
+        fl_rendezvous_recycle(d->rendezvous, value, fl_tensor_bytes(value));
         return -1;
     }
     unsigned char *old = b->data;
+    size_t old_capacity = b->capacity;
     b->data = value->data;
     b->capacity = fl_tensor_bytes(value);
-    value->data = old; /* freed with value */
+    value->data = old; /* the next value's memory */
     r->out->shape = value->shape;
     r->arrived = true;
-    fl_tensor_free(value);
+    fl_rendezvous_recycle(d->rendezvous, value, old_capacity);
     return 0;
 }
 

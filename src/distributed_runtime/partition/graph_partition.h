@@ -1,7 +1,7 @@
 /* graph_partition.h: one graph cut into one piece per task, as TensorFlow's
  * distributed master does for in-graph replication across tasks (chapter 3).
  * The client's master builds the pieces (graph_partition.c), the wire carries
- * them (graph_wire.c), and a task server runs its piece each step. */
+ * them (partition_def.c: a GraphDef), and a task server runs its piece each step. */
 #ifndef FLOWLAB_DIST_GRAPH_PARTITION_H
 #define FLOWLAB_DIST_GRAPH_PARTITION_H
 

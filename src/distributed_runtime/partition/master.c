@@ -62,6 +62,11 @@ struct fl_master {
     char **device_names;
     int ndevice_names;
     fl_session *trace; /* where the tasks' timings of a step go; NULL: not traced */
+    /* Kept from step to step, so that a warm step allocates nothing: the
+     * requests' bookkeeping, and the slots the tasks' fetches arrive in. */
+    fl_step_calls *calls;
+    fl_tensor **output_slots;
+    int output_capacity;
 };
 
 fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
@@ -372,10 +377,26 @@ static void note_global_step(fl_master *m, fl_node *const *fetches, int nfetches
     }
 }
 
+/* Room for every task's fetches of plan, one slot each and one spare a task. */
+static fl_tensor **output_slots(fl_master *m, const fl_run_plan *plan)
+{
+    int needed = 0;
+    for (int t = 0; t < plan->ntasks; t++)
+        needed += plan->tasks[t].run.nfetches + 1;
+    if (needed > m->output_capacity) {
+        free(m->output_slots);
+        m->output_slots = fl_xmalloc((size_t)needed * sizeof *m->output_slots);
+        m->output_capacity = needed;
+    }
+    memset(m->output_slots, 0, (size_t)needed * sizeof *m->output_slots);
+    return m->output_slots;
+}
+
 static int step(fl_master *m, run_signature *sig, const fl_feed *feeds, fl_tensor **out)
 {
     fl_run_plan *plan = &sig->plan;
     int n = plan->ntasks;
+    fl_tensor **slot = output_slots(m, plan);
     fl_partition_run runs[n ? n : 1];
     fl_tensor **outputs[n ? n : 1];
     fl_task_client *clients[n ? n : 1];
@@ -388,23 +409,22 @@ static int step(fl_master *m, run_signature *sig, const fl_feed *feeds, fl_tenso
             task->run.feed_values[k] = feeds[task->feed_index[k]].value;
         task->run.step_id = step_id;
         runs[t] = task->run;
-        outputs[t] = fl_xcalloc((size_t)task->run.nfetches + 1, sizeof *outputs[t]);
+        outputs[t] = slot;
+        slot += task->run.nfetches + 1;
         clients[t] = m->clients[task->part];
         handles[t] = m->handles[task->part];
         parts[t] = m->cut.parts[task->part];
     }
     char which[96];
     describe_run(m, which, sizeof which);
-    int rc = fl_master_step(n, clients, handles, runs, outputs, parts, which, m->trace);
+    int rc = fl_master_step(&m->calls, n, clients, handles, runs, outputs, parts, which, m->trace);
     for (int t = 0; rc != 0 && t < n; t++) /* the loss is said by this run's error */
         lost_link(m, plan->tasks[t].part);
     for (int i = 0; rc == 0 && i < sig->nfetches; i++)
         out[i] = outputs[plan->fetch_task[i]][plan->fetch_slot[i]];
-    for (int t = 0; t < n; t++) {
-        for (int i = 0; rc != 0 && i < runs[t].nfetches; i++)
+    for (int t = 0; rc != 0 && t < n; t++)
+        for (int i = 0; i < runs[t].nfetches; i++)
             fl_tensor_free(outputs[t][i]);
-        free(outputs[t]);
-    }
     return rc;
 }
 
@@ -465,6 +485,8 @@ void fl_master_free(fl_master *m)
         free(m->sigs[i].targets);
     }
     free(m->ran);
+    fl_step_calls_free(m->calls);
+    free(m->output_slots);
     for (int i = 0; i < m->ndevice_names; i++)
         free(m->device_names[i]);
     free(m->device_names);

@@ -37,12 +37,17 @@ void fl_master_free(fl_master *m);
 
 /* One step on the tasks (master_step.c): partition p of cut runs
  * runs[p] on clients[p] with handles[p]; every request goes out at once.
+ * *kept: the step's bookkeeping, made at the first step and kept for the
+ * next (fl_step_calls_free).
  * outputs[p] receives run p's fetches. When a task fails, the step is
  * aborted on the others; the error is the lost task's (UNAVAILABLE) when
  * one was lost, else the first, led by `which` (the step in the user's
  * words: "run 7 of this session"). 0, or -1 with the error set. */
-int fl_master_step(int nparts, fl_task_client **clients, const uint64_t *handles, const fl_partition_run *runs,
-                   fl_tensor ***outputs, const fl_graph_partition *parts, const char *which, fl_session *trace);
+typedef struct fl_step_calls fl_step_calls;
+int fl_master_step(fl_step_calls **kept, int nparts, fl_task_client **clients, const uint64_t *handles,
+                   const fl_partition_run *runs, fl_tensor ***outputs, const fl_graph_partition *parts,
+                   const char *which, fl_session *trace);
+void fl_step_calls_free(fl_step_calls *kept);
 /* trace: NULL, or the session each task's timings of the step go into. */
 
 /* A traced step's part from one task (master_trace.c): its request from

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_wire.h"
+#include "partition_def.h"
 #include "partition_client.h"
 #include "runtime.h"
 
@@ -78,7 +78,7 @@ static int finish(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type
 int fl_partition_register(fl_task_client *c, const fl_graph_partition *p, uint64_t *handle)
 {
     fl_wire_buf graph = {0};
-    if (fl_graph_wire_encode(p, &graph) != 0)
+    if (fl_partition_def_encode(p, &graph) != 0)
         return -1;
     uint32_t id;
     fl_wire_buf *out = fl_task_client_begin(c, &id);
@@ -129,24 +129,32 @@ int fl_partition_run_remote(fl_task_client *c, uint64_t handle, const fl_partiti
     return fl_partition_run_finish(c, &call);
 }
 
-/* ABORT_STEP and DEREGISTER_PARTITION: one number, answered by OK. */
-static int send_number(fl_task_client *c, fl_wire_type type, uint64_t number)
+/* ABORT_STEP and DEREGISTER_PARTITION: one number, answered by OK; queued for o (0 or -1). */
+static int queue_number(fl_task_client *c, fl_wire_type type, uint64_t number, outcome *o)
 {
     uint32_t id;
     fl_wire_buf *out = fl_task_client_begin(c, &id);
     int rc = fl_wire_put_number(out, type, id, number);
-    outcome o = {0};
-    return finish(c, rc, id, type, &o, fl_wire_type_name(type));
+    o->id = fl_task_client_finish_taking(c, rc, id, type, take_reply, o, fl_wire_type_name(type));
+    return o->id == 0 ? -1 : 0;
+}
+
+int fl_partition_abort_start(fl_task_client *c, uint64_t step_id, fl_partition_call *call)
+{
+    return queue_number(c, FL_WIRE_ABORT_STEP, step_id, call);
 }
 
 int fl_partition_abort_step(fl_task_client *c, uint64_t step_id)
 {
-    return send_number(c, FL_WIRE_ABORT_STEP, step_id);
+    outcome o = {0};
+    return queue_number(c, FL_WIRE_ABORT_STEP, step_id, &o) != 0 ? -1 : await_reply(c, FL_WIRE_ABORT_STEP, &o);
 }
 
 int fl_partition_deregister(fl_task_client *c, uint64_t handle)
 {
-    return send_number(c, FL_WIRE_DEREGISTER_PARTITION, handle);
+    outcome o = {0};
+    return queue_number(c, FL_WIRE_DEREGISTER_PARTITION, handle, &o) != 0
+               ? -1 : await_reply(c, FL_WIRE_DEREGISTER_PARTITION, &o);
 }
 
 uint32_t fl_partition_send_tensor(fl_task_client *c, uint64_t step_id, const char *key, const fl_tensor *value)

@@ -56,6 +56,9 @@ int fl_partition_run_finish(fl_task_client *c, fl_partition_call *call);
  * arrive later are dropped. Safe while a run of that step is in flight on c
  * from another thread: the task serves it at once. */
 int fl_partition_abort_step(fl_task_client *c, uint64_t step_id);
+/* The same in the first half only, as fl_partition_run_start: the reply
+ * (OK) comes after the run's, and replied(user) says it came. */
+int fl_partition_abort_start(fl_task_client *c, uint64_t step_id, fl_partition_call *call);
 /* DEREGISTER_PARTITION: the task frees the partition and its session. */
 int fl_partition_deregister(fl_task_client *c, uint64_t handle);
 

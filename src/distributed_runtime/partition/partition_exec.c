@@ -194,11 +194,13 @@ static int send_to_peer(void *user, const char *to_task, uint64_t step, const ch
 
 /* Every send of the step answered, and out of the writer's hands (a big
  * value leaves by reference, so the step's buffers stay put until then): a
- * lost peer fails the step, naming it. */
-static int await_sends(fl_partition_exec *e)
+ * lost peer fails the step, naming it. A step that failed or was aborted
+ * waits only for the writer: a stopped peer's answers would hold it, and
+ * the client's ABORT_STEP behind it, up to the deadline. */
+static int await_sends(fl_partition_exec *e, bool step_failed)
 {
     for (int i = 0; i < e->npeers; i++) {
-        if (fl_task_client_wait(e->peers[i].client, e->peers[i].last_id) != 0)
+        if (!step_failed && fl_task_client_wait(e->peers[i].client, e->peers[i].last_id) != 0)
             note_send_error(e);
         fl_task_client_wait_written(e->peers[i].client); /* at once once answered */
     }
@@ -298,7 +300,7 @@ int fl_partition_exec_run(fl_partition_exec *e, const fl_partition_env *env, con
     e->npeers = 0;
     e->send_error[0] = '\0';
     int rc = prepare(e, env, run) == 0 ? run_step(e, env, outputs) : -1;
-    if (await_sends(e) != 0)
+    if (await_sends(e, rc != 0) != 0)
         rc = -1;
     if (rc != 0)
         for (int i = 0; i < nfetches; i++) {

@@ -4,20 +4,25 @@
  * steps that are over (finished or aborted) are remembered in a ring, so a
  * value that arrives after its step is over is dropped, not kept forever.
  * What waits is charged to its sender, so one connection cannot take the
- * room of the others, and goes when its sender does. */
+ * room of the others, and goes when its sender does. Entries, their keys
+ * and the values' memory are kept for the next step (a spare list), so a
+ * warm step allocates nothing here. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rendezvous.h"
 
 #define STEPS_REMEMBERED 256
+#define SPARES_KEPT 256 /* entries kept for reuse: more than a step of most graphs sends one task */
+#define SPARE_BYTES_KEPT ((size_t)256 << 20) /* their memory, unless the bound on all values is set */
 
 typedef struct entry {
     uint64_t step;
     char *key;
-    fl_tensor *value;
+    size_t key_capacity;
+    fl_tensor *value;   /* NULL in a spare entry that has none */
+    size_t capacity;    /* of value's data */
     size_t bytes;       /* charged: data and FL_RENDEZVOUS_VALUE_OVERHEAD */
     double arrived_s;
     fl_rendezvous_sender *sender; /* NULL: charged to nobody (its sender has gone) */
@@ -37,6 +42,9 @@ struct fl_rendezvous {
     pthread_mutex_t lock;
     pthread_cond_t arrived;
     entry *entries;
+    entry *spares;           /* for the next values: their keys and memory reused */
+    int nspares;
+    size_t spare_bytes;      /* the spares' values' memory */
     step_over over[STEPS_REMEMBERED];
     int nover, next_over;
     bool all_aborted;
@@ -61,15 +69,44 @@ static void free_entry(entry *e)
     free(e);
 }
 
+static void free_list(entry *e)
+{
+    while (e) {
+        entry *next = e->next;
+        free_entry(e);
+        e = next;
+    }
+}
+
+/* Whether capacity more bytes may wait in the spares. Lock held. */
+static bool spare_room(const fl_rendezvous *r, size_t capacity)
+{
+    return r->spare_bytes + capacity <= (r->in_all ? r->in_all : SPARE_BYTES_KEPT);
+}
+
+/* A value's entry is done with: kept as a spare (up to SPARES_KEPT), with
+ * its key's and, while they fit, its value's memory. Lock held. */
+static void retire(fl_rendezvous *r, entry *e)
+{
+    if (r->nspares >= SPARES_KEPT)
+        return free_entry(e);
+    if (e->value && !spare_room(r, e->capacity)) {
+        fl_tensor_free(e->value);
+        e->value = NULL;
+        e->capacity = 0;
+    }
+    r->spare_bytes += e->value ? e->capacity : 0;
+    e->next = r->spares;
+    r->spares = e;
+    r->nspares++;
+}
+
 void fl_rendezvous_free(fl_rendezvous *r)
 {
     if (!r)
         return;
-    while (r->entries) {
-        entry *next = r->entries->next;
-        free_entry(r->entries);
-        r->entries = next;
-    }
+    free_list(r->entries);
+    free_list(r->spares);
     pthread_mutex_destroy(&r->lock);
     pthread_cond_destroy(&r->arrived);
     free(r);
@@ -104,7 +141,7 @@ static void drop_stale(fl_rendezvous *r)
         }
         *p = e->next;
         uncharge(r, e);
-        free_entry(e);
+        retire(r, e);
     }
 }
 
@@ -128,19 +165,69 @@ static fl_rendezvous_put_result room_for(const fl_rendezvous *r, const entry *e,
     return FL_RENDEZVOUS_KEPT;
 }
 
-fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
-                                           const char *key, const fl_tensor *value, fl_rendezvous_held *held)
+/* A spare whose memory holds bytes (else the first, or a new entry). */
+static entry *take_spare(fl_rendezvous *r, size_t bytes)
 {
-    entry *e = fl_xcalloc(1, sizeof *e);
-    *e = (entry){.step = step, .key = fl_xstrdup(key), .value = fl_tensor_copy(value),
-                 .bytes = fl_tensor_bytes(value) + FL_RENDEZVOUS_VALUE_OVERHEAD, .arrived_s = fl_now_s(),
-                 .sender = sender};
+    pthread_mutex_lock(&r->lock);
+    entry **best = NULL;
+    for (entry **p = &r->spares; *p && !best; p = &(*p)->next)
+        if ((*p)->value && (*p)->capacity >= bytes)
+            best = p;
+    if (!best && r->spares)
+        best = &r->spares;
+    entry *e = best ? *best : NULL;
+    if (e) {
+        *best = e->next;
+        r->nspares--;
+        r->spare_bytes -= e->value ? e->capacity : 0;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return e ? e : fl_xcalloc(1, sizeof *e);
+}
+
+/* e holds a copy of key and of value's data (read from wire, when given,
+ * in host order), growing its memory only when it is too small; -1 when
+ * the value's memory cannot be had. */
+static int fill(entry *e, const char *key, const fl_tensor *value, const fl_wire_tensor *wire)
+{
+    size_t bytes = fl_tensor_bytes(value), key_bytes = strlen(key) + 1;
+    if (key_bytes > e->key_capacity) {
+        e->key = fl_xrealloc(e->key, key_bytes);
+        e->key_capacity = key_bytes;
+    }
+    memcpy(e->key, key, key_bytes);
+    if (!e->value)
+        e->value = fl_xcalloc(1, sizeof *e->value);
+    if (bytes > e->capacity || !e->value->data) {
+        free(e->value->data);
+        e->capacity = 0;
+        if (!(e->value->data = fl_try_malloc(bytes ? bytes : 1)))
+            return -1;
+        e->capacity = bytes;
+    }
+    *e->value = (fl_tensor){.dtype = value->dtype, .shape = value->shape, .data = e->value->data};
+    if (wire)
+        fl_wire_tensor_read(wire, e->value->data);
+    else
+        memcpy(e->value->data, value->data, bytes);
+    return 0;
+}
+
+static fl_rendezvous_put_result put(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step, const char *key,
+                                    const fl_tensor *value, const fl_wire_tensor *wire, fl_rendezvous_held *held)
+{
+    entry *e = take_spare(r, fl_tensor_bytes(value));
+    bool filled = fill(e, key, value, wire) == 0;
+    e->step = step;
+    e->bytes = fl_tensor_bytes(value) + FL_RENDEZVOUS_VALUE_OVERHEAD;
+    e->arrived_s = fl_now_s();
+    e->sender = sender;
     pthread_mutex_lock(&r->lock);
     drop_stale(r);
-    fl_rendezvous_put_result result = room_for(r, e, held);
+    fl_rendezvous_put_result result = filled ? room_for(r, e, held) : FL_RENDEZVOUS_ALL_FULL;
     if (result != FL_RENDEZVOUS_KEPT || find_over(r, step) || r->all_aborted) { /* after its step: nobody waits */
+        retire(r, e);
         pthread_mutex_unlock(&r->lock);
-        free_entry(e);
         return result;
     }
     e->next = r->entries;
@@ -152,6 +239,19 @@ fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sende
     pthread_cond_broadcast(&r->arrived);
     pthread_mutex_unlock(&r->lock);
     return FL_RENDEZVOUS_KEPT;
+}
+
+fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
+                                           const char *key, const fl_tensor *value, fl_rendezvous_held *held)
+{
+    return put(r, sender, step, key, value, NULL, held);
+}
+
+fl_rendezvous_put_result fl_rendezvous_put_wire(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
+                                                const char *key, const fl_wire_tensor *value, fl_rendezvous_held *held)
+{
+    fl_tensor shape_of = {.dtype = value->dtype, .shape = value->shape};
+    return put(r, sender, step, key, &shape_of, value, held);
 }
 
 fl_rendezvous_sender *fl_rendezvous_sender_new(void)
@@ -187,7 +287,7 @@ void fl_rendezvous_sender_gone(fl_rendezvous *r, fl_rendezvous_sender *sender, c
             continue;
         }
         *p = e->next;
-        free_entry(e);
+        retire(r, e);
     }
     pthread_mutex_unlock(&r->lock);
     free(sender);
@@ -207,14 +307,6 @@ static entry *unlink_entry(fl_rendezvous *r, uint64_t step, const char *key)
     return NULL;
 }
 
-static struct timespec wall_after(double seconds)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    double t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + seconds;
-    return (struct timespec){(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
-}
-
 /* Waits until the entry is there or the step is over. Lock held. */
 // [book:rendezvous_wait]
 static entry *wait_for(fl_rendezvous *r, uint64_t step, const char *key, const fl_rendezvous_wait_options *o)
@@ -232,7 +324,7 @@ static entry *wait_for(fl_rendezvous *r, uint64_t step, const char *key, const f
             next_line = now + 5;
         }
         double until = next_line < start + o->deadline_s ? next_line : start + o->deadline_s;
-        struct timespec ts = wall_after(until - now);
+        struct timespec ts = fl_wall_after(until - now);
         pthread_cond_timedwait(&r->arrived, &r->lock, &ts);
     }
     return e;
@@ -252,26 +344,24 @@ static bool say_step_over(uint64_t step, const char *key, const char *from, bool
     return aborted || over;
 }
 
-/* The entry for (step, key), waited for when o is given; without it,
- * *ended says whether the step is over (the error then set). */
-static entry *take_entry(fl_rendezvous *r, uint64_t step, const char *key, const char *from,
-                         const fl_rendezvous_wait_options *o, bool *ended)
+/* The value for (step, key), the caller's now, waited for when o is
+ * given; its entry is kept as a spare. NULL without it: *ended says
+ * whether the step is over (the error then set). */
+static fl_tensor *take_value(fl_rendezvous *r, uint64_t step, const char *key, const char *from,
+                             const fl_rendezvous_wait_options *o, bool *ended)
 {
     pthread_mutex_lock(&r->lock);
     entry *e = o ? wait_for(r, step, key, o) : unlink_entry(r, step, key);
     const step_over *over = e ? NULL : find_over(r, step);
     bool aborted = !e && (r->all_aborted || (over && over->aborted));
+    fl_tensor *value = e ? e->value : NULL;
+    if (e) {
+        e->value = NULL;
+        e->capacity = 0;
+        retire(r, e);
+    }
     pthread_mutex_unlock(&r->lock);
     *ended = !e && say_step_over(step, key, from, aborted, over != NULL);
-    return e;
-}
-
-/* The entry's value, the caller's now; the entry goes. */
-static fl_tensor *value_of(entry *e)
-{
-    fl_tensor *value = e->value;
-    e->value = NULL;
-    free_entry(e);
     return value;
 }
 
@@ -280,9 +370,8 @@ int fl_rendezvous_take(fl_rendezvous *r, uint64_t step, const char *key, const f
 {
     bool ended;
     double start = fl_now_s();
-    entry *e = take_entry(r, step, key, o->from, o, &ended);
-    *out = e ? value_of(e) : NULL;
-    if (e)
+    *out = take_value(r, step, key, o->from, o, &ended);
+    if (*out)
         return 0;
     if (!ended)
         fl_set_error_code(FL_DEADLINE_EXCEEDED,
@@ -295,9 +384,28 @@ int fl_rendezvous_take(fl_rendezvous *r, uint64_t step, const char *key, const f
 int fl_rendezvous_poll(fl_rendezvous *r, uint64_t step, const char *key, const char *from, fl_tensor **out)
 {
     bool ended;
-    entry *e = take_entry(r, step, key, from, NULL, &ended);
-    *out = e ? value_of(e) : NULL;
-    return e ? 1 : ended ? -1 : 0;
+    *out = take_value(r, step, key, from, NULL, &ended);
+    return *out ? 1 : ended ? -1 : 0;
+}
+
+void fl_rendezvous_recycle(fl_rendezvous *r, fl_tensor *value, size_t capacity)
+{
+    if (!value)
+        return;
+    pthread_mutex_lock(&r->lock);
+    entry *e = r->spares;
+    while (e && e->value)
+        e = e->next;
+    if (e && !spare_room(r, capacity))
+        e = NULL;
+    if (e) {
+        e->value = value;
+        e->capacity = value->data ? capacity : 0;
+        r->spare_bytes += e->capacity;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (!e) /* no spare wants it: more values came back than entries are kept */
+        fl_tensor_free(value);
 }
 
 uint64_t fl_rendezvous_arrivals(fl_rendezvous *r)
@@ -310,7 +418,7 @@ uint64_t fl_rendezvous_arrivals(fl_rendezvous *r)
 
 void fl_rendezvous_wait_arrival(fl_rendezvous *r, uint64_t seen, double timeout_s)
 {
-    struct timespec until = wall_after(timeout_s);
+    struct timespec until = fl_wall_after(timeout_s);
     pthread_mutex_lock(&r->lock);
     int rc = 0;
     while (r->arrivals == seen && rc == 0)
@@ -333,7 +441,7 @@ static void end_step(fl_rendezvous *r, uint64_t step, bool aborted)
     s->aborted = s->aborted || aborted;
     entry *e;
     while ((e = unlink_entry(r, step, NULL)))
-        free_entry(e);
+        retire(r, e);
     r->arrivals++;
     pthread_cond_broadcast(&r->arrived);
     pthread_mutex_unlock(&r->lock);

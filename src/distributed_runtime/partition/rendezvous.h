@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "distributed_runtime/transport/wire.h"
 #include "runtime.h"
 
 typedef struct fl_rendezvous fl_rendezvous;
@@ -40,12 +41,17 @@ typedef struct {
     size_t sender_bytes, all_bytes; /* held before the put */
     size_t charge;                  /* what the value would add */
 } fl_rendezvous_held;
-/* Keeps a copy of value for (step, key), charged to sender (NULL: to
+/* Keeps a copy of value for (step, key), in memory a past value left when
+ * it fits (see fl_rendezvous_recycle), charged to sender (NULL: to
  * nobody); dropped when the step is over. KEPT (also for a value dropped
  * because its step is over), or which bound it would pass (nothing kept),
  * with what is held in *held. */
 fl_rendezvous_put_result fl_rendezvous_put(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
                                            const char *key, const fl_tensor *value, fl_rendezvous_held *held);
+/* The same for a value as a SEND_TENSOR frame brings it, read straight
+ * from the frame (in host order): its one copy. */
+fl_rendezvous_put_result fl_rendezvous_put_wire(fl_rendezvous *r, fl_rendezvous_sender *sender, uint64_t step,
+                                                const char *key, const fl_wire_tensor *value, fl_rendezvous_held *held);
 
 typedef struct {
     const char *from;   /* the sending task, for messages: "/job:ps/task:0" */
@@ -62,6 +68,10 @@ int fl_rendezvous_take(fl_rendezvous *r, uint64_t step, const char *key, const f
  * (the caller's), 0 when it has not come yet, or -1 after fl_set_error_code
  * when the step is over (ABORTED when it was aborted), naming key and from. */
 int fl_rendezvous_poll(fl_rendezvous *r, uint64_t step, const char *key, const char *from, fl_tensor **out);
+/* A value taken here (take, poll) given back once its reader is done with
+ * it, with its data's capacity in bytes: the next values' memory. The
+ * caller may instead fl_tensor_free it. */
+void fl_rendezvous_recycle(fl_rendezvous *r, fl_tensor *value, size_t capacity);
 /* A count that grows with each value kept and each step ended: an executor
  * with nothing to run reads it, looks at its recvs, then waits for it to
  * move (up to timeout_s), so that an arrival between the two is not missed. */

@@ -109,6 +109,7 @@ typedef struct fl_server_conn {
     size_t room_made;      /* the length of the big frame memory was made for, until it is served */
     struct fl_partition_registry *partitions; /* what this client registered (server_partitions.c) */
     struct fl_partition_job *running; /* its RUN_PARTITION in flight: later frames wait */
+    struct fl_partition_job *spare_job; /* its last run's, for the next (server_partitions.c) */
     fl_rendezvous_sender *values_sent; /* its SEND_TENSOR values waiting for runs (NULL: none sent) */
     unsigned char nonce[FL_WIRE_PROOF_BYTES]; /* the CHALLENGE sent, which its PROOF must answer */
     bool tls;              /* a TLS bufferevent (libevent_openssl): no tricks with its buffers */

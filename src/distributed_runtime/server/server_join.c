@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "distributed_runtime/partition/partition_client.h"
 #include "server_internal.h"
@@ -199,21 +198,6 @@ static void say_gone(const fl_server *s, double now)
 
 /* ---- the wait ---- */
 
-/* The CLOCK_REALTIME time a condition wait ends at, for a time of fl_now_s(). */
-static struct timespec wall_time_at(double at, double now)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    double wait = at > now ? at - now : 0;
-    t.tv_sec += (time_t)wait;
-    t.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
-}
-
 int fl_server_join(fl_server *s, double timeout_s)
 {
     if (!s) {
@@ -229,7 +213,7 @@ int fl_server_join(fl_server *s, double timeout_s)
             next_line = now + s->log_every_s;
         }
         double wake = next_change(s, end < next_line ? end : next_line);
-        struct timespec until = wall_time_at(wake, now);
+        struct timespec until = fl_wall_after(wake - now);
         pthread_cond_timedwait(&s->changed, &s->lock, &until);
         now = fl_now_s();
         done = finished(s, now);

@@ -5,13 +5,15 @@
  * the event loop, which meanwhile serves everyone else, SEND_TENSOR from
  * peers included; its connection
  * reads nothing more until the reply is out, so replies stay in order, but
- * an ABORT_STEP behind the run is acted on at once. */
+ * an ABORT_STEP behind the run is acted on at once. A run's job (its
+ * event, the feeds' copy, the outputs' array) is kept by its connection
+ * for the next run. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
 
-#include "distributed_runtime/partition/graph_wire.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "distributed_runtime/partition/partition_exec.h"
 #include "runner_pool.h"
 #include "server_internal.h"
@@ -35,7 +37,9 @@ typedef struct fl_partition_job {
     fl_wire_run_partition run;
     uint32_t request_id;
     unsigned char *feed_bytes;      /* the feeds' values, out of the frame (freed with it) */
+    size_t feed_capacity;
     fl_tensor **outputs;
+    int output_capacity;
     fl_wire_step_trace trace;       /* the step's timings, when its client asked (FL_WIRE_RUN_TRACE) */
     atomic_bool cancelled;          /* its client has gone: stop before the next op or wait */
     int rc, signatures;             /* new run signatures the step resolved */
@@ -82,7 +86,7 @@ static void serve_register(fl_server_conn *c, uint32_t id, const fl_wire_bytes *
 {
     fl_server *s = c->server;
     fl_graph_partition p;
-    if (fl_graph_wire_decode(body->data, body->len, &p) != 0)
+    if (fl_partition_def_decode(body->data, body->len, &p) != 0)
         return answer_failure(c, id, FL_INVALID_ARGUMENT, fl_last_error());
     if (strcmp(p.job, s->job) != 0 || p.task != s->task) {
         char why[FL_WIRE_ERROR_LEN];
@@ -169,17 +173,28 @@ static void unlink_job(fl_partition_job *job)
         }
 }
 
+/* What a run left: its outputs, its trace and its request. */
+static void clear_job(fl_partition_job *job)
+{
+    for (int i = 0; i < job->run.lists[0].count; i++) {
+        fl_tensor_free(job->outputs[i]);
+        job->outputs[i] = NULL;
+    }
+    fl_wire_step_trace_free(&job->trace);
+    fl_wire_run_partition_free(&job->run);
+}
+
 /* After its run: nothing else touches the job. */
 static void free_job(fl_partition_job *job)
 {
-    for (int i = 0; i < job->run.lists[0].count; i++)
-        fl_tensor_free(job->outputs[i]);
+    if (!job)
+        return;
+    clear_job(job);
     free(job->outputs);
     free(job->feed_bytes);
-    fl_wire_step_trace_free(&job->trace);
-    fl_wire_run_partition_free(&job->run);
     free_registry(job->orphans);
-    event_free(job->done);
+    if (job->done)
+        event_free(job->done);
     free(job);
 }
 
@@ -206,13 +221,13 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
     fl_server_count(job->server, &job->server->stats.partition_signatures, (uint64_t)job->signatures);
     unlink_job(job);
     fl_server_conn *c = job->conn;
-    if (c) {
-        answer_run(c, job);
-        c->running = NULL;
-    }
-    free_job(job);
-    if (c)
-        fl_server_resume_reading(c); /* also after --max_bytes_behind_run paused it */
+    if (!c)
+        return free_job(job);
+    answer_run(c, job);
+    c->running = NULL;
+    clear_job(job);
+    c->spare_job = job; /* for its next run */
+    fl_server_resume_reading(c); /* also after --max_bytes_behind_run paused it */
 }
 
 /* The feeds' data lies in the frame, which is drained once this request is
@@ -222,7 +237,11 @@ static void keep_feed_values(fl_partition_job *job)
     size_t total = 0, at = 0;
     for (int i = 0; i < job->run.nfeeds; i++)
         total += job->run.feed_values[i].bytes;
-    job->feed_bytes = fl_xmalloc(total + 1);
+    if (total + 1 > job->feed_capacity) {
+        free(job->feed_bytes);
+        job->feed_bytes = fl_xmalloc(total + 1);
+        job->feed_capacity = total + 1;
+    }
     for (int i = 0; i < job->run.nfeeds; i++) {
         fl_wire_tensor *t = &job->run.feed_values[i];
         memcpy(job->feed_bytes + at, t->data, t->bytes);
@@ -231,29 +250,50 @@ static void keep_feed_values(fl_partition_job *job)
     }
 }
 
+/* The connection's job, kept from its last run (or a new one), for run. */
+static fl_partition_job *job_for(fl_server_conn *c, const fl_wire_run_partition *run, int registered_at,
+                                 uint32_t request_id)
+{
+    fl_server *s = c->server;
+    fl_partition_job *job = c->spare_job ? c->spare_job : fl_xcalloc(1, sizeof *job);
+    c->spare_job = NULL;
+    if (!job->done)
+        job->done = event_new(s->base, -1, 0, job_done, job);
+    int n = run->lists[0].count;
+    if (n + 1 > job->output_capacity) {
+        free(job->outputs);
+        job->outputs = fl_xcalloc((size_t)n + 1, sizeof *job->outputs);
+        job->output_capacity = n + 1;
+    }
+    job->server = s;
+    job->conn = c;
+    job->exec = c->partitions->items[registered_at].exec;
+    job->run = *run;
+    job->request_id = request_id;
+    atomic_store(&job->cancelled, false);
+    job->rc = job->signatures = 0;
+    job->code = FL_OK;
+    job->error[0] = '\0';
+    job->next = s->jobs;
+    keep_feed_values(job);
+    return job;
+}
+
 static void serve_run(fl_server_conn *c, const fl_wire_frame *f)
 {
     fl_server *s = c->server;
-    fl_partition_job *job = fl_xcalloc(1, sizeof *job);
+    fl_wire_run_partition run;
     fl_status why = {0};
-    if (fl_wire_parse_run_partition(f, &job->run, &why) != 0) { /* checked before: out of memory */
-        free(job);
+    if (fl_wire_parse_run_partition(f, &run, &why) != 0) /* checked before: out of memory */
         return answer_failure(c, f->request_id, FL_INTERNAL, why.message);
-    }
-    int i = find_registered(c, job->run.handle);
+    int i = find_registered(c, run.handle);
     if (i < 0) {
         fl_status_set(&why, FL_INVALID_ARGUMENT, "RUN_PARTITION: no partition %llu was registered on this connection "
-                      "to %s", (unsigned long long)job->run.handle, s->name);
-        fl_wire_run_partition_free(&job->run);
-        free(job);
+                      "to %s", (unsigned long long)run.handle, s->name);
+        fl_wire_run_partition_free(&run);
         return answer_failure(c, f->request_id, why.code, why.message);
     }
-    fl_wire_run_partition run = job->run;
-    *job = (fl_partition_job){.server = s, .conn = c, .exec = c->partitions->items[i].exec, .run = run,
-                              .request_id = f->request_id, .next = s->jobs};
-    job->outputs = fl_xcalloc((size_t)job->run.lists[0].count + 1, sizeof *job->outputs);
-    keep_feed_values(job);
-    job->done = event_new(s->base, -1, 0, job_done, job);
+    fl_partition_job *job = job_for(c, &run, i, f->request_id);
     if (!s->runners)
         s->runners = fl_runner_pool_new();
     if (fl_runner_pool_run(s->runners, run_job, job) != 0) {
@@ -282,11 +322,11 @@ static void say_full(const fl_server *s, const fl_wire_send_tensor *m, fl_rendez
 static void serve_send(fl_server_conn *c, uint32_t id, const fl_wire_send_tensor *m)
 {
     fl_server *s = c->server;
-    fl_tensor value = fl_server_received(s, &m->value);
     if (!c->values_sent)
         c->values_sent = fl_rendezvous_sender_new();
     fl_rendezvous_held held;
-    fl_rendezvous_put_result put = fl_rendezvous_put(s->rendezvous, c->values_sent, m->step_id, m->key, &value, &held);
+    fl_rendezvous_put_result put = fl_rendezvous_put_wire(s->rendezvous, c->values_sent, m->step_id, m->key,
+                                                          &m->value, &held); /* one copy, from the frame */
     if (put != FL_RENDEZVOUS_KEPT) {
         fl_status why = {0};
         say_full(s, m, put, &held, &why);
@@ -359,6 +399,8 @@ void fl_server_drop_partitions(fl_server_conn *c)
     }
     c->partitions = NULL;
     c->running = NULL;
+    free_job(c->spare_job);
+    c->spare_job = NULL;
     drop_values_sent(c);
 }
 

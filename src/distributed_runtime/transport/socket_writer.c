@@ -1,13 +1,13 @@
 /* socket_writer.c: a connection's writer thread (see socket_writer.h): a queue
  * of encoded frames, the thread that writes them in order, and a few spare
  * buffers handed back to the encoder so that a big frame's memory is reused
- * rather than allocated and page-faulted again every step. */
+ * rather than allocated and page-faulted again every step; the queue's
+ * entries are kept too, so a warm step allocates nothing here. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "runtime.h"
 #include "socket_writer.h"
@@ -29,6 +29,7 @@ struct fl_socket_writer {
     size_t queued_bytes;
     fl_wire_buf spare[SPARE_BUFFERS];
     int nspare;
+    frame *unused;            /* written frames' entries, for the next frames */
     bool stopping, failed;
 };
 
@@ -55,7 +56,9 @@ static void recycle(fl_socket_writer *w, frame *f)
         w->spare[w->nspare++] = f->buf;
     else
         fl_wire_buf_free(&f->buf);
-    free(f);
+    f->buf = (fl_wire_buf){0};
+    f->next = w->unused;
+    w->unused = f;
 }
 
 static void *write_frames(void *writer)
@@ -105,17 +108,18 @@ fl_socket_writer *fl_socket_writer_start(int fd)
 
 int fl_socket_writer_send(fl_socket_writer *w, fl_wire_buf *buf)
 {
-    frame *f = fl_xcalloc(1, sizeof *f);
     pthread_mutex_lock(&w->lock);
     while (w->queued_bytes > MAX_QUEUED_BYTES && !w->failed)
         pthread_cond_wait(&w->changed, &w->lock);
     if (w->failed) {
         pthread_mutex_unlock(&w->lock);
-        free(f);
         buf->len = buf->lent_len = 0;
         buf->lent = NULL;
         return -1;
     }
+    frame *f = w->unused ? w->unused : fl_xcalloc(1, sizeof *f);
+    w->unused = f->next;
+    f->next = NULL;
     f->buf = *buf;
     *buf = w->nspare ? w->spare[--w->nspare] : (fl_wire_buf){0};
     if (w->tail)
@@ -131,9 +135,7 @@ int fl_socket_writer_send(fl_socket_writer *w, fl_wire_buf *buf)
 
 void fl_socket_writer_wait_written(fl_socket_writer *w, double deadline_s)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)deadline_s;
+    struct timespec until = fl_wall_after(deadline_s);
     pthread_mutex_lock(&w->lock);
     int rc = 0;
     while (w->head && rc == 0)
@@ -156,6 +158,11 @@ void fl_socket_writer_stop(fl_socket_writer *w)
     pthread_join(w->thread, NULL);
     for (int i = 0; i < w->nspare; i++)
         fl_wire_buf_free(&w->spare[i]);
+    while (w->unused) {
+        frame *next = w->unused->next;
+        free(w->unused);
+        w->unused = next;
+    }
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->changed);
     free(w);

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -252,6 +251,12 @@ void fl_task_client_name_sender(fl_task_client *c, uint32_t after, const char *o
     pthread_mutex_unlock(&c->lock);
 }
 
+void fl_task_client_give_up(fl_task_client *c, const char *why)
+{
+    mark_broken(c, why);
+    shutdown(c->fd, SHUT_RDWR); /* the task drops what this connection registered; the reader stops */
+}
+
 bool fl_task_client_broken(fl_task_client *c)
 {
     pthread_mutex_lock(&c->lock);
@@ -288,19 +293,12 @@ static void describe_awaited(const fl_task_client *c, char *out, size_t len)
         snprintf(out, len, "the answer to %s %s", fl_wire_type_name(p->type), p->name);
 }
 
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Waits for the replies up to id, saying so every few seconds; false at the deadline. Lock held. */
 static bool wait_with_deadline(fl_task_client *c, uint32_t id)
 {
-    double start = wall_now(), next_line = start + c->log_every_s;
+    double start = fl_now_s(), next_line = start + c->log_every_s;
     while (c->completed < id && !c->broken) {
-        double now = wall_now();
+        double now = fl_now_s();
         char what[128];
         if (now - start >= c->deadline_s) {
             describe_awaited(c, what, sizeof what);
@@ -316,7 +314,7 @@ static bool wait_with_deadline(fl_task_client *c, uint32_t id)
             next_line = now + c->log_every_s;
         }
         double until = next_line < start + c->deadline_s ? next_line : start + c->deadline_s;
-        struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+        struct timespec ts = fl_wall_after(until - now);
         pthread_cond_timedwait(&c->replied, &c->lock, &ts);
     }
     return true;

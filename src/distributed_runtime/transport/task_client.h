@@ -79,6 +79,10 @@ uint32_t fl_task_client_wait_step(fl_task_client *c, const char *name, uint64_t 
 uint32_t fl_task_client_is_initialized(fl_task_client *c, const char *name, bool *has_value);
 /* True once the connection is lost: requests fail until a new one is made. */
 bool fl_task_client_broken(fl_task_client *c);
+/* Closes the connection to a task that stopped answering, as if lost
+ * ("lost the connection to <task>: why"): replies taken whole learn it at
+ * once and no later reply reaches them; fl_cluster_reconnect makes it anew. */
+void fl_task_client_give_up(fl_task_client *c, const char *why);
 
 /* Names the node that sent the requests after id `after` still awaiting
  * replies, so that waiting for them on a lost connection names it. */

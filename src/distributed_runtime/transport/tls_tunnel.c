@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -54,9 +53,7 @@ static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
 
 static void wait_for_tunnels_at_exit(void)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += EXIT_WAIT_SECONDS;
+    struct timespec deadline = fl_wall_after(EXIT_WAIT_SECONDS);
     pthread_mutex_lock(&running_lock);
     for (struct tunnel *t = running; t; t = t->next)
         shutdown(t->pair, SHUT_RD); /* as if the worker had closed its end: the thread finishes what it was sending */

@@ -49,7 +49,7 @@ typedef enum {
     /* In-graph replication across tasks (chapter 3): the client's master
      * registers one partition of its graph per task and runs it each step;
      * values that cross tasks go task to task (SEND_TENSOR). */
-    FL_WIRE_REGISTER_PARTITION = 20,   /* a partition (graph_wire.c's bytes) -> PARTITION_REGISTERED */
+    FL_WIRE_REGISTER_PARTITION = 20,   /* a partition (partition_def.c's message) -> PARTITION_REGISTERED */
     FL_WIRE_PARTITION_REGISTERED = 21, /* the task's handle for it */
     FL_WIRE_RUN_PARTITION = 22,        /* handle, step, feeds, fetches, targets, edges -> PARTITION_DONE */
     FL_WIRE_PARTITION_DONE = 23,       /* the fetched values, in order */
@@ -219,7 +219,7 @@ typedef struct {
 } fl_wire_step_trace;
 void fl_wire_step_trace_free(fl_wire_step_trace *t);
 
-/* graph: the partition as graph_wire.c encodes it (bytes, no header). */
+/* graph: the partition as partition_def.c encodes it (bytes, no header). */
 int fl_wire_put_register_partition(fl_wire_buf *buf, uint32_t id, const void *graph, size_t len);
 int fl_wire_put_partition_registered(fl_wire_buf *buf, uint32_t id, uint64_t handle);
 /* lists: fetches, then targets (the client's and the Sends the step needs). */

@@ -1,7 +1,7 @@
 /* wire_cursor.c: the cursor every parser walks a payload with, trusting
  * nothing: each read first checks that its bytes are there, and every
  * count, dim, dtype and name is checked before it is used. Failures say
- * "TYPE: why". Shared by wire_parse.c, wire_partition.c and graph_wire_decode.c. */
+ * "TYPE: why". Shared by wire_parse.c, wire_partition.c and partition_def.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -383,7 +383,7 @@ int fl_wire_put_error(fl_wire_buf *buf, uint32_t id, fl_wire_error_code code, co
     return wire_end(buf, start);
 }
 
-/* ---- the field writers, lent to wire_partition.c and graph_wire.c ---- */
+/* ---- the field writers, lent to wire_partition.c and partition_def.c ---- */
 
 int wire_put_u8(fl_wire_buf *buf, unsigned v) { return put_u8(buf, v); }
 int wire_put_u32(fl_wire_buf *buf, uint32_t v) { return put_u32(buf, v); }

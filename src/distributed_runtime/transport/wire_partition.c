@@ -309,7 +309,7 @@ bool wire_is_partition_frame(fl_wire_type type)
 }
 
 /* fl_wire_parse's part: lists are checked here and parsed again by whoever
- * serves them; a partition's graph is graph_wire.c's to check. */
+ * serves them; a partition's graph is partition_def.c's to check. */
 int wire_parse_partition_frame(const fl_wire_frame *f, fl_wire_message *out, fl_status *st)
 {
     out->u.body = (fl_wire_bytes){f->payload, f->payload_len};

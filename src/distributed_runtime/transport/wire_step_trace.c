@@ -72,11 +72,10 @@ int wire_get_step_trace(wire_cursor *c, fl_wire_step_trace *out)
     if ((uint64_t)n * EVENT_MIN_BYTES > c->left)
         return wire_fail(c, "%u trace events cannot fit in the %zu bytes left", (unsigned)n, c->left);
     t.count = (int)n;
-    t.storage = malloc((size_t)n * sizeof *t.events + c->left + 1);
-    if (!t.storage)
+    if (n > 0 && !(t.storage = malloc((size_t)n * sizeof *t.events + c->left + 1))) /* untraced: none */
         return wire_fail(c, "out of memory");
     t.events = t.storage;
-    char *pool = (char *)(t.events + n);
+    char *pool = t.storage ? (char *)(t.events + n) : NULL;
     for (int i = 0; i < t.count; i++)
         if (get_event(c, t.step_ns, &pool, &t.events[i]) != 0) {
             fl_wire_step_trace_free(&t);
