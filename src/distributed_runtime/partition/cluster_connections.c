@@ -55,7 +55,7 @@ static fl_task_client *connect_to(const fl_cluster *c, const char *job, int task
 }
 
 /* A lost connection made again. */
-static fl_task_client *reconnect(fl_remote_task *t)
+static fl_task_client *reconnect(fl_cluster_state *r, fl_remote_task *t)
 {
     fprintf(stderr, "%s %d: lost %s; connecting again\n", fl_cluster_job_name(t->cluster),
             fl_cluster_task_index(t->cluster), t->who);
