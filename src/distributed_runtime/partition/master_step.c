@@ -262,7 +262,6 @@ static int report_failure(const step_state *s, const task_call *calls, const fl_
         say_cause(calls, n, cause, parts, which, s->silent);
     return s->timed_out || cause ? -1 : 0;
 }
-}
 
 /* After a traced step that succeeded: each task's part of the timeline. */
 static void merge_traces(fl_session *trace, task_call *calls, const fl_graph_partition *parts, int n, bool ok)
