@@ -178,11 +178,19 @@ static double abort_grace_s(double deadline_s) { return deadline_s / 2 < 5 ? dea
  * deadline or a short grace after the abort, whichever is later. A task
  * that answered neither is stopped or hung: its connection is closed, so
  * no late reply reaches this step's memory and the step ends now. */
+/* The tasks' own waits end at the same task deadline, with errors that say
+ * what each waited for (a Recv's peer, a take's accumulator and count): a
+ * moment past it lets those arrive before the client gives the step up. */
+static double tasks_own_errors_s(double deadline_s)
+{
+    return deadline_s / 10 > 0.5 ? deadline_s / 10 : 0.5;
+}
+
 static void wait_or_abort(step_state *s, task_call *calls, int n, uint64_t step_id, const char *which)
 {
     double deadline_s = fl_task_deadline_s(), start = fl_now_s(), next_line = start + SAY_WAITING_EVERY_S;
     pthread_mutex_lock(&s->lock);
-    wait_until(s, calls, n, false, which, start, start + deadline_s, &next_line);
+    wait_until(s, calls, n, false, which, start, start + deadline_s + tasks_own_errors_s(deadline_s), &next_line);
     s->timed_out = s->running > 0 && s->failed == 0;
     bool abort_others = s->running > 0;
     pthread_mutex_unlock(&s->lock);
@@ -255,9 +263,13 @@ static int report_failure(const step_state *s, const task_call *calls, const fl_
         fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s on %s: no reply within %.0f s (FLOWLAB_TASK_DEADLINE), nor to "
                           "the abort (stopped or hung?), so its connection was closed: fl_cluster_reconnect makes it "
                           "anew", which, s->silent, fl_task_deadline_s());
-    else if (s->timed_out)
+    else if (s->timed_out && !cause)
         fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s: not done within %.0f s (FLOWLAB_TASK_DEADLINE), so the tasks "
                           "gave it up", which, fl_task_deadline_s());
+    else if (s->timed_out) /* what the tasks were waiting for when they gave it up */
+        fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s: not done within %.0f s (FLOWLAB_TASK_DEADLINE), so the tasks "
+                          "gave it up; /job:%s/task:%d: %s", which, fl_task_deadline_s(), parts[cause - calls].job,
+                          parts[cause - calls].task, cause->error);
     else if (cause)
         say_cause(calls, n, cause, parts, which, s->silent);
     return s->timed_out || cause ? -1 : 0;
