@@ -180,9 +180,7 @@ int fl_master_variable_has_value(fl_master *m, const fl_node *var)
     fl_task_client *c = client_to(m, job, task);
     bool has = false;
     uint32_t id = c ? fl_task_client_is_initialized(c, var->name, &has) : 0;
-    if (!id || fl_task_client_wait(c, id) != 0)
-        return -1;
-    return has;
+    return !id || fl_task_client_wait(c, id) != 0 ? -1 : has;
 }
 
 /* A connection closed: what was registered on it is gone with it. */
