@@ -334,6 +334,7 @@ static int sweep(fl_session *s, int npending, int *oldest, fl_device **on)
 {
     int kept = 0;
     int64_t oldest_age = INT64_MAX;
+    bool oldest_on_rendezvous = false;
     *oldest = -1;
     for (int k = 0; k < npending; k++) {
         fl_node *n = fl_session_planned(s, s->run.pending[k]);
@@ -344,8 +345,14 @@ static int sweep(fl_session *s, int npending, int *oldest, fl_device **on)
                 return -1;
             continue;
         }
-        if (age < oldest_age) {
+        /* A node that waits on a device's own work comes before one that waits
+         * for another task's value: that work ends by itself, and a Recv
+         * issued at the step's start would otherwise be the oldest all step. */
+        bool on_rendezvous = device && fl_device_waits_on_any(device);
+        if (age != INT64_MAX && (*oldest < 0 || (oldest_on_rendezvous && !on_rendezvous) ||
+                                 (oldest_on_rendezvous == on_rendezvous && age < oldest_age))) {
             oldest_age = age;
+            oldest_on_rendezvous = on_rendezvous;
             *oldest = kept;
             *on = device;
         }
