@@ -9,6 +9,7 @@
 
 #include "lab_runner.h"
 #include "loopback.h"
+#include "stop_process.h"
 
 #define MAX_TASKS 4
 
@@ -256,7 +257,8 @@ static void test_ps_restarted(void)
      * and let go once the chief has restored and trained on past where the
      * other had been: the step the other finds then hides the loss, which
      * it must still report (it reads the checkpoint's step on failing). */
-    kill(other->pid, SIGSTOP);
+    if (!stop_process(other->pid))
+        diag("the other worker (pid %d) did not stop within 5 s of SIGSTOP", (int)other->pid);
     kill9(ps);
     long saved = last_number_after(chief, "model.ckpt-");
     start(ps);

@@ -20,6 +20,7 @@
 #include "distributed_runtime/transport/task_client.h"
 #include "distributed_runtime/transport/socket_writer.h"
 #include "loopback.h"
+#include "stop_process.h"
 
 #define DEADLINE_S 2.0
 
@@ -108,24 +109,6 @@ static void test_silent_ps(void)
     close(listener);
 }
 
-/* True once pid's state in /proc is T (stopped), waiting up to 5 s. */
-static bool wait_stopped(pid_t pid)
-{
-    char path[64], text[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    for (double end = fl_now_s() + 5; fl_now_s() < end; poll(NULL, 0, 10)) {
-        FILE *f = fopen(path, "r");
-        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-        if (f)
-            fclose(f);
-        text[n] = '\0';
-        const char *state = strrchr(text, ')');
-        if (state && state[1] == ' ' && state[2] == 'T')
-            return true;
-    }
-    return false;
-}
-
 static void test_stopped_ps(void)
 {
     char ps_hosts[64], worker_hosts[64];
@@ -146,8 +129,7 @@ static void test_stopped_ps(void)
     ok(fd >= 0, "the real ps listens (waited up to 10 s)");
     if (fd >= 0)
         close(fd);
-    kill(pid, SIGSTOP);
-    ok(wait_stopped(pid), "the ps is stopped (SIGSTOP; waited up to 5 s)");
+    ok(stop_process(pid), "the ps is stopped (SIGSTOP; waited up to 5 s)");
     check_ends("a stopped ps", port, NULL, 0, "before the deadline");
     kill(pid, SIGCONT);
     stop_child(pid);

@@ -16,6 +16,7 @@
 #include "flowlab.h"
 #include "flowlab_cluster.h"
 #include "lab_runner.h"
+#include "stop_process.h"
 #include "task_servers.h"
 
 static char server[600];
@@ -182,7 +183,8 @@ static void *run_step(void *arg)
  * for its values), then killed: the run must fail, naming it. */
 static void kill_worker_mid_step(task_servers *c, step_call *call)
 {
-    kill(c->pid[2], SIGSTOP);
+    if (!stop_process(c->pid[2]))
+        diag("worker 1 (pid %d) did not stop within 5 s of SIGSTOP", (int)c->pid[2]);
     pthread_t thread;
     pthread_create(&thread, NULL, run_step, call);
     usleep(500000);
@@ -196,7 +198,8 @@ static void kill_worker_mid_step(task_servers *c, step_call *call)
  * says whom it waits for, and once the worker goes on the step ends well. */
 static void pause_worker_mid_step(task_servers *c, step_call *call, const char *log)
 {
-    kill(c->pid[2], SIGSTOP);
+    if (!stop_process(c->pid[2]))
+        diag("worker 1 (pid %d) did not stop within 5 s of SIGSTOP", (int)c->pid[2]);
     int saved_stderr = capture_stderr(log);
     pthread_t thread;
     pthread_create(&thread, NULL, run_step, call);
@@ -228,7 +231,8 @@ static void stop_worker_for_a_step(task_servers *c, const fl_cluster *cluster, s
     char deadline[16];
     snprintf(deadline, sizeof deadline, "%d", SHORT_DEADLINE_S);
     setenv("FLOWLAB_TASK_DEADLINE", deadline, 1);
-    kill(c->pid[2], SIGSTOP);
+    if (!stop_process(c->pid[2]))
+        diag("worker 1 (pid %d) did not stop within 5 s of SIGSTOP", (int)c->pid[2]);
     run_step(call);
     kill(c->pid[2], SIGCONT);
     setenv("FLOWLAB_TASK_DEADLINE", "30", 1);
