@@ -1,7 +1,8 @@
 /* test_connect.c: a worker reaching a task that is not up yet
  * (src/distributed_runtime/transport/connect.c): it waits with growing pauses, says whom it waits
  * for, connects once the peer listens, and gives up at its deadline with an
- * error naming the task. Loopback only, on ports the kernel picks. */
+ * error naming the task, also when the peer's full listen queue drops its
+ * SYNs. Loopback only, on ports the kernel picks. */
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 #include "flowlab.h"
 #include "distributed_runtime/transport/connect.h"
 #include "loopback.h"
+#include "runtime.h"
 
 typedef struct {
     int port;
@@ -87,10 +89,35 @@ static void test_gives_up_at_the_deadline(void)
     contains(fl_last_error(), "cannot resolve \"no-such-host.invalid\"", "naming the host");
 }
 
+/* A ps under a flood: its listen queue full, the kernel drops our SYNs. A
+ * blocking connect() waited out the kernel's retries (127 s); the deadline holds. */
+static void test_full_listen_queue(void)
+{
+    int port = 0, fd = loopback_bind(&port, 0);
+    bool listening = fd >= 0 && listen(fd, 0) == 0;
+    int filler = listening ? loopback_connect(port, 1) : -1; /* a queue of 0 holds one, never accepted */
+    ok(filler >= 0, "a peer that never accepts, its listen queue filled by one connection");
+    fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 2,
+                            .log = stderr, .log_prefix = "worker 0"};
+    double start = fl_now_s();
+    int got = fl_connect_with_retry(&o);
+    double took = fl_now_s() - start;
+    ok(got < 0 && took >= 1.9 && took < 30, "its SYNs dropped, it gives up at its deadline of 2 s (%.1f s), not after the "
+       "kernel's 127 s", took);
+    contains(fl_last_error(), "(Connection timed out)", "saying the peer did not answer in time");
+    if (got >= 0)
+        close(got);
+    if (filler >= 0)
+        close(filler);
+    if (fd >= 0)
+        close(fd);
+}
+
 int main(void)
 {
     test_backoff();
     test_waits_for_a_late_peer();
     test_gives_up_at_the_deadline();
+    test_full_listen_queue();
     return done_testing();
 }

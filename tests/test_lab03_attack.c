@@ -189,7 +189,7 @@ static void check_worker(int status, double took, double normal_loss)
        "loss lines)", loss, TRAINED_LOSS, lines);
     ok(fabs(loss - normal_loss) < 0.1, "as without the attack: %.3f, against %.3f", loss, normal_loss);
     contains(out, "worker 0: test accuracy 0.", "and it reported its test accuracy");
-    if (status != 0 || !(loss < TRAINED_LOSS) || !(fabs(loss - normal_loss) < 0.1))
+    if (status != 0 || !(loss < TRAINED_LOSS) || !(fabs(loss - normal_loss) < 0.1) || getenv("FLOWLAB_TEST_VERBOSE"))
         diag("the worker's output:\n%s", out ? out : "(none)");
     free(out);
 }

@@ -5,9 +5,11 @@
  * instead of waiting forever in silence. A refusal is another thing: a TLS
  * certificate the peer will not take is final, never tried again. */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,9 +35,35 @@ void fl_sleep_s(double seconds)
         ;
 }
 
-/* One try at every address host:port resolves to: a connected socket, or -1
- * with the reason in *why (an errno value). */
-static int try_connect(const struct addrinfo *addresses, int *why)
+/* How long one try waits for the peer's SYN-ACK. A peer whose listen queue
+ * is full (a ps under a flood of connections) drops SYNs, and a blocking
+ * connect() left the retrying to the kernel: SYNs 1, 2, 4 ... 64 s apart,
+ * 127 s in all, past our deadline, while the flood's fresh SYNs took every
+ * slot that freed. Each try sends a fresh SYN. */
+#define CONNECT_TRY_S 1.0
+
+/* connect() that gives up after `seconds`: 0, or -1 with errno (ETIMEDOUT). */
+static int connect_within(int fd, const struct sockaddr *to, socklen_t len, double seconds)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
+        return -1;
+    int why = connect(fd, to, len) == 0 ? 0 : errno;
+    if (why == EINPROGRESS) {
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        socklen_t n = sizeof why;
+        int ms = seconds > 0 ? (int)(seconds * 1000) : 0; /* never -1: that waits for ever */
+        if (poll(&p, 1, ms) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &why, &n) != 0)
+            why = ETIMEDOUT; /* a signal too: the caller tries again */
+    }
+    fcntl(fd, F_SETFL, flags); /* blocking again, as the handshake and TLS expect */
+    errno = why;
+    return why == 0 ? 0 : -1;
+}
+
+/* One try at every address host:port resolves to, each for at most
+ * `seconds`: a connected socket, or -1 with the reason in *why (an errno value). */
+static int try_connect(const struct addrinfo *addresses, double seconds, int *why)
 {
     for (const struct addrinfo *a = addresses; a; a = a->ai_next) {
         int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
@@ -43,7 +71,7 @@ static int try_connect(const struct addrinfo *addresses, int *why)
             *why = errno;
             continue;
         }
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        if (connect_within(fd, a->ai_addr, a->ai_addrlen, seconds) == 0) {
             int one = 1; /* frames are small and answered at once: no Nagle delay */
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             return fd;
@@ -78,7 +106,8 @@ int fl_connect_with_retry(const fl_connect_options *o)
     double start = fl_now_us() * 1e-6, next_log = start + every;
     int why = 0;
     for (int attempt = 0;; attempt++) {
-        int fd = try_connect(addresses, &why);
+        double try_s = start + o->deadline_s - fl_now_s();
+        int fd = try_connect(addresses, try_s < CONNECT_TRY_S ? try_s : CONNECT_TRY_S, &why);
         double now = fl_now_us() * 1e-6;
         if (fd >= 0) {
             if (now - start >= every) /* we said we were waiting: say it is over */
