@@ -88,7 +88,6 @@ int wire_finish(wire_cursor *c); /* -1 when bytes are left over */
 int wire_put_u8(fl_wire_buf *buf, unsigned v);
 int wire_put_u32(fl_wire_buf *buf, uint32_t v);
 int wire_put_u64(fl_wire_buf *buf, uint64_t v);
-int wire_put_float(fl_wire_buf *buf, float f);
 int wire_put_name(fl_wire_buf *buf, long start, fl_wire_type type, const char *what, const char *name);
 int wire_put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t);
 /* All but the data, whose length *bytes the frame's end counts (wire_end_before). */
