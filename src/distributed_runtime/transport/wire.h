@@ -57,8 +57,9 @@ typedef enum {
 typedef enum {
     FL_WIRE_E_BAD_FRAME = 1,        /* the bytes are not a valid frame */
     FL_WIRE_E_OUT_OF_ORDER = 2,     /* a valid frame at the wrong time */
+    /* 3 to 5 were the ps store's answers: read still, sent no more. */
     FL_WIRE_E_UNKNOWN_VARIABLE = 3, /* no variable of that name on this task */
-    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's; or --sync_replicas from another worker's */
+    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's */
     FL_WIRE_E_NOT_INITIALIZED = 5,  /* a variable read before it has a value */
     FL_WIRE_E_INTERNAL = 6,         /* the server failed, e.g. out of memory */
     /* A partition's run that failed (the connection stays). */
@@ -175,11 +176,6 @@ typedef struct {
     uint32_t payload_len;
     const unsigned char *payload; /* inside the caller's bytes */
     size_t frame_len;             /* header + payload: what to drain afterwards */
-    /* When tail_len > 0, the payload's last tail_len bytes lie at tail, not
-     * after the rest: a reader received a tensor's data straight into its
-     * destination. They must be that tensor's data exactly, or the parse fails. */
-    const unsigned char *tail;
-    size_t tail_len;
 } fl_wire_frame;
 
 /* FL_WIRE_FRAME: *frame describes the first frame_len bytes. FL_WIRE_NEED_MORE: every

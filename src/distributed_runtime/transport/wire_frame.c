@@ -222,8 +222,6 @@ fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *fram
     frame->payload_len = payload;
     frame->payload = b + FL_WIRE_HEADER_BYTES;
     frame->frame_len = FL_WIRE_HEADER_BYTES + (size_t)payload;
-    frame->tail = NULL;
-    frame->tail_len = 0;
     return FL_WIRE_FRAME;
 }
 

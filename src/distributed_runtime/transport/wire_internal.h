@@ -66,8 +66,6 @@ int wire_abort(fl_wire_buf *buf, long start, const char *fmt, ...)
 typedef struct {
     const unsigned char *p;
     size_t left;              /* in memory at p */
-    const unsigned char *tail; /* the payload's last tail_len bytes (fl_wire_frame) */
-    size_t tail_len;
     fl_wire_type type;
     fl_status *st;            /* DATA_LOSS, with "TYPE: " before the message */
 } wire_cursor;
