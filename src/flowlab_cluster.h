@@ -330,9 +330,6 @@ typedef struct {
      * workers' steps that lost at least one update here (one per worker and
      * step), and the updates lost, one per variable a step updates. */
     uint64_t stale_steps, stale_variable_updates;
-    /* Received tensor bytes copied before use. A big tensor (a gradient) is
-     * received where it can be used as it lies, so these are small ones. */
-    uint64_t copied_in_bytes;
     /* In-graph replication across tasks: steps of partitions run here, and
      * the values other tasks sent this one for them (SEND_TENSOR). */
     uint64_t partition_steps;

@@ -20,6 +20,7 @@ struct fl_variable_container {
     pthread_mutex_t lock; /* the list, each initialized flag, and ops on the values */
     fl_shared_variable **vars;
     int count, cap;
+    int max_variables; /* 0: no limit */
     fl_accumulator_set *accumulators;
 };
 
@@ -30,6 +31,8 @@ fl_variable_container *fl_variable_container_new(void)
     c->accumulators = fl_accumulator_set_new();
     return c;
 }
+
+void fl_variable_container_set_limit(fl_variable_container *c, int max) { c->max_variables = max; }
 
 void fl_variable_container_free(fl_variable_container *c)
 {
@@ -48,6 +51,11 @@ void fl_variable_container_free(fl_variable_container *c)
 
 static fl_shared_variable *make_variable(fl_variable_container *c, const char *name, fl_dtype dtype, fl_shape shape)
 {
+    if (c->max_variables > 0 && c->count >= c->max_variables) {
+        fl_set_error_code(FL_RESOURCE_EXHAUSTED, "variable %s: this task already holds %d variables, the most it "
+                          "may (--max_variables)", name, c->count);
+        return NULL;
+    }
     fl_tensor like = {.dtype = dtype, .shape = shape};
     size_t bytes = fl_tensor_bytes(&like);
     void *data = calloc(1, bytes ? bytes : 1);

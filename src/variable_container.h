@@ -14,6 +14,9 @@ typedef struct fl_variable_container fl_variable_container;
 typedef struct fl_shared_variable fl_shared_variable;
 
 fl_variable_container *fl_variable_container_new(void);
+/* At most max variables (a task server's --max_variables; 0: no limit):
+ * one more is refused with RESOURCE_EXHAUSTED naming the flag. */
+void fl_variable_container_set_limit(fl_variable_container *c, int max);
 void fl_variable_container_free(fl_variable_container *c);
 
 /* The home of the variable `name` of dtype and shape, made (uninitialised)

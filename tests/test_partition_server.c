@@ -264,7 +264,7 @@ static bool raw_request(int fd, fl_wire_buf *out, fl_wire_frame *reply, fl_wire_
     bool sent = write(fd, out->data, out->len) == (ssize_t)out->len;
     fl_wire_buf_consume(out, out->len);
     fl_wire_buf_consume(in, in->len);
-    return sent && fl_read_frame(fd, in, reply, NULL, NULL, &why) == 1;
+    return sent && fl_read_frame(fd, in, reply, &why) == 1;
 }
 
 static void test_lost_client(const tasks *t)

@@ -231,7 +231,7 @@ static void *answer_hello_then_hang_up(void *listener)
     fl_wire_buf in = {0}, out = {0};
     fl_wire_frame f;
     fl_status why = {0};
-    while (fd >= 0 && fl_read_frame(fd, &in, &f, NULL, NULL, &why) == 1) {
+    while (fd >= 0 && fl_read_frame(fd, &in, &f, &why) == 1) {
         if (f.type == FL_WIRE_HELLO)
             fl_wire_put_hello_ok(&out, f.request_id, "ps", 0);
         else

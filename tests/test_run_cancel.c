@@ -77,16 +77,16 @@ static bool request(int fd, fl_wire_buf *out, fl_wire_buf *in, fl_wire_frame *re
     fl_status why = {0};
     bool sent = fl_socket_write_all(fd, out->data, out->len) == 0;
     fl_wire_buf_consume(out, out->len);
-    return sent && fl_read_frame(fd, in, reply, NULL, NULL, &why) == 1;
+    return sent && fl_read_frame(fd, in, reply, &why) == 1;
 }
 
-/* Sends 1 MiB INIT_VARIABLE frames without blocking for up to 2 s, or
+/* Sends 1 MiB SEND_TENSOR frames without blocking for up to 2 s, or
  * until 32 MiB are out: the bytes the server let in. */
 static size_t send_behind_run(int fd)
 {
     fl_tensor *big = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 1 << 18));
     fl_wire_buf frame = {0};
-    fl_wire_put_init_variable(&frame, 9, "behind", big);
+    fl_wire_put_send_tensor(&frame, 9, 1, "behind", big);
     size_t sent = 0, at = 0;
     for (double end = fl_now_s() + 2; sent < (32u << 20) && fl_now_s() < end;) {
         ssize_t n = send(fd, frame.data + at, frame.len - at, MSG_DONTWAIT | MSG_NOSIGNAL);

@@ -3,7 +3,7 @@
  * (server_guard.c) while a worker with the secret trains beside: a
  * slowloris that sends a byte of HELLO every 200 ms on 150 connections
  * (held past 64 descriptors, so accept fails), a stranger that announces a
- * 60 MB ASSIGN before HELLO_OK, and a stranger's GOODBYE. The worker's every
+ * 60 MB REGISTER_PARTITION before HELLO_OK, and a stranger's GOODBYE. The worker's every
  * update lands, the trickling connections are all dropped by the deadline,
  * the log stays small, and the ps exits 0 once the worker says goodbye.
  * Then goodbyes (server_stats.c), on a ps without a secret on this
@@ -27,9 +27,10 @@
 #include "flowlab_cluster.h"
 #include "runtime.h"
 #include "distributed_runtime/partition/cluster_security.h"
+#include "distributed_runtime/partition/partition_def.h"
 #include "distributed_runtime/transport/frame_reader.h"
-#include "distributed_runtime/transport/task_client.h"
 #include "distributed_runtime/transport/socket_writer.h"
+#include "counter_partition.h"
 #include "loopback.h"
 
 #define ATTACKERS 150
@@ -116,10 +117,10 @@ static int trickle(int fds[ATTACKERS], const unsigned char *hello, size_t at)
     return open_count;
 }
 
-/* A stranger announces a 60 MB ASSIGN before HELLO_OK: refused from the header. */
+/* A stranger announces a 60 MB REGISTER_PARTITION before HELLO_OK: refused from the header. */
 static bool big_frame_refused_from_header(int port)
 {
-    unsigned char header[16] = {'F', 'L', 'W', 'P', 1, 13, 0, 0, 0, 0, 0, 1, 0x03, 0x90, 0, 0};
+    unsigned char header[16] = {'F', 'L', 'W', 'P', 1, 20, 0, 0, 0, 0, 0, 1, 0x03, 0x90, 0, 0};
     int fd = loopback_connect(port, 10);
     if (fd < 0)
         return false;
@@ -127,10 +128,10 @@ static bool big_frame_refused_from_header(int port)
     fl_wire_buf buf = {0};
     fl_wire_frame f;
     fl_status why = {0};
-    bool refused = fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1 && f.type == FL_WIRE_ERROR;
+    bool refused = fl_read_frame(fd, &buf, &f, &why) == 1 && f.type == FL_WIRE_ERROR;
     fl_wire_message *m = fl_xmalloc(sizeof *m);
     refused = refused && fl_wire_parse(&f, m, &why) == 0 &&
-              strstr(m->u.error.message, "ASSIGN before HELLO") != NULL;
+              strstr(m->u.error.message, "REGISTER_PARTITION before HELLO") != NULL;
     if (!refused)
         diag("the ps said: %s", m->type == FL_WIRE_ERROR ? m->u.error.message : why.message);
     free(m);
@@ -139,19 +140,19 @@ static bool big_frame_refused_from_header(int port)
     return refused;
 }
 
-/* The worker's training: UPDATES steps of SGD on w, the attack going on. */
+/* The worker's training: UPDATES steps of w -= 1 on its partition on the
+ * ps, the attack going on; *w gets w's last value. */
 static int train(fl_task_client *c, int fds[ATTACKERS], const unsigned char *hello, size_t hello_len,
-                 int *most_open)
+                 int *most_open, fl_tensor **w)
 {
-    fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
-    fl_tensor *ones = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
+    fl_tensor *minus_ones = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
     for (int i = 0; i < WIDTH; i++)
-        fl_tensor_floats(ones)[i] = 1;
-    int failures = fl_task_client_wait(c, fl_task_client_init(c, "w", zeros, NULL)) != 0;
-    fl_wire_optimizer_args sgd = {.kind = FL_WIRE_GRADIENT_DESCENT, .learning_rate = 1};
+        fl_tensor_floats(minus_ones)[i] = -1;
+    uint64_t handle = counter_register(c, WIDTH);
+    int failures = !handle || counter_step(c, handle, 1, NULL, NULL) != 0;
     double next_byte = fl_now_s();
     for (int i = 0, at = 0; i < UPDATES; i++) {
-        failures += fl_task_client_wait(c, fl_task_client_apply(c, "w", &sgd, ones)) != 0;
+        failures += handle && counter_step(c, handle, 2 + (uint64_t)i, minus_ones, w) != 0;
         if (fl_now_s() >= next_byte && (size_t)at < hello_len - 1) { /* never the last byte */
             int open_count = trickle(fds, hello, (size_t)at++);
             *most_open = open_count > *most_open ? open_count : *most_open;
@@ -160,8 +161,7 @@ static int train(fl_task_client *c, int fds[ATTACKERS], const unsigned char *hel
         struct timespec pause = {0, 5 * 1000 * 1000}; /* a worker computes between steps */
         nanosleep(&pause, NULL);
     }
-    fl_tensor_free(zeros);
-    fl_tensor_free(ones);
+    fl_tensor_free(minus_ones);
     return failures;
 }
 
@@ -200,7 +200,7 @@ static void say_stranger_goodbye(int port)
         fl_socket_write_all(fd, buf.data, buf.len);
     fl_wire_frame f;
     fl_status why = {0};
-    while (fd >= 0 && fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1)
+    while (fd >= 0 && fl_read_frame(fd, &buf, &f, &why) == 1)
         ; /* CHALLENGE, then ERROR and the end */
     if (fd >= 0)
         close(fd);
@@ -231,21 +231,33 @@ static void attack_while_training(fl_task_client *worker, int port, pid_t ps)
     fl_wire_buf hello = {0};
     fl_wire_put_hello(&hello, 1, "worker", 0);
     ok(open_attackers(port, fds) == ATTACKERS, "%d attackers connect", ATTACKERS);
-    ok(big_frame_refused_from_header(port), "a 60 MB ASSIGN announced before HELLO_OK is refused from its header");
+    ok(big_frame_refused_from_header(port),
+       "a 60 MB REGISTER_PARTITION announced before HELLO_OK is refused from its header");
     say_stranger_goodbye(port);
     int most_open = 0;
     double start = fl_now_s();
-    int failures = train(worker, fds, hello.data, hello.len, &most_open);
+    fl_tensor *last = NULL;
+    int failures = train(worker, fds, hello.data, hello.len, &most_open, &last);
     ok(failures == 0, "the worker with the secret trained %d steps under the attack in %.1f s", UPDATES,
        fl_now_s() - start);
-    float w[WIDTH] = {0};
-    int pulled = fl_task_client_wait(worker, fl_task_client_pull(worker, "w", w, sizeof w));
-    ok(pulled == 0 && w[0] == -UPDATES && w[WIDTH - 1] == -UPDATES, "every update landed: w = %g (want %d)",
-       (double)w[0], -UPDATES);
+    const float *w = last ? fl_tensor_floats(last) : (const float[WIDTH]){0};
+    ok(w[0] == -UPDATES && w[WIDTH - 1] == -UPDATES, "every update landed: w = %g (want %d)", (double)w[0],
+       -UPDATES);
+    fl_tensor_free(last);
     int left = still_open_after(fds, 5);
     ok(left == 0, "every trickling connection was dropped by the 1 s deadline (%d still open after 5 s more)", left);
     ok(waitpid(ps, NULL, WNOHANG) == 0, "the stranger's GOODBYE as client did not end the ps");
     fl_wire_buf_free(&hello);
+}
+
+/* A ps without a secret on this process's thread, in a cluster on free loopback ports. */
+static fl_server *start_local_ps(const fl_server_options *options, fl_cluster **spec, int *port)
+{
+    char ps_hosts[64], worker_hosts[64];
+    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
+    *port = atoi(strchr(ps_hosts, ':') + 1);
+    *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    return fl_server_start(*spec, options);
 }
 
 /* HELLO as job/task, then GOODBYE; true when the GOODBYE was answered OK. */
@@ -259,9 +271,9 @@ static bool goodbye_as(int port, const char *job, int task)
         fl_socket_write_all(fd, buf.data, buf.len);
     fl_wire_frame f;
     fl_status why = {0};
-    bool welcomed = fd >= 0 && fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1 &&
+    bool welcomed = fd >= 0 && fl_read_frame(fd, &buf, &f, &why) == 1 &&
                     f.type == FL_WIRE_HELLO_OK;
-    bool answered = welcomed && fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1 &&
+    bool answered = welcomed && fl_read_frame(fd, &buf, &f, &why) == 1 &&
                     f.type == FL_WIRE_OK;
     if (fd >= 0)
         close(fd);
@@ -271,18 +283,16 @@ static bool goodbye_as(int port, const char *job, int task)
 
 static void test_goodbyes_from_others(void)
 {
-    char ps_hosts[64], worker_hosts[64];
-    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
-    int port = atoi(strchr(ps_hosts, ':') + 1);
-    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    fl_cluster *spec;
+    int port;
     FILE *log = tmpfile();
     fl_server_options options = {.log = log};
-    fl_server *ps = fl_server_start(spec, &options);
+    fl_server *ps = start_local_ps(&options, &spec, &port);
     fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
     fl_task_client *worker = ps ? fl_task_client_open(&o, "worker", 0) : NULL;
-    fl_tensor *zeros = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, WIDTH));
-    ok(worker && fl_task_client_wait(worker, fl_task_client_init(worker, "w", zeros, NULL)) == 0,
-       "a ps without a secret serves worker 0 (%s)", worker ? "" : fl_last_error());
+    bool has_value = true;
+    ok(worker && fl_task_client_wait(worker, fl_task_client_is_initialized(worker, "w", &has_value)) == 0 &&
+           !has_value, "a ps without a secret serves worker 0 (%s)", worker ? "" : fl_last_error());
     ok(goodbye_as(port, "client", 0), "a stranger's GOODBYE as client is answered");
     ok(fl_server_join(ps, 0.3) == 1, "but does not end a ps that serves workers");
     ok(goodbye_as(port, "ps", 0), "a GOODBYE from /job:ps/task:0 is answered");
@@ -291,42 +301,59 @@ static void test_goodbyes_from_others(void)
        "worker 0's own goodbye ends the ps");
     if (worker)
         fl_task_client_close(worker);
-    fl_tensor_free(zeros);
     fl_server_stop(ps);
     fl_cluster_free(spec);
     fclose(log);
 }
 
-/* A client that sends 200 PULLs of a 256 KB variable and reads nothing:
- * the ps queues at most about --max_unread_reply_bytes (1 MiB here), then
- * every reply still comes once it reads; a 3rd variable past
- * --max_variables 2 is refused, naming the flag. */
-static void test_unread_replies_and_variables(void)
+/* A raw connection that registers a partition holding a 256 KB variable
+ * `big` and initialises it; its handle, or 0. */
+static uint64_t register_big(int fd, fl_wire_buf *buf)
 {
-    char ps_hosts[64], worker_hosts[64];
-    loopback_cluster_hosts(ps_hosts, worker_hosts, sizeof ps_hosts);
-    int port = atoi(strchr(ps_hosts, ':') + 1);
-    fl_cluster *spec = fl_cluster_from_flags(ps_hosts, worker_hosts, "ps", 0);
+    fl_graph_partition p = {.task = 0};
+    snprintf(p.job, sizeof p.job, "ps");
+    p.graph = fl_graph_new();
+    fl_get_variable(p.graph, "big", fl_shape_make(1, 65536), fl_zeros_initializer());
+    fl_wire_buf graph = {0};
+    fl_partition_def_encode(&p, &graph);
+    fl_graph_partition_free(&p);
+    const char *init[] = {"big/Assign"};
+    fl_wire_name_list lists[2] = {{0, NULL}, {1, init}};
+    fl_wire_put_hello(buf, 1, "worker", 0);
+    fl_wire_put_register_partition(buf, 2, graph.data, graph.len);
+    fl_wire_put_run_partition(buf, 3, 1, 1, 0, 0, NULL, NULL, lists); /* the first handle a ps gives is 1 */
+    fl_wire_buf_free(&graph);
+    fl_socket_write_all(fd, buf->data, buf->len);
+    fl_wire_frame f;
+    fl_status why = {0};
+    uint64_t handle = 0;
+    bool welcomed = fl_read_frame(fd, buf, &f, &why) == 1 && f.type == FL_WIRE_HELLO_OK;
+    bool registered = welcomed && fl_read_frame(fd, buf, &f, &why) == 1 && fl_wire_parse_number(&f, &handle, &why) == 0;
+    bool ran = registered && fl_read_frame(fd, buf, &f, &why) == 1 && f.type == FL_WIRE_PARTITION_DONE;
+    buf->len = 0;
+    return ran ? handle : 0;
+}
+
+/* A client that runs 200 steps fetching a 256 KB variable and reads
+ * nothing: the ps queues at most about --max_unread_reply_bytes (1 MiB
+ * here), then every reply still comes once it reads. */
+static void test_unread_replies(void)
+{
+    fl_cluster *spec;
+    int port;
     FILE *log = tmpfile();
-    fl_server_options options = {.log = log, .max_unread_reply_bytes = 1 << 20, .max_variables = 2};
-    fl_server *ps = fl_server_start(spec, &options);
-    fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
-    fl_task_client *worker = ps ? fl_task_client_open(&o, "worker", 0) : NULL;
-    fl_tensor *big = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, 65536));
-    ok(worker && fl_task_client_wait(worker, fl_task_client_init(worker, "big", big, NULL)) == 0 &&
-           fl_task_client_wait(worker, fl_task_client_init(worker, "other", big, NULL)) == 0,
-       "two variables of 256 KB");
-    ok(worker && fl_task_client_wait(worker, fl_task_client_init(worker, "third", big, NULL)) != 0,
-       "a third is refused (--max_variables 2)");
-    contains(fl_last_error(), "--max_variables", "the error names the flag");
-    if (worker)
-        fl_task_client_close(worker);
+    fl_server_options options = {.log = log, .max_unread_reply_bytes = 1 << 20};
+    fl_server *ps = start_local_ps(&options, &spec, &port);
+    int fd = ps ? loopback_connect(port, 10) : -1;
     fl_wire_buf buf = {0};
-    fl_wire_put_hello(&buf, 1, "worker", 0);
+    uint64_t handle = fd >= 0 ? register_big(fd, &buf) : 0;
+    ok(handle == 1, "a partition holding a variable of 256 KB, initialised (handle %llu)", (unsigned long long)handle);
+    const char *fetch[] = {"big"};
+    fl_wire_name_list lists[2] = {{1, fetch}, {0, NULL}};
     for (uint32_t i = 0; i < 200; i++)
-        fl_wire_put_pull(&buf, 2 + i, "big");
-    int fd = loopback_connect(port, 10);
-    fl_socket_write_all(fd, buf.data, buf.len);
+        fl_wire_put_run_partition(&buf, 4 + i, handle, 2 + i, 0, 0, NULL, NULL, lists);
+    if (fd >= 0)
+        fl_socket_write_all(fd, buf.data, buf.len);
     fl_server_stats st = {0};
     for (double end = fl_now_s() + 2; fl_now_s() < end; poll(NULL, 0, 50))
         fl_server_get_stats(ps, &st);
@@ -336,12 +363,57 @@ static void test_unread_replies_and_variables(void)
     fl_wire_frame f;
     fl_status why = {0};
     int values = 0;
-    for (int i = 0; i < 201 && fl_read_frame(fd, &buf, &f, NULL, NULL, &why) == 1; i++)
-        values += f.type == FL_WIRE_VALUE;
+    for (int i = 0; i < 201 && fd >= 0 && fl_read_frame(fd, &buf, &f, &why) == 1; i++)
+        values += f.type == FL_WIRE_PARTITION_DONE;
     ok(values == 200, "once read, all 200 replies come (%d)", values);
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     fl_wire_buf_free(&buf);
-    fl_tensor_free(big);
+    fl_server_stop(ps);
+    fl_cluster_free(spec);
+    fclose(log);
+}
+
+/* A partition with variables `names` (1 float each) registered on c,
+ * then initialised: 0, or -1 as fl_partition_run_remote. */
+static int add_variables(fl_task_client *c, const char *const *names, int count)
+{
+    fl_graph_partition p = {.task = 0};
+    snprintf(p.job, sizeof p.job, "ps");
+    p.graph = fl_graph_new();
+    const char *inits[4];
+    char init_names[4][32];
+    for (int i = 0; i < count && i < 4; i++) {
+        fl_get_variable(p.graph, names[i], fl_shape_make(1, 1), fl_zeros_initializer());
+        snprintf(init_names[i], sizeof init_names[i], "%s/Assign", names[i]);
+        inits[i] = init_names[i];
+    }
+    uint64_t handle;
+    int rc = fl_partition_register(c, &p, &handle);
+    fl_graph_partition_free(&p);
+    fl_partition_run run = {.step_id = 1, .target_names = inits, .ntargets = count};
+    return rc == 0 ? fl_partition_run_remote(c, handle, &run, NULL, NULL) : rc;
+}
+
+/* --max_variables 2: partitions bringing a and b run, and one that shares
+ * a; one that would bring a third fails, naming the flag. */
+static void test_max_variables(void)
+{
+    fl_cluster *spec;
+    int port;
+    FILE *log = tmpfile();
+    fl_server_options options = {.log = log, .max_variables = 2};
+    fl_server *ps = start_local_ps(&options, &spec, &port);
+    fl_connect_options o = {.who = "/job:ps/task:0", .host = "127.0.0.1", .port = port, .deadline_s = 10};
+    fl_task_client *worker = ps ? fl_task_client_open(&o, "worker", 0) : NULL;
+    const char *ab[] = {"a", "b"}, *a_again[] = {"a"}, *third[] = {"a", "c"};
+    ok(worker && add_variables(worker, ab, 2) == 0 && add_variables(worker, a_again, 1) == 0,
+       "partitions holding a and b, then a again, run (%s)", worker ? fl_last_error() : "no worker");
+    ok(worker && add_variables(worker, third, 2) != 0 && fl_last_error_code() == FL_RESOURCE_EXHAUSTED,
+       "one that brings a third variable fails (--max_variables 2): %s", fl_last_error());
+    contains(fl_last_error(), "--max_variables", "the error names the flag");
+    if (worker)
+        fl_task_client_close(worker);
     fl_server_stop(ps);
     fl_cluster_free(spec);
     fclose(log);
@@ -494,7 +566,8 @@ int main(void)
     unlink(log_path);
     rmdir(dir);
     test_goodbyes_from_others();
-    test_unread_replies_and_variables();
+    test_unread_replies();
+    test_max_variables();
     test_strangers_per_address();
     test_eviction_order();
     return done_testing();

@@ -25,7 +25,6 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # append records (test_summary), the handshake and TLS tunnels of a secured cluster
 # (test_cluster_secret, test_cluster_tls, test_untrusted_text), servers started and stopped on 0.0.0.0
 # (test_secure_listen), a task server bounding the values two connections leave waiting (test_waiting_values),
-# two workers' reader threads counting stale updates into their clusters' tallies (test_stale_counts),
 # a ps's join watching its workers come and go (test_server_join), a client's goodbyes on a thread per task
 # (test_client_close), a traced step whose tasks' timings come back on the master's threads (test_cluster_trace), two tasks' executors sending each other values through their rendezvous (test_recv_executor),
 # two threads' sessions updating one variable of a task's container (test_variable_container), two
@@ -35,7 +34,7 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # task's accumulator on one thread waiting for gradients another adds (test_accumulator).
 THREAD_TESTS := test_server test_partition_server test_rendezvous test_in_graph_cluster test_remote test_monitored_cluster test_connect test_data test_data_bytes test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary \
                 test_cluster_secret test_cluster_tls test_untrusted_text test_secure_listen test_server_bounds \
-                test_handshake_deadline test_run_cancel test_waiting_values test_stale_counts test_server_join test_client_close \
+                test_handshake_deadline test_run_cancel test_waiting_values test_server_join test_client_close \
                 test_cluster_trace test_recv_executor test_variable_container test_between_graph_partitions test_between_graph_checkpoints test_runner_pool test_socket_writer test_accumulator test_accumulator_ops test_sync_partitions
 
 test-threads: deps

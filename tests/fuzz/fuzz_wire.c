@@ -26,31 +26,6 @@ static fl_tensor to_tensor(const fl_wire_tensor *t)
     return out;
 }
 
-static int encode_tensor_message(fl_wire_buf *buf, const fl_wire_message *m)
-{
-    bool is_apply = m->type == FL_WIRE_APPLY || m->type == FL_WIRE_SYNC_APPLY;
-    const fl_wire_tensor *wt = is_apply ? &m->u.apply.grad : &m->u.named.tensor;
-    fl_tensor t = to_tensor(wt);
-    int rc = -1;
-    uint32_t id = m->request_id;
-    if (m->type == FL_WIRE_INIT_VARIABLE)
-        rc = fl_wire_put_init_variable(buf, id, m->u.named.name, &t);
-    else if (m->type == FL_WIRE_VALUE)
-        rc = fl_wire_put_value(buf, id, m->u.named.name, &t);
-    else if (m->type == FL_WIRE_ASSIGN)
-        rc = fl_wire_put_assign(buf, id, m->u.named.name, &t);
-    else if (m->type == FL_WIRE_ASSIGN_ADD)
-        rc = fl_wire_put_assign_add(buf, id, m->u.named.name, &t);
-    else if (m->type == FL_WIRE_APPLY)
-        rc = fl_wire_put_apply(buf, id, m->u.apply.name, &m->u.apply.opt, &t);
-    else if (m->type == FL_WIRE_SYNC_APPLY)
-        rc = fl_wire_put_sync_apply(buf, id, &m->sync, m->u.apply.name, &m->u.apply.opt, &t);
-    else if (m->type == FL_WIRE_SYNC_ASSIGN || m->type == FL_WIRE_SYNC_ASSIGN_ADD)
-        rc = fl_wire_put_sync_assignment(buf, m->type, id, &m->sync, m->u.named.name, &t);
-    free(t.data);
-    return rc;
-}
-
 /* The encoder for the message's type, with the parsed fields. */
 static int encode_message(fl_wire_buf *buf, const fl_wire_message *m)
 {
@@ -59,19 +34,15 @@ static int encode_message(fl_wire_buf *buf, const fl_wire_message *m)
     case FL_WIRE_HELLO: return fl_wire_put_hello(buf, id, m->u.hello.job, m->u.hello.task_index);
     case FL_WIRE_HELLO_OK:
         return fl_wire_put_hello_ok(buf, id, m->u.hello.job, m->u.hello.task_index);
-    case FL_WIRE_INIT_DONE: return fl_wire_put_init_done(buf, id, m->u.already_initialized);
-    case FL_WIRE_PULL: return fl_wire_put_pull(buf, id, m->u.name);
-    case FL_WIRE_APPLIED: return fl_wire_put_applied(buf, id, m->u.version);
+    case FL_WIRE_INIT_DONE: return fl_wire_put_init_done(buf, id, m->u.has_value);
     case FL_WIRE_GOODBYE: return fl_wire_put_goodbye(buf, id);
     case FL_WIRE_OK: return fl_wire_put_ok(buf, id);
     case FL_WIRE_ERROR: return fl_wire_put_error(buf, id, m->u.error.code, m->u.error.message);
-    case FL_WIRE_SYNC_DONE: return fl_wire_put_sync_done(buf, id, m->u.outcome);
-    case FL_WIRE_WAIT_STEP: return fl_wire_put_wait_step(buf, id, m->u.wait.name, m->u.wait.step);
     case FL_WIRE_IS_INITIALIZED: return fl_wire_put_is_initialized(buf, id, m->u.name);
     case FL_WIRE_CHALLENGE: return fl_wire_put_challenge(buf, id, m->u.handshake.nonce);
     case FL_WIRE_PROOF: return fl_wire_put_proof(buf, id, m->u.handshake.proof, m->u.handshake.nonce);
     case FL_WIRE_SERVER_PROOF: return fl_wire_put_server_proof(buf, id, m->u.handshake.proof);
-    default: return encode_tensor_message(buf, m);
+    default: return -1; /* no other type parses */
     }
 }
 

@@ -9,28 +9,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Exercise accumulator: what a ps does with one gradient for one variable
- * under synchronous training. The accumulator starts all zero. A gradient
- * arrives, computed by a worker against global step `step`:
- *   - once a step has been applied (has_run), a gradient for that step or an
- *     older one is stale: GRADIENT_STALE, and nothing changes;
- *   - while gradients are held (count > 0), one for an older step than
- *     theirs is stale too; one for a newer step means the held step will
- *     never complete (its workers moved on or died): the held gradients are
- *     thrown away (count back to 0) and the new one is held in their place;
- *   - otherwise it is held: the first one held sets `step`, each adds one to
- *     count. When count reaches replicas_to_aggregate the mean is applied:
- *     GRADIENT_APPLIED, has_run becomes true, last_run the step, count 0.
+/* Exercise accumulator: what a ps's accumulator (TensorFlow's
+ * ConditionalAccumulator) does with one gradient for one variable under
+ * synchronous training. The accumulator starts all zero. A gradient
+ * arrives, computed by a worker that read the global step `local_step`:
+ *   - a gradient for a step older than the accumulator's global step is
+ *     stale: GRADIENT_STALE, and nothing changes;
+ *   - otherwise it is held: count goes up by one. When count reaches
+ *     replicas_to_aggregate, the chief's take gets their mean and applies
+ *     it: GRADIENT_APPLIED, count back to 0 and the global step one more.
  *     Before that: GRADIENT_HELD.
  * Return what became of the gradient and leave *a as the rules say. */
 typedef enum { GRADIENT_HELD, GRADIENT_APPLIED, GRADIENT_STALE } gradient_fate;
 typedef struct {
-    uint64_t step;     /* the step the held gradients are for (when count > 0) */
-    int count;         /* gradients held */
-    bool has_run;      /* whether a step has been applied */
-    uint64_t last_run; /* the step applied last (when has_run) */
+    uint64_t global_step; /* gradients for an older step are stale */
+    int count;            /* gradients held since the last take */
 } accumulator;
-gradient_fate my_gradient_arrives(accumulator *a, uint64_t step, int replicas_to_aggregate);
+gradient_fate my_gradient_arrives(accumulator *a, uint64_t local_step, int replicas_to_aggregate);
 
 /* Exercise steps-lost: a ps dies and comes back empty; the chief restores
  * the latest checkpoint. Training started at global step started_at (0: from

@@ -50,7 +50,7 @@ static fl_task_client *connect_to(const fl_cluster *c, const char *job, int task
     fl_connect_options o = {.who = who, .host = fl_cluster_task_host(c, job, task),
                             .port = fl_cluster_task_port(c, job, task), .deadline_s = deadline_s,
                             .log_prefix = r->task_name, .job = job, .task = task, .secret = r->secret,
-                            .secret_len = r->secret_len, .tls = r->tls_client, .stale = &r->stale};
+                            .secret_len = r->secret_len, .tls = r->tls_client};
     return fl_task_client_reopen(&o, fl_cluster_job_name(c), fl_cluster_task_index(c), first_id);
 }
 

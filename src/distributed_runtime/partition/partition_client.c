@@ -163,5 +163,5 @@ uint32_t fl_partition_send_tensor(fl_task_client *c, uint64_t step_id, const cha
     fl_wire_buf *out = fl_task_client_begin(c, &id);
     int rc = fl_tensor_bytes(value) >= LEND_BYTES ? fl_wire_put_send_tensor_head(out, id, step_id, key, value)
                                                   : fl_wire_put_send_tensor(out, id, step_id, key, value);
-    return fl_task_client_finish(c, rc, id, FL_WIRE_SEND_TENSOR, NULL, 0, NULL, key);
+    return fl_task_client_finish(c, rc, id, FL_WIRE_SEND_TENSOR, NULL, key);
 }

@@ -92,10 +92,7 @@ static void free_server(fl_server *s)
         event_free(s->resume_accepting);
     if (s->base)
         event_base_free(s->base);
-    fl_ps_sync_free(s->sync);
-    fl_ps_store_free(s->store);
     fl_wire_buf_free(&s->out);
-    free(s->scratch);
     free(s->message);
     fl_server_join_free(s);
     pthread_mutex_destroy(&s->lock);
@@ -113,10 +110,9 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     snprintf(s->log_prefix, sizeof s->log_prefix, "%s %d", s->job, s->task);
     s->limits = fl_server_limits_resolve(o);
     s->log = s->limits.log;
-    s->store = fl_ps_store_new();
-    s->sync = fl_ps_sync_new(s->store);
     s->rendezvous = fl_rendezvous_new();
     s->variables = fl_variable_container_new();
+    fl_variable_container_set_limit(s->variables, s->limits.max_variables);
     fl_rendezvous_set_limits(s->rendezvous, (size_t)s->limits.max_waiting_value_bytes,
                              (size_t)s->limits.max_waiting_value_bytes_total, fl_task_deadline_s());
     s->message = fl_xmalloc(sizeof *s->message);

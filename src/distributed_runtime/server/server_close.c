@@ -31,8 +31,7 @@ static void unlink_conn(fl_server_conn *c)
     }
 }
 
-/* A parked WAIT_STEP is the connection's own (server_sync.c): it goes too.
- * A connection that was challenged and never proved itself is counted as
+/* A connection that was challenged and never proved itself is counted as
  * refused, and logged unless its refusal was (a worker without the secret
  * hangs up after the CHALLENGE without a word). */
 void fl_server_free_conn(fl_server_conn *c)

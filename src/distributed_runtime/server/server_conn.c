@@ -24,8 +24,7 @@
  * bytes arrive: libevent then reads them in behind its start, and the
  * pullup that hands the frame to the decoder has nothing to copy. A tensor
  * ends such a frame, so placing the frame's end on a 4-byte boundary puts
- * the tensor's data on one too, and the ps applies a gradient where it
- * lies (fl_server_received). */
+ * the tensor's data on one too (a SEND_TENSOR's value, read as words). */
 static void make_room_for_frame(struct evbuffer *in, size_t have, size_t need)
 {
     if (need < FL_SERVER_BIG_FRAME)
@@ -132,7 +131,7 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         if (c->closing)
             return;
         if (len < need) { /* wake me when the whole frame is here */
-            if (c->room_made != need && !c->tls) /* once per frame: a parked connection comes back here */
+            if (c->room_made != need && !c->tls) /* once per frame: a connection held by a run comes back here */
                 make_room_for_frame(in, len, need);
             c->room_made = need;
             bufferevent_setwatermark(bev, EV_READ, need, 0);
@@ -151,8 +150,8 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         if (c->closing || was_running)
             return; /* refused: the connection closes once the error is out; or left for after the run */
         evbuffer_drain(in, need);
-        if (c->parked || c->running)
-            return; /* a WAIT_STEP is parked, or a run is in flight: the next frame waits for its answer */
+        if (c->running)
+            return; /* a run is in flight: the next frame waits for its answer */
     }
 }
 

@@ -1,7 +1,6 @@
 /* server_internal.h: what the task server's files share: server.c (the
  * listening socket, the event-loop thread, join and stop), server_conn.c
- * (one connection's frames in), server_requests.c and server_sync.c (each
- * request served), server_reply.c (replies out), server_close.c (bad input
+ * (one connection's frames in), server_requests.c (each request served), server_reply.c (replies out), server_close.c (bad input
  * refused, connections closed). */
 #ifndef FLOWLAB_DIST_SERVER_INTERNAL_H
 #define FLOWLAB_DIST_SERVER_INTERNAL_H
@@ -14,8 +13,6 @@
 #include <event2/listener.h>
 
 #include "flowlab_cluster.h"
-#include "distributed_runtime/ps/ps_store.h"
-#include "distributed_runtime/ps/ps_sync.h"
 #include "distributed_runtime/partition/rendezvous.h"
 #include "distributed_runtime/transport/wire.h"
 #include "variable_container.h"
@@ -47,17 +44,9 @@ struct fl_server {
     struct evconnlistener *listener;
     pthread_t thread;
     bool thread_started;
-    fl_ps_store *store;   /* touched by the loop thread only */
-    fl_ps_sync *sync;     /* synchronous replicas' accumulators (loop thread) */
-    uint32_t sync_replicas;       /* the last SYNC update's replicas_to_aggregate (loop thread) */
-    char sync_worker[64], async_worker[64]; /* the first to send each kind of update (server_sync.c) */
-    bool sync_modes_logged;       /* a refusal of the other kind is logged once */
     const fl_cluster *cluster;
     fl_wire_buf out;      /* the reply being built (loop thread only) */
     fl_wire_message *message; /* the request being served (loop thread; large: names, slots) */
-    void *scratch;        /* a received tensor in host order (loop thread only) */
-    size_t scratch_cap;
-    uint64_t applies;     /* updates applied so far: APPLIED's version */
     struct fl_server_conn *conns; /* open connections (loop thread; stop frees them) */
     /* In-graph replication across tasks (server_partitions.c). */
     fl_rendezvous *rendezvous;    /* values from other tasks, by step and edge */
@@ -98,14 +87,6 @@ typedef struct fl_server_conn {
     bool sent_values; /* a peer task's connection for SEND_TENSOR: it closes with no goodbye */
     bool closing;  /* refused: closes once the ERROR is out */
     bool reading_paused; /* too many replies unread (--max_unread_reply_bytes): until they drain */
-    bool parked;   /* a WAIT_STEP awaits its answer: reading paused (server_sync.c) ... */
-    uint32_t parked_id;                        /* ... that request, */
-    char parked_name[FL_WIRE_MAX_NAME + 1];    /* on this variable, */
-    uint64_t parked_step;                      /* until it moves from this step */
-    bool counted;  /* it has sent a SYNC_ASSIGN_ADD ... */
-    uint64_t counted_step; /* ... counted toward this step */
-    bool dropped_any;      /* an update it sent was dropped as stale ... */
-    uint64_t dropped_step; /* ... the latest for this step (server_sync.c) */
     size_t room_made;      /* the length of the big frame memory was made for, until it is served */
     struct fl_partition_registry *partitions; /* what this client registered (server_partitions.c) */
     struct fl_partition_job *running; /* its RUN_PARTITION in flight: later frames wait */
@@ -121,16 +102,12 @@ typedef struct fl_server_conn {
 /* What serving a request takes. */
 /* server_reply.c: sends s->out to c and empties it. */
 void fl_server_send_out(fl_server_conn *c);
-/* A VALUE reply with variable `name`'s value, which the caller checked exists. */
-void fl_server_send_value(fl_server_conn *c, uint32_t id, const char *name);
-/* Answers NOT_INITIALIZED and returns true when the variable has no value. */
-bool fl_server_answer_if_missing(fl_server_conn *c, uint32_t id, const char *name);
 /* server_close.c: bad input: an ERROR, a log line, and the connection
  * closes once the error is out. */
 void fl_server_refuse(fl_server_conn *c, uint32_t id, fl_wire_error_code code, const char *why);
 /* A log line naming the connection's peer and task: "ps 0: lost 127.0.0.1:40312 (...): why". */
 void fl_server_log_conn(const fl_server_conn *c, const char *what, const char *detail);
-/* Unlinks and frees c now (its parked WAIT_STEP, if any, goes with it). */
+/* Unlinks and frees c now. */
 void fl_server_free_conn(fl_server_conn *c);
 /* server_handshake.c: HELLO_OK: from now on c's requests are served. */
 void fl_server_welcome(fl_server_conn *c, uint32_t id);
@@ -144,32 +121,13 @@ void fl_server_serve_proof(fl_server_conn *c, uint32_t id, const fl_wire_handsha
  * conversation, parsed and served (while the connection's partition run is
  * in flight: only looked at, and left for later). */
 void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f);
-/* server_tensors.c: a received tensor (in the frame or the scratch: read
- * only); the kernel an APPLY's optimizer or a SYNC update runs; the value of
- * an int32 scalar variable as a step (false for any other variable). */
-fl_tensor fl_server_received(fl_server *s, const fl_wire_tensor *w);
-fl_op_kind fl_server_apply_op(fl_wire_optimizer kind, const fl_wire_optimizer_args *o, fl_attrs *attrs);
-fl_op_kind fl_server_update_op(const fl_wire_message *m, fl_attrs *attrs);
-bool fl_server_read_step(const fl_tensor *t, uint64_t *step);
 /* server_conn.c: serves the frames buffered (libevent's read callback). */
 void fl_server_on_read(struct bufferevent *bev, void *conn);
-/* server_reading.c: reads again, and serves what is buffered, unless a
- * WAIT_STEP, unread replies or a refusal hold the connection; and serves
+/* server_reading.c: reads again, and serves what is buffered, unless
+ * unread replies or a refusal hold the connection; and serves
  * what is buffered now (through libevent, which calls fl_server_on_read). */
 void fl_server_resume_reading(fl_server_conn *c);
 void fl_server_serve_buffered(fl_server_conn *c);
-
-/* The requests of synchronous replicas (server_sync.c). */
-void fl_server_serve_sync_update(fl_server_conn *c, const fl_wire_message *m);
-void fl_server_serve_wait_step(fl_server_conn *c, uint32_t id, const fl_wire_wait_step *w);
-/* True when request id, an update of the other kind (synchronous or not)
- * than another worker's, was refused: workers disagree on --sync_replicas. */
-bool fl_server_refuses_other_sync_mode(fl_server_conn *c, uint32_t id, fl_wire_type type);
-/* Answers the parked WAIT_STEPs on variable `name` whose value has moved. */
-void fl_server_wake_waits(fl_server *s, const char *name);
-/* After a goodbye: answers the parked WAIT_STEPs at once while too few
- * workers are left to complete a step. */
-void fl_server_release_stuck_waits(fl_server *s);
 
 /* In-graph replication across tasks (server_partitions.c): the frames,
  * ABORT_STEP seen while a run is in flight (served at once, answered after

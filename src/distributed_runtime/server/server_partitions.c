@@ -151,7 +151,7 @@ static void run_job(void *arg)
     int before = fl_partition_exec_signatures_made(job->exec);
     job->rc = fl_partition_exec_run(job->exec, &env, &job->run, job->outputs);
     job->signatures = fl_partition_exec_signatures_made(job->exec) - before;
-    if (dropped > 0) { /* a worker's step whose gradients came stale, as the per-op sync path counts it */
+    if (dropped > 0) { /* a worker's step whose gradients came stale: one step, and each gradient dropped */
         fl_server_count(s, &s->stats.stale_steps, 1);
         fl_server_count(s, &s->stats.stale_variable_updates, (uint64_t)dropped);
     }

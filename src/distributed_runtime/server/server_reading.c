@@ -1,5 +1,5 @@
 /* server_reading.c: how a connection's reading resumes after a pause (a
- * parked WAIT_STEP, unread replies, a run in flight): frames that arrived
+ * unread replies, a run in flight): frames that arrived
  * meanwhile are served by asking libevent to call the read callback that
  * server_conn.c registered, so the layers below it never name it. */
 #include <event2/buffer.h>
@@ -14,7 +14,7 @@ void fl_server_serve_buffered(fl_server_conn *c)
 
 void fl_server_resume_reading(fl_server_conn *c)
 {
-    if (c->parked || c->reading_paused || c->closing)
+    if (c->reading_paused || c->closing)
         return;
     bufferevent_enable(c->bev, EV_READ);
     if (!c->running)

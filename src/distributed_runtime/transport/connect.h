@@ -23,9 +23,6 @@ typedef struct {
     const unsigned char *secret;
     size_t secret_len;
     struct ssl_ctx_st *tls;
-    /* Where a ps client counts the synchronous updates the task dropped as
-     * stale (stale_tally.h; NULL: nowhere): the cluster's, for all its tasks. */
-    struct fl_stale_tally *stale;
 } fl_connect_options;
 
 /* A connected socket (TCP_NODELAY set), or -1 after fl_set_error with a

@@ -78,7 +78,7 @@ bool fl_handshake_proof_matches(const unsigned char *secret, size_t secret_len, 
 static int read_server_proof(int fd, fl_wire_buf *buf, fl_wire_message *m, fl_status *st)
 {
     fl_wire_frame f;
-    int rc = fl_read_frame(fd, buf, &f, NULL, NULL, st);
+    int rc = fl_read_frame(fd, buf, &f, st);
     if (rc == 0)
         fl_status_set(st, FL_UNAVAILABLE, "the connection closed during the handshake");
     if (rc != 1 || fl_wire_parse(&f, m, st) != 0)

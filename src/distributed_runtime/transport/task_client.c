@@ -14,18 +14,14 @@
 #include "task_client.h"
 #include "runtime.h"
 #include "socket_writer.h"
-#include "stale_tally.h"
 
 typedef struct {
     uint32_t id;
     fl_wire_type type; /* the request's */
-    void *dst;         /* a VALUE reply's data goes here */
-    size_t bytes;
-    bool *already;     /* an INIT_DONE reply's flag goes here */
+    bool *has_value;   /* an INIT_DONE reply's flag goes here */
     char name[48];     /* the variable, for "waiting for" lines */
     char op[48];       /* the node that sent it, which a lost connection names */
     fl_ps_reply_fn take; void *take_user; /* a reply handed over whole (a partition's frames) */
-    uint64_t sync_step; /* a synchronous update's step, which a drop is counted toward */
 } pending_request;
 
 struct fl_task_client {
@@ -44,8 +40,6 @@ struct fl_task_client {
     fl_error_code error_code;  /* error's, for fl_last_error_code */
     bool broken, closing; char broken_why[FL_WIRE_ERROR_LEN + 64];
     uint64_t sent, received;
-    fl_stale_tally *stale;     /* where SYNC_DONE replies that said DROPPED are counted */
-    uint64_t sync_step;        /* the step of the synchronous update being sent */
     double deadline_s, log_every_s; /* for waits: the deadline and where "waiting for" lines go */
     FILE *log;
     char log_prefix[64];
@@ -87,15 +81,8 @@ static void complete(fl_task_client *c, const fl_wire_frame *f, const fl_wire_me
         p->take(f, m, p->take_user); /* the request's outcome, ERROR included, is the caller's */
     } else if (m->type == FL_WIRE_ERROR) {
         note_error(c, p->id, fl_wire_error_meaning(m->u.error.code), "%s refused it: %s", m->u.error.message);
-    } else if (m->type == FL_WIRE_VALUE) {
-        if (m->u.named.tensor.bytes != p->bytes)
-            note_error(c, p->id, FL_DATA_LOSS, "%s sent a value of another size for %s", m->u.named.name);
-        else if (p->dst && m->u.named.tensor.data != p->dst) /* not received in place */
-            fl_wire_tensor_read(&m->u.named.tensor, p->dst);
-    } else if (m->type == FL_WIRE_INIT_DONE && p->already) {
-        *p->already = m->u.already_initialized;
-    } else if (m->type == FL_WIRE_SYNC_DONE && m->u.outcome == FL_WIRE_SYNC_DROPPED) {
-        fl_stale_tally_count(c->stale, p->sync_step);
+    } else if (m->type == FL_WIRE_INIT_DONE && p->has_value) {
+        *p->has_value = m->u.has_value;
     }
     c->completed = p->id;
     c->head = (c->head + 1) % c->capacity;
@@ -103,27 +90,11 @@ static void complete(fl_task_client *c, const fl_wire_frame *f, const fl_wire_me
     pthread_cond_broadcast(&c->replied);
 }
 
-/* A big VALUE's data is received straight into the buffer its request awaits (frame_reader.c):
- * that buffer when the frame is the reply to the oldest request and the request awaits data, else NULL. */
-static void *awaited_destination(void *client, const fl_wire_frame *f, size_t *bytes)
-{
-    fl_task_client *c = client;
-    void *dst = NULL;
-    pthread_mutex_lock(&c->lock);
-    const pending_request *p = c->count > 0 ? &c->queue[c->head] : NULL;
-    if (p && p->id == f->request_id && p->dst) {
-        dst = p->dst;
-        *bytes = p->bytes;
-    }
-    pthread_mutex_unlock(&c->lock);
-    return dst;
-}
-
 /* Reads one frame into buf: as fl_read_frame, counting what it received
  * (under the lock: fl_task_client_traffic reads the count on another thread). */
 static int read_frame(fl_task_client *c, fl_wire_buf *buf, fl_wire_frame *f, fl_status *st)
 {
-    int rc = fl_read_frame(c->fd, buf, f, awaited_destination, c, st);
+    int rc = fl_read_frame(c->fd, buf, f, st);
     pthread_mutex_lock(&c->lock);
     c->received += rc == 1 ? f->frame_len : 0;
     pthread_mutex_unlock(&c->lock);
@@ -165,8 +136,8 @@ static void *read_replies(void *client)
 
 /* Queues the request the encoder put in c->out, then sends it: queued first,
  * so the reply cannot come before its entry. Call with send_lock held. */
-static uint32_t send_request(fl_task_client *c, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
-                             bool *already, const char *name, fl_ps_reply_fn take, void *take_user)
+static uint32_t send_request(fl_task_client *c, uint32_t id, fl_wire_type type, bool *has_value, const char *name,
+                             fl_ps_reply_fn take, void *take_user)
 {
     pthread_mutex_lock(&c->lock);
     if (c->broken) {
@@ -185,7 +156,7 @@ static uint32_t send_request(fl_task_client *c, uint32_t id, fl_wire_type type, 
         c->capacity = capacity;
     }
     pending_request *p = &c->queue[(c->head + c->count++) % c->capacity];
-    *p = (pending_request){id, type, dst, bytes, already, "", "", take, take_user, c->sync_step};
+    *p = (pending_request){id, type, has_value, "", "", take, take_user};
     snprintf(p->name, sizeof p->name, "%s", name ? name : "");
     c->sent += c->out.len + c->out.lent_len;
     pthread_mutex_unlock(&c->lock);
@@ -206,35 +177,28 @@ fl_wire_buf *fl_task_client_begin(fl_task_client *c, uint32_t *id)
     return &c->out;
 }
 
-static uint32_t finish_request(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
-                               bool *already, const char *name, fl_ps_reply_fn take, void *take_user)
+static uint32_t finish_request(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type, bool *has_value,
+                               const char *name, fl_ps_reply_fn take, void *take_user)
 {
     uint32_t sent = 0;
     if (encoded != 0)
         fl_set_error_code(FL_INVALID_ARGUMENT, "%s: %s", c->who, c->out.error);
     else
-        sent = send_request(c, id, type, dst, bytes, already, name, take, take_user);
+        sent = send_request(c, id, type, has_value, name, take, take_user);
     pthread_mutex_unlock(&c->send_lock);
     return sent;
 }
 
-uint32_t fl_task_client_finish(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
-                             bool *already, const char *name)
+uint32_t fl_task_client_finish(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type, bool *has_value,
+                               const char *name)
 {
-    return finish_request(c, encoded, id, type, dst, bytes, already, name, NULL, NULL);
-}
-
-uint32_t fl_task_client_finish_sync(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type, const char *name,
-                                  uint64_t step)
-{
-    c->sync_step = step; /* send_lock held since fl_task_client_begin: this request's entry takes it */
-    return fl_task_client_finish(c, encoded, id, type, NULL, 0, NULL, name);
+    return finish_request(c, encoded, id, type, has_value, name, NULL, NULL);
 }
 
 uint32_t fl_task_client_finish_taking(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type,
                                     fl_ps_reply_fn take, void *user, const char *name)
 {
-    return finish_request(c, encoded, id, type, NULL, 0, NULL, name, take, user);
+    return finish_request(c, encoded, id, type, NULL, name, take, user);
 }
 
 const char *fl_task_client_peer(const fl_task_client *c) { return c->who; }
@@ -281,14 +245,12 @@ int fl_task_client_done(fl_task_client *c, uint32_t id)
     return done;
 }
 
-/* "WAIT_STEP global_step": what the oldest unanswered request is. Lock held. */
+/* "the answer to IS_INITIALIZED w": what the oldest unanswered request is. Lock held. */
 static void describe_awaited(const fl_task_client *c, char *out, size_t len)
 {
     const pending_request *p = &c->queue[c->head];
     if (c->count == 0)
         snprintf(out, len, "a reply");
-    else if (p->type == FL_WIRE_WAIT_STEP)
-        snprintf(out, len, "the other replicas to finish the step (%s on it)", p->name);
     else
         snprintf(out, len, "the answer to %s %s", fl_wire_type_name(p->type), p->name);
 }
@@ -421,7 +383,6 @@ static void keep_wait_options(fl_task_client *c, const fl_connect_options *where
     c->log_every_s = where->log_every_s > 0 ? where->log_every_s : 5;
     c->log = where->log ? where->log : stderr;
     snprintf(c->log_prefix, sizeof c->log_prefix, "%s", where->log_prefix ? where->log_prefix : "worker");
-    c->stale = where->stale;
 }
 
 /* Connects and says HELLO, returning the socket (also in c->fd) or -1. A connection dropped
@@ -491,4 +452,23 @@ void fl_task_client_close(fl_task_client *c)
     fl_wire_buf_free(&c->out);
     free(c->queue);
     free(c);
+}
+
+/* ---- the requests that are not a partition's (partition_client.c sends those) ---- */
+
+uint32_t fl_task_client_is_initialized(fl_task_client *c, const char *name, bool *has_value)
+{
+    uint32_t id;
+    fl_wire_buf *out = fl_task_client_begin(c, &id);
+    int rc = fl_wire_put_is_initialized(out, id, name);
+    return fl_task_client_finish(c, rc, id, FL_WIRE_IS_INITIALIZED, has_value, name);
+}
+
+int fl_task_client_goodbye(fl_task_client *c)
+{
+    uint32_t id;
+    fl_wire_buf *out = fl_task_client_begin(c, &id);
+    int rc = fl_wire_put_goodbye(out, id);
+    id = fl_task_client_finish(c, rc, id, FL_WIRE_GOODBYE, NULL, NULL);
+    return id ? fl_task_client_wait(c, id) : -1;
 }

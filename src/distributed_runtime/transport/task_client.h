@@ -1,7 +1,7 @@
-/* task_client.h: a worker's connection to one ps task. A request goes out at
- * once and returns its id; replies come back in order on a reader thread,
- * so many requests are in flight at a time, and an id is a mark the worker
- * can ask about or wait for. */
+/* task_client.h: a connection to one task (a master's to the task
+ * servers, a task's to its peers). A request goes out at once and returns
+ * its id; replies come back in order on a reader thread, so many requests
+ * are in flight at a time, and an id is a mark the sender can wait for. */
 #ifndef FLOWLAB_DIST_PS_CLIENT_H
 #define FLOWLAB_DIST_PS_CLIENT_H
 
@@ -21,16 +21,14 @@ static inline fl_task_client *fl_task_client_open(const fl_connect_options *wher
 {
     return fl_task_client_reopen(where, my_job, my_task, 0);
 }
-/* For ps_requests.c: the buffer to encode request `*id` into (the send
- * lock is taken), then finish: encoded is the encoder's result; the request
- * is queued for its reply (dst, bytes, already as below) and sent, and the
- * lock released. finish returns the id, or 0 after fl_set_error. */
+/* For a request's sender: the buffer to encode request `*id` into (the
+ * send lock is taken), then finish: encoded is the encoder's result; the
+ * request is queued for its reply (an INIT_DONE's flag lands in *has_value,
+ * which may be NULL) and sent, and the lock released. finish returns the
+ * id, or 0 after fl_set_error. */
 fl_wire_buf *fl_task_client_begin(fl_task_client *c, uint32_t *id);
-uint32_t fl_task_client_finish(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type, void *dst, size_t bytes,
-                             bool *already, const char *name);
-/* The same for a synchronous update sent for `step`, which a drop counts toward. */
-uint32_t fl_task_client_finish_sync(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type, const char *name,
-                                  uint64_t step);
+uint32_t fl_task_client_finish(fl_task_client *c, int encoded, uint32_t id, fl_wire_type type, bool *has_value,
+                               const char *name);
 /* The same for a reply the caller reads whole: take(frame, message, user)
  * runs on the reader thread when the reply comes, ERROR included (with
  * frame and message NULL when the connection is lost first), and
@@ -51,31 +49,8 @@ void fl_task_client_wait_written(fl_task_client *c);
 int fl_task_client_goodbye(fl_task_client *c);
 void fl_task_client_close(fl_task_client *c);
 
-/* Requests: each returns its id, or 0 after fl_set_error (the connection is
- * lost). A VALUE reply's data lands in dst, which must hold `bytes` and stay
- * valid until the request is done; *already (may be NULL) says whether an
- * INIT_VARIABLE found the variable set before. */
-uint32_t fl_task_client_init(fl_task_client *c, const char *name, const fl_tensor *value, bool *already);
-uint32_t fl_task_client_pull(fl_task_client *c, const char *name, void *dst, size_t bytes);
-uint32_t fl_task_client_assign(fl_task_client *c, const char *name, const fl_tensor *value);
-uint32_t fl_task_client_assign_add(fl_task_client *c, const char *name, const fl_tensor *delta, void *dst,
-                                 size_t bytes);
-uint32_t fl_task_client_apply(fl_task_client *c, const char *name, const fl_wire_optimizer_args *opt,
-                            const fl_tensor *grad);
-
-/* Synchronous replicas (chapter 4): updates counted toward sync->step; the
- * reply says whether the update ran, was held, or was dropped as stale
- * (counted, with its step, in the connect options' stale tally). type:
- * FL_WIRE_SYNC_ASSIGN or FL_WIRE_SYNC_ASSIGN_ADD. */
-uint32_t fl_task_client_sync_apply(fl_task_client *c, const fl_wire_sync *sync, const char *name,
-                                 const fl_wire_optimizer_args *opt, const fl_tensor *grad);
-uint32_t fl_task_client_sync_assignment(fl_task_client *c, fl_wire_type type, const fl_wire_sync *sync,
-                                      const char *name, const fl_tensor *value);
-/* Answered when the int32 variable's value differs from step (the value
- * lands in dst, 4 bytes). FL_WIRE_STEP_UNKNOWN: the step this connection's
- * last SYNC_ASSIGN_ADD was counted toward. */
-uint32_t fl_task_client_wait_step(fl_task_client *c, const char *name, uint64_t step, void *dst);
-/* Whether the variable has a value on the task: *has_value set when done. */
+/* Whether the variable has a value on the task: *has_value set when done.
+ * Returns the request's id, or 0 after fl_set_error (the connection is lost). */
 uint32_t fl_task_client_is_initialized(fl_task_client *c, const char *name, bool *has_value);
 /* True once the connection is lost: requests fail until a new one is made. */
 bool fl_task_client_broken(fl_task_client *c);

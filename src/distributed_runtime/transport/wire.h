@@ -28,23 +28,13 @@
 typedef enum {
     FL_WIRE_HELLO = 1,         /* client -> server: job name, task index, version */
     FL_WIRE_HELLO_OK = 2,      /* server -> client: the server's own job name and task */
-    FL_WIRE_INIT_VARIABLE = 3, /* name and initial value; only the first one counts */
-    FL_WIRE_INIT_DONE = 4,     /* reply to INIT_VARIABLE: whether it was already set */
-    FL_WIRE_PULL = 5,          /* name -> VALUE */
-    FL_WIRE_VALUE = 6,         /* name and value */
-    FL_WIRE_APPLY = 7,         /* name, optimizer and its hyper-parameters, gradient -> APPLIED */
-    FL_WIRE_APPLIED = 8,       /* the variable's version after the update */
-    FL_WIRE_ASSIGN_ADD = 9,    /* name and delta, atomic on the ps -> VALUE */
+    /* 3, 5 to 9 and 13 to 18 were the ps store's requests and replies
+     * (pulls, updates, synchronous updates, WAIT_STEP), gone with it: a
+     * peer that sends one is refused as for any number that is no type. */
+    FL_WIRE_INIT_DONE = 4,     /* reply to IS_INITIALIZED: whether the variable has a value */
     FL_WIRE_GOODBYE = 10,      /* the worker has finished -> OK */
     FL_WIRE_OK = 11,           /* empty payload */
     FL_WIRE_ERROR = 12,        /* code and a message for people */
-    FL_WIRE_ASSIGN = 13,       /* name and a new value for an initialised variable -> OK */
-    /* Synchronous replicas (chapter 4): an update counted toward a step, not applied at once. */
-    FL_WIRE_SYNC_APPLY = 14,      /* step, replicas, then APPLY's fields -> SYNC_DONE */
-    FL_WIRE_SYNC_ASSIGN = 15,     /* step, replicas, name and value -> SYNC_DONE */
-    FL_WIRE_SYNC_ASSIGN_ADD = 16, /* step, replicas, name and delta -> SYNC_DONE */
-    FL_WIRE_SYNC_DONE = 17,       /* what became of it: applied, accumulated or dropped */
-    FL_WIRE_WAIT_STEP = 18,       /* name and step -> VALUE once the variable's value differs */
     FL_WIRE_IS_INITIALIZED = 19,  /* name -> INIT_DONE: whether the variable has a value */
     /* In-graph replication across tasks (chapter 3): the client's master
      * registers one partition of its graph per task and runs it each step;
@@ -67,9 +57,10 @@ typedef enum {
 typedef enum {
     FL_WIRE_E_BAD_FRAME = 1,        /* the bytes are not a valid frame */
     FL_WIRE_E_OUT_OF_ORDER = 2,     /* a valid frame at the wrong time */
+    /* 3 to 5 were the ps store's answers: read still, sent no more. */
     FL_WIRE_E_UNKNOWN_VARIABLE = 3, /* no variable of that name on this task */
-    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's; or --sync_replicas from another worker's */
-    FL_WIRE_E_NOT_INITIALIZED = 5,  /* PULL/APPLY before any INIT_VARIABLE */
+    FL_WIRE_E_MISMATCH = 4,         /* dtype or shape differ from the variable's */
+    FL_WIRE_E_NOT_INITIALIZED = 5,  /* a variable read before it has a value */
     FL_WIRE_E_INTERNAL = 6,         /* the server failed, e.g. out of memory */
     /* A partition's run that failed (the connection stays). */
     FL_WIRE_E_INVALID_ARGUMENT = 7, /* a partition or run refused: the message names the node */
@@ -91,50 +82,8 @@ fl_error_code fl_wire_error_meaning(fl_wire_error_code code);
 fl_wire_error_code fl_wire_error_for(fl_error_code code);
 bool fl_wire_error_code_known(unsigned code);
 
-typedef enum { FL_WIRE_GRADIENT_DESCENT = 0, FL_WIRE_MOMENTUM = 1, FL_WIRE_ADAM = 2 } fl_wire_optimizer;
-
-/* An APPLY's optimizer. On the wire: kind, a count, then the floats that kind uses,
- * in this order: GradientDescent learning_rate; Momentum learning_rate, momentum,
- * use_nesterov (0.0 or 1.0); Adam learning_rate, beta1, beta2, epsilon. All must be
- * finite. Then the names of the other variables the update reads and writes, all on
- * the same ps: none for GradientDescent; Momentum's accumulator; Adam's m, v,
- * beta1_power and beta2_power (TensorFlow's ApplyAdam inputs, in that order). */
-#define FL_WIRE_MAX_SLOTS 4
-typedef struct {
-    fl_wire_optimizer kind;
-    float learning_rate;
-    float momentum;
-    bool use_nesterov;
-    float beta1, beta2, epsilon;
-    int nslots; /* 0, 1 or 4, by kind */
-    char slots[FL_WIRE_MAX_SLOTS][FL_WIRE_MAX_NAME + 1];
-} fl_wire_optimizer_args;
-/* How many slot names each kind takes: 0, 1, 4. */
-int fl_wire_optimizer_slots(fl_wire_optimizer kind);
-
-/* A synchronous update: counted toward `step` (the global step the worker
- * read its variables at); the ps applies the mean of the first
- * `replicas` that arrive for a step and drops any from an older step. */
-typedef struct {
-    uint64_t step;
-    uint32_t replicas; /* replicas_to_aggregate, 1..65535 */
-} fl_wire_sync;
-#define FL_WIRE_MAX_REPLICAS 65535u
-/* A worker that has not learnt the global step yet (its first step, or
- * after a lost ps) sends this step: the ps counts the update toward the
- * step the variable is at now. */
-#define FL_WIRE_STEP_UNKNOWN UINT64_MAX
-
-/* What a SYNC_DONE reports. */
-typedef enum {
-    FL_WIRE_SYNC_APPLIED = 0,     /* this one completed the step: the update ran */
-    FL_WIRE_SYNC_ACCUMULATED = 1, /* counted; the update runs when enough have come */
-    FL_WIRE_SYNC_DROPPED = 2,     /* stale: computed against an older step */
-} fl_wire_sync_outcome;
-
-const char *fl_wire_type_name(int type);        /* "PULL"; "?" for a number that is no type */
-const char *fl_wire_optimizer_name(int kind);   /* "Adam" */
-/* The reply a request expects (PULL -> VALUE); 0 for a type that is no request.
+const char *fl_wire_type_name(int type); /* "RUN_PARTITION"; "?" for a number that is no type */
+/* The reply a request expects (RUN_PARTITION -> PARTITION_DONE); 0 for a type that is no request.
  * Any request may also be answered by ERROR. */
 int fl_wire_reply_type(int request_type);
 
@@ -157,26 +106,7 @@ void fl_wire_buf_consume(fl_wire_buf *buf, size_t bytes); /* drops the first byt
 
 int fl_wire_put_hello(fl_wire_buf *buf, uint32_t id, const char *job, uint32_t task_index);
 int fl_wire_put_hello_ok(fl_wire_buf *buf, uint32_t id, const char *job, uint32_t task_index);
-int fl_wire_put_init_variable(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
-int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool already_initialized);
-int fl_wire_put_pull(fl_wire_buf *buf, uint32_t id, const char *name);
-int fl_wire_put_value(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
-/* A VALUE frame but for its tensor's data, which the caller sends right after
- * these bytes from where it lies (a ps sends a 13 MB variable without copying
- * it). -1 on a host whose byte order is not the wire's: use fl_wire_put_value. */
-int fl_wire_put_value_head(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
-int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
-                      const fl_wire_optimizer_args *opt, const fl_tensor *grad);
-int fl_wire_put_applied(fl_wire_buf *buf, uint32_t id, uint64_t version);
-int fl_wire_put_assign_add(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *delta);
-int fl_wire_put_assign(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value);
-int fl_wire_put_sync_apply(fl_wire_buf *buf, uint32_t id, const fl_wire_sync *sync, const char *name,
-                           const fl_wire_optimizer_args *opt, const fl_tensor *grad);
-/* type: FL_WIRE_SYNC_ASSIGN or FL_WIRE_SYNC_ASSIGN_ADD. */
-int fl_wire_put_sync_assignment(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const fl_wire_sync *sync,
-                                const char *name, const fl_tensor *value);
-int fl_wire_put_sync_done(fl_wire_buf *buf, uint32_t id, fl_wire_sync_outcome outcome);
-int fl_wire_put_wait_step(fl_wire_buf *buf, uint32_t id, const char *name, uint64_t step);
+int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool has_value);
 int fl_wire_put_is_initialized(fl_wire_buf *buf, uint32_t id, const char *name);
 int fl_wire_put_goodbye(fl_wire_buf *buf, uint32_t id);
 /* The handshake (wire_handshake.c): nonces and proofs are FL_WIRE_PROOF_BYTES
@@ -246,11 +176,6 @@ typedef struct {
     uint32_t payload_len;
     const unsigned char *payload; /* inside the caller's bytes */
     size_t frame_len;             /* header + payload: what to drain afterwards */
-    /* When tail_len > 0, the payload's last tail_len bytes lie at tail, not
-     * after the rest: a reader received a tensor's data straight into its
-     * destination. They must be that tensor's data exactly, or the parse fails. */
-    const unsigned char *tail;
-    size_t tail_len;
 } fl_wire_frame;
 
 /* FL_WIRE_FRAME: *frame describes the first frame_len bytes. FL_WIRE_NEED_MORE: every
@@ -287,31 +212,12 @@ typedef struct {
 
 /* Copies the elements into dst (count floats or int32s, host byte order). */
 void fl_wire_tensor_read(const fl_wire_tensor *t, void *dst);
-/* The elements where they lie in the frame, when they can be read there as
- * they are (a little-endian host, 4-byte aligned); else NULL: read them. */
-const void *fl_wire_tensor_in_place(const fl_wire_tensor *t);
 
 typedef struct {
     uint8_t version;
     char job[FL_WIRE_MAX_NAME + 1];
     uint32_t task_index;
 } fl_wire_hello; /* HELLO and HELLO_OK */
-
-typedef struct {
-    char name[FL_WIRE_MAX_NAME + 1];
-    fl_wire_tensor tensor;
-} fl_wire_named_tensor; /* INIT_VARIABLE, VALUE, ASSIGN_ADD, ASSIGN */
-
-typedef struct {
-    char name[FL_WIRE_MAX_NAME + 1];
-    fl_wire_optimizer_args opt;
-    fl_wire_tensor grad; /* always float32 */
-} fl_wire_apply;
-
-typedef struct {
-    char name[FL_WIRE_MAX_NAME + 1];
-    uint64_t step;
-} fl_wire_wait_step;
 
 typedef struct {
     unsigned char proof[FL_WIRE_PROOF_BYTES]; /* PROOF, SERVER_PROOF */
@@ -350,21 +256,13 @@ typedef struct {
 void fl_wire_run_partition_free(fl_wire_run_partition *r);
 
 /* Every parser checks the frame's type, then each field, then that no bytes are left.
- * Return 0, or -1 with DATA_LOSS and a message that starts with the frame type ("PULL: name is empty"). */
+ * Return 0, or -1 with DATA_LOSS and a message that starts with the frame type ("IS_INITIALIZED: name is empty"). */
 int fl_wire_parse_hello(const fl_wire_frame *f, fl_wire_hello *out, fl_status *st);
-int fl_wire_parse_named_tensor(const fl_wire_frame *f, fl_wire_named_tensor *out, fl_status *st);
-int fl_wire_parse_pull(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], fl_status *st);
-int fl_wire_parse_apply(const fl_wire_frame *f, fl_wire_apply *out, fl_status *st);
-int fl_wire_parse_init_done(const fl_wire_frame *f, bool *already, fl_status *st);
-int fl_wire_parse_applied(const fl_wire_frame *f, uint64_t *version, fl_status *st);
+/* IS_INITIALIZED: one name. */
+int fl_wire_parse_name(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], fl_status *st);
+int fl_wire_parse_init_done(const fl_wire_frame *f, bool *has_value, fl_status *st);
 int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, fl_status *st);
 int fl_wire_parse_empty(const fl_wire_frame *f, fl_status *st); /* GOODBYE, OK */
-/* SYNC_APPLY fills *sync and *out; SYNC_ASSIGN and SYNC_ASSIGN_ADD use the next one. */
-int fl_wire_parse_sync_apply(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_apply *out, fl_status *st);
-int fl_wire_parse_sync_assignment(const fl_wire_frame *f, fl_wire_sync *sync, fl_wire_named_tensor *out,
-                                  fl_status *st);
-int fl_wire_parse_sync_done(const fl_wire_frame *f, fl_wire_sync_outcome *out, fl_status *st);
-int fl_wire_parse_wait_step(const fl_wire_frame *f, fl_wire_wait_step *out, fl_status *st);
 int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *out, fl_status *st);
 /* PARTITION_DONE: *values (free() it) gets *count tensors that point into the frame;
  * *trace (NULL: checked, not kept) the step's timings (fl_wire_step_trace_free). */
@@ -382,20 +280,14 @@ typedef struct {
     uint32_t request_id;
     union {
         fl_wire_hello hello;        /* HELLO, HELLO_OK */
-        fl_wire_named_tensor named; /* INIT_VARIABLE, VALUE, ASSIGN_ADD, ASSIGN, SYNC_ASSIGN(_ADD) */
-        char name[FL_WIRE_MAX_NAME + 1]; /* PULL, IS_INITIALIZED */
-        fl_wire_apply apply;        /* APPLY, SYNC_APPLY */
-        fl_wire_sync_outcome outcome; /* SYNC_DONE */
-        fl_wire_wait_step wait;     /* WAIT_STEP */
-        bool already_initialized;   /* INIT_DONE */
-        uint64_t version;           /* APPLIED */
+        char name[FL_WIRE_MAX_NAME + 1]; /* IS_INITIALIZED */
+        bool has_value;             /* INIT_DONE */
         fl_wire_error error;        /* ERROR */
         uint64_t number;            /* PARTITION_REGISTERED, DEREGISTER_PARTITION: handle; ABORT_STEP: step */
         fl_wire_send_tensor send;   /* SEND_TENSOR */
         fl_wire_bytes body;         /* REGISTER_PARTITION, RUN_PARTITION, PARTITION_DONE (checked) */
         fl_wire_handshake handshake; /* CHALLENGE, PROOF, SERVER_PROOF */
     } u;
-    fl_wire_sync sync; /* SYNC_APPLY, SYNC_ASSIGN, SYNC_ASSIGN_ADD */
 } fl_wire_message;
 
 int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, fl_status *st);
@@ -415,7 +307,7 @@ typedef struct {
 } fl_wire_conn;
 
 void fl_wire_conn_init(fl_wire_conn *conn, fl_wire_role role);
-/* 0 and the stage advanced, or -1 and FAILED_PRECONDITION "PULL before HELLO: a connection starts with HELLO". */
+/* 0 and the stage advanced, or -1 and FAILED_PRECONDITION "RUN_PARTITION before HELLO: a connection starts with HELLO". */
 int fl_wire_check_order(fl_wire_conn *conn, fl_wire_type type, fl_status *st);
 
 #endif

@@ -21,12 +21,7 @@ int wire_fail(wire_cursor *c, const char *fmt, ...)
 
 int wire_cursor_open(wire_cursor *c, const fl_wire_frame *f, bool type_ok, const char *parser, fl_status *st)
 {
-    *c = (wire_cursor){f->payload, f->payload_len, NULL, 0, f->type, st};
-    if (f->tail_len > f->payload_len)
-        return wire_fail(c, "%zu bytes received apart from a payload of %u", f->tail_len, (unsigned)f->payload_len);
-    c->left -= f->tail_len;
-    c->tail = f->tail;
-    c->tail_len = f->tail_len;
+    *c = (wire_cursor){f->payload, f->payload_len, f->type, st};
     if (!type_ok)
         return wire_fail(c, "not a frame for the %s parser", parser);
     return 0;
@@ -35,8 +30,6 @@ int wire_cursor_open(wire_cursor *c, const fl_wire_frame *f, bool type_ok, const
 int wire_take(wire_cursor *c, size_t n, const char *what, const unsigned char **out)
 {
     *out = NULL;
-    if (n > c->left && c->tail_len)
-        return wire_fail(c, "the %s is not in the bytes before the %zu received apart", what, c->tail_len);
     if (n > c->left)
         return wire_fail(c, "payload ends inside the %s (needs %zu bytes, %zu left)", what, n, c->left);
     *out = c->p;
@@ -66,9 +59,8 @@ int wire_get_u32(wire_cursor *c, const char *what, uint32_t *v)
 /* No bytes may follow the last field: they would mean sender and receiver disagree. */
 int wire_finish(wire_cursor *c)
 {
-    size_t left = c->left + c->tail_len;
-    if (left != 0)
-        return wire_fail(c, "%zu trailing byte%s after the last field", left, left == 1 ? "" : "s");
+    if (c->left != 0)
+        return wire_fail(c, "%zu trailing byte%s after the last field", c->left, c->left == 1 ? "" : "s");
     return 0;
 }
 
@@ -143,13 +135,7 @@ int wire_get_tensor(wire_cursor *c, fl_wire_tensor *t)
                     (unsigned)bytes);
     }
     t->bytes = bytes;
-    if (c->tail_len == 0)
-        return wire_take(c, bytes, "tensor data", &t->data);
-    if (c->left != 0 || bytes != c->tail_len) /* the tail is taken whole, as this tensor's data */
-        return wire_fail(c, "tensor data of %u bytes, but %zu were received apart", (unsigned)bytes, c->tail_len);
-    t->data = c->tail;
-    c->tail_len = 0;
-    return 0;
+    return wire_take(c, bytes, "tensor data", &t->data);
 }
 
 int wire_get_u64(wire_cursor *c, const char *what, uint64_t *v)

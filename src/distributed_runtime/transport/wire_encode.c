@@ -1,7 +1,6 @@
 /* wire_encode.c: one function per frame type that appends that frame to a buffer.
  * Arguments get the checks the receiving parser would make, so a frame that leaves
  * here is one the other side accepts; a refused one leaves the buffer as it was. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,14 +19,6 @@ static int put_u32(fl_wire_buf *buf, uint32_t v)
         return -1;
     wire_store_u32(out, v);
     return 0;
-}
-
-/* A float travels as its IEEE-754 bits, big-endian like every other field. */
-static int put_float(fl_wire_buf *buf, float f)
-{
-    uint32_t bits;
-    memcpy(&bits, &f, 4);
-    return put_u32(buf, bits);
 }
 
 /* Fails with the frame dropped and "TYPE: what was wrong" in buf->error. */
@@ -125,220 +116,24 @@ int fl_wire_put_hello_ok(fl_wire_buf *buf, uint32_t id, const char *job, uint32_
     return put_hello_frame(buf, FL_WIRE_HELLO_OK, id, job, task_index);
 }
 
-static int put_named_tensor(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const char *name,
-                            const fl_tensor *t)
-{
-    long start = wire_begin(buf, type, id);
-    if (start < 0)
-        return -1;
-    if (put_name(buf, start, type, "name", name) != 0 || put_tensor(buf, start, type, t) != 0)
-        return -1;
-    return wire_end(buf, start);
-}
-
-int fl_wire_put_init_variable(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value)
-{
-    return put_named_tensor(buf, FL_WIRE_INIT_VARIABLE, id, name, value);
-}
-
-int fl_wire_put_value(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value)
-{
-    return put_named_tensor(buf, FL_WIRE_VALUE, id, name, value);
-}
-
-int fl_wire_put_value_head(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value)
-{
-    long start = wire_begin(buf, FL_WIRE_VALUE, id);
-    size_t bytes;
-    if (start < 0)
-        return -1;
-    if (!wire_host_is_little_endian())
-        return wire_abort(buf, start, "VALUE: this host's byte order is not the wire's; copy the value");
-    if (put_name(buf, start, FL_WIRE_VALUE, "name", name) != 0 ||
-        put_tensor_head(buf, start, FL_WIRE_VALUE, value, &bytes) != 0)
-        return -1;
-    return wire_end_before(buf, start, bytes);
-}
-
-int fl_wire_put_assign_add(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *delta)
-{
-    return put_named_tensor(buf, FL_WIRE_ASSIGN_ADD, id, name, delta);
-}
-
-int fl_wire_put_assign(fl_wire_buf *buf, uint32_t id, const char *name, const fl_tensor *value)
-{
-    return put_named_tensor(buf, FL_WIRE_ASSIGN, id, name, value);
-}
-
-int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool already_initialized)
+int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool has_value)
 {
     long start = wire_begin(buf, FL_WIRE_INIT_DONE, id);
     if (start < 0)
         return -1;
-    if (put_u8(buf, already_initialized ? 1 : 0) != 0)
+    if (put_u8(buf, has_value ? 1 : 0) != 0)
         return refuse(buf, start, FL_WIRE_INIT_DONE, "out of memory");
     return wire_end(buf, start);
 }
 
-/* A frame whose payload is one name: PULL, IS_INITIALIZED. */
-static int put_name_frame(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const char *name)
-{
-    long start = wire_begin(buf, type, id);
-    if (start < 0)
-        return -1;
-    if (put_name(buf, start, type, "name", name) != 0)
-        return -1;
-    return wire_end(buf, start);
-}
-
-int fl_wire_put_pull(fl_wire_buf *buf, uint32_t id, const char *name)
-{
-    return put_name_frame(buf, FL_WIRE_PULL, id, name);
-}
-
+/* IS_INITIALIZED: one name. */
 int fl_wire_put_is_initialized(fl_wire_buf *buf, uint32_t id, const char *name)
 {
-    return put_name_frame(buf, FL_WIRE_IS_INITIALIZED, id, name);
-}
-
-/* The kind's hyper-parameters in wire order; returns how many. */
-static int hyper_list(const fl_wire_optimizer_args *opt, float out[4])
-{
-    out[0] = opt->learning_rate;
-    if (opt->kind == FL_WIRE_GRADIENT_DESCENT)
-        return 1;
-    if (opt->kind == FL_WIRE_MOMENTUM) {
-        out[1] = opt->momentum;
-        out[2] = opt->use_nesterov ? 1.0f : 0.0f;
-        return 3;
-    }
-    const float adam[3] = {opt->beta1, opt->beta2, opt->epsilon};
-    memcpy(out + 1, adam, sizeof adam);
-    return 4;
-}
-
-int fl_wire_optimizer_slots(fl_wire_optimizer kind)
-{
-    return kind == FL_WIRE_ADAM ? 4 : kind == FL_WIRE_MOMENTUM ? 1 : 0;
-}
-
-static int put_slots(fl_wire_buf *buf, long start, const fl_wire_optimizer_args *opt)
-{
-    if (put_u8(buf, (unsigned)opt->nslots) != 0)
-        return refuse(buf, start, FL_WIRE_APPLY, "out of memory");
-    for (int i = 0; i < opt->nslots; i++)
-        if (put_name(buf, start, FL_WIRE_APPLY, "slot name", opt->slots[i]) != 0)
-            return -1;
-    return 0;
-}
-
-/* u64 step as two u32 (high first), then u32 replicas. */
-static int put_sync(fl_wire_buf *buf, long start, fl_wire_type type, const fl_wire_sync *sync)
-{
-    if (!sync || sync->replicas == 0 || sync->replicas > FL_WIRE_MAX_REPLICAS)
-        return wire_abort(buf, start, "%s: replicas to aggregate must be 1..%u", fl_wire_type_name(type),
-                          FL_WIRE_MAX_REPLICAS);
-    if (put_u32(buf, (uint32_t)(sync->step >> 32)) != 0 || put_u32(buf, (uint32_t)sync->step) != 0 ||
-        put_u32(buf, sync->replicas) != 0)
-        return refuse(buf, start, type, "out of memory");
-    return 0;
-}
-
-/* APPLY's fields: name, optimizer, hyper-parameters, slots, gradient. */
-static int put_apply_fields(fl_wire_buf *buf, long start, const char *name, const fl_wire_optimizer_args *opt,
-                            const fl_tensor *grad)
-{
-    if (!opt || opt->kind < FL_WIRE_GRADIENT_DESCENT || opt->kind > FL_WIRE_ADAM)
-        return refuse(buf, start, FL_WIRE_APPLY, "unknown optimizer kind");
-    if (grad && grad->dtype != FL_FLOAT32)
-        return refuse(buf, start, FL_WIRE_APPLY, "the gradient must be float32");
-    if (opt->nslots != fl_wire_optimizer_slots(opt->kind))
-        return wire_abort(buf, start, "APPLY: %s takes %d slot name%s, not %d",
-                          fl_wire_optimizer_name(opt->kind), fl_wire_optimizer_slots(opt->kind),
-                          fl_wire_optimizer_slots(opt->kind) == 1 ? "" : "s", opt->nslots);
-    float hyper[4];
-    int n = hyper_list(opt, hyper);
-    for (int i = 0; i < n; i++)
-        if (!isfinite(hyper[i]))
-            return wire_abort(buf, start, "APPLY: %s hyper-parameter %d is not finite",
-                              fl_wire_optimizer_name(opt->kind), i);
-    if (put_name(buf, start, FL_WIRE_APPLY, "name", name) != 0)
-        return -1;
-    if (put_u8(buf, (unsigned)opt->kind) != 0 || put_u8(buf, (unsigned)n) != 0)
-        return refuse(buf, start, FL_WIRE_APPLY, "out of memory");
-    for (int i = 0; i < n; i++)
-        if (put_float(buf, hyper[i]) != 0)
-            return refuse(buf, start, FL_WIRE_APPLY, "out of memory");
-    return put_slots(buf, start, opt) != 0 || put_tensor(buf, start, FL_WIRE_APPLY, grad) != 0 ? -1 : 0;
-}
-
-int fl_wire_put_apply(fl_wire_buf *buf, uint32_t id, const char *name,
-                      const fl_wire_optimizer_args *opt, const fl_tensor *grad)
-{
-    long start = wire_begin(buf, FL_WIRE_APPLY, id);
+    long start = wire_begin(buf, FL_WIRE_IS_INITIALIZED, id);
     if (start < 0)
         return -1;
-    if (put_apply_fields(buf, start, name, opt, grad) != 0)
+    if (put_name(buf, start, FL_WIRE_IS_INITIALIZED, "name", name) != 0)
         return -1;
-    return wire_end(buf, start);
-}
-
-int fl_wire_put_sync_apply(fl_wire_buf *buf, uint32_t id, const fl_wire_sync *sync, const char *name,
-                           const fl_wire_optimizer_args *opt, const fl_tensor *grad)
-{
-    long start = wire_begin(buf, FL_WIRE_SYNC_APPLY, id);
-    if (start < 0)
-        return -1;
-    if (put_sync(buf, start, FL_WIRE_SYNC_APPLY, sync) != 0 || put_apply_fields(buf, start, name, opt, grad) != 0)
-        return -1;
-    return wire_end(buf, start);
-}
-
-int fl_wire_put_sync_assignment(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const fl_wire_sync *sync,
-                                const char *name, const fl_tensor *value)
-{
-    long start = wire_begin(buf, type, id);
-    if (start < 0)
-        return -1;
-    if (type != FL_WIRE_SYNC_ASSIGN && type != FL_WIRE_SYNC_ASSIGN_ADD)
-        return wire_abort(buf, start, "%s is not a synchronous assignment", fl_wire_type_name(type));
-    if (put_sync(buf, start, type, sync) != 0 || put_name(buf, start, type, "name", name) != 0 ||
-        put_tensor(buf, start, type, value) != 0)
-        return -1;
-    return wire_end(buf, start);
-}
-
-int fl_wire_put_sync_done(fl_wire_buf *buf, uint32_t id, fl_wire_sync_outcome outcome)
-{
-    long start = wire_begin(buf, FL_WIRE_SYNC_DONE, id);
-    if (start < 0)
-        return -1;
-    if ((unsigned)outcome > FL_WIRE_SYNC_DROPPED)
-        return refuse(buf, start, FL_WIRE_SYNC_DONE, "unknown outcome");
-    if (put_u8(buf, (unsigned)outcome) != 0)
-        return refuse(buf, start, FL_WIRE_SYNC_DONE, "out of memory");
-    return wire_end(buf, start);
-}
-
-int fl_wire_put_wait_step(fl_wire_buf *buf, uint32_t id, const char *name, uint64_t step)
-{
-    long start = wire_begin(buf, FL_WIRE_WAIT_STEP, id);
-    if (start < 0)
-        return -1;
-    if (put_name(buf, start, FL_WIRE_WAIT_STEP, "name", name) != 0)
-        return -1;
-    if (put_u32(buf, (uint32_t)(step >> 32)) != 0 || put_u32(buf, (uint32_t)step) != 0)
-        return refuse(buf, start, FL_WIRE_WAIT_STEP, "out of memory");
-    return wire_end(buf, start);
-}
-
-int fl_wire_put_applied(fl_wire_buf *buf, uint32_t id, uint64_t version)
-{
-    long start = wire_begin(buf, FL_WIRE_APPLIED, id);
-    if (start < 0)
-        return -1;
-    if (put_u32(buf, (uint32_t)(version >> 32)) != 0 || put_u32(buf, (uint32_t)version) != 0)
-        return refuse(buf, start, FL_WIRE_APPLIED, "out of memory");
     return wire_end(buf, start);
 }
 
@@ -387,7 +182,6 @@ int fl_wire_put_error(fl_wire_buf *buf, uint32_t id, fl_wire_error_code code, co
 
 int wire_put_u8(fl_wire_buf *buf, unsigned v) { return put_u8(buf, v); }
 int wire_put_u32(fl_wire_buf *buf, uint32_t v) { return put_u32(buf, v); }
-int wire_put_float(fl_wire_buf *buf, float f) { return put_float(buf, f); }
 
 int wire_put_u64(fl_wire_buf *buf, uint64_t v)
 {

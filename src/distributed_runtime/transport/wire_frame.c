@@ -11,35 +11,22 @@
 static const unsigned char MAGIC[4] = {'F', 'L', 'W', 'P'};
 
 static const char *const TYPE_NAMES[FL_WIRE_TYPE_COUNT] = {
-    NULL,      "HELLO", "HELLO_OK",   "INIT_VARIABLE", "INIT_DONE", "PULL", "VALUE",
-    "APPLY", "APPLIED", "ASSIGN_ADD", "GOODBYE",       "OK",        "ERROR", "ASSIGN",
-    "SYNC_APPLY", "SYNC_ASSIGN", "SYNC_ASSIGN_ADD", "SYNC_DONE", "WAIT_STEP", "IS_INITIALIZED",
-    "REGISTER_PARTITION", "PARTITION_REGISTERED", "RUN_PARTITION", "PARTITION_DONE", "SEND_TENSOR",
+    [FL_WIRE_HELLO] = "HELLO", [FL_WIRE_HELLO_OK] = "HELLO_OK", [FL_WIRE_INIT_DONE] = "INIT_DONE",
+    [FL_WIRE_GOODBYE] = "GOODBYE", [FL_WIRE_OK] = "OK", [FL_WIRE_ERROR] = "ERROR",
+    [FL_WIRE_IS_INITIALIZED] = "IS_INITIALIZED", "REGISTER_PARTITION", "PARTITION_REGISTERED", "RUN_PARTITION", "PARTITION_DONE", "SEND_TENSOR",
     "ABORT_STEP", "DEREGISTER_PARTITION",
     [FL_WIRE_CHALLENGE] = "CHALLENGE", [FL_WIRE_PROOF] = "PROOF", [FL_WIRE_SERVER_PROOF] = "SERVER_PROOF",
 };
 
 /* The most payload each type can need: frames that carry no tensor are small, so a
- * 60 MB PULL is refused from its header instead of being buffered first. */
+ * 60 MB IS_INITIALIZED is refused from its header instead of being buffered first. */
 static const uint32_t MAX_PAYLOAD[FL_WIRE_TYPE_COUNT] = {
     [FL_WIRE_HELLO] = 1 + 1 + FL_WIRE_MAX_NAME + 4,
     [FL_WIRE_HELLO_OK] = 1 + 1 + FL_WIRE_MAX_NAME + 4,
-    [FL_WIRE_INIT_VARIABLE] = FL_WIRE_MAX_PAYLOAD,
     [FL_WIRE_INIT_DONE] = 1,
-    [FL_WIRE_PULL] = 1 + FL_WIRE_MAX_NAME,
-    [FL_WIRE_VALUE] = FL_WIRE_MAX_PAYLOAD,
-    [FL_WIRE_APPLY] = FL_WIRE_MAX_PAYLOAD,
-    [FL_WIRE_APPLIED] = 8,
-    [FL_WIRE_ASSIGN_ADD] = FL_WIRE_MAX_PAYLOAD,
     [FL_WIRE_GOODBYE] = 0,
     [FL_WIRE_OK] = 0,
     [FL_WIRE_ERROR] = 2 + 2 + FL_WIRE_MAX_MESSAGE,
-    [FL_WIRE_ASSIGN] = FL_WIRE_MAX_PAYLOAD,
-    [FL_WIRE_SYNC_APPLY] = FL_WIRE_MAX_PAYLOAD,
-    [FL_WIRE_SYNC_ASSIGN] = FL_WIRE_MAX_PAYLOAD,
-    [FL_WIRE_SYNC_ASSIGN_ADD] = FL_WIRE_MAX_PAYLOAD,
-    [FL_WIRE_SYNC_DONE] = 1,
-    [FL_WIRE_WAIT_STEP] = 1 + FL_WIRE_MAX_NAME + 8,
     [FL_WIRE_IS_INITIALIZED] = 1 + FL_WIRE_MAX_NAME,
     [FL_WIRE_REGISTER_PARTITION] = FL_WIRE_MAX_PAYLOAD,
     [FL_WIRE_PARTITION_REGISTERED] = 8,
@@ -64,28 +51,11 @@ const char *fl_wire_type_name(int type)
     return type_known(type) ? TYPE_NAMES[type] : "?";
 }
 
-const char *fl_wire_optimizer_name(int kind)
-{
-    static const char *const names[] = {"GradientDescent", "Momentum", "Adam"};
-    if (kind < 0 || kind > FL_WIRE_ADAM)
-        return "?";
-    return names[kind];
-}
-
 int fl_wire_reply_type(int request_type)
 {
     switch (request_type) {
     case FL_WIRE_HELLO: return FL_WIRE_HELLO_OK;
-    case FL_WIRE_INIT_VARIABLE: return FL_WIRE_INIT_DONE;
-    case FL_WIRE_PULL: return FL_WIRE_VALUE;
-    case FL_WIRE_APPLY: return FL_WIRE_APPLIED;
-    case FL_WIRE_ASSIGN_ADD: return FL_WIRE_VALUE;
     case FL_WIRE_GOODBYE: return FL_WIRE_OK;
-    case FL_WIRE_ASSIGN: return FL_WIRE_OK;
-    case FL_WIRE_SYNC_APPLY:
-    case FL_WIRE_SYNC_ASSIGN:
-    case FL_WIRE_SYNC_ASSIGN_ADD: return FL_WIRE_SYNC_DONE;
-    case FL_WIRE_WAIT_STEP: return FL_WIRE_VALUE;
     case FL_WIRE_IS_INITIALIZED: return FL_WIRE_INIT_DONE;
     case FL_WIRE_REGISTER_PARTITION: return FL_WIRE_PARTITION_REGISTERED;
     case FL_WIRE_RUN_PARTITION: return FL_WIRE_PARTITION_DONE;
@@ -252,8 +222,6 @@ fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *fram
     frame->payload_len = payload;
     frame->payload = b + FL_WIRE_HEADER_BYTES;
     frame->frame_len = FL_WIRE_HEADER_BYTES + (size_t)payload;
-    frame->tail = NULL;
-    frame->tail_len = 0;
     return FL_WIRE_FRAME;
 }
 

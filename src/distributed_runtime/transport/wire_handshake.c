@@ -44,7 +44,7 @@ int fl_wire_parse_handshake(const fl_wire_frame *f, fl_wire_handshake *out, fl_s
         fl_status_set(st, FL_DATA_LOSS, "%s: not a frame for the handshake parser", fl_wire_type_name(f->type));
         return -1;
     }
-    if (f->payload_len != want || f->tail_len != 0) {
+    if (f->payload_len != want) {
         fl_status_set(st, FL_DATA_LOSS, "%s: payload of %u bytes; it is %zu", fl_wire_type_name(f->type),
                       (unsigned)f->payload_len, want);
         return -1;

@@ -66,8 +66,6 @@ int wire_abort(fl_wire_buf *buf, long start, const char *fmt, ...)
 typedef struct {
     const unsigned char *p;
     size_t left;              /* in memory at p */
-    const unsigned char *tail; /* the payload's last tail_len bytes (fl_wire_frame) */
-    size_t tail_len;
     fl_wire_type type;
     fl_status *st;            /* DATA_LOSS, with "TYPE: " before the message */
 } wire_cursor;
@@ -88,7 +86,6 @@ int wire_finish(wire_cursor *c); /* -1 when bytes are left over */
 int wire_put_u8(fl_wire_buf *buf, unsigned v);
 int wire_put_u32(fl_wire_buf *buf, uint32_t v);
 int wire_put_u64(fl_wire_buf *buf, uint64_t v);
-int wire_put_float(fl_wire_buf *buf, float f);
 int wire_put_name(fl_wire_buf *buf, long start, fl_wire_type type, const char *what, const char *name);
 int wire_put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t);
 /* All but the data, whose length *bytes the frame's end counts (wire_end_before). */

@@ -152,8 +152,8 @@ static int get_count(wire_cursor *c, const char *what, size_t min_bytes, int *co
         return -1;
     if (n > FL_WIRE_MAX_LIST)
         return wire_fail(c, "%u %s, over the %d limit", (unsigned)n, what, FL_WIRE_MAX_LIST);
-    if ((uint64_t)n * min_bytes > c->left + c->tail_len)
-        return wire_fail(c, "%u %s cannot fit in the %zu bytes left", (unsigned)n, what, c->left + c->tail_len);
+    if ((uint64_t)n * min_bytes > c->left)
+        return wire_fail(c, "%u %s cannot fit in the %zu bytes left", (unsigned)n, what, c->left);
     *count = (int)n;
     return 0;
 }
@@ -332,8 +332,8 @@ int wire_parse_partition_frame(const fl_wire_frame *f, fl_wire_message *out, fl_
         wire_cursor c;
         if (wire_cursor_open(&c, f, true, "REGISTER_PARTITION", st) != 0)
             return -1;
-        if (f->payload_len == 0 || f->tail_len != 0)
-            return wire_fail(&c, "%s", f->tail_len ? "the partition was received apart" : "the payload is empty");
+        if (f->payload_len == 0)
+            return wire_fail(&c, "the payload is empty");
         return 0;
     }
     return fl_wire_parse_number(f, &out->u.number, st);
