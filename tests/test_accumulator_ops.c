@@ -230,14 +230,14 @@ static void test_closed_token(void)
     ok(waiter.log && wait_for_line(path, "waiting for accumulator sync_token's global step to pass 6"),
        "a worker's wait for step 7 blocks (its step says so in %s)", path);
     open_token_piece(&closer, FL_OP_ACCUMULATOR_CLOSE, 6, 11);
+    double closing = fl_now_s();
     run_token_piece(&closer);
-    double closed_at = fl_now_s();
     pthread_join(t, NULL);
     ok(closer.rc == 0, "the chief's close runs%s%s", closer.rc ? ": " : "", closer.error);
     ok(waiter.rc != 0 && waiter.code == FL_OUT_OF_RANGE, "the blocked wait then fails OUT_OF_RANGE (rc %d, %s)",
        waiter.rc, fl_error_code_name(waiter.code));
-    ok(waiter.ended_at - closed_at < 5, "within 5 s of the close, not at the deadline (%.2f s)",
-       waiter.ended_at - closed_at);
+    ok(waiter.ended_at - closing < 5, "within 5 s of the close, not at the deadline (%.2f s)",
+       waiter.ended_at - closing);
     contains(waiter.error, "the chief stopped training at global step 6", "its error says why");
     open_token_piece(&later, FL_OP_ACCUMULATOR_WAIT_STEP, 6, 12);
     run_token_piece(&later);
