@@ -22,6 +22,8 @@ struct fl_accumulator {
     int accumulated;    /* gradients in sum */
     int64_t global_step;
     int64_t stale;
+    bool closed;        /* the chief ended training (a closed sync token) */
+    int64_t closed_at;  /* the global step it ended at */
     pthread_mutex_t lock;
     pthread_cond_t arrived;
 };
@@ -204,13 +206,24 @@ void fl_accumulator_set_step(fl_accumulator *a, int64_t step)
 {
     pthread_mutex_lock(&a->lock);
     a->global_step = step; /* TensorFlow sets even a lower one (it only logs it) */
+    a->closed = false;     /* a chief that trains again on this ps (restarted after the end) reopens it */
+    pthread_mutex_unlock(&a->lock);
+}
+
+void fl_accumulator_close_at(fl_accumulator *a, int64_t step)
+{
+    pthread_mutex_lock(&a->lock);
+    a->closed = true;
+    a->closed_at = step;
+    pthread_cond_broadcast(&a->arrived);
     pthread_mutex_unlock(&a->lock);
 }
 
 fl_accumulator_state fl_accumulator_read(fl_accumulator *a)
 {
     pthread_mutex_lock(&a->lock);
-    fl_accumulator_state now = {.global_step = a->global_step, .stale = a->stale, .accumulated = a->accumulated};
+    fl_accumulator_state now = {.global_step = a->global_step, .stale = a->stale, .accumulated = a->accumulated,
+                                .closed = a->closed, .closed_at = a->closed_at};
     pthread_mutex_unlock(&a->lock);
     return now;
 }

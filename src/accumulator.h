@@ -41,15 +41,21 @@ int fl_accumulator_take(fl_accumulator *a, int num_required, double deadline_s, 
 int fl_accumulator_try_take(fl_accumulator *a, int num_required, fl_tensor *out, const char *op);
 
 /* AccumulatorSetGlobalStep: the step below which gradients are stale (the
- * chief sets it after an update, as TensorFlow's SyncReplicasOptimizer). */
+ * chief sets it after an update, as TensorFlow's SyncReplicasOptimizer).
+ * It reopens a closed accumulator: a chief trains again. */
 void fl_accumulator_set_step(fl_accumulator *a, int64_t step);
+/* AccumulatorClose: the chief ended training at global step `step`, so a
+ * wait for a later step never ends (TensorFlow closes its sync token queue). */
+void fl_accumulator_close_at(fl_accumulator *a, int64_t step);
 
 /* A snapshot: the global step, the gradients dropped as stale since it was
  * made (fl_remote_stale_steps), those summed since the last take
- * (TensorFlow's num_accumulated). */
+ * (TensorFlow's num_accumulated), and whether it was closed, at which step. */
 typedef struct {
     int64_t global_step, stale;
     int accumulated;
+    bool closed;
+    int64_t closed_at;
 } fl_accumulator_state;
 fl_accumulator_state fl_accumulator_read(fl_accumulator *a);
 

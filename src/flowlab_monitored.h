@@ -83,7 +83,10 @@ typedef struct {
  * fits no variable, a task that never answered. */
 fl_monitored_session *fl_monitored_training_session(fl_graph *g, fl_node *global_step,
                                                     const fl_monitored_session_options *o);
-/* fl_session_run's arguments; 0, or -1 with fl_monitored_session_error. */
+/* fl_session_run's arguments; 0, or -1 with fl_monitored_session_error.
+ * A run that fails OUT_OF_RANGE ends training, as TensorFlow's does: the
+ * chief stopped (a synchronous worker's wait for the next step ends so)
+ * or an input ran out. Then should_stop is true, and close returns 0. */
 int fl_monitored_session_run(fl_monitored_session *ms, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                              int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
 bool fl_monitored_session_should_stop(const fl_monitored_session *ms);

@@ -24,7 +24,7 @@ extern const fl_op_def fl_def_apply_gradient_descent, fl_def_apply_momentum, fl_
 extern const fl_op_def fl_def_fused_conv2d, fl_def_fused_matmul, fl_def_max_pool_relu_grad;
 extern const fl_op_def fl_def_send, fl_def_recv;
 extern const fl_op_def fl_def_accumulator_apply_gradient, fl_def_accumulator_take_gradient,
-    fl_def_accumulator_set_global_step, fl_def_accumulator_wait_step;
+    fl_def_accumulator_set_global_step, fl_def_accumulator_wait_step, fl_def_accumulator_close;
 
 static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_PLACEHOLDER] = &fl_def_placeholder,
@@ -86,6 +86,7 @@ static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_ACCUMULATOR_TAKE_GRADIENT] = &fl_def_accumulator_take_gradient,
     [FL_OP_ACCUMULATOR_SET_GLOBAL_STEP] = &fl_def_accumulator_set_global_step,
     [FL_OP_ACCUMULATOR_WAIT_STEP] = &fl_def_accumulator_wait_step,
+    [FL_OP_ACCUMULATOR_CLOSE] = &fl_def_accumulator_close,
 };
 
 const fl_op_def *fl_op_def_of(fl_op_kind op) { return op_table[op]; }
@@ -136,6 +137,7 @@ static const char *const why_no_gradient[FL_OP_COUNT] = {
     [FL_OP_ACCUMULATOR_TAKE_GRADIENT] = ACCUMULATOR_OP,
     [FL_OP_ACCUMULATOR_SET_GLOBAL_STEP] = ACCUMULATOR_OP,
     [FL_OP_ACCUMULATOR_WAIT_STEP] = ACCUMULATOR_OP,
+    [FL_OP_ACCUMULATOR_CLOSE] = ACCUMULATOR_OP,
 };
 
 const char *fl_op_why_no_gradient(fl_op_kind op) { return why_no_gradient[op]; }

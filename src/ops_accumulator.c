@@ -1,7 +1,8 @@
 /* ops_accumulator.c: TensorFlow's ConditionalAccumulator ops for synchronous
  * training (issue 36 item 2, stage B): AccumulatorApplyGradient,
- * AccumulatorTakeGradient, AccumulatorSetGlobalStep, and AccumulatorWaitStep
- * (a worker's wait for the next step, where TensorFlow dequeues a token). Each names its
+ * AccumulatorTakeGradient, AccumulatorSetGlobalStep, AccumulatorWaitStep
+ * (a worker's wait for the next step, where TensorFlow dequeues a token) and
+ * AccumulatorClose (the chief's end of training: TensorFlow closes the token queue). Each names its
  * accumulator (TensorFlow's shared_name, in the edge_key attr) and its
  * gradients' shape; the state lives in the task's container (accumulator.c). */
 #include <stdio.h>
@@ -59,9 +60,10 @@ static int infer_take(const fl_node *n, const fl_shape *in, fl_shape *out, fl_st
     return 0;
 }
 
+/* SetGlobalStep's new step, or Close's last one. */
 static int infer_set_step(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
 {
-    if (check_named(n, st) != 0 || check_int_scalar(n, 0, "new global step", in, st) != 0)
+    if (check_named(n, st) != 0 || check_int_scalar(n, 0, "global step", in, st) != 0)
         return -1;
     *out = fl_shape_make(0);
     return 0;
@@ -83,6 +85,8 @@ const fl_op_def fl_def_accumulator_take_gradient = {
     infer_take, NULL};
 const fl_op_def fl_def_accumulator_set_global_step = {
     "AccumulatorSetGlobalStep", {.min_inputs = 1, .max_inputs = 1, .in_container = true}, infer_set_step, NULL};
+const fl_op_def fl_def_accumulator_close = {
+    "AccumulatorClose", {.min_inputs = 1, .max_inputs = 1, .in_container = true}, infer_set_step, NULL};
 const fl_op_def fl_def_accumulator_wait_step = {
     "AccumulatorWaitStep", {.min_inputs = 1, .max_inputs = 1, .has_output = true, .in_container = true},
     infer_wait_step, NULL};
@@ -126,4 +130,9 @@ fl_node *fl_accumulator_wait_step(fl_graph *g, const char *accumulator, fl_shape
                                   const char *name)
 {
     return build(g, FL_OP_ACCUMULATOR_WAIT_STEP, accumulator, shape, &local_step, 1, name, "AccumulatorWaitStep");
+}
+
+fl_node *fl_accumulator_close(fl_graph *g, const char *accumulator, fl_shape shape, fl_node *step, const char *name)
+{
+    return build(g, FL_OP_ACCUMULATOR_CLOSE, accumulator, shape, &step, 1, name, "AccumulatorClose");
 }

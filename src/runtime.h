@@ -97,7 +97,7 @@ typedef enum {
     FL_OP_SEND, FL_OP_RECV,
     /* synchronous training's gradient accumulators, in a task's container (TensorFlow's ConditionalAccumulator) */
     FL_OP_ACCUMULATOR_APPLY_GRADIENT, FL_OP_ACCUMULATOR_TAKE_GRADIENT, FL_OP_ACCUMULATOR_SET_GLOBAL_STEP,
-    FL_OP_ACCUMULATOR_WAIT_STEP,
+    FL_OP_ACCUMULATOR_WAIT_STEP, FL_OP_ACCUMULATOR_CLOSE,
     /* (no Copy op: the session copies values across devices itself) */
     FL_OP_COUNT
 } fl_op_kind;
@@ -305,6 +305,10 @@ fl_node *fl_accumulator_set_global_step(fl_graph *g, const char *accumulator, fl
  * when its gradient was stale and dropped, else 0 (int32). */
 fl_node *fl_accumulator_wait_step(fl_graph *g, const char *accumulator, fl_shape shape, fl_node *local_step,
                                   const char *name);
+/* Ends training at global step `step` (int32): every wait on the
+ * accumulator for a later step, now or later, fails OUT_OF_RANGE, as
+ * TensorFlow's dequeue of a closed sync token queue does. */
+fl_node *fl_accumulator_close(fl_graph *g, const char *accumulator, fl_shape shape, fl_node *step, const char *name);
 /* A tensor of ones shaped like x at run time: the seed of a gradient. */
 fl_node *fl_ones_like(fl_graph *g, fl_node *x, const char *name);
 fl_node *fl_int_scalar(fl_graph *g, int32_t value, const char *name);

@@ -6,10 +6,16 @@
  * apply still runs) and returns the average once the other worker's
  * gradient comes; a stale apply is dropped and counted; a take with too
  * few gradients fails at the task deadline naming the accumulator; an
- * apply whose gradient shape differs from the accumulator's names its op. */
+ * apply whose gradient shape differs from the accumulator's names its op;
+ * a worker blocked in AccumulatorWaitStep ends OUT_OF_RANGE as soon as the
+ * chief closes the token, a wait after the close at once, and a chief that
+ * sets the step again reopens it. */
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "accumulator.h"
 #include "distributed_runtime/partition/rendezvous_device.h"
@@ -133,6 +139,124 @@ static void test_wrong_shape(void)
     close_piece(&p);
 }
 
+/* One op of the sync token's on its own session (a worker's or the
+ * chief's piece on the ps): a wait fetched, or a close or set-step run. */
+typedef struct {
+    fl_graph *g;
+    fl_session *s;
+    fl_rendezvous_device *device;
+    fl_node *op;
+    uint64_t step_id;
+    FILE *log;
+    int rc;
+    fl_error_code code;
+    int32_t got;
+    double ended_at;
+    char error[512];
+} token_piece;
+
+static void open_token_piece(token_piece *p, fl_op_kind op, int32_t value, uint64_t step_id)
+{
+    memset(p, 0, sizeof *p);
+    p->g = fl_graph_new();
+    p->step_id = step_id;
+    fl_node *v = fl_int_scalar(p->g, value, "value");
+    if (op == FL_OP_ACCUMULATOR_WAIT_STEP)
+        p->op = fl_accumulator_wait_step(p->g, "sync_token", fl_shape_make(0), v, "wait_for_next_step");
+    else if (op == FL_OP_ACCUMULATOR_CLOSE)
+        p->op = fl_accumulator_close(p->g, "sync_token", fl_shape_make(0), v, "close_sync_token");
+    else
+        p->op = fl_accumulator_set_global_step(p->g, "sync_token", fl_shape_make(0), v, "set_sync_token");
+    p->device = fl_rendezvous_device_new(rendezvous);
+    fl_rendezvous_device_set_container(p->device, container);
+    p->s = fl_session_new(p->g, NULL);
+    fl_session_set_variable_container(p->s, container);
+    fl_session_set_rendezvous(p->s, fl_rendezvous_device_of(p->device));
+}
+
+static void *run_token_piece(void *arg)
+{
+    token_piece *p = arg;
+    fl_rendezvous_step step = {.step_id = p->step_id, .task = TASK, .log = p->log, .log_prefix = "ps 0"};
+    fl_rendezvous_device_begin_step(p->device, &step);
+    bool fetch = p->op->op == FL_OP_ACCUMULATOR_WAIT_STEP;
+    fl_tensor *out = NULL;
+    p->rc = fl_session_run(p->s, NULL, 0, fetch ? &p->op : NULL, fetch, fetch ? &out : NULL, fetch ? NULL : &p->op,
+                           !fetch);
+    p->ended_at = fl_now_s();
+    p->code = fl_session_error_code(p->s);
+    p->got = out ? *(const int32_t *)out->data : -1;
+    snprintf(p->error, sizeof p->error, "%s", p->rc ? fl_session_error(p->s) : "");
+    fl_tensor_free(out);
+    fl_rendezvous_finish(rendezvous, p->step_id);
+    return NULL;
+}
+
+static void free_token_piece(token_piece *p)
+{
+    fl_session_free(p->s);
+    fl_rendezvous_device_free(p->device);
+    fl_graph_free(p->g);
+}
+
+/* Whether the file at path says the step waits, within 60 s: the device
+ * writes its line after 5 s of waiting. */
+static bool wait_for_line(const char *path, const char *want)
+{
+    char text[4096];
+    for (double until = fl_now_s() + 60; fl_now_s() < until;) {
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        if (f)
+            fclose(f);
+        text[n] = 0;
+        if (strstr(text, want))
+            return true;
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    }
+    return false;
+}
+
+static void test_closed_token(void)
+{
+    setenv("FLOWLAB_TASK_DEADLINE", "60", 1); /* only the close may end the wait */
+    char path[] = "/tmp/test_accumulator_ops_XXXXXX";
+    int fd = mkstemp(path);
+    token_piece waiter, closer, later, set;
+    open_token_piece(&waiter, FL_OP_ACCUMULATOR_WAIT_STEP, 6, 10);
+    waiter.log = fd >= 0 ? fdopen(fd, "w") : NULL;
+    pthread_t t;
+    pthread_create(&t, NULL, run_token_piece, &waiter);
+    ok(waiter.log && wait_for_line(path, "waiting for accumulator sync_token's global step to pass 6"),
+       "a worker's wait for step 7 blocks (its step says so in %s)", path);
+    open_token_piece(&closer, FL_OP_ACCUMULATOR_CLOSE, 6, 11);
+    double closing = fl_now_s();
+    run_token_piece(&closer);
+    pthread_join(t, NULL);
+    ok(closer.rc == 0, "the chief's close runs%s%s", closer.rc ? ": " : "", closer.error);
+    ok(waiter.rc != 0 && waiter.code == FL_OUT_OF_RANGE, "the blocked wait then fails OUT_OF_RANGE (rc %d, %s)",
+       waiter.rc, fl_error_code_name(waiter.code));
+    ok(waiter.ended_at - closing < 5, "within 5 s of the close, not at the deadline (%.2f s)",
+       waiter.ended_at - closing);
+    contains(waiter.error, "the chief stopped training at global step 6", "its error says why");
+    open_token_piece(&later, FL_OP_ACCUMULATOR_WAIT_STEP, 6, 12);
+    run_token_piece(&later);
+    ok(later.code == FL_OUT_OF_RANGE, "a wait after the close fails OUT_OF_RANGE at once (%s)",
+       fl_error_code_name(later.code));
+    open_token_piece(&set, FL_OP_ACCUMULATOR_SET_GLOBAL_STEP, 7, 13);
+    run_token_piece(&set);
+    fl_accumulator_state now = fl_accumulator_read(fl_accumulator_find(fl_variable_container_accumulators(container),
+                                                                       "sync_token", fl_shape_make(0)));
+    ok(set.rc == 0 && !now.closed && now.global_step == 7, "a chief that trains again sets the step to 7 and "
+       "reopens the token (step %lld, %s)", (long long)now.global_step, now.closed ? "closed" : "open");
+    if (waiter.log)
+        fclose(waiter.log);
+    unlink(path);
+    token_piece *all[] = {&waiter, &closer, &later, &set};
+    for (int i = 0; i < 4; i++)
+        free_token_piece(all[i]);
+}
+
 int main(void)
 {
     setenv("FLOWLAB_TASK_DEADLINE", "1", 1); /* the too-few take's wait; the others end on arrivals */
@@ -140,6 +264,7 @@ int main(void)
     container = fl_variable_container_new();
     test_two_workers();
     test_wrong_shape();
+    test_closed_token();
     fl_variable_container_free(container);
     fl_rendezvous_free(rendezvous);
     return done_testing();

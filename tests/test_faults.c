@@ -332,6 +332,25 @@ static void test_ps_gone(void)
 
 /* Synchronous, 2 of 3 replicas aggregated: kill -9 worker 2 (a backup's
  * worth of slack), the other two go on; restarted, worker 2 rejoins. */
+/* A worker still waiting for a step when the chief ended training (the
+ * restarted backup, as a rule) ends by the chief's close of the sync token
+ * and says so, naming the chief's last step; one whose last step came in
+ * time ends by its stop hook. */
+static void check_ended_by_close(const cluster *c)
+{
+    int ended = 0, named = 0;
+    for (int w = 2; w <= 3; w++) {
+        char *out = read_file(c->tasks[w].out);
+        if (out && strstr(out, "training is over: ")) {
+            ended++;
+            named += strstr(out, "the chief stopped training at global step 120") != NULL;
+        }
+        free(out);
+    }
+    ok(named == ended, "sync worker restarted: %d of the 2 other workers ended by the chief's close, each naming "
+       "its last step (%d did)", ended, named);
+}
+
 static void test_sync_worker_restarted(void)
 {
     cluster c;
@@ -362,6 +381,7 @@ static void test_sync_worker_restarted(void)
        "sync worker restarted: all three finish (exit %d, %d, %d)", statuses[0], statuses[1], statuses[2]);
     for (int w = 0; w < 3; w++)
         explain_failure(&c.tasks[1 + w], statuses[w]);
+    check_ended_by_close(&c);
     ok(wait_exit(&c.tasks[0], 30) == 0, "sync worker restarted: the ps exits by itself");
     ok(last_number_after(chief, ", global step ") >= 110,
        "sync worker restarted: the chief saw the global step near the end (%ld of 120)",

@@ -9,7 +9,11 @@
  * reading its step and applying its gradients finds its gradients stale,
  * dropped and counted (fl_remote_stale_steps, and by the ps); the chief's
  * take with its other worker gone fails within the task deadline, naming the
- * accumulator. Every wait has a deadline (FLOWLAB_TASK_DEADLINE). */
+ * accumulator; once the chief's session has ended (closing the sync token),
+ * the other worker's next step ends its monitored session's training
+ * (OUT_OF_RANGE, a line saying why, close returns 0) at once. Every wait has
+ * a deadline (FLOWLAB_TASK_DEADLINE). */
+#include <stdio.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -281,11 +285,59 @@ static void test_dead_worker(void)
     down(&c, 1);
 }
 
+/* The monitored session's log, read back. */
+static void read_log(FILE *log, char *text, size_t size)
+{
+    size_t n = 0;
+    if (log) {
+        rewind(log);
+        n = fread(text, 1, size - 1, log);
+    }
+    text[n] = 0;
+}
+
+/* 1 of 2: the chief trains 2 steps and its session ends, which closes the
+ * sync token; worker 1's next step would wait for step 3 for ever. */
+static void test_chief_ended(void)
+{
+    cluster c;
+    if (!started(&c, 2, 1, -1, "a ps and 2 workers (1 of 2), the chief ending"))
+        return;
+    for (int i = 0; i < 2; i++)
+        train_step(&c.w[0]);
+    fl_session_free(c.w[0].s); /* the chief's training ends with its session */
+    c.w[0].s = NULL;
+    FILE *log = tmpfile();
+    fl_session_options config = {.cluster = c.w[1].cluster};
+    fl_monitored_session_options o = {.chief = FL_CHIEF_NO, .log_step_count_steps = -1, .config = &config,
+                                      .log = log};
+    fl_monitored_session *ms = fl_monitored_training_session(c.w[1].g, fl_get_or_create_global_step(c.w[1].g), &o);
+    double start = fl_now_s();
+    int rc = ms ? fl_monitored_session_run(ms, NULL, 0, NULL, 0, NULL, &c.w[1].train, 1) : 0;
+    double took = fl_now_s() - start;
+    fl_error_code code = fl_last_error_code();
+    ok(ms && rc != 0 && code == FL_OUT_OF_RANGE, "worker 1's step after the chief ended fails OUT_OF_RANGE (%s)",
+       ms ? fl_monitored_session_error(ms) : fl_last_error());
+    contains(ms ? fl_monitored_session_error(ms) : "", "the chief stopped training at global step 2",
+             "naming the chief's last step");
+    ok(took < 10, "at once, not at the task deadline (%.1f s)", took);
+    char text[2048];
+    read_log(log, text, sizeof text);
+    contains(text, "worker 1: training is over: ", "its monitored session says training is over");
+    ok(ms && fl_monitored_session_should_stop(ms), "and stops");
+    ok(!strstr(text, "connecting again"), "without connecting again");
+    ok(ms && fl_monitored_session_close(ms) == 0, "closing it returns 0: the end of training, not a failure");
+    if (log)
+        fclose(log);
+    down(&c, 2);
+}
+
 int main(void)
 {
     setenv("FLOWLAB_TASK_DEADLINE", "30", 1);
     test_two_of_two();
     test_backup_stale();
+    test_chief_ended();
     setenv("FLOWLAB_TASK_DEADLINE", "3", 1);
     test_dead_worker();
     return done_testing();

@@ -199,6 +199,8 @@ static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_datase
         fl_feed feeds[2] = {{L->w->image, &my_images}, {L->w->label, &my_labels}};
         fl_tensor *loss = NULL;
         if (fl_monitored_session_run(ms, feeds, 2, &L->w->loss, 1, &loss, &L->w->train_op, 1) != 0) {
+            if (fl_monitored_session_should_stop(ms))
+                break; /* the chief ended training while this step waited: the session said so */
             fprintf(stderr, "%s: worker %d: step %ld: %s\n", program, fl_cluster_task_index(L->cluster), local_steps,
                     fl_monitored_session_error(ms));
             return 1;

@@ -30,7 +30,7 @@ struct fl_monitored_session {
     int nhooks;
     fl_session_hook *owned[2]; /* the step counter and the saver made here */
     long step, start_step; /* the global step now, and when the model was last prepared */
-    bool stop;
+    bool stop, ended; /* ended: the chief ended training (close is no failure) */
     FILE *log;
     char who[64];
     char error[FL_ERROR_LEN];
@@ -322,6 +322,22 @@ static int recover(fl_monitored_session *ms)
 }
 // [end:recover]
 
+// [book:training_ended]
+/* A run failed OUT_OF_RANGE: the chief ended training while this worker
+ * waited for a step that will never come (it closed the sync token), or an
+ * input ran out. Training is over, as TensorFlow's MonitoredSession ends on
+ * OutOfRangeError: no failure, and no reason to connect again. */
+static bool training_ended(fl_monitored_session *ms)
+{
+    if (fl_session_error_code(ms->session) != FL_OUT_OF_RANGE)
+        return false;
+    fail(ms, "%s", fl_session_error(ms->session));
+    say(ms, "training is over: %s", ms->error);
+    ms->stop = ms->ended = true;
+    return true;
+}
+// [end:training_ended]
+
 /* The hooks' extra fetches after the caller's and the global step. */
 static int gather_fetches(fl_monitored_session *ms, fl_node *const *fetches, int nfetches, fl_node **all,
                           int *first_extra)
@@ -374,7 +390,7 @@ int fl_monitored_session_run(fl_monitored_session *ms, const fl_feed *feeds, int
     int rc = -1;
     for (int attempt = 0; attempt <= MAX_RECOVERIES && rc != 0; attempt++) {
         rc = fl_session_run(ms->session, feeds, nfeeds, all, n, values, targets, ntargets);
-        if (rc != 0 && recover(ms) != 0)
+        if (rc != 0 && (training_ended(ms) || recover(ms) != 0))
             return -1;
     }
     if (rc != 0)
@@ -404,7 +420,7 @@ int fl_monitored_session_close(fl_monitored_session *ms)
     for (int h = 0; h < ms->nhooks; h++)
         if (ms->hooks[h]->end)
             ms->hooks[h]->end(ms->hooks[h], &v);
-    int rc = ms->error[0] ? -1 : 0;
+    int rc = ms->error[0] && !ms->ended ? -1 : 0;
     const fl_cluster *cluster = ms->cluster;
     const fl_cluster_plugin *plugin = ms->plugin;
     free_session(ms);

@@ -80,8 +80,7 @@ fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
 
 /* A between-graph worker's master (TensorFlow's: every task runs a server,
  * and a worker's master cuts only its own graph): what has no task runs on
- * this task, whose piece this process's own server runs (the session
- * plugin has acquired it: server/task_server.c). */
+ * this task, whose piece this process's own server runs (task_server.c). */
 fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g)
 {
     fl_master *m = fl_master_new(cluster, g);
@@ -92,6 +91,7 @@ fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g)
 }
 
 const fl_cluster *fl_master_cluster(const fl_master *m) { return m->cluster; }
+fl_graph *fl_master_graph(const fl_master *m) { return m->graph; }
 
 /* ---- the cut and its partitions on their tasks ---- */
 

@@ -16,6 +16,7 @@ fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g);
  * (server/task_server.c) and releases after fl_master_free. */
 fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g);
 const fl_cluster *fl_master_cluster(const fl_master *m);
+fl_graph *fl_master_graph(const fl_master *m);
 /* As fl_session_run: 0, or -1 with fl_last_error() and its code set (every
  * output NULL). */
 int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
@@ -24,6 +25,10 @@ int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const
  * chief's part and the stale flags go with it (master_sync.c). */
 int fl_master_run_training(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
                            fl_tensor **outputs, fl_node *const *targets, int ntargets);
+/* The chief's session ends (master_sync.c): each synchronous train op's
+ * token is closed on its ps, so the workers waiting for a step that never
+ * comes end (OUT_OF_RANGE). Nothing for another worker, or no such op. */
+void fl_master_end_training(fl_master *m);
 /* The task and device n was asked to run on ("/job:worker/task:1/cpu:0"),
  * once a run of m that needed it has succeeded; NULL before, or when n is
  * not of m's graph. Valid until m is freed. */

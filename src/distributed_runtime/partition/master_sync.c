@@ -3,7 +3,10 @@
  * The chief's run takes the chief's part too, inline: TensorFlow's chief
  * runs it in a queue-runner thread its session hook starts. Every such run
  * also fetches each apply's "dropped as stale" and counts them into the
- * cluster's stale tally, which fl_remote_stale_steps reads. */
+ * cluster's stale tally, which fl_remote_stale_steps reads. When the
+ * chief's session ends, it closes the token, as TensorFlow's chief closes
+ * its sync token queue when its coordinator stops. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,3 +64,20 @@ int fl_master_run_training(fl_master *m, const fl_feed *feeds, int nfeeds, fl_no
     free(all_fetches);
     return rc;
 }
+
+// [book:end_training]
+/* Whatever ended the chief's training (its last step, an error), a worker
+ * still waiting for the token would wait for ever: close it. A chief that
+ * was killed never gets here, so a restarted one goes on where it was. */
+void fl_master_end_training(fl_master *m)
+{
+    const fl_cluster *c = fl_master_cluster(m);
+    const fl_sync_train *trains = NULL;
+    int n = fl_cluster_is_chief(c) ? fl_sync_trains_of(fl_master_graph(m), &trains) : 0;
+    for (int i = 0; i < n; i++)
+        if (fl_master_run(m, NULL, 0, NULL, 0, NULL, &trains[i].close, 1) != 0)
+            fprintf(stderr, "%s: closing the sync token at the end of training: %s (a worker waiting for the "
+                    "next step waits until FLOWLAB_TASK_DEADLINE)\n", fl_cluster_state_of(c)->task_name,
+                    fl_last_error());
+}
+// [end:end_training]

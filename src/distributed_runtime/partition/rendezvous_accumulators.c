@@ -29,10 +29,12 @@ int fl_accumulator_kernel_run(fl_variable_container *c, const fl_node *n, const 
     if (!a)
         return -1;
     int32_t step = *(const int32_t *)in0->data;
-    if (n->op == FL_OP_ACCUMULATOR_SET_GLOBAL_STEP) {
+    if (n->op == FL_OP_ACCUMULATOR_SET_GLOBAL_STEP)
         fl_accumulator_set_step(a, step);
+    else if (n->op == FL_OP_ACCUMULATOR_CLOSE)
+        fl_accumulator_close_at(a, step);
+    if (n->op != FL_OP_ACCUMULATOR_APPLY_GRADIENT)
         return 0;
-    }
     int rc = fl_accumulator_apply(a, step, in1, n->name);
     if (rc >= 0 && dropped)
         *dropped = rc;
@@ -44,11 +46,17 @@ int fl_accumulator_kernel_try_wait(fl_variable_container *c, const fl_node *n, i
     fl_accumulator *a = find(c, n);
     if (!a)
         return -1;
-    int64_t now = fl_accumulator_read(a).global_step;
-    if (now <= local_step)
+    fl_accumulator_state now = fl_accumulator_read(a);
+    if (now.global_step > local_step) { /* a step the chief finished, even if it ended since */
+        *step = (int32_t)now.global_step;
+        return 1;
+    }
+    if (!now.closed)
         return 0;
-    *step = (int32_t)now;
-    return 1;
+    fl_set_error_code(FL_OUT_OF_RANGE, "%s: the chief stopped training at global step %lld, so step %d never "
+                      "ends (accumulator %s is closed): this worker's training is over", n->name,
+                      (long long)now.closed_at, (int)local_step + 1, n->attrs.edge_key);
+    return -1;
 }
 
 int fl_accumulator_kernel_try_take(fl_variable_container *c, const fl_node *n, int num_required, fl_tensor *out)

@@ -3,7 +3,8 @@
  * one accumulator per variable on the variable's ps, each worker's
  * gradients applied to them tagged with its local step, the chief's part
  * (take the average of replicas_to_aggregate, update, advance the global
- * step, set the token), and every worker's wait for the token. */
+ * step, set the token), every worker's wait for the token, and the
+ * chief's close of the token when its session ends (master_sync.c). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -124,6 +125,19 @@ static fl_node *build_train(fl_graph *g, fl_sync_train *t, fl_node *global_step)
     return wait ? fl_group(g, &wait, 1, "update") : NULL;
 }
 
+/* The chief's end of training: the token closed at the global step, so a
+ * worker waiting for a later step ends (TensorFlow's chief closes the
+ * sync token queue when its coordinator stops). */
+static fl_node *build_close(fl_graph *g, fl_node *global_step)
+{
+    char name[NAME_LEN];
+    token_name(name, global_step);
+    fl_device_scope_push_colocated(g, global_step);
+    fl_node *close = fl_accumulator_close(g, name, fl_shape_make(0), global_step, "close_sync_token");
+    fl_device_pop(g);
+    return close;
+}
+
 fl_node *fl_sync_replicas_graph(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n,
                                 fl_node *global_step, const char *scope, int replicas_to_aggregate)
 {
@@ -134,7 +148,7 @@ fl_node *fl_sync_replicas_graph(fl_optimizer *opt, fl_graph *g, const fl_grad_va
     t.local_step = fl_identity(g, global_step, "local_step");
     if (!t.local_step || build_applies(g, pairs, n, &t) != 0 ||
         !(t.chief = build_chief(opt, g, pairs, n, global_step, scope, replicas_to_aggregate)) ||
-        !(t.train = build_train(g, &t, global_step))) {
+        !(t.train = build_train(g, &t, global_step)) || !(t.close = build_close(g, global_step))) {
         free(t.applies);
         return NULL;
     }

@@ -15,10 +15,13 @@ typedef struct {
     fl_node *local_step; /* the global step read at the step's start, each gradient's tag */
     fl_node **applies;   /* one per variable: 1 when the gradient came stale and was dropped */
     int napplies;
+    fl_node *close;      /* the chief's at its session's end: the token closed, the waiting workers' training over */
 } fl_sync_train;
 
 /* The train op's record when n is one (owned by n's graph), else NULL. */
 const fl_sync_train *fl_sync_train_of(const fl_node *n);
+/* g's train ops' records: how many, *first the first (owned by g). */
+int fl_sync_trains_of(const fl_graph *g, const fl_sync_train **first);
 /* Kept with g (t's applies array becomes the graph's). */
 void fl_sync_train_record(fl_graph *g, const fl_sync_train *t);
 /* sync_replicas_graph.c: fl_optimizer_wrapping's wrap that builds it. */

@@ -47,3 +47,10 @@ const fl_sync_train *fl_sync_train_of(const fl_node *n)
             return &r->trains[i];
     return NULL;
 }
+
+int fl_sync_trains_of(const fl_graph *g, const fl_sync_train **first)
+{
+    const sync_records *r = fl_graph_runtime_records(g);
+    *first = r ? r->trains : NULL;
+    return r ? r->ntrains : 0;
+}

@@ -66,10 +66,12 @@ static int run_task_master(void *master, const fl_feed *feeds, int nfeeds, fl_no
     return fl_master_run_training(master, feeds, nfeeds, fetches, nfetches, outputs, targets, ntargets);
 }
 
-/* The task's server goes (if this session started it) after the master. */
+/* The chief's session ends its synchronous training first; the task's
+ * server goes (if this session started it) after the master. */
 static void close_task_master(void *master)
 {
     const fl_cluster *c = fl_master_cluster(master);
+    fl_master_end_training(master);
     fl_master_free(master);
     fl_task_server_release(c);
 }
