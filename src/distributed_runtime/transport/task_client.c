@@ -20,7 +20,6 @@ typedef struct {
     fl_wire_type type; /* the request's */
     bool *has_value;   /* an INIT_DONE reply's flag goes here */
     char name[48];     /* the variable, for "waiting for" lines */
-    char op[48];       /* the node that sent it, which a lost connection names */
     fl_ps_reply_fn take; void *take_user; /* a reply handed over whole (a partition's frames) */
 } pending_request;
 
@@ -156,7 +155,7 @@ static uint32_t send_request(fl_task_client *c, uint32_t id, fl_wire_type type, 
         c->capacity = capacity;
     }
     pending_request *p = &c->queue[(c->head + c->count++) % c->capacity];
-    *p = (pending_request){id, type, has_value, "", "", take, take_user};
+    *p = (pending_request){id, type, has_value, "", take, take_user};
     snprintf(p->name, sizeof p->name, "%s", name ? name : "");
     c->sent += c->out.len + c->out.lent_len;
     pthread_mutex_unlock(&c->lock);
@@ -204,17 +203,6 @@ uint32_t fl_task_client_finish_taking(fl_task_client *c, int encoded, uint32_t i
 const char *fl_task_client_peer(const fl_task_client *c) { return c->who; }
 void fl_task_client_wait_written(fl_task_client *c) { fl_socket_writer_wait_written(c->writer, c->deadline_s); }
 
-void fl_task_client_name_sender(fl_task_client *c, uint32_t after, const char *op)
-{
-    pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < c->count; i++) {
-        pending_request *p = &c->queue[(c->head + i) % c->capacity];
-        if (p->id > after)
-            snprintf(p->op, sizeof p->op, "%s", op);
-    }
-    pthread_mutex_unlock(&c->lock);
-}
-
 void fl_task_client_give_up(fl_task_client *c, const char *why)
 {
     mark_broken(c, why);
@@ -235,14 +223,6 @@ uint32_t fl_task_client_last_id(fl_task_client *c)
     uint32_t id = c->next_id;
     pthread_mutex_unlock(&c->lock);
     return id;
-}
-
-int fl_task_client_done(fl_task_client *c, uint32_t id)
-{
-    pthread_mutex_lock(&c->lock);
-    int done = c->completed >= id ? 1 : c->broken ? -1 : 0;
-    pthread_mutex_unlock(&c->lock);
-    return done;
 }
 
 /* "the answer to IS_INITIALIZED w": what the oldest unanswered request is. Lock held. */
@@ -282,14 +262,10 @@ static bool wait_with_deadline(fl_task_client *c, uint32_t id)
     return true;
 }
 
-/* Why the replies stopped, led by the oldest unanswered request's node ("train/ApplyAdam_4: lost ..."). Lock held. */
+/* Why the replies stopped. Lock held. */
 static void set_lost_error(const fl_task_client *c, fl_error_code code)
 {
-    const char *op = c->count > 0 ? c->queue[c->head].op : "";
-    if (op[0])
-        fl_set_error_code(code, "%s: %s", op, c->broken_why);
-    else
-        fl_set_error_code(code, "%s", c->broken_why);
+    fl_set_error_code(code, "%s", c->broken_why);
 }
 
 int fl_task_client_wait(fl_task_client *c, uint32_t id)

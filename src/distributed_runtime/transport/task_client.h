@@ -59,14 +59,8 @@ bool fl_task_client_broken(fl_task_client *c);
  * once and no later reply reaches them; fl_cluster_reconnect makes it anew. */
 void fl_task_client_give_up(fl_task_client *c, const char *why);
 
-/* Names the node that sent the requests after id `after` still awaiting
- * replies, so that waiting for them on a lost connection names it. */
-void fl_task_client_name_sender(fl_task_client *c, uint32_t after, const char *op);
 /* The id of the last request sent (0: none yet). */
 uint32_t fl_task_client_last_id(fl_task_client *c);
-/* 1 when the replies up to id have come, 0 when not yet, -1 when the
- * connection was lost before they came. */
-int fl_task_client_done(fl_task_client *c, uint32_t id);
 /* Blocks until the replies up to id have come, with a line every few
  * seconds saying what it waits for, and up to the task deadline. 0, or -1
  * after fl_set_error with the first error a request up to id got (the ps's

@@ -183,12 +183,6 @@ typedef struct {
  * cannot be resynchronised, so the connection should be closed. The header is checked as
  * soon as its bytes arrive, so garbage is refused before a whole header is in. */
 fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, fl_status *st);
-/* The host's byte order is the wire's (little-endian): tensor data can be
- * used where it lies, and a frame's tensor data received where it belongs. */
-bool fl_wire_host_order_is_wire_order(void);
-/* The whole frame's length (header and payload) from a header fl_wire_decode has
- * already accepted: how many bytes to wait for before decoding the frame. */
-size_t fl_wire_frame_length(const void *header);
 /* What such a header announces: type, request id and lengths, with no
  * payload yet (a reader that places the payload's bytes itself). */
 fl_wire_frame fl_wire_frame_announced(const void *header);

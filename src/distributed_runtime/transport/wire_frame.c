@@ -225,11 +225,6 @@ fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *fram
     return FL_WIRE_FRAME;
 }
 
-size_t fl_wire_frame_length(const void *header)
-{
-    return FL_WIRE_HEADER_BYTES + (size_t)wire_load_u32((const unsigned char *)header + 12);
-}
-
 fl_wire_frame fl_wire_frame_announced(const void *header)
 {
     const unsigned char *b = header;

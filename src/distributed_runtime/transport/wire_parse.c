@@ -8,8 +8,6 @@
 
 #include "wire_internal.h"
 
-bool fl_wire_host_order_is_wire_order(void) { return wire_host_is_little_endian(); }
-
 void fl_wire_tensor_read(const fl_wire_tensor *t, void *dst)
 {
     unsigned char *out = dst;
