@@ -23,6 +23,10 @@ ifeq ($(SANITIZE),1)
 BUILD   := build-sanitize
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT     := -O1 -g
+# PoCL builds a kernel with LLVM on the thread that first runs it, and LLVM
+# gives that thread an alternate signal stack from malloc; at the thread's
+# exit ASan then fails to unmap it as its own ("unable to unmap") and aborts.
+export ASAN_OPTIONS := $(if $(ASAN_OPTIONS),$(ASAN_OPTIONS):)use_sigaltstack=0
 else ifeq ($(SANITIZE),thread)
 # ThreadSanitizer, for the threaded code: servers, clients, the data prefetch.
 BUILD   := build-tsan
