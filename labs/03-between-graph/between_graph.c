@@ -3,8 +3,9 @@
  * slots) and needs no model; each worker builds its own copy of chapter 1's
  * graph, with the variables placed on the ps tasks by the replica device
  * setter and everything else on its own device, and trains asynchronously:
- * it pulls the variables, computes a gradient on its batch and pushes it to
- * the ps, which applies it at once. The global step lives on a ps.
+ * its session cuts its graph by task, so each step receives the variables
+ * from the ps, computes a gradient on its batch and sends it back, and the
+ * ps's piece applies it at once. The global step lives on a ps.
  *
  * Start one process per task, with the flags TensorFlow's distributed
  * examples use (or let labs/tools/launch_cluster do it):
@@ -57,7 +58,7 @@ static void usage(FILE *out)
             "                        as TensorFlow's SlurmClusterResolver)\n"
             "  --device D            a worker's device for the model (default /gpu:0; falls back to /cpu:0)\n"
             "  --num_gpus K          the hybrid: each worker builds K towers on its /gpu:0 ... /gpu:K-1 (chapter 2),\n"
-            "                        averages their gradients and pushes once; --batch_size splits K ways\n"
+            "                        averages their gradients and sends them once; --batch_size splits K ways\n"
             "  --ps_strategy S       round_robin (default) or greedy: how variables are spread on the ps tasks;\n"
             "                        every worker must use the same one\n"
             "  --cluster_graph F.dot the chief (worker 0) writes the tasks and the bytes it moved per step\n"

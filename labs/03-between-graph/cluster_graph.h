@@ -49,7 +49,7 @@ static int write_cluster_graph(const char *path, const fl_cluster *cluster, cons
         fprintf(f, "  \"%s\" [label=\"ps %d\\n%d variables, %.1f MB\\n(and their Adam slots)\", fillcolor=\"#fdd0a2\"];\n",
                 task, k, variables, (double)bytes / 1e6);
         /* One edge each way in one: two labelled edges per pair collided with the others. */
-        fprintf(f, "  \"/job:worker/task:%d\" -> \"%s\" [dir=both, label=\"pushes %.1f MB/step\\npulls %.1f MB/step\"];\n",
+        fprintf(f, "  \"/job:worker/task:%d\" -> \"%s\" [dir=both, label=\"sends %.1f MB/step\\nreceives %.1f MB/step\"];\n",
                 me, task, (double)sent / (double)steps / 1e6, (double)received / (double)steps / 1e6);
         for (int other = 0; other < workers; other++)
             if (other != me)

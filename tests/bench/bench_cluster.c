@@ -142,6 +142,6 @@ void bench_between_graph(void)
     double mb_copy[BENCH_MAX_ROUNDS];
     memcpy(mb_copy, m.mb, sizeof mb_copy);
     double mb = median(mb_copy, rounds);
-    printf("  ch3: each worker moves %.1f MB per step (pulls the variables, pushes the gradients)\n", mb);
+    printf("  ch3: each worker moves %.1f MB per step (receives the variables, sends the gradients)\n", mb);
     bench_csv_row(bench_results, "scaling", "ch3 bytes moved per worker step", "ch3 MB per step", "MB", mb, NULL, NAN);
 }
