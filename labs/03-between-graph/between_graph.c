@@ -3,9 +3,8 @@
  * slots) and needs no model; each worker builds its own copy of chapter 1's
  * graph, with the variables placed on the ps tasks by the replica device
  * setter and everything else on its own device, and trains asynchronously:
- * its session cuts its graph by task, so each step receives the variables
- * from the ps, computes a gradient on its batch and sends it back, and the
- * ps's piece applies it at once. The global step lives on a ps.
+ * its session cuts its graph by task; each step receives the variables, computes
+ * a gradient on its batch and sends it to the ps's piece, which applies it at once. The global step lives on a ps.
  *
  * Start one process per task, with the flags TensorFlow's distributed
  * examples use (or let labs/tools/launch_cluster do it):
