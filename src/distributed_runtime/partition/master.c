@@ -65,7 +65,6 @@ struct fl_master {
     int output_capacity;
 };
 
-// [book:who_builds]
 fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
 {
     fl_master *m = fl_xcalloc(1, sizeof *m);
@@ -75,6 +74,7 @@ fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
     return m;
 }
 
+// [book:who_builds]
 /* A between-graph worker's master (TensorFlow's: every task runs a server,
  * and a worker's master cuts only its own graph): what has no task runs on
  * this task, whose piece this process's own server runs (task_server.c). */
