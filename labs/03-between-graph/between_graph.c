@@ -184,7 +184,6 @@ typedef struct {
     char who[32]; /* "worker 1: global ", before "step N" in a message */
 } worker_loop;
 
-// [book:loop]
 /* Each worker steps at its own pace (asynchronous) or in step with the
  * others (synchronous: its train op ends when the step is over) until the
  * global step, kept on a ps, reaches the stop-at-step hook's last step. */
@@ -229,7 +228,6 @@ static int train_steps(fl_monitored_session *ms, const worker_loop *L, fl_datase
         write_trace(fl_monitored_session_session(ms), L->o);
     return 0;
 }
-// [end:loop]
 
 /* The dataset: each worker its own order (seed + task), or with
  * --sync_replicas one shared order of global batches to slice. */

@@ -62,7 +62,7 @@ static int check_tower_devices(const char *program, int task, int ntowers)
 /* The hybrid: K towers on this worker's /gpu:0 ... /gpu:K-1, each on its
  * slice of the worker's batch, their gradients averaged on the worker's
  * host. Build it under the replica device setter: the variables go to the
- * ps tasks, and the worker pushes one averaged gradient per variable. */
+ * ps tasks, and the worker sends one averaged gradient per variable. */
 static worker_model build_worker_towers(fl_graph *g, const fl_cluster *cluster, int ntowers, fl_node *image,
                                         fl_node *label)
 {

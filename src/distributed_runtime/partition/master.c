@@ -1,14 +1,10 @@
-/* master.c: TensorFlow's master in the client. It cuts the session's graph
- * by task once (graph_partition.c, again when the graph has grown) and
- * registers each piece once on its task, again when the task's connection
- * was made anew: one partition, so one session and one set of variables,
- * per task. For each distinct run signature (feeds, fetches, targets) it
- * plans once what each task must do (run_plan.c); then every run is one
- * step: one request per task that takes part (master_step.c). Its
- * connections are the cluster's own (cluster_connections.c), so
- * fl_remote_traffic counts the bytes that pass through the client. It
- * remembers what the user sees: where each node was asked to run, and the
- * runs and global step a failed step is named by. */
+/* master.c: TensorFlow's master, in the client of a cluster and in each
+ * between-graph worker. It cuts the session's graph by task once
+ * (graph_partition.c; again when the graph has grown), registers each piece
+ * on its task (again on a new connection), plans once per run signature
+ * what each task must do (run_plan.c), and runs every step as one request
+ * per task (master_step.c). It remembers what the user sees: where each
+ * node ran, and the runs and global step a failed step is named by. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +74,7 @@ fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
     return m;
 }
 
+// [book:who_builds]
 /* A between-graph worker's master (TensorFlow's: every task runs a server,
  * and a worker's master cuts only its own graph): what has no task runs on
  * this task, whose piece this process's own server runs (task_server.c). */
@@ -89,6 +86,7 @@ fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g)
     m->on_task = true;
     return m;
 }
+// [end:who_builds]
 
 const fl_cluster *fl_master_cluster(const fl_master *m) { return m->cluster; }
 fl_graph *fl_master_graph(const fl_master *m) { return m->graph; }
@@ -437,6 +435,7 @@ static void note_ran(fl_master *m, const fl_run_plan *plan)
         m->ran[id] |= plan->needed[id];
 }
 
+// [book:master_run]
 int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
                   fl_tensor **outputs, fl_node *const *targets, int ntargets)
 {
@@ -455,6 +454,7 @@ int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const
     note_global_step(m, fetches, nfetches, outputs);
     return 0;
 }
+// [end:master_run]
 
 void fl_master_trace_into(fl_master *m, fl_session *trace) { m->trace = trace; }
 

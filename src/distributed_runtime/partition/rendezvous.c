@@ -308,7 +308,6 @@ static entry *unlink_entry(fl_rendezvous *r, uint64_t step, const char *key)
 }
 
 /* Waits until the entry is there or the step is over. Lock held. */
-// [book:rendezvous_wait]
 static entry *wait_for(fl_rendezvous *r, uint64_t step, const char *key, const fl_rendezvous_wait_options *o)
 {
     double start = fl_now_s(), next_line = start + 5;
@@ -329,7 +328,6 @@ static entry *wait_for(fl_rendezvous *r, uint64_t step, const char *key, const f
     }
     return e;
 }
-// [end:rendezvous_wait]
 
 /* Why a wait for (step, key) ends without its value, when its step is
  * over: the error is set and true returned. */
