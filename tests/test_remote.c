@@ -182,6 +182,14 @@ static void test_worker_against_ps(void)
     fl_remote_traffic(worker_spec, &sent, &received);
     ok(sent > 0 && received > 0, "traffic is counted: %llu bytes sent, %llu received", (unsigned long long)sent,
        (unsigned long long)received);
+    /* The ps's values reach the worker's server on connections the ps made:
+     * they count as received from the ps (chapter 3's --cluster_graph). */
+    uint64_t to_ps, from_ps, to_self, from_self;
+    int talked = fl_remote_task_traffic(worker_spec, "/job:ps/task:0", &to_ps, &from_ps);
+    fl_remote_task_traffic(worker_spec, "/job:worker/task:0", &to_self, &from_self);
+    ok(talked > 0 && to_ps > 0 && from_ps + from_self <= received && from_ps + from_self + 1024 >= received,
+       "per task: %llu bytes from the ps and %llu from this worker's own master make the %llu received, but for "
+       "the handshakes", (unsigned long long)from_ps, (unsigned long long)from_self, (unsigned long long)received);
 
     /* Any op may run on the ps, as in TensorFlow: it goes into the ps's piece. */
     fl_node *two = fl_scalar(there.g, 2, NULL);

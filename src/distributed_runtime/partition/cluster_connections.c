@@ -184,7 +184,7 @@ void fl_cluster_close_connections(const fl_cluster *c)
     pthread_mutex_unlock(&r->lock);
 }
 
-int fl_remote_task_traffic(const fl_cluster *c, const char *task, uint64_t *sent, uint64_t *received)
+int fl_cluster_connections_traffic(const fl_cluster *c, const char *task, uint64_t *sent, uint64_t *received)
 {
     if (!sent || !received)
         return 0;

@@ -23,6 +23,9 @@ fl_task_client *fl_cluster_client(const fl_cluster *c, const char *job, int task
 fl_task_client *fl_cluster_live_client(const fl_cluster *c, const char *job, int task);
 fl_task_client *fl_cluster_connect_within(const fl_cluster *c, const char *job, int task, double deadline_s);
 void fl_cluster_close_connections(const fl_cluster *c);
+/* What this process's connections to `task` (NULL: every task) sent and
+ * received; fl_remote_task_traffic adds what the task's server received. */
+int fl_cluster_connections_traffic(const fl_cluster *c, const char *task, uint64_t *sent, uint64_t *received);
 /* Another task and the cluster's connection to it. */
 typedef struct {
     char who[64]; /* "/job:ps/task:0" */

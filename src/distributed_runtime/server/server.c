@@ -94,6 +94,7 @@ static void free_server(fl_server *s)
         event_base_free(s->base);
     fl_wire_buf_free(&s->out);
     free(s->message);
+    free(s->bytes_from);
     fl_server_join_free(s);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->changed);

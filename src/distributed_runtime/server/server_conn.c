@@ -143,7 +143,7 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
             return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why.message);
         bool was_running = c->running != NULL; /* a partition's run in flight: this frame waits */
         if (!was_running)
-            fl_server_count(c->server, &c->server->stats.bytes_in, need);
+            fl_server_count_in(c, need);
         fl_server_serve_frame(c, &f);
         if (was_running)
             refuse_if_too_much_behind_run(c, len);

@@ -59,6 +59,8 @@ struct fl_server {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     fl_server_stats stats;
+    struct fl_peer_bytes *bytes_from; /* bytes in per welcomed peer task (fl_server_count_in) */
+    int nbytes_from;
     bool loop_ended;
     /* Whom join waits for (server_join.c): the workers and chiefs of the
      * spec by job, or the client of in-graph replication once one has
@@ -173,5 +175,10 @@ fl_awaited_task *fl_server_awaited(fl_server *s, const char *job, int task);
 void fl_server_note_request(fl_server *s, const fl_server_conn *c, fl_wire_type type);
 /* Bumps one of the stats counters under the lock. */
 void fl_server_count(fl_server *s, uint64_t *counter, uint64_t by);
+/* A frame of `by` bytes in from c: the server's bytes_in and, once c said
+ * who it is, that task's (fl_server_bytes_from). */
+void fl_server_count_in(fl_server_conn *c, uint64_t by);
+/* What task ("/job:ps/task:0") has sent to s so far. */
+uint64_t fl_server_bytes_from(fl_server *s, const char *task);
 
 #endif

@@ -1,6 +1,7 @@
 /* server_stats.c: what a server counts (connections, frames, bytes, bad
  * input) and who has said goodbye, under the lock that the threads reading
  * them (join, stats) share with the event loop. */
+#include <stdio.h>
 #include <string.h>
 
 #include "distributed_runtime/partition/partition_client.h"
@@ -11,6 +12,52 @@ void fl_server_count(fl_server *s, uint64_t *counter, uint64_t by)
     pthread_mutex_lock(&s->lock);
     *counter += by;
     pthread_mutex_unlock(&s->lock);
+}
+
+/* Bytes in per peer task, for the traffic a worker counts per ps: the ps's
+ * values reach a worker's server on connections the ps made. At most
+ * MAX_PEERS tasks are told apart; the rest count in bytes_in alone. */
+#define MAX_PEERS 1024
+struct fl_peer_bytes {
+    char who[64]; /* as fl_server_conn's: "(/job:ps/task:0)" */
+    uint64_t bytes;
+};
+
+/* The peer's entry (new when there is room), or NULL. Lock held. */
+static struct fl_peer_bytes *peer_entry(fl_server *s, const char *who, bool add)
+{
+    for (int i = 0; i < s->nbytes_from; i++)
+        if (strcmp(s->bytes_from[i].who, who) == 0)
+            return &s->bytes_from[i];
+    if (!add || !who[0] || s->nbytes_from == MAX_PEERS)
+        return NULL;
+    s->bytes_from = fl_xrealloc(s->bytes_from, (size_t)(s->nbytes_from + 1) * sizeof *s->bytes_from);
+    struct fl_peer_bytes *p = &s->bytes_from[s->nbytes_from++];
+    *p = (struct fl_peer_bytes){.bytes = 0};
+    snprintf(p->who, sizeof p->who, "%s", who);
+    return p;
+}
+
+void fl_server_count_in(fl_server_conn *c, uint64_t by)
+{
+    fl_server *s = c->server;
+    pthread_mutex_lock(&s->lock);
+    s->stats.bytes_in += by;
+    struct fl_peer_bytes *p = peer_entry(s, c->who, true);
+    if (p)
+        p->bytes += by;
+    pthread_mutex_unlock(&s->lock);
+}
+
+uint64_t fl_server_bytes_from(fl_server *s, const char *task)
+{
+    char who[64];
+    snprintf(who, sizeof who, "(%s)", task);
+    pthread_mutex_lock(&s->lock);
+    struct fl_peer_bytes *p = peer_entry(s, who, false);
+    uint64_t bytes = p ? p->bytes : 0;
+    pthread_mutex_unlock(&s->lock);
+    return bytes;
 }
 
 static bool is_worker_job(const char *job) { return strcmp(job, "worker") == 0 || strcmp(job, "chief") == 0; }

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "distributed_runtime/ps/cluster_state.h"
+#include "server_internal.h"
 #include "task_server.h"
 
 /* Not the cluster state's lock: starting a server takes that one. */
@@ -41,21 +42,25 @@ void fl_task_server_release(const fl_cluster *c)
     pthread_mutex_unlock(&own_server_lock);
 }
 
-/* The cluster's connections (fl_remote_task_traffic), and what this task's
- * server received: a worker's piece gets the ps's values as SEND_TENSOR on
- * connections the ps made, which the worker's own connections never see. */
+/* The cluster's connections, and what this task's server received: a
+ * worker's piece gets the ps's values as SEND_TENSOR on connections the ps
+ * made, which the worker's own connections never see. */
+int fl_remote_task_traffic(const fl_cluster *c, const char *task, uint64_t *sent, uint64_t *received)
+{
+    int found = fl_cluster_connections_traffic(c, task, sent, received);
+    if (!c || !sent || !received)
+        return found;
+    pthread_mutex_lock(&own_server_lock); /* a server the masters started is stopped under it */
+    fl_server *server = running_server(fl_cluster_state_of(c));
+    fl_server_stats st = {0};
+    fl_server_get_stats(server, &st);
+    uint64_t from_task = server && task ? fl_server_bytes_from(server, task) : 0;
+    pthread_mutex_unlock(&own_server_lock);
+    *received += task ? from_task : st.bytes_in;
+    return found + (task && from_task > 0);
+}
+
 void fl_remote_traffic(const fl_cluster *c, uint64_t *sent, uint64_t *received)
 {
     fl_remote_task_traffic(c, NULL, sent, received);
-    if (!c || !sent || !received)
-        return;
-    fl_cluster_state *r = fl_cluster_state_of(c);
-    pthread_mutex_lock(&own_server_lock); /* a server the masters started is stopped under it */
-    pthread_mutex_lock(&r->lock);
-    fl_server *server = r->task_server;
-    pthread_mutex_unlock(&r->lock);
-    fl_server_stats st = {0};
-    fl_server_get_stats(server, &st);
-    pthread_mutex_unlock(&own_server_lock);
-    *received += st.bytes_in;
 }
