@@ -1,16 +1,13 @@
 /* master_sync.c: a between-graph worker's run of a synchronous train op
- * (fl_sync_replicas_optimizer's accumulator graph, sync_replicas_graph.c).
- * The chief's run takes the chief's part too, inline: TensorFlow's chief
- * runs it in a queue-runner thread its session hook starts. Before its
- * first such run, and again after a failed one (a restarted ps restored),
- * the chief sets every accumulator's step and the token to the global step
- * (TensorFlow's chief_init_op). A worker's local step is the token its last
- * wait returned, fed (TensorFlow assigns it from the token it dequeued):
- * read at a step's start it could follow the reads of the variables, and a
- * gradient of older variables pass as fresh. Every run also fetches each
- * apply's "dropped as stale" and counts them into the cluster's stale
- * tally, which fl_remote_stale_steps reads. When the chief's session ends,
- * it closes the token, as TensorFlow's chief closes its sync token queue. */
+ * (sync_replicas_graph.c). The chief's run takes the chief's part too,
+ * inline (TensorFlow's chief runs it in a queue-runner thread). Before its
+ * first such run, and after a failed one (a restarted ps restored), the
+ * chief sets every accumulator's step and the token to the global step
+ * (TensorFlow's chief_init_op). A worker's local step is the token its
+ * last wait returned, fed (TensorFlow assigns it from the dequeued token):
+ * read during the step it could follow the variables' reads. Each run
+ * counts its applies' "dropped as stale" into the cluster's stale tally
+ * (fl_remote_stale_steps). The chief's session end closes the token. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,8 +87,11 @@ int fl_master_run_training(fl_master *m, const fl_feed *feeds, int nfeeds, fl_no
     fl_master_sync_state *s = fl_master_sync(m);
     if (s->train != t)
         *s = (fl_master_sync_state){.train = t};
-    if (begin_training(m, t, s) != 0)
+    if (begin_training(m, t, s) != 0) {
+        for (int i = 0; i < nfetches; i++)
+            outputs[i] = NULL; /* as fl_master_run's on failure */
         return -1;
+    }
     int nmore = 2 + t->napplies, nall = nfetches + nmore;
     fl_node **all_fetches = fl_xmalloc((size_t)nall * sizeof *all_fetches);
     fl_node **all_targets = fl_xmalloc((size_t)(ntargets + 1) * sizeof *all_targets);
