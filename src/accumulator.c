@@ -32,13 +32,30 @@ struct fl_accumulator_set {
     pthread_mutex_t lock;
     fl_accumulator **items;
     int n, cap;
+    int remaining; /* workers that have not said goodbye; -1: none has yet */
 };
 
 fl_accumulator_set *fl_accumulator_set_new(void)
 {
     fl_accumulator_set *set = fl_xcalloc(1, sizeof *set);
     pthread_mutex_init(&set->lock, NULL);
+    set->remaining = -1;
     return set;
+}
+
+void fl_accumulator_set_note_remaining(fl_accumulator_set *set, int workers)
+{
+    pthread_mutex_lock(&set->lock);
+    set->remaining = workers;
+    pthread_mutex_unlock(&set->lock);
+}
+
+int fl_accumulator_set_remaining(fl_accumulator_set *set)
+{
+    pthread_mutex_lock(&set->lock);
+    int workers = set->remaining;
+    pthread_mutex_unlock(&set->lock);
+    return workers;
 }
 
 void fl_accumulator_set_free(fl_accumulator_set *set)

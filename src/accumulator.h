@@ -15,6 +15,12 @@ typedef struct fl_accumulator_set fl_accumulator_set;
 
 fl_accumulator_set *fl_accumulator_set_new(void);
 void fl_accumulator_set_free(fl_accumulator_set *set);
+/* How many workers (and chiefs) of the task's cluster have not said
+ * goodbye, which its server notes at each goodbye; -1 until the first. A
+ * take that needs more gradients than they can bring is ended
+ * (rendezvous_accumulators.c). */
+void fl_accumulator_set_note_remaining(fl_accumulator_set *set, int workers);
+int fl_accumulator_set_remaining(fl_accumulator_set *set);
 
 /* The accumulator `name` for gradients of shape, made the first time it is
  * asked for (global step 0); NULL after fl_set_error_code when one of that

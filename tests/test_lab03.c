@@ -2,12 +2,14 @@
  * labs/tools/launch_cluster: one ps and two workers, then two ps tasks
  * with the variables split between them, train to a falling loss and the
  * ps tasks exit by themselves, each worker cutting its own graph into
- * pieces (issue 36), also synchronously (chapter 4's --sync_replicas, backups included); bad
+ * pieces (issue 36), also synchronously (chapter 4's --sync_replicas, backups included; workers that
+ * disagree on it refused); bad
  * flags are refused by name; the launcher
  * reports a failing worker and a ps that never exits, and stops the rest.
  * Every run has a deadline (the launcher's and timeout's). */
 #include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "lab_runner.h"
 #include "loopback.h"
@@ -179,6 +181,33 @@ static void test_sync_through_partitions(void)
     free(r.out);
 }
 
+/* Workers that disagree on --sync_replicas, started by hand (a launcher
+ * gives every task the same flags): the ps refuses the asynchronous worker's
+ * piece, which exits 1 naming both workers and the flag; the chief, whose
+ * step then waits for a gradient no one will send, is told at once when
+ * that worker says goodbye, and the ps exits 0. Each task under timeout. */
+static void test_mixed_sync_modes(void)
+{
+    char common[900], cmd[2400];
+    int ps = loopback_free_port(), w0 = loopback_free_port(), w1 = loopback_free_port();
+    snprintf(common, sizeof common, "timeout 120 %s --ps_hosts 127.0.0.1:%d --worker_hosts 127.0.0.1:%d,127.0.0.1:%d "
+             "--device /cpu:0 --max_examples 512 --batch_size 32 --train_steps 20", lab, ps, w0, w1);
+    snprintf(cmd, sizeof cmd, "(%s --job_name ps & P=$!; %s --job_name worker --task_index 0 --sync_replicas true & "
+             "C=$!; %s --job_name worker --task_index 1 --sync_replicas false; echo \"worker 1 exited $?\"; wait $C; "
+             "echo \"worker 0 exited $?\"; wait $P; echo \"ps exited $?\")", common, common, common);
+    time_t start = time(NULL);
+    run_result r = {0};
+    r.status = run_command(cmd, &r.out);
+    long took = (long)(time(NULL) - start);
+    contains(r.out, "worker 1 exited 1", "mixed --sync_replicas: the asynchronous worker 1 exits 1");
+    contains(r.out, "/job:worker/task:0 trains with --sync_replicas true, and /job:worker/task:1 with "
+             "--sync_replicas false", "saying why, naming both workers and the flag");
+    contains(r.out, "worker 0 exited 1", "the synchronous chief exits 1, released when worker 1 said goodbye");
+    contains(r.out, "ps exited 0", "the ps exits 0");
+    ok(took < 100, "no task waited for its deadline (%ld s; each task's timeout is 120 s)", took);
+    free(r.out);
+}
+
 static void test_flags(void)
 {
     run_result r = run_lab("--ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --job_name=wroker");
@@ -343,6 +372,7 @@ int main(int argc, char **argv)
     test_training();
     test_training_through_partitions();
     test_sync_through_partitions();
+    test_mixed_sync_modes();
     test_bad_bytes_beside_training();
     test_secure_training();
     lab_runner_finish();

@@ -11,8 +11,11 @@
  * take with its other worker gone fails within the task deadline, naming the
  * accumulator; once the chief's session has ended (closing the sync token),
  * the other worker's next step ends its monitored session's training
- * (OUT_OF_RANGE, a line saying why, close returns 0) at once. Every wait has
- * a deadline (FLOWLAB_TASK_DEADLINE). */
+ * (OUT_OF_RANGE, a line saying why, close returns 0) at once. A chief
+ * that restored a step sets the accumulators to it; a worker's tag is its
+ * last wait's token; workers that disagree on --sync_replicas are refused;
+ * a chief whose other workers said goodbye is told at once.
+ * Every wait has a deadline (FLOWLAB_TASK_DEADLINE). */
 #include <stdio.h>
 #include <math.h>
 #include <pthread.h>
@@ -34,12 +37,21 @@ typedef struct {
     fl_session *s;
     fl_optimizer *opt;
     fl_node *w, *loss, *seen, *train, *init;
+    fl_node *late; /* worker 1's: w's gradient of step 2, once the token passed it */
     fl_node *gate_open, *started; /* the held worker's gate, the chief's look at it */
     float losses[STEPS];
     int seen_steps[STEPS];
     int steps;
     char error[512];
 } worker;
+
+/* How a test's cluster starts: its workers, replicas_to_aggregate (of 2),
+ * the worker held at the gate and the one that trains asynchronously (-1:
+ * none), and the checkpoint the chief restores instead of initializing. */
+typedef struct {
+    int workers, replicas, held, async_task;
+    const char *restore;
+} setup;
 
 typedef struct {
     char ps_hosts[64], worker_hosts[128];
@@ -74,8 +86,25 @@ static void gate_controls(worker *k)
     fl_device_pop(k->g);
 }
 
+/* Worker 1's late gradient: once the token passes step 2 (the chief set it
+ * to the global step it restored), w's gradient tagged step 2. */
+static fl_node *late_gradient(worker *k)
+{
+    fl_device_scope_push(k->g, "/job:ps/task:0");
+    fl_node *two = fl_int_scalar(k->g, 2, NULL), *late = NULL;
+    fl_node *passed = fl_accumulator_wait_step(k->g, "global_step/sync_token", fl_shape_make(0), two, NULL);
+    if (fl_control_dependencies_push(k->g, &passed, 1) == 0) {
+        fl_tensor *zero = fl_tensor_from_floats(fl_shape_make(1, 2), (float[]){0, 0});
+        late = fl_accumulator_apply_gradient(k->g, "w/grad_accum", two, fl_constant(k->g, zero, NULL), "late");
+        fl_tensor_free(zero);
+        fl_control_dependencies_pop(k->g);
+    }
+    fl_device_pop(k->g);
+    return late;
+}
+
 /* w, b and the global step on the ps; the loss on the worker. */
-static void build(worker *k, int task, int replicas, int total, bool held)
+static void build(worker *k, int task, int replicas, bool held, bool async)
 {
     char here[64];
     snprintf(here, sizeof here, "/job:worker/task:%d", task);
@@ -88,8 +117,10 @@ static void build(worker *k, int task, int replicas, int total, bool held)
     fl_device_scope_push(k->g, here);
     k->seen = fl_identity(k->g, global_step, "step_seen");
     fl_node *gate = held ? hold_forward(k) : NULL;
-    if (task == 0)
+    if (task == 0 && !async)
         gate_controls(k);
+    else if (!async)
+        k->late = late_gradient(k);
     if (gate)
         fl_control_dependencies_push(k->g, &gate, 1);
     fl_tensor *t = fl_tensor_from_floats(fl_shape_make(1, 2), (float[]){3, -1});
@@ -100,8 +131,9 @@ static void build(worker *k, int task, int replicas, int total, bool held)
     if (gate)
         fl_control_dependencies_pop(k->g);
     fl_optimizer *sgd = fl_gradient_descent_optimizer(0.1f);
-    k->opt = fl_sync_replicas_optimizer(sgd, replicas, total);
-    fl_optimizer_free(sgd);
+    k->opt = async ? sgd : fl_sync_replicas_optimizer(sgd, replicas, 2);
+    if (!async)
+        fl_optimizer_free(sgd);
     k->train = fl_minimize(k->opt, k->g, k->loss, global_step, "train");
     fl_device_pop(k->g);
     k->init = fl_global_variables_initializer(k->g);
@@ -109,7 +141,7 @@ static void build(worker *k, int task, int replicas, int total, bool held)
     k->s = fl_session_new(k->g, &o);
 }
 
-static int up(cluster *c, int workers, int replicas, int held)
+static int up(cluster *c, const setup *how)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->ps_hosts, sizeof c->ps_hosts, "127.0.0.1:%d", loopback_free_port());
@@ -119,24 +151,26 @@ static int up(cluster *c, int workers, int replicas, int held)
     c->ps = c->ps_cluster ? fl_server_start(c->ps_cluster, NULL) : NULL;
     if (!c->ps)
         return -1;
-    for (int i = 0; i < workers; i++) {
+    for (int i = 0; i < how->workers; i++) {
         c->w[i].cluster = fl_cluster_from_flags(c->ps_hosts, c->worker_hosts, "worker", i);
-        build(&c->w[i], i, replicas, 2, i == held);
+        build(&c->w[i], i, how->replicas, i == how->held, i == how->async_task);
         if (!c->w[i].s || !c->w[i].train)
             return -1;
     }
+    if (how->restore)
+        return fl_session_restore_latest(c->w[0].s, how->restore) == 1 ? 0 : -1;
     return fl_session_run(c->w[0].s, NULL, 0, NULL, 0, NULL, &c->w[0].init, 1);
 }
 
 static void down(cluster *c, int workers);
 
 /* up, or a failed check saying why and everything stopped. */
-static bool started(cluster *c, int workers, int replicas, int held, const char *what)
+static bool started(cluster *c, const setup *how, const char *what)
 {
-    if (up(c, workers, replicas, held) == 0)
+    if (up(c, how) == 0)
         return true;
     ok(0, "%s start: %s", what, fl_last_error());
-    down(c, workers);
+    down(c, how->workers);
     return false;
 }
 
@@ -200,7 +234,7 @@ static bool steps_are_0_to_n(const worker *k)
 static void test_two_of_two(void)
 {
     cluster c;
-    if (!started(&c, 2, 2, -1, "a ps and 2 synchronous workers"))
+    if (!started(&c, &(setup){2, 2, -1, -1, NULL}, "a ps and 2 synchronous workers"))
         return;
     pthread_t threads[2];
     for (int i = 0; i < 2; i++)
@@ -245,7 +279,7 @@ static int run_target(worker *k, fl_node *target, fl_node *fetch)
 static void test_backup_stale(void)
 {
     cluster c;
-    if (!started(&c, 2, 1, 1, "a ps and 2 workers (1 of 2)"))
+    if (!started(&c, &(setup){2, 1, 1, -1, NULL}, "a ps and 2 workers (1 of 2)"))
         return;
     pthread_t held;
     pthread_create(&held, NULL, train_once, &c.w[1]);
@@ -267,6 +301,15 @@ static void test_backup_stale(void)
        "updates)", (unsigned long long)ps.stale_steps, (unsigned long long)ps.stale_variable_updates);
     int now = global_step_now(&c.w[0]);
     ok(now == 3, "the global step counts the chief's 3 steps only (%d)", now);
+    /* Issue 36 item 2: a step's tag is the token its worker's last wait
+     * returned (3), never newer than the variables it reads (TensorFlow's
+     * local step): read during the step it would be 4, and pass as fresh. */
+    train_step(&c.w[0]);
+    train_step(&c.w[1]);
+    steps = fl_remote_stale_steps(c.w[1].cluster);
+    ok(c.w[1].steps == 2 && c.w[1].seen_steps[1] == 4 && steps == 2, "worker 1's next step, tagged 3 from its wait "
+       "while the chief moved on to 4, is stale too (%d steps, read %d, %llu stale): %s", c.w[1].steps,
+       c.w[1].seen_steps[1], (unsigned long long)steps, c.w[1].error[0] ? c.w[1].error : "no error");
     down(&c, 2);
 }
 
@@ -274,14 +317,114 @@ static void test_backup_stale(void)
 static void test_dead_worker(void)
 {
     cluster c;
-    if (!started(&c, 1, 2, -1, "a ps and the chief"))
+    if (!started(&c, &(setup){1, 2, -1, -1, NULL}, "a ps and the chief"))
         return;
     double start = fl_now_s();
     ok(train_step(&c.w[0]) != 0, "2 of 2 with worker 1 gone: the chief's step fails");
     double took = fl_now_s() - start;
-    contains(c.w[0].error, "accumulator w/grad_accum", "its error names the accumulator");
+    /* The worker's wait for the ps and the ps's take share the deadline:
+     * whichever ends first leads, and the other's words may be cut short. */
+    ok(strstr(c.w[0].error, "accumulator w/grad_accum") || strstr(c.w[0].error, "train/AccumulatorTakeGradient"),
+       "its error names the accumulator, or the take that waits on it");
     diag("%s", c.w[0].error);
     ok(took < 20, "within the task deadline and some (%.1f s)", took);
+    down(&c, 1);
+}
+
+/* Worker `task`'s goodbye to the ps, from a cluster of its own. */
+static bool say_goodbye_as(const cluster *c, int task)
+{
+    fl_cluster *other = fl_cluster_from_flags(c->ps_hosts, c->worker_hosts, "worker", task);
+    bool said = other && fl_cluster_say_goodbye(other) == 0;
+    fl_cluster_free(other);
+    return said;
+}
+
+/* Issue 36 item 2: a chief that restored global step 3 on a fresh ps sets
+ * each accumulator's step and the token to it before its first step
+ * (TensorFlow's chief_init_op). Worker 1 waits for the token to pass step 2,
+ * then its gradient of step 2 is dropped and counted (without the setting,
+ * the token stays at 0 and the wait ends at its deadline); the two workers'
+ * gradients of step 3 are taken, and the global step goes 3 -> 4. */
+static void test_restored_step(void)
+{
+    char dir[] = "/tmp/flowlab-sync-restore-XXXXXX", cmd[128];
+    cluster c;
+    if (!mkdtemp(dir)) {
+        ok(0, "mkdtemp made a checkpoint directory");
+        return;
+    }
+    if (!started(&c, &(setup){1, 1, -1, -1, NULL}, "the chief alone (1 of 2)"))
+        return;
+    for (int i = 0; i < 3; i++)
+        train_step(&c.w[0]);
+    ok(c.w[0].steps == 3 && fl_session_save(c.w[0].s, dir, 3) == 0, "the chief trains 3 steps and saves them: %s",
+       c.w[0].error[0] ? c.w[0].error : fl_last_error());
+    say_goodbye_as(&c, 1); /* worker 1 had no part in it */
+    down(&c, 1);
+    if (started(&c, &(setup){2, 2, -1, -1, dir}, "a fresh ps, the chief restoring step 3 (2 of 2)")) {
+        pthread_t chief;
+        pthread_create(&chief, NULL, train_once, &c.w[0]);
+        fl_tensor *dropped = NULL;
+        int rc = fl_session_run(c.w[1].s, NULL, 0, &c.w[1].late, 1, &dropped, NULL, 0);
+        ok(rc == 0 && *(const int32_t *)dropped->data == 1, "the token passed step 2, and a gradient of step 2 is "
+           "dropped: %s", rc == 0 ? "it was" : fl_session_error(c.w[1].s));
+        fl_tensor_free(dropped);
+        train_step(&c.w[1]);
+        pthread_join(chief, NULL);
+        for (int i = 0; i < 2; i++)
+            ok(c.w[i].steps == 1 && c.w[i].seen_steps[0] == 3 && fl_remote_stale_steps(c.w[i].cluster) == 0,
+               "worker %d's step ran at global step 3, not stale: %s", i, c.w[i].error[0] ? c.w[i].error : "ok");
+        int now = global_step_now(&c.w[0]);
+        fl_server_stats ps = {0};
+        fl_server_get_stats(c.ps, &ps);
+        ok(now == 4 && ps.stale_variable_updates == 1, "the global step goes 3 -> 4 (%d); the ps counted the late "
+           "gradient (%llu)", now, (unsigned long long)ps.stale_variable_updates);
+        down(&c, 2);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ok(system(cmd) == 0, "the checkpoint directory is removed");
+}
+
+/* Workers that disagree on --sync_replicas (issue 38, lost with the ps
+ * store in issue 36's stage C): the ps keeps the kind of the first worker
+ * that registered a piece with updates (the chief's, at its initializing)
+ * and refuses a piece of the other kind from another worker, naming both
+ * workers and the flag; the chief goes on. Either kind first. */
+static void test_mixed_sync_modes(int async_task)
+{
+    cluster c;
+    if (!started(&c, &(setup){2, 1, -1, async_task, NULL}, "a ps, a synchronous and an asynchronous worker"))
+        return;
+    const char *chief_sync = async_task == 0 ? "false" : "true", *other_sync = async_task == 0 ? "true" : "false";
+    ok(train_step(&c.w[0]) == 0, "the chief (--sync_replicas %s) trains: %s", chief_sync,
+       c.w[0].error[0] ? c.w[0].error : "no error");
+    int rc = train_step(&c.w[1]);
+    ok(rc != 0 && fl_session_error_code(c.w[1].s) == FL_FAILED_PRECONDITION, "worker 1's step (--sync_replicas %s) "
+       "is refused: %s", other_sync, c.w[1].error);
+    char want[160];
+    snprintf(want, sizeof want, "/job:worker/task:0 trains with --sync_replicas %s, and /job:worker/task:1 with "
+             "--sync_replicas %s", chief_sync, other_sync);
+    contains(c.w[1].error, want, "naming both workers and the flag");
+    ok(train_step(&c.w[0]) == 0, "the chief goes on: %s", c.w[0].error[0] ? c.w[0].error : "no error");
+    down(&c, 2);
+}
+
+/* 2 of 2, and worker 1 says goodbye without a step: the chief's take ends
+ * at once, saying why, not at the task deadline (issue 38's release of a
+ * chief when too few workers remain, lost with the ps store in stage C). */
+static void test_too_few_workers(void)
+{
+    cluster c;
+    if (!started(&c, &(setup){1, 2, -1, -1, NULL}, "a ps and the chief (2 of 2)"))
+        return;
+    ok(say_goodbye_as(&c, 1), "worker 1 says goodbye without a step");
+    double start = fl_now_s();
+    int rc = train_step(&c.w[0]);
+    double took = fl_now_s() - start;
+    ok(rc != 0 && fl_session_error_code(c.w[0].s) == FL_FAILED_PRECONDITION && took < 10, "the chief's step fails at "
+       "once (%.1f s; the task deadline is 30 s): %s", took, c.w[0].error);
+    contains(c.w[0].error, "only 1 worker of the cluster has not said goodbye", "saying why");
     down(&c, 1);
 }
 
@@ -301,7 +444,7 @@ static void read_log(FILE *log, char *text, size_t size)
 static void test_chief_ended(void)
 {
     cluster c;
-    if (!started(&c, 2, 1, -1, "a ps and 2 workers (1 of 2), the chief ending"))
+    if (!started(&c, &(setup){2, 1, -1, -1, NULL}, "a ps and 2 workers (1 of 2), the chief ending"))
         return;
     for (int i = 0; i < 2; i++)
         train_step(&c.w[0]);
@@ -338,6 +481,10 @@ int main(void)
     test_two_of_two();
     test_backup_stale();
     test_chief_ended();
+    test_restored_step();
+    test_too_few_workers();
+    test_mixed_sync_modes(1);
+    test_mixed_sync_modes(0);
     setenv("FLOWLAB_TASK_DEADLINE", "3", 1);
     test_dead_worker();
     return done_testing();

@@ -59,6 +59,9 @@ static void test_accumulator_graph(const fl_optimizer *adam)
        t ? t->applies[0]->attrs.edge_key : "none");
     ok(count_op(g, FL_OP_ACCUMULATOR_TAKE_GRADIENT) == 1 && count_op(g, FL_OP_APPLY_ADAM) == 1 &&
        count_op(g, FL_OP_ACCUMULATOR_WAIT_STEP) == 1, "a take, the Adam update of its average, a wait");
+    ok(t && t->chief_init && t->wait == t->train->controls[0] && count_op(g, FL_OP_ACCUMULATOR_SET_GLOBAL_STEP) == 4,
+       "the chief's start sets w's accumulator and the token to the global step, as its update's end does (4 "
+       "set-steps); the wait, whose step is the next local step, is recorded");
     fl_graph_free(g);
     fl_optimizer_free(sync);
 }

@@ -45,8 +45,7 @@ struct fl_master {
     run_signature *sigs;
     int nsigs;
     uint64_t step_base, steps; /* step ids unique across clients of a task */
-    /* The user's count of the steps, for messages: this session's runs, and
-     * the global step's value when a run last fetched it (has_global_step). */
+    /* For messages: this session's runs, the global step a run last fetched. */
     uint64_t runs;
     int64_t global_step;
     bool has_global_step;
@@ -58,11 +57,11 @@ struct fl_master {
     char **device_names;
     int ndevice_names;
     fl_session *trace; /* where the tasks' timings of a step go; NULL: not traced */
-    /* Kept from step to step, so that a warm step allocates nothing: the
-     * requests' bookkeeping, and the slots the tasks' fetches arrive in. */
+    /* Kept, so a warm step allocates nothing: the requests' bookkeeping, the fetches' slots. */
     fl_step_calls *calls;
     fl_tensor **output_slots;
     int output_capacity;
+    fl_master_sync_state sync; /* master_sync.c's */
 };
 
 fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
@@ -90,6 +89,7 @@ fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g)
 
 const fl_cluster *fl_master_cluster(const fl_master *m) { return m->cluster; }
 fl_graph *fl_master_graph(const fl_master *m) { return m->graph; }
+fl_master_sync_state *fl_master_sync(fl_master *m) { return &m->sync; }
 
 /* ---- the cut and its partitions on their tasks ---- */
 

@@ -25,6 +25,16 @@ int fl_master_run(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const
  * chief's part and the stale flags go with it (master_sync.c). */
 int fl_master_run_training(fl_master *m, const fl_feed *feeds, int nfeeds, fl_node *const *fetches, int nfetches,
                            fl_tensor **outputs, fl_node *const *targets, int ntargets);
+/* What a between-graph worker's master keeps of its synchronous training
+ * (master_sync.c), zero at its start: the train op it is about, whether
+ * the chief set the accumulators' steps since the model was last prepared,
+ * and the token its last wait returned (the next step's local step). */
+typedef struct {
+    const void *train;
+    bool chief_ready, has_token;
+    int32_t token;
+} fl_master_sync_state;
+fl_master_sync_state *fl_master_sync(fl_master *m);
 /* The chief's session ends (master_sync.c): each synchronous train op's
  * token is closed on its ps, so the workers waiting for a step that never
  * comes end (OUT_OF_RANGE). Nothing for another worker, or no such op. */

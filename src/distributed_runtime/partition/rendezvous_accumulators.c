@@ -59,8 +59,20 @@ int fl_accumulator_kernel_try_wait(fl_variable_container *c, const fl_node *n, i
     return -1;
 }
 
+/* Each worker brings one gradient a step: once fewer than num_required
+ * have not said goodbye, the step can never complete, and the chief is
+ * told at once rather than at its deadline. */
 int fl_accumulator_kernel_try_take(fl_variable_container *c, const fl_node *n, int num_required, fl_tensor *out)
 {
     fl_accumulator *a = find(c, n);
-    return a ? fl_accumulator_try_take(a, num_required, out, n->name) : -1;
+    int rc = a ? fl_accumulator_try_take(a, num_required, out, n->name) : -1;
+    int remaining = rc == 0 ? fl_accumulator_set_remaining(fl_variable_container_accumulators(c)) : -1;
+    if (remaining < 0 || remaining >= num_required)
+        return rc;
+    fl_set_error_code(FL_FAILED_PRECONDITION, "%s: accumulator %s has %d of the %d gradients a step needs "
+                      "(replicas_to_aggregate), and only %d worker%s of the cluster %s not said goodbye: the step "
+                      "can never complete; did the other workers finish or give up?", n->name, n->attrs.edge_key,
+                      fl_accumulator_read(a).accumulated, num_required, remaining, remaining == 1 ? "" : "s",
+                      remaining == 1 ? "has" : "have");
+    return -1;
 }

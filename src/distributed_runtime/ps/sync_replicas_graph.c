@@ -3,8 +3,10 @@
  * one accumulator per variable on the variable's ps, each worker's
  * gradients applied to them tagged with its local step, the chief's part
  * (take the average of replicas_to_aggregate, update, advance the global
- * step, set the token), every worker's wait for the token, and the
- * chief's close of the token when its session ends (master_sync.c). */
+ * step, set the token) and its start (the steps and the token set to the
+ * global step it restored or initialized), every worker's wait for the
+ * token, and the chief's close of the token when its session ends
+ * (master_sync.c). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -58,14 +60,15 @@ static fl_node *step_after(fl_graph *g, fl_node *global_step, fl_node *update)
     return new_step;
 }
 
-/* After the update: every accumulator's global step and then the token's
- * set to the new global step, so a gradient of an older step is stale and
- * a waiting worker reads the updated variables. sets: n + 1 slots. */
-static fl_node *set_steps(fl_graph *g, const fl_grad_var *averaged, int n, fl_node *global_step, fl_node *update,
-                          fl_node **sets)
+/* Every accumulator's global step and then the token's set to new_step:
+ * after the update, so a gradient of an older step is stale and a waiting
+ * worker reads the updated variables; and at the chief's start, after it
+ * restored or initialized the model (TensorFlow's chief_init_op and
+ * sync_init_op). sets: n + 1 slots. */
+static fl_node *set_steps(fl_graph *g, const fl_grad_var *averaged, int n, fl_node *global_step, fl_node *new_step,
+                          fl_node **sets, const char *token_op)
 {
     char name[NAME_LEN];
-    fl_node *new_step = step_after(g, global_step, update);
     for (int i = 0; i < n && new_step; i++) {
         accumulator_name(name, averaged[i].var);
         fl_device_scope_push_colocated(g, averaged[i].var);
@@ -76,17 +79,28 @@ static fl_node *set_steps(fl_graph *g, const fl_grad_var *averaged, int n, fl_no
         return NULL;
     token_name(name, global_step);
     fl_device_scope_push_colocated(g, global_step);
-    fl_node *token = fl_accumulator_set_global_step(g, name, fl_shape_make(0), new_step, "set_sync_token");
+    fl_node *token = fl_accumulator_set_global_step(g, name, fl_shape_make(0), new_step, token_op);
     fl_device_pop(g);
     fl_control_dependencies_pop(g);
     return token;
+}
+
+/* The chief's start: the steps and the token set to the global step as it
+ * is, so a gradient of a step before a restored one is stale. */
+static fl_node *build_chief_init(fl_graph *g, const fl_grad_var *averaged, int n, fl_node *global_step,
+                                 fl_node **sets)
+{
+    fl_device_scope_push_colocated(g, global_step);
+    fl_node *step = fl_identity(g, global_step, "sync_init_step");
+    fl_device_pop(g);
+    return set_steps(g, averaged, n, global_step, step, sets, "sync_init_token");
 }
 
 /* The chief's part: each variable's average of at least
  * replicas_to_aggregate gradients, applied by the wrapped optimizer, which
  * also advances the global step; then the steps and the token. */
 static fl_node *build_chief(fl_optimizer *opt, fl_graph *g, const fl_grad_var *pairs, int n, fl_node *global_step,
-                            const char *scope, int replicas)
+                            const char *scope, int replicas, fl_sync_train *t)
 {
     fl_grad_var *averaged = fl_xcalloc((size_t)(n ? n : 1), sizeof *averaged);
     int m = 0;
@@ -103,10 +117,12 @@ static fl_node *build_chief(fl_optimizer *opt, fl_graph *g, const fl_grad_var *p
     }
     fl_node *update = fl_optimizer_plain_updates(opt, g, averaged, m, global_step, scope);
     fl_node **sets = fl_xcalloc((size_t)m + 1, sizeof *sets);
-    fl_node *token = update ? set_steps(g, averaged, m, global_step, update, sets) : NULL;
+    fl_node *token = update ? set_steps(g, averaged, m, global_step, step_after(g, global_step, update), sets,
+                                        "set_sync_token") : NULL;
+    t->chief_init = token ? build_chief_init(g, averaged, m, global_step, sets) : NULL;
     free(sets);
     free(averaged);
-    return token;
+    return t->chief_init ? token : NULL;
 }
 
 /* What every worker runs: its applies, then a wait, beside the global
@@ -119,10 +135,10 @@ static fl_node *build_train(fl_graph *g, fl_sync_train *t, fl_node *global_step)
     if (fl_control_dependencies_push(g, t->applies, t->napplies) != 0)
         return NULL;
     fl_device_scope_push_colocated(g, global_step);
-    fl_node *wait = fl_accumulator_wait_step(g, name, fl_shape_make(0), t->local_step, "wait_for_next_step");
+    t->wait = fl_accumulator_wait_step(g, name, fl_shape_make(0), t->local_step, "wait_for_next_step");
     fl_device_pop(g);
     fl_control_dependencies_pop(g);
-    return wait ? fl_group(g, &wait, 1, "update") : NULL;
+    return t->wait ? fl_group(g, &t->wait, 1, "update") : NULL;
 }
 
 /* The chief's end of training: the token closed at the global step, so a
@@ -147,7 +163,7 @@ fl_node *fl_sync_replicas_graph(fl_optimizer *opt, fl_graph *g, const fl_grad_va
     fl_sync_train t = {.applies = fl_xcalloc((size_t)(n ? n : 1), sizeof *t.applies)};
     t.local_step = fl_identity(g, global_step, "local_step");
     if (!t.local_step || build_applies(g, pairs, n, &t) != 0 ||
-        !(t.chief = build_chief(opt, g, pairs, n, global_step, scope, replicas_to_aggregate)) ||
+        !(t.chief = build_chief(opt, g, pairs, n, global_step, scope, replicas_to_aggregate, &t)) ||
         !(t.train = build_train(g, &t, global_step)) || !(t.close = build_close(g, global_step))) {
         free(t.applies);
         return NULL;

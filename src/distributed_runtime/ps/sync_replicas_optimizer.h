@@ -12,7 +12,9 @@
 typedef struct {
     fl_node *train;      /* what every worker runs: its applies, then its wait for the chief's update */
     fl_node *chief;      /* the chief's part: the takes, the updates, the global step, the token */
-    fl_node *local_step; /* the global step read at the step's start, each gradient's tag */
+    fl_node *chief_init; /* the chief's at its start: every accumulator's step and the token set to the global step */
+    fl_node *local_step; /* each gradient's tag: the global step read, or fed the token of the worker's last wait */
+    fl_node *wait;       /* the wait for the token: its step once the chief's update passed the local step */
     fl_node **applies;   /* one per variable: 1 when the gradient came stale and was dropped */
     int napplies;
     fl_node *close;      /* the chief's at its session's end: the token closed, the waiting workers' training over */

@@ -55,6 +55,8 @@ struct fl_server {
     struct fl_partition_job *jobs; /* partitions running on their runners (loop thread) */
     struct fl_runner_pool *runners; /* the threads that run them, made at the first run */
     bool serves_workers;  /* a worker or chief has sent ps requests: a client's goodbye does not end it */
+    char sync_worker[64], async_worker[64]; /* the first to register each kind of update (server_sync_modes.c) */
+    bool sync_modes_logged;       /* a refusal of the other kind is logged once (loop thread) */
     /* Shared with the threads that join or read stats: under lock. */
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -139,6 +141,10 @@ void fl_server_serve_partition_frame(fl_server_conn *c, const fl_wire_frame *f, 
 void fl_server_peek_while_running(fl_server_conn *c, const fl_wire_frame *f);
 void fl_server_drop_partitions(fl_server_conn *c);
 void fl_server_stop_partitions(fl_server *s);
+/* server_sync_modes.c: true, with st set (FAILED_PRECONDITION naming both
+ * workers and --sync_replicas), when c's piece updates of the other kind
+ * (synchronous or not) than another worker's pieces on this ps. */
+bool fl_server_refuses_sync_mode(fl_server_conn *c, const fl_graph *piece, fl_status *st);
 
 /* server_guard.c: bounds before authentication. A stranger gets its
  * deadline to HELLO_OK (the oldest stranger goes when a cap is reached);

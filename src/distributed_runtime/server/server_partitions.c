@@ -94,6 +94,11 @@ static void serve_register(fl_server_conn *c, uint32_t id, const fl_wire_bytes *
         fl_graph_partition_free(&p);
         return answer_failure(c, id, FL_INVALID_ARGUMENT, why);
     }
+    fl_status refused = {0};
+    if (fl_server_refuses_sync_mode(c, p.graph, &refused)) {
+        fl_graph_partition_free(&p);
+        return answer_failure(c, id, refused.code, refused.message);
+    }
     if (c->partitions && c->partitions->count >= s->limits.max_partitions) {
         char why[FL_WIRE_ERROR_LEN];
         snprintf(why, sizeof why, "this connection to %s already has %d partitions registered, the most it may "

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "accumulator.h"
 #include "distributed_runtime/partition/partition_client.h"
 #include "server_internal.h"
 
@@ -107,16 +108,18 @@ void fl_server_note_disconnected(fl_server *s, const char *job, int task)
     pthread_mutex_unlock(&s->lock);
 }
 
-static bool all_said_goodbye(const fl_server *s)
+/* The workers and chiefs that have not said goodbye. */
+static int remaining(const fl_server *s)
 {
+    int n = 0;
     for (int i = 0; i < s->num_workers; i++)
-        if (!s->workers[i].done)
-            return false;
+        n += !s->workers[i].done;
     for (int i = 0; i < s->num_chiefs; i++)
-        if (!s->chiefs[i].done)
-            return false;
-    return s->num_workers + s->num_chiefs > 0;
+        n += !s->chiefs[i].done;
+    return n;
 }
+
+static bool all_said_goodbye(const fl_server *s) { return s->num_workers + s->num_chiefs > 0 && remaining(s) == 0; }
 
 /* A client's goodbye ends a task server's work (in-graph replication: the
  * tasks serve one client, which says goodbye at session close), but not a
@@ -131,6 +134,8 @@ bool fl_server_note_goodbye(fl_server *s, const char *job, int task)
         t->done = true;
         s->stats.goodbyes++;
     }
+    if (counts && t != &s->client) /* a synchronous step's take learns how many workers can still bring one */
+        fl_accumulator_set_note_remaining(fl_variable_container_accumulators(s->variables), remaining(s));
     bool last = counts && (t == &s->client || all_said_goodbye(s));
     pthread_cond_broadcast(&s->changed);
     pthread_mutex_unlock(&s->lock);
