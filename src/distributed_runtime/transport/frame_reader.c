@@ -77,7 +77,7 @@ int fl_read_frame(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_status *st)
     }
     memcpy(buf->data, header, sizeof header);
     errno = 0;
-    if (read_all(fd, buf->data + sizeof header, announced.payload_len) != 1) {
+    if (read_all(fd, buf->data + sizeof header, announced.frame_len - sizeof header) != 1) {
         bool late = errno == EAGAIN || errno == EWOULDBLOCK;
         return fl_status_set(st, late ? FL_DEADLINE_EXCEEDED : FL_UNAVAILABLE,
                              late ? "no more of a %s frame before the deadline (FLOWLAB_TASK_DEADLINE)"
