@@ -1,5 +1,5 @@
 /* frame_reader.c: frames, one at a time, from a blocking socket: the
- * header first (a TLS peer told apart), then the payload it announces,
+ * header first (a TLS peer told apart), then the body and tail it announces,
  * into a buffer grown to hold the frame. */
 #include <errno.h>
 #include <stdio.h>

@@ -36,7 +36,7 @@ typedef enum {
      * peer that sends one is refused as for any number that is no type. */
     FL_WIRE_INIT_DONE = 4,     /* reply to IS_INITIALIZED: whether the variable has a value */
     FL_WIRE_GOODBYE = 10,      /* the worker has finished -> OK */
-    FL_WIRE_OK = 11,           /* empty payload */
+    FL_WIRE_OK = 11,           /* no body */
     FL_WIRE_ERROR = 12,        /* code and a message for people */
     FL_WIRE_IS_INITIALIZED = 19,  /* name -> INIT_DONE: whether the variable has a value */
     /* In-graph replication across tasks (chapter 3): the client's master

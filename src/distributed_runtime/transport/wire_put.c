@@ -28,7 +28,7 @@ int wire_put_message(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const Pro
 {
     fl_status why = {0};
     if (msg && wire_check_body(type, msg, tail_len, &why) != 0) {
-        snprintf(buf->error, sizeof buf->error, "%s", why.message);
+        snprintf(buf->error, sizeof buf->error, "%.*s", (int)sizeof buf->error - 1, why.message); /* cut */
         return -1;
     }
     size_t body = msg ? protobuf_c_message_get_packed_size(msg) : 0;
