@@ -46,15 +46,10 @@ static int refuse(fl_wire_buf *buf, fl_wire_type type, const char *why)
     return -1;
 }
 
-static char *text(const char *s) /* protobuf-c packs no NULL string: the check says "is empty" */
-{
-    return (char *)(s ? s : "");
-}
-
 static int put_hello_frame(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const char *job, uint32_t task_index)
 {
     Flowlab__Hello m = FLOWLAB__HELLO__INIT;
-    m.job = text(job);
+    m.job = (char *)(job ? job : ""); /* protobuf-c packs no NULL string: the check says "is empty" */
     m.task = task_index;
     return wire_put_message(buf, type, id, &m.base, 0);
 }
@@ -79,7 +74,7 @@ int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool has_value)
 int fl_wire_put_is_initialized(fl_wire_buf *buf, uint32_t id, const char *name)
 {
     Flowlab__IsInitializedRequest m = FLOWLAB__IS_INITIALIZED_REQUEST__INIT;
-    m.name = text(name);
+    m.name = (char *)(name ? name : "");
     return wire_put_message(buf, FL_WIRE_IS_INITIALIZED, id, &m.base, 0);
 }
 

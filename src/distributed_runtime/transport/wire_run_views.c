@@ -51,13 +51,6 @@ int wire_view_run(const Flowlab__RunGraphRequest *m, fl_wire_arena *a, fl_wire_r
 
 /* ---- PARTITION_DONE ---- */
 
-static const char *event_fault(uint64_t step_ns, uint64_t start_ns, uint64_t duration_ns)
-{
-    if (start_ns > step_ns || duration_ns > step_ns - start_ns)
-        return "an event outside its step";
-    return NULL;
-}
-
 static int view_trace(const Flowlab__StepStats *s, fl_wire_arena *a, fl_wire_step_trace *out, fl_status *st)
 {
     const fl_wire_type type = FL_WIRE_PARTITION_DONE;
@@ -72,13 +65,12 @@ static int view_trace(const Flowlab__StepStats *s, fl_wire_arena *a, fl_wire_ste
         return wire_refuse(type, st, "out of memory for %zu trace events", s->n_node_stats);
     for (size_t i = 0; i < s->n_node_stats; i++) {
         const Flowlab__NodeExecStats *e = s->node_stats[i];
-        const char *fault = event_fault(s->step_ns, e->start_ns, e->duration_ns);
         if (wire_check_field(type, "trace event's name", e->node_name, st) != 0 ||
             wire_check_field(type, "trace event's op", e->op, st) != 0 ||
             wire_check_field(type, "trace event's device", e->device, st) != 0)
             return -1;
-        if (fault)
-            return wire_refuse(type, st, "trace event %zu (%s): %s", i, e->node_name, fault);
+        if (e->start_ns > s->step_ns || e->duration_ns > s->step_ns - e->start_ns)
+            return wire_refuse(type, st, "trace event %zu (%s): an event outside its step", i, e->node_name);
         if (events)
             events[i] = (fl_wire_trace_event){e->node_name, e->op, e->device, e->start_ns, e->duration_ns};
     }
