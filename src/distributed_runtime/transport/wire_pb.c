@@ -64,7 +64,8 @@ void wire_arena_reset(fl_wire_arena *a, size_t budget)
 }
 
 /* Bump in the current chunk, else the next that has room, else a new one at
- * the end, twice the last's size: frame after frame, the same walk. */
+ * the end, twice the last's size but no more than the budget left: frame
+ * after frame, the same walk. */
 void *wire_arena_alloc(fl_wire_arena *a, size_t size)
 {
     size = size ? (size + ALIGN - 1) / ALIGN * ALIGN : ALIGN; /* each its own address */
@@ -79,6 +80,8 @@ void *wire_arena_alloc(fl_wire_arena *a, size_t size)
     }
     if (!c) {
         size_t cap = last && 2 * last->cap > size ? 2 * last->cap : size > FIRST_CHUNK ? size : FIRST_CHUNK;
+        if (cap > a->budget - a->charged) /* what it holds stays within the budget */
+            cap = a->budget - a->charged;
         if (!(c = malloc(sizeof *c + cap)))
             return NULL;
         *c = (wire_chunk){.cap = cap};
