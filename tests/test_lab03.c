@@ -308,7 +308,8 @@ static void test_bad_bytes_beside_training(void)
         return;
     }
     static const char http[] = "GET / HTTP/1.0\r\n\r\n";
-    unsigned char garbage[600], huge[16] = {'F', 'L', 'W', 'P', 1, 6, 0, 0, 0, 0, 0, 1, 0x10, 0, 0, 0};
+    unsigned char garbage[600], huge[20] = {'F', 'L', 'W', 'P', 2, 24, 0, 0, 0, 0, 0, 1,
+                                                0, 0, 0, 0, 0x10, 0, 0, 0};
     for (int i = 0; i < 600; i++)
         garbage[i] = (unsigned char)(i * 53 + 7);
     int closed = throw_at(port, http, sizeof http - 1) + throw_at(port, garbage, sizeof garbage) +

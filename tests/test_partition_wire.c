@@ -3,7 +3,8 @@
  * protobuf message (partition_def), with no sockets: every frame round trips (a lent
  * SEND_TENSOR's head and data make the whole frame's bytes), a partition
  * comes back node for node, and malformed or oversized ones are refused
- * with a message naming the node, never a crash. */
+ * with a message naming the node, never a crash. Hostile bodies are packed
+ * with protobuf-c alone (wire.proto's messages), which checks nothing. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "distributed_runtime/transport/wire.h"
 #include "runtime.h"
 #include "tap.h"
+#include "wire.pb-c.h" /* build/gen/distributed_runtime/ */
 
 static fl_status err = {0};
 
@@ -19,6 +21,19 @@ static fl_status err = {0};
 static bool one_frame(const fl_wire_buf *buf, fl_wire_frame *f)
 {
     return fl_wire_decode(buf->data, buf->len, f, &err) == FL_WIRE_FRAME && f->frame_len == buf->len;
+}
+
+/* A header by hand (version 2, request 1, no tail), then the body. */
+static unsigned char *framed(fl_wire_type type, const void *body, size_t n, fl_wire_frame *f)
+{
+    unsigned char *out = malloc(FL_WIRE_HEADER_BYTES + n + 1);
+    const unsigned char head[FL_WIRE_HEADER_BYTES] = {'F', 'L', 'W', 'P', 2, (unsigned char)type, 0, 0, 0, 0, 0, 1,
+                                                      (unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                                                      (unsigned char)(n >> 8), (unsigned char)n, 0, 0, 0, 0};
+    memcpy(out, head, sizeof head);
+    memcpy(out + sizeof head, body, n);
+    fl_wire_decode(out, sizeof head + n, f, &err);
+    return out;
 }
 
 static void test_run_partition(void)
@@ -34,50 +49,78 @@ static void test_run_partition(void)
        "RUN_PARTITION encodes: %s", buf.error);
     fl_wire_frame f;
     fl_wire_message m;
-    fl_wire_run_partition r;
-    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, &err) == 0, "RUN_PARTITION decodes and checks: %s", err.message);
-    ok(fl_wire_parse_run_partition(&f, &r, &err) == 0, "RUN_PARTITION parses: %s", err.message);
-    ok(r.handle == 42 && r.step_id == 1001 && r.flags == FL_WIRE_RUN_TRACE && r.nfeeds == 1 &&
-           strcmp(r.feed_names[0], "x") == 0, "handle, step, the trace flag and feed name round trip");
+    fl_wire_arena *arena = fl_wire_arena_new();
+    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, &err) == 0 && m.u.body.len == f.body_len,
+       "RUN_PARTITION decodes and checks without an arena, its body left whole: %s", err.message);
+    ok(fl_wire_parse_in(&f, arena, &m, &err) == 0, "RUN_PARTITION parses into an arena: %s", err.message);
+    const fl_wire_run_partition *r = &m.u.run;
+    ok(r->handle == 42 && r->step_id == 1001 && r->flags == FL_WIRE_RUN_TRACE && r->nfeeds == 1 &&
+           strcmp(r->feed_names[0], "x") == 0, "handle, step, the trace flag and feed name round trip");
     float got[6] = {0};
-    fl_wire_tensor_read(&r.feed_values[0], got);
-    ok(r.feed_values[0].shape.rank == 2 && memcmp(got, v, sizeof v) == 0, "the feed's value round trips");
+    fl_wire_tensor_read(&r->feed_values[0], got);
+    ok(r->feed_values[0].shape.rank == 2 && memcmp(got, v, sizeof v) == 0, "the feed's value round trips");
     bool lists_same = true;
     for (int k = 0; k < 2; k++) {
-        lists_same = lists_same && r.lists[k].count == lists[k].count;
+        lists_same = lists_same && r->lists[k].count == lists[k].count;
         for (int i = 0; lists_same && i < lists[k].count; i++)
-            lists_same = strcmp(r.lists[k].names[i], lists[k].names[i]) == 0;
+            lists_same = strcmp(r->lists[k].names[i], lists[k].names[i]) == 0;
     }
     ok(lists_same, "fetches and targets round trip");
-    fl_wire_run_partition_free(&r);
     ok(fl_wire_reply_type(FL_WIRE_RUN_PARTITION) == FL_WIRE_PARTITION_DONE, "RUN_PARTITION is answered by PARTITION_DONE");
     is_string(fl_wire_type_name(FL_WIRE_RUN_PARTITION), "RUN_PARTITION", "its name");
-    /* Cut one byte short at every length: always refused, never read past the end. */
-    bool all_refused = true;
-    for (size_t cut = FL_WIRE_HEADER_BYTES; cut + 1 < buf.len; cut++) {
-        f.payload_len = (uint32_t)(cut - FL_WIRE_HEADER_BYTES);
-        all_refused = all_refused && fl_wire_parse_run_partition(&f, &r, &err) != 0;
+    /* Cut at every length, from an exact copy: a prefix of a frame waits; a body
+     * cut short (a header that lies) is refused or, cut between two fields, is
+     * a smaller request; never a read past the end (ASan). */
+    bool all_wait = true;
+    int refused = 0;
+    for (size_t cut = 0; cut < buf.len; cut++) {
+        fl_wire_frame part;
+        unsigned char *copy = malloc(cut + 1);
+        memcpy(copy, buf.data, cut);
+        all_wait = all_wait && fl_wire_decode(copy, cut, &part, &err) == FL_WIRE_NEED_MORE;
+        if (cut >= FL_WIRE_HEADER_BYTES) {
+            fl_wire_frame g = f;
+            g.body = copy + FL_WIRE_HEADER_BYTES;
+            g.body_len = (uint32_t)(cut - FL_WIRE_HEADER_BYTES);
+            refused += fl_wire_parse_in(&g, arena, &m, &err) != 0;
+        }
+        free(copy);
     }
-    ok(all_refused, "every truncated RUN_PARTITION is refused (last: %s)", err.message);
+    ok(all_wait, "every prefix of a RUN_PARTITION frame waits for more bytes");
+    ok(refused > 0, "bodies cut short: %d refused, none read past its end (last: %s)", refused, err.message);
+    fl_wire_arena_free(arena);
     fl_wire_buf_free(&buf);
     fl_tensor_free(x);
 }
 
+/* n copies of a 2-byte field: an empty string or an empty message. */
+static unsigned char *repeated(unsigned char tag, size_t n)
+{
+    unsigned char *body = malloc(2 * n);
+    for (size_t i = 0; i < n; i++) {
+        body[2 * i] = tag;
+        body[2 * i + 1] = 0;
+    }
+    return body;
+}
+
 static void test_hostile_counts(void)
 {
-    /* handle, step, flags, then a feed count of 4 billion in a 28-byte payload. */
-    unsigned char payload[28] = {0};
-    memset(payload + 20, 0xff, 4);
-    fl_wire_frame f = {.type = FL_WIRE_RUN_PARTITION, .payload = payload, .payload_len = 24};
-    fl_wire_run_partition r;
-    ok(fl_wire_parse_run_partition(&f, &r, &err) != 0, "a count of 4 billion feeds is refused");
-    contains(err.message, "feeds", "the message says which count");
-    f.type = FL_WIRE_PARTITION_DONE; /* step length 0, no trace events, 4 billion values */
-    f.payload = payload + 8;
-    f.payload_len = 16;
-    fl_wire_tensor *values;
-    int n;
-    ok(fl_wire_parse_partition_done(&f, &values, &n, NULL, &err) != 0, "PARTITION_DONE with too many values is refused: %s", err.message);
+    fl_wire_frame f;
+    fl_wire_message m;
+    fl_wire_arena *arena = fl_wire_arena_new();
+    unsigned char *body = repeated(5 << 3 | 2, 70000); /* recv_key, field 5 */
+    unsigned char *frame = framed(FL_WIRE_RUN_PARTITION, body, 140000, &f);
+    ok(fl_wire_parse_in(&f, arena, &m, &err) != 0, "70000 fetches are refused");
+    is_string(err.message, "RUN_PARTITION: 70000 fetches, over the 65535 limit", "the message says which list");
+    free(frame);
+    free(body);
+    body = repeated(1 << 3 | 2, 70000); /* recv, field 1: empty TensorProtos */
+    frame = framed(FL_WIRE_PARTITION_DONE, body, 140000, &f);
+    ok(fl_wire_parse_in(&f, arena, &m, &err) != 0, "PARTITION_DONE with too many values is refused: %s", err.message);
+    free(frame);
+    free(body);
+    fl_wire_arena_free(arena);
     fl_wire_buf buf = {0};
     ok(fl_wire_put_register_partition(&buf, 1, NULL, 0) != 0, "an empty REGISTER_PARTITION is not encoded");
     fl_wire_buf_free(&buf);
@@ -104,11 +147,11 @@ static void test_small_frames(void)
     fl_wire_buf_free(&buf);
     const fl_tensor *values[] = {&t, &t};
     fl_wire_put_partition_done(&buf, 5, NULL, 2, values);
-    fl_wire_tensor *got;
-    int n;
-    ok(one_frame(&buf, &f) && fl_wire_parse_partition_done(&f, &got, &n, NULL, &err) == 0 && n == 2,
-       "PARTITION_DONE round trips two values: %s", err.message);
-    free(got);
+    fl_wire_arena *arena = fl_wire_arena_new();
+    ok(one_frame(&buf, &f) && fl_wire_parse_in(&f, arena, &m, &err) == 0 && m.u.done.count == 2 &&
+           m.u.done.trace.count == 0,
+       "PARTITION_DONE round trips two values, untraced: %s", err.message);
+    fl_wire_arena_free(arena);
     fl_wire_buf_free(&buf);
     ok(fl_wire_put_number(&buf, FL_WIRE_OK, 1, 1) != 0 && buf.len == 0, "an OK carries no number: %s", buf.error);
     fl_wire_buf_free(&buf);
@@ -128,19 +171,33 @@ static void put_traced_done(fl_wire_buf *buf, uint64_t start_ns)
     fl_wire_put_partition_done(buf, 5, &trace, 1, values);
 }
 
-/* buf's frame parsed after `change` was made to its payload: 0 when taken. */
-static int parse_changed(fl_wire_buf *buf, size_t at, const void *change, size_t len)
+/* A PARTITION_DONE whose trace no encoder would write, packed by protobuf-c
+ * alone: n events of the op given. 0 when the parser takes it. */
+static int parse_trace(uint64_t step_ns, size_t n, char *name, uint64_t start_ns)
 {
-    put_traced_done(buf, 100);
-    memcpy(buf->data + FL_WIRE_HEADER_BYTES + at, change, len);
+    Flowlab__NodeExecStats *events = calloc(n, sizeof *events), **list = calloc(n, sizeof *list);
+    for (size_t i = 0; i < n; i++) {
+        flowlab__node_exec_stats__init(&events[i]);
+        events[i] = (Flowlab__NodeExecStats){events[i].base, name, "MatMul", "/cpu:0", start_ns, 2000};
+        list[i] = &events[i];
+    }
+    Flowlab__StepStats stats = FLOWLAB__STEP_STATS__INIT;
+    Flowlab__RunGraphResponse done = FLOWLAB__RUN_GRAPH_RESPONSE__INIT;
+    stats = (Flowlab__StepStats){stats.base, step_ns, n, list};
+    done.step_stats = &stats;
+    size_t len = flowlab__run_graph_response__get_packed_size(&done);
+    unsigned char *body = malloc(len);
+    flowlab__run_graph_response__pack(&done, body);
     fl_wire_frame f;
-    fl_wire_tensor *values = NULL;
-    int n;
-    fl_wire_step_trace trace;
-    int rc = one_frame(buf, &f) ? fl_wire_parse_partition_done(&f, &values, &n, &trace, &err) : -1;
-    if (rc == 0)
-        fl_wire_step_trace_free(&trace);
-    free(values);
+    fl_wire_message m;
+    fl_wire_arena *arena = fl_wire_arena_new();
+    unsigned char *frame = framed(FL_WIRE_PARTITION_DONE, body, len, &f);
+    int rc = fl_wire_parse_in(&f, arena, &m, &err);
+    fl_wire_arena_free(arena);
+    free(frame);
+    free(body);
+    free(list);
+    free(events);
     return rc;
 }
 
@@ -150,42 +207,32 @@ static void test_step_trace(void)
     put_traced_done(&buf, 100);
     fl_wire_frame f;
     fl_wire_message m;
-    fl_wire_tensor *values = NULL;
-    fl_wire_step_trace trace;
-    int n;
-    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, &err) == 0 &&
-           fl_wire_parse_partition_done(&f, &values, &n, &trace, &err) == 0 && n == 1,
+    fl_wire_arena *arena = fl_wire_arena_new();
+    ok(one_frame(&buf, &f) && fl_wire_parse(&f, &m, &err) == 0 && fl_wire_parse_in(&f, arena, &m, &err) == 0 &&
+           m.u.done.count == 1,
        "a traced PARTITION_DONE round trips: %s", err.message);
-    ok(values && trace.step_ns == 10000 && trace.count == 1 && strcmp(trace.events[0].name, "tower_1/MatMul") == 0 &&
+    fl_wire_step_trace trace;
+    fl_wire_step_trace_copy(&m.u.done.trace, &trace);
+    fl_wire_arena_free(arena); /* the copy outlives the reply's message */
+    ok(trace.step_ns == 10000 && trace.count == 1 && strcmp(trace.events[0].name, "tower_1/MatMul") == 0 &&
            strcmp(trace.events[0].op, "MatMul") == 0 && strcmp(trace.events[0].device, "/job:worker/task:1/cpu:0") == 0 &&
            trace.events[0].start_ns == 100 && trace.events[0].duration_ns == 2000,
-       "its step length, op name, op, device, start and duration come back");
-    free(values);
+       "its step length, op name, op, device, start and duration come back, and a copy keeps them");
     fl_wire_step_trace_free(&trace);
-    bool all_refused = true;
-    for (size_t cut = FL_WIRE_HEADER_BYTES; cut + 1 < buf.len; cut++) {
-        f.payload_len = (uint32_t)(cut - FL_WIRE_HEADER_BYTES);
-        all_refused = all_refused && fl_wire_parse_partition_done(&f, &values, &n, &trace, &err) != 0;
-    }
-    ok(all_refused, "every truncated traced PARTITION_DONE is refused (last: %s)", err.message);
     put_traced_done(&buf, 9000);
     ok(buf.len == 0 && strstr(buf.error, "outside its step"), "an event past its step's end is not encoded: %s",
        buf.error);
-    /* The payload: step u64 at 0, count u32 at 8, the name's length at 12, its bytes from 13. */
-    const unsigned char huge[4] = {0xff, 0xff, 0xff, 0xff}, many[4] = {0, 0, 0x03, 0xe8}, space = ' ', empty = 0;
-    ok(parse_changed(&buf, 8, huge, 4) != 0 && strstr(err.message, "over the"), "4 billion trace events are "
-       "refused: %s", err.message);
-    ok(parse_changed(&buf, 8, many, 4) != 0 && strstr(err.message, "cannot fit"), "1000 trace events in a few "
-       "bytes are refused: %s", err.message);
-    ok(parse_changed(&buf, 13, &space, 1) != 0 && strstr(err.message, "name"), "a name with a space is refused: %s",
+    ok(parse_trace(10000, 65536, "op", 0) != 0 && strstr(err.message, "65536 trace events, over the 65535 limit"),
+       "65536 trace events are refused: %s", err.message);
+    ok(parse_trace(10000, 1, "a b", 0) != 0 && strstr(err.message, "name is not printable"),
+       "a name with a space is refused: %s", err.message);
+    ok(parse_trace(10000, 1, "", 0) != 0 && strstr(err.message, "name is empty"), "an empty name is refused: %s",
        err.message);
-    ok(parse_changed(&buf, 12, &empty, 1) != 0, "an empty name is refused: %s", err.message);
-    ok(parse_changed(&buf, 0, huge, 4) != 0 && strstr(err.message, "longer than a day"), "a step longer than a day "
-       "is refused: %s", err.message);
-    const unsigned char late[8] = {0, 0, 0, 0, 0, 0, 0x27, 0x10}; /* the op starts at the step's end, 10000 ns */
-    size_t start_at = 13 + strlen("tower_1/MatMul") + 1 + strlen("MatMul") + 1 + strlen("/job:worker/task:1/cpu:0");
-    ok(parse_changed(&buf, start_at, late, 8) != 0 && strstr(err.message, "outside its step"), "an op that ends "
-       "after its step is refused: %s", err.message);
+    ok(parse_trace(UINT64_C(86400000000001), 1, "op", 0) != 0 && strstr(err.message, "longer than a day"),
+       "a step longer than a day is refused: %s", err.message);
+    ok(parse_trace(10000, 1, "op", 9000) != 0 && strstr(err.message, "outside its step"),
+       "an op that ends after its step is refused: %s", err.message);
+    ok(parse_trace(10000, 1, "op", 8000) == 0, "one that ends with it is taken: %s", err.message);
     fl_wire_buf_free(&buf);
     const fl_wire_name_list none[4] = {{0, NULL}, {0, NULL}, {0, NULL}, {0, NULL}};
     ok(fl_wire_put_run_partition(&buf, 1, 1, 1, 2, 0, NULL, NULL, none) != 0 && strstr(buf.error, "flags"),

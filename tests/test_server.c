@@ -129,9 +129,9 @@ static void throw_everything(int port)
     a = throw_bytes(port, header, sizeof header);
     ok(a.closed && strstr(a.error, "version 9"), "protocol version 9: refused (%s)", a.error);
 
-    unsigned char huge[16] = {'F', 'L', 'W', 'P', 1, 24, 0, 0, 0, 0, 0, 1, 0x10, 0, 0, 0};
+    unsigned char huge[20] = {'F', 'L', 'W', 'P', 2, 24, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x10, 0, 0, 0};
     a = throw_bytes(port, huge, sizeof huge);
-    ok(a.closed && strstr(a.error, "over the"), "a 256 MiB payload length: refused from its header (%s)", a.error);
+    ok(a.closed && strstr(a.error, "over the"), "a 256 MiB tail length: refused from its header (%s)", a.error);
 
     unsigned char garbage[1000];
     for (int i = 0; i < 1000; i++)
@@ -154,8 +154,9 @@ static void throw_everything(int port)
     unsigned char pull[512] = {0};
     size_t hello_len = hello_then(&buf, "worker", 1);
     memcpy(pull, buf.data, hello_len);
-    memcpy(pull + hello_len, (unsigned char[16]){'F', 'L', 'W', 'P', 1, 5, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0}, 16);
-    a = throw_bytes(port, pull, hello_len + 16);
+    memcpy(pull + hello_len, (unsigned char[20]){'F', 'L', 'W', 'P', 2, 5, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+           20);
+    a = throw_bytes(port, pull, hello_len + 20);
     ok(a.closed && strstr(a.error, "unknown frame type 5"), "a PULL, a type no more: refused (%s)", a.error);
     fl_wire_buf_free(&buf);
 

@@ -120,7 +120,7 @@ static int trickle(int fds[ATTACKERS], const unsigned char *hello, size_t at)
 /* A stranger announces a 60 MB REGISTER_PARTITION before HELLO_OK: refused from the header. */
 static bool big_frame_refused_from_header(int port)
 {
-    unsigned char header[16] = {'F', 'L', 'W', 'P', 1, 20, 0, 0, 0, 0, 0, 1, 0x03, 0x90, 0, 0};
+    unsigned char header[20] = {'F', 'L', 'W', 'P', 2, 20, 0, 0, 0, 0, 0, 1, 0x03, 0x90, 0, 0, 0, 0, 0, 0};
     int fd = loopback_connect(port, 10);
     if (fd < 0)
         return false;

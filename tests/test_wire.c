@@ -1,11 +1,13 @@
 /* test_wire.c: chapter 3's wire protocol (src/distributed_runtime/transport/wire.h) on its own, no sockets.
  * Every frame type round trips; the exact bytes of a small frame; every kind of bad
- * input is refused with a message naming what was wrong; random garbage never crashes. */
+ * input is refused with a message naming what was wrong; random garbage never crashes.
+ * Bad bodies are packed with protobuf-c alone (wire.proto's messages), which checks nothing. */
 #include <stdint.h>
 
 #include "distributed_runtime/transport/wire.h"
 #include "flowlab.h"
 #include "tap.h"
+#include "wire.pb-c.h" /* build/gen/distributed_runtime/ */
 
 /* Under AddressSanitizer (make SANITIZE=1) a length that reached malloc unchecked
  * fails loudly: no allocation here needs more than a 64 MiB frame. */
@@ -31,18 +33,26 @@ static void put_be32(unsigned char *out, uint32_t v)
         out[i] = (unsigned char)(v >> (24 - 8 * i));
 }
 
-/* A header for type and payload length n, then the payload: built by hand, so
- * the tests can send what no encoder would. Returns the frame's length. */
-static size_t craft(unsigned char *out, unsigned type, const void *payload, size_t n)
+/* A header for type, body length n and a tail of `tail` zero bytes, then the
+ * body and the tail: built by hand, so the tests can send what no encoder
+ * would. Returns the frame's length. */
+static size_t craft_tail(unsigned char *out, unsigned type, const void *body, size_t n, size_t tail)
 {
     memcpy(out, "FLWP", 4);
-    out[4] = 1;
+    out[4] = 2;
     out[5] = (unsigned char)type;
     out[6] = out[7] = 0;
     put_be32(out + 8, 77);
     put_be32(out + 12, (uint32_t)n);
-    memcpy(out + 16, payload, n);
-    return 16 + n;
+    put_be32(out + 16, (uint32_t)tail);
+    memcpy(out + 20, body, n);
+    memset(out + 20 + n, 0, tail);
+    return 20 + n + tail;
+}
+
+static size_t craft(unsigned char *out, unsigned type, const void *body, size_t n)
+{
+    return craft_tail(out, type, body, n, 0);
 }
 
 /* Decodes bytes (from an exact heap copy) and parses the frame by its type.
@@ -62,10 +72,11 @@ static const char *verdict(const void *bytes, size_t len)
     return verdict.message;
 }
 
-static const char *crafted(unsigned type, const void *payload, size_t n)
+static unsigned char frame[20 + 1024];
+
+static const char *crafted(unsigned type, const void *body, size_t n)
 {
-    static unsigned char frame[16 + 1024];
-    return verdict(frame, craft(frame, type, payload, n));
+    return verdict(frame, craft(frame, type, body, n));
 }
 
 /* Decodes the one frame at the start of buf and parses it; false (with a diag) if not. */
@@ -91,9 +102,8 @@ static void test_hello_round_trip(void)
     fl_wire_message m;
     ok(fl_wire_put_hello(&buf, 1, "worker", 3) == 0, "HELLO encodes");
     ok(decode_one(&buf, &f, &m) && f.frame_len == buf.len && m.type == FL_WIRE_HELLO &&
-           m.request_id == 1 && m.u.hello.version == 1 &&
-           strcmp(m.u.hello.job, "worker") == 0 && m.u.hello.task_index == 3,
-       "HELLO round trips: worker, task 3, version 1, request 1");
+           m.request_id == 1 && strcmp(m.u.hello.job, "worker") == 0 && m.u.hello.task_index == 3,
+       "HELLO round trips: worker, task 3, request 1");
     fl_wire_buf_free(&buf);
     ok(fl_wire_put_hello_ok(&buf, 1, "ps", 0) == 0, "HELLO_OK encodes");
     ok(decode_one(&buf, &f, &m) && m.type == FL_WIRE_HELLO_OK && strcmp(m.u.hello.job, "ps") == 0 &&
@@ -129,8 +139,8 @@ static void test_small_round_trips(void)
        "IS_INITIALIZED round trips, answered by INIT_DONE");
     fl_wire_buf_free(&buf);
     ok(fl_wire_put_goodbye(&buf, 8) == 0 && decode_one(&buf, &f, &m) &&
-           m.type == FL_WIRE_GOODBYE && f.payload_len == 0,
-       "GOODBYE round trips with an empty payload");
+           m.type == FL_WIRE_GOODBYE && f.body_len == 0 && f.frame_len == 20,
+       "GOODBYE round trips with an empty body: its header alone");
     fl_wire_buf_free(&buf);
     ok(fl_wire_put_ok(&buf, 9) == 0 && decode_one(&buf, &f, &m) && m.type == FL_WIRE_OK &&
            m.request_id == 9,
@@ -150,12 +160,12 @@ static void test_gone_types(void)
 {
     const unsigned gone[] = {3, 5, 6, 7, 8, 9, 13, 14, 15, 16, 17, 18};
     int refused = 0, nameless = 0;
-    unsigned char h[16];
+    unsigned char h[20];
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
         char want[64];
         snprintf(want, sizeof want, "unknown frame type %u", gone[i]);
         craft(h, gone[i], "", 0);
-        refused += strcmp(verdict(h, 16), want) == 0;
+        refused += strcmp(verdict(h, 20), want) == 0;
         nameless += strcmp(fl_wire_type_name((int)gone[i]), "?") == 0 && fl_wire_reply_type((int)gone[i]) == 0;
     }
     ok(refused == 12, "INIT_VARIABLE, PULL to ASSIGN_ADD, ASSIGN and SYNC_APPLY to WAIT_STEP: each number refused "
@@ -174,8 +184,9 @@ static void test_largest_variable(void)
     fl_wire_frame f;
     fl_wire_message m;
     ok(fl_wire_put_send_tensor(&buf, 1, 2, "fc1/kernel", big) == 0, "a 12.8 MB SEND_TENSOR encodes");
-    ok(decode_one(&buf, &f, &m) && same_tensor(&m.u.send.value, big),
-       "and round trips, first and last element included");
+    ok(decode_one(&buf, &f, &m) && same_tensor(&m.u.send.value, big) && f.tail_len == 3136 * 1024 * 4 &&
+           m.u.send.value.data == f.tail,
+       "and round trips, first and last element included: its elements are the frame's tail");
     fl_wire_buf_free(&buf);
     fl_tensor_free(big);
 }
@@ -184,13 +195,25 @@ static void test_largest_variable(void)
 
 static void test_exact_bytes(void)
 {
-    const unsigned char want[] = {'F', 'L', 'W', 'P', 1, 19, 0, 0, 0, 0, 1, 2,
-                                  0, 0, 0, 2, 1, 'a'};
+    /* header: magic, version 2, type 19, flags, request id, body length 3, tail length 0;
+     * body: field 1 (name) length-delimited (tag 0x0a), 1 byte, 'a' */
+    const unsigned char want[] = {'F', 'L', 'W', 'P', 2, 19, 0, 0, 0, 0, 1, 2,
+                                  0, 0, 0, 3, 0, 0, 0, 0, 0x0a, 1, 'a'};
     fl_wire_buf buf = {0};
     fl_wire_put_is_initialized(&buf, 0x102, "a");
     ok(buf.len == sizeof want && memcmp(buf.data, want, sizeof want) == 0,
-       "IS_INITIALIZED 'a' with request id 0x102 is exactly the 18 bytes of the appendix");
+       "IS_INITIALIZED 'a' with request id 0x102 is exactly the 23 bytes of the appendix");
     fl_wire_buf_free(&buf);
+    const unsigned char send[] = {'F', 'L', 'W', 'P', 2, 24, 0, 0, 0, 0, 0, 5, 0, 0, 0, 15, 0, 0, 0, 8,
+                                  0x08, 7, 0x12, 1, 'w', 0x1a, 8, 0x08, 1, 0x12, 4, 0x12, 2, 0x08, 2,
+                                  0, 0, 0x80, 0x3f, 0, 0, 0, 0x40};
+    const float v[2] = {1, 2};
+    fl_tensor *t = fl_tensor_from_floats(fl_shape_make(1, 2), v);
+    fl_wire_put_send_tensor(&buf, 5, 7, "w", t);
+    ok(buf.len == sizeof send && memcmp(buf.data, send, sizeof send) == 0,
+       "SEND_TENSOR of [1, 2] is exactly the appendix's 43 bytes: header, 15 of body, 8 of tail");
+    fl_wire_buf_free(&buf);
+    fl_tensor_free(t);
 }
 
 static void test_streaming(void)
@@ -229,33 +252,39 @@ static void test_bad_headers(void)
     contains(verdict("FX", 2), "bad magic 0x4658", "a wrong second byte is refused at once");
     is_string(verdict("FLW", 3), "need more", "3 good magic bytes wait for more");
 
-    unsigned char h[16 + 300];
+    unsigned char h[20 + 300];
     memset(h, 0, sizeof h);
-    craft(h, FL_WIRE_IS_INITIALIZED, "\1a", 2);
-    h[4] = 7;
-    is_string(verdict(h, 18), "version 7 not supported (this build speaks version 1)",
-              "version 7 is refused");
-    is_string(verdict(h, 5), "version 7 not supported (this build speaks version 1)",
+    craft(h, FL_WIRE_IS_INITIALIZED, "\x0a\1a", 3);
+    h[4] = 1;
+    is_string(verdict(h, 23), "version 1 not supported (this build speaks version 2)",
+              "version 1, the old byte layout, is refused");
+    is_string(verdict(h, 5), "version 1 not supported (this build speaks version 2)",
               "as soon as its byte arrives");
     craft(h, 99, "", 0);
-    is_string(verdict(h, 16), "unknown frame type 99", "an unknown type is refused");
+    is_string(verdict(h, 20), "unknown frame type 99", "an unknown type is refused");
     craft(h, 0, "", 0);
-    is_string(verdict(h, 16), "unknown frame type 0", "type 0 is refused");
-    craft(h, FL_WIRE_IS_INITIALIZED, "\1a", 2);
+    is_string(verdict(h, 20), "unknown frame type 0", "type 0 is refused");
+    craft(h, FL_WIRE_IS_INITIALIZED, "\x0a\1a", 3);
     h[7] = 1;
-    is_string(verdict(h, 18), "IS_INITIALIZED: flags 0x0001 not supported (must be 0)", "nonzero flags are refused");
+    is_string(verdict(h, 23), "IS_INITIALIZED: flags 0x0001 not supported (must be 0)", "nonzero flags are refused");
 
     craft(h, FL_WIRE_SEND_TENSOR, "", 0);
-    put_be32(h + 12, 100000000);
-    is_string(verdict(h, 16), "SEND_TENSOR: payload length 100000000 over the 67108864 limit",
+    put_be32(h + 16, 100000000);
+    is_string(verdict(h, 20), "SEND_TENSOR: body and tail of 0 + 100000000 bytes, over the 67108864 limit",
               "a length over the limit is refused from the header alone");
+    put_be32(h + 12, 5000);
+    is_string(verdict(h, 20), "SEND_TENSOR: body length 5000 over the 4096 limit for this frame type",
+              "a SEND_TENSOR body bigger than any head is refused from the header");
     craft(h, FL_WIRE_IS_INITIALIZED, "", 0);
     put_be32(h + 12, 300);
-    is_string(verdict(h, 16), "IS_INITIALIZED: payload length 300 over the 256 limit for this frame type",
-              "an IS_INITIALIZED longer than any name is refused before its payload arrives");
+    is_string(verdict(h, 20), "IS_INITIALIZED: body length 300 over the 258 limit for this frame type",
+              "an IS_INITIALIZED longer than any name is refused before its body arrives");
     craft(h, FL_WIRE_GOODBYE, "x", 1);
-    is_string(verdict(h, 17), "GOODBYE: payload length 1 over the 0 limit for this frame type",
-              "a GOODBYE with a payload is refused");
+    is_string(verdict(h, 21), "GOODBYE: body length 1 over the 0 limit for this frame type",
+              "a GOODBYE with a body is refused");
+    craft_tail(h, FL_WIRE_IS_INITIALIZED, "\x0a\1a", 3, 4);
+    is_string(verdict(h, 20), "IS_INITIALIZED: tail length 4; only SEND_TENSOR has a tail",
+              "a tail on any frame but SEND_TENSOR is refused from the header");
 }
 
 static void test_truncated(void)
@@ -268,122 +297,137 @@ static void test_truncated(void)
     ok(fl_wire_decode(buf.data, 7, &f, &err) == FL_WIRE_NEED_MORE,
        "a truncated header waits for more");
     ok(fl_wire_check_eof(buf.data, 7, &err) == -1, "end of stream there is an error");
-    is_string(err.message, "connection closed inside a frame header (7 of 16 bytes)", "naming how far it got");
+    is_string(err.message, "connection closed inside a frame header (7 of 20 bytes)", "naming how far it got");
     ok(err.code == FL_DATA_LOSS, "a stream cut inside a frame is DATA_LOSS");
     ok(fl_wire_decode(buf.data, buf.len - 1, &f, &err) == FL_WIRE_NEED_MORE,
-       "a truncated payload waits for more");
+       "a truncated tail waits for more");
     fl_wire_check_eof(buf.data, buf.len - 1, &err);
     char want[96];
-    snprintf(want, sizeof want, "connection closed inside a SEND_TENSOR payload (%zu of %zu bytes)", buf.len - 17,
-             buf.len - 16);
-    is_string(err.message, want, "end of stream in the payload names the type and the bytes");
+    snprintf(want, sizeof want, "connection closed inside a SEND_TENSOR frame (%zu of %zu bytes)", buf.len - 1,
+             buf.len);
+    is_string(err.message, want, "end of stream in the frame names the type and the bytes");
     fl_wire_buf_free(&buf);
     fl_tensor_free(t);
 }
 
-/* ---- bad payloads ---- */
+/* ---- bad bodies ----
+ * Bodies by hand: a field is a tag (its number << 3 | its wire type: 0 a
+ * varint, 2 a length and bytes), then its value. IS_INITIALIZED's name is
+ * field 1, length-delimited: tag 0x0a (012). */
 
 static void test_bad_names(void)
 {
-    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\3a\nb", 4), "IS_INITIALIZED: name is not printable (byte 0x0a at offset 1)",
-              "a newline in a name");
-    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\3a b", 4), "IS_INITIALIZED: name is not printable (byte 0x20 at offset 1)",
-              "a space in a name");
-    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\0", 1), "IS_INITIALIZED: name is empty", "an empty name");
-    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\310abc", 4),
-              "IS_INITIALIZED: payload ends inside the name (needs 200 bytes, 3 left)",
-              "a name longer than the payload");
-    is_string(crafted(FL_WIRE_IS_INITIALIZED, "", 0), "IS_INITIALIZED: payload ends inside the name (needs 1 bytes, 0 left)",
-              "no name at all");
-    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\1ab", 3), "IS_INITIALIZED: 1 trailing byte after the last field",
-              "trailing bytes after an IS_INITIALIZED");
-    is_string(crafted(FL_WIRE_HELLO, "\1\0\0\0\0\0", 6), "HELLO: job name is empty",
-              "HELLO with no job name");
-    is_string(crafted(FL_WIRE_HELLO, "\2\2ps\0\0\0\0", 8),
-              "HELLO: protocol version 2 not supported (this build speaks version 1)",
-              "HELLO from a newer client");
-    is_string(crafted(FL_WIRE_HELLO, "\1\2ps\0\1\21\160", 8), "HELLO: task index 70000 over the 65535 limit",
+    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\012\003a\nb", 5),
+              "IS_INITIALIZED: name is not printable (byte 0x0a at offset 1)", "a newline in a name");
+    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\012\003a b", 5),
+              "IS_INITIALIZED: name is not printable (byte 0x20 at offset 1)", "a space in a name");
+    is_string(crafted(FL_WIRE_IS_INITIALIZED, "", 0), "IS_INITIALIZED: name is empty", "an empty name");
+    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\012\310\001abc", 6),
+              "IS_INITIALIZED: protobuf-c could not unpack its 6 bytes as message IsInitializedRequest",
+              "a name longer than the body");
+    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\010\001", 2),
+              "IS_INITIALIZED: protobuf-c could not unpack its 2 bytes as message IsInitializedRequest",
+              "a varint where the name's bytes should be");
+    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\012\001a\020\001", 5),
+              "IS_INITIALIZED: field 2 of message IsInitializedRequest is not one this build knows", "an unknown field");
+    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\012\003w\0x", 5),
+              "IS_INITIALIZED: 5 bytes that this build would encode in 3 (a field repeated, out of canonical form, "
+              "or a string with a NUL byte)",
+              "a NUL inside a name: protobuf-c would cut it to \"w\", the size tells");
+    is_string(crafted(FL_WIRE_IS_INITIALIZED, "\012\001a\012\001b", 6),
+              "IS_INITIALIZED: 6 bytes that this build would encode in 3 (a field repeated, out of canonical form, "
+              "or a string with a NUL byte)",
+              "a field given twice");
+    is_string(crafted(FL_WIRE_HELLO, "\020\001", 2), "HELLO: job name is empty", "HELLO with no job name");
+    is_string(crafted(FL_WIRE_HELLO, "\012\002ps\020\360\242\004", 8), "HELLO: task index 70000 over the 65535 limit",
               "HELLO with a task index out of range");
 }
 
-/* A SEND_TENSOR payload: step 0, key "w", dtype, rank, dims, data length, then data bytes. */
-static size_t tensor_payload(unsigned char *out, unsigned dtype, unsigned rank, const int32_t *dims,
-                             uint32_t data_len, size_t data_bytes)
-{
-    size_t n = 8;
-    memset(out, 0, 8);
-    out[n++] = 1;
-    out[n++] = 'w';
-    out[n++] = (unsigned char)dtype;
-    out[n++] = (unsigned char)rank;
-    for (unsigned i = 0; i < rank; i++, n += 4)
-        put_be32(out + n, (uint32_t)dims[i]);
-    put_be32(out + n, data_len);
-    n += 4;
-    memset(out + n, 0, data_bytes);
-    return n + data_bytes;
-}
-
-/* One malformed tensor frame: the fields tensor_payload writes, where to cut the
- * payload short (0: nowhere), the message wanted and what the case is about. */
+/* A SEND_TENSOR with the head given and `tail` zero bytes after its body,
+ * packed by protobuf-c with no check; cut: the body's length (0: whole). */
 typedef struct {
-    unsigned dtype, rank;
-    int32_t dims[5];
-    uint32_t data_len;
-    size_t data_bytes, cut;
+    int dtype, rank;
+    int64_t dims[5];
+    size_t content, tail, cut;
+    bool no_head, no_shape;
     const char *want, *what;
 } tensor_case;
 
+static const char *send_verdict(const tensor_case *c)
+{
+    Tensorflow__TensorShapeProto__Dim dims[5], *list[5];
+    Tensorflow__TensorShapeProto shape = TENSORFLOW__TENSOR_SHAPE_PROTO__INIT;
+    Tensorflow__TensorProto head = TENSORFLOW__TENSOR_PROTO__INIT;
+    Flowlab__SendTensorRequest m = FLOWLAB__SEND_TENSOR_REQUEST__INIT;
+    static unsigned char body[512], zeros[8];
+    for (int i = 0; i < c->rank; i++) {
+        tensorflow__tensor_shape_proto__dim__init(&dims[i]);
+        dims[i].size = c->dims[i];
+        list[i] = &dims[i];
+    }
+    shape.n_dim = (size_t)c->rank;
+    shape.dim = list;
+    head.dtype = c->dtype;
+    head.tensor_shape = c->no_shape ? NULL : &shape;
+    head.tensor_content = (ProtobufCBinaryData){c->content, zeros};
+    m.step_id = 7;
+    m.key = "w";
+    m.head = c->no_head ? NULL : &head;
+    size_t n = flowlab__send_tensor_request__pack(&m, body);
+    return verdict(frame, craft_tail(frame, FL_WIRE_SEND_TENSOR, body, c->cut ? c->cut : n, c->tail));
+}
+
 static const tensor_case TENSOR_CASES[] = {
-    {0, 2, {3, 4}, 48, 48, 0, "accepted", "a well-formed float32 [3,4] is accepted"},
-    {0, 2, {3, -1}, 48, 48, 0,
-     "SEND_TENSOR: shape [3,-1] has a non-positive dimension", "a dimension of -1"},
-    {0, 2, {3, 0}, 0, 0, 0, "SEND_TENSOR: shape [3,0] has a non-positive dimension",
-     "a dimension of 0"},
-    {0, 5, {1, 1, 1, 1, 1}, 4, 4, 0, "SEND_TENSOR: rank 5 over the limit of 4", "rank 5"},
-    {0, 2, {65536, 65536}, 0, 0, 0,
+    {1, 2, {3, 4}, 0, 48, 0, false, false, "accepted", "a well-formed float32 [3,4] is accepted"},
+    {1, 2, {3, -1}, 0, 48, 0, false, false, "SEND_TENSOR: shape [3,-1] has a non-positive dimension",
+     "a dimension of -1"},
+    {1, 2, {3, 0}, 0, 0, 0, false, false, "SEND_TENSOR: shape [3,0] has a non-positive dimension", "a dimension of 0"},
+    {1, 5, {1, 1, 1, 1, 1}, 0, 4, 0, false, false, "SEND_TENSOR: rank 5 over the limit of 4", "rank 5"},
+    {1, 2, {65536, 65536}, 0, 0, 0, false, false,
      "SEND_TENSOR: shape [65536,65536] has more than 16777216 elements, over the 67108864-byte limit",
      "a shape too big for any frame"},
-    {2, 2, {3, 4}, 48, 48, 0, "SEND_TENSOR: dtype 2 is neither 0 (float32) nor 1 (int32)",
+    {1, 1, {INT64_C(1) << 31}, 0, 0, 0, false, false, "SEND_TENSOR: dimension 0 is 2147483648, over the 2^31-1 limit",
+     "a dimension past what an int holds, checked before it is narrowed"},
+    {2, 2, {3, 4}, 0, 48, 0, false, false, "SEND_TENSOR: value: dtype 2 is neither 1 (DT_FLOAT) nor 3 (DT_INT32)",
      "an unknown dtype"},
-    {0, 2, {3, 4}, 40, 40, 0,
-     "SEND_TENSOR: float32 [3,4] needs 48 data bytes, the frame says 40",
-     "a data length that does not match the shape"},
-    {1, 2, {3, 4}, 48, 40, 0,
-     "SEND_TENSOR: payload ends inside the tensor data (needs 48 bytes, 40 left)",
-     "fewer data bytes than the data length says"},
-    {0, 2, {3, 4}, 48, 50, 0, "SEND_TENSOR: 2 trailing bytes after the last field",
-     "bytes after the tensor data"},
-    {0, 2, {3, 4}, 48, 48, 15,
-     "SEND_TENSOR: payload ends inside the shape (needs 4 bytes, 3 left)", "a payload that stops inside the dims"},
+    {1, 2, {3, 4}, 0, 40, 0, false, false, "SEND_TENSOR: value: float32 [3,4] needs 48 data bytes, the frame says 40",
+     "a tail that does not match the shape"},
+    {1, 1, {2}, 8, 8, 0, false, false,
+     "SEND_TENSOR: value: 8 bytes in the head's tensor_content; the elements are the tail",
+     "elements inside the head"},
+    {1, 0, {0}, 0, 4, 0, true, false, "SEND_TENSOR: value has no tensor", "no head at all"},
+    {1, 0, {0}, 0, 4, 0, false, true, "SEND_TENSOR: a tensor without its tensor_shape", "a head without a shape"},
+    {1, 2, {3, 4}, 0, 48, 9, false, false,
+     "SEND_TENSOR: protobuf-c could not unpack its 9 bytes as message SendTensorRequest",
+     "a body that stops inside the head"},
 };
 
 static void test_bad_tensors(void)
 {
-    unsigned char p[256];
-    for (size_t i = 0; i < sizeof TENSOR_CASES / sizeof TENSOR_CASES[0]; i++) {
-        const tensor_case *c = &TENSOR_CASES[i];
-        size_t n = tensor_payload(p, c->dtype, c->rank, c->dims, c->data_len, c->data_bytes);
-        is_string(crafted(FL_WIRE_SEND_TENSOR, p, c->cut ? c->cut : n), c->want, c->what);
-    }
+    for (size_t i = 0; i < sizeof TENSOR_CASES / sizeof TENSOR_CASES[0]; i++)
+        is_string(send_verdict(&TENSOR_CASES[i]), TENSOR_CASES[i].want, TENSOR_CASES[i].what);
 }
 
 static void test_bad_small_frames(void)
 {
-    is_string(crafted(FL_WIRE_INIT_DONE, "\2", 1),
-              "INIT_DONE: flag 2 must be 0 (no value) or 1 (has a value)", "INIT_DONE flag 2");
-    is_string(crafted(FL_WIRE_ERROR, "\0\0\0\0", 4), "ERROR: unknown error code 0", "error code 0");
-    is_string(crafted(FL_WIRE_ERROR, "\0\1\0\2a\033", 6),
+    is_string(crafted(FL_WIRE_INIT_DONE, "\010\000", 2),
+              "INIT_DONE: 2 bytes that this build would encode in 0 (a field repeated, out of canonical form, or a "
+              "string with a NUL byte)",
+              "INIT_DONE with 'no value' spelled out, where proto3 leaves it out");
+    is_string(crafted(FL_WIRE_ERROR, "", 0), "ERROR: unknown error code 0", "error code 0");
+    is_string(crafted(FL_WIRE_ERROR, "\010\001\022\002a\033", 6),
               "ERROR: message is not printable (byte 0x1b at offset 1)", "an escape byte in a message");
-    is_string(crafted(FL_WIRE_ERROR, "\0\1\0\5ab", 6),
-              "ERROR: payload ends inside the message (needs 5 bytes, 2 left)", "a message cut short");
+    is_string(crafted(FL_WIRE_ERROR, "\010\001\022\005ab", 6),
+              "ERROR: protobuf-c could not unpack its 6 bytes as message Error", "a message cut short");
+    is_string(crafted(FL_WIRE_CHALLENGE, "\012\002ab", 4), "CHALLENGE: nonce of 2 bytes; it is 32",
+              "a nonce of the wrong size");
 
-    unsigned char frame[32];
+    unsigned char bytes[32];
     fl_wire_frame f;
-    char name[FL_WIRE_MAX_NAME + 1];
-    fl_wire_decode(frame, craft(frame, FL_WIRE_ERROR, "\1a", 2), &f, &err);
-    ok(fl_wire_parse_name(&f, name, &err) == -1, "the IS_INITIALIZED parser refuses an ERROR frame");
-    is_string(err.message, "ERROR: not a frame for the IS_INITIALIZED parser", "and says so");
+    uint64_t number;
+    fl_wire_decode(bytes, craft(bytes, FL_WIRE_ERROR, "\010\001", 2), &f, &err);
+    ok(fl_wire_parse_number(&f, &number, &err) == -1, "the one-number parser refuses an ERROR frame");
+    is_string(err.message, "ERROR: not a frame of one number", "and says so");
     ok(err.code == FL_DATA_LOSS, "a frame a parser refuses is DATA_LOSS");
 }
 

@@ -74,3 +74,8 @@ $(BUILD)/tests/test_secure_listen: $(BUILD)/labs/tools/flowlab_server $(BUILD)/l
 # the determinism test).
 $(BUILD)/tests/test_cuda $(BUILD)/tests/test_deterministic $(BUILD)/tests/test_tf32: tests/cuda_tests.h
 $(BUILD)/tests/test_deterministic: labs/common/model.h
+
+# The wire's tests pack hostile bodies with protobuf-c alone: wire.proto's generated code.
+WIRE_BODY_TESTS := $(BUILD)/tests/test_wire $(BUILD)/tests/test_partition_wire
+$(WIRE_BODY_TESTS): CFLAGS += -I$(SUMMARY_GEN) -I$(PARTITION_GEN)
+$(WIRE_BODY_TESTS): $(PARTITION_GEN)/wire.pb-c.h

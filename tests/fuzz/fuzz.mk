@@ -10,18 +10,22 @@
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_DIR     := build/fuzz
-WIRE_SRC     := $(wildcard src/distributed_runtime/transport/wire*.c)
-WIRE_HDR     := $(wildcard src/distributed_runtime/transport/wire*.h) src/flowlab.h src/status.h
-FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -Isrc \
+# The wire's bodies are wire.proto's messages: its generated code comes along, and the
+# core's archive for graph.proto's (TensorProto) and fl_xmalloc.
+WIRE_SRC     := $(wildcard src/distributed_runtime/transport/wire*.c) $(PARTITION_GEN)/wire.pb-c.c
+WIRE_HDR     := $(wildcard src/distributed_runtime/transport/wire*.h) src/flowlab.h src/status.h \
+                $(PARTITION_GEN)/wire.pb-c.h $(SUMMARY_PB_H)
+FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -Isrc -I$(SUMMARY_GEN) -I$(PARTITION_GEN) \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
-$(FUZZ_DIR)/fuzz_wire: tests/fuzz/fuzz_wire.c $(WIRE_SRC) $(WIRE_HDR)
+$(FUZZ_DIR)/fuzz_wire: tests/fuzz/fuzz_wire.c $(WIRE_SRC) $(WIRE_HDR) $(LIB)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_wire.c $(WIRE_SRC) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_wire.c $(WIRE_SRC) -o $@ $(LIB) $(LDLIBS)
 
-$(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c $(WIRE_SRC) $(WIRE_HDR)
+$(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c $(WIRE_SRC) $(WIRE_HDR) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -Wall -Wextra -Werror -Isrc tests/fuzz/make_corpus.c $(WIRE_SRC) -o $@ -lm
+	$(CC) -std=c11 -Wall -Wextra -Werror -Isrc -I$(SUMMARY_GEN) -I$(PARTITION_GEN) tests/fuzz/make_corpus.c \
+	    $(WIRE_SRC) -o $@ $(LIB) $(LDLIBS)
 
 # The decoder of a partition's message (REGISTER_PARTITION's payload: partition.proto around
 # src/summary's GraphDef) unpacks with protobuf-c and rebuilds nodes with the runtime's
@@ -53,15 +57,17 @@ FUZZ_RUN_OBJ := $(patsubst src/%.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_RUN_SRC))
 FUZZ_RUN_CFLAGS = $(filter-out -O3 -Wno-format-truncation,$(CFLAGS)) -O1 \
                   -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 
-$(FUZZ_DIR)/obj/%.o: src/%.c src/flowlab.h src/runtime.h $(PARTITION_GEN)/partition.pb-c.h $(SUMMARY_PB_H)
+$(FUZZ_DIR)/obj/%.o: src/%.c src/flowlab.h src/runtime.h $(PARTITION_GEN)/partition.pb-c.h $(PARTITION_GEN)/wire.pb-c.h \
+                     $(SUMMARY_PB_H)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) $(GRAPH_WIRE_INC) -MMD -MP -c $< -o $@
 
 -include $(FUZZ_RUN_OBJ:.o=.d)
 
-$(FUZZ_DIR)/fuzz_graph_run: tests/fuzz/fuzz_graph_run.c tests/fuzz/graph_program.h $(FUZZ_RUN_OBJ) $(LIB) $(PARTITION_PB)
+$(FUZZ_DIR)/fuzz_graph_run: tests/fuzz/fuzz_graph_run.c tests/fuzz/graph_program.h $(FUZZ_RUN_OBJ) $(LIB) $(PARTITION_PB) \
+                             $(WIRE_PB)
 	$(FUZZ_CC) $(FUZZ_RUN_CFLAGS) -fsanitize=fuzzer tests/fuzz/fuzz_graph_run.c $(FUZZ_RUN_OBJ) \
-	    $(SUMMARY_OBJ) $(PARTITION_PB) $(BUILD)/obj/backends.o $(BACKEND_OBJ) -o $@ $(LDLIBS) $(CLUSTER_LDLIBS)
+	    $(SUMMARY_OBJ) $(PARTITION_PB) $(WIRE_PB) $(BUILD)/obj/backends.o $(BACKEND_OBJ) -o $@ $(LDLIBS) $(CLUSTER_LDLIBS)
 
 $(FUZZ_DIR)/make_run_corpus: tests/fuzz/make_run_corpus.c $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)

@@ -1,5 +1,6 @@
 /* make_corpus.c: writes fuzz_wire's seed corpus, one valid frame of each type per file,
- * plus one file holding a whole short conversation, into the folder given.
+ * plus one file holding a whole short conversation, into the folder given, and two
+ * hostile frames no encoder writes (a name with a NUL byte, a field given twice).
  * Generated with the encoders rather than committed, so the seeds follow the format. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,21 @@ static int write_seed(const char *dir, const char *name, const fl_wire_buf *buf)
         return -1;
     }
     return fclose(f);
+}
+
+/* IS_INITIALIZED frames by hand: header (version 2, type 19, request 2, body
+ * length 5 or 6, no tail), then the name field (tag 0x0a) with a NUL inside,
+ * or twice. */
+static const unsigned char NUL_NAME[] = {'F', 'L', 'W', 'P', 2, 19, 0, 0, 0, 0, 0, 2, 0, 0, 0, 5,
+                                         0, 0, 0, 0, 0x0a, 3, 'w', 0, 'x'};
+static const unsigned char TWICE[] = {'F', 'L', 'W', 'P', 2, 19, 0, 0, 0, 0, 0, 2, 0, 0, 0, 6,
+                                      0, 0, 0, 0, 0x0a, 1, 'a', 0x0a, 1, 'b'};
+
+static int write_hostile(const char *dir)
+{
+    fl_wire_buf nul = {.data = (unsigned char *)NUL_NAME, .len = sizeof NUL_NAME};
+    fl_wire_buf twice = {.data = (unsigned char *)TWICE, .len = sizeof TWICE};
+    return write_seed(dir, "nul-in-name", &nul) != 0 || write_seed(dir, "field-twice", &twice) != 0 ? -1 : 0;
 }
 
 static int put_run_partition(fl_wire_buf *buf, const fl_tensor *x)
@@ -86,7 +102,7 @@ int main(int argc, char **argv)
             return 1;
         fl_wire_buf_free(&one);
     }
-    int rc = write_seed(argv[1], "conversation", &all);
+    int rc = write_seed(argv[1], "conversation", &all) != 0 || write_hostile(argv[1]) != 0;
     fl_wire_buf_free(&all);
     return rc == 0 ? 0 : 1;
 }

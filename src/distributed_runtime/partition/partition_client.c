@@ -22,28 +22,24 @@ static void failed(outcome *o, fl_error_code code, const char *fmt, const char *
     snprintf(o->error, sizeof o->error, fmt, detail);
 }
 
-/* PARTITION_DONE's values into new tensors, one per fetch. */
-static void take_values(const fl_wire_frame *f, outcome *o)
+/* PARTITION_DONE's values into new tensors, one per fetch, and its trace
+ * kept: the reply's message goes with the connection's next reply. */
+static void take_values(const fl_wire_partition_done *done, outcome *o)
 {
-    fl_wire_tensor *values;
-    int n;
-    fl_status why = {0};
-    if (fl_wire_parse_partition_done(f, &values, &n, o->trace, &why) != 0)
-        return failed(o, why.code, "%s", why.message);
-    if (n != o->nfetches) {
-        free(values);
+    if (done->count != o->nfetches)
         return failed(o, FL_DATA_LOSS, "%s", "PARTITION_DONE: not one value per fetch");
+    for (int i = 0; i < done->count; i++) {
+        o->outputs[i] = fl_tensor_new(done->values[i].dtype, done->values[i].shape);
+        fl_wire_tensor_read(&done->values[i], o->outputs[i]->data);
     }
-    for (int i = 0; i < n; i++) {
-        o->outputs[i] = fl_tensor_new(values[i].dtype, values[i].shape);
-        fl_wire_tensor_read(&values[i], o->outputs[i]->data);
-    }
-    free(values);
+    if (o->trace)
+        fl_wire_step_trace_copy(&done->trace, o->trace);
 }
 
 static void take_reply(const fl_wire_frame *f, const fl_wire_message *m, void *user)
 {
     outcome *o = user;
+    (void)f; /* the message holds all: PARTITION_DONE's values lie in its arena */
     o->replied_us = fl_now_us();
     if (!m) /* the connection was lost first: fl_task_client_wait says how */
         failed(o, FL_UNAVAILABLE, "%s", "the connection was lost");
@@ -52,7 +48,7 @@ static void take_reply(const fl_wire_frame *f, const fl_wire_message *m, void *u
     else if (m->type == FL_WIRE_PARTITION_REGISTERED)
         o->number = m->u.number;
     else if (m->type == FL_WIRE_PARTITION_DONE)
-        take_values(f, o);
+        take_values(&m->u.done, o);
     if (o->replied)
         o->replied(o->user);
 }

@@ -1,6 +1,6 @@
 /* partition_def.c: a partition as REGISTER_PARTITION's protobuf message
  * (partition.proto) and back. The encoder wraps src/summary's GraphDef; the
- * decoder unpacks with protobuf-c under a memory budget, refuses content it
+ * decoder unpacks with protobuf-c into the wire's arena, under its budget, refuses content it
  * does not know (an unknown field, an older format) and hands the nodes to
  * partition_def_nodes.c, which rebuilds them. */
 #include <stdio.h>
@@ -34,27 +34,6 @@ int fl_partition_def_encode(const fl_graph_partition *p, fl_wire_buf *out)
 }
 
 /* ---- decoding ---- */
-
-/* protobuf-c's allocations for one message, up to a budget: a hostile
- * message of many tiny parts cannot ask for much more than its size. */
-typedef struct {
-    size_t left;
-} budget;
-
-static void *budget_alloc(void *data, size_t size)
-{
-    budget *b = data;
-    if (size > b->left)
-        return NULL; /* protobuf-c's unpack fails cleanly on a NULL */
-    b->left -= size;
-    return malloc(size);
-}
-
-static void budget_free(void *data, void *pointer)
-{
-    (void)data;
-    free(pointer);
-}
 
 /* The message's own fields: format, which task it is for, a graph of a
  * bounded size; fields this build does not know are refused (a node's, by
@@ -97,19 +76,18 @@ static int read_message(const void *bytes, size_t len, fl_graph_partition *p, fl
     /* A node's parts take some 10 times their bytes once unpacked, tiny ones more;
      * the 256 MiB cap keeps a frame at the size limit to a few hundred MiB. */
     size_t structure = 64 * len < 256u << 20 ? 64 * len : 256u << 20;
-    budget b = {.left = len + structure + (1u << 20)};
-    ProtobufCAllocator allocator = {budget_alloc, budget_free, &b};
-    Flowlab__RegisterPartition *msg = flowlab__register_partition__unpack(&allocator, len, bytes);
-    if (!msg)
-        return fl_status_set(st, FL_INVALID_ARGUMENT, "(message): protobuf-c could not unpack its %zu bytes as a RegisterPartition "
-                   "(within a memory budget of %zu bytes)", len, len + structure + (1u << 20));
-    int rc = check_head(msg, p, st);
+    fl_wire_arena *arena = fl_wire_arena_new(); /* freed whole: the nodes are rebuilt from it */
+    wire_arena_reset(arena, len + structure + (1u << 20));
+    Flowlab__RegisterPartition *msg = flowlab__register_partition__unpack(&arena->allocator, len, bytes);
+    int rc = msg ? check_head(msg, p, st)
+                 : fl_status_set(st, FL_INVALID_ARGUMENT, "(message): protobuf-c could not unpack its %zu bytes as a "
+                                 "RegisterPartition (within a memory budget of %zu bytes)", len, arena->budget);
     if (rc == 0) {
         p->graph = fl_graph_new();
         rc = fl_partition_def_read_nodes(msg->graph_def, p->graph, st);
         fl_graph_set_random_seed(p->graph, msg->graph_seed); /* last, as the client's graph had it */
     }
-    flowlab__register_partition__free_unpacked(msg, &allocator);
+    fl_wire_arena_free(arena);
     return rc;
 }
 

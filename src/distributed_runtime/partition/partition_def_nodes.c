@@ -32,31 +32,6 @@ static int refuse(reader *r, const char *fmt, ...)
     return fl_status_set(r->st, FL_INVALID_ARGUMENT, "node %s: %s", r->node, what);
 }
 
-/* The first field a message (or one it holds) has that this build does not
- * know: its number, or 0. */
-static uint32_t unknown_field(const ProtobufCMessage *m)
-{
-    if (m->n_unknown_fields)
-        return m->unknown_fields[0].tag;
-    for (unsigned i = 0; i < m->descriptor->n_fields; i++) {
-        const ProtobufCFieldDescriptor *f = &m->descriptor->fields[i];
-        const char *at = (const char *)m + f->offset;
-        bool repeated = f->label == PROTOBUF_C_LABEL_REPEATED;
-        bool in_oneof = (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0;
-        if (f->type != PROTOBUF_C_TYPE_MESSAGE ||
-            (in_oneof && *(const uint32_t *)((const char *)m + f->quantifier_offset) != f->id))
-            continue;
-        size_t n = repeated ? *(const size_t *)((const char *)m + f->quantifier_offset) : 1;
-        ProtobufCMessage *const *items = repeated ? *(ProtobufCMessage *const *const *)at : (ProtobufCMessage *const *)at;
-        for (size_t k = 0; k < n; k++) {
-            uint32_t tag = items[k] ? unknown_field(items[k]) : 0;
-            if (tag)
-                return tag;
-        }
-    }
-    return 0;
-}
-
 /* ---- what each op may be given (its signature, fl_op_def.sig) ---- */
 
 int fl_partition_def_check_inputs(fl_op_kind op, fl_node *const *inputs, int ninputs, fl_status *st)
@@ -311,7 +286,8 @@ static int read_node(reader *r, int index, const Tensorflow__NodeDef *def)
     snprintf(r->index, sizeof r->index, "#%d", index);
     r->node = r->index;
     fl_status why = {0};
-    uint32_t unknown = unknown_field(&def->base);
+    const char *where;
+    uint32_t unknown = wire_unknown_field(&def->base, &where);
     if (unknown)
         return refuse(r, "field %u is not one this task knows", unknown);
     if (wire_check_name((const unsigned char *)def->name, strlen(def->name), &why) != 0)

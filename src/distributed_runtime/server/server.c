@@ -95,6 +95,7 @@ static void free_server(fl_server *s)
     fl_wire_buf_free(&s->out);
     free(s->message);
     free(s->bytes_from);
+    fl_wire_arena_free(s->arena);
     fl_server_join_free(s);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->changed);
@@ -117,6 +118,7 @@ static fl_server *new_server(const fl_cluster *c, const fl_server_options *o)
     fl_rendezvous_set_limits(s->rendezvous, (size_t)s->limits.max_waiting_value_bytes,
                              (size_t)s->limits.max_waiting_value_bytes_total, fl_task_deadline_s());
     s->message = fl_xmalloc(sizeof *s->message);
+    s->arena = fl_wire_arena_new();
     fl_server_join_init(s);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->changed, NULL);

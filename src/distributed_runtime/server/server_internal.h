@@ -47,6 +47,7 @@ struct fl_server {
     const fl_cluster *cluster;
     fl_wire_buf out;      /* the reply being built (loop thread only) */
     fl_wire_message *message; /* the request being served (loop thread; large: names, slots) */
+    fl_wire_arena *arena;     /* its body unpacked; a RUN_PARTITION's goes to its run's job */
     struct fl_server_conn *conns; /* open connections (loop thread; stop frees them) */
     /* In-graph replication across tasks (server_partitions.c). */
     fl_rendezvous *rendezvous;    /* values from other tasks, by step and edge */

@@ -6,8 +6,8 @@
  * peers included; its connection
  * reads nothing more until the reply is out, so replies stay in order, but
  * an ABORT_STEP behind the run is acted on at once. A run's job (its
- * event, the feeds' copy, the outputs' array) is kept by its connection
- * for the next run. */
+ * event, the arena its request was unpacked in, the outputs' array) is kept
+ * by its connection for the next run. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,10 +34,9 @@ typedef struct fl_partition_job {
     fl_server_conn *conn;           /* NULL once the client is gone */
     fl_partition_registry *orphans; /* a gone client's partitions, freed after the run */
     fl_partition_exec *exec;
-    fl_wire_run_partition run;
+    fl_wire_run_partition run;      /* points into arena */
+    fl_wire_arena *arena;           /* the request's message, swapped with the server's */
     uint32_t request_id;
-    unsigned char *feed_bytes;      /* the feeds' values, out of the frame (freed with it) */
-    size_t feed_capacity;
     fl_tensor **outputs;
     int output_capacity;
     fl_wire_step_trace trace;       /* the step's timings, when its client asked (FL_WIRE_RUN_TRACE) */
@@ -178,7 +177,7 @@ static void unlink_job(fl_partition_job *job)
         }
 }
 
-/* What a run left: its outputs, its trace and its request. */
+/* What a run left: its outputs and its trace. */
 static void clear_job(fl_partition_job *job)
 {
     for (int i = 0; i < job->run.lists[0].count; i++) {
@@ -186,7 +185,6 @@ static void clear_job(fl_partition_job *job)
         job->outputs[i] = NULL;
     }
     fl_wire_step_trace_free(&job->trace);
-    fl_wire_run_partition_free(&job->run);
 }
 
 /* After its run: nothing else touches the job. */
@@ -196,7 +194,7 @@ static void free_job(fl_partition_job *job)
         return;
     clear_job(job);
     free(job->outputs);
-    free(job->feed_bytes);
+    fl_wire_arena_free(job->arena);
     free_registry(job->orphans);
     if (job->done)
         event_free(job->done);
@@ -235,26 +233,6 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
     fl_server_resume_reading(c); /* also after --max_bytes_behind_run paused it */
 }
 
-/* The feeds' data lies in the frame, which is drained once this request is
- * served: the run, on its thread, reads a copy. */
-static void keep_feed_values(fl_partition_job *job)
-{
-    size_t total = 0, at = 0;
-    for (int i = 0; i < job->run.nfeeds; i++)
-        total += job->run.feed_values[i].bytes;
-    if (total + 1 > job->feed_capacity) {
-        free(job->feed_bytes);
-        job->feed_bytes = fl_xmalloc(total + 1);
-        job->feed_capacity = total + 1;
-    }
-    for (int i = 0; i < job->run.nfeeds; i++) {
-        fl_wire_tensor *t = &job->run.feed_values[i];
-        memcpy(job->feed_bytes + at, t->data, t->bytes);
-        t->data = job->feed_bytes + at;
-        at += t->bytes;
-    }
-}
-
 /* The connection's job, kept from its last run (or a new one), for run. */
 static fl_partition_job *job_for(fl_server_conn *c, const fl_wire_run_partition *run, int registered_at,
                                  uint32_t request_id)
@@ -280,30 +258,30 @@ static fl_partition_job *job_for(fl_server_conn *c, const fl_wire_run_partition 
     job->code = FL_OK;
     job->error[0] = '\0';
     job->next = s->jobs;
-    keep_feed_values(job);
+    /* The request (feeds included) lies in the server's arena, which the
+     * next frame reuses: the job takes it, the server takes the job's. */
+    fl_wire_arena *spare = job->arena;
+    job->arena = s->arena;
+    s->arena = spare ? spare : fl_wire_arena_new();
     return job;
 }
 
-static void serve_run(fl_server_conn *c, const fl_wire_frame *f)
+static void serve_run(fl_server_conn *c, uint32_t id, const fl_wire_run_partition *run)
 {
     fl_server *s = c->server;
-    fl_wire_run_partition run;
-    fl_status why = {0};
-    if (fl_wire_parse_run_partition(f, &run, &why) != 0) /* checked before: out of memory */
-        return answer_failure(c, f->request_id, FL_INTERNAL, why.message);
-    int i = find_registered(c, run.handle);
+    int i = find_registered(c, run->handle);
     if (i < 0) {
-        fl_status_set(&why, FL_INVALID_ARGUMENT, "RUN_PARTITION: no partition %llu was registered on this connection "
-                      "to %s", (unsigned long long)run.handle, s->name);
-        fl_wire_run_partition_free(&run);
-        return answer_failure(c, f->request_id, why.code, why.message);
+        char why[FL_WIRE_ERROR_LEN];
+        snprintf(why, sizeof why, "RUN_PARTITION: no partition %llu was registered on this connection to %s",
+                 (unsigned long long)run->handle, s->name);
+        return answer_failure(c, id, FL_INVALID_ARGUMENT, why);
     }
-    fl_partition_job *job = job_for(c, &run, i, f->request_id);
+    fl_partition_job *job = job_for(c, run, i, id);
     if (!s->runners)
         s->runners = fl_runner_pool_new();
     if (fl_runner_pool_run(s->runners, run_job, job) != 0) {
         free_job(job);
-        return answer_failure(c, f->request_id, FL_RESOURCE_EXHAUSTED, "cannot start a thread for the run");
+        return answer_failure(c, id, FL_RESOURCE_EXHAUSTED, "cannot start a thread for the run");
     }
     s->jobs = job;
     c->running = job;
@@ -346,7 +324,7 @@ void fl_server_serve_partition_frame(fl_server_conn *c, const fl_wire_frame *f, 
 {
     switch (m->type) {
     case FL_WIRE_REGISTER_PARTITION: serve_register(c, f->request_id, &m->u.body); break;
-    case FL_WIRE_RUN_PARTITION: serve_run(c, f); break;
+    case FL_WIRE_RUN_PARTITION: serve_run(c, f->request_id, &m->u.run); break;
     case FL_WIRE_SEND_TENSOR:
         c->sent_values = true;
         serve_send(c, f->request_id, &m->u.send);

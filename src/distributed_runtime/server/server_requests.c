@@ -11,10 +11,6 @@ static void serve_hello(fl_server_conn *c, uint32_t id, const fl_wire_hello *h)
 {
     fl_server *s = c->server;
     char why[FL_WIRE_ERROR_LEN];
-    if (h->version != FL_WIRE_VERSION) {
-        snprintf(why, sizeof why, "HELLO: protocol version %u; this server speaks %u", h->version, FL_WIRE_VERSION);
-        return fl_server_refuse(c, id, FL_WIRE_E_BAD_FRAME, why);
-    }
     bool is_client = strcmp(h->job, FL_WIRE_CLIENT_JOB) == 0; /* a master in a client: no task */
     if (!is_client && (int)h->task_index >= fl_cluster_num_tasks(s->cluster, h->job)) {
         char job[4 * 64 + 1]; /* the peer's words, escaped and cut */
@@ -59,7 +55,7 @@ void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
         fl_server_peek_while_running(c, f);
     else if (fl_wire_check_order(&c->order, f->type, &st) != 0) {
         fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, st.message);
-    } else if (fl_wire_parse(f, m, &st) != 0) {
+    } else if (fl_wire_parse_in(f, c->server->arena, m, &st) != 0) {
         fl_server_refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, st.message);
     } else {
         fl_server_count(c->server, &c->server->stats.frames, 1);

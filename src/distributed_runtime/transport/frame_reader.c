@@ -1,5 +1,5 @@
 /* frame_reader.c: frames, one at a time, from a blocking socket: the
- * header first (a TLS peer told apart), then the payload it announces,
+ * header first (a TLS peer told apart), then the body and tail it announces,
  * into a buffer grown to hold the frame. */
 #include <errno.h>
 #include <stdio.h>
@@ -28,22 +28,29 @@ static int read_all(int fd, unsigned char *p, size_t len)
     "--tls_cert/--tls_key/--tls_ca and this task not; give this task the same flags"
 
 /* A header, as read_all, but a peer speaking TLS is told apart: it may send
- * a short alert (7 bytes) and close. 1, 0, -1, or -2: TLS (st says so). */
+ * a short alert (7 bytes) and close; and garbage is refused as soon as its
+ * bytes say so, not only once a whole header is in. 1, 0, -1, or -2: TLS
+ * (st says so). */
 static int read_header(int fd, unsigned char *header, fl_status *st)
 {
     size_t got = 0;
     ssize_t n = 1;
-    while (got < FL_WIRE_HEADER_BYTES && n > 0) {
+    fl_wire_frame f;
+    bool bad = false;
+    while (got < FL_WIRE_HEADER_BYTES && n > 0 && !bad) {
         n = recv(fd, header + got, FL_WIRE_HEADER_BYTES - got, 0);
         if (n < 0 && errno == EINTR)
             n = 1;
         else if (n > 0)
             got += (size_t)n;
+        bad = got > 0 && !fl_wire_looks_like_tls(header, got) && fl_wire_decode(header, got, &f, st) == FL_WIRE_BAD;
     }
     if (fl_wire_looks_like_tls(header, got)) {
         fl_status_set(st, FL_UNAVAILABLE, TASK_WITH_TLS, header[0]);
         return -2;
     }
+    if (bad)
+        return -1;
     if (got == FL_WIRE_HEADER_BYTES)
         return 1;
     if (n == 0) {
@@ -77,7 +84,7 @@ int fl_read_frame(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_status *st)
     }
     memcpy(buf->data, header, sizeof header);
     errno = 0;
-    if (read_all(fd, buf->data + sizeof header, announced.payload_len) != 1) {
+    if (read_all(fd, buf->data + sizeof header, announced.frame_len - sizeof header) != 1) {
         bool late = errno == EAGAIN || errno == EWOULDBLOCK;
         return fl_status_set(st, late ? FL_DEADLINE_EXCEEDED : FL_UNAVAILABLE,
                              late ? "no more of a %s frame before the deadline (FLOWLAB_TASK_DEADLINE)"

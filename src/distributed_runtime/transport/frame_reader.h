@@ -8,7 +8,7 @@
 #include "wire.h"
 
 /* Reads one frame into buf (grown as needed). 1: a frame in *f, whose
- * payload is checked by the parse; 0: the stream ended before a frame; -1:
+ * body is checked by the parse; 0: the stream ended before a frame; -1:
  * a bad frame or a failed socket, and st says which; -2: the peer speaks
  * TLS (its bytes are a TLS record: st names the flags). */
 int fl_read_frame(int fd, fl_wire_buf *buf, fl_wire_frame *f, fl_status *st);

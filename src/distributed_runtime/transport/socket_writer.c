@@ -121,7 +121,10 @@ int fl_socket_writer_send(fl_socket_writer *w, fl_wire_buf *buf)
     w->unused = f->next;
     f->next = NULL;
     f->buf = *buf;
+    f->buf.scratch = NULL; /* the encoder's, not the frame's: it stays with the caller */
+    fl_wire_arena *scratch = buf->scratch;
     *buf = w->nspare ? w->spare[--w->nspare] : (fl_wire_buf){0};
+    buf->scratch = scratch;
     if (w->tail)
         w->tail->next = f;
     else

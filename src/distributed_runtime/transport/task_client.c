@@ -110,10 +110,11 @@ static void *read_replies(void *client)
     fl_wire_check_order(&order, FL_WIRE_HELLO_OK, &why); /* open() read it already */
     fl_socket_receive_within(c->fd, 0); /* the handshake's deadline is over: replies may take long */
     fl_wire_message *m = fl_xmalloc(sizeof *m);
+    fl_wire_arena *arena = fl_wire_arena_new(); /* a reply's message, until the next reply's */
     for (;;) {
         fl_wire_frame f;
         int rc = read_frame(c, &buf, &f, &why);
-        if (rc == 1 && (fl_wire_check_order(&order, f.type, &why) != 0 || fl_wire_parse(&f, m, &why) != 0))
+        if (rc == 1 && (fl_wire_check_order(&order, f.type, &why) != 0 || fl_wire_parse_in(&f, arena, m, &why) != 0))
             rc = -1;
         pthread_mutex_lock(&c->lock);
         bool expected = rc == 1 && c->count > 0 && c->queue[c->head].id == f.request_id;
@@ -129,6 +130,7 @@ static void *read_replies(void *client)
         }
     }
     free(m);
+    fl_wire_arena_free(arena);
     fl_wire_buf_free(&buf);
     return NULL;
 }

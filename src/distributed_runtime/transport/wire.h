@@ -1,6 +1,7 @@
 /* wire.h: the bytes tasks send each other in chapter 3 (between-graph replication).
- * Length-prefixed binary frames: encoders append whole frames to a growable buffer; a decoder
- * cuts frames out of received bytes; typed parsers check every field before it is trusted.
+ * Frames: a fixed header, a protobuf body (wire.proto), and for SEND_TENSOR a raw tail of tensor
+ * bytes. Encoders append whole frames to a growable buffer; a decoder cuts frames out of received
+ * bytes; the parser unpacks a body and checks every field before it is trusted.
  * No sockets here: the server and the task client feed and drain the bytes themselves.
  * The format, byte by byte, is book/appendix-wire-protocol.md. */
 #ifndef FLOWLAB_DIST_WIRE_H
@@ -13,12 +14,14 @@
 #include "flowlab.h"
 #include "status.h"
 
-/* ---- the frame header: 16 bytes, every integer big-endian (network order) ----
+/* ---- the frame header: 20 bytes, every integer big-endian (network order) ----
  *   0  magic "FLWP"   4  version u8   5  type u8   6  flags u16 (0)
- *   8  request id u32                 12 payload length u32           */
-#define FL_WIRE_HEADER_BYTES 16u
-#define FL_WIRE_VERSION 1u
-/* Big enough for chapter 1's largest variable (3136x1024 floats, 12.8 MB) with room to spare. */
+ *   8  request id u32  12 body length u32  16 tail length u32 (0 but for SEND_TENSOR)
+ * Both lengths come first so a reader knows the whole frame's size before it parses anything. */
+#define FL_WIRE_HEADER_BYTES 20u
+#define FL_WIRE_VERSION 2u
+/* Body and tail together. Big enough for chapter 1's largest variable (3136x1024 floats,
+ * 12.8 MB) with room to spare. */
 #define FL_WIRE_MAX_PAYLOAD (64u * 1024u * 1024u)
 #define FL_WIRE_MAX_NAME 255u     /* names are 1..255 bytes of '!'..'~' */
 #define FL_WIRE_MAX_MESSAGE 1024u /* an ERROR frame's text, bytes ' '..'~' */
@@ -26,14 +29,14 @@
 #define FL_WIRE_ERROR_LEN 256     /* an ERROR frame's message and buf->error */
 
 typedef enum {
-    FL_WIRE_HELLO = 1,         /* client -> server: job name, task index, version */
+    FL_WIRE_HELLO = 1,         /* client -> server: job name, task index */
     FL_WIRE_HELLO_OK = 2,      /* server -> client: the server's own job name and task */
     /* 3, 5 to 9 and 13 to 18 were the ps store's requests and replies
      * (pulls, updates, synchronous updates, WAIT_STEP), gone with it: a
      * peer that sends one is refused as for any number that is no type. */
     FL_WIRE_INIT_DONE = 4,     /* reply to IS_INITIALIZED: whether the variable has a value */
     FL_WIRE_GOODBYE = 10,      /* the worker has finished -> OK */
-    FL_WIRE_OK = 11,           /* empty payload */
+    FL_WIRE_OK = 11,           /* no body */
     FL_WIRE_ERROR = 12,        /* code and a message for people */
     FL_WIRE_IS_INITIALIZED = 19,  /* name -> INIT_DONE: whether the variable has a value */
     /* In-graph replication across tasks (chapter 3): the client's master
@@ -87,9 +90,16 @@ const char *fl_wire_type_name(int type); /* "RUN_PARTITION"; "?" for a number th
  * Any request may also be answered by ERROR. */
 int fl_wire_reply_type(int request_type);
 
+/* protobuf-c's memory while a body is unpacked or a message built, kept from
+ * frame to frame so a warm step allocates nothing (wire_pb.c). */
+typedef struct fl_wire_arena fl_wire_arena;
+fl_wire_arena *fl_wire_arena_new(void);
+void fl_wire_arena_free(fl_wire_arena *a);
+
 /* ---- encoding: each put appends one whole frame, or nothing ----
  * On failure (a bad argument, out of memory) a put returns -1, leaves the buffer's
- * bytes as they were and says why in buf->error. */
+ * bytes as they were and says why in buf->error. Every put runs the checks the
+ * receiver runs, so a frame that leaves here is one the other side accepts. */
 typedef struct {
     unsigned char *data;
     size_t len, cap;
@@ -98,10 +108,11 @@ typedef struct {
      * writer sends them, and their owner keeps them until they are out. */
     const void *lent;
     size_t lent_len;
+    fl_wire_arena *scratch; /* the message being built (made on first use) */
     char error[FL_WIRE_ERROR_LEN];
 } fl_wire_buf;
 
-void fl_wire_buf_free(fl_wire_buf *buf); /* back to empty; the struct can be reused */
+void fl_wire_buf_free(fl_wire_buf *buf); /* back to empty, scratch freed; the struct can be reused */
 void fl_wire_buf_consume(fl_wire_buf *buf, size_t bytes); /* drops the first bytes */
 
 int fl_wire_put_hello(fl_wire_buf *buf, uint32_t id, const char *job, uint32_t task_index);
@@ -109,9 +120,8 @@ int fl_wire_put_hello_ok(fl_wire_buf *buf, uint32_t id, const char *job, uint32_
 int fl_wire_put_init_done(fl_wire_buf *buf, uint32_t id, bool has_value);
 int fl_wire_put_is_initialized(fl_wire_buf *buf, uint32_t id, const char *name);
 int fl_wire_put_goodbye(fl_wire_buf *buf, uint32_t id);
-/* The handshake (wire_handshake.c): nonces and proofs are FL_WIRE_PROOF_BYTES
- * each. CHALLENGE carries a nonce, PROOF a proof then a nonce, SERVER_PROOF a
- * proof. A proof is HMAC-SHA256 over a nonce (src/distributed_runtime/transport/handshake.h). */
+/* The handshake: CHALLENGE carries a nonce, PROOF a proof and a nonce,
+ * SERVER_PROOF a proof; each 32 bytes, a proof HMAC-SHA256 (handshake.h). */
 #define FL_WIRE_PROOF_BYTES 32u
 int fl_wire_put_challenge(fl_wire_buf *buf, uint32_t id, const unsigned char nonce[FL_WIRE_PROOF_BYTES]);
 int fl_wire_put_proof(fl_wire_buf *buf, uint32_t id, const unsigned char proof[FL_WIRE_PROOF_BYTES],
@@ -122,8 +132,8 @@ int fl_wire_put_ok(fl_wire_buf *buf, uint32_t id);
  * so a server may quote what a peer sent without making an invalid frame. */
 int fl_wire_put_error(fl_wire_buf *buf, uint32_t id, fl_wire_error_code code, const char *message);
 
-/* ---- in-graph replication across tasks (wire_partition.c) ----
- * A list of names (fetches, targets, edge keys) as a u32 count and names. */
+/* ---- in-graph replication across tasks ----
+ * A list of names: fetches, targets. */
 typedef struct {
     int count;
     const char *const *names;
@@ -133,9 +143,9 @@ typedef struct {
 /* RUN_PARTITION's flags: FL_WIRE_RUN_TRACE asks the task for its timings
  * of the step, in PARTITION_DONE's trace field; other bits are refused. */
 #define FL_WIRE_RUN_TRACE 1u
-/* PARTITION_DONE's trace (wire_step_trace.c): the step's length and its
- * ops, in nanoseconds since the task's step began; each event lies within
- * the step. Parsed names point into `storage` (fl_wire_step_trace_free). */
+/* PARTITION_DONE's trace (StepStats): the step's length and its ops, in
+ * nanoseconds since the task's step began; each event lies within the step.
+ * Parsed, it lies in the parse's arena; a copy owns `storage`. */
 #define FL_WIRE_MAX_STEP_NS (86400ull * 1000000000ull) /* a day */
 typedef struct {
     const char *name, *op, *device; /* device: "/job:worker/task:1/cpu:0" */
@@ -148,6 +158,8 @@ typedef struct {
     void *storage;
 } fl_wire_step_trace;
 void fl_wire_step_trace_free(fl_wire_step_trace *t);
+/* A copy that outlives the arena: one block, in out->storage. */
+void fl_wire_step_trace_copy(const fl_wire_step_trace *t, fl_wire_step_trace *out);
 
 /* graph: the partition as partition_def.c encodes it (bytes, no header). */
 int fl_wire_put_register_partition(fl_wire_buf *buf, uint32_t id, const void *graph, size_t len);
@@ -173,9 +185,9 @@ typedef enum { FL_WIRE_BAD = -1, FL_WIRE_NEED_MORE = 0, FL_WIRE_FRAME = 1 } fl_w
 typedef struct {
     fl_wire_type type;
     uint32_t request_id;
-    uint32_t payload_len;
-    const unsigned char *payload; /* inside the caller's bytes */
-    size_t frame_len;             /* header + payload: what to drain afterwards */
+    uint32_t body_len, tail_len;
+    const unsigned char *body, *tail; /* inside the caller's bytes */
+    size_t frame_len;                 /* header + body + tail: what to drain afterwards */
 } fl_wire_frame;
 
 /* FL_WIRE_FRAME: *frame describes the first frame_len bytes. FL_WIRE_NEED_MORE: every
@@ -184,10 +196,10 @@ typedef struct {
  * soon as its bytes arrive, so garbage is refused before a whole header is in. */
 fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, fl_status *st);
 /* What such a header announces: type, request id and lengths, with no
- * payload yet (a reader that places the payload's bytes itself). */
+ * body yet (a reader that places the frame's bytes itself). */
 fl_wire_frame fl_wire_frame_announced(const void *header);
 /* At end of stream: 0 when no bytes are left over, else -1 and DATA_LOSS such as
- * "connection closed inside a frame header (7 of 16 bytes)". */
+ * "connection closed inside a frame header (7 of 20 bytes)". */
 int fl_wire_check_eof(const void *bytes, size_t len, fl_status *st);
 
 /* Whether the first bytes of a stream (1 or more) are a TLS record's, not a
@@ -195,7 +207,7 @@ int fl_wire_check_eof(const void *bytes, size_t len, fl_status *st);
  * --tls_* met one without them; each side names the flags (TLS mismatch). */
 bool fl_wire_looks_like_tls(const void *bytes, size_t len);
 
-/* ---- typed payloads: plain structs; tensor data points into the frame ---- */
+/* ---- typed bodies: plain structs (views); tensor data points into the frame's tail or the arena ---- */
 typedef struct {
     fl_dtype dtype;
     fl_shape shape;              /* rank 0..4, every dim >= 1 */
@@ -208,7 +220,6 @@ typedef struct {
 void fl_wire_tensor_read(const fl_wire_tensor *t, void *dst);
 
 typedef struct {
-    uint8_t version;
     char job[FL_WIRE_MAX_NAME + 1];
     uint32_t task_index;
 } fl_wire_hello; /* HELLO and HELLO_OK */
@@ -229,15 +240,14 @@ typedef struct {
     fl_wire_tensor value;
 } fl_wire_send_tensor;
 
-/* A payload kept whole for a parser of its own: REGISTER_PARTITION's graph,
- * RUN_PARTITION's and PARTITION_DONE's lists (fl_wire_parse checks them). */
+/* A body kept whole for a parser of its own: REGISTER_PARTITION's graph;
+ * RUN_PARTITION's and PARTITION_DONE's when parsed without an arena. */
 typedef struct {
     const unsigned char *data;
     size_t len;
 } fl_wire_bytes;
 
-/* RUN_PARTITION's fields. Names and values point into `storage` (one
- * block: free it with fl_wire_run_partition_free) and the frame. */
+/* RUN_PARTITION's fields; names and values point into the parse's arena. */
 typedef struct {
     uint64_t handle, step_id;
     uint32_t flags; /* FL_WIRE_RUN_TRACE or 0 */
@@ -245,28 +255,15 @@ typedef struct {
     const char **feed_names;
     fl_wire_tensor *feed_values;
     fl_wire_name_list lists[2]; /* fetches, targets (the Sends the step needs among them) */
-    void *storage;
 } fl_wire_run_partition;
-void fl_wire_run_partition_free(fl_wire_run_partition *r);
 
-/* Every parser checks the frame's type, then each field, then that no bytes are left.
- * Return 0, or -1 with DATA_LOSS and a message that starts with the frame type ("IS_INITIALIZED: name is empty"). */
-int fl_wire_parse_hello(const fl_wire_frame *f, fl_wire_hello *out, fl_status *st);
-/* IS_INITIALIZED: one name. */
-int fl_wire_parse_name(const fl_wire_frame *f, char name[FL_WIRE_MAX_NAME + 1], fl_status *st);
-int fl_wire_parse_init_done(const fl_wire_frame *f, bool *has_value, fl_status *st);
-int fl_wire_parse_error(const fl_wire_frame *f, fl_wire_error *out, fl_status *st);
-int fl_wire_parse_empty(const fl_wire_frame *f, fl_status *st); /* GOODBYE, OK */
-int fl_wire_parse_run_partition(const fl_wire_frame *f, fl_wire_run_partition *out, fl_status *st);
-/* PARTITION_DONE: *values (free() it) gets *count tensors that point into the frame;
- * *trace (NULL: checked, not kept) the step's timings (fl_wire_step_trace_free). */
-int fl_wire_parse_partition_done(const fl_wire_frame *f, fl_wire_tensor **values, int *count,
-                                 fl_wire_step_trace *trace, fl_status *st);
-int fl_wire_parse_send_tensor(const fl_wire_frame *f, fl_wire_send_tensor *out, fl_status *st);
-/* PARTITION_REGISTERED, ABORT_STEP, DEREGISTER_PARTITION: one u64. */
-int fl_wire_parse_number(const fl_wire_frame *f, uint64_t *number, fl_status *st);
-/* CHALLENGE, PROOF, SERVER_PROOF: the fields their type carries; the others zero. */
-int fl_wire_parse_handshake(const fl_wire_frame *f, fl_wire_handshake *out, fl_status *st);
+/* PARTITION_DONE's fields, in the parse's arena: one value per fetch, and
+ * the trace (count 0 when the run was not traced). */
+typedef struct {
+    int count;
+    fl_wire_tensor *values;
+    fl_wire_step_trace trace;
+} fl_wire_partition_done;
 
 /* Any frame, by its type: the field of the union named after the type is filled. */
 typedef struct {
@@ -279,12 +276,24 @@ typedef struct {
         fl_wire_error error;        /* ERROR */
         uint64_t number;            /* PARTITION_REGISTERED, DEREGISTER_PARTITION: handle; ABORT_STEP: step */
         fl_wire_send_tensor send;   /* SEND_TENSOR */
-        fl_wire_bytes body;         /* REGISTER_PARTITION, RUN_PARTITION, PARTITION_DONE (checked) */
+        fl_wire_bytes body;         /* REGISTER_PARTITION; RUN_PARTITION, PARTITION_DONE without an arena */
+        fl_wire_run_partition run;  /* RUN_PARTITION, with an arena */
+        fl_wire_partition_done done; /* PARTITION_DONE, with an arena */
         fl_wire_handshake handshake; /* CHALLENGE, PROOF, SERVER_PROOF */
     } u;
 } fl_wire_message;
 
-int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, fl_status *st);
+/* Unpacks the body, refuses fields this build does not know and any body
+ * not in the form this build would encode (the size differs: a field twice,
+ * a string with a NUL byte), then checks each field, as the encoders do.
+ * Returns 0, or -1 with DATA_LOSS and a message that starts with the frame
+ * type ("IS_INITIALIZED: name is empty"). With an arena (reset first), the
+ * views of RUN_PARTITION and PARTITION_DONE are filled and live in it until
+ * its next parse; without one (NULL) those two are checked and left in u.body. */
+int fl_wire_parse_in(const fl_wire_frame *f, fl_wire_arena *arena, fl_wire_message *out, fl_status *st);
+int fl_wire_parse(const fl_wire_frame *f, fl_wire_message *out, fl_status *st); /* no arena */
+/* PARTITION_REGISTERED, ABORT_STEP, DEREGISTER_PARTITION: the handle or step. */
+int fl_wire_parse_number(const fl_wire_frame *f, uint64_t *number, fl_status *st);
 
 /* ---- the order of frames on one connection ----
  * A server checks what it receives: HELLO first, then requests, nothing after GOODBYE.

@@ -1,157 +1,95 @@
-/* wire_frame.c: the wire protocol's frames as a whole, not their payloads.
- * The growable buffer frames are built in, the 16-byte header (written and checked),
- * cutting frames out of a byte stream, and which frame may come when on a connection. */
-#include <stdarg.h>
+/* wire_frame.c: the wire protocol's frames as a whole, not their bodies.
+ * What each type carries (its body's message, how big, whether a tail may follow),
+ * the 20-byte header (written, and checked as its bytes arrive), cutting frames out
+ * of a byte stream. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "wire_internal.h"
 
 static const unsigned char MAGIC[4] = {'F', 'L', 'W', 'P'};
 
-static const char *const TYPE_NAMES[FL_WIRE_TYPE_COUNT] = {
-    [FL_WIRE_HELLO] = "HELLO", [FL_WIRE_HELLO_OK] = "HELLO_OK", [FL_WIRE_INIT_DONE] = "INIT_DONE",
-    [FL_WIRE_GOODBYE] = "GOODBYE", [FL_WIRE_OK] = "OK", [FL_WIRE_ERROR] = "ERROR",
-    [FL_WIRE_IS_INITIALIZED] = "IS_INITIALIZED", "REGISTER_PARTITION", "PARTITION_REGISTERED", "RUN_PARTITION", "PARTITION_DONE", "SEND_TENSOR",
-    "ABORT_STEP", "DEREGISTER_PARTITION",
-    [FL_WIRE_CHALLENGE] = "CHALLENGE", [FL_WIRE_PROOF] = "PROOF", [FL_WIRE_SERVER_PROOF] = "SERVER_PROOF",
-};
+typedef struct {
+    const char *name;                      /* NULL: the number is no type */
+    const ProtobufCMessageDescriptor *body; /* NULL: an empty body, or REGISTER_PARTITION's own */
+    uint32_t max_body;                     /* refused from the header above this */
+    bool tail;                             /* SEND_TENSOR's elements follow the body */
+    fl_wire_type reply;                    /* 0: no request */
+} type_info;
 
-/* The most payload each type can need: frames that carry no tensor are small, so a
- * 60 MB IS_INITIALIZED is refused from its header instead of being buffered first. */
-static const uint32_t MAX_PAYLOAD[FL_WIRE_TYPE_COUNT] = {
-    [FL_WIRE_HELLO] = 1 + 1 + FL_WIRE_MAX_NAME + 4,
-    [FL_WIRE_HELLO_OK] = 1 + 1 + FL_WIRE_MAX_NAME + 4,
-    [FL_WIRE_INIT_DONE] = 1,
-    [FL_WIRE_GOODBYE] = 0,
-    [FL_WIRE_OK] = 0,
-    [FL_WIRE_ERROR] = 2 + 2 + FL_WIRE_MAX_MESSAGE,
-    [FL_WIRE_IS_INITIALIZED] = 1 + FL_WIRE_MAX_NAME,
-    [FL_WIRE_REGISTER_PARTITION] = FL_WIRE_MAX_PAYLOAD,
-    [FL_WIRE_PARTITION_REGISTERED] = 8,
-    [FL_WIRE_RUN_PARTITION] = FL_WIRE_MAX_PAYLOAD,
-    [FL_WIRE_PARTITION_DONE] = FL_WIRE_MAX_PAYLOAD,
-    [FL_WIRE_SEND_TENSOR] = FL_WIRE_MAX_PAYLOAD,
-    [FL_WIRE_ABORT_STEP] = 8,
-    [FL_WIRE_DEREGISTER_PARTITION] = 8,
-    [FL_WIRE_CHALLENGE] = FL_WIRE_PROOF_BYTES,
-    [FL_WIRE_PROOF] = 2 * FL_WIRE_PROOF_BYTES,
-    [FL_WIRE_SERVER_PROOF] = FL_WIRE_PROOF_BYTES,
+/* Largest bodies, in protobuf's bytes: a name is a tag, a 2-byte length and
+ * 255 bytes; a u32 a tag and up to 5 bytes; a u64 up to 10; a nonce or
+ * proof a tag, a length and 32 bytes. A frame that carries no tensor is
+ * small, so a 60 MB IS_INITIALIZED is refused before it is buffered. */
+#define NAME_FIELD (1u + 2u + FL_WIRE_MAX_NAME)
+#define U32_FIELD (1u + 5u)
+#define U64_FIELD (1u + 10u)
+#define BLOCK_FIELD (1u + 1u + FL_WIRE_PROOF_BYTES)
+
+static const type_info TYPES[FL_WIRE_TYPE_COUNT] = {
+    [FL_WIRE_HELLO] = {"HELLO", &flowlab__hello__descriptor, NAME_FIELD + U32_FIELD, false, FL_WIRE_HELLO_OK},
+    [FL_WIRE_HELLO_OK] = {"HELLO_OK", &flowlab__hello__descriptor, NAME_FIELD + U32_FIELD, false, 0},
+    [FL_WIRE_INIT_DONE] = {"INIT_DONE", &flowlab__is_initialized_response__descriptor, 2, false, 0},
+    [FL_WIRE_GOODBYE] = {"GOODBYE", NULL, 0, false, FL_WIRE_OK},
+    [FL_WIRE_OK] = {"OK", NULL, 0, false, 0},
+    [FL_WIRE_ERROR] = {"ERROR", &flowlab__error__descriptor, U32_FIELD + 1 + 2 + FL_WIRE_MAX_MESSAGE, false, 0},
+    [FL_WIRE_IS_INITIALIZED] = {"IS_INITIALIZED", &flowlab__is_initialized_request__descriptor, NAME_FIELD, false,
+                                FL_WIRE_INIT_DONE},
+    [FL_WIRE_REGISTER_PARTITION] = {"REGISTER_PARTITION", NULL, FL_WIRE_MAX_PAYLOAD, false,
+                                    FL_WIRE_PARTITION_REGISTERED},
+    [FL_WIRE_PARTITION_REGISTERED] = {"PARTITION_REGISTERED", &flowlab__register_graph_response__descriptor,
+                                      U64_FIELD, false, 0},
+    [FL_WIRE_RUN_PARTITION] = {"RUN_PARTITION", &flowlab__run_graph_request__descriptor, FL_WIRE_MAX_PAYLOAD, false,
+                               FL_WIRE_PARTITION_DONE},
+    [FL_WIRE_PARTITION_DONE] = {"PARTITION_DONE", &flowlab__run_graph_response__descriptor, FL_WIRE_MAX_PAYLOAD,
+                                false, 0},
+    [FL_WIRE_SEND_TENSOR] = {"SEND_TENSOR", &flowlab__send_tensor_request__descriptor, 4096, true, FL_WIRE_OK},
+    [FL_WIRE_ABORT_STEP] = {"ABORT_STEP", &flowlab__abort_step_request__descriptor, U64_FIELD, false, FL_WIRE_OK},
+    [FL_WIRE_DEREGISTER_PARTITION] = {"DEREGISTER_PARTITION", &flowlab__deregister_graph_request__descriptor,
+                                      U64_FIELD, false, FL_WIRE_OK},
+    [FL_WIRE_CHALLENGE] = {"CHALLENGE", &flowlab__challenge__descriptor, BLOCK_FIELD, false, 0},
+    [FL_WIRE_PROOF] = {"PROOF", &flowlab__proof__descriptor, 2 * BLOCK_FIELD, false, FL_WIRE_SERVER_PROOF},
+    [FL_WIRE_SERVER_PROOF] = {"SERVER_PROOF", &flowlab__server_proof__descriptor, BLOCK_FIELD, false, 0},
 };
 
 /* A number with no name is no type: the numbers between two groups of types too. */
 static bool type_known(int type)
 {
-    return type > 0 && type < FL_WIRE_TYPE_COUNT && TYPE_NAMES[type] != NULL;
+    return type > 0 && type < FL_WIRE_TYPE_COUNT && TYPES[type].name != NULL;
 }
 
 const char *fl_wire_type_name(int type)
 {
-    return type_known(type) ? TYPE_NAMES[type] : "?";
+    return type_known(type) ? TYPES[type].name : "?";
 }
 
+/* PROOF's reply is SERVER_PROOF, then HELLO_OK. */
 int fl_wire_reply_type(int request_type)
 {
-    switch (request_type) {
-    case FL_WIRE_HELLO: return FL_WIRE_HELLO_OK;
-    case FL_WIRE_GOODBYE: return FL_WIRE_OK;
-    case FL_WIRE_IS_INITIALIZED: return FL_WIRE_INIT_DONE;
-    case FL_WIRE_REGISTER_PARTITION: return FL_WIRE_PARTITION_REGISTERED;
-    case FL_WIRE_RUN_PARTITION: return FL_WIRE_PARTITION_DONE;
-    case FL_WIRE_SEND_TENSOR:
-    case FL_WIRE_ABORT_STEP:
-    case FL_WIRE_DEREGISTER_PARTITION: return FL_WIRE_OK;
-    case FL_WIRE_PROOF: return FL_WIRE_SERVER_PROOF; /* then HELLO_OK */
-    default: return 0;
-    }
+    return type_known(request_type) ? (int)TYPES[request_type].reply : 0;
 }
 
-/* ---- the buffer ---- */
-
-void fl_wire_buf_free(fl_wire_buf *buf)
+const ProtobufCMessageDescriptor *wire_body_of(fl_wire_type type)
 {
-    free(buf->data);
-    buf->data = NULL;
-    buf->len = buf->cap = 0;
+    return type_known((int)type) ? TYPES[type].body : NULL;
 }
 
-void fl_wire_buf_consume(fl_wire_buf *buf, size_t bytes)
+uint32_t wire_max_body(fl_wire_type type)
 {
-    if (bytes >= buf->len) {
-        buf->len = 0;
-        return;
-    }
-    memmove(buf->data, buf->data + bytes, buf->len - bytes);
-    buf->len -= bytes;
+    return type_known((int)type) ? TYPES[type].max_body : 0;
 }
 
-unsigned char *wire_extend(fl_wire_buf *buf, size_t len)
-{
-    if (len > buf->cap - buf->len) {
-        size_t cap = buf->cap ? buf->cap : 256;
-        while (cap - buf->len < len)
-            cap *= 2; /* frames are at most 64 MiB, far from overflowing size_t */
-        unsigned char *grown = realloc(buf->data, cap);
-        if (!grown)
-            return NULL;
-        buf->data = grown;
-        buf->cap = cap;
-    }
-    unsigned char *out = buf->data + buf->len;
-    buf->len += len;
-    return out;
-}
+/* ---- writing and reading the header ---- */
 
-int wire_append(fl_wire_buf *buf, const void *bytes, size_t len)
+void wire_write_header(unsigned char *h, fl_wire_type type, uint32_t id, size_t body, size_t tail_len)
 {
-    unsigned char *out = wire_extend(buf, len);
-    if (!out)
-        return -1;
-    if (len)
-        memcpy(out, bytes, len);
-    return 0;
-}
-
-long wire_begin(fl_wire_buf *buf, fl_wire_type type, uint32_t id)
-{
-    size_t start = buf->len;
-    unsigned char *h = wire_extend(buf, FL_WIRE_HEADER_BYTES);
-    if (!h) {
-        snprintf(buf->error, sizeof buf->error, "%s: out of memory", fl_wire_type_name(type));
-        return -1;
-    }
     memcpy(h, MAGIC, 4);
     h[4] = FL_WIRE_VERSION;
     h[5] = (unsigned char)type;
-    wire_store_u16(h + 6, 0);
+    h[6] = h[7] = 0;
     wire_store_u32(h + 8, id);
-    wire_store_u32(h + 12, 0);
-    return (long)start;
-}
-
-int wire_abort(fl_wire_buf *buf, long start, const char *fmt, ...)
-{
-    buf->len = (size_t)start;
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(buf->error, sizeof buf->error, fmt, args);
-    va_end(args);
-    return -1;
-}
-
-int wire_end(fl_wire_buf *buf, long start) { return wire_end_before(buf, start, 0); }
-
-int wire_end_before(fl_wire_buf *buf, long start, size_t following)
-{
-    unsigned char *h = buf->data + start;
-    size_t payload = buf->len - (size_t)start - FL_WIRE_HEADER_BYTES + following;
-    fl_wire_type type = (fl_wire_type)h[5];
-    if (payload > MAX_PAYLOAD[type])
-        return wire_abort(buf, start, "%s: payload of %zu bytes over the %u limit",
-                          fl_wire_type_name(type), payload, (unsigned)MAX_PAYLOAD[type]);
-    wire_store_u32(h + 12, (uint32_t)payload);
-    return 0;
+    wire_store_u32(h + 12, (uint32_t)body);
+    wire_store_u32(h + 16, (uint32_t)tail_len);
 }
 
 /* ---- decoding ---- */
@@ -167,6 +105,23 @@ static void bad_magic(const unsigned char *b, size_t n, fl_status *st)
     fl_status_set(st, FL_DATA_LOSS, "bad magic 0x%s (\"%s\"), expected 0x464c5750 (\"FLWP\")", hex, text);
 }
 
+/* The lengths, once all 20 bytes are in: each within its type's limits. */
+static int check_lengths(const unsigned char *b, fl_status *st)
+{
+    const type_info *t = &TYPES[b[5]];
+    uint32_t body = wire_load_u32(b + 12), tail = wire_load_u32(b + 16);
+    if (body > t->max_body)
+        return fl_status_set(st, FL_DATA_LOSS, "%s: body length %u over the %u limit for this frame type", t->name,
+                             (unsigned)body, (unsigned)t->max_body);
+    if (tail > 0 && !t->tail)
+        return fl_status_set(st, FL_DATA_LOSS, "%s: tail length %u; only SEND_TENSOR has a tail", t->name,
+                             (unsigned)tail);
+    if (tail > FL_WIRE_MAX_PAYLOAD - body)
+        return fl_status_set(st, FL_DATA_LOSS, "%s: body and tail of %u + %u bytes, over the %u limit", t->name,
+                             (unsigned)body, (unsigned)tail, FL_WIRE_MAX_PAYLOAD);
+    return 0;
+}
+
 /* Checks the header fields among the first len bytes; 0 when all of those are valid. */
 static int check_header(const unsigned char *b, size_t len, fl_status *st)
 {
@@ -175,34 +130,23 @@ static int check_header(const unsigned char *b, size_t len, fl_status *st)
         bad_magic(b, n, st);
         return -1;
     }
-    if (len > 4 && b[4] != FL_WIRE_VERSION) {
-        fl_status_set(st, FL_DATA_LOSS, "version %u not supported (this build speaks version %u)", b[4],
-                      FL_WIRE_VERSION);
-        return -1;
-    }
-    if (len > 5 && !type_known(b[5])) {
-        fl_status_set(st, FL_DATA_LOSS, "unknown frame type %u", b[5]);
-        return -1;
-    }
-    if (len >= 8 && wire_load_u16(b + 6) != 0) {
-        fl_status_set(st, FL_DATA_LOSS, "%s: flags 0x%04x not supported (must be 0)",
-                      fl_wire_type_name(b[5]), wire_load_u16(b + 6));
-        return -1;
-    }
-    if (len < FL_WIRE_HEADER_BYTES)
-        return 0;
-    uint32_t payload = wire_load_u32(b + 12);
-    if (payload > FL_WIRE_MAX_PAYLOAD) {
-        fl_status_set(st, FL_DATA_LOSS, "%s: payload length %u over the %u limit", fl_wire_type_name(b[5]),
-                      (unsigned)payload, FL_WIRE_MAX_PAYLOAD);
-        return -1;
-    }
-    if (payload > MAX_PAYLOAD[b[5]]) {
-        fl_status_set(st, FL_DATA_LOSS, "%s: payload length %u over the %u limit for this frame type",
-                      fl_wire_type_name(b[5]), (unsigned)payload, (unsigned)MAX_PAYLOAD[b[5]]);
-        return -1;
-    }
-    return 0;
+    if (len > 4 && b[4] != FL_WIRE_VERSION)
+        return fl_status_set(st, FL_DATA_LOSS, "version %u not supported (this build speaks version %u)", b[4],
+                             FL_WIRE_VERSION);
+    if (len > 5 && !type_known(b[5]))
+        return fl_status_set(st, FL_DATA_LOSS, "unknown frame type %u", b[5]);
+    if (len >= 8 && (b[6] | b[7]) != 0)
+        return fl_status_set(st, FL_DATA_LOSS, "%s: flags 0x%02x%02x not supported (must be 0)",
+                             fl_wire_type_name(b[5]), b[6], b[7]);
+    return len < FL_WIRE_HEADER_BYTES ? 0 : check_lengths(b, st);
+}
+
+fl_wire_frame fl_wire_frame_announced(const void *header)
+{
+    const unsigned char *b = header;
+    uint32_t body = wire_load_u32(b + 12), tail = wire_load_u32(b + 16);
+    return (fl_wire_frame){.type = (fl_wire_type)b[5], .request_id = wire_load_u32(b + 8), .body_len = body,
+                           .tail_len = tail, .frame_len = FL_WIRE_HEADER_BYTES + (size_t)body + tail};
 }
 
 fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *frame, fl_status *st)
@@ -214,39 +158,25 @@ fl_wire_status fl_wire_decode(const void *bytes, size_t len, fl_wire_frame *fram
         return FL_WIRE_BAD;
     if (len < FL_WIRE_HEADER_BYTES)
         return FL_WIRE_NEED_MORE;
-    uint32_t payload = wire_load_u32(b + 12);
-    if (len - FL_WIRE_HEADER_BYTES < payload)
+    fl_wire_frame f = fl_wire_frame_announced(b);
+    if (len < f.frame_len)
         return FL_WIRE_NEED_MORE;
-    frame->type = (fl_wire_type)b[5];
-    frame->request_id = wire_load_u32(b + 8);
-    frame->payload_len = payload;
-    frame->payload = b + FL_WIRE_HEADER_BYTES;
-    frame->frame_len = FL_WIRE_HEADER_BYTES + (size_t)payload;
+    f.body = b + FL_WIRE_HEADER_BYTES;
+    f.tail = f.body + f.body_len;
+    *frame = f;
     return FL_WIRE_FRAME;
-}
-
-fl_wire_frame fl_wire_frame_announced(const void *header)
-{
-    const unsigned char *b = header;
-    uint32_t payload = wire_load_u32(b + 12);
-    return (fl_wire_frame){.type = (fl_wire_type)b[5], .request_id = wire_load_u32(b + 8),
-                           .payload_len = payload, .frame_len = FL_WIRE_HEADER_BYTES + (size_t)payload};
 }
 
 int fl_wire_check_eof(const void *bytes, size_t len, fl_status *st)
 {
     if (len == 0)
         return 0;
-    if (len < FL_WIRE_HEADER_BYTES) {
-        fl_status_set(st, FL_DATA_LOSS, "connection closed inside a frame header (%zu of %u bytes)", len,
-                      FL_WIRE_HEADER_BYTES);
-        return -1;
-    }
-    const unsigned char *b = bytes;
-    uint32_t payload = wire_load_u32(b + 12);
-    fl_status_set(st, FL_DATA_LOSS, "connection closed inside a %s payload (%zu of %u bytes)",
-                  fl_wire_type_name(b[5]), len - FL_WIRE_HEADER_BYTES, (unsigned)payload);
-    return -1;
+    if (len < FL_WIRE_HEADER_BYTES)
+        return fl_status_set(st, FL_DATA_LOSS, "connection closed inside a frame header (%zu of %u bytes)", len,
+                             FL_WIRE_HEADER_BYTES);
+    fl_wire_frame f = fl_wire_frame_announced(bytes);
+    return fl_status_set(st, FL_DATA_LOSS, "connection closed inside a %s frame (%zu of %zu bytes)",
+                         fl_wire_type_name(f.type), len, f.frame_len);
 }
 
 bool fl_wire_looks_like_tls(const void *bytes, size_t len)
@@ -257,87 +187,4 @@ bool fl_wire_looks_like_tls(const void *bytes, size_t len)
     if (len == 1) /* the rest is late: a handshake or an alert is all a peer sends first */
         return b[0] == 0x16 || b[0] == 0x15;
     return b[0] >= 0x14 && b[0] <= 0x17 && b[1] == 0x03; /* a record's type, then TLS's major version */
-}
-
-/* ---- the order of frames ---- */
-
-void fl_wire_conn_init(fl_wire_conn *conn, fl_wire_role role)
-{
-    conn->role = role;
-    conn->stage = FL_WIRE_AWAIT_HELLO;
-}
-
-static bool is_request(fl_wire_type type)
-{
-    return fl_wire_reply_type(type) != 0;
-}
-
-static int server_order(fl_wire_conn *conn, fl_wire_type type, fl_status *st)
-{
-    const char *name = fl_wire_type_name(type);
-    if (conn->stage == FL_WIRE_CLOSED) {
-        fl_status_set(st, FL_FAILED_PRECONDITION, "%s after GOODBYE: the connection is finished", name);
-        return -1;
-    }
-    if (!is_request(type)) {
-        fl_status_set(st, FL_FAILED_PRECONDITION, "%s is a reply; a client sends requests", name);
-        return -1;
-    }
-    if (conn->stage == FL_WIRE_AWAIT_HELLO && type != FL_WIRE_HELLO) {
-        fl_status_set(st, FL_FAILED_PRECONDITION, "%s before HELLO: a connection starts with HELLO", name);
-        return -1;
-    }
-    if ((conn->stage == FL_WIRE_AWAIT_PROOF) != (type == FL_WIRE_PROOF)) {
-        fl_status_set(st, FL_FAILED_PRECONDITION,
-                      type == FL_WIRE_PROOF ? "PROOF without a CHALLENGE"
-                                            : "%s before PROOF: this task asks for the cluster secret's proof",
-                      name);
-        return -1;
-    }
-    if (conn->stage == FL_WIRE_READY && type == FL_WIRE_HELLO) {
-        fl_status_set(st, FL_FAILED_PRECONDITION, "HELLO twice on one connection");
-        return -1;
-    }
-    conn->stage = type == FL_WIRE_HELLO || type == FL_WIRE_PROOF ? FL_WIRE_READY
-                  : type == FL_WIRE_GOODBYE                     ? FL_WIRE_CLOSED
-                                                                : conn->stage;
-    return 0;
-}
-
-static int client_order(fl_wire_conn *conn, fl_wire_type type, fl_status *st)
-{
-    const char *name = fl_wire_type_name(type);
-    if (is_request(type)) {
-        fl_status_set(st, FL_FAILED_PRECONDITION, "%s is a request; a server sends replies", name);
-        return -1;
-    }
-    if (type == FL_WIRE_ERROR)
-        return 0; /* the server may refuse anything, HELLO included */
-    if (type == FL_WIRE_CHALLENGE || type == FL_WIRE_SERVER_PROOF) {
-        if (conn->stage == FL_WIRE_AWAIT_HELLO)
-            return 0; /* the handshake comes before HELLO_OK */
-        fl_status_set(st, FL_FAILED_PRECONDITION, "%s after HELLO_OK: the handshake is over", name);
-        return -1;
-    }
-    if (conn->stage == FL_WIRE_AWAIT_HELLO && type != FL_WIRE_HELLO_OK) {
-        fl_status_set(st, FL_FAILED_PRECONDITION, "%s before HELLO_OK: the server answers HELLO first", name);
-        return -1;
-    }
-    if (conn->stage == FL_WIRE_READY && type == FL_WIRE_HELLO_OK) {
-        fl_status_set(st, FL_FAILED_PRECONDITION, "HELLO_OK twice on one connection");
-        return -1;
-    }
-    conn->stage = FL_WIRE_READY;
-    return 0;
-}
-
-int fl_wire_check_order(fl_wire_conn *conn, fl_wire_type type, fl_status *st)
-{
-    if (!type_known((int)type)) {
-        fl_status_set(st, FL_FAILED_PRECONDITION, "unknown frame type %d", (int)type);
-        return -1;
-    }
-    if (conn->role == FL_WIRE_SERVER_SIDE)
-        return server_order(conn, type, st);
-    return client_order(conn, type, st);
 }

@@ -1,31 +1,18 @@
-/* wire_internal.h: what the wire protocol's three files share and nobody else needs.
- * Big-endian integers byte by byte (so the host's byte order never reaches the wire),
- * opening and closing a frame in a buffer, and the rule for which bytes a name may hold. */
+/* wire_internal.h: what the wire protocol's files share and nobody else needs:
+ * big-endian integers for the header (so the host's byte order never reaches the wire),
+ * the arena protobuf-c allocates in, packing and unpacking a body, and the field checks. */
 #ifndef FLOWLAB_DIST_WIRE_INTERNAL_H
 #define FLOWLAB_DIST_WIRE_INTERNAL_H
 
 #include <string.h>
 
 #include "wire.h"
-
-/* Bytes a tensor's fixed fields take: dtype, rank, four dims at most, data length. */
-#define WIRE_TENSOR_HEAD_MAX (1u + 1u + 4u * FL_MAX_RANK + 4u)
-
-static inline void wire_store_u16(unsigned char *out, uint16_t v)
-{
-    out[0] = (unsigned char)(v >> 8);
-    out[1] = (unsigned char)v;
-}
+#include "wire.pb-c.h" /* generated into build/gen/distributed_runtime/ */
 
 static inline void wire_store_u32(unsigned char *out, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
         out[i] = (unsigned char)(v >> (24 - 8 * i));
-}
-
-static inline uint16_t wire_load_u16(const unsigned char *in)
-{
-    return (uint16_t)((in[0] << 8) | in[1]);
 }
 
 static inline uint32_t wire_load_u32(const unsigned char *in)
@@ -48,57 +35,65 @@ static inline bool wire_name_byte_ok(unsigned char c)
 int wire_check_name(const unsigned char *bytes, size_t len, fl_status *st);
 int wire_check_shape(int rank, const int *dims, int64_t *count, fl_status *st);
 void wire_format_dims(int rank, const int *dims, char *out, size_t len); /* "[3,-1]" */
+/* The same for a message's fields, failing with DATA_LOSS "TYPE: why". A
+ * tensor's elements are its tensor_content, or (tail not NULL) the tail. */
+int wire_refuse(fl_wire_type type, fl_status *st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int wire_check_field(fl_wire_type type, const char *what, const char *name, fl_status *st); /* a name */
+int wire_check_count(fl_wire_type type, const char *what, size_t n, fl_status *st);        /* a list's */
+int wire_view_tensor(fl_wire_type type, const char *what, const Tensorflow__TensorProto *t, const fl_wire_bytes *tail,
+                     fl_wire_tensor *out, fl_status *st);
 
-/* wire_frame.c: frames are built in place. wire_begin writes a header with a zero
- * length and returns the frame's offset (or -1 when memory runs out); wire_append adds
- * payload bytes; wire_end fills in the payload length, or wire_abort drops the frame. */
-long wire_begin(fl_wire_buf *buf, fl_wire_type type, uint32_t id);
+/* wire_frame.c: the per-type facts (the body's message, its largest size),
+ * and a header's 20 bytes written at h. */
+const ProtobufCMessageDescriptor *wire_body_of(fl_wire_type type);
+uint32_t wire_max_body(fl_wire_type type);
+void wire_write_header(unsigned char *h, fl_wire_type type, uint32_t id, size_t body, size_t tail_len);
+
+/* wire_buf.c: room for len bytes at the buffer's end (NULL when memory runs out). */
+unsigned char *wire_extend(fl_wire_buf *buf, size_t len);
 int wire_append(fl_wire_buf *buf, const void *bytes, size_t len);
-unsigned char *wire_extend(fl_wire_buf *buf, size_t len); /* room for len bytes, or NULL */
-int wire_end(fl_wire_buf *buf, long start);
-/* wire_end for a frame whose last `following` bytes the caller sends itself. */
-int wire_end_before(fl_wire_buf *buf, long start, size_t following);
-int wire_abort(fl_wire_buf *buf, long start, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
-/* wire_cursor.c: a cursor that walks a payload, checking that each field's
- * bytes are there before it reads them; every failure says "TYPE: why". */
-typedef struct {
-    const unsigned char *p;
-    size_t left;              /* in memory at p */
-    fl_wire_type type;
-    fl_status *st;            /* DATA_LOSS, with "TYPE: " before the message */
-} wire_cursor;
-int wire_cursor_open(wire_cursor *c, const fl_wire_frame *f, bool type_ok, const char *parser, fl_status *st);
-int wire_fail(wire_cursor *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int wire_take(wire_cursor *c, size_t n, const char *what, const unsigned char **out);
-int wire_get_u8(wire_cursor *c, const char *what, unsigned *v);
-int wire_get_u32(wire_cursor *c, const char *what, uint32_t *v);
-int wire_get_u64(wire_cursor *c, const char *what, uint64_t *v);
-int wire_get_name(wire_cursor *c, const char *what, char out[FL_WIRE_MAX_NAME + 1]);
-int wire_get_pooled_name(wire_cursor *c, const char *what, char **pool, const char **out);
-int wire_get_tensor(wire_cursor *c, fl_wire_tensor *t);
-int wire_finish(wire_cursor *c); /* -1 when bytes are left over */
+/* wire_put.c: a header with room for a body after it (returned; tail_len
+ * bytes follow, appended or lent), and msg (NULL: none) checked as its
+ * receiver will, then packed after its header. NULL or -1 with buf->error
+ * when a frame is too big or memory runs out, the buffer as it was. */
+unsigned char *wire_put_header(fl_wire_buf *buf, fl_wire_type type, uint32_t id, size_t body, size_t tail_len);
+int wire_put_message(fl_wire_buf *buf, fl_wire_type type, uint32_t id, const ProtobufCMessage *msg, size_t tail_len);
 
-/* wire_encode.c: the field writers (big-endian; a name u8 length + bytes;
- * a tensor's head and little-endian data). On failure the frame from
- * `start` is dropped and buf->error says why. */
-int wire_put_u8(fl_wire_buf *buf, unsigned v);
-int wire_put_u32(fl_wire_buf *buf, uint32_t v);
-int wire_put_u64(fl_wire_buf *buf, uint64_t v);
-int wire_put_name(fl_wire_buf *buf, long start, fl_wire_type type, const char *what, const char *name);
-int wire_put_tensor(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t);
-/* All but the data, whose length *bytes the frame's end counts (wire_end_before). */
-int wire_put_tensor_head(fl_wire_buf *buf, long start, fl_wire_type type, const fl_tensor *t, size_t *bytes);
+/* wire_pb.c: the arena: chunks kept from frame to frame, the first maybe a
+ * caller's block (a small frame's, on the stack: never freed). */
+typedef union wire_chunk {
+    struct {
+        union wire_chunk *next;
+        size_t cap, used; /* bytes after this header */
+    };
+    max_align_t align; /* the bytes after it are aligned for anything */
+} wire_chunk;
+struct fl_wire_arena {
+    ProtobufCAllocator allocator;
+    wire_chunk *first, *current, *borrowed;
+    size_t budget, charged;
+    bool over_budget; /* an allocation was refused for the budget */
+};
+void wire_arena_on(fl_wire_arena *a, void *block, size_t cap);
+void wire_arena_release(fl_wire_arena *a); /* frees what it malloc'd, not a borrowed block */
+void wire_arena_reset(fl_wire_arena *a, size_t budget);
+void *wire_arena_alloc(fl_wire_arena *a, size_t size); /* NULL past the budget */
+/* The body unpacked as its type's message, with no unknown field and in
+ * the form this build encodes; NULL and DATA_LOSS "TYPE: why" otherwise. */
+ProtobufCMessage *wire_unpack(const fl_wire_frame *f, fl_wire_arena *a, fl_status *st);
+/* The first field a message (or one it holds) has that this build does not
+ * know: its number, or 0; *where the message's type. */
+uint32_t wire_unknown_field(const ProtobufCMessage *m, const char **where);
 
-/* wire_partition.c: the frames of in-graph replication across tasks. */
-bool wire_is_partition_frame(fl_wire_type type);
-int wire_parse_partition_frame(const fl_wire_frame *f, fl_wire_message *out, fl_status *st);
+/* wire_views.c: a body's checks, which the encoders run too: 0, or -1 with
+ * DATA_LOSS "TYPE: why". */
+int wire_check_body(fl_wire_type type, const ProtobufCMessage *msg, size_t tail_len, fl_status *st);
 
-/* wire_step_trace.c: PARTITION_DONE's trace field, before its values (a
- * value's data may be the part of the payload received apart, last). */
-int wire_put_step_trace(fl_wire_buf *buf, long start, const fl_wire_step_trace *trace);
-int wire_get_step_trace(wire_cursor *c, fl_wire_step_trace *out);
+/* wire_run_views.c: RUN_PARTITION's and PARTITION_DONE's bodies, checked;
+ * with an arena (NULL: only checked) their views are filled in it. */
+int wire_view_run(const Flowlab__RunGraphRequest *m, fl_wire_arena *a, fl_wire_run_partition *out, fl_status *st);
+int wire_view_done(const Flowlab__RunGraphResponse *m, fl_wire_arena *a, fl_wire_partition_done *out, fl_status *st);
 
 /* Tensor elements travel little-endian: on a little-endian host (x86, most
  * ARM) a block of them is a plain memcpy, which matters for 13 MB tensors. */
