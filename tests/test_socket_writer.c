@@ -5,10 +5,14 @@
  * memory (ThreadSanitizer sees the order); and a peer that reads nothing
  * holds the wait only up to its deadline, after which the socket is shut
  * down and further sends fail. */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "distributed_runtime/transport/socket_writer.h"
@@ -107,9 +111,57 @@ static void peer_reads_nothing(void)
     free(data);
 }
 
+/* In a child: a thread writes (plain write(), as libevent's writev and
+ * OpenSSL do, no MSG_NOSIGNAL) to a socket whose peer has closed. Exit 0
+ * when a write failed EPIPE, 1 otherwise; killed by SIGPIPE when quiet is
+ * false. */
+static void *write_to_gone_peer(void *quiet)
+{
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0)
+        _exit(1);
+    if (quiet)
+        fl_socket_writes_fail_quietly();
+    close(pair[1]);
+    char byte = 'x';
+    for (int i = 0; i < 4; i++)
+        if (write(pair[0], &byte, 1) < 0 && errno == EPIPE)
+            _exit(0);
+    _exit(1);
+}
+
+static int child_writing_to_gone_peer(bool quiet)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        pthread_t thread;
+        pthread_create(&thread, NULL, write_to_gone_peer, quiet ? &child : NULL);
+        pthread_join(thread, NULL);
+        _exit(1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return status;
+}
+
+/* A server's loop and a TLS tunnel write where MSG_NOSIGNAL cannot be
+ * passed: a peer killed mid-reply must not kill this process (test_faults'
+ * worker died of SIGPIPE when its ps was killed). */
+static void peer_gone_mid_write(void)
+{
+    int status = child_writing_to_gone_peer(false);
+    ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE, "without it, a write to a gone peer kills the process "
+       "with SIGPIPE (the hazard is real)");
+    status = child_writing_to_gone_peer(true);
+    ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a thread that called fl_socket_writes_fail_quietly gets "
+       "EPIPE instead, and the process lives (%s %d)", WIFEXITED(status) ? "exit" : "signal",
+       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+
 int main(void)
 {
     lent_bytes_arrive();
     peer_reads_nothing();
+    peer_gone_mid_write();
     return done_testing();
 }

@@ -25,6 +25,7 @@
 #include "bench_csv.h"
 #include "bench_pipeline.h"
 #include "bench_replication.h"
+#include "bench_transport.h"
 #include "bench_table.h"
 #include "bench_tls.h"
 #include "bench_training.h"
@@ -396,6 +397,7 @@ static void bench_scaling(void)
 /* Chapters 2-7: every scaling row, on the same two CPUs. */
 static void bench_scaling_rows(void)
 {
+    bench_transport(); /* chapter 3: what a value that crosses tasks costs on the wire */
     if (!pocl_has_two_devices()) {
         note("%s", "no two PoCL devices (apt-get install pocl-opencl-icd): the ch2 and ch3 scaling rows are skipped");
         return;

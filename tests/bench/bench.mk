@@ -7,13 +7,14 @@ BENCH := $(BUILD)/bench/bench
 # (bench_tls.c: certificates by tests/make_test_certs.sh, so openssl), chapter 7's pipeline.
 BENCH_SRC := tests/bench/bench.c tests/bench/bench_table.c tests/bench/bench_training.c tests/bench/bench_allreduce.c \
              tests/bench/bench_pipeline.c tests/bench/bench_replication.c tests/bench/bench_tls.c \
-             tests/bench/bench_cluster.c tests/bench/bench_cores.c labs/06-allreduce/cost_model.c
+             tests/bench/bench_cluster.c tests/bench/bench_cores.c tests/bench/bench_transport.c \
+             labs/06-allreduce/cost_model.c
 $(BENCH): $(BENCH_SRC) tests/bench/bench_table.h tests/bench/bench_training.h tests/bench/bench_allreduce.h tests/bench/bench_csv.h \
           tests/bench/bench_pipeline.h tests/bench/bench_replication.h tests/bench/bench_tls.h \
-          tests/bench/bench_cluster.h tests/bench/bench_cores.h tests/loopback.h \
-          labs/06-allreduce/cost_model.h labs/tools/trace_events.h $(LIB)
+          tests/bench/bench_cluster.h tests/bench/bench_cores.h tests/bench/bench_transport.h tests/loopback.h \
+          labs/06-allreduce/cost_model.h labs/tools/trace_events.h $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BENCH_SRC) -o $@ $(LDFLAGS) $(LIB) -lclblast $(LDLIBS)
+	$(CC) $(CFLAGS) $(BENCH_SRC) -o $@ $(LDFLAGS) -lclblast $(CLUSTER_LINK)
 
 # The scaling rows (chapters 2-7) run ROUNDS rounds (3) of 40 measured steps and print ranges;
 # QUICK=1 measures 10 steps a round (a smoke run: not figures to quote). On a 2-core AMD EPYC

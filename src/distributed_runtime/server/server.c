@@ -14,6 +14,7 @@
 #include "distributed_runtime/partition/cluster_security.h"
 #include "device.h"
 #include "distributed_runtime/ps/cluster_state.h"
+#include "distributed_runtime/transport/socket_writer.h"
 #include "server_internal.h"
 
 static pthread_once_t libevent_threads_once = PTHREAD_ONCE_INIT;
@@ -72,6 +73,7 @@ static int listen_on_own_address(fl_server *s, const fl_cluster *c)
 static void *run_loop(void *server)
 {
     fl_server *s = server;
+    fl_socket_writes_fail_quietly(); /* a peer killed while its reply is written */
     event_base_dispatch(s->base);
     pthread_mutex_lock(&s->lock);
     s->loop_ended = true;

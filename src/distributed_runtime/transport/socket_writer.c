@@ -5,6 +5,7 @@
  * entries are kept too, so a warm step allocates nothing here. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -45,6 +46,14 @@ int fl_socket_write_all(int fd, const unsigned char *p, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+void fl_socket_writes_fail_quietly(void)
+{
+    sigset_t pipe_signal;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, NULL); /* one left pending goes with the thread */
 }
 
 /* A written frame's memory back to the spares (or freed, when enough are kept). */

@@ -15,6 +15,12 @@ typedef struct fl_socket_writer fl_socket_writer;
 /* 0 once all len bytes are on fd, -1 (errno set) when the socket failed. */
 int fl_socket_write_all(int fd, const unsigned char *p, size_t len);
 
+/* For a thread whose socket writes cannot pass MSG_NOSIGNAL (libevent's
+ * writev in a server's loop, OpenSSL's in a TLS tunnel): a write to a peer
+ * that has gone then fails EPIPE instead of killing the process with
+ * SIGPIPE. The signal is blocked in the calling thread only. */
+void fl_socket_writes_fail_quietly(void);
+
 /* Starts the writer thread for fd (which the caller keeps and closes). NULL
  * when no thread could be made. */
 fl_socket_writer *fl_socket_writer_start(int fd);

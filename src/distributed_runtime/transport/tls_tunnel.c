@@ -20,6 +20,7 @@
 #include <openssl/ssl.h>
 
 #include "runtime.h"
+#include "socket_writer.h"
 #include "tls_tunnel.h"
 #include "wire.h"
 
@@ -192,6 +193,7 @@ static void *run_tunnel(void *arg)
 {
     tunnel *t = arg;
     bool told_end = false;
+    fl_socket_writes_fail_quietly(); /* SSL_write to a peer that has gone */
     for (;;) {
         bool moved = pump_once(t);
         if (t->tls_ended)
