@@ -245,6 +245,15 @@ static void describe_wait(const pending_recv *r, char *what, size_t size)
         snprintf(what, size, "%s from %s", r->node->attrs.edge_key, r->node->attrs.peer_task);
 }
 
+/* A take waits for gradients from other workers; a Recv waits for a peer
+ * that may itself be waiting on a take. The Recv waits 5% longer, so the
+ * task that gives up first, and whose error reaches the client as the
+ * cause, is the one that names what was really missing. */
+static double wait_limit_s(const fl_rendezvous_device *d, const pending_recv *r)
+{
+    return r->num_required > 0 || r->is_wait ? d->deadline_s : d->deadline_s * 1.05;
+}
+
 /* Nothing arrived: a cancelled client or a passed deadline ends the wait,
  * naming the value waited for longest and its task; every few seconds a
  * line says whom the step waits for. */
@@ -259,7 +268,7 @@ static int check_still_waiting(fl_rendezvous_device *d, const pending_recv *r)
                           d->step.task, step, what);
         return -1;
     }
-    if (now - d->quiet_since >= d->deadline_s) {
+    if (now - d->quiet_since >= wait_limit_s(d, r)) {
         fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s: gave up after %.0f s waiting for %s in step %llu (is that "
                           "task alive? FLOWLAB_TASK_DEADLINE sets the wait)", d->step.task, now - d->quiet_since,
                           what, step);

@@ -232,6 +232,15 @@ static const task_call *cause_of_failure(const task_call *calls, int n)
     return first;
 }
 
+/* A task's error without its leading "/job:J/task:T: ", where the caller
+ * names the task itself. */
+static const char *without_task_name(const char *error, const fl_graph_partition *part)
+{
+    char name[FL_WIRE_MAX_NAME + 32];
+    int n = snprintf(name, sizeof name, "/job:%s/task:%d: ", part->job, part->task);
+    return n > 0 && strncmp(error, name, (size_t)n) == 0 ? error + n : error;
+}
+
 /* The cause's error, and where another task failed too, what that one
  * said: a task that gave up waiting for a value names the task it waited
  * for, and that one says what it was itself waiting for (the chief's take
@@ -248,9 +257,10 @@ static void say_cause(const task_call *calls, int n, const task_call *cause, con
     char meanwhile[FL_ERROR_LEN + 64] = "";
     if (other)
         snprintf(meanwhile, sizeof meanwhile, "; meanwhile /job:%s/task:%d: %s", parts[o].job, parts[o].task,
-                 other->error);
+                 without_task_name(other->error, &parts[o]));
     fl_set_error_code(cause->code, "%s on /job:%s/task:%d: %s%s%s%s", which, parts[c].job, parts[c].task,
-                      cause->error, meanwhile, silent[0] ? "; no reply either from " : "", silent);
+                      without_task_name(cause->error, &parts[c]), meanwhile,
+                      silent[0] ? "; no reply either from " : "", silent);
 }
 
 /* The step's error: the tasks that did not answer by the deadline, or the
@@ -269,7 +279,7 @@ static int report_failure(const step_state *s, const task_call *calls, const fl_
     else if (s->timed_out) /* what the tasks were waiting for when they gave it up */
         fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s: not done within %.0f s (FLOWLAB_TASK_DEADLINE), so the tasks "
                           "gave it up; /job:%s/task:%d: %s", which, fl_task_deadline_s(), parts[cause - calls].job,
-                          parts[cause - calls].task, cause->error);
+                          parts[cause - calls].task, without_task_name(cause->error, &parts[cause - calls]));
     else if (cause)
         say_cause(calls, n, cause, parts, which, s->silent);
     return s->timed_out || cause ? -1 : 0;

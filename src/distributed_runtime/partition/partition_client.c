@@ -60,7 +60,11 @@ static int await_reply(fl_task_client *c, fl_wire_type type, outcome *o)
         return -1;
     if (o->code == FL_OK)
         return 0;
-    fl_set_error_code(o->code, "%s refused %s: %s", fl_task_client_peer(c), fl_wire_type_name(type), o->error);
+    const char *peer = fl_task_client_peer(c);
+    if (strncmp(o->error, peer, strlen(peer)) == 0) /* its words name it already */
+        fl_set_error_code(o->code, "%s", o->error);
+    else
+        fl_set_error_code(o->code, "%s refused %s: %s", peer, fl_wire_type_name(type), o->error);
     return -1;
 }
 

@@ -285,8 +285,11 @@ static int run_step(fl_partition_exec *e, const fl_partition_env *env, fl_tensor
     fl_run_options options = {.fetch_ready = fetched_early, .user = e, .should_stop = client_gone};
     int rc = fl_session_run_with_options(e->session, &options, sig->feeds, sig->nfeeds, sig->fetches,
                                          sig->nfetches, outputs, sig->targets, sig->ntargets);
-    if (rc != 0)
-        fl_set_error_code(fl_session_error_code(e->session), "%s: %s", env->task, fl_session_error(e->session));
+    const char *error = fl_session_error(e->session);
+    if (rc != 0 && strncmp(error, env->task, strlen(env->task)) != 0) /* the rendezvous names its task already */
+        fl_set_error_code(fl_session_error_code(e->session), "%s: %s", env->task, error);
+    else if (rc != 0)
+        fl_set_error_code(fl_session_error_code(e->session), "%s", error);
     return rc;
 }
 

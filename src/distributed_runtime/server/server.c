@@ -75,6 +75,7 @@ static void *run_loop(void *server)
     fl_server *s = server;
     fl_socket_writes_fail_quietly(); /* a peer killed while its reply is written */
     event_base_dispatch(s->base);
+    fl_server_close_all(s); /* here, where SIGPIPE is blocked, not in the thread that stops the server */
     pthread_mutex_lock(&s->lock);
     s->loop_ended = true;
     pthread_cond_broadcast(&s->changed);
@@ -84,7 +85,7 @@ static void *run_loop(void *server)
 
 static void free_server(fl_server *s)
 {
-    fl_server_close_all(s);
+    fl_server_close_all(s); /* none are left once the loop ran */
     fl_server_stop_partitions(s);
     fl_rendezvous_free(s->rendezvous);
     fl_variable_container_free(s->variables);

@@ -85,6 +85,7 @@ typedef struct fl_server_conn {
     char host[64]; /* "127.0.0.1": strangers are counted per address */
     struct event *deadline; /* until HELLO_OK: a stranger is dropped when it fires (server_guard.c) */
     char who[64];  /* "/job:worker/task:1" once it said HELLO */
+    int bytes_from_slot; /* 1 + its task's index in the server's bytes_from; 0 until counted */
     char job[FL_WIRE_MAX_NAME + 1];
     int task;
     bool said_goodbye;

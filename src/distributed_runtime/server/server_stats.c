@@ -44,9 +44,12 @@ void fl_server_count_in(fl_server_conn *c, uint64_t by)
     fl_server *s = c->server;
     pthread_mutex_lock(&s->lock);
     s->stats.bytes_in += by;
-    struct fl_peer_bytes *p = peer_entry(s, c->who, true);
-    if (p)
-        p->bytes += by;
+    if (c->bytes_from_slot == 0 && c->who[0]) { /* found once per connection, not per frame */
+        struct fl_peer_bytes *p = peer_entry(s, c->who, true);
+        c->bytes_from_slot = p ? (int)(p - s->bytes_from) + 1 : 0;
+    }
+    if (c->bytes_from_slot > 0)
+        s->bytes_from[c->bytes_from_slot - 1].bytes += by;
     pthread_mutex_unlock(&s->lock);
 }
 
