@@ -115,6 +115,16 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
     if (wait_for_value(from) != 0)
         return fl_session_fail(s, "%s: waiting for input %s on %s: %s", n->name, n->inputs[i]->name, src->name,
                                fl_last_error());
+    const void *from_host = fl_device_host_memory(src, from->value.data);
+    /* A received value (the rendezvous's memory) is read where it lies, no
+     * copy: it is its Recv's alone until that Recv runs again next step.
+     * Not a host variable: its reader must not see later updates. */
+    if (dst->is_host && !src->is_host && from_host) {
+        c->value = (fl_tensor){.dtype = from->value.dtype, .shape = from->value.shape, .data = (void *)from_host};
+        *out = &c->value;
+        remember_copy(s, from, dst, &c->value);
+        return 0;
+    }
     size_t bytes = fl_tensor_bytes(&from->value);
     if (bytes > c->capacity) {
         if (c->buffer)

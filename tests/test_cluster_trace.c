@@ -222,10 +222,13 @@ static void test_between_graph_trace(void)
     if (!ok(trace_events_read(path, &t) == 0, "the chief writes %s", path))
         return;
     /* The ps's piece sends the variables' values: its Sends are the worker's pulls. */
-    int pulls = 0, applies = 0, requests = 0, timed = 0;
+    int pulls = 0, applies = 0, requests = 0, timed = 0, received_copied = 0;
     for (int i = 0; i < t.count; i++) {
         const trace_event *e = &t.events[i];
-        if (strncmp(t.lanes[e->lane], "/job:ps/task:0", 14) != 0 || strcmp(e->cat, "Copy") == 0)
+        if (strncmp(t.lanes[e->lane], "/job:ps/task:0", 14) != 0)
+            continue;
+        received_copied += strcmp(e->cat, "Copy") == 0 && strncmp(e->name, "_recv", 5) == 0;
+        if (strcmp(e->cat, "Copy") == 0)
             continue;
         requests++;
         pulls += strcmp(e->cat, "Send") == 0;
@@ -234,6 +237,8 @@ static void test_between_graph_trace(void)
     }
     ok(pulls > 0 && applies > 0 && timed == requests, "the worker's trace has a lane for the ps task: %d pulls (%s) "
        "and %d applies, %d of its %d requests timed from send to reply", pulls, "Send", applies, timed, requests);
+    ok(applies > 0 && received_copied == 0, "the ps's updates read the received gradients where they landed: %d "
+       "copies of a received value", received_copied);
     for (int l = 0; l < t.nlanes; l++)
         diag("between-graph: lane %d: %s", l + 1, t.lanes[l]);
     trace_events_free(&t);
