@@ -39,12 +39,19 @@ static int64_t reduced_count(fl_shape x, const bool *reduce)
     return count;
 }
 
-/* 8 bytes an output element, twice the output's: fallible, on a run's thread. */
-static void *accumulators(int64_t count, size_t width)
+/* 8 bytes an output element, twice the output's: fallible, on a run's
+ * thread. A small result's (a loss, a mean) lie in the caller's stack
+ * room, so that a warm step allocates nothing for them. */
+enum { STACK_ACCUMULATORS = 64 };
+static void *accumulators(int64_t count, size_t width, void *stack_room)
 {
-    void *acc = fl_try_malloc((size_t)(count > 0 ? count : 1) * width);
+    if (count <= STACK_ACCUMULATORS) {
+        memset(stack_room, 0, STACK_ACCUMULATORS * width);
+        return stack_room;
+    }
+    void *acc = fl_try_malloc((size_t)count * width);
     if (acc)
-        memset(acc, 0, (size_t)(count > 0 ? count : 1) * width);
+        memset(acc, 0, (size_t)count * width);
     else
         fl_prefix_error("the reduction's accumulators: ");
     return acc;
@@ -54,7 +61,8 @@ static void *accumulators(int64_t count, size_t width)
 static int reduce_floats(const fl_node *n, const fl_tensor *x, fl_tensor *out, bool mean)
 {
     int64_t nx = fl_shape_size(x->shape), nout = fl_shape_size(out->shape);
-    double *acc = accumulators(nout, sizeof *acc);
+    double room[STACK_ACCUMULATORS];
+    double *acc = accumulators(nout, sizeof *acc, room);
     if (!acc)
         return -1;
     const float *xs = x->data;
@@ -68,7 +76,8 @@ static int reduce_floats(const fl_node *n, const fl_tensor *x, fl_tensor *out, b
         else
             o[j] = count ? (float)(acc[j] / (double)count) : NAN; /* mean of nothing */
     }
-    free(acc);
+    if (acc != room)
+        free(acc);
     return 0;
 }
 
@@ -77,7 +86,8 @@ static int reduce_floats(const fl_node *n, const fl_tensor *x, fl_tensor *out, b
 static int reduce_ints(const fl_node *n, const fl_tensor *x, fl_tensor *out, bool mean)
 {
     int64_t nx = fl_shape_size(x->shape), nout = fl_shape_size(out->shape);
-    int64_t *acc = accumulators(nout, sizeof *acc);
+    int64_t room[STACK_ACCUMULATORS];
+    int64_t *acc = accumulators(nout, sizeof *acc, room);
     if (!acc)
         return -1;
     const int32_t *xs = x->data;
@@ -89,7 +99,8 @@ static int reduce_ints(const fl_node *n, const fl_tensor *x, fl_tensor *out, boo
         int64_t v = mean ? (count ? acc[j] / count : 0) : acc[j];
         o[j] = (int32_t)(uint32_t)(uint64_t)v;
     }
-    free(acc);
+    if (acc != room)
+        free(acc);
     return 0;
 }
 
