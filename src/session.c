@@ -50,6 +50,7 @@ void fl_session_free(fl_session *s)
     free(r->feeds);
     fl_session_free_pending_reads(s);
     fl_session_free_fusion(s);
+    fl_session_free_kept_fetches(s);
     fl_session_close_trace(s);
     free(s);
 }

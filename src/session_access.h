@@ -25,6 +25,11 @@ int fl_session_write_variable(fl_session *s, fl_node *var, const fl_tensor *t);
  * between-graph worker that cuts its own graph), whose variables live on
  * the tasks; session_master.c. */
 bool fl_session_in_client(const fl_session *s);
+/* A task's partition: each fetch's host tensor is kept from run to run,
+ * its memory reused while the value fits, so a warm step allocates none.
+ * outputs[i] is then the session's: valid until its next run, never freed
+ * by the caller; session_fetch.c. */
+void fl_session_keep_fetched_values(fl_session *s);
 /* A task's partition: its Send and Recv nodes run on d, the task's
  * rendezvous (distributed_runtime/partition/rendezvous_device.h); session.c. */
 void fl_session_set_rendezvous(fl_session *s, fl_device *d);

@@ -56,7 +56,8 @@ void fl_session_end_fetches(fl_session *s, bool failed)
     for (int i = 0; i < r->n; i++) {
         s->slots[r->fetches[i]->id].fetched = false;
         if (failed) {
-            fl_tensor_free(r->outputs[i]);
+            if (!s->kept.on)
+                fl_tensor_free(r->outputs[i]);
             r->outputs[i] = NULL;
         }
     }
@@ -175,6 +176,41 @@ static int deliver_to(fl_session *s, int i, const fl_fetch_target *t, bool now)
     return copy_out(slot->device, t->buffer, slot->value.data, bytes, now);
 }
 
+void fl_session_keep_fetched_values(fl_session *s) { s->kept.on = true; }
+
+void fl_session_free_kept_fetches(fl_session *s)
+{
+    for (int i = 0; i < s->kept.n; i++)
+        fl_tensor_free(s->kept.values[i]);
+    free(s->kept.values);
+    free(s->kept.capacity);
+}
+
+/* Fetch i's host tensor: a new one, or the one kept from the last run when
+ * its memory holds the value. NULL with the error set. */
+static fl_tensor *host_output(fl_session *s, int i, const fl_tensor *value)
+{
+    fl_kept_fetches *k = &s->kept;
+    if (!k->on)
+        return fl_tensor_new(value->dtype, value->shape);
+    if (i >= k->n) {
+        k->values = fl_xrealloc(k->values, (size_t)(i + 1) * sizeof *k->values);
+        k->capacity = fl_xrealloc(k->capacity, (size_t)(i + 1) * sizeof *k->capacity);
+        for (; k->n <= i; k->n++)
+            k->values[k->n] = NULL, k->capacity[k->n] = 0;
+    }
+    size_t bytes = fl_tensor_bytes(value);
+    if (k->values[i] && k->capacity[i] >= bytes) {
+        k->values[i]->dtype = value->dtype;
+        k->values[i]->shape = value->shape;
+        return k->values[i];
+    }
+    fl_tensor_free(k->values[i]);
+    k->values[i] = fl_tensor_new(value->dtype, value->shape);
+    k->capacity[i] = k->values[i] ? bytes : 0;
+    return k->values[i];
+}
+
 /* Gives fetch i its output, outputs[i]: a new host tensor, or where
  * fetch_to says. The copy is enqueued, or (now) finished on return. */
 static int deliver(fl_session *s, int i, bool now)
@@ -187,7 +223,7 @@ static int deliver(fl_session *s, int i, bool now)
     if (t) {
         rc = deliver_to(s, i, t, now);
     } else {
-        r->outputs[i] = fl_tensor_new(slot->value.dtype, slot->value.shape);
+        r->outputs[i] = host_output(s, i, &slot->value);
         if (!r->outputs[i])
             return fl_session_fail(s, "%s: fetching its value: %s", n->name, fl_last_error());
         /* a value of the task's container: other partitions may be updating it */

@@ -132,6 +132,15 @@ typedef struct {
     bool *delivered;               /* by fetch index; lent by the executor for the run */
 } fl_run_fetches;
 
+/* session_fetch.c's: a task's partition keeps each fetch's host tensor from
+ * run to run (fl_session_keep_fetched_values), its memory reused. */
+typedef struct {
+    bool on;
+    fl_tensor **values;
+    size_t *capacity; /* each value's bytes when it was made */
+    int n;
+} fl_kept_fetches;
+
 /* session_copies.c's: host memory devices are still to copy in, this run. */
 typedef struct {
     fl_pending_read *list;
@@ -192,6 +201,7 @@ struct fl_session {
     int nslots;
     fl_run_state run;        /* session.c */
     fl_run_fetches fetch;    /* session_fetch.c */
+    fl_kept_fetches kept;    /* session_fetch.c */
     fl_pending_reads reads;  /* session_copies.c */
     fl_trace_state trace;    /* trace.c */
     fl_fusion_plan fusion;   /* session_fusion.c */
@@ -301,6 +311,8 @@ void fl_session_start_fetches(fl_session *s, const fl_run_options *options, fl_n
  * writes into outputs it frees, or reads feeds the caller may now free, and
  * hands back no outputs, not half of them. */
 void fl_session_end_fetches(fl_session *s, bool failed);
+/* With the session: the fetched values it kept (fl_session_keep_fetched_values). */
+void fl_session_free_kept_fetches(fl_session *s);
 /* After placement: every device feed lies on its placeholder's device and
  * every fetch_to device is its fetch's; -1 with the error set. */
 int fl_session_check_device_io(fl_session *s);

@@ -242,6 +242,7 @@ static int make_session(fl_partition_exec *e, const fl_partition_env *env)
         fl_prefix_error("%s: ", env->task);
         return -1;
     }
+    fl_session_keep_fetched_values(e->session); /* a warm step allocates none */
     if (e->rendezvous)
         fl_session_set_rendezvous(e->session, fl_rendezvous_device_of(e->rendezvous));
     if (e->variables)
@@ -305,11 +306,8 @@ int fl_partition_exec_run(fl_partition_exec *e, const fl_partition_env *env, con
     int rc = prepare(e, env, run) == 0 ? run_step(e, env, outputs) : -1;
     if (await_sends(e, rc != 0) != 0)
         rc = -1;
-    if (rc != 0)
-        for (int i = 0; i < nfetches; i++) {
-            fl_tensor_free(outputs[i]);
-            outputs[i] = NULL;
-        }
+    if (rc != 0) /* the values are the session's */
+        memset(outputs, 0, (size_t)nfetches * sizeof *outputs);
     e->env = NULL;
     return rc;
 }

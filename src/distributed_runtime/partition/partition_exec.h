@@ -38,8 +38,9 @@ typedef struct {
     int *stale_dropped; /* the step's gradients its accumulators dropped as stale, counted here (NULL: not) */
 } fl_partition_env;
 
-/* One step: outputs[i] gets a new tensor for fetch i (the caller frees
- * them); 0, or -1 after fl_set_error_code with all outputs NULL. The
+/* One step: outputs[i] gets fetch i's host tensor, the partition's own,
+ * valid until its next step (the caller must not free it); 0, or -1 after
+ * fl_set_error_code with all outputs NULL. The
  * arrays of its run signature (names resolved, feeds' host tensors) are
  * made when the signature changes and reused while it stays. */
 int fl_partition_exec_run(fl_partition_exec *e, const fl_partition_env *env, const fl_wire_run_partition *run,

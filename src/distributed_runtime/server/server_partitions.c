@@ -177,13 +177,12 @@ static void unlink_job(fl_partition_job *job)
         }
 }
 
-/* What a run left: its outputs and its trace. */
+/* What a run left: its outputs (its partition's, kept for the next run)
+ * and its trace. */
 static void clear_job(fl_partition_job *job)
 {
-    for (int i = 0; i < job->run.lists[0].count; i++) {
-        fl_tensor_free(job->outputs[i]);
+    for (int i = 0; i < job->run.lists[0].count; i++)
         job->outputs[i] = NULL;
-    }
     fl_wire_step_trace_free(&job->trace);
 }
 
