@@ -92,19 +92,7 @@ getent hosts "$NODE" >/dev/null || skip_all "this host's name $NODE does not res
 # A Slurm step's tasks must not see the variables of a job this test runs in.
 for v in $(compgen -e | grep -E '^(SLURM_|OMPI_|PMI_|PMIX_|TF_CONFIG$)'); do unset "$v"; done
 
-# count consecutive free TCP ports from a pseudo-random start: the first.
-free_ports() {
-    local base
-    for _ in $(seq 50); do
-        base=$((20000 + RANDOM % 30000))
-        local busy=0
-        for p in $(seq "$base" $((base + $1 - 1))); do
-            (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && busy=1
-        done
-        [ $busy = 0 ] && { echo "$base"; return 0; }
-    done
-    return 1
-}
+. "$(dirname "$0")/free_ports.sh"
 SLURM_PORT=$(free_ports 2) || skip_all "no two free TCP ports for slurmctld and slurmd"
 
 # munge: its own key and socket, so that no system munged is needed or touched.

@@ -1,9 +1,9 @@
 /* test_sync_partitions.c: synchronous training where each between-graph
  * worker cuts its own graph (issue 36 item 2, stage B):
- * fl_sync_replicas_optimizer builds
- * TensorFlow's accumulator graph. One ps and workers in this process on
- * loopback, each with a graph of its own: w and b on the ps, the loss
- * sum((w - t)^2) + (b - 3)^2 on the worker, SGD at 0.1. With 2 of 2 both
+ * fl_sync_replicas_optimizer builds TensorFlow's accumulator graph. One ps
+ * and workers in this process on loopback (sync_cluster.h), each with a
+ * graph of its own: w and b on the ps, the loss sum((w - t)^2) + (b - 3)^2
+ * on the worker, SGD at 0.1. With 2 of 2 both
  * workers' steps read the global step advanced once per aggregated step and
  * w follows the averaged update exactly; with 1 of 2 a worker held between
  * reading its step and applying its gradients finds its gradients stale,
@@ -22,189 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flowlab.h"
-#include "flowlab_cluster.h"
-#include "loopback.h"
 #include "runtime.h"
-#include "tap.h"
-
-#define STEPS 8
-#define MAX_WORKERS 2
-
-typedef struct {
-    fl_cluster *cluster;
-    fl_graph *g;
-    fl_session *s;
-    fl_optimizer *opt;
-    fl_node *w, *loss, *seen, *train, *init;
-    fl_node *late; /* worker 1's: w's gradient of step 2, once the token passed it */
-    fl_node *gate_open, *started; /* the held worker's gate, the chief's look at it */
-    float losses[STEPS];
-    int seen_steps[STEPS];
-    int steps;
-    char error[512];
-} worker;
-
-/* How a test's cluster starts: its workers, replicas_to_aggregate (of 2),
- * the worker held at the gate and the one that trains asynchronously (-1:
- * none), and the checkpoint the chief restores instead of initializing. */
-typedef struct {
-    int workers, replicas, held, async_task;
-    const char *restore;
-} setup;
-
-typedef struct {
-    char ps_hosts[64], worker_hosts[128];
-    fl_cluster *ps_cluster;
-    fl_server *ps;
-    worker w[MAX_WORKERS];
-} cluster;
-
-/* The held worker's graph: its forward pass waits, on the ps, for the
- * accumulator "gate" to pass step 0, after telling "started" the global
- * step it read. */
-static fl_node *hold_forward(worker *k)
-{
-    fl_device_scope_push(k->g, "/job:ps/task:0");
-    fl_node *arrived = fl_accumulator_apply_gradient(k->g, "started", k->seen, fl_scalar(k->g, 1, NULL), NULL);
-    fl_node *gate = NULL;
-    if (fl_control_dependencies_push(k->g, &arrived, 1) == 0) {
-        gate = fl_accumulator_wait_step(k->g, "gate", fl_shape_make(0), fl_int_scalar(k->g, 0, NULL), "gate");
-        fl_control_dependencies_pop(k->g);
-    }
-    fl_device_pop(k->g);
-    return gate;
-}
-
-/* The chief's: a take of "started" (the held worker read its step) and the
- * gate's opening. */
-static void gate_controls(worker *k)
-{
-    fl_device_scope_push(k->g, "/job:ps/task:0");
-    k->gate_open = fl_accumulator_set_global_step(k->g, "gate", fl_shape_make(0), fl_int_scalar(k->g, 1, NULL), NULL);
-    k->started = fl_accumulator_take_gradient(k->g, "started", fl_shape_make(0), fl_int_scalar(k->g, 1, NULL), NULL);
-    fl_device_pop(k->g);
-}
-
-/* Worker 1's late gradient: once the token passes step 2 (the chief set it
- * to the global step it restored), w's gradient tagged step 2. */
-static fl_node *late_gradient(worker *k)
-{
-    fl_device_scope_push(k->g, "/job:ps/task:0");
-    fl_node *two = fl_int_scalar(k->g, 2, NULL), *late = NULL;
-    fl_node *passed = fl_accumulator_wait_step(k->g, "global_step/sync_token", fl_shape_make(0), two, NULL);
-    if (fl_control_dependencies_push(k->g, &passed, 1) == 0) {
-        fl_tensor *zero = fl_tensor_from_floats(fl_shape_make(1, 2), (float[]){0, 0});
-        late = fl_accumulator_apply_gradient(k->g, "w/grad_accum", two, fl_constant(k->g, zero, NULL), "late");
-        fl_tensor_free(zero);
-        fl_control_dependencies_pop(k->g);
-    }
-    fl_device_pop(k->g);
-    return late;
-}
-
-/* w, b and the global step on the ps; the loss on the worker. */
-static void build(worker *k, int task, int replicas, bool held, bool async)
-{
-    char here[64];
-    snprintf(here, sizeof here, "/job:worker/task:%d", task);
-    k->g = fl_graph_new();
-    fl_device_scope_push(k->g, "/job:ps/task:0");
-    k->w = fl_get_variable(k->g, "w", fl_shape_make(1, 2), fl_constant_initializer(1.0f));
-    fl_node *b = fl_get_variable(k->g, "b", fl_shape_make(0), fl_constant_initializer(0.0f));
-    fl_node *global_step = fl_get_or_create_global_step(k->g);
-    fl_device_pop(k->g);
-    fl_device_scope_push(k->g, here);
-    k->seen = fl_identity(k->g, global_step, "step_seen");
-    fl_node *gate = held ? hold_forward(k) : NULL;
-    if (task == 0 && !async)
-        gate_controls(k);
-    else if (!async)
-        k->late = late_gradient(k);
-    if (gate)
-        fl_control_dependencies_push(k->g, &gate, 1);
-    fl_tensor *t = fl_tensor_from_floats(fl_shape_make(1, 2), (float[]){3, -1});
-    fl_node *dw = fl_sub(k->g, k->w, fl_constant(k->g, t, "t"), NULL), *db = fl_sub(k->g, b, fl_scalar(k->g, 3, NULL), NULL);
-    fl_tensor_free(t);
-    k->loss = fl_add(k->g, fl_reduce_sum(k->g, fl_mul(k->g, dw, dw, NULL), NULL, 0, false, NULL),
-                     fl_mul(k->g, db, db, NULL), "loss");
-    if (gate)
-        fl_control_dependencies_pop(k->g);
-    fl_optimizer *sgd = fl_gradient_descent_optimizer(0.1f);
-    k->opt = async ? sgd : fl_sync_replicas_optimizer(sgd, replicas, 2);
-    if (!async)
-        fl_optimizer_free(sgd);
-    k->train = fl_minimize(k->opt, k->g, k->loss, global_step, "train");
-    fl_device_pop(k->g);
-    k->init = fl_global_variables_initializer(k->g);
-    fl_session_options o = {.cluster = k->cluster};
-    k->s = fl_session_new(k->g, &o);
-}
-
-static int up(cluster *c, const setup *how)
-{
-    memset(c, 0, sizeof *c);
-    snprintf(c->ps_hosts, sizeof c->ps_hosts, "127.0.0.1:%d", loopback_free_port());
-    int w0 = loopback_free_port(), w1 = loopback_free_port();
-    snprintf(c->worker_hosts, sizeof c->worker_hosts, "127.0.0.1:%d,127.0.0.1:%d", w0, w1);
-    c->ps_cluster = fl_cluster_from_flags(c->ps_hosts, c->worker_hosts, "ps", 0);
-    c->ps = c->ps_cluster ? fl_server_start(c->ps_cluster, NULL) : NULL;
-    if (!c->ps)
-        return -1;
-    for (int i = 0; i < how->workers; i++) {
-        c->w[i].cluster = fl_cluster_from_flags(c->ps_hosts, c->worker_hosts, "worker", i);
-        build(&c->w[i], i, how->replicas, i == how->held, i == how->async_task);
-        if (!c->w[i].s || !c->w[i].train)
-            return -1;
-    }
-    if (how->restore)
-        return fl_session_restore_latest(c->w[0].s, how->restore) == 1 ? 0 : -1;
-    return fl_session_run(c->w[0].s, NULL, 0, NULL, 0, NULL, &c->w[0].init, 1);
-}
-
-static void down(cluster *c, int workers);
-
-/* up, or a failed check saying why and everything stopped. */
-static bool started(cluster *c, const setup *how, const char *what)
-{
-    if (up(c, how) == 0)
-        return true;
-    ok(0, "%s start: %s", what, fl_last_error());
-    down(c, how->workers);
-    return false;
-}
-
-static void down(cluster *c, int workers)
-{
-    for (int i = 0; i < workers; i++) {
-        fl_session_free(c->w[i].s);
-        fl_cluster_say_goodbye(c->w[i].cluster);
-        fl_optimizer_free(c->w[i].opt);
-        fl_graph_free(c->w[i].g);
-        fl_cluster_free(c->w[i].cluster);
-    }
-    if (c->ps)
-        ok(fl_server_join(c->ps, 20) == 0, "the ps is done once the workers said goodbye (waited up to 20 s)");
-    fl_server_stop(c->ps);
-    fl_cluster_free(c->ps_cluster);
-}
-
-/* One synchronous step: the loss and the global step this step read. */
-static int train_step(worker *k)
-{
-    fl_node *fetch[2] = {k->loss, k->seen};
-    fl_tensor *out[2] = {NULL, NULL};
-    int rc = fl_session_run(k->s, NULL, 0, fetch, 2, out, &k->train, 1);
-    if (rc == 0 && k->steps < STEPS) {
-        k->losses[k->steps] = fl_tensor_scalar(out[0]);
-        k->seen_steps[k->steps++] = *(const int32_t *)out[1]->data;
-    }
-    if (rc != 0)
-        snprintf(k->error, sizeof k->error, "%s", fl_session_error(k->s));
-    fl_tensor_free(out[0]);
-    fl_tensor_free(out[1]);
-    return rc;
-}
+#include "sync_cluster.h"
 
 static void *train(void *arg)
 {
@@ -212,15 +31,6 @@ static void *train(void *arg)
     for (int i = 0; i < STEPS && train_step(k) == 0; i++)
         ;
     return NULL;
-}
-
-static int global_step_now(worker *k)
-{
-    fl_node *step = fl_get_or_create_global_step(k->g);
-    fl_tensor *out = NULL;
-    int v = fl_session_run(k->s, NULL, 0, &step, 1, &out, NULL, 0) == 0 ? *(const int32_t *)out->data : -1;
-    fl_tensor_free(out);
-    return v;
 }
 
 static bool steps_are_0_to_n(const worker *k)
@@ -234,7 +44,7 @@ static bool steps_are_0_to_n(const worker *k)
 static void test_two_of_two(void)
 {
     cluster c;
-    if (!started(&c, &(setup){2, 2, -1, -1, NULL}, "a ps and 2 synchronous workers"))
+    if (!started(&c, &(setup){2, 2, -1, -1, NULL, 1}, "a ps and 2 synchronous workers"))
         return;
     pthread_t threads[2];
     for (int i = 0; i < 2; i++)
@@ -259,44 +69,20 @@ static void test_two_of_two(void)
     down(&c, 2);
 }
 
-static void *train_once(void *arg)
-{
-    train_step(arg);
-    return NULL;
-}
-
-static int run_target(worker *k, fl_node *target, fl_node *fetch)
-{
-    fl_tensor *out = NULL;
-    int rc = fl_session_run(k->s, NULL, 0, fetch ? &fetch : NULL, fetch ? 1 : 0, fetch ? &out : NULL,
-                            target ? &target : NULL, target ? 1 : 0);
-    fl_tensor_free(out);
-    return rc;
-}
-
 /* 1 of 2: worker 1 reads global step 0, then is held while the chief runs
  * 3 steps alone; its gradients of step 0 come too late for both variables. */
 static void test_backup_stale(void)
 {
     cluster c;
-    if (!started(&c, &(setup){2, 1, 1, -1, NULL}, "a ps and 2 workers (1 of 2)"))
+    if (!started(&c, &(setup){2, 1, 1, -1, NULL, 1}, "a ps and 2 workers (1 of 2)"))
         return;
-    pthread_t held;
-    pthread_create(&held, NULL, train_once, &c.w[1]);
-    ok(run_target(&c.w[0], NULL, c.w[0].started) == 0, "worker 1 read its step and waits at the gate");
-    for (int i = 0; i < 3; i++)
-        train_step(&c.w[0]);
-    ok(c.w[0].steps == 3, "1 of 2: the chief runs 3 steps alone (%d): %s", c.w[0].steps, c.w[0].error);
-    ok(run_target(&c.w[0], c.w[0].gate_open, NULL) == 0, "the gate opens");
-    pthread_join(held, NULL);
-    ok(c.w[1].steps == 1 && c.w[1].seen_steps[0] == 0, "worker 1's step ran, at global step 0: %s",
-       c.w[1].error[0] ? c.w[1].error : "no error");
+    hold_worker_1(&c, 3);
     uint64_t steps = fl_remote_stale_steps(c.w[1].cluster), updates = fl_remote_stale_variable_updates(c.w[1].cluster);
     ok(steps == 1 && updates == 2, "its step is counted stale once, both variables' gradients dropped (%llu steps, "
        "%llu variable updates)", (unsigned long long)steps, (unsigned long long)updates);
     ok(fl_remote_stale_steps(c.w[0].cluster) == 0, "the chief lost none");
     fl_server_stats ps = {0};
-    fl_server_get_stats(c.ps, &ps);
+    fl_server_get_stats(c.ps[0], &ps);
     ok(ps.stale_steps == 1 && ps.stale_variable_updates == 2, "the ps counts the same (%llu steps, %llu variable "
        "updates)", (unsigned long long)ps.stale_steps, (unsigned long long)ps.stale_variable_updates);
     int now = global_step_now(&c.w[0]);
@@ -317,7 +103,7 @@ static void test_backup_stale(void)
 static void test_dead_worker(void)
 {
     cluster c;
-    if (!started(&c, &(setup){1, 2, -1, -1, NULL}, "a ps and the chief"))
+    if (!started(&c, &(setup){1, 2, -1, -1, NULL, 1}, "a ps and the chief"))
         return;
     double start = fl_now_s();
     ok(train_step(&c.w[0]) != 0, "2 of 2 with worker 1 gone: the chief's step fails");
@@ -355,7 +141,7 @@ static void test_restored_step(void)
         ok(0, "mkdtemp made a checkpoint directory");
         return;
     }
-    if (!started(&c, &(setup){1, 1, -1, -1, NULL}, "the chief alone (1 of 2)"))
+    if (!started(&c, &(setup){1, 1, -1, -1, NULL, 1}, "the chief alone (1 of 2)"))
         return;
     for (int i = 0; i < 3; i++)
         train_step(&c.w[0]);
@@ -363,7 +149,7 @@ static void test_restored_step(void)
        c.w[0].error[0] ? c.w[0].error : fl_last_error());
     say_goodbye_as(&c, 1); /* worker 1 had no part in it */
     down(&c, 1);
-    if (started(&c, &(setup){2, 2, -1, -1, dir}, "a fresh ps, the chief restoring step 3 (2 of 2)")) {
+    if (started(&c, &(setup){2, 2, -1, -1, dir, 1}, "a fresh ps, the chief restoring step 3 (2 of 2)")) {
         pthread_t chief;
         pthread_create(&chief, NULL, train_once, &c.w[0]);
         fl_tensor *dropped = NULL;
@@ -378,7 +164,7 @@ static void test_restored_step(void)
                "worker %d's step ran at global step 3, not stale: %s", i, c.w[i].error[0] ? c.w[i].error : "ok");
         int now = global_step_now(&c.w[0]);
         fl_server_stats ps = {0};
-        fl_server_get_stats(c.ps, &ps);
+        fl_server_get_stats(c.ps[0], &ps);
         ok(now == 4 && ps.stale_variable_updates == 1, "the global step goes 3 -> 4 (%d); the ps counted the late "
            "gradient (%llu)", now, (unsigned long long)ps.stale_variable_updates);
         down(&c, 2);
@@ -395,7 +181,7 @@ static void test_restored_step(void)
 static void test_mixed_sync_modes(int async_task)
 {
     cluster c;
-    if (!started(&c, &(setup){2, 1, -1, async_task, NULL}, "a ps, a synchronous and an asynchronous worker"))
+    if (!started(&c, &(setup){2, 1, -1, async_task, NULL, 1}, "a ps, a synchronous and an asynchronous worker"))
         return;
     const char *chief_sync = async_task == 0 ? "false" : "true", *other_sync = async_task == 0 ? "true" : "false";
     ok(train_step(&c.w[0]) == 0, "the chief (--sync_replicas %s) trains: %s", chief_sync,
@@ -417,7 +203,7 @@ static void test_mixed_sync_modes(int async_task)
 static void test_too_few_workers(void)
 {
     cluster c;
-    if (!started(&c, &(setup){1, 2, -1, -1, NULL}, "a ps and the chief (2 of 2)"))
+    if (!started(&c, &(setup){1, 2, -1, -1, NULL, 1}, "a ps and the chief (2 of 2)"))
         return;
     ok(say_goodbye_as(&c, 1), "worker 1 says goodbye without a step");
     double start = fl_now_s();
@@ -445,7 +231,7 @@ static void read_log(FILE *log, char *text, size_t size)
 static void test_chief_ended(void)
 {
     cluster c;
-    if (!started(&c, &(setup){2, 1, -1, -1, NULL}, "a ps and 2 workers (1 of 2), the chief ending"))
+    if (!started(&c, &(setup){2, 1, -1, -1, NULL, 1}, "a ps and 2 workers (1 of 2), the chief ending"))
         return;
     for (int i = 0; i < 2; i++)
         train_step(&c.w[0]);

@@ -31,11 +31,13 @@ tests: $(patsubst %,$(BUILD)/labs/%,00-xor/xor 01-single-device/single_device 02
 # between-graph workers' own pieces training one ps variable at once (test_between_graph_partitions),
 # a task server's long-lived runners, one job waiting for another's (test_runner_pool), a writer thread sending
 # lent bytes that their owner writes again once the wait for them returns (test_socket_writer), a take of a
-# task's accumulator on one thread waiting for gradients another adds (test_accumulator).
+# task's accumulator on one thread waiting for gradients another adds (test_accumulator), a worker held on
+# its own thread while the chief steps, with one ps or two (test_sync_partitions, test_sync_two_ps).
 THREAD_TESTS := test_server test_partition_server test_rendezvous test_in_graph_cluster test_remote test_monitored_cluster test_connect test_data test_data_bytes test_ps_load test_fetch_ready test_frame_reader test_two_clusters test_summary \
                 test_cluster_secret test_cluster_tls test_untrusted_text test_secure_listen test_server_bounds \
                 test_handshake_deadline test_run_cancel test_waiting_values test_server_join test_client_close \
-                test_cluster_trace test_recv_executor test_variable_container test_between_graph_partitions test_between_graph_checkpoints test_runner_pool test_socket_writer test_accumulator test_accumulator_ops test_sync_partitions
+                test_cluster_trace test_recv_executor test_variable_container test_between_graph_partitions test_between_graph_checkpoints test_runner_pool test_socket_writer test_accumulator test_accumulator_ops test_sync_partitions \
+                test_sync_two_ps
 
 test-threads: deps
 	$(MAKE) SANITIZE=thread $(patsubst %,build-tsan/tests/%,$(THREAD_TESTS))
@@ -48,7 +50,7 @@ PROVE_FLAGS ?= --failures --comments
 
 test: deps
 	$(MAKE) tests
-	FLOWLAB_ALLOW_TF32=0 FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/scalar_rules.t tests/netns.t tests/slurm.t tests/handout.t tests/book_rerun.t \
+	FLOWLAB_ALLOW_TF32=0 FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/scalar_rules.t tests/netns.t tests/slurm.t tests/mpirun.t tests/handout.t tests/book_rerun.t \
 	    tests/containerfile.t tests/tensorboard.t tests/install.t tests/cluster_api.t
 
 
@@ -62,6 +64,8 @@ $(BUILD)/tests/test_in_graph_cluster: tests/task_servers.h $(BUILD)/labs/02-in-g
 $(BUILD)/tests/test_cluster_trace: tests/task_servers.h labs/tools/trace_events.h $(BUILD)/labs/tools/flowlab_server \
                                    $(BUILD)/labs/02-in-graph-towers/in_graph_towers \
                                    $(BUILD)/labs/03-between-graph/between_graph $(BUILD)/labs/tools/launch_cluster
+# The synchronous between-graph tests share their ps tasks, workers and gate.
+$(BUILD)/tests/test_sync_partitions $(BUILD)/tests/test_sync_two_ps: tests/sync_cluster.h
 # The task servers' tests share a graph cut by hand; one runs the built server.
 $(BUILD)/tests/test_partition_server $(BUILD)/tests/test_flowlab_server: tests/partition_fixture.h
 $(BUILD)/tests/test_flowlab_server: $(BUILD)/labs/tools/flowlab_server
