@@ -87,10 +87,8 @@ static int run_step(fl_partition_exec *e, feeds *f, const char **names, int n, b
         check(fl_last_error()[0] != '\0', "a failed step says why");
     if (getenv("FUZZ_GRAPH_RUN_VERBOSE")) /* to see what a seed reaches */
         fprintf(stderr, "%s %s: %s\n", as_targets ? "run" : "fetch", names[0], rc ? fl_last_error() : "ok");
-    for (int i = 0; i < n && !as_targets; i++) {
+    for (int i = 0; i < n && !as_targets; i++) /* the outputs are the partition's own */
         check((rc == 0) == (out[i] != NULL), "a step's outputs are all there or all NULL");
-        fl_tensor_free(out[i]);
-    }
     return rc;
 }
 
