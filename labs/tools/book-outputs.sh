@@ -1,8 +1,8 @@
 #!/bin/sh
 # book-outputs.sh: writes book/outputs/*.txt, every program output the book
 # shows, from real runs (`make book-outputs` runs it after building the labs).
-# Each file starts with "# cpu: MODEL" (the CPU it was made on, from
-# /proc/cpuinfo), then the command, as "$ COMMAND", then what it printed
+# Each file starts with "# cpu: MODEL (family F model M)" (the CPU it was
+# made on, from /proc/cpuinfo), then the command, as "$ COMMAND", then what it printed
 # (stdout and stderr). The runs are small: a few seconds each on two cores.
 # Afterwards `make book-sync` copies the files into the chapters' blocks and
 # `make book-check` (CI) fails while a block differs from its file.
@@ -35,7 +35,14 @@ LIMIT= LIMIT_S=${BOOK_RERUN_SECONDS:-300}
 if [ "$MODE" = rerun ]; then DEST=build/book-rerun LIMIT="timeout $LIMIT_S"; fi
 mkdir -p "$DEST"
 CHECK=build/labs/tools/book_check
-CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+# The CPU a file was made on: its model name, which says "AMD EPYC" for a
+# Zen 3 and a Zen 4 alike, and its family and model, which tell them apart
+# (OpenBLAS picks other kernels on each). A file that names a model alone
+# was made before this was added: it counts as another CPU's.
+CPU_NAME=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+CPU_CORE=$(awk -F': ' '/^cpu family/ && !f {f = $2} /^model[[:space:]]*:/ && !m {m = $2}
+                      END {if (f != "" && m != "") printf "family %s model %s", f, m}' /proc/cpuinfo)
+CPU="$CPU_NAME${CPU_CORE:+ ($CPU_CORE)}"
 L1=build/labs/01-single-device/single_device
 L2=build/labs/02-in-graph-towers/in_graph_towers
 L3=build/labs/03-between-graph/between_graph
