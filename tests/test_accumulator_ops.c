@@ -22,7 +22,6 @@
 #include "session_access.h"
 #include "tap.h"
 
-#define TASK "/job:ps/task:0"
 
 typedef struct {
     fl_graph *g;
@@ -70,7 +69,7 @@ static void close_piece(piece *p)
 static void *run_piece(void *arg)
 {
     piece *p = arg;
-    fl_rendezvous_step step = {.step_id = p->step_id, .task = TASK, .log_prefix = "ps 0"};
+    fl_rendezvous_step step = {.step_id = p->step_id, .log_prefix = "ps 0"};
     fl_rendezvous_device_begin_step(p->device, &step);
     int32_t local = (int32_t)p->step_value;
     fl_tensor st = {.dtype = FL_INT32, .shape = fl_shape_make(0), .data = &local};
@@ -177,7 +176,7 @@ static void open_token_piece(token_piece *p, fl_op_kind op, int32_t value, uint6
 static void *run_token_piece(void *arg)
 {
     token_piece *p = arg;
-    fl_rendezvous_step step = {.step_id = p->step_id, .task = TASK, .log = p->log, .log_prefix = "ps 0"};
+    fl_rendezvous_step step = {.step_id = p->step_id, .log = p->log, .log_prefix = "ps 0"};
     fl_rendezvous_device_begin_step(p->device, &step);
     bool fetch = p->op->op == FL_OP_ACCUMULATOR_WAIT_STEP;
     fl_tensor *out = NULL;

@@ -70,7 +70,7 @@ static void *run_step(void *arg)
 {
     task *t = arg;
     const char *name = t == &tasks[0] ? TASK0 : TASK1;
-    fl_rendezvous_step step = {.step_id = t->step, .task = name, .log_prefix = name, .cancelled = &t->cancelled,
+    fl_rendezvous_step step = {.step_id = t->step, .log_prefix = name, .cancelled = &t->cancelled,
                                .send = deliver};
     fl_rendezvous_device_begin_step(t->device, &step);
     fl_tensor *out = NULL;

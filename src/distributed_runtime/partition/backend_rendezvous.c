@@ -152,8 +152,8 @@ static int land(fl_rendezvous_device *d, pending_recv *r, fl_tensor *value)
     rendezvous_buffer *b = r->out->data;
     char got[64], want[64];
     if (!fits(r->node, value)) {
-        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: %s: the value for %s from %s is %s %s, not the %s %s the "
-                          "partition expects", d->step.task, r->node->name, r->node->attrs.edge_key,
+        fl_set_error_code(FL_INVALID_ARGUMENT, "%s: the value for %s from %s is %s %s, not the %s %s the "
+                          "partition expects", r->node->name, r->node->attrs.edge_key,
                           r->node->attrs.peer_task, fl_dtype_name(value->dtype),
                           fl_shape_format(value->shape, got, sizeof got), fl_dtype_name(r->node->dtype),
                           fl_shape_format(r->node->attrs.shape, want, sizeof want));
@@ -214,7 +214,7 @@ static int take_arrived(fl_rendezvous_device *d)
         int rc = fl_rendezvous_poll(d->rendezvous, d->step.step_id, r->node->attrs.edge_key, r->node->attrs.peer_task,
                                     &value);
         if (rc < 0 || (rc == 1 && land(d, r, value) != 0)) {
-            fl_prefix_error("%s: %s: ", d->step.task, r->node->name);
+            fl_prefix_error("%s: ", r->node->name);
             return -1;
         }
         got += rc;
@@ -264,13 +264,13 @@ static int check_still_waiting(fl_rendezvous_device *d, const pending_recv *r)
     unsigned long long step = (unsigned long long)d->step.step_id;
     double now = fl_now_s();
     if (d->step.cancelled && atomic_load(d->step.cancelled)) {
-        fl_set_error_code(FL_ABORTED, "%s: step %llu was cancelled while waiting for %s: its client has gone",
-                          d->step.task, step, what);
+        fl_set_error_code(FL_ABORTED, "step %llu was cancelled while waiting for %s: its client has gone", step,
+                          what);
         return -1;
     }
     if (now - d->quiet_since >= wait_limit_s(d, r)) {
-        fl_set_error_code(FL_DEADLINE_EXCEEDED, "%s: gave up after %.0f s waiting for %s in step %llu (is that "
-                          "task alive? FLOWLAB_TASK_DEADLINE sets the wait)", d->step.task, now - d->quiet_since,
+        fl_set_error_code(FL_DEADLINE_EXCEEDED, "gave up after %.0f s waiting for %s in step %llu (is that task "
+                          "alive? FLOWLAB_TASK_DEADLINE sets the wait)", now - d->quiet_since,
                           what, step);
         return -1;
     }

@@ -278,7 +278,7 @@ static void fetched_early(int index, const fl_tensor *value, void *user)
 static int run_step(fl_partition_exec *e, const fl_partition_env *env, fl_tensor **outputs)
 {
     const signature *sig = &e->sig;
-    fl_rendezvous_step step = {.step_id = e->step_id, .task = env->task, .log = env->log,
+    fl_rendezvous_step step = {.step_id = e->step_id, .log = env->log,
                                .log_prefix = env->log_prefix, .cancelled = env->cancelled,
                                .send = send_to_peer, .send_user = e, .stale_dropped = env->stale_dropped};
     if (e->rendezvous)
@@ -286,11 +286,8 @@ static int run_step(fl_partition_exec *e, const fl_partition_env *env, fl_tensor
     fl_run_options options = {.fetch_ready = fetched_early, .user = e, .should_stop = client_gone};
     int rc = fl_session_run_with_options(e->session, &options, sig->feeds, sig->nfeeds, sig->fetches,
                                          sig->nfetches, outputs, sig->targets, sig->ntargets);
-    const char *error = fl_session_error(e->session);
-    if (rc != 0 && strncmp(error, env->task, strlen(env->task)) != 0) /* the rendezvous names its task already */
-        fl_set_error_code(fl_session_error_code(e->session), "%s: %s", env->task, error);
-    else if (rc != 0)
-        fl_set_error_code(fl_session_error_code(e->session), "%s", error);
+    if (rc != 0) /* the one place a task's own error gets its task's name */
+        fl_set_error_code(fl_session_error_code(e->session), "%s: %s", env->task, fl_session_error(e->session));
     return rc;
 }
 

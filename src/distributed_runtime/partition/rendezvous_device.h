@@ -21,7 +21,6 @@ typedef int (*fl_send_fn)(void *user, const char *to_task, uint64_t step, const 
 /* What one step of a partition gives its rendezvous device. */
 typedef struct {
     uint64_t step_id;
-    const char *task;           /* this task, for messages: "/job:worker/task:1" */
     FILE *log;                  /* a line every few seconds while a step waits */
     const char *log_prefix;     /* "worker 1" */
     const atomic_bool *cancelled; /* set when the run's client has gone: the wait ends, ABORTED */
