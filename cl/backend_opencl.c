@@ -173,6 +173,13 @@ static void cl_release(void *impl, void *buffer)
     pthread_mutex_unlock(&d->lock);
 }
 
+/* On a device whose pool lies in host memory (opencl_pool.h): where a buffer's bytes are. */
+static void *cl_address_of(void *impl, void *buffer)
+{
+    fl_cl_device *d = impl;
+    return d->pool.on_host_memory ? fl_cl_pool_host_address(buffer) : NULL;
+}
+
 /* Non-blocking, as the seam allows: the host memory stays valid until wait. */
 static int cl_copy_in(void *impl, void *dst, const void *host_src, size_t bytes)
 {
@@ -356,6 +363,7 @@ const fl_backend fl_opencl_backend = {
         .set_tracing = cl_set_tracing,
         .take_timings = cl_take_timings,
     },
+    .host_memory = {.address_of = cl_address_of},
     .device_copies = {.copy = cl_copy_within, .copy_now = cl_copy_within_now},
 };
 

@@ -91,6 +91,11 @@ static int create_queue(fl_cl_device *d)
     clGetDeviceInfo(d->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     d->chunk = type & CL_DEVICE_TYPE_CPU ? 4096 : 8;
     fl_cl_pool_init(&d->pool, d->context);
+    /* A value a CPU device finished is then read by host ops where it lies
+     * (session_copies.c); FLOWLAB_OPENCL_HOST_MEMORY=0 keeps the copies, to compare. */
+    const char *host_memory = getenv("FLOWLAB_OPENCL_HOST_MEMORY");
+    if (!host_memory || strcmp(host_memory, "0") != 0)
+        fl_cl_pool_on_host_memory(&d->pool, d->id, d->queue);
     return 0;
 }
 

@@ -99,6 +99,17 @@ static void remember_copy(const fl_session *s, fl_slot *from, const fl_device *d
     from->sent[k] = (fl_sent_copy){dst, value, fl_session_run_count(s)};
 }
 
+/* Whether a host op may read x's value where it lies on a device whose
+ * memory is the host's (a received value in the rendezvous's memory, a
+ * value a PoCL CPU device finished), with no copy: x's buffer is its own
+ * until x runs again next step, as forwarding never crosses devices. Not a
+ * variable, nor another value's alias: a later update on its device must
+ * not show through to the reader. */
+static bool reads_in_place(const fl_node *x, const fl_slot *from)
+{
+    return x->op != FL_OP_VARIABLE && from->buffer && from->value.data == from->buffer;
+}
+
 /* Gives n's input i on n's device: the copy this run already made there
  * for another reader, or a new one, through host memory. */
 int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
@@ -116,10 +127,7 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
         return fl_session_fail(s, "%s: waiting for input %s on %s: %s", n->name, n->inputs[i]->name, src->name,
                                fl_last_error());
     const void *from_host = fl_device_host_memory(src, from->value.data);
-    /* A received value (the rendezvous's memory) is read where it lies, no
-     * copy: it is its Recv's alone until that Recv runs again next step.
-     * Not a host variable: its reader must not see later updates. */
-    if (dst->is_host && !src->is_host && from_host) {
+    if (dst->is_host && !src->is_host && from_host && reads_in_place(n->inputs[i], from)) {
         c->value = (fl_tensor){.dtype = from->value.dtype, .shape = from->value.shape, .data = (void *)from_host};
         *out = &c->value;
         remember_copy(s, from, dst, &c->value);

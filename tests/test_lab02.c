@@ -3,10 +3,12 @@
  * before this test) with PoCL asked for two single-core devices, /gpu:0 and
  * /gpu:1: flags and their errors, two towers whose loss falls, two towers of
  * B/2 printing the losses of one tower of B from the same seed, a controller
- * on /gpu:0, the no-accelerator fallback, and the exercises' solutions.
+ * on /gpu:0, no copy of a tower's values back to the controller, the
+ * no-accelerator fallback, and the exercises' solutions.
  * Parts that need two devices are skipped, with the reason, without PoCL. */
 #include "flowlab.h"
 #include "lab_runner.h"
+#include "../labs/tools/trace_events.h"
 
 /* Two towers add the same float32 numbers in another order than one tower:
  * the printed losses (6 decimals) agreed exactly when this was written; a
@@ -112,6 +114,60 @@ static void test_towers(void)
     free(two.out);
 }
 
+/* Copies in a traced run's steps 2-4, counted by direction. */
+typedef struct {
+    int to_towers, from_towers;
+    double from_towers_mb;
+} copy_count;
+
+static copy_count count_copies(const char *path)
+{
+    copy_count c = {-1, -1, 0};
+    trace_events t;
+    if (trace_events_read(path, &t) != 0)
+        return c;
+    c.to_towers = c.from_towers = 0;
+    for (int i = 0; i < t.count; i++) {
+        const trace_event *e = &t.events[i];
+        if (strcmp(e->cat, "Copy") != 0)
+            continue;
+        bool back = strncmp(e->from, "/gpu:", 5) == 0 && strcmp(t.lanes[e->lane], "/cpu:0") == 0;
+        c.from_towers += back;
+        c.from_towers_mb += back ? e->bytes / 1e6 : 0;
+        c.to_towers += strcmp(e->from, "/cpu:0") == 0;
+    }
+    trace_events_free(&t);
+    return c;
+}
+
+/* Issue 42 item 1: PoCL's CPU devices keep their buffers in host memory
+ * (cl/opencl_pool.c), so the controller's averaging and Adam read each
+ * tower's gradients where they lie. FLOWLAB_OPENCL_HOST_MEMORY=0 brings the
+ * copies back: the count can fail, and the losses are the same both ways. */
+static void test_no_copies_back(void)
+{
+    char args[600], path[2][400];
+    run_result r[2];
+    const char *env[2] = {"", "FLOWLAB_OPENCL_HOST_MEMORY=0"};
+    copy_count c[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(path[k], sizeof path[k], "%s/towers%d.json", tmp_dir, k);
+        snprintf(args, sizeof args, QUICK " --num_gpus 2 --trace %s", path[k]);
+        r[k] = run_env(env[k], args);
+        c[k] = count_copies(path[k]);
+    }
+    ok(r[0].status == 0 && c[0].from_towers == 0 && c[0].to_towers > 0, "traced, 2 towers copy nothing back to "
+       "the controller in steps 2-4 (%d copies; %d copies of the variables to the towers)", c[0].from_towers,
+       c[0].to_towers);
+    bool same = r[0].nsteps == 10 && r[1].nsteps == 10;
+    for (int i = 0; same && i < 10; i++)
+        same = r[0].loss[i] == r[1].loss[i];
+    ok(r[1].status == 0 && c[1].from_towers > 0 && same, "with FLOWLAB_OPENCL_HOST_MEMORY=0 the towers' values are "
+       "copied back (%d copies, %.1f MB) and the 10 losses are the same", c[1].from_towers, c[1].from_towers_mb);
+    for (int k = 0; k < 2; k++)
+        free(r[k].out);
+}
+
 /* Chapter 2's sentence, with its own two commands (book/outputs/02-two-towers.txt
  * and 02-one-tower.txt): every loss of the six steps within a relative
  * 1e-5, and the same test accuracy. */
@@ -206,6 +262,7 @@ int main(int argc, char **argv)
         test_checkpoint_dir_errors();
         if (naccelerators == 2) {
             test_towers();
+            test_no_copies_back();
             test_chapter_sentence();
         } else
             printf("ok %d # SKIP two towers need two accelerators (PoCL's pthread devices); "
