@@ -86,6 +86,19 @@ static int run_update(fl_cl_call *c, int count)
     return fl_cl_run(c, ((size_t)count + OPT_CHUNK - 1) / OPT_CHUNK);
 }
 
+/* The gradient's arguments (cl/optimizers.cl's GRADIENT_PARTS): the update's
+ * own gradient, or a fused update's parts and divisor (src/ops_fused.c). */
+static void gradient_parts(fl_cl_call *c, const fl_node *n, fl_tensor *const *in)
+{
+    int before = fl_update_inputs_before_gradient(n->op), fused = fl_op_def_of(n->op)->sig.fused;
+    int nparts = fused ? n->ninputs - before - 1 : 1;
+    for (int k = 0; k < FL_FUSED_MEAN_PARTS; k++)
+        fl_cl_mem(c, k < nparts ? in[before + k]->data : NULL);
+    fl_cl_int(c, nparts);
+    fl_cl_mem(c, fused ? in[n->ninputs - 1]->data : NULL);
+}
+
+/* Inputs: var, then the gradient. */
 FL_CL_OP(fl_cl_apply_gradient_descent)
 {
     (void)out;
@@ -95,13 +108,13 @@ FL_CL_OP(fl_cl_apply_gradient_descent)
         return -1;
     fl_cl_call c = fl_cl_begin(d, K_APPLY_GRADIENT_DESCENT);
     fl_cl_mem(&c, in[0]->data);
-    fl_cl_mem(&c, in[1]->data);
+    gradient_parts(&c, n, in);
     fl_cl_float(&c, n->attrs.learning_rate);
     fl_cl_int(&c, count);
     return run_update(&c, count);
 }
 
-/* Inputs: var, accum, grad. */
+/* Inputs: var, accum, then the gradient. */
 FL_CL_OP(fl_cl_apply_momentum)
 {
     (void)out;
@@ -110,8 +123,9 @@ FL_CL_OP(fl_cl_apply_momentum)
     if (count < 0)
         return -1;
     fl_cl_call c = fl_cl_begin(d, K_APPLY_MOMENTUM);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 2; i++)
         fl_cl_mem(&c, in[i]->data);
+    gradient_parts(&c, n, in);
     fl_cl_float(&c, n->attrs.learning_rate);
     fl_cl_float(&c, n->attrs.momentum);
     fl_cl_int(&c, n->attrs.use_nesterov);
@@ -119,7 +133,7 @@ FL_CL_OP(fl_cl_apply_momentum)
     return run_update(&c, count);
 }
 
-/* Inputs: var, m, v, beta1_power, beta2_power, grad. */
+/* Inputs: var, m, v, beta1_power, beta2_power, then the gradient. */
 FL_CL_OP(fl_cl_apply_adam)
 {
     (void)out;
@@ -128,8 +142,9 @@ FL_CL_OP(fl_cl_apply_adam)
     if (count < 0)
         return -1;
     fl_cl_call c = fl_cl_begin(d, K_APPLY_ADAM);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 5; i++)
         fl_cl_mem(&c, in[i]->data);
+    gradient_parts(&c, n, in);
     fl_cl_float(&c, n->attrs.learning_rate);
     fl_cl_float(&c, n->attrs.beta1);
     fl_cl_float(&c, n->attrs.beta2);

@@ -1,7 +1,8 @@
 /* ops_fused.c: the ops the session's fusion pass (session_fusion.c) runs in
  * place of several of the user's: FusedConv2D and FusedMatMul (the product,
- * a bias per output channel, then an optional ReLU) and MaxPoolReluGrad
- * (MaxPoolGrad, then ReluGrad). No builder: a user never makes them. */
+ * a bias per output channel, then an optional ReLU), MaxPoolReluGrad
+ * (MaxPoolGrad, then ReluGrad) and the fused updates (an update of the mean
+ * of several gradients). No builder: a user never makes them. */
 #include <stdio.h>
 
 #include "runtime.h"
@@ -55,3 +56,56 @@ const fl_op_def fl_def_max_pool_relu_grad = {
     "MaxPoolReluGrad",
     {.min_inputs = 3, .max_inputs = 3, .has_output = true, .fused = true},
     infer_max_pool_relu_grad, NULL};
+
+/* ---- FusedApplyGradientDescent, FusedApplyMomentum, FusedApplyAdam ----
+ * An update whose gradient is Div(AddN(g1..gk), d), the towers' mean: its
+ * kernel sums and divides each element as AddN and Div would, in its one
+ * pass over the variable (issue 42). Inputs: the update's own before its
+ * gradient, g1..gk, then d. */
+
+int fl_update_inputs_before_gradient(fl_op_kind op)
+{
+    switch (op) {
+    case FL_OP_APPLY_GRADIENT_DESCENT:
+    case FL_OP_FUSED_APPLY_GRADIENT_DESCENT: return 1;
+    case FL_OP_APPLY_MOMENTUM:
+    case FL_OP_FUSED_APPLY_MOMENTUM: return 2;
+    default: return 5;
+    }
+}
+
+/* The slots (inputs 1 to writes_inputs - 1) and every gradient shaped like
+ * the variable; Adam's beta powers (up to the gradients) and the divisor
+ * (last) one number each. */
+static int infer_fused_update(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
+{
+    int writes = fl_op_def_of(n->op)->sig.writes_inputs, before = fl_update_inputs_before_gradient(n->op);
+    if (fl_check_float_inputs(n, st) != 0)
+        return -1;
+    for (int i = 1; i < n->ninputs; i++) {
+        bool one_number = (i >= writes && i < before) || i == n->ninputs - 1;
+        if (!one_number && fl_check_same_shape(n, in, i, 0, st) != 0)
+            return -1;
+        if (one_number && fl_shape_size(in[i]) != 1) {
+            char got[64];
+            fl_status_set(st, FL_INVALID_ARGUMENT, "input %d (%s) has shape %s; it must hold one number", i,
+                          n->inputs[i]->name, fl_shape_format(in[i], got, sizeof got));
+            return -1;
+        }
+    }
+    *out = fl_shape_make(0);
+    return 0;
+}
+
+const fl_op_def fl_def_fused_apply_gradient_descent = {
+    "FusedApplyGradientDescent",
+    {.min_inputs = 3, .max_inputs = 2 + FL_FUSED_MEAN_PARTS, .writes_inputs = 1, .fused = true},
+    infer_fused_update, NULL};
+const fl_op_def fl_def_fused_apply_momentum = {
+    "FusedApplyMomentum",
+    {.min_inputs = 4, .max_inputs = 3 + FL_FUSED_MEAN_PARTS, .writes_inputs = 2, .fused = true},
+    infer_fused_update, NULL};
+const fl_op_def fl_def_fused_apply_adam = {
+    "FusedApplyAdam",
+    {.min_inputs = 7, .max_inputs = 6 + FL_FUSED_MEAN_PARTS, .writes_inputs = 3, .fused = true},
+    infer_fused_update, NULL};

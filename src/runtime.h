@@ -93,6 +93,7 @@ typedef enum {
     FL_OP_APPLY_GRADIENT_DESCENT, FL_OP_APPLY_MOMENTUM, FL_OP_APPLY_ADAM,
     /* fused by the session for one step (session_fusion.c), never built by a user */
     FL_OP_FUSED_CONV2D, FL_OP_FUSED_MATMUL, FL_OP_MAX_POOL_RELU_GRAD,
+    FL_OP_FUSED_APPLY_GRADIENT_DESCENT, FL_OP_FUSED_APPLY_MOMENTUM, FL_OP_FUSED_APPLY_ADAM,
     /* a value crossing tasks, made by the partitioner (TensorFlow's _Send, _Recv) */
     FL_OP_SEND, FL_OP_RECV,
     /* synchronous training's gradient accumulators, in a task's container (TensorFlow's ConditionalAccumulator) */
@@ -154,6 +155,12 @@ typedef enum {
     FL_ALIAS_WRITES_INPUT0,  /* input 0's buffer, updated in place (Assign): it runs where input 0 lives */
 } fl_op_alias;
 
+/* A fused update (ops_fused.c) averages at most this many gradients: towers or replicas. */
+#define FL_FUSED_MEAN_PARTS 8
+/* The inputs an update (ApplyGradientDescent, ApplyMomentum, ApplyAdam, or
+ * its fused form) takes before its gradient: the variable, its slots, Adam's
+ * beta powers. A fused update's gradients follow, then their divisor. */
+int fl_update_inputs_before_gradient(fl_op_kind op);
 #define FL_OP_INPUT_LIST (-1) /* max_inputs of an op that takes a list of any length (AddN, Concat) */
 
 /* What an op takes and gives, declared once with the op: the session, the

@@ -38,7 +38,7 @@ void fl_session_free(fl_session *s)
         return;
     fl_session_close_master(s);
     for (int i = 0; i < s->nslots; i++) {
-        fl_session_release_copies(&s->slots[i], fl_graph_node(s->graph, i)->ninputs);
+        fl_session_release_copies(&s->slots[i]);
         fl_session_release_buffer(&s->slots[i]);
         free(s->slots[i].sent);
     }

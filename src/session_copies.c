@@ -5,13 +5,14 @@
  * readers, and keeps host ops from overwriting memory a device has yet to
  * copy in. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "session_internal.h"
 
 /* Frees a slot's copies of its inputs: buffers on its device, host staging. */
-void fl_session_release_copies(fl_slot *slot, int ninputs)
+void fl_session_release_copies(fl_slot *slot)
 {
-    for (int i = 0; slot->copies && i < ninputs; i++) {
+    for (int i = 0; i < slot->ncopies; i++) {
         fl_edge_copy *c = &slot->copies[i];
         if (c->buffer)
             slot->device->backend->release(slot->device->impl, c->buffer);
@@ -19,6 +20,20 @@ void fl_session_release_copies(fl_slot *slot, int ninputs)
     }
     free(slot->copies);
     slot->copies = NULL;
+    slot->ncopies = 0;
+}
+
+/* One copy record per input of n, which a fused form of the node may have
+ * more of than the node itself: grown at a run's first copy for n, before
+ * any reader of this run keeps a pointer into it (remember_copy). */
+static fl_edge_copy *copy_record(fl_slot *slot, const fl_node *n, int i)
+{
+    if (slot->ncopies < n->ninputs) {
+        slot->copies = fl_xrealloc(slot->copies, (size_t)n->ninputs * sizeof *slot->copies);
+        memset(slot->copies + slot->ncopies, 0, (size_t)(n->ninputs - slot->ncopies) * sizeof *slot->copies);
+        slot->ncopies = n->ninputs;
+    }
+    return &slot->copies[i];
 }
 
 /* Remembers that dst will read host memory at `host` some time after now,
@@ -118,9 +133,7 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
     fl_device *src = from->device, *dst = slot->device;
     if ((*out = copy_made_this_run(s, from, dst)))
         return 0;
-    if (!slot->copies)
-        slot->copies = fl_xcalloc((size_t)n->ninputs, sizeof *slot->copies);
-    fl_edge_copy *c = &slot->copies[i];
+    fl_edge_copy *c = copy_record(slot, n, i);
     /* The value is finished first: a Recv learns its shape when it arrives,
      * and a traced copy is only the copy. */
     if (wait_for_value(from) != 0)

@@ -13,6 +13,9 @@
  *   the same with MatMul(a, b)        -> FusedMatMul(a, b, bias)
  *   ReluGrad(MaxPoolGrad(dy, x, y), features) -> MaxPoolReluGrad(dy, x, y)
  *     when features > 0 exactly where x > 0: features is x, or x = Relu(features).
+ *   Apply*(..., Div(AddN(g1..gk), d)) -> FusedApply*(..., g1..gk, d), the
+ *     towers' mean made in the update's one pass, also for k = 1 (Div(g, d))
+ *     and gradients on other devices (issue 42).
  * A Relu's gradient reads the Relu's input (the Add); where the Relu's
  * output is in the step too, ReluGrad reads that instead (the same mask:
  * Relu(a) > 0 exactly where a > 0), so the Add keeps a single reader.
@@ -22,7 +25,8 @@
 
 #include "session_internal.h"
 
-#define FUSED_INPUTS 3
+/* The most inputs a fused node takes: Adam's five, the mean's parts, the divisor. */
+#define FUSED_INPUTS (6 + FL_FUSED_MEAN_PARTS)
 
 void fl_session_free_fusion(fl_session *s)
 {
@@ -152,12 +156,12 @@ static void fuse_product(fl_session *s, fl_node *root, fl_node *add, bool relu)
     if (bias->dtype != FL_FLOAT32 || bias->shape.rank != 1 || columns < 0 || bias->shape.dims[0] != columns)
         return;
     fl_op_kind op = conv ? FL_OP_FUSED_CONV2D : FL_OP_FUSED_MATMUL;
-    fl_node *in[FUSED_INPUTS] = {product->inputs[0], product->inputs[1], bias};
-    if (!backend_fuses(s, root, op) || !inputs_local(s, root, in, FUSED_INPUTS))
+    fl_node *in[3] = {product->inputs[0], product->inputs[1], bias};
+    if (!backend_fuses(s, root, op) || !inputs_local(s, root, in, 3))
         return;
     fl_attrs attrs = product->attrs;
     attrs.fused_relu = relu;
-    make_node(s, root, op, &attrs, in, FUSED_INPUTS);
+    make_node(s, root, op, &attrs, in, 3);
     s->fusion.needed[product->id] = false;
     if (add != root)
         s->fusion.needed[add->id] = false;
@@ -197,6 +201,55 @@ static void read_relu_output(fl_session *s, fl_node *g)
     s->fusion.consumers[r->id]++;
 }
 
+/* The fused form of an update, by its op. */
+static fl_op_kind fused_update_of(fl_op_kind op)
+{
+    switch (op) {
+    case FL_OP_APPLY_GRADIENT_DESCENT: return FL_OP_FUSED_APPLY_GRADIENT_DESCENT;
+    case FL_OP_APPLY_MOMENTUM: return FL_OP_FUSED_APPLY_MOMENTUM;
+    default: return FL_OP_FUSED_APPLY_ADAM;
+    }
+}
+
+/* u = Apply*(..., Div(sum, d)), sum = AddN(g1..gk) or one gradient, d one
+ * number: u runs as its fused form, reading g1..gk and d wherever they lie
+ * (a tower's gradients are read in place where its memory is the host's). */
+// [book:fuse_update]
+static void fuse_update(fl_session *s, fl_node *u)
+{
+    int before = fl_update_inputs_before_gradient(u->op);
+    fl_node *div = u->inputs[before];
+    if (div->op != FL_OP_DIV || !absorbable(s, div, u) || fl_shape_size(div->inputs[1]->shape) != 1)
+        return;
+    fl_node *sum = div->inputs[0], *in[FUSED_INPUTS];
+    if (!fl_shape_equal(sum->shape, u->inputs[0]->shape) || fl_shape_size(sum->shape) < 0)
+        return;
+    bool add_n = sum->op == FL_OP_ADD_N && sum->ninputs <= FL_FUSED_MEAN_PARTS && absorbable(s, sum, u);
+    int nparts = add_n ? sum->ninputs : 1;
+    fl_op_kind op = fused_update_of(u->op);
+    if (!backend_fuses(s, u, op))
+        return;
+    memcpy(in, u->inputs, (size_t)before * sizeof *in);
+    memcpy(in + before, add_n ? sum->inputs : &sum, (size_t)nparts * sizeof *in);
+    in[before + nparts] = div->inputs[1];
+    make_node(s, u, op, &u->attrs, in, before + nparts + 1);
+    s->fusion.needed[div->id] = false;
+    if (add_n)
+        s->fusion.needed[sum->id] = false;
+}
+// [end:fuse_update]
+
+static void fuse_updates(fl_session *s)
+{
+    for (int id = 0; id < s->nslots; id++) {
+        fl_node *n = fl_graph_node(s->graph, id);
+        bool update = n->op == FL_OP_APPLY_GRADIENT_DESCENT || n->op == FL_OP_APPLY_MOMENTUM ||
+                      n->op == FL_OP_APPLY_ADAM;
+        if (update && runs_op(s, n) && !s->fusion.planned[id])
+            fuse_update(s, n);
+    }
+}
+
 /* Gradients first (they change who reads the Adds), then the Relus, then
  * the Adds no Relu took. */
 static void fuse_kind(fl_session *s, fl_op_kind kind)
@@ -225,5 +278,6 @@ void fl_session_fuse(fl_session *s, bool *needed)
     fuse_kind(s, FL_OP_RELU_GRAD);
     fuse_kind(s, FL_OP_RELU);
     fuse_kind(s, FL_OP_ADD);
+    fuse_updates(s);
     s->fusion.needed = NULL;
 }

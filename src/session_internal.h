@@ -51,6 +51,7 @@ typedef struct {
     size_t capacity;
     bool initialized;  /* variables: assigned at least once */
     fl_edge_copy *copies; /* one per input, made when an input crosses devices */
+    int ncopies;          /* copies' length: the most inputs the node (or its fused form) took */
     /* This run: whether a node on another device reads the value, and then
      * the mark its device passes when the value is finished (device.h). */
     bool crosses;
@@ -299,7 +300,7 @@ int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor
 /* After a run: releases its marks and forgets its pending reads. */
 void fl_session_forget_marks(fl_session *s);
 void fl_session_free_pending_reads(fl_session *s);
-void fl_session_release_copies(fl_slot *slot, int ninputs);
+void fl_session_release_copies(fl_slot *slot);
 
 /* ---- session_fetch.c: handing the fetched values over ---- */
 /* Before a run's ops: its fetches, marked in their slots; delivered holds
