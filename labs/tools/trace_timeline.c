@@ -42,6 +42,7 @@ static const kind kinds[] = {
     {"averaging the towers", "#ff7f0e"}, {"Adam's update, global step", "#756bb1"},
     {"collectives", "#2ca02c"},      {"accumulating micro-batches' gradients", "#fdae6b"},
     {"request to a task, sent to answered", "#bdbdbd"}, {"pull of a variable, sent to answered", "#74c476"},
+    {"the towers' mean and its update, one kernel", "#e377c2"},
 };
 
 static const kind *kind_of(const trace_event *e)
@@ -54,6 +55,8 @@ static const kind *kind_of(const trace_event *e)
         return &kinds[7];
     if (strcmp(e->cat, "VariableV2") == 0) /* only a remote variable's read runs: a PULL (chapter 3) */
         return &kinds[8];
+    if (strncmp(e->cat, "FusedApply", 10) == 0) /* src/session_fusion.c's fuse_update */
+        return &kinds[9];
     if (strncmp(e->name, "average_gradients", 17) == 0)
         return &kinds[3];
     if (strncmp(e->name, "accumulate/", 11) == 0) /* chapter 7's pipeline */
