@@ -86,19 +86,6 @@ static int run_update(fl_cl_call *c, int count)
     return fl_cl_run(c, ((size_t)count + OPT_CHUNK - 1) / OPT_CHUNK);
 }
 
-/* The gradient's arguments (cl/optimizers.cl's GRADIENT_PARTS): the update's
- * own gradient, or a fused update's parts and divisor (src/ops_fused.c). */
-static void gradient_parts(fl_cl_call *c, const fl_node *n, fl_tensor *const *in)
-{
-    int before = fl_update_inputs_before_gradient(n->op), fused = fl_op_def_of(n->op)->sig.fused;
-    int nparts = fused ? n->ninputs - before - 1 : 1;
-    for (int k = 0; k < FL_FUSED_MEAN_PARTS; k++)
-        fl_cl_mem(c, k < nparts ? in[before + k]->data : NULL);
-    fl_cl_int(c, nparts);
-    fl_cl_mem(c, fused ? in[n->ninputs - 1]->data : NULL);
-}
-
-/* Inputs: var, then the gradient. */
 FL_CL_OP(fl_cl_apply_gradient_descent)
 {
     (void)out;
@@ -108,13 +95,13 @@ FL_CL_OP(fl_cl_apply_gradient_descent)
         return -1;
     fl_cl_call c = fl_cl_begin(d, K_APPLY_GRADIENT_DESCENT);
     fl_cl_mem(&c, in[0]->data);
-    gradient_parts(&c, n, in);
+    fl_cl_mem(&c, in[1]->data);
     fl_cl_float(&c, n->attrs.learning_rate);
     fl_cl_int(&c, count);
     return run_update(&c, count);
 }
 
-/* Inputs: var, accum, then the gradient. */
+/* Inputs: var, accum, grad. */
 FL_CL_OP(fl_cl_apply_momentum)
 {
     (void)out;
@@ -123,9 +110,8 @@ FL_CL_OP(fl_cl_apply_momentum)
     if (count < 0)
         return -1;
     fl_cl_call c = fl_cl_begin(d, K_APPLY_MOMENTUM);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         fl_cl_mem(&c, in[i]->data);
-    gradient_parts(&c, n, in);
     fl_cl_float(&c, n->attrs.learning_rate);
     fl_cl_float(&c, n->attrs.momentum);
     fl_cl_int(&c, n->attrs.use_nesterov);
@@ -133,7 +119,7 @@ FL_CL_OP(fl_cl_apply_momentum)
     return run_update(&c, count);
 }
 
-/* Inputs: var, m, v, beta1_power, beta2_power, then the gradient. */
+/* Inputs: var, m, v, beta1_power, beta2_power, grad. */
 FL_CL_OP(fl_cl_apply_adam)
 {
     (void)out;
@@ -142,6 +128,73 @@ FL_CL_OP(fl_cl_apply_adam)
     if (count < 0)
         return -1;
     fl_cl_call c = fl_cl_begin(d, K_APPLY_ADAM);
+    for (int i = 0; i < 6; i++)
+        fl_cl_mem(&c, in[i]->data);
+    fl_cl_float(&c, n->attrs.learning_rate);
+    fl_cl_float(&c, n->attrs.beta1);
+    fl_cl_float(&c, n->attrs.beta2);
+    fl_cl_float(&c, n->attrs.epsilon);
+    fl_cl_int(&c, count);
+    return run_update(&c, count);
+}
+
+/* ---- the fused updates: an update of the towers' mean (src/ops_fused.c) ---- */
+
+/* The gradient's parts and divisor (cl/optimizers.cl's GRADIENT_PARTS);
+ * parts past the last repeat the first, never read. */
+static void gradient_parts(fl_cl_call *c, const fl_node *n, fl_tensor *const *in)
+{
+    int before = fl_update_inputs_before_gradient(n->op), nparts = n->ninputs - before - 1;
+    for (int k = 0; k < FL_FUSED_MEAN_PARTS; k++)
+        fl_cl_mem(c, in[before + (k < nparts ? k : 0)]->data);
+    fl_cl_int(c, nparts);
+    fl_cl_mem(c, in[n->ninputs - 1]->data);
+}
+
+/* Inputs: var, then the parts and the divisor. */
+FL_CL_OP(fl_cl_fused_apply_gradient_descent)
+{
+    (void)out;
+    (void)ctx;
+    int count = fl_cl_count(in[0]);
+    if (count < 0)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, K_FUSED_APPLY_GRADIENT_DESCENT);
+    fl_cl_mem(&c, in[0]->data);
+    gradient_parts(&c, n, in);
+    fl_cl_float(&c, n->attrs.learning_rate);
+    fl_cl_int(&c, count);
+    return run_update(&c, count);
+}
+
+/* Inputs: var, accum, then the parts and the divisor. */
+FL_CL_OP(fl_cl_fused_apply_momentum)
+{
+    (void)out;
+    (void)ctx;
+    int count = fl_cl_count(in[0]);
+    if (count < 0)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, K_FUSED_APPLY_MOMENTUM);
+    fl_cl_mem(&c, in[0]->data);
+    fl_cl_mem(&c, in[1]->data);
+    gradient_parts(&c, n, in);
+    fl_cl_float(&c, n->attrs.learning_rate);
+    fl_cl_float(&c, n->attrs.momentum);
+    fl_cl_int(&c, n->attrs.use_nesterov);
+    fl_cl_int(&c, count);
+    return run_update(&c, count);
+}
+
+/* Inputs: var, m, v, beta1_power, beta2_power, then the parts and the divisor. */
+FL_CL_OP(fl_cl_fused_apply_adam)
+{
+    (void)out;
+    (void)ctx;
+    int count = fl_cl_count(in[0]);
+    if (count < 0)
+        return -1;
+    fl_cl_call c = fl_cl_begin(d, K_FUSED_APPLY_ADAM);
     for (int i = 0; i < 5; i++)
         fl_cl_mem(&c, in[i]->data);
     gradient_parts(&c, n, in);

@@ -38,6 +38,8 @@ static const char *const kernel_names[FL_CL_KERNEL_COUNT] = {
     [K_BIAS_RELU_CHUNKS] = "bias_relu_chunks",
     [K_APPLY_GRADIENT_DESCENT] = "apply_gradient_descent",
     [K_APPLY_MOMENTUM] = "apply_momentum", [K_APPLY_ADAM] = "apply_adam",
+    [K_FUSED_APPLY_GRADIENT_DESCENT] = "fused_apply_gradient_descent",
+    [K_FUSED_APPLY_MOMENTUM] = "fused_apply_momentum", [K_FUSED_APPLY_ADAM] = "fused_apply_adam",
 };
 
 const char *fl_cl_kernel_name(fl_cl_kernel_id k) { return kernel_names[k]; }

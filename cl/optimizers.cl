@@ -20,49 +20,27 @@ bool opt_run(int n, int *i, int *end)
     return *i < n;
 }
 
-/* The gradient at i: part 0 for a plain update; for a fused one (an update
- * of the towers' mean, src/ops_fused.c) its parts added in order, as AddN's
- * kernels add them, then divided once, as Div's: fusing changes no bit.
- * Parts past nparts are NULL and never read. OpenCL C passes no array of
- * buffers, so the eight are parameters, named once here for the three kernels. */
-#define GRADIENT_PARTS __global const float *p0, __global const float *p1, __global const float *p2, \
-    __global const float *p3, __global const float *p4, __global const float *p5, __global const float *p6, \
-    __global const float *p7, int nparts, __global const float *divisor
-
-float gradient_at(int i, GRADIENT_PARTS)
-{
-    float g = p0[i];
-    if (nparts > 1) g += p1[i];
-    if (nparts > 2) g += p2[i];
-    if (nparts > 3) g += p3[i];
-    if (nparts > 4) g += p4[i];
-    if (nparts > 5) g += p5[i];
-    if (nparts > 6) g += p6[i];
-    if (nparts > 7) g += p7[i];
-    return divisor ? g / divisor[0] : g;
-}
-
-#define GRADIENT_AT(i) gradient_at(i, p0, p1, p2, p3, p4, p5, p6, p7, nparts, divisor)
-
-__kernel void apply_gradient_descent(__global float *restrict var, GRADIENT_PARTS, float lr, int n)
+__kernel void apply_gradient_descent(__global float *restrict var,
+                                     __global const float *restrict grad, float lr, int n)
 {
     int i, end;
     if (!opt_run(n, &i, &end))
         return;
     for (; i < end; i++)
-        var[i] = fl_rule_gradient_descent(var[i], lr, GRADIENT_AT(i));
+        var[i] = fl_rule_gradient_descent(var[i], lr, grad[i]);
 }
 
-__kernel void apply_momentum(__global float *restrict var, __global float *restrict accum, GRADIENT_PARTS,
-                             float lr, float mu, int nesterov, int n)
+__kernel void apply_momentum(__global float *restrict var, __global float *restrict accum,
+                             __global const float *restrict grad, float lr, float mu, int nesterov,
+                             int n)
 {
     int i, end;
     if (!opt_run(n, &i, &end))
         return;
     for (; i < end; i++) {
-        float g = GRADIENT_AT(i), a = fl_rule_momentum_accum(accum[i], mu, g);
+        float a = fl_rule_momentum_accum(accum[i], mu, grad[i]);
         accum[i] = a;
-        var[i] = fl_rule_momentum_var(var[i], lr, mu, a, g, nesterov);
+        var[i] = fl_rule_momentum_var(var[i], lr, mu, a, grad[i], nesterov);
     }
 }
 
@@ -70,7 +48,7 @@ __kernel void apply_momentum(__global float *restrict var, __global float *restr
  * so nothing goes back to the host), once per work-item. */
 __kernel void apply_adam(__global float *restrict var, __global float *restrict m,
                          __global float *restrict v, __global const float *beta1_power,
-                         __global const float *beta2_power, GRADIENT_PARTS,
+                         __global const float *beta2_power, __global const float *restrict grad,
                          float lr, float b1, float b2, float eps, int n)
 {
     int i, end;
@@ -78,7 +56,83 @@ __kernel void apply_adam(__global float *restrict var, __global float *restrict 
         return;
     float lr_t = fl_rule_adam_lr(lr, beta1_power[0], beta2_power[0]);
     for (; i < end; i++) {
-        float g = GRADIENT_AT(i), mm = fl_rule_adam_m(m[i], b1, g), vv = fl_rule_adam_v(v[i], b2, g);
+        float mm = fl_rule_adam_m(m[i], b1, grad[i]), vv = fl_rule_adam_v(v[i], b2, grad[i]);
+        m[i] = mm;
+        v[i] = vv;
+        var[i] = fl_rule_adam_var(var[i], lr_t, mm, vv, eps);
+    }
+}
+
+/* The fused updates (an update of the towers' mean, src/ops_fused.c): the
+ * gradient at i is its parts added in order, as AddN's kernels add them,
+ * then divided once, as Div's, so fusing changes no bit. Parts past nparts
+ * repeat p0 and are never read. OpenCL C passes no array of buffers, so the
+ * eight are parameters, named once here for the three kernels. Every
+ * pointer is restrict, as in the plain kernels above: without it the
+ * compiler must assume a part may alias the variable, and gives up
+ * vectorizing (26 times slower on PoCL when this was written). */
+#define GRADIENT_PARTS __global const float *restrict p0, __global const float *restrict p1, \
+    __global const float *restrict p2, __global const float *restrict p3, __global const float *restrict p4, \
+    __global const float *restrict p5, __global const float *restrict p6, __global const float *restrict p7, \
+    int nparts, __global const float *restrict divisor
+
+/* The mean of elements [i, i + count) into g, a loop per part: each loop
+ * is one the compiler vectorizes, where a branch per part per element was
+ * three times slower. */
+inline void mean_into(float *g, int i, int count, GRADIENT_PARTS)
+{
+    __global const float *const parts[8] = {p0, p1, p2, p3, p4, p5, p6, p7};
+    for (int j = 0; j < count; j++)
+        g[j] = p0[i + j];
+    for (int k = 1; k < nparts; k++)
+        for (int j = 0; j < count; j++)
+            g[j] += parts[k][i + j];
+    float d = divisor[0];
+    for (int j = 0; j < count; j++)
+        g[j] = g[j] / d;
+}
+
+#define MEAN_INTO(g, i, count) mean_into(g, i, count, p0, p1, p2, p3, p4, p5, p6, p7, nparts, divisor)
+
+__kernel void fused_apply_gradient_descent(__global float *restrict var, GRADIENT_PARTS, float lr, int n)
+{
+    int i, end;
+    if (!opt_run(n, &i, &end))
+        return;
+    float g[OPT_CHUNK];
+    MEAN_INTO(g, i, end - i);
+    for (int j = 0; i < end; i++, j++)
+        var[i] = fl_rule_gradient_descent(var[i], lr, g[j]);
+}
+
+__kernel void fused_apply_momentum(__global float *restrict var, __global float *restrict accum, GRADIENT_PARTS,
+                                   float lr, float mu, int nesterov, int n)
+{
+    int i, end;
+    if (!opt_run(n, &i, &end))
+        return;
+    float g[OPT_CHUNK];
+    MEAN_INTO(g, i, end - i);
+    for (int j = 0; i < end; i++, j++) {
+        float a = fl_rule_momentum_accum(accum[i], mu, g[j]);
+        accum[i] = a;
+        var[i] = fl_rule_momentum_var(var[i], lr, mu, a, g[j], nesterov);
+    }
+}
+
+__kernel void fused_apply_adam(__global float *restrict var, __global float *restrict m,
+                               __global float *restrict v, __global const float *beta1_power,
+                               __global const float *beta2_power, GRADIENT_PARTS,
+                               float lr, float b1, float b2, float eps, int n)
+{
+    int i, end;
+    if (!opt_run(n, &i, &end))
+        return;
+    float lr_t = fl_rule_adam_lr(lr, beta1_power[0], beta2_power[0]);
+    float g[OPT_CHUNK];
+    MEAN_INTO(g, i, end - i);
+    for (int j = 0; i < end; i++, j++) {
+        float mm = fl_rule_adam_m(m[i], b1, g[j]), vv = fl_rule_adam_v(v[i], b2, g[j]);
         m[i] = mm;
         v[i] = vv;
         var[i] = fl_rule_adam_var(var[i], lr_t, mm, vv, eps);
