@@ -25,6 +25,8 @@
 
 #include "session_internal.h"
 
+/* A fused product's inputs: x, the filter or weights, the bias. */
+#define PRODUCT_INPUTS 3
 /* The most inputs a fused node takes: Adam's five, the mean's parts, the divisor. */
 #define FUSED_INPUTS (6 + FL_FUSED_MEAN_PARTS)
 
@@ -156,12 +158,12 @@ static void fuse_product(fl_session *s, fl_node *root, fl_node *add, bool relu)
     if (bias->dtype != FL_FLOAT32 || bias->shape.rank != 1 || columns < 0 || bias->shape.dims[0] != columns)
         return;
     fl_op_kind op = conv ? FL_OP_FUSED_CONV2D : FL_OP_FUSED_MATMUL;
-    fl_node *in[3] = {product->inputs[0], product->inputs[1], bias};
-    if (!backend_fuses(s, root, op) || !inputs_local(s, root, in, 3))
+    fl_node *in[PRODUCT_INPUTS] = {product->inputs[0], product->inputs[1], bias};
+    if (!backend_fuses(s, root, op) || !inputs_local(s, root, in, PRODUCT_INPUTS))
         return;
     fl_attrs attrs = product->attrs;
     attrs.fused_relu = relu;
-    make_node(s, root, op, &attrs, in, 3);
+    make_node(s, root, op, &attrs, in, PRODUCT_INPUTS);
     s->fusion.needed[product->id] = false;
     if (add != root)
         s->fusion.needed[add->id] = false;
