@@ -77,6 +77,9 @@ static void test_writes_stay_beside_their_variable(void)
 
 int main(void)
 {
+    /* The copy path, as a GPU takes it: on PoCL a host op would read the
+     * value where it lies (test_lab02 and test_fused_updates check that). */
+    setenv("FLOWLAB_OPENCL_HOST_MEMORY", "0", 1);
     fl_device_info devices[16];
     int count = fl_list_devices(devices, 16);
     bool accelerator = false;

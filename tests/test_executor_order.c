@@ -157,6 +157,9 @@ static void one_copy_per_device(void)
 
 int main(void)
 {
+    /* The copy path, as a GPU takes it: on PoCL a host op would read the
+     * value where it lies (test_lab02 and test_fused_updates check that). */
+    setenv("FLOWLAB_OPENCL_HOST_MEMORY", "0", 1);
     setenv("POCL_DEVICES", "pthread", 1);
     setenv("POCL_MAX_PTHREAD_COUNT", "1", 1);
     setenv("FLOWLAB_BACKEND", "opencl", 1);

@@ -238,6 +238,9 @@ static void check_written(const fl_session *s, int nevents)
 
 int main(void)
 {
+    /* The copy path, as a GPU takes it: on PoCL a host op would read the
+     * value where it lies (test_lab02 and test_fused_updates check that). */
+    setenv("FLOWLAB_OPENCL_HOST_MEMORY", "0", 1);
     /* Before the first flowlab call: the device list is fixed at first use. */
     setenv("POCL_DEVICES", "pthread pthread", 1);
     setenv("POCL_MAX_PTHREAD_COUNT", "1", 1);

@@ -13,6 +13,7 @@ typedef struct {
     fl_runner_pool *pool;
     pthread_t thread;
     fl_runner_job job; /* the job handed over; NULL: idle */
+    fl_runner_job finished; /* said once the runner is idle again (NULL: nothing) */
     void *arg;
 } runner;
 
@@ -34,11 +35,17 @@ static void *serve(void *arg)
             pthread_cond_wait(&p->changed, &p->lock);
         if (!r->job)
             break; /* stopping, and its last job is done */
-        fl_runner_job job = r->job;
+        fl_runner_job job = r->job, finished = r->finished;
+        void *job_arg = r->arg;
         pthread_mutex_unlock(&p->lock);
-        job(r->arg);
+        job(job_arg);
         pthread_mutex_lock(&p->lock);
         r->job = NULL;
+        if (finished) { /* idle first: a client the news wakes may send its next run at once */
+            pthread_mutex_unlock(&p->lock);
+            finished(job_arg);
+            pthread_mutex_lock(&p->lock);
+        }
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -53,10 +60,10 @@ fl_runner_pool *fl_runner_pool_new(void)
 }
 
 /* A new runner that starts with job. Lock held. */
-static int add_runner(fl_runner_pool *p, fl_runner_job job, void *arg)
+static int add_runner(fl_runner_pool *p, fl_runner_job job, fl_runner_job finished, void *arg)
 {
     runner *r = fl_xcalloc(1, sizeof *r);
-    *r = (runner){.pool = p, .job = job, .arg = arg};
+    *r = (runner){.pool = p, .job = job, .finished = finished, .arg = arg};
     if (pthread_create(&r->thread, NULL, serve, r) != 0) {
         free(r);
         return -1;
@@ -69,7 +76,7 @@ static int add_runner(fl_runner_pool *p, fl_runner_job job, void *arg)
     return 0;
 }
 
-int fl_runner_pool_run(fl_runner_pool *p, fl_runner_job job, void *arg)
+int fl_runner_pool_run(fl_runner_pool *p, fl_runner_job job, fl_runner_job finished, void *arg)
 {
     pthread_mutex_lock(&p->lock);
     int i = 0;
@@ -78,9 +85,10 @@ int fl_runner_pool_run(fl_runner_pool *p, fl_runner_job job, void *arg)
     int rc = 0;
     if (i < p->count) {
         p->runners[i]->job = job;
+        p->runners[i]->finished = finished;
         p->runners[i]->arg = arg;
     } else {
-        rc = add_runner(p, job, arg);
+        rc = add_runner(p, job, finished, arg);
     }
     pthread_cond_broadcast(&p->changed); /* few runners: each looks at its own job */
     pthread_mutex_unlock(&p->lock);

@@ -165,6 +165,13 @@ static void run_job(void *arg)
         job->code = fl_last_error_code();
         snprintf(job->error, sizeof job->error, "%s", fl_last_error());
     }
+}
+
+/* Said by the runner once it is idle, so that the client's next step,
+ * which the reply lets it send, needs no new runner. */
+static void run_finished(void *arg)
+{
+    fl_partition_job *job = arg;
     event_active(job->done, EV_TIMEOUT, 1); /* job_done, on the loop thread; the runner touches job no more */
 }
 
@@ -278,7 +285,7 @@ static void serve_run(fl_server_conn *c, uint32_t id, const fl_wire_run_partitio
     fl_partition_job *job = job_for(c, run, i, id);
     if (!s->runners)
         s->runners = fl_runner_pool_new();
-    if (fl_runner_pool_run(s->runners, run_job, job) != 0) {
+    if (fl_runner_pool_run(s->runners, run_job, run_finished, job) != 0) {
         free_job(job);
         return answer_failure(c, id, FL_RESOURCE_EXHAUSTED, "cannot start a thread for the run");
     }
