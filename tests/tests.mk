@@ -50,7 +50,7 @@ PROVE_FLAGS ?= --failures --comments
 
 test: deps
 	$(MAKE) tests
-	FLOWLAB_ALLOW_TF32=0 FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/scalar_rules.t tests/netns.t tests/slurm.t tests/mpirun.t tests/handout.t tests/book_rerun.t \
+	FLOWLAB_ALLOW_TF32=0 FLOWLAB_LIB=$(LIB) BUILD=$(BUILD) prove -j2 $(PROVE_FLAGS) $(TEST_BIN) tests/house_rules.t tests/scalar_rules.t tests/netns.t tests/links.t tests/slurm.t tests/mpirun.t tests/handout.t tests/book_rerun.t \
 	    tests/containerfile.t tests/tensorboard.t tests/install.t tests/cluster_api.t
 
 

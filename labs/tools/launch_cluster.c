@@ -1,8 +1,9 @@
 /* launch_cluster.c: starts a chapter 3 cluster on this machine (N ps and M
- * worker tasks, each its own process on a loopback port), prints every line a
- * task writes with the task's name in front, waits for all and stops the rest
- * when one fails. Any program that takes TensorFlow's --ps_hosts,
- * --worker_hosts, --job_name and --task_index flags can be the task program. */
+ * worker tasks, each its own process on a loopback port, or in a namespace of
+ * its own on a shaped link), prints every line a task writes with the task's
+ * name in front, waits for all and stops the rest when one fails. Any program
+ * that takes TensorFlow's --ps_hosts, --worker_hosts, --job_name and
+ * --task_index flags can be the task program. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -15,14 +16,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include "launch_output.h"
 #include "launch_flags.h"
 #include "launch_ports.h"
 #include "launch_secret.h"
+#include "launch_signals.h"
 
 enum { MAX_TASKS = LAUNCH_MAX_TASKS, NAMES_BYTES = 1200 };
 
@@ -44,10 +43,6 @@ typedef struct {
     run_secret secret; /* the run's own secret file (unless --no_secret or --cluster_secret_file) */
     char secret_flag[320]; /* "--cluster_secret_file=F" for every task, or "" */
 } cluster;
-
-/* SIGCHLD and the stop signals write a byte here so that poll() wakes. */
-static int wake_pipe[2] = {-1, -1};
-static volatile sig_atomic_t stop_signal;
 
 static double now(void)
 {
@@ -204,16 +199,6 @@ static void stop_all(cluster *c)
 
 /* ---- starting ---- */
 
-static int open_pipe(int fds[2])
-{
-    if (pipe(fds) != 0)
-        return -1;
-    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
-    return 0;
-}
-
 /* In the child: its own process group (so it can be stopped with all it
  * starts, and Ctrl-C reaches only the launcher), the pipes as stdout and
  * stderr, then the task program. */
@@ -269,84 +254,104 @@ static void name_tasks(cluster *c)
         task *t = &c->tasks[i];
         t->is_worker = i >= c->opt.ps;
         snprintf(t->name, sizeof t->name, "%s%d", t->is_worker ? "worker" : "ps", t->is_worker ? i - c->opt.ps : i);
+        if (c->opt.mpi_ranks > 0)
+            snprintf(t->name, sizeof t->name, "mpirun");
         t->out.fd = t->err.fd = -1;
         t->group_gone = true; /* until it starts: kill(-0) would signal the launcher's own group */
     }
 }
 
-/* Picks the ports and starts every task, ps tasks first: PROGRAM ARGS, then
- * the four flags. 0, or the launcher's exit status. */
+/* --links: a namespace per task, or per MPI rank; 0, or the exit status. */
+static int make_links(cluster *c)
+{
+    links *l = &c->opt.links;
+    int n = c->opt.mpi_ranks > 0 ? c->opt.mpi_ranks : c->opt.ps + c->opt.workers;
+    for (int i = 0; i < n; i++)
+        if (c->opt.mpi_ranks > 0)
+            snprintf(l->names[i], sizeof l->names[i], "rank%d", i);
+        else
+            snprintf(l->names[i], sizeof l->names[i], "%s%d", i < c->opt.ps ? "ps" : "worker",
+                     i < c->opt.ps ? i : i - c->opt.ps);
+    return links_up(l, n) == 0 ? 0 : 1;
+}
+
+/* --mpi_ranks: the one task is mpirun, its ranks each in a namespace. */
+static int start_mpi_ranks(cluster *c)
+{
+    char ranks[16], subnet[24], enter[96];
+    snprintf(ranks, sizeof ranks, "%d", c->opt.mpi_ranks);
+    char **argv = links_mpirun_argv(&c->opt.links, c->opt.program, ranks, subnet, enter);
+    if (!argv)
+        return 1;
+    say("mpirun starts %d ranks, rank I in namespace flowlab-%ld-rankI at 10.233.%d.(I+2)", c->opt.mpi_ranks,
+        (long)getpid(), c->opt.links.subnet);
+    int rc = start_task(&c->tasks[0], argv) == 0 ? 0 : 1;
+    free(argv);
+    return rc;
+}
+
+/* Each task's address and port: loopback and free ports, or with --links
+ * its namespace's address and one port for all. 0, or the exit status. */
+static int place_tasks(cluster *c, char (*hosts)[40], int *ports)
+{
+    const char *names[MAX_TASKS];
+    for (int i = 0; i < c->ntasks; i++) {
+        names[i] = c->tasks[i].name;
+        ports[i] = LINKS_PORT;
+        if (c->opt.links.on)
+            links_address(&c->opt.links, i, hosts[i], 40);
+        else
+            snprintf(hosts[i], 40, "127.0.0.1");
+    }
+    return !c->opt.links.on && pick_ports(c->opt.base_port, names, c->ntasks, ports) != 0 ? 2 : 0;
+}
+
+/* Picks the addresses and starts every task, ps tasks first: PROGRAM ARGS,
+ * then the four flags (after "ip netns exec NS" with --links). 0, or the
+ * launcher's exit status. */
 static int start_cluster(cluster *c)
 {
     name_tasks(c);
+    if (c->opt.mpi_ranks > 0)
+        return start_mpi_ranks(c);
     int ports[MAX_TASKS];
-    const char *names[MAX_TASKS];
-    for (int i = 0; i < c->ntasks; i++)
-        names[i] = c->tasks[i].name;
-    if (pick_ports(c->opt.base_port, names, c->ntasks, ports) != 0)
+    char hosts[MAX_TASKS][40];
+    if (place_tasks(c, hosts, ports) != 0)
         return 2;
-    char ps_flag[MAX_PER_JOB * 17 + 16] = "--ps_hosts=", worker_flag[MAX_PER_JOB * 17 + 16] = "--worker_hosts=";
+    char ps_flag[MAX_PER_JOB * 24 + 16] = "--ps_hosts=", worker_flag[MAX_PER_JOB * 24 + 16] = "--worker_hosts=";
     size_t at = strlen(ps_flag);
-    host_list(ports, 0, c->opt.ps, ps_flag + at, sizeof ps_flag - at);
+    host_list(hosts, ports, 0, c->opt.ps, ps_flag + at, sizeof ps_flag - at);
     at = strlen(worker_flag);
-    host_list(ports, c->opt.ps, c->opt.workers, worker_flag + at, sizeof worker_flag - at);
+    host_list(hosts, ports, c->opt.ps, c->opt.workers, worker_flag + at, sizeof worker_flag - at);
     say("the tasks get %s %s", ps_flag, worker_flag); /* so that another program can join, or try to */
     int nprogram = 0;
     while (c->opt.program[nprogram])
         nprogram++;
-    char **argv = calloc((size_t)nprogram + 6, sizeof *argv);
+    char **argv = calloc((size_t)nprogram + 10, sizeof *argv), namespace[64];
     if (!argv)
         return 1;
-    memcpy(argv, c->opt.program, (size_t)nprogram * sizeof *argv);
-    argv[nprogram] = ps_flag;
-    argv[nprogram + 1] = worker_flag;
-    argv[nprogram + 4] = c->secret_flag[0] ? c->secret_flag : NULL;
+    char **task_argv = c->opt.links.on ? argv : argv + 4;
+    argv[0] = "ip", argv[1] = "netns", argv[2] = "exec", argv[3] = namespace;
+    memcpy(argv + 4, c->opt.program, (size_t)nprogram * sizeof *argv);
+    argv[4 + nprogram] = ps_flag;
+    argv[4 + nprogram + 1] = worker_flag;
+    argv[4 + nprogram + 4] = c->secret_flag[0] ? c->secret_flag : NULL;
     int rc = 0;
     for (int i = 0; i < c->ntasks && rc == 0; i++) {
         char job[32], index[32];
         const task *t = &c->tasks[i];
         snprintf(job, sizeof job, "--job_name=%s", t->is_worker ? "worker" : "ps");
         snprintf(index, sizeof index, "--task_index=%d", t->is_worker ? i - c->opt.ps : i);
-        argv[nprogram + 2] = job;
-        argv[nprogram + 3] = index;
-        rc = start_task(&c->tasks[i], argv) == 0 ? 0 : 1;
+        namespace_name(i, &c->opt.links, namespace, sizeof namespace);
+        argv[4 + nprogram + 2] = job;
+        argv[4 + nprogram + 3] = index;
+        rc = start_task(&c->tasks[i], task_argv) == 0 ? 0 : 1;
     }
     free(argv);
     return rc;
 }
 
 /* ---- waiting ---- */
-
-static void on_signal(int sig)
-{
-    int saved = errno;
-    if (sig != SIGCHLD)
-        stop_signal = sig;
-    ssize_t n = write(wake_pipe[1], "x", 1);
-    (void)n; /* a full pipe already wakes poll() */
-    errno = saved;
-}
-
-static int install_signals(void)
-{
-    if (open_pipe(wake_pipe) != 0)
-        return -1;
-    fcntl(wake_pipe[1], F_SETFL, fcntl(wake_pipe[1], F_GETFL) | O_NONBLOCK);
-    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
-    sigemptyset(&sa.sa_mask);
-    const int stops[] = {SIGINT, SIGTERM, SIGHUP};
-    for (int i = 0; i < 3; i++)
-        sigaction(stops[i], &sa, NULL);
-    sa.sa_flags |= SA_NOCLDSTOP;
-    sigaction(SIGCHLD, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the launcher before it stops the tasks */
-#ifdef PR_SET_CHILD_SUBREAPER
-    /* What a task leaves behind becomes our child, so it is reaped here and
-     * an empty process group really means nothing of the task is left. */
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
-#endif
-    return 0;
-}
 
 static const task *first_failure(const cluster *c)
 {
@@ -458,12 +463,16 @@ int main(int argc, char **argv)
     snprintf(c.secret_flag, sizeof c.secret_flag, "%s", c.opt.make_secret ? c.secret.flag : "");
     if (c.opt.secret_file)
         snprintf(c.secret_flag, sizeof c.secret_flag, "--cluster_secret_file=%s", c.opt.secret_file);
-    int rc = start_cluster(&c);
-    if (rc != 0)
+    int rc = c.opt.links.on ? make_links(&c) : 0;
+    if (rc == 0 && (rc = start_cluster(&c)) != 0)
         stop_all(&c);
-    else
+    else if (rc == 0)
         rc = supervise(&c);
     finish(&c);
+    if (c.opt.links.on) {
+        links_report(&c.opt.links, now() - c.started);
+        links_down(&c.opt.links);
+    }
     remove_run_secret(&c.secret);
     return rc;
 }

@@ -11,10 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launch_links.h"
+
 enum { MAX_PER_JOB = 64, LAUNCH_MAX_TASKS = 2 * MAX_PER_JOB };
 
 static const char usage_text[] =
     "usage: launch_cluster --ps N --workers M [options] [--] PROGRAM [ARGS...]\n"
+    "   or: launch_cluster --links RATE[,DELAY] --mpi_ranks N [options] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Starts a cluster of tasks on this machine, as chapter 3 runs them: N ps tasks and\n"
     "M worker tasks, each its own process running\n"
@@ -51,6 +54,20 @@ static const char usage_text[] =
     "                    --no_secret, the launcher makes a fresh shared secret for the run (a 0600\n"
     "                    file in a run directory of its own, removed at the end) and gives every\n"
     "                    task --cluster_secret_file naming it, so only the run's tasks can connect\n"
+    "  --links RATE[,DELAY]  real links instead of loopback: each task in a network namespace of\n"
+    "                    its own (flowlab-PID-NAME), joined to the others by a bridge, its link\n"
+    "                    shaped by tc's token bucket to RATE each way (tc's units: 100mbit, 1gbit,\n"
+    "                    10gbit), after DELAY one way if given (100us, 2ms; needs the kernel's netem).\n"
+    "                    The tasks listen on 10.233.S.2, .3, ... port 2222, in a subnet no address of\n"
+    "                    this machine is in; the bridge (this machine's side) is 10.233.S.1. At the\n"
+    "                    end the launcher prints the bytes each task's link carried, then removes\n"
+    "                    every namespace and the bridge by name (and those of a launcher that was\n"
+    "                    killed). Needs root and iproute2 (ip, tc); refuses, saying why, without them\n"
+    "  --mpi_ranks N     with --links, instead of --ps and --workers: run PROGRAM as N MPI ranks\n"
+    "                    (1 to 64), each in a namespace of its own, by mpirun -np N with Open MPI's\n"
+    "                    TCP transport over the links (shared memory off) and PMIx reaching the\n"
+    "                    ranks over the bridge; OMPI_ALLOW_RUN_AS_ROOT is set (--links runs as\n"
+    "                    root). The ranks get no cluster flags and no secret\n"
     "  --help            this text\n"
     "Flags take their value as the next argument or after '=': --ps 2, --ps=2; seconds may\n"
     "be fractional. Everything from PROGRAM on (or after --) belongs to the task program.\n"
@@ -74,6 +91,8 @@ typedef struct {
     bool make_secret;        /* the default; false with --no_secret or --cluster_secret_file */
     bool no_secret;          /* --no_secret */
     const char *secret_file; /* given to every task; NULL: a secret of the run's own, or none */
+    links links;             /* --links: its rate and delay, and what the run made */
+    int mpi_ranks;           /* --mpi_ranks N; 0: ps and worker tasks */
 } options;
 
 static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -148,6 +167,18 @@ static bool take_flag(options *o, int argc, char **argv, int *i)
     return true;
 }
 
+/* --mpi_ranks: the run is one mpirun over the links, with no cluster flags. */
+static void take_mpi_ranks(options *o)
+{
+    if (!o->links.on)
+        usage_error("--mpi_ranks needs --links; without it, run mpirun -np %d yourself", o->mpi_ranks);
+    if (o->ps >= 0 || o->workers >= 0)
+        usage_error("--mpi_ranks runs MPI ranks, not ps and worker tasks: leave out --ps and --workers");
+    if (o->secret_file || o->make_secret)
+        usage_error("--mpi_ranks gives the ranks no secret: leave out --cluster_secret_file and --make_secret");
+    o->ps = 0, o->workers = 1, o->no_secret = true;
+}
+
 static void parse_flags(int argc, char **argv, options *o)
 {
     *o = (options){.ps = -1, .workers = -1, .deadline = 600, .grace = 30, .stop_grace = 5};
@@ -166,6 +197,16 @@ static void parse_flags(int argc, char **argv, options *o)
             o->make_secret = o->make_secret || strcmp(argv[i], "--make_secret") == 0;
             continue;
         }
+        if (flag_is(argv[i], "--links")) {
+            char why[200];
+            if (!parse_links(flag_value(argc, argv, &i, "--links"), &o->links, why, sizeof why))
+                usage_error("--links: %s", why);
+            continue;
+        }
+        if (flag_is(argv[i], "--mpi_ranks")) {
+            o->mpi_ranks = parse_whole("--mpi_ranks", flag_value(argc, argv, &i, "--mpi_ranks"), 1, MAX_PER_JOB);
+            continue;
+        }
         if (flag_is(argv[i], "--cluster_secret_file")) {
             o->secret_file = flag_value(argc, argv, &i, "--cluster_secret_file");
             continue;
@@ -173,6 +214,8 @@ static void parse_flags(int argc, char **argv, options *o)
         if (!take_flag(o, argc, argv, &i))
             usage_error("unknown flag '%s'; the task program's own flags go after PROGRAM", argv[i]);
     }
+    if (o->mpi_ranks > 0)
+        take_mpi_ranks(o);
     if (o->ps < 0)
         usage_error("--ps N is required: how many ps tasks to start");
     if (o->workers < 0)

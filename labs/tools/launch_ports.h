@@ -1,6 +1,6 @@
 /* launch_ports.h: the loopback ports of a launched cluster: --base_port's,
  * each checked free, or free ones the system picks, and the host lists
- * (--ps_hosts, --worker_hosts) made of them. */
+ * (--ps_hosts, --worker_hosts) made of them (or of --links' addresses). */
 #ifndef FLOWLAB_LAUNCH_PORTS_H
 #define FLOWLAB_LAUNCH_PORTS_H
 
@@ -58,13 +58,13 @@ static int pick_ports(int base_port, const char *const *names, int n, int *ports
     return rc;
 }
 
-/* "127.0.0.1:p,127.0.0.1:q" for count ports from ports[first]. */
-static void host_list(const int *ports, int first, int count, char *out, size_t size)
+/* "host:p,host:q" for count tasks from first: their addresses and ports. */
+static void host_list(char (*hosts)[40], const int *ports, int first, int count, char *out, size_t size)
 {
     size_t at = 0;
     out[0] = '\0';
     for (int i = 0; i < count && at < size; i++)
-        at += (size_t)snprintf(out + at, size - at, "%s127.0.0.1:%d", i ? "," : "", ports[first + i]);
+        at += (size_t)snprintf(out + at, size - at, "%s%s:%d", i ? "," : "", hosts[first + i], ports[first + i]);
 }
 
 #endif
