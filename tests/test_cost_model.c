@@ -27,13 +27,15 @@ static void test_ring_by_hand(void)
 
 static void test_ps_by_hand(void)
 {
-    /* 4 workers, 2 shards: each shard carries 2 MB each way, a worker 1 MB */
-    is_near(parameter_server_seconds(4, 2, 1e6, net), 2e-3 + 20e-6, EXACT,
-            "ps, 4 workers, 2 shards, 1 MB: the shard's 2 MB at 1 GB/s + 2 alpha = 2.020 ms");
-    is_near(parameter_server_seconds(1, 4, 1e6, net), 1e-3 + 20e-6, EXACT,
-            "ps, 1 worker, 4 shards: the worker's own link limits: 1.020 ms");
-    is_near(parameter_server_seconds(8, 8, 1e6, net), 1e-3 + 20e-6, EXACT,
-            "ps, as many shards as workers: bytes/B + 2 alpha, like the 1-worker case");
+    /* 8 workers, 2 shards: each shard carries 4 MB each way, a worker 1 MB, then 1 MB */
+    is_near(parameter_server_seconds(8, 2, 1e6, net), 4e-3 + 20e-6, EXACT,
+            "ps, 8 workers, 2 shards, 1 MB: the shard's 4 MB at 1 GB/s + 2 alpha = 4.020 ms");
+    is_near(parameter_server_seconds(1, 4, 1e6, net), 2e-3 + 20e-6, EXACT,
+            "ps, 1 worker, 4 shards: the worker's own link limits, its push then its pull: 2.020 ms");
+    is_near(parameter_server_seconds(8, 8, 1e6, net), 2e-3 + 20e-6, EXACT,
+            "ps, as many shards as workers: 2 bytes/B + 2 alpha, like the 1-worker case");
+    is_near(parameter_server_sync_seconds(8, 2, 1e6, net), 8e-3 + 20e-6, EXACT,
+            "synchronous ps, 8 workers, 2 shards: every push, then every pull: 8.020 ms");
 }
 
 static void test_steps(void)

@@ -104,8 +104,9 @@ int main(int argc, char **argv)
     (void)argc;
     /* Every check is built together; the first one stands for them all. */
     lab_runner_start(argv[0], "test_lab06_exercises", "exercises/06-allreduce/solutions/check_step_time");
-    static const char *const names[][2] = {{"step_time", "step-time"}, {"fusion_threshold", "fusion-threshold"}};
-    test_exercise_checks("06-allreduce", names, 2);
+    static const char *const names[][2] = {{"step_time", "step-time"}, {"fusion_threshold", "fusion-threshold"},
+                                           {"ps_shards", "ps-shards"}};
+    test_exercise_checks("06-allreduce", names, 3);
     test_reduce_scatter();
     test_fusion_judge();
     test_step_time_model();

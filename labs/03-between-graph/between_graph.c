@@ -60,6 +60,9 @@ static void usage(FILE *out)
             "                        averages their gradients and sends them once; --batch_size splits K ways\n"
             "  --ps_strategy S       round_robin (default) or greedy: how variables are spread on the ps tasks;\n"
             "                        every worker must use the same one\n"
+            "  --partitions K        dense_1's kernel (98%% of the bytes) as K variables of its rows, placed\n"
+            "                        like any other (TensorFlow's fixed_size_partitioner), so that K ps tasks\n"
+            "                        share its traffic; every worker must use the same K (default 1)\n"
             "  --cluster_graph F.dot the chief (worker 0) writes the tasks and the bytes it moved per step\n"
             "                        (the chief also writes --trace and --graph)\n"
             "  --sync_replicas B     true: synchronous updates (chapter 4): the ps averages the gradients of\n"
@@ -386,7 +389,7 @@ int main(int argc, char **argv)
     static const char *const names[] = {"--ps_hosts", "--worker_hosts", "--job_name", "--task_index", "--device",
                                         "--ps_strategy", "--cluster_graph", "--sync_replicas",
                                         "--replicas_to_aggregate", "--total_num_replicas", "--num_ps",
-                                        "--port_base", "--num_gpus", FL_CLUSTER_SECURITY_FLAG_NAMES, FL_SERVER_OPTION_NAMES};
+                                        "--port_base", "--num_gpus", "--partitions", FL_CLUSTER_SECURITY_FLAG_NAMES, FL_SERVER_OPTION_NAMES};
     lab_flags extra = {names, sizeof names / sizeof *names, set_cluster_flag, &c, set_cluster_switch};
     parse_flags(argc, argv, &o, &extra, usage);
     fl_cluster *cluster = read_cluster(&c);

@@ -13,6 +13,7 @@
 #include "flowlab.h"
 #include "flowlab_cluster.h"
 #include "../common/flags.h"
+#include "../common/model.h" /* model_partitions */
 #include "worker_towers.h" /* MAX_TOWERS */
 
 /* This lab's own flags: the cluster and where a worker computes. */
@@ -62,6 +63,10 @@ static void set_cluster_flag(const char *flag, const char *value, void *options)
         bad_flag(program, flag, value, "a worker builds at most 8 towers");
     else if (strcmp(flag, "--num_gpus") == 0)
         c->num_gpus = parse_count(program, flag, value, 1);
+    else if (strcmp(flag, "--partitions") == 0 && parse_count(program, flag, value, 1) > 64)
+        bad_flag(program, flag, value, "a kernel is split into at most 64 parts");
+    else if (strcmp(flag, "--partitions") == 0)
+        model_partitions = (int)parse_count(program, flag, value, 1); /* model.h's */
     else if (strcmp(flag, "--num_ps") == 0)
         c->num_ps = parse_count(program, flag, value, 0);
     else if (strcmp(flag, "--port_base") == 0)

@@ -1,19 +1,16 @@
 /* allreduce.c: chapter 6's lab. Chapter 1's network trained by N processes
  * started with `mpirun -np N`, each with its own device and a full copy of
- * the variables: no parameter server at all.
- *
- * Rank 0 initialises the variables and broadcasts them. Every step each rank
- * computes the gradients of its slice of the global batch, the ranks sum
- * them (MPI_Allreduce, or the ring of ring_allreduce.c with --allreduce
- * ring) and divide by N, and every rank applies the same averaged gradients
- * with Adam, so the copies stay identical: each rank prints a checksum of
- * its variables at the end to show it. As Horovod does, a communication
- * thread sums each gradient while the backward pass computes the next
- * (--overlap), small ones fused into one buffer (--fusion_threshold).
- *
- * The model, the flags, the data and the evaluation are chapter 1's, from
- * labs/common/; what is new is the step (allreduce_step), replicas.c and
- * reducer.c. */
+ * the variables: no parameter server at all. Rank 0 initialises the
+ * variables and broadcasts them. Every step each rank computes the gradients
+ * of its slice of the global batch, the ranks sum them (MPI_Allreduce, or
+ * the ring of ring_allreduce.c with --allreduce ring) and divide by N, and
+ * every rank applies the same averaged gradients with Adam, so the copies
+ * stay identical: each rank prints a checksum of its variables at the end.
+ * As Horovod does, a communication thread sums each gradient while the
+ * backward pass computes the next (--overlap), small ones fused into one
+ * buffer (--fusion_threshold).
+ * The model, flags, data and evaluation are chapter 1's (labs/common/); what
+ * is new is the step (allreduce_step), replicas.c and reducer.c. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +285,8 @@ static reducer *start_reducer(fl_session *s, const replica_graph *m, const allre
     reducer *r = reducer_start(&plan);
     if (!r)
         abort_job(j, "starting the communication thread", "no memory for its buffer, or no thread");
+    if (a->algorithm == ALLREDUCE_RING) /* --print_stats' bytes_per_step; the libraries' are unknown */
+        run_stats_count_traffic(reducer_bytes_moved, r);
     return r;
 }
 
@@ -357,6 +356,9 @@ static void train_replicas(fl_session *s, const training_flags *o, const allredu
         p.step++;
         after_step(s, o, &p, j);
     }
+    long measured = p.step - p.first_step - 1; /* from the second step on, the whole job's images */
+    if (o->print_stats && j->rank == 0)
+        print_run_stats(measured, measured * o->batch_size);
     if (finish_training(s, o, &p) != 0) /* said why */
         MPI_Abort(MPI_COMM_WORLD, 1);
     fl_dataset_free(train_set);
@@ -472,7 +474,9 @@ int main(int argc, char **argv)
     fl_graph *g = fl_graph_new();
     fl_optimizer *adam = fl_adam_optimizer(o.learning_rate, 0.9f, 0.999f, 1e-8f);
     replica_graph m = {0};
+    run_stats_build_started(); /* --print_stats */
     build_graph(g, adam, &o, &a, &j, &m);
+    run_stats_build_done(g);
     fl_session_options config = {.allow_soft_placement = true,
                                  .log_device_placement = o.log_device_placement};
     fl_session *s = fl_session_new(g, &config);

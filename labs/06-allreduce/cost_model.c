@@ -22,12 +22,21 @@ double ring_allreduce_seconds(int workers, double bytes, cost_network net)
 // [book:ps_cost]
 double parameter_server_seconds(int workers, int shards, double bytes, cost_network net)
 {
-    /* each worker's link carries its push and its pull (full duplex); each
-     * shard's link carries N/M of all of them: the busier end sets the time */
-    double worker_link = bytes, shard_link = (double)workers * bytes / shards;
+    /* a worker pulls only after it pushed: its link carries bytes, then
+     * bytes again; a shard's link carries N/M of everyone's, its two
+     * directions busy at once with different workers' pushes and pulls.
+     * The busier end sets the time */
+    double worker_link = 2 * bytes, shard_link = (double)workers * bytes / shards;
     return fmax(worker_link, shard_link) / net.bandwidth_Bps + 2 * net.alpha_s;
 }
 // [end:ps_cost]
+
+double parameter_server_sync_seconds(int workers, int shards, double bytes, cost_network net)
+{
+    /* every push, then every pull: a shard's directions take turns too */
+    double worker_link = 2 * bytes, shard_link = 2.0 * workers * bytes / shards;
+    return fmax(worker_link, shard_link) / net.bandwidth_Bps + 2 * net.alpha_s;
+}
 
 double step_seconds(cost_workload w, double comm_s)
 {

@@ -20,11 +20,15 @@
  * Ring allreduce over N workers: 2(N-1) messages each way (reduce-scatter,
  * then all-gather), each of bytes/N, so
  *   time = 2(N-1) alpha + 2(N-1)/N * bytes / bandwidth.
- * M parameter-server shards: each worker pushes its gradients and pulls the
- * variables (bytes each way, over its own link), each shard receives and
- * sends N * bytes / M; the slower end limits, and the push and the pull are
- * two messages in a row:
- *   time = max(bytes, N * bytes / M) / bandwidth + 2 alpha.
+ * M parameter-server shards: each worker pushes its gradients, then pulls
+ * the variables (bytes one way, then bytes the other, over its own link:
+ * the pull waits for the push, so 2 bytes in all); each shard receives and
+ * sends N * bytes / M, both directions at once, as different workers push
+ * and pull; the slower end limits, and the push and the pull are two
+ * messages in a row:
+ *   time = max(2 bytes, N * bytes / M) / bandwidth + 2 alpha.
+ * Chapter 6 held both against the labs on links shaped to 1 and 10 Gbit/s
+ * (make figures-links); the worker's 2 bytes came from those runs.
  *
  * Scaling efficiency is throughput at N over N times the throughput of one
  * worker that talks to no one: compute / step(N). */
@@ -50,6 +54,12 @@ double ring_allreduce_seconds(int workers, double bytes, cost_network net);
 /* Seconds for N workers to push bytes of gradients to M shards and pull
  * bytes of variables back. A single worker still talks to its shards. */
 double parameter_server_seconds(int workers, int shards, double bytes, cost_network net);
+
+/* The same when each pull waits for every push (synchronous replicas, and
+ * in-graph replication's one step): a shard's two directions take turns
+ * instead of working at once, so its bytes count twice:
+ *   time = 2 max(bytes, N * bytes / M) / bandwidth + 2 alpha. */
+double parameter_server_sync_seconds(int workers, int shards, double bytes, cost_network net);
 
 /* A step: compute, then communication that takes comm_s, of which up to
  * overlap * compute is hidden behind the end of the backward pass. */

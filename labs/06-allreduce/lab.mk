@@ -5,7 +5,7 @@
 #   `mpirun -np 2` and `-np 3`, with the lab's real all-gather.
 MPICC       ?= mpicc
 EX06_DIR    := labs/06-allreduce/exercises
-EX06_NAMES  := step_time fusion_threshold
+EX06_NAMES  := step_time fusion_threshold ps_shards
 ifneq ($(shell command -v $(MPICC) 2>/dev/null),)
 EX06_NAMES  := reduce_scatter $(EX06_NAMES)
 endif
@@ -44,6 +44,7 @@ $(BUILD)/tests/test_lab06_exercises: $(EX06_MODEL) labs/06-allreduce/cost_model.
 #   make labs / make tests build the lab and its ring's check with mpicc (Debian's
 #   libopenmpi-dev) when mpicc is there; without it the rest builds and test_lab06 skips.
 #   make figures-06   ch6-cost-model.svg (into FIGURES_DIR): the cost model's scaling to 512 workers
+#   make figures-links  ch6-links.svg and .csv: the labs on links shaped to 1 and 10 Gbit/s (as root)
 # The cost model (labs/06-allreduce/cost_model.c) is plain C: mpicc links it into the lab, cc
 # into labs/tools/cost_model and the bench; tests/test_cost_model includes it.
 COST_MODEL := $(BUILD)/labs/tools/cost_model
@@ -105,4 +106,16 @@ figures-06: $(COST_MODEL) $(LAB06)
 	./$(COST_MODEL) $(CH6_NET) --compute_ms "$$ms" --ps_shards 8 --csv $(BUILD)/ch6/chapter1.csv && \
 	gnuplot -e "dir='$(BUILD)/ch6'; ch1_ms='$$ms'; out='$(FIGURES_DIR)/ch6-cost-model.svg'" labs/tools/ch6-cost-model.gp
 .PHONY: figures-06
+
+# The real-links measurement (labs/tools/links_sweep.sh; root and iproute2): 1 ps, 2 sharded ps,
+# ring allreduce and in-graph across tasks at N = 1, 2, 4 on 1 and 10 Gbit/s links, each task in a
+# network namespace of its own (launch_cluster --links); ch6-links.csv and ch6-links.svg into
+# FIGURES_DIR. About 10 minutes on a 2-core machine.
+figures-links: $(COST_MODEL) $(LAB06) $(BUILD)/labs/tools/launch_cluster $(BUILD)/labs/tools/flowlab_server \
+               $(BUILD)/labs/03-between-graph/between_graph $(BUILD)/labs/02-in-graph-towers/in_graph_towers
+	@mkdir -p $(FIGURES_DIR)
+	sh labs/tools/links_sweep.sh $(BUILD) $(BUILD)/links
+	cp $(BUILD)/links/links.csv $(FIGURES_DIR)/ch6-links.csv
+	gnuplot -e "csv='$(FIGURES_DIR)/ch6-links.csv'; out='$(FIGURES_DIR)/ch6-links.svg'" labs/tools/ch6-links.gp
+.PHONY: figures-links
 endif

@@ -28,6 +28,7 @@ struct reducer {
     bool failed, stopping;
     char error[512];
     int ranks;
+    double bytes_moved;           /* --allreduce ring: what this rank sent and received so far */
     pthread_t thread;
     pthread_mutex_t lock;         /* guards ready, next, failed, stopping, error */
     pthread_cond_t changed;       /* a tensor arrived, a bucket was reduced, or stop */
@@ -102,6 +103,9 @@ static int reduce_bucket(reducer *r, int from, int n)
     double began = monotonic_us();
     if (collective(r, r->buffer + start, count) != 0)
         return -1;
+    /* The ring sends 2(N-1)/N of the bucket and receives as much; written
+     * here, read after reducer_wait, which the lock orders. */
+    r->bytes_moved += 2.0 * 2.0 * (r->ranks - 1) / r->ranks * (double)count * sizeof(float);
     if (r->plan.trace) {
         char name[64];
         snprintf(name, sizeof name, "%s, %d tensor%s, %.2f MB", allreduce_algorithm_name(r->plan.algorithm), n,
@@ -282,4 +286,10 @@ void reducer_stop(reducer *r)
     else
         free(r->buffer);
     free(r);
+}
+
+double reducer_bytes_moved(const void *opaque)
+{
+    const reducer *r = opaque;
+    return r->plan.algorithm == ALLREDUCE_RING ? r->bytes_moved : -1;
 }

@@ -62,6 +62,13 @@ float reducer_mean_scalar(const reducer *r, int index);
 
 const char *reducer_error(const reducer *r);
 
+/* Bytes this rank has sent and received in the step's collectives so far,
+ * with --allreduce ring: 2(N-1)/N of each bucket each way, as the lab's
+ * ring sends them. -1 for MPI_Allreduce and NCCL, whose libraries choose
+ * their own algorithms. Read between steps (after reducer_wait). A reducer
+ * as void *, the counter --print_stats reads (run_stats_count_traffic). */
+double reducer_bytes_moved(const void *reducer);
+
 /* Stops the thread (between steps) and frees r. */
 void reducer_stop(reducer *r);
 

@@ -10,6 +10,7 @@
 #define LABS_COMMON_MODEL_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "flowlab.h"
 
@@ -26,12 +27,34 @@ static fl_node *conv_relu(fl_graph *g, fl_node *x, int in, int filters, const ch
     return y;
 }
 
+/* --partitions K (chapter 3's lab): a kernel of at least 1 MB (dense_1's,
+ * 98% of the model's bytes) is made of K variables, kernel/part_0 ..
+ * part_K-1, each a band of its rows, concatenated where it is used, as
+ * TensorFlow's fixed_size_partitioner(K) makes it; the replica device setter
+ * places each part like any variable, so K ps tasks can share its traffic.
+ * Each part is initialized for its own shape. 1: one variable. */
+static int model_partitions = 1;
+
+static fl_node *dense_kernel(fl_graph *g, int in, int units)
+{
+    int parts = (double)in * units * sizeof(float) >= 1e6 ? model_partitions : 1;
+    if (parts <= 1)
+        return fl_get_variable(g, "kernel", fl_shape_make(2, in, units), fl_glorot_uniform_initializer(0));
+    fl_node *band[64];
+    for (int i = 0; i < parts && i < 64; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "kernel/part_%d", i);
+        int rows = in / parts + (i < in % parts); /* the first in % parts bands have one row more */
+        band[i] = fl_get_variable(g, name, fl_shape_make(2, rows, units), fl_glorot_uniform_initializer(0));
+    }
+    return fl_concat(g, band, parts < 64 ? parts : 64, 0, "kernel");
+}
+
 /* dense(x) = x W + b, W [in,units]; relu on request */
 static fl_node *dense(fl_graph *g, fl_node *x, int in, int units, bool relu, const char *scope)
 {
     fl_variable_scope_push(g, scope, FL_REUSE_INHERIT);
-    fl_node *w = fl_get_variable(g, "kernel", fl_shape_make(2, in, units),
-                                 fl_glorot_uniform_initializer(0));
+    fl_node *w = dense_kernel(g, in, units);
     fl_node *b = fl_get_variable(g, "bias", fl_shape_make(1, units), fl_zeros_initializer());
     fl_node *y = fl_add(g, fl_matmul(g, x, w, false, false, NULL), b, NULL);
     fl_variable_scope_pop(g);

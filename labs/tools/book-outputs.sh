@@ -214,6 +214,9 @@ fi
 show 06-two-ranks "$GPU_KIND" "mpirun -np 2 $L6 --max_examples 2048 --batch_size 128 --train_steps 30 --log_every 10"
 show 06-ring-three "$GPU_KIND" "mpirun --oversubscribe -np 3 $L6 --max_examples 2048 --batch_size 96 --train_steps 20 --log_every 10 --allreduce ring"
 show 06-bad-batch "exact" "mpirun -np 2 $L6 --batch_size 33"
+# The real-links table from the figure's CSV (make figures-links measures it, as root):
+# arithmetic only, so exact.
+show 06-links "exact" "sh labs/tools/links_table.sh book/figures/ch6-links.csv"
 
 # Chapter 7: the splits from one seed (their losses equal the reference's),
 # a split's idle time and bytes from its trace, two replicas on four devices.

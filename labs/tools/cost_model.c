@@ -5,6 +5,7 @@
  * ring allreduce and for parameter servers, and can write them as CSV.
  * The formulas and their assumptions are in labs/06-allreduce/cost_model.h. */
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@ typedef struct {
     cost_workload work;
     cost_network net;
     int batch_size, shards, max_workers;
+    int cores; /* --cores: the workers share this many; 0: each has its own */
+    bool ps_sync; /* --ps_sync: each pull waits for every push */
     const char *csv_path;
 } options;
 
@@ -41,6 +44,12 @@ static void usage(FILE *out)
             "  --ps_shards M       parameter-server shards, each with a link of its own (default 8)\n"
             "  --overlap F         share of the compute that communication may hide behind,\n"
             "                      0 to 1 (default 0: communication after the backward pass)\n"
+            "  --ps_sync           synchronous parameter servers: each pull waits for every push,\n"
+            "                      so the busiest link's two directions take turns (default: they\n"
+            "                      work at once, as asynchronous workers keep them busy)\n"
+            "  --cores C           the workers share C cores, as on one machine: past C workers,\n"
+            "                      each one's compute takes N/C times as long (default: each\n"
+            "                      worker has a machine of its own)\n"
             "  --max_workers N     the largest N (default 512)\n"
             "  --csv PATH          also write every N from 1 to --max_workers as CSV\n",
             program);
@@ -87,6 +96,8 @@ static const char *path_flag(const char *flag, const char *value)
 /* One flag and its value; returns how many arguments it took, 0 if unknown. */
 static int parse_one(options *o, const char *flag, const char *value)
 {
+    if (strcmp(flag, "--ps_sync") == 0)
+        return o->ps_sync = true, 1;
     if (strcmp(flag, "--compute_ms") == 0)
         o->work.compute_s = number_flag(flag, value, 1e-6, 1e9, "give milliseconds above 0") / 1e3;
     else if (strcmp(flag, "--bytes") == 0)
@@ -101,6 +112,8 @@ static int parse_one(options *o, const char *flag, const char *value)
         o->shards = whole_flag(flag, value, 1, 1 << 20);
     else if (strcmp(flag, "--overlap") == 0)
         o->work.overlap = number_flag(flag, value, 0, 1, "give a share from 0 to 1");
+    else if (strcmp(flag, "--cores") == 0)
+        o->cores = whole_flag(flag, value, 1, 1 << 20);
     else if (strcmp(flag, "--max_workers") == 0)
         o->max_workers = whole_flag(flag, value, 2, 1 << 20);
     else if (strcmp(flag, "--csv") == 0)
@@ -140,8 +153,12 @@ typedef struct {
 
 static prediction predict(const options *o, int n)
 {
-    return (prediction){ring_step_seconds(n, o->work, o->net),
-                        parameter_server_step_seconds(n, o->shards, o->work, o->net)};
+    cost_workload w = o->work;
+    if (o->cores > 0 && n > o->cores) /* N workers on C cores: each computes C/N of the time */
+        w.compute_s *= (double)n / o->cores;
+    double ps_s = o->ps_sync ? parameter_server_sync_seconds(n, o->shards, w.gradient_bytes, o->net)
+                             : parameter_server_seconds(n, o->shards, w.gradient_bytes, o->net);
+    return (prediction){ring_step_seconds(n, w, o->net), step_seconds(w, ps_s)};
 }
 
 static void print_table(const options *o)

@@ -1,7 +1,7 @@
-/* exercises.h: two of the functions chapter 6's exercises ask you to write,
- * the ones that need no MPI (step_time.c, fusion_threshold.c); the third,
- * reduce_scatter.c, is declared in ring_exercise.h. Edit the file, then run
- * `make exercises` from the top of the repository. Reference answers are in
+/* exercises.h: the functions chapter 6's exercises ask you to write, the
+ * ones that need no MPI (step_time.c, fusion_threshold.c, ps_shards.c); the
+ * other, reduce_scatter.c, is declared in ring_exercise.h. Edit the file,
+ * then run `make exercises` from the top of the repository. Reference answers are in
  * solutions/, but try first. */
 #ifndef LAB06_EXERCISES_H
 #define LAB06_EXERCISES_H
@@ -30,10 +30,11 @@ typedef struct {
 double my_ring_allreduce_seconds(int workers, double bytes, double alpha_s, double bandwidth);
 
 /* Seconds a step's exchange takes through `shards` parameter servers (each
- * holding 1/shards of the variables): every worker pushes its gradients and
- * pulls the variables (bytes each way on its own link) while each ps receives
- * and sends workers * bytes / shards on its link; the slower link decides,
- * plus one message's latency for the push and one for the pull. */
+ * holding 1/shards of the variables): every worker pushes its gradients,
+ * then pulls the variables (bytes one way, then bytes the other, on its own
+ * link) while each ps receives and sends workers * bytes / shards on its
+ * link, both ways at once; the slower link decides, plus one message's
+ * latency for the push and one for the pull. */
 double my_ps_seconds(int workers, int shards, double bytes, double alpha_s, double bandwidth);
 
 /* Seconds one step of synchronous training takes with `workers` workers and
@@ -58,5 +59,22 @@ extern const int my_measurement_count;
  * clearly (see fusion_threshold.c for what "clearly" means here). */
 extern const long my_best_threshold;
 extern const bool my_best_is_clear;
+
+/* Exercise ps-shards: one parameter server's link on slow links. N
+ * asynchronous workers, each computing compute_s a step on its own batch,
+ * pull and push `bytes` through M ps shards; a link carries `bandwidth`
+ * bytes a second each way. */
+
+/* Images a second: N * batch / (compute_s + max(2 bytes, N bytes / M) / bandwidth). */
+double my_ps_images_per_sec(int workers, int shards, int batch, double compute_s, double bytes, double bandwidth);
+
+/* The N at which one ps stops scaling: the first N whose next worker adds
+ * less than half of what one worker alone makes. */
+int my_ps_stops_scaling(double compute_s, double bytes, double bandwidth);
+
+/* The fewest shards with which `workers` workers make at least 90% of the
+ * images they would make with a shard each (where no ps link is busier
+ * than a worker's). */
+int my_shards_needed(int workers, double compute_s, double bytes, double bandwidth);
 
 #endif

@@ -17,8 +17,8 @@
  * divided by step time)?
  *
  * Questions the check cannot ask: (1) With as many ps shards as workers,
- * your my_ps_seconds beats the ring at every N. Why did practice not go that
- * way? Chapter 3's greedy placement of this model is a hint: how evenly can
+ * your my_ps_seconds is about the ring's time at every N. Why did practice
+ * still not go that way? Chapter 3's greedy placement of this model is a hint: how evenly can
  * 13.1 MB be cut when one tensor, dense_1/kernel, holds 12.8 MB of it?
  * (2) At what N does the ring's latency term, 2(N-1) alpha, equal its
  * bandwidth term for this model? What does that say about rings of

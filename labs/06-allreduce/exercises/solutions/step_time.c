@@ -11,7 +11,7 @@ double my_ring_allreduce_seconds(int workers, double bytes, double alpha_s, doub
 
 double my_ps_seconds(int workers, int shards, double bytes, double alpha_s, double bandwidth)
 {
-    double worker_link = bytes / bandwidth;
+    double worker_link = 2 * bytes / bandwidth; /* its push, then its pull */
     double busiest_shard = (double)workers * bytes / shards / bandwidth;
     return (busiest_shard > worker_link ? busiest_shard : worker_link) + 2 * alpha_s;
 }
