@@ -14,19 +14,6 @@
 
 #include "flowlab.h"
 
-// [book:layers]
-/* conv2d(x) = relu(x * K + b), K [5,5,in,filters], "same" padding, stride 1 */
-static fl_node *conv_relu(fl_graph *g, fl_node *x, int in, int filters, const char *scope)
-{
-    fl_variable_scope_push(g, scope, FL_REUSE_INHERIT);
-    fl_node *k = fl_get_variable(g, "kernel", fl_shape_make(4, 5, 5, in, filters),
-                                 fl_glorot_uniform_initializer(0));
-    fl_node *b = fl_get_variable(g, "bias", fl_shape_make(1, filters), fl_zeros_initializer());
-    fl_node *y = fl_relu(g, fl_add(g, fl_conv2d(g, x, k, 1, 1, FL_SAME, NULL), b, NULL), NULL);
-    fl_variable_scope_pop(g);
-    return y;
-}
-
 /* --partitions K (chapter 3's lab): a kernel of at least 1 MB (dense_1's,
  * 98% of the model's bytes) is made of K variables, kernel/part_0 ..
  * part_K-1, each a band of its rows, concatenated where it is used, as
@@ -50,11 +37,24 @@ static fl_node *dense_kernel(fl_graph *g, int in, int units)
     return fl_concat(g, band, parts < 64 ? parts : 64, 0, "kernel");
 }
 
+// [book:layers]
+/* conv2d(x) = relu(x * K + b), K [5,5,in,filters], "same" padding, stride 1 */
+static fl_node *conv_relu(fl_graph *g, fl_node *x, int in, int filters, const char *scope)
+{
+    fl_variable_scope_push(g, scope, FL_REUSE_INHERIT);
+    fl_node *k = fl_get_variable(g, "kernel", fl_shape_make(4, 5, 5, in, filters),
+                                 fl_glorot_uniform_initializer(0));
+    fl_node *b = fl_get_variable(g, "bias", fl_shape_make(1, filters), fl_zeros_initializer());
+    fl_node *y = fl_relu(g, fl_add(g, fl_conv2d(g, x, k, 1, 1, FL_SAME, NULL), b, NULL), NULL);
+    fl_variable_scope_pop(g);
+    return y;
+}
+
 /* dense(x) = x W + b, W [in,units]; relu on request */
 static fl_node *dense(fl_graph *g, fl_node *x, int in, int units, bool relu, const char *scope)
 {
     fl_variable_scope_push(g, scope, FL_REUSE_INHERIT);
-    fl_node *w = dense_kernel(g, in, units);
+    fl_node *w = dense_kernel(g, in, units); /* one variable, unless chapter 3 cuts it */
     fl_node *b = fl_get_variable(g, "bias", fl_shape_make(1, units), fl_zeros_initializer());
     fl_node *y = fl_add(g, fl_matmul(g, x, w, false, false, NULL), b, NULL);
     fl_variable_scope_pop(g);

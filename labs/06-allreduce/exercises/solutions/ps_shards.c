@@ -1,5 +1,5 @@
 /* solutions/ps_shards.c: a reference answer to exercise ps-shards. */
-#include "../exercises.h"
+#include "exercises.h"
 
 double my_ps_images_per_sec(int workers, int shards, int batch, double compute_s, double bytes, double bandwidth)
 {
