@@ -316,6 +316,16 @@ static void test_overlap_trace(void)
             diag("%s", r.out ? r.out : "");
         free(r.out);
     }
+    /* The graph divides the sums by N inside Adam's update (issue 42). */
+    char path[512];
+    snprintf(path, sizeof path, "%s/overlap_off.json", tmp_dir);
+    char *trace = read_file(path);
+    int fused = 0;
+    for (const char *p = trace; p && (p = strstr(p, "\"op\":\"FusedApplyAdam\"")); p++)
+        fused++;
+    ok(fused >= 8, "the mean over the ranks is taken inside Adam's update: %d FusedApplyAdam in the trace "
+       "(8 variables a step)", fused);
+    free(trace);
 }
 
 /* tests/mpi/ring_check on 1, 2 and 3 ranks: every size passes. */

@@ -135,14 +135,14 @@ typedef struct {
     fl_node *image, *label, *loss, *accuracy, *global_step, *train_op, *init;
     int nvars;
     fl_node *grads[MAX_VARS];    /* this rank's gradients, fetched every step */
-    fl_node *averaged[MAX_VARS]; /* placeholders for the averages, fed to train_op */
+    fl_node *reduced[MAX_VARS];  /* placeholders for the gradients reduced over the ranks, fed to train_op */
     variable_io io;
 } replica_graph;
 
-/* Chapter 1's model and loss; fl_compute_gradients and fl_apply_gradients
- * where chapter 1 called fl_minimize, with placeholders between them for
- * the gradients averaged over the ranks. */
-static void build_training(fl_graph *g, fl_optimizer *adam, replica_graph *m)
+/* Chapter 1's model and loss, its fl_minimize split in two, with placeholders
+ * between for the gradients' sums over the ranks, divided by `ranks` inside
+ * Adam's update (the session fuses the two); with ranks 0, NCCL's means. */
+static void build_training(fl_graph *g, fl_optimizer *adam, int ranks, replica_graph *m)
 {
     m->image = fl_placeholder(g, FL_FLOAT32, fl_shape_make(4, -1, 28, 28, 1), "image");
     m->label = fl_placeholder(g, FL_INT32, fl_shape_make(1, -1), "label");
@@ -158,10 +158,11 @@ static void build_training(fl_graph *g, fl_optimizer *adam, replica_graph *m)
     if (m->nvars < 0)
         return; /* the caller reports the graph's error */
     fl_name_scope_push(g, "averaged");
+    fl_node *n = ranks > 0 ? fl_scalar(g, (float)ranks, "ranks") : NULL;
     for (int v = 0; v < m->nvars; v++) {
         m->grads[v] = pairs[v].grad;
-        m->averaged[v] = fl_placeholder(g, FL_FLOAT32, fl_node_shape(pairs[v].var), "gradient");
-        pairs[v].grad = m->averaged[v];
+        m->reduced[v] = fl_placeholder(g, FL_FLOAT32, fl_node_shape(pairs[v].var), "gradient");
+        pairs[v].grad = n ? fl_div(g, m->reduced[v], n, "mean") : m->reduced[v];
     }
     fl_name_scope_pop(g);
     m->global_step = fl_get_or_create_global_step(g);
@@ -180,7 +181,7 @@ static void build_graph(fl_graph *g, fl_optimizer *adam, const training_flags *o
 {
     fl_graph_set_random_seed(g, o->seed + (unsigned long)j->rank);
     fl_device_scope_push(g, a->device);
-    build_training(g, adam, m);
+    build_training(g, adam, a->algorithm == ALLREDUCE_NCCL ? 0 : j->size, m);
     if (m->nvars > MAX_VARS)
         abort_job(j, "building the graph", "the model has more variables than MAX_VARS");
     m->init = fl_global_variables_initializer(g);
@@ -253,11 +254,11 @@ static void allreduce_step(fl_session *s, const replica_graph *m, const allreduc
         abort_job(j, "computing the gradients", fl_session_error(s));
     if (reducer_wait(r) != 0)
         abort_job(j, "averaging the gradients", reducer_error(r));
-    fl_tensor means[MAX_VARS]; /* views of the reducer's buffer (on the GPU with NCCL) */
+    fl_tensor reduced[MAX_VARS]; /* views of the reducer's buffer (on the GPU with NCCL) */
     fl_feed feeds[MAX_VARS];
     for (int v = 0; v < m->nvars; v++) {
-        means[v] = reducer_mean_tensor(r, v, values[v]->shape);
-        feeds[v] = (fl_feed){m->averaged[v], &means[v]};
+        reduced[v] = reducer_tensor(r, v, values[v]->shape);
+        feeds[v] = (fl_feed){m->reduced[v], &reduced[v]};
     }
     if (fl_session_run(s, feeds, m->nvars, NULL, 0, NULL, &m->train_op, 1) != 0)
         abort_job(j, "applying the gradients", fl_session_error(s));
@@ -267,19 +268,19 @@ static void allreduce_step(fl_session *s, const replica_graph *m, const allreduc
 }
 // [end:allreduce_step]
 
-/* The schedule every rank reduces in: the loss (finished first, by the
- * forward pass), then the gradients in reverse variable order, the order
- * backpropagation finishes them (PyTorch DDP's buckets follow it too). */
+/* Every rank reduces the loss first (the forward pass ends with it), then the gradients in
+ * reverse variable order, as backpropagation finishes them (PyTorch DDP's buckets do too). */
 static reducer *start_reducer(fl_session *s, const replica_graph *m, const allreduce_flags *a,
                               const job *j)
 {
     reducer_plan plan = {.count = m->nvars + 1, .fusion_threshold = (size_t)a->fusion_threshold,
                          .algorithm = a->algorithm, .background = a->overlap,
-                         .comm = MPI_COMM_WORLD, .trace = s, .device = a->device};
+                         .comm = MPI_COMM_WORLD, .trace = s, .device = a->device,
+                         .keep_sums = a->algorithm != ALLREDUCE_NCCL}; /* the graph divides */
     plan.elements[m->nvars] = 1;
     plan.order[0] = m->nvars;
     for (int v = 0; v < m->nvars; v++) {
-        plan.elements[v] = (size_t)fl_shape_size(fl_node_shape(m->averaged[v]));
+        plan.elements[v] = (size_t)fl_shape_size(fl_node_shape(m->reduced[v]));
         plan.order[1 + v] = m->nvars - 1 - v;
     }
     reducer *r = reducer_start(&plan);

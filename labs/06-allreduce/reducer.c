@@ -113,7 +113,7 @@ static int reduce_bucket(reducer *r, int from, int n)
         fl_session_trace_event(r->plan.trace, "collectives", name, began,
                                monotonic_us());
     }
-    for (size_t k = start; !r->on_gpu && k < start + count; k++) /* NCCL's is averaged */
+    for (size_t k = start; !r->on_gpu && !r->plan.keep_sums && k < start + count; k++) /* NCCL's is averaged */
         r->buffer[k] /= (float)r->ranks;
     return 0;
 }
@@ -246,7 +246,7 @@ int reducer_wait(reducer *r)
     return rc;
 }
 
-fl_tensor reducer_mean_tensor(const reducer *r, int index, fl_shape shape)
+fl_tensor reducer_tensor(const reducer *r, int index, fl_shape shape)
 {
     return (fl_tensor){.dtype = FL_FLOAT32, .shape = shape, .data = r->buffer + r->offset[index],
                        .device = r->on_gpu ? r->plan.device : NULL, .borrowed = true};
@@ -257,7 +257,7 @@ float reducer_mean_scalar(const reducer *r, int index)
     float value = NAN;
     char why[256];
     if (!r->on_gpu)
-        return r->buffer[r->offset[index]];
+        return r->buffer[r->offset[index]] / (r->plan.keep_sums ? (float)r->ranks : 1.0f);
     if (nccl_read(&value, r->buffer + r->offset[index], 1, why, sizeof why) != 0)
         fprintf(stderr, "allreduce: reading the mean loss: %s\n", why);
     return value;

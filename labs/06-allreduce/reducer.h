@@ -27,6 +27,8 @@ typedef struct {
     MPI_Comm comm;
     fl_session *trace; /* its collectives go on this session's timeline; NULL: none */
     const char *device; /* with ALLREDUCE_NCCL: the GPU the tensors stay on, "/gpu:0" */
+    bool keep_sums;     /* true: the buffer keeps the sums, for the graph to divide inside the
+                         * optimizer's update; false: the reducer divides. NCCL's always average */
 } reducer_plan;
 
 typedef struct reducer reducer;
@@ -52,12 +54,14 @@ void reducer_tensor_ready(reducer *r, int index, const fl_tensor *value);
  * reducer_error() saying why. */
 int reducer_wait(reducer *r);
 
-/* Tensor index's mean over the ranks, after reducer_wait, as a tensor of
- * shape to feed (a view of the buffer: on the GPU with NCCL); valid until
- * the next reducer_begin_step. */
-fl_tensor reducer_mean_tensor(const reducer *r, int index, fl_shape shape);
+/* Tensor index reduced over the ranks, after reducer_wait: its sum with
+ * plan.keep_sums (not with NCCL), else its mean; as a tensor of shape to
+ * feed (a view of the buffer: on the GPU with NCCL), valid until the next
+ * reducer_begin_step. */
+fl_tensor reducer_tensor(const reducer *r, int index, fl_shape shape);
 
-/* Element 0 of that mean in host memory (the loss); NAN if the GPU fails. */
+/* Element 0 of tensor index's mean over the ranks, in host memory (the
+ * loss), whatever plan.keep_sums; NAN if the GPU fails. */
 float reducer_mean_scalar(const reducer *r, int index);
 
 const char *reducer_error(const reducer *r);
