@@ -6,9 +6,12 @@
  * and two replicas of a 2-stage pipeline; the idle time of each device in
  * the split by layers' trace; the accumulation skipped at one micro-batch,
  * and counted with Adam in the report's layers; and the bytes each
- * horizontal split copies per step, against the count of the chapter. */
+ * horizontal split copies per step, against the count of the chapter; and
+ * the stages on tasks of their own (flowlab_server processes), whose losses
+ * are the same devices' in one process. */
 #include "flowlab.h"
 #include "lab_runner.h"
+#include "task_servers.h"
 
 /* Every split adds the same float32 numbers as one device, in another
  * order only where micro-batches or replicas are summed: the printed losses
@@ -213,6 +216,45 @@ static void test_equivalence(void)
     free(one.out);
 }
 
+/* --stage_hosts: each stage a flowlab_server task of its own on loopback
+ * (task_servers.h starts a ps too, which this lab leaves alone); the client
+ * computes nothing, and the losses are one device's (M = 1: exactly) and
+ * the one-process pipeline's (M = 4: exactly, the same ops in one order). */
+static void test_stage_tasks(void)
+{
+    char server[600], args[900];
+    snprintf(server, sizeof server, "%s/labs/tools/flowlab_server", build_dir);
+    run_result one = run_env(TWO_DEVICES, QUICK "--split none");
+    const char *modes[][2] = {{"--split layers", "M = 1"}, {"--split layers --micro_batches 4", "M = 4"}};
+    for (int k = 0; k < 2; k++) {
+        task_servers c; /* a task serves one client, then exits */
+        if (!ok(start_task_servers(&c, server, tmp_dir, 2), "%s: two stage tasks (flowlab_server) start",
+                modes[k][1])) {
+            stop_task_servers(&c);
+            break;
+        }
+        run_result here = run_env(TWO_DEVICES, k ? QUICK "--split layers --micro_batches 4" : QUICK "--split layers");
+        snprintf(args, sizeof args, QUICK "%s --stage_hosts %s", modes[k][0], c.worker_hosts);
+        run_result tasks = run_env(TWO_DEVICES, args);
+        ok(tasks.status == 0 && tasks.out && strstr(tasks.out, "conv layers on /job:worker/task:0/") &&
+           same_step_losses(k ? &here : &one, &tasks),
+           "--stage_hosts, %s: the stages on two tasks print %s losses to every digit", modes[k][1],
+           k ? "the one-process pipeline's" : "one device's");
+        if (tasks.status != 0 || !same_step_losses(k ? &here : &one, &tasks))
+            diag("on tasks:\n%s\nin one process:\n%s", tasks.out ? tasks.out : "", k ? here.out : one.out);
+        ok(task_server_exits(&c, 1, 20) && task_server_exits(&c, 2, 20) && c.status[1] == 0 && c.status[2] == 0,
+           "%s: both stage tasks exit 0 once their client has said goodbye", modes[k][1]);
+        free(here.out);
+        free(tasks.out);
+        stop_task_servers(&c);
+    }
+    free(one.out);
+    run_result bad = run_env(TWO_DEVICES, QUICK "--split layers --stage_hosts 127.0.0.1:1");
+    ok(bad.status == 2 && bad.out && strstr(bad.out, "--stage_hosts lists 1 task; --split layers needs 2"),
+       "--stage_hosts with one task for two stages: exit 2, naming the flag");
+    free(bad.out);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -234,6 +276,7 @@ int main(int argc, char **argv)
         test_idle_time();
         test_accumulation();
         test_split_bytes();
+        test_stage_tasks();
     }
     lab_runner_finish();
     return done_testing();

@@ -7,6 +7,10 @@ LAB07_REPORT := $(BUILD)/labs/07-model-parallel/trace_report
 
 # The lab is one program of three files (the splits in headers).
 $(LAB07): $(LAB_COMMON) labs/07-model-parallel/pipeline.h labs/07-model-parallel/tensor_split.h
+# --stage_hosts makes it the client of a cluster: it links the cluster rooms, as chapter 2's does.
+$(LAB07): labs/07-model-parallel/model_parallel.c $(LIB) $(CLUSTER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 $(LAB07_REPORT): labs/tools/trace_events.h
 EX07_DIR    := labs/07-model-parallel/exercises
 EX07_NAMES  := bubble balanced_cut split_bytes
@@ -29,7 +33,7 @@ $(BUILD)/tests/test_lab07_exercises: $(EX07_CHECKS) $(EX07_SOLVED)
 $(BUILD)/tests/test_lab07_exercises: private CFLAGS += -I$(EX07_DIR)
 $(BUILD)/tests/test_lab07_exercises: $(EX07_DIR)/solutions/bubble.c $(EX07_DIR)/solutions/split_bytes.c
 # tests/test_lab07 runs the lab and its trace report.
-$(BUILD)/tests/test_lab07: $(LAB07) $(LAB07_REPORT)
+$(BUILD)/tests/test_lab07: $(LAB07) $(LAB07_REPORT) tests/task_servers.h $(BUILD)/labs/tools/flowlab_server
 
 # The bubble: steps 2-4 of the split by layers traced with M = 1, 2, 4, 8
 # micro-batches of a batch of 128, on two PoCL devices sharing two workers,

@@ -20,12 +20,14 @@
 #include <string.h>
 
 #include "flowlab.h"
+#include "flowlab_cluster.h"
 #include "../common/data.h"
 #include "../common/devices.h"
 #include "../common/evaluate.h"
 #include "../common/flags.h"
 #include "../common/model.h"
 #include "../common/train_loop.h"
+#include "../common/cluster_traffic.h"
 #include "pipeline.h"
 #include "tensor_split.h"
 
@@ -37,6 +39,9 @@ static const char *const mode_names[] = {"none", "layers", "columns", "rows"};
 typedef struct {
     split_mode mode;
     int micro_batches, replicas;
+    const char *stage_hosts;            /* --stage_hosts: each device a task of its own */
+    fl_cluster_security_flags security; /* their --cluster_secret_file, --tls_* */
+    fl_cluster *cluster;                /* made from stage_hosts; NULL: this process's devices */
 } split_flags;
 
 static void usage(FILE *out)
@@ -54,7 +59,12 @@ static void usage(FILE *out)
             "                        with 1/R of the batch, gradients averaged (default 1)\n"
             "  --batch_size N        examples per step in all (default 128); it must split\n"
             "                        into R x M equal pieces\n"
-            TRAINING_FLAGS_HELP, program);
+            "  --stage_hosts H:P,... each device a task of its own, started with\n"
+            "                        build/labs/tools/flowlab_server (as worker tasks, in order:\n"
+            "                        stage 0, stage 1, then the second replica's): so each stage\n"
+            "                        has its own process and core; activations and their\n"
+            "                        gradients cross as every cross-task value does\n"
+            FL_CLUSTER_SECURITY_HELP TRAINING_FLAGS_HELP, program);
 }
 
 static void set_split_flag(const char *flag, const char *value, void *options)
@@ -71,11 +81,21 @@ static void set_split_flag(const char *flag, const char *value, void *options)
         f->micro_batches = (int)parse_count(program, flag, value, 1);
         if (f->micro_batches > MAX_PIECES)
             bad_flag(program, flag, value, "this lab cuts a batch into at most 64 pieces");
+    } else if (strcmp(flag, "--stage_hosts") == 0) {
+        f->stage_hosts = value;
+    } else if (fl_cluster_security_flag(&f->security, flag, value)) {
+        return;
     } else if (strcmp(flag, "--replicas") == 0) {
         f->replicas = (int)parse_count(program, flag, value, 1);
         if (f->replicas > MAX_REPLICAS)
             bad_flag(program, flag, value, "this lab builds 1 or 2 replicas");
     }
+}
+
+/* --insecure_listen, accepted as every cluster program accepts it. */
+static bool set_stage_switch(const char *arg, void *options)
+{
+    return fl_cluster_security_switch(&((split_flags *)options)->security, arg);
 }
 
 /* Exits 2 naming the flag when the flags do not fit together or the batch. */
@@ -95,12 +115,41 @@ static void check_flags(const split_flags *f, int batch_size)
     }
 }
 
-/* Fills plan->devices from the accelerators; exits 2 when there are too few. */
-static void choose_devices(const split_flags *f, pipeline_plan *plan)
+/* --stage_hosts: the devices are the worker tasks' (each started with
+ * flowlab_server), one device per task, this process their client, as
+ * chapter 2's in-graph replication across tasks; exits 2 naming the flag. */
+static void choose_stage_tasks(split_flags *f, pipeline_plan *plan, int need)
+{
+    f->cluster = fl_cluster_client_from_flags("", f->stage_hosts);
+    if (!f->cluster || fl_cluster_apply_security(f->cluster, &f->security) != 0)
+        bad_flag(program, "--stage_hosts", f->stage_hosts, fl_last_error());
+    int tasks = fl_cluster_num_tasks(f->cluster, "worker");
+    if (tasks != need) {
+        fprintf(stderr, "%s: --stage_hosts lists %d task%s; --split %s%s needs %d, one per device (see --help)\n",
+                program, tasks, tasks == 1 ? "" : "s", mode_names[f->mode], f->replicas > 1 ? " --replicas 2" : "",
+                need);
+        exit(2);
+    }
+    fl_device_info accelerators[1];
+    const char *kind = list_accelerators(accelerators, 1) > 0 ? "gpu" : "cpu"; /* the tasks are alike */
+    *plan = (pipeline_plan){.replicas = f->replicas, .micro_batches = f->micro_batches};
+    for (int r = 0; r < f->replicas; r++)
+        for (int s = 0; s < NUM_STAGES; s++)
+            snprintf(plan->devices[r][s], sizeof plan->devices[r][s], "/job:worker/task:%d/%s:0",
+                     need == 1 ? 0 : r * NUM_STAGES + s, kind);
+}
+
+/* Fills plan->devices from the accelerators (or the stage tasks); exits 2
+ * when there are too few. */
+static void choose_devices(split_flags *f, pipeline_plan *plan)
 {
     fl_device_info accelerators[16];
-    int available = list_accelerators(accelerators, 16);
     int stages = f->mode == MODE_NONE ? 1 : NUM_STAGES, need = stages * f->replicas;
+    if (f->stage_hosts) {
+        choose_stage_tasks(f, plan, need);
+        return;
+    }
+    int available = list_accelerators(accelerators, 16);
     if (available < need) {
         fprintf(stderr, "%s: --split %s%s needs %d accelerator%s, and this machine has %d%s%s; "
                 "with PoCL, POCL_DEVICES=\"%s\" gives %d (see flowlab-devices)\n", program,
@@ -248,8 +297,9 @@ int main(int argc, char **argv)
 {
     training_flags o = training_flags_defaults(program);
     split_flags f = {.mode = MODE_LAYERS, .micro_batches = 1, .replicas = 1};
-    static const char *const names[] = {"--split", "--micro_batches", "--replicas"};
-    lab_flags extra = {names, 3, set_split_flag, &f, NULL};
+    static const char *const names[] = {"--split", "--micro_batches", "--replicas", "--stage_hosts",
+                                        FL_CLUSTER_SECURITY_FLAG_NAMES};
+    lab_flags extra = {names, sizeof names / sizeof *names, set_split_flag, &f, set_stage_switch};
     parse_flags(argc, argv, &o, &extra, usage);
     check_flags(&f, o.batch_size);
     pipeline_plan plan;
@@ -269,14 +319,18 @@ int main(int argc, char **argv)
     fl_graph *g = fl_graph_new();
     fl_graph_set_random_seed(g, o.seed);
     fl_optimizer *adam = fl_adam_optimizer(o.learning_rate, 0.9f, 0.999f, 1e-8f);
+    run_stats_build_started(); /* --print_stats */
     lab_model m = build_model(g, &f, &plan, adam);
+    run_stats_build_done(g);
+    if (f.cluster) /* --print_stats: the bytes through this client */
+        run_stats_count_traffic(bytes_moved, f.cluster);
     fl_session *s = NULL;
     int rc = 1;
     if (fl_graph_error(g)) {
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(g));
         goto out;
     }
-    fl_session_options config = {.log_device_placement = o.log_device_placement};
+    fl_session_options config = {.log_device_placement = o.log_device_placement, .cluster = f.cluster};
     s = fl_session_new(g, &config);
     if (initialize(s, g, &m) != 0) {
         fprintf(stderr, "%s: initializing: %s\n", program, fl_session_error(s));
