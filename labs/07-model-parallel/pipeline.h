@@ -18,7 +18,8 @@
 #define MAX_PIECES 64 /* replicas x micro-batches */
 #define MAX_VARS 16   /* the model has 8 trainable variables */
 #define NUM_STAGES 2
-#define DEVICE_NAME_BYTES 40 /* "/job:worker/task:3/gpu:0" with --stage_hosts */
+#define DEVICE_NAME_BYTES 40
+typedef char device_name[DEVICE_NAME_BYTES]; /* "/gpu:1", or "/job:worker/task:3/gpu:0" with --stage_hosts */
 
 /* Where each stage of each replica runs: devices[r][s]. With the model on
  * one device, both stages name the same one. */
@@ -56,7 +57,7 @@ static fl_node *stage_1(fl_graph *g, fl_node *features)
  * seed) runs on the last stage. TensorFlow's colocate_gradients_with_ops. */
 static const char *place_by_stage(const fl_node *node, void *user)
 {
-    char (*devices)[DEVICE_NAME_BYTES] = user; /* one replica's devices[NUM_STAGES] */
+    device_name *devices = user; /* one replica's devices[NUM_STAGES] */
     const char *name = fl_node_name(node);
     if (strstr(name, "stage_0/"))
         return devices[0];
@@ -68,7 +69,7 @@ static const char *place_by_stage(const fl_node *node, void *user)
 
 /* Both stages of one piece of the batch, each in its name scope and on its
  * device; the variables are made by the first piece and shared by the rest. */
-static fl_node *build_stages(fl_graph *g, fl_node *image, char (*devices)[DEVICE_NAME_BYTES], bool reuse)
+static fl_node *build_stages(fl_graph *g, fl_node *image, device_name *devices, bool reuse)
 {
     fl_variable_scope_push(g, "model", reuse ? FL_REUSE : FL_REUSE_INHERIT);
     fl_name_scope_push(g, "stage_0");
@@ -154,7 +155,7 @@ static pipeline_out build_pipeline(fl_graph *g, const pipeline_plan *plan, fl_no
         char scope[48];
         snprintf(scope, sizeof scope, "replica_%d/micro_batch_%d", r, m);
         fl_name_scope_push(g, plan->replicas > 1 ? scope : strchr(scope, '/') + 1);
-        char (*devices)[DEVICE_NAME_BYTES] = (char (*)[DEVICE_NAME_BYTES])plan->devices[r];
+        device_name *devices = (device_name *)plan->devices[r];
         fl_device_function_push(g, place_by_stage, devices);
         fl_node *logits = build_stages(g, images[p], devices, p > 0);
         losses[p] = mean_loss(g, logits, labels[p]);

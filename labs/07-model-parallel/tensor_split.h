@@ -25,7 +25,7 @@ typedef enum { SPLIT_COLUMNS, SPLIT_ROWS } tensor_split;
  * only serves to initialize the shards (load_shards); so the losses can
  * equal one device's. The shards' own initializer takes no seed from the
  * graph, so every later variable gets the seed it gets on one device. */
-static void shard_variables(fl_graph *g, tensor_split split, char (*devices)[DEVICE_NAME_BYTES], fl_node **shards,
+static void shard_variables(fl_graph *g, tensor_split split, device_name *devices, fl_node **shards,
                             fl_node **full)
 {
     fl_device_scope_push(g, "/cpu:0");
@@ -50,7 +50,7 @@ static void shard_variables(fl_graph *g, tensor_split split, char (*devices)[DEV
 /* dense_1 with its kernel in two shards: y = relu(x W + b), [N,1024]. The
  * multiply by shard d runs in name scope shard_d on devices[d]; the join
  * (concat or sum), the bias and the relu on devices[0]. */
-static fl_node *split_dense_1(fl_graph *g, fl_node *x, tensor_split split, char (*devices)[DEVICE_NAME_BYTES],
+static fl_node *split_dense_1(fl_graph *g, fl_node *x, tensor_split split, device_name *devices,
                               fl_node **shards, fl_node **full)
 {
     fl_variable_scope_push(g, "dense_1", FL_REUSE_INHERIT);
@@ -80,13 +80,13 @@ static fl_node *split_dense_1(fl_graph *g, fl_node *x, tensor_split split, char 
  * shard 1 runs on its device; everything else on devices[0]. */
 static const char *place_by_shard(const fl_node *node, void *user)
 {
-    char (*devices)[DEVICE_NAME_BYTES] = user;
+    device_name *devices = user;
     return strstr(fl_node_name(node), "shard_1/") ? devices[1] : devices[0];
 }
 
 /* The whole model with dense_1 split; the model's variables are made by
  * the first call, shared by later ones (reuse). */
-static fl_node *split_model(fl_graph *g, fl_node *image, tensor_split split, char (*devices)[DEVICE_NAME_BYTES],
+static fl_node *split_model(fl_graph *g, fl_node *image, tensor_split split, device_name *devices,
                             bool reuse, fl_node **shards, fl_node **full)
 {
     fl_variable_scope_push(g, "model", reuse ? FL_REUSE : FL_REUSE_INHERIT);
@@ -119,7 +119,7 @@ static fl_node *load_shards(fl_graph *g, tensor_split split, fl_node **shards, f
 
 /* Training with dense_1 split: the loss of the whole batch and its
  * gradients, each computed where its forward op ran. */
-static pipeline_out build_tensor_split(fl_graph *g, tensor_split split, char (*devices)[DEVICE_NAME_BYTES],
+static pipeline_out build_tensor_split(fl_graph *g, tensor_split split, device_name *devices,
                                        fl_node *image, fl_node *label, fl_node **load)
 {
     pipeline_out out = {0};
