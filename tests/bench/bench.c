@@ -427,12 +427,12 @@ static void bench_kernels(FILE *points)
 }
 
 static const char usage[] =
-    "usage: bench [RESULTS.csv | --training | --scaling]\nRun by `make bench` from the repository root: measures "
+    "usage: bench [RESULTS.csv | --training | --scaling | --pipeline]\nRun by `make bench` from the repository root: measures "
     "flowlab's\nkernels and training steps beside OpenBLAS, CLBlast and PyTorch, prints one table\n"
     "and writes the rows as CSV (default build/bench/results.csv). --training measures only\n"
     "chapter 1's step beside PyTorch (speed and peak memory), prints its two targets and\n"
     "writes build/bench/training.csv. --scaling measures only the scaling rows of chapters\n"
-    "2-7 (build/bench/scaling.csv). The scaling rows run BENCH_ROUNDS rounds (3) of 40 steps\n"
+    "2-7 (build/bench/scaling.csv); --pipeline only chapter 7's (build/bench/pipeline.csv).\nThe scaling rows run BENCH_ROUNDS rounds (3) of 40 steps\n"
     "(10 with BENCH_QUICK=1) and print each figure as its range over the rounds.\n";
 
 int main(int argc, char **argv)
@@ -442,14 +442,15 @@ int main(int argc, char **argv)
      * the last full run's stay for bench-charts. */
     const char *mode = argc > 1 && argv[1][0] == '-' ? argv[1] : "";
     bool training_only = strcmp(mode, "--training") == 0, scaling_only = strcmp(mode, "--scaling") == 0;
+    bool pipeline_only = strcmp(mode, "--pipeline") == 0;
     const char *csv_path = training_only ? "build/bench/training.csv" : scaling_only ? "build/bench/scaling.csv"
-                           : argc > 1 ? argv[1] : "build/bench/results.csv";
-    if (mode[0] && !training_only && !scaling_only) {
+                           : pipeline_only ? "build/bench/pipeline.csv" : argc > 1 ? argv[1] : "build/bench/results.csv";
+    if (mode[0] && !training_only && !scaling_only && !pipeline_only) {
         printf("%s", usage);
         return strcmp(mode, "--help") == 0 ? 0 : 2;
     }
     bench_results = fopen(csv_path, "w");
-    roofline = fopen(training_only || scaling_only ? "/dev/null" : "build/bench/roofline.csv", "w");
+    roofline = fopen(mode[0] ? "/dev/null" : "build/bench/roofline.csv", "w");
     if (!bench_results || !roofline) {
         fprintf(stderr, "bench: cannot write %s or build/bench/roofline.csv (run from the repository root)\n",
                 csv_path);
@@ -473,6 +474,8 @@ int main(int argc, char **argv)
         bench_training(gpu_label, openblas_gflops);
     } else if (scaling_only) {
         bench_scaling_rows();
+    } else if (pipeline_only) {
+        bench_pipeline();
     } else {
         bench_kernels(roofline);
         bench_scaling_rows();

@@ -35,6 +35,12 @@ bench-scaling: deps
 	$(MAKE) labs $(BENCH) $(ALLREDUCE_PROBE)
 	$(BENCH_ENV) ./$(BENCH) --scaling | tee $(BUILD)/bench/scaling.txt
 
+# `make bench-pipeline`: chapter 7's rows alone, in one process and with the stages on two tasks
+# (a minute; build/bench/pipeline.txt and .csv).
+bench-pipeline: deps
+	$(MAKE) labs $(BENCH)
+	$(BENCH_ENV) ./$(BENCH) --pipeline | tee $(BUILD)/bench/pipeline.txt
+
 # tests/test_bench_csv reads back what the bench's CSV writer writes.
 $(BUILD)/tests/test_bench_csv: tests/bench/bench_csv.h
 
@@ -42,7 +48,7 @@ $(BUILD)/tests/test_bench_csv: tests/bench/bench_csv.h
 #                       (build/bench/*.csv), or from the sample in tests/data/ when there is none
 BENCH_CSV  = $(firstword $(wildcard $(BUILD)/bench/results.csv) tests/data/bench-results.csv)
 ROOF_CSV   = $(firstword $(wildcard $(BUILD)/bench/roofline.csv) tests/data/bench-roofline.csv)
-.PHONY: bench bench-scaling bench-charts
+.PHONY: bench bench-scaling bench-pipeline bench-charts
 bench-charts:
 	@mkdir -p $(FIGURES_DIR)
 	gnuplot -e "csv='$(BENCH_CSV)'; out='$(FIGURES_DIR)/bench.svg'" tests/bench/chart.gp

@@ -2,11 +2,14 @@
  * layers (convolutions on /gpu:0, dense layers on /gpu:1) runs a batch of
  * 128 whole, then as 4 micro-batches of 32, on two PoCL devices sharing a
  * pool of two threads on the same two CPUs (bench_cores.h); each round runs
- * both back to back and the row prints ranges. GPipe's bubble
- * (S-1)/(M+S-1) predicts the speedup of equal stages: S*M/(M+S-1). */
+ * both back to back and the row prints ranges; then the same two ways with
+ * each stage on a flowlab_server task of its own (--stage_hosts), one core
+ * each, the lab their client. GPipe's bubble (S-1)/(M+S-1) predicts the
+ * speedup of equal stages: S*M/(M+S-1). */
 #include <math.h>
 #include <stdio.h>
 
+#include "../loopback.h" /* free ports: other benches and tests may share this machine */
 #include "bench_cores.h"
 #include "bench_csv.h"
 #include "bench_pipeline.h"
@@ -14,6 +17,34 @@
 
 #define LAB07 ON_POCL_TWO "build/labs/07-model-parallel/model_parallel --split layers --log_every 1 " \
               "--batch_size 128 --seed 1"
+
+/* The lab with M micro-batches, its stages on two tasks started for it on
+ * free loopback ports (they exit once the client has said goodbye). */
+static double on_stage_tasks(int steps, int micro_batches)
+{
+    char command[1200];
+    int port = loopback_free_ports(2);
+    snprintf(command, sizeof command,
+             ON_POCL_ONE "build/labs/tools/launch_cluster --ps 0 --workers 2 --base_port %d --no_secret "
+             "--deadline 300 -- build/labs/tools/flowlab_server >/dev/null 2>&1 & servers=$!; "
+             ON_POCL_ONE "build/labs/07-model-parallel/model_parallel --split layers --log_every 1 --batch_size 128 "
+             "--seed 1 --train_steps %d --micro_batches %d --stage_hosts 127.0.0.1:%d,127.0.0.1:%d; rc=$?; "
+             "wait $servers; exit $rc", port, steps + 2, micro_batches, port, port + 1);
+    return port > 0 ? run_images_per_second(command) : NAN;
+}
+
+static void bench_stage_tasks(int rounds, int steps)
+{
+    double whole_r[BENCH_MAX_ROUNDS], piped_r[BENCH_MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++) {
+        whole_r[r] = on_stage_tasks(steps, 1);
+        piped_r[r] = on_stage_tasks(steps, 4);
+    }
+    row_rounds("scaling", "ch7: on 2 tasks, pipeline M=4 vs the unpipelined split", "ch7 2 tasks pipeline M=4",
+               "img/s", piped_r, whole_r, rounds, "M=1");
+    target_line("ch7 target: on 2 tasks, pipeline M=4 at least 1.4x the unpipelined split", piped_r, whole_r,
+                rounds, 1.4);
+}
 
 void bench_pipeline(void)
 {
@@ -39,4 +70,5 @@ void bench_pipeline(void)
            100 * bubble_1, 100 * bubble_m);
     bench_csv_row(bench_results, "scaling", "ch7 pipeline M=4 over M=1 predicted by the bubble",
                   "ch7 bubble prediction", "x", predicted, NULL, NAN);
+    bench_stage_tasks(rounds, steps);
 }
