@@ -11,12 +11,14 @@
 # for tests/slurm.t, which launches chapters 3 and 6's labs on a one-node Slurm cluster of its own.
 # libprotobuf-c-dev and protobuf-c-compiler (protoc-c) for the TensorBoard event files (src/summary/);
 # python3-venv for tests/tensorboard.t, which installs TensorBoard from PyPI into build/tb-venv.
+# iproute2 (ip, tc) for the network namespaces and shaped links of launch_cluster --links (chapter 6)
+# and tests/netns.t and tests/links.t.
 set -e
 packages="gcc make perl zlib1g-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
 libclblast-dev libopenblas-dev libevent-dev libssl-dev openssl dataset-fashion-mnist graphviz gnuplot-nox
 clang libclang-rt-14-dev pandoc librsvg2-bin libopenmpi-dev openmpi-bin
 slurm-wlm munge slurm-wlm-basic-plugins
-libprotobuf-c-dev protobuf-c-compiler python3-venv"
+libprotobuf-c-dev protobuf-c-compiler python3-venv iproute2"
 
 missing=""
 for p in $packages; do
