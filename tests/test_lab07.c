@@ -140,8 +140,9 @@ static void test_idle_time(void)
 static void test_split_bytes(void)
 {
     static const struct { const char *split; long floats; } cases[] = {
-        {"columns", 2L * BATCH * (3136 + 512)}, {"rows", 2L * BATCH * (1568 + 1024)}};
-    for (int i = 0; i < 2; i++) {
+        {"columns", 2L * BATCH * (3136 + 512)}, {"rows", 2L * BATCH * (1568 + 1024)},
+        {"pair", 2L * BATCH * (3136 + 10)}};
+    for (int i = 0; i < 3; i++) {
         char args[64];
         snprintf(args, sizeof args, "--split %s", cases[i].split);
         char *out = traced_report(args, "");
@@ -211,6 +212,7 @@ static void test_equivalence(void)
     same_losses(&one, TWO_DEVICES, "--split layers --micro_batches 4", "a pipeline of 4 micro-batches");
     same_losses(&one, TWO_DEVICES, "--split columns", "dense_1 split by columns");
     same_losses(&one, TWO_DEVICES, "--split rows", "dense_1 split by rows");
+    same_losses(&one, TWO_DEVICES, "--split pair", "dense_1 by columns and dense_2 by rows (Megatron's pair)");
     same_losses(&one, FOUR_DEVICES, "--replicas 2 --micro_batches 2",
                 "2 replicas of a 2-stage pipeline on 4 devices, same global batch,");
     free(one.out);

@@ -33,8 +33,8 @@
 
 static const char program[] = "model_parallel";
 
-typedef enum { MODE_NONE, MODE_LAYERS, MODE_COLUMNS, MODE_ROWS } split_mode;
-static const char *const mode_names[] = {"none", "layers", "columns", "rows"};
+typedef enum { MODE_NONE, MODE_LAYERS, MODE_COLUMNS, MODE_ROWS, MODE_PAIR } split_mode;
+static const char *const mode_names[] = {"none", "layers", "columns", "rows", "pair"};
 
 typedef struct {
     split_mode mode;
@@ -52,7 +52,9 @@ static void usage(FILE *out)
             "parallelism), then prints its accuracy on the test set.\n"
             "  --split S             layers (default): the convolutions on /gpu:0, the dense\n"
             "                        layers on /gpu:1; columns or rows: dense_1's matrix\n"
-            "                        multiply cut across /gpu:0 and /gpu:1; none: all on /gpu:0\n"
+            "                        multiply cut across /gpu:0 and /gpu:1; pair: dense_1 by\n"
+            "                        columns and dense_2 by rows (Megatron-LM), one sum of the\n"
+            "                        partial logits; none: all on /gpu:0\n"
             "  --micro_batches M     with layers: cut each batch into M micro-batches that\n"
             "                        flow through the two stages (GPipe; default 1)\n"
             "  --replicas R          with layers: R pipelines (1 or 2) on 2R devices, each\n"
@@ -71,12 +73,12 @@ static void set_split_flag(const char *flag, const char *value, void *options)
 {
     split_flags *f = options;
     if (strcmp(flag, "--split") == 0) {
-        for (int m = 0; m <= MODE_ROWS; m++)
+        for (int m = 0; m <= MODE_PAIR; m++)
             if (strcmp(value, mode_names[m]) == 0) {
                 f->mode = (split_mode)m;
                 return;
             }
-        bad_flag(program, flag, value, "it must be layers, columns, rows or none");
+        bad_flag(program, flag, value, "it must be layers, columns, rows, pair or none");
     } else if (strcmp(flag, "--micro_batches") == 0) {
         f->micro_batches = (int)parse_count(program, flag, value, 1);
         if (f->micro_batches > MAX_PIECES)
@@ -236,8 +238,8 @@ static lab_model build_model(fl_graph *g, const split_flags *f, pipeline_plan *p
     m.image = fl_placeholder(g, FL_FLOAT32, fl_shape_make(4, -1, 28, 28, 1), "image");
     m.label = fl_placeholder(g, FL_INT32, fl_shape_make(1, -1), "label");
     fl_device_pop(g);
-    bool tensor = f->mode == MODE_COLUMNS || f->mode == MODE_ROWS;
-    tensor_split split = f->mode == MODE_COLUMNS ? SPLIT_COLUMNS : SPLIT_ROWS;
+    bool tensor = f->mode == MODE_COLUMNS || f->mode == MODE_ROWS || f->mode == MODE_PAIR;
+    tensor_split split = f->mode == MODE_COLUMNS ? SPLIT_COLUMNS : f->mode == MODE_ROWS ? SPLIT_ROWS : SPLIT_PAIR;
     pipeline_out out = tensor ? build_tensor_split(g, split, plan->devices[0], m.image, m.label, &m.load)
                        : f->mode == MODE_NONE ? build_one_device(g, plan->devices[0][0], m.image, m.label)
                                               : build_pipeline(g, plan, m.image, m.label);
@@ -253,8 +255,8 @@ static lab_model build_model(fl_graph *g, const split_flags *f, pipeline_plan *p
     /* The test set's batches need not split: one more, unpiped copy of the
      * model, on the first replica's devices, with the same variables. */
     fl_name_scope_push(g, "eval");
-    fl_node *shards[2], *full = NULL;
-    fl_node *logits = tensor ? split_model(g, m.image, split, plan->devices[0], true, shards, &full)
+    sharded_kernel shards[2];
+    fl_node *logits = tensor ? split_model(g, m.image, split, plan->devices[0], true, shards)
                       : f->mode == MODE_NONE ? whole_model(g, m.image, plan->devices[0][0], true)
                                              : build_stages(g, m.image, plan->devices[0], true);
     m.accuracy = accuracy_of(g, logits, m.label);
@@ -272,6 +274,11 @@ static void describe(const split_flags *f, const pipeline_plan *plan, int batch_
     if (f->mode == MODE_COLUMNS || f->mode == MODE_ROWS) {
         printf("dense_1 split by %s: half of its kernel on %s, half on %s; the rest on %s\n",
                mode_names[f->mode], plan->devices[0][0], plan->devices[0][1], plan->devices[0][0]);
+        return;
+    }
+    if (f->mode == MODE_PAIR) {
+        printf("dense_1 split by columns and dense_2 by rows: half of each on %s, half on %s, one sum of the "
+               "logits; the rest on %s\n", plan->devices[0][0], plan->devices[0][1], plan->devices[0][0]);
         return;
     }
     for (int r = 0; r < plan->replicas; r++)

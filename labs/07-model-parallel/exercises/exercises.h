@@ -41,4 +41,12 @@ int my_balanced_cut(const op_time *ops, int nops, const char *const *layers, int
 long my_column_split_bytes(int batch, int in, int out);
 long my_row_split_bytes(int batch, int in, int out);
 
+/* Then two layers, x [batch,in] times W1 [in,hidden], then times
+ * W2 [hidden,out] (a nonlinearity between them, on each device's half):
+ * Megatron-LM's pair, W1 by columns and W2 by rows, so that each device
+ * keeps its half of the hidden layer; and the two layers split alone, W1 by
+ * columns (its halves joined on the first device) and then W2 by rows. */
+long my_pair_split_bytes(int batch, int in, int hidden, int out);
+long my_separate_split_bytes(int batch, int in, int hidden, int out);
+
 #endif

@@ -14,3 +14,17 @@ long my_row_split_bytes(int batch, int in, int out)
 {
     return 2L * 4 * batch * (in / 2 + out);
 }
+
+/* Forward: x to the second device, its partial product [batch,out] back;
+ * its half of the hidden layer never leaves it. Backward: the same sizes. */
+long my_pair_split_bytes(int batch, int in, int hidden, int out)
+{
+    (void)hidden;
+    return 2L * 4 * batch * (in + out);
+}
+
+/* The first layer by columns, then the second by rows, each on its own. */
+long my_separate_split_bytes(int batch, int in, int hidden, int out)
+{
+    return my_column_split_bytes(batch, in, hidden) + my_row_split_bytes(batch, hidden, out);
+}
