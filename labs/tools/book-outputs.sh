@@ -232,6 +232,7 @@ show 07-idle "$GPU_KIND" "$TWO $L7 --split layers $Q7 --trace $SCRATCH/trace.jso
 show 07-idle-m4 "$GPU_KIND" "$TWO $L7 --split layers --micro_batches 4 $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json --micro_batches 4"
 show 07-columns "$GPU_KIND" "$TWO $L7 --split columns $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json | tail -n 1"
 show 07-rows "$GPU_KIND" "$TWO $L7 --split rows $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json | tail -n 1"
+show 07-pair "$GPU_KIND" "$TWO $L7 --split pair $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json | tail -n 1"
 # The speeds of one device, the split and the pipeline, side by side, 5
 # rounds (about two minutes on two cores); not rerun, like make bench.
 show 07-speed "no: about two minutes, and it measures speed only" "sh labs/07-model-parallel/pipeline_speed.sh 5"
