@@ -221,27 +221,29 @@ static void test_equivalence(void)
 /* --stage_hosts: each stage a flowlab_server task of its own on loopback
  * (task_servers.h starts a ps too, which this lab leaves alone); the client
  * computes nothing, and the losses are one device's (M = 1: exactly) and
- * the one-process pipeline's (M = 4: exactly, the same ops in one order). */
+ * the one-process split's (M = 4 and the pair: exactly, the same ops). */
 static void test_stage_tasks(void)
 {
     char server[600], args[900];
     snprintf(server, sizeof server, "%s/labs/tools/flowlab_server", build_dir);
     run_result one = run_env(TWO_DEVICES, QUICK "--split none");
-    const char *modes[][2] = {{"--split layers", "M = 1"}, {"--split layers --micro_batches 4", "M = 4"}};
-    for (int k = 0; k < 2; k++) {
+    const char *modes[][2] = {{"--split layers", "M = 1"}, {"--split layers --micro_batches 4", "M = 4"},
+                              {"--split pair", "Megatron's pair"}};
+    for (int k = 0; k < 3; k++) {
         task_servers c; /* a task serves one client, then exits */
         if (!ok(start_task_servers(&c, server, tmp_dir, 2), "%s: two stage tasks (flowlab_server) start",
                 modes[k][1])) {
             stop_task_servers(&c);
             break;
         }
-        run_result here = run_env(TWO_DEVICES, k ? QUICK "--split layers --micro_batches 4" : QUICK "--split layers");
+        snprintf(args, sizeof args, QUICK "%s", modes[k][0]);
+        run_result here = run_env(TWO_DEVICES, args);
         snprintf(args, sizeof args, QUICK "%s --stage_hosts %s", modes[k][0], c.worker_hosts);
         run_result tasks = run_env(TWO_DEVICES, args);
-        ok(tasks.status == 0 && tasks.out && strstr(tasks.out, "conv layers on /job:worker/task:0/") &&
+        ok(tasks.status == 0 && tasks.out && strstr(tasks.out, " on /job:worker/task:0/") &&
            same_step_losses(k ? &here : &one, &tasks),
-           "--stage_hosts, %s: the stages on two tasks print %s losses to every digit", modes[k][1],
-           k ? "the one-process pipeline's" : "one device's");
+           "--stage_hosts, %s: the devices on two tasks print %s losses to every digit", modes[k][1],
+           k ? "the one-process split's" : "one device's");
         if (tasks.status != 0 || !same_step_losses(k ? &here : &one, &tasks))
             diag("on tasks:\n%s\nin one process:\n%s", tasks.out ? tasks.out : "", k ? here.out : one.out);
         ok(task_server_exits(&c, 1, 20) && task_server_exits(&c, 2, 20) && c.status[1] == 0 && c.status[2] == 0,
