@@ -163,15 +163,21 @@ static void remove_stale_links(void)
 /* A /24 of 10.233.0.0/16 that no address of this machine is in yet. */
 static int free_subnet(void)
 {
+    bool used[256] = {false};
+    FILE *p = popen("ip -o -4 addr show", "r"); /* this machine's addresses, read once */
+    if (!p)
+        return -1;
+    char line[512];
+    for (const char *at; fgets(line, sizeof line, p);) {
+        int third;
+        if ((at = strstr(line, " 10.233.")) && sscanf(at, " 10.233.%d.", &third) == 1 && third >= 0 && third < 256)
+            used[third] = true;
+    }
+    if (pclose(p) != 0)
+        return -1;
     for (int k = 0; k < 250; k++) {
         int s = (int)((getpid() + k) % 250) + 1;
-        char command[96], line[64];
-        snprintf(command, sizeof command, "ip -o -4 addr show 2>/dev/null | grep -c ' 10\\.233\\.%d\\.'", s);
-        FILE *p = popen(command, "r");
-        bool used = !p || !fgets(line, sizeof line, p) || atoi(line) > 0;
-        if (p)
-            pclose(p);
-        if (!used)
+        if (!used[s])
             return s;
     }
     return -1;

@@ -66,8 +66,9 @@ run() {
         done
         [ -n "$hosts" ] || { echo "links_sweep: the servers never said their addresses; see $5.servers" >&2; return 1; }
         # shellcheck disable=SC2086 # two flags, split on purpose
+        # A client that fails says no goodbye: its servers are stopped, not left to their deadline.
         POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 "$towers" $hosts --cluster_secret_file "$secret" \
-            --batch_size $(($3 * batch)) --train_steps "$4" $common >"$5" 2>&1 || true
+            --batch_size $(($3 * batch)) --train_steps "$4" $common >"$5" 2>&1 || kill $servers
         wait $servers || true
         cat "$5.servers" >>"$5" ;;
     esac

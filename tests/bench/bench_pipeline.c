@@ -19,7 +19,8 @@
               "--batch_size 128 --seed 1"
 
 /* The lab with M micro-batches, its stages on two tasks started for it on
- * free loopback ports (they exit once the client has said goodbye). */
+ * free loopback ports (they exit once the client has said goodbye; a client
+ * that failed says none, so the launcher stops them). */
 static double on_stage_tasks(int steps, int micro_batches)
 {
     char command[1200];
@@ -29,7 +30,7 @@ static double on_stage_tasks(int steps, int micro_batches)
              "--deadline 300 -- build/labs/tools/flowlab_server >/dev/null 2>&1 & servers=$!; "
              ON_POCL_ONE "build/labs/07-model-parallel/model_parallel --split layers --log_every 1 --batch_size 128 "
              "--seed 1 --train_steps %d --micro_batches %d --stage_hosts 127.0.0.1:%d,127.0.0.1:%d; rc=$?; "
-             "wait $servers; exit $rc", port, steps + 2, micro_batches, port, port + 1);
+             "[ $rc = 0 ] || kill $servers; wait $servers; exit $rc", port, steps + 2, micro_batches, port, port + 1);
     return port > 0 ? run_images_per_second(command) : NAN;
 }
 
