@@ -28,14 +28,30 @@ static inline bool ok(bool pass, const char *fmt, ...)
 }
 
 static inline void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Each line gets its own "# ": prove shows comment lines of a failing test
+ * and drops the rest, so a program's output quoted here stays readable in CI. */
 static inline void diag(const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    printf("# ");
-    vprintf(fmt, args);
-    printf("\n");
+    int n = vsnprintf(NULL, 0, fmt, args);
     va_end(args);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!text)
+        return;
+    va_start(args, fmt);
+    vsnprintf(text, (size_t)n + 1, fmt, args);
+    va_end(args);
+    const char *line = text;
+    for (;;) {
+        const char *end = strchr(line, '\n');
+        printf("# %.*s\n", end ? (int)(end - line) : (int)strlen(line), line);
+        if (!end || end[1] == '\0')
+            break;
+        line = end + 1;
+    }
+    free(text);
+    fflush(stdout);
 }
 
 /* |got - want| <= tol * max(1, |want|) */
