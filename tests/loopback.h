@@ -7,7 +7,9 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <stdlib.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A socket bound (and listening, when listening) on 127.0.0.1:*port (0:
@@ -50,12 +52,32 @@ static inline void loopback_remember(int port, int count)
         loopback_given[loopback_given_count++ % 256] = port + i;
 }
 
-/* A port nothing listens on now and this test has not handed out before:
- * the kernel's pick, released at once. */
+/* Where the kernel's ephemeral ports begin (net.ipv4.ip_local_port_range):
+ * the source ports of every process's outgoing connections. */
+static inline int loopback_ephemeral_start(void)
+{
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    int start = 32768;
+    if (f && fscanf(f, "%d", &start) != 1)
+        start = 32768;
+    if (f)
+        fclose(f);
+    return start > 2048 ? start : 32768;
+}
+
+/* A port nothing listens on now and this test has not handed out before,
+ * chosen at random below the ephemeral range. A port the kernel picked
+ * (bind to port 0) is an ephemeral one: between its release here and a
+ * server's bind, any process's outgoing connection may take it as its
+ * source port, and under prove -j2 other tests open thousands. */
 static inline int loopback_free_port(void)
 {
-    for (int attempt = 0; attempt < 100; attempt++) {
-        int port = 0, fd = loopback_bind(&port, 0);
+    static unsigned seed;
+    if (!seed)
+        seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+    int top = loopback_ephemeral_start(), bottom = top > 12000 ? 10000 : 1024;
+    for (int attempt = 0; attempt < 200; attempt++) {
+        int port = bottom + (int)(rand_r(&seed) % (unsigned)(top - bottom - 16)), fd = loopback_bind(&port, 0);
         if (fd < 0)
             continue;
         close(fd);

@@ -244,8 +244,14 @@ static void test_stage_tasks(void)
            same_step_losses(k ? &here : &one, &tasks),
            "--stage_hosts, %s: the devices on two tasks print %s losses to every digit", modes[k][1],
            k ? "the one-process split's" : "one device's");
-        if (tasks.status != 0 || !same_step_losses(k ? &here : &one, &tasks))
-            diag("on tasks:\n%s\nin one process:\n%s", tasks.out ? tasks.out : "", k ? here.out : one.out);
+        if (tasks.status != 0 || !same_step_losses(k ? &here : &one, &tasks)) {
+            char *log0 = read_file(c.log[1]), *log1 = read_file(c.log[2]);
+            diag("on tasks (exit %d):\n%s\nin one process:\n%s\nworker 0's log:\n%s\nworker 1's log:\n%s",
+                 tasks.status, tasks.out ? tasks.out : "", k ? here.out : one.out, log0 ? log0 : "(none)",
+                 log1 ? log1 : "(none)");
+            free(log0);
+            free(log1);
+        }
         ok(task_server_exits(&c, 1, 20) && task_server_exits(&c, 2, 20) && c.status[1] == 0 && c.status[2] == 0,
            "%s: both stage tasks exit 0 once their client has said goodbye", modes[k][1]);
         free(here.out);
