@@ -6,9 +6,12 @@
  * and two replicas of a 2-stage pipeline; the idle time of each device in
  * the split by layers' trace; the accumulation skipped at one micro-batch,
  * and counted with Adam in the report's layers; and the bytes each
- * horizontal split copies per step, against the count of the chapter; and
- * the stages on tasks of their own (flowlab_server processes), whose losses
- * are the same devices' in one process. */
+ * horizontal split copies per step, against the count of the chapter; the
+ * stages cut elsewhere (--cut, --stages 4) and the MLP's (--model mlp),
+ * whose losses are one device's too; --cut balanced's choice against the
+ * layer times it prints; and the stages on tasks of their own
+ * (flowlab_server processes), whose losses are the same devices' in one
+ * process. */
 #include "flowlab.h"
 #include "lab_runner.h"
 #include "task_servers.h"
@@ -39,6 +42,14 @@ static void test_flags(void)
         {"--replicas 3", "--replicas"},
         {"--split columns --micro_batches 2", "--micro_batches"},
         {"--batch_size 30 --micro_batches 4", "--batch_size"},
+        {"--model rnn", "--model"},
+        {"--stages 5", "--stages"},
+        {"--split rows --stages 3", "--stages"},
+        {"--model mlp --split pair", "--model mlp"},
+        {"--stages 5 --model mlp", "--stages"},
+        {"--cut dense_9", "--cut"},
+        {"--cut dense_1,dense_2", "--cut"},
+        {"--stages 3 --cut dense_1,conv_2", "--cut"},
     };
     test_bad_flags(bad, sizeof bad / sizeof bad[0]);
     r = run_env(TWO_DEVICES, "--replicas 2");
@@ -215,7 +226,64 @@ static void test_equivalence(void)
     same_losses(&one, TWO_DEVICES, "--split pair", "dense_1 by columns and dense_2 by rows (Megatron's pair)");
     same_losses(&one, FOUR_DEVICES, "--replicas 2 --micro_batches 2",
                 "2 replicas of a 2-stage pipeline on 4 devices, same global batch,");
+    same_losses(&one, TWO_DEVICES, "--cut conv_2 --micro_batches 2", "cut after conv_1, 2 micro-batches,");
+    same_losses(&one, FOUR_DEVICES, "--stages 4 --micro_batches 4", "4 stages of one layer each, M = 4,");
     free(one.out);
+    run_result mlp = run_env(TWO_DEVICES, QUICK "--split none --model mlp");
+    ok(mlp.status == 0 && mlp.nsteps == 5, "--model mlp on one device trains 5 steps");
+    same_losses(&mlp, TWO_DEVICES, "--model mlp --micro_batches 4", "the MLP in 2 stages, M = 4,");
+    same_losses(&mlp, FOUR_DEVICES, "--model mlp --stages 4 --micro_batches 2", "the MLP in 4 stages, M = 2,");
+    free(mlp.out);
+}
+
+/* The per-layer times of "per step: dense_1 2.9 ms, ..." into ms; how many. */
+static int printed_layer_times(const char *out, double *ms, int max)
+{
+    const char *at = out ? strstr(out, "per step: ") : NULL;
+    int n = 0;
+    while (at && n < max && (at = strstr(at, " ms")) != NULL) {
+        const char *start = at;
+        while (start > out && start[-1] != ' ')
+            start--;
+        ms[n++] = atof(start);
+        at += 3;
+        if (*at != ',')
+            break;
+    }
+    return n;
+}
+
+/* --cut balanced prints each layer's measured time and the slowest stage
+ * of its cut: no other cut of those times has a faster slowest stage (every
+ * 2-stage cut tried here), and the stages it describes are that cut's. */
+static void test_balanced_cut(void)
+{
+    run_result r = run_env(TWO_DEVICES, QUICK "--model mlp --cut balanced");
+    double ms[16], best = 1e300, chosen = number_after(r.out, "the slowest stage ");
+    int n = printed_layer_times(r.out, ms, 16), best_k = 0;
+    for (int k = 1; k < n; k++) {
+        double first = 0, second = 0;
+        for (int l = 0; l < n; l++)
+            *(l < k ? &first : &second) += ms[l];
+        double slowest = first > second ? first : second;
+        if (slowest < best - 1e-9) {
+            best = slowest;
+            best_k = k;
+        }
+    }
+    char want[64];
+    snprintf(want, sizeof want, "dense_1 to dense_%d on /gpu:0, ", best_k);
+    ok(r.status == 0 && n == 10 && fabs(chosen - best) < 0.3 && strstr(r.out, want),
+       "--cut balanced times 10 layers and cuts after dense_%d, where the slowest stage is fastest (%.1f ms)",
+       best_k, best);
+    if (r.status != 0 || n != 10 || !strstr(r.out, want))
+        diag("%s", r.out ? r.out : "");
+    free(r.out);    char *out = traced_report("--model mlp --micro_batches 2", "--micro_batches 2");
+    ok(out && strstr(out, "per step, forward, backward and update: dense_1 ") && strstr(out, ", dense_10 ") &&
+       !strstr(out, "conv_"), "trace_report finds the MLP's layers in the trace, dense_1 to dense_10, in order");
+    if (!out || !strstr(out, ", dense_10 "))
+        diag("%s", out ? out : "");
+    free(out);
 }
 
 /* --stage_hosts: each stage a flowlab_server task of its own on loopback
@@ -283,6 +351,7 @@ int main(int argc, char **argv)
                ++tap_count, naccelerators);
     } else {
         test_equivalence();
+        test_balanced_cut();
         test_idle_time();
         test_accumulation();
         test_split_bytes();

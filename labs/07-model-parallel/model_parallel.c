@@ -4,9 +4,11 @@
  *
  *   --split layers       the convolutions on /gpu:0, the dense layers on
  *                        /gpu:1 (a vertical split, by layers); with
- *                        --micro_batches M, GPipe's pipeline over the two
+ *                        --micro_batches M, GPipe's pipeline over the
  *                        stages (pipeline.h); with --replicas 2, two such
- *                        pipelines on four devices, data parallel
+ *                        pipelines, data parallel; --stages and --cut
+ *                        choose the stages (stage_cut.h), --model mlp a
+ *                        model whose stages can be even (layers.h)
  *   --split columns|rows dense_1's matrix multiply cut across /gpu:0 and
  *                        /gpu:1 (a horizontal split; tensor_split.h)
  *   --split none         the whole model on /gpu:0: the reference
@@ -29,6 +31,7 @@
 #include "../common/train_loop.h"
 #include "../common/cluster_traffic.h"
 #include "pipeline.h"
+#include "stage_cut.h"
 #include "tensor_split.h"
 
 static const char program[] = "model_parallel";
@@ -38,7 +41,9 @@ static const char *const mode_names[] = {"none", "layers", "columns", "rows", "p
 
 typedef struct {
     split_mode mode;
-    int micro_batches, replicas;
+    model_kind model;                   /* --model */
+    int micro_batches, replicas, stages;
+    const char *cut;                    /* --cut: layer names, or "balanced"; NULL: even */
     const char *stage_hosts;            /* --stage_hosts: each device a task of its own */
     fl_cluster_security_flags security; /* their --cluster_secret_file, --tls_* */
     fl_cluster *cluster;                /* made from stage_hosts; NULL: this process's devices */
@@ -57,8 +62,17 @@ static void usage(FILE *out)
             "                        partial logits; none: all on /gpu:0\n"
             "  --micro_batches M     with layers: cut each batch into M micro-batches that\n"
             "                        flow through the two stages (GPipe; default 1)\n"
-            "  --replicas R          with layers: R pipelines (1 or 2) on 2R devices, each\n"
+            "  --replicas R          with layers: R pipelines (1 or 2) on R x S devices, each\n"
             "                        with 1/R of the batch, gradients averaged (default 1)\n"
+            "  --model M             cnn (default): chapter 1's network, layers conv_1,\n"
+            "                        conv_2, dense_1, dense_2; mlp: ten dense layers,\n"
+            "                        dense_1 to dense_10, eight of them alike (1024 x 1024)\n"
+            "  --stages S            with layers: S stages (2 to 4; default 2) on S devices\n"
+            "  --cut L1,...          with layers: the layers that begin stages 1 to S-1\n"
+            "                        (--cut dense_1 is the default for the CNN's 2 stages);\n"
+            "                        balanced: time every layer on one device first and\n"
+            "                        cut where the slowest stage is fastest; default: equal\n"
+            "                        numbers of layers\n"
             "  --batch_size N        examples per step in all (default 128); it must split\n"
             "                        into R x M equal pieces\n"
             "  --stage_hosts H:P,... each device a task of its own, started with\n"
@@ -85,6 +99,16 @@ static void set_split_flag(const char *flag, const char *value, void *options)
             bad_flag(program, flag, value, "this lab cuts a batch into at most 64 pieces");
     } else if (strcmp(flag, "--stage_hosts") == 0) {
         f->stage_hosts = value;
+    } else if (strcmp(flag, "--model") == 0) {
+        if (strcmp(value, "cnn") != 0 && strcmp(value, "mlp") != 0)
+            bad_flag(program, flag, value, "it must be cnn or mlp");
+        f->model = strcmp(value, "mlp") == 0 ? MODEL_MLP : MODEL_CNN;
+    } else if (strcmp(flag, "--stages") == 0) {
+        f->stages = (int)parse_count(program, flag, value, 2);
+        if (f->stages > MAX_STAGES)
+            bad_flag(program, flag, value, "this lab builds 2 to 4 stages");
+    } else if (strcmp(flag, "--cut") == 0) {
+        f->cut = value;
     } else if (fl_cluster_security_flag(&f->security, flag, value)) {
         return;
     } else if (strcmp(flag, "--replicas") == 0) {
@@ -103,9 +127,24 @@ static bool set_stage_switch(const char *arg, void *options)
 /* Exits 2 naming the flag when the flags do not fit together or the batch. */
 static void check_flags(const split_flags *f, int batch_size)
 {
-    if (f->mode != MODE_LAYERS && (f->micro_batches > 1 || f->replicas > 1)) {
-        fprintf(stderr, "%s: --micro_batches and --replicas go with --split layers, "
+    if (f->mode != MODE_LAYERS && (f->micro_batches > 1 || f->replicas > 1 || f->stages != 2 || f->cut)) {
+        fprintf(stderr, "%s: --micro_batches, --replicas, --stages and --cut go with --split layers, "
                 "not --split %s (see --help)\n", program, mode_names[f->mode]);
+        exit(2);
+    }
+    if (f->model == MODEL_MLP && f->mode != MODE_LAYERS && f->mode != MODE_NONE) {
+        fprintf(stderr, "%s: --split %s cuts the CNN's dense_1; with --model mlp, use --split layers or none "
+                "(see --help)\n", program, mode_names[f->mode]);
+        exit(2);
+    }
+    int first_layer[MAX_STAGES + 1];
+    char why[256];
+    if (f->cut && strcmp(f->cut, "balanced") != 0 &&
+        cut_from_names(f->cut, f->model, f->stages, first_layer, why, sizeof why) != 0)
+        bad_flag(program, "--cut", f->cut, why);
+    if (f->stages > model_num_layers(f->model)) {
+        fprintf(stderr, "%s: --stages %d: the %s has only %d layers (see --help)\n", program, f->stages,
+                f->model == MODEL_CNN ? "CNN" : "MLP", model_num_layers(f->model));
         exit(2);
     }
     int pieces = f->micro_batches * f->replicas;
@@ -120,7 +159,7 @@ static void check_flags(const split_flags *f, int batch_size)
 /* --stage_hosts: the devices are the worker tasks' (each started with
  * flowlab_server), one device per task, this process their client, as
  * chapter 2's in-graph replication across tasks; exits 2 naming the flag. */
-static void choose_stage_tasks(split_flags *f, pipeline_plan *plan, int need)
+static void choose_stage_tasks(split_flags *f, pipeline_plan *plan, int stages, int need)
 {
     f->cluster = fl_cluster_client_from_flags("", f->stage_hosts);
     if (!f->cluster || fl_cluster_apply_security(f->cluster, &f->security) != 0)
@@ -134,11 +173,10 @@ static void choose_stage_tasks(split_flags *f, pipeline_plan *plan, int need)
     }
     fl_device_info accelerators[1];
     const char *kind = list_accelerators(accelerators, 1) > 0 ? "gpu" : "cpu"; /* the tasks are alike */
-    *plan = (pipeline_plan){.replicas = f->replicas, .micro_batches = f->micro_batches};
     for (int r = 0; r < f->replicas; r++)
-        for (int s = 0; s < NUM_STAGES; s++)
-            snprintf(plan->devices[r][s], sizeof plan->devices[r][s], "/job:worker/task:%d/%s:0",
-                     need == 1 ? 0 : r * NUM_STAGES + s, kind);
+        for (int s = 0; s < stages; s++)
+            snprintf(plan->devices[r][s], sizeof plan->devices[r][s], "/job:worker/task:%d/%s:0", r * stages + s,
+                     kind);
 }
 
 /* Fills plan->devices from the accelerators (or the stage tasks); exits 2
@@ -146,25 +184,57 @@ static void choose_stage_tasks(split_flags *f, pipeline_plan *plan, int need)
 static void choose_devices(split_flags *f, pipeline_plan *plan)
 {
     fl_device_info accelerators[16];
-    int stages = f->mode == MODE_NONE ? 1 : NUM_STAGES, need = stages * f->replicas;
+    int stages = f->mode == MODE_NONE ? 1 : f->mode == MODE_LAYERS ? f->stages : 2, need = stages * f->replicas;
+    *plan = (pipeline_plan){.model = f->model, .replicas = f->replicas, .micro_batches = f->micro_batches,
+                            .stages = stages};
     if (f->stage_hosts) {
-        choose_stage_tasks(f, plan, need);
+        choose_stage_tasks(f, plan, stages, need);
         return;
     }
     int available = list_accelerators(accelerators, 16);
     if (available < need) {
         fprintf(stderr, "%s: --split %s%s needs %d accelerator%s, and this machine has %d%s%s; "
-                "with PoCL, POCL_DEVICES=\"%s\" gives %d (see flowlab-devices)\n", program,
+                "with PoCL, POCL_DEVICES=\"%.*s\" gives %d (see flowlab-devices)\n", program,
                 mode_names[f->mode], f->replicas > 1 ? " --replicas 2" : "", need,
                 need == 1 ? "" : "s", available, available ? "" : ": ", available ? "" : fl_last_error(),
-                need == 4 ? "pthread pthread pthread pthread" : "pthread pthread", need);
+                8 * need - 1, "pthread pthread pthread pthread pthread pthread pthread pthread", need);
         exit(2);
     }
-    *plan = (pipeline_plan){.replicas = f->replicas, .micro_batches = f->micro_batches};
     for (int r = 0; r < f->replicas; r++)
-        for (int s = 0; s < NUM_STAGES; s++)
-            snprintf(plan->devices[r][s], sizeof plan->devices[r][s], "%s",
-                     accelerators[stages == 1 ? 0 : r * NUM_STAGES + s].name);
+        for (int s = 0; s < stages; s++)
+            snprintf(plan->devices[r][s], sizeof plan->devices[r][s], "%s", accelerators[r * stages + s].name);
+}
+
+/* Fills plan->first_layer: one stage of every layer, --cut's names, --cut
+ * balanced's measurement, or equal numbers of layers; exits 2 naming --cut. */
+static void choose_cut(const split_flags *f, pipeline_plan *plan, int batch_size)
+{
+    int nlayers = model_num_layers(plan->model);
+    char why[256] = "";
+    if (plan->stages == 1 || !f->cut) {
+        even_cut(nlayers, plan->stages, plan->first_layer);
+        return;
+    }
+    if (strcmp(f->cut, "balanced") != 0) { /* check_flags has checked the names */
+        cut_from_names(f->cut, plan->model, plan->stages, plan->first_layer, why, sizeof why);
+        return;
+    }
+    /* The stage tasks are alike: this process's first accelerator stands for them. */
+    fl_device_info local[1];
+    const char *device = f->stage_hosts ? (list_accelerators(local, 1) > 0 ? local[0].name : "/cpu:0")
+                                        : plan->devices[0][0];
+    double layer_ms[MAX_LAYERS] = {0}, best_ms = 1e300;
+    printf("--cut balanced: timing each layer over 3 steps of %d on %s\n", batch_size, device);
+    fflush(stdout);
+    if (measure_layer_times(plan->model, device, batch_size, layer_ms, why, sizeof why) != 0)
+        bad_flag(program, "--cut", f->cut, why);
+    int cut[MAX_STAGES + 1] = {0};
+    cut[plan->stages] = nlayers;
+    try_cuts(layer_ms, plan->stages, 1, cut, &best_ms, plan->first_layer);
+    printf("per step:");
+    for (int l = 0; l < nlayers; l++)
+        printf(" %s %.1f ms%s", model_layer_name(plan->model, l), layer_ms[l], l + 1 < nlayers ? "," : "");
+    printf("; the slowest stage %.1f ms\n", best_ms);
 }
 
 /* The training graph's nodes, for the loop, the evaluation and main. */
@@ -183,50 +253,38 @@ static fl_node *accuracy_of(fl_graph *g, fl_node *logits, fl_node *label)
     return accuracy;
 }
 
-/* --split none: chapter 1's model, whole, on one device: the reference. */
-static fl_node *whole_model(fl_graph *g, fl_node *image, const char *device, bool reuse)
+/* --split none: the model, whole, on one device: the reference. */
+static fl_node *whole_model(fl_graph *g, model_kind kind, fl_node *image, const char *device, bool reuse)
 {
     fl_variable_scope_push(g, "model", reuse ? FL_REUSE : FL_REUSE_INHERIT);
     fl_device_scope_push(g, device);
-    fl_node *logits = core_model(g, image);
+    fl_node *logits = kind == MODEL_CNN ? core_model(g, image) : model_layers(g, kind, 0, MAX_LAYERS, image);
     fl_device_pop(g);
     fl_variable_scope_pop(g);
     return logits;
 }
 
-static pipeline_out build_one_device(fl_graph *g, const char *device, fl_node *image, fl_node *label)
+static pipeline_out build_one_device(fl_graph *g, model_kind kind, const char *device, fl_node *image,
+                                     fl_node *label)
 {
     pipeline_out out = {0};
     fl_device_scope_push(g, device);
-    out.loss = mean_loss(g, whole_model(g, image, device, false), label);
+    out.loss = mean_loss(g, whole_model(g, kind, image, device, false), label);
     out.nvars = fl_compute_gradients(g, out.loss, NULL, 0, out.grads);
     fl_device_pop(g);
     return out;
-}
-
-/* Chapter 1's layers, as trace_report names them; a variable of none of
- * them (there is none today) is updated in a scope of its own, "other". */
-static const char *const layer_names[] = {"conv_1", "conv_2", "dense_1", "dense_2", "other"};
-enum { NUM_GROUPS = sizeof layer_names / sizeof layer_names[0] };
-
-static const char *layer_of(const fl_node *var)
-{
-    for (int l = 0; l < NUM_GROUPS - 1; l++)
-        if (strstr(fl_node_name(var), layer_names[l]))
-            return layer_names[l];
-    return layer_names[NUM_GROUPS - 1];
 }
 
 /* Adam's updates, each in its layer's name scope ("train/dense_1/ApplyAdam"),
  * so that a trace says which layer each update serves and trace_report
  * counts it with the layer; one pair of beta powers and one step count, as
  * one fl_apply_gradients over all variables builds them. */
-static fl_node *apply_by_layer(fl_graph *g, fl_optimizer *optimizer, const pipeline_out *out,
+static fl_node *apply_by_layer(fl_graph *g, fl_optimizer *optimizer, model_kind kind, const pipeline_out *out,
                                fl_node *global_step)
 {
     const char *scopes[MAX_VARS];
     for (int v = 0; v < out->nvars; v++)
-        scopes[v] = layer_of(out->grads[v].var);
+        scopes[v] = layer_of_variable(kind, out->grads[v].var);
     return fl_apply_gradients_scoped(optimizer, g, out->grads, out->nvars, scopes, global_step, "train");
 }
 
@@ -241,7 +299,7 @@ static lab_model build_model(fl_graph *g, const split_flags *f, pipeline_plan *p
     bool tensor = f->mode == MODE_COLUMNS || f->mode == MODE_ROWS || f->mode == MODE_PAIR;
     tensor_split split = f->mode == MODE_COLUMNS ? SPLIT_COLUMNS : f->mode == MODE_ROWS ? SPLIT_ROWS : SPLIT_PAIR;
     pipeline_out out = tensor ? build_tensor_split(g, split, plan->devices[0], m.image, m.label, &m.load)
-                       : f->mode == MODE_NONE ? build_one_device(g, plan->devices[0][0], m.image, m.label)
+                       : f->mode == MODE_NONE ? build_one_device(g, plan->model, plan->devices[0][0], m.image, m.label)
                                               : build_pipeline(g, plan, m.image, m.label);
     if (out.nvars > MAX_VARS) {
         fprintf(stderr, "%s: the model has %d variables; raise MAX_VARS\n", program, out.nvars);
@@ -250,21 +308,21 @@ static lab_model build_model(fl_graph *g, const split_flags *f, pipeline_plan *p
     fl_device_scope_push(g, "/cpu:0");
     m.global_step = fl_get_or_create_global_step(g);
     fl_device_pop(g);
-    m.train_op = apply_by_layer(g, optimizer, &out, m.global_step);
+    m.train_op = apply_by_layer(g, optimizer, plan->model, &out, m.global_step);
     m.loss = out.loss;
     /* The test set's batches need not split: one more, unpiped copy of the
      * model, on the first replica's devices, with the same variables. */
     fl_name_scope_push(g, "eval");
     sharded_kernel shards[2];
     fl_node *logits = tensor ? split_model(g, m.image, split, plan->devices[0], true, shards)
-                      : f->mode == MODE_NONE ? whole_model(g, m.image, plan->devices[0][0], true)
-                                             : build_stages(g, m.image, plan->devices[0], true);
+                      : f->mode == MODE_NONE ? whole_model(g, plan->model, m.image, plan->devices[0][0], true)
+                                             : build_stages(g, plan, m.image, plan->devices[0], true);
     m.accuracy = accuracy_of(g, logits, m.label);
     fl_name_scope_pop(g);
     return m;
 }
 
-/* "2 stages: conv layers on /gpu:0, dense layers on /gpu:1; 4 micro-batches of 32" */
+/* "conv layers on /gpu:0, dense layers on /gpu:1; 4 micro-batches of 32" */
 static void describe(const split_flags *f, const pipeline_plan *plan, int batch_size)
 {
     if (f->mode == MODE_NONE) {
@@ -281,11 +339,16 @@ static void describe(const split_flags *f, const pipeline_plan *plan, int batch_
                "logits; the rest on %s\n", plan->devices[0][0], plan->devices[0][1], plan->devices[0][0]);
         return;
     }
-    for (int r = 0; r < plan->replicas; r++)
-        printf("%sconv layers on %s, dense layers on %s; %d micro-batch%s of %d\n",
-               plan->replicas > 1 ? (r == 0 ? "replica 0: " : "replica 1: ") : "",
-               plan->devices[r][0], plan->devices[r][1], plan->micro_batches,
-               plan->micro_batches == 1 ? "" : "es", batch_size / plan->replicas / plan->micro_batches);
+    for (int r = 0; r < plan->replicas; r++) {
+        printf("%s", plan->replicas > 1 ? (r == 0 ? "replica 0: " : "replica 1: ") : "");
+        for (int s = 0; s < plan->stages; s++) {
+            char layers[64];
+            printf("%s on %s%s", stage_layers_text(plan, s, layers, sizeof layers), plan->devices[r][s],
+                   s + 1 < plan->stages ? ", " : "; ");
+        }
+        printf("%d micro-batch%s of %d\n", plan->micro_batches, plan->micro_batches == 1 ? "" : "es",
+               batch_size / plan->replicas / plan->micro_batches);
+    }
 }
 
 /* Initializes the variables, then (tensor split) the shards from the
@@ -303,9 +366,9 @@ static int initialize(fl_session *s, fl_graph *g, const lab_model *m)
 int main(int argc, char **argv)
 {
     training_flags o = training_flags_defaults(program);
-    split_flags f = {.mode = MODE_LAYERS, .micro_batches = 1, .replicas = 1};
-    static const char *const names[] = {"--split", "--micro_batches", "--replicas", "--stage_hosts",
-                                        FL_CLUSTER_SECURITY_FLAG_NAMES};
+    split_flags f = {.mode = MODE_LAYERS, .micro_batches = 1, .replicas = 1, .stages = 2};
+    static const char *const names[] = {"--split", "--micro_batches", "--replicas", "--stage_hosts", "--model",
+                                        "--stages", "--cut", FL_CLUSTER_SECURITY_FLAG_NAMES};
     lab_flags extra = {names, sizeof names / sizeof *names, set_split_flag, &f, set_stage_switch};
     parse_flags(argc, argv, &o, &extra, usage);
     check_flags(&f, o.batch_size);
@@ -321,6 +384,7 @@ int main(int argc, char **argv)
     long total_steps = o.train_steps > 0 ? o.train_steps : o.epochs * (train_count / o.batch_size);
     printf("%d training and %d test examples, batch %d: %ld steps\n", train_count,
            data.test_images->shape.dims[0], o.batch_size, total_steps);
+    choose_cut(&f, &plan, o.batch_size);
     describe(&f, &plan, o.batch_size);
 
     fl_graph *g = fl_graph_new();

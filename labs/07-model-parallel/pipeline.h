@@ -1,51 +1,64 @@
-/* pipeline.h: chapter 7's vertical split. Chapter 1's network cut between
- * its layers into two stages (the convolutions, then the dense layers), each
- * on its own device, and GPipe's pipeline over them: the batch is cut into
- * micro-batches that flow through the stages, and their gradients are
- * accumulated and applied once. Replicas of the pipeline compose the two
- * kinds of parallelism: each replica has its own devices and its share of
- * the batch, and the gradients are averaged over every replica's micro-batches. */
+/* pipeline.h: chapter 7's vertical split. A model (layers.h) cut between
+ * its layers into stages, each on its own device, and GPipe's pipeline over
+ * them: the batch is cut into micro-batches that flow through the stages,
+ * and their gradients are accumulated and applied once. Replicas of the
+ * pipeline compose the two kinds of parallelism: each replica has its own
+ * devices and its share of the batch, and the gradients are averaged over
+ * every replica's micro-batches. */
 #ifndef LAB07_PIPELINE_H
 #define LAB07_PIPELINE_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flowlab.h"
-#include "../common/model.h"
+#include "layers.h"
 
 #define MAX_REPLICAS 2
+#define MAX_STAGES 4
 #define MAX_PIECES 64 /* replicas x micro-batches */
-#define MAX_VARS 16   /* the model has 8 trainable variables */
-#define NUM_STAGES 2
+#define MAX_VARS 24   /* the CNN has 8 trainable variables, the MLP 20 */
 #define DEVICE_NAME_BYTES 40
 typedef char device_name[DEVICE_NAME_BYTES]; /* "/gpu:1", or "/job:worker/task:3/gpu:0" with --stage_hosts */
 
-/* Where each stage of each replica runs: devices[r][s]. With the model on
- * one device, both stages name the same one. */
+/* The model, where it is cut, and where each stage of each replica runs:
+ * devices[r][s]. Stage s holds layers [first_layer[s], first_layer[s+1]).
+ * With the model on one device, one stage holds every layer. */
 typedef struct {
-    int replicas, micro_batches;
-    char devices[MAX_REPLICAS][NUM_STAGES][DEVICE_NAME_BYTES];
+    model_kind model;
+    int replicas, micro_batches, stages;
+    int first_layer[MAX_STAGES + 1];
+    char devices[MAX_REPLICAS][MAX_STAGES][DEVICE_NAME_BYTES];
 } pipeline_plan;
 
-// [book:stages]
-/* Stage 0: the convolutions, image [n,28,28,1] -> features [n,7,7,64]. */
-static fl_node *stage_0(fl_graph *g, fl_node *image)
-{
-    fl_node *net = conv_relu(g, image, 1, 32, "conv_1");
-    net = fl_max_pool2d(g, net, 2, 2, 2, 2, FL_VALID, NULL);
-    net = conv_relu(g, net, 32, 64, "conv_2");
-    return fl_max_pool2d(g, net, 2, 2, 2, 2, FL_VALID, NULL);
-}
+/* One replica's stages, for place_by_stage. */
+typedef struct {
+    int stages;
+    device_name *devices; /* devices[stages] */
+} replica_stages;
 
-/* Stage 1: the dense layers, features [n,7,7,64] -> logits [n,10]. The
- * reshape is here, not in stage 0: a reshape only renames its input's
- * memory, so it (and its gradient, a reshape too) must run where that is. */
-static fl_node *stage_1(fl_graph *g, fl_node *features)
+// [book:stages]
+/* Every stage of one piece of the batch, each in its name scope ("stage_1")
+ * and on its device: stage s is the model's layers [first_layer[s],
+ * first_layer[s+1]), and its output is the next stage's input. The
+ * variables are made by the first piece and shared by the rest. */
+static fl_node *build_stages(fl_graph *g, const pipeline_plan *plan, fl_node *image, device_name *devices,
+                             bool reuse)
 {
-    fl_node *net = fl_reshape(g, features, fl_shape_make(2, -1, 7 * 7 * 64), NULL);
-    net = dense(g, net, 7 * 7 * 64, 1024, true, "dense_1");
-    return dense(g, net, 1024, 10, false, "dense_2");
+    fl_variable_scope_push(g, "model", reuse ? FL_REUSE : FL_REUSE_INHERIT);
+    fl_node *x = image;
+    for (int s = 0; s < plan->stages; s++) {
+        char scope[16];
+        snprintf(scope, sizeof scope, "stage_%d", s);
+        fl_name_scope_push(g, scope);
+        fl_device_scope_push(g, devices[s]);
+        x = model_layers(g, plan->model, plan->first_layer[s], plan->first_layer[s + 1], x);
+        fl_device_pop(g);
+        fl_name_scope_pop(g);
+    }
+    fl_variable_scope_pop(g);
+    return x;
 }
 // [end:stages]
 
@@ -57,34 +70,12 @@ static fl_node *stage_1(fl_graph *g, fl_node *features)
  * seed) runs on the last stage. TensorFlow's colocate_gradients_with_ops. */
 static const char *place_by_stage(const fl_node *node, void *user)
 {
-    device_name *devices = user; /* one replica's devices[NUM_STAGES] */
-    const char *name = fl_node_name(node);
-    if (strstr(name, "stage_0/"))
-        return devices[0];
-    if (strstr(name, "stage_1/"))
-        return devices[1];
-    return devices[NUM_STAGES - 1];
+    const replica_stages *replica = user;
+    const char *at = strstr(fl_node_name(node), "stage_");
+    int s = at ? atoi(at + 6) : replica->stages - 1;
+    return replica->devices[s >= 0 && s < replica->stages ? s : replica->stages - 1];
 }
 // [end:place_by_stage]
-
-/* Both stages of one piece of the batch, each in its name scope and on its
- * device; the variables are made by the first piece and shared by the rest. */
-static fl_node *build_stages(fl_graph *g, fl_node *image, device_name *devices, bool reuse)
-{
-    fl_variable_scope_push(g, "model", reuse ? FL_REUSE : FL_REUSE_INHERIT);
-    fl_name_scope_push(g, "stage_0");
-    fl_device_scope_push(g, devices[0]);
-    fl_node *features = stage_0(g, image);
-    fl_device_pop(g);
-    fl_name_scope_pop(g);
-    fl_name_scope_push(g, "stage_1");
-    fl_device_scope_push(g, devices[1]);
-    fl_node *logits = stage_1(g, features);
-    fl_device_pop(g);
-    fl_name_scope_pop(g);
-    fl_variable_scope_pop(g);
-    return logits;
-}
 
 static fl_node *mean_loss(fl_graph *g, fl_node *logits, fl_node *label)
 {
@@ -155,9 +146,9 @@ static pipeline_out build_pipeline(fl_graph *g, const pipeline_plan *plan, fl_no
         char scope[48];
         snprintf(scope, sizeof scope, "replica_%d/micro_batch_%d", r, m);
         fl_name_scope_push(g, plan->replicas > 1 ? scope : strchr(scope, '/') + 1);
-        device_name *devices = (device_name *)plan->devices[r];
-        fl_device_function_push(g, place_by_stage, devices);
-        fl_node *logits = build_stages(g, images[p], devices, p > 0);
+        replica_stages replica = {plan->stages, (device_name *)plan->devices[r]};
+        fl_device_function_push(g, place_by_stage, &replica);
+        fl_node *logits = build_stages(g, plan, images[p], replica.devices, p > 0);
         losses[p] = mean_loss(g, logits, labels[p]);
         out.nvars = fl_compute_gradients(g, losses[p], NULL, 0, grads[p]);
         fl_device_pop(g);

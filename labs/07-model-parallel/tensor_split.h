@@ -144,7 +144,8 @@ static fl_node *split_model(fl_graph *g, fl_node *image, tensor_split split, dev
 {
     fl_variable_scope_push(g, "model", reuse ? FL_REUSE : FL_REUSE_INHERIT);
     fl_device_scope_push(g, devices[0]);
-    fl_node *features = fl_reshape(g, stage_0(g, image), fl_shape_make(2, -1, DENSE_1_IN), NULL);
+    fl_node *convolutions = model_layers(g, MODEL_CNN, 0, 2, image); /* conv_1, conv_2 */
+    fl_node *features = fl_reshape(g, convolutions, fl_shape_make(2, -1, DENSE_1_IN), NULL);
     fl_node *logits = NULL;
     if (split == SPLIT_PAIR) {
         logits = paired_dense(g, features, devices, &k[0], &k[1]);

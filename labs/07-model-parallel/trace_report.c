@@ -79,7 +79,11 @@ static report_flags parse(int argc, char **argv)
     return f;
 }
 
-static bool is_accelerator(const char *device) { return strncmp(device, "/gpu:", 5) == 0; }
+/* "/gpu:1", or a task's "/job:worker/task:1/gpu:0" (--stage_hosts). */
+static bool is_accelerator(const char *device)
+{
+    return strncmp(device, "/gpu:", 5) == 0 || (strncmp(device, "/job:", 5) == 0 && strstr(device, "/gpu:"));
+}
 
 /* An op an accelerator ran (its own timing), not a copy the host made into it. */
 static bool is_device_op(const trace_events *t, const trace_event *e)
@@ -105,10 +109,52 @@ static void busy_times(const trace_events *t, double *busy, double *span)
 }
 // [end:idle]
 
-/* Chapter 1's layers; an op belongs to the one its name contains
- * ("micro_batch_0/model/stage_0/conv_1/Conv2D", and its gradient's ops). */
-static const char *const layers[] = {"conv_1", "conv_2", "dense_1", "dense_2"};
-enum { NUM_LAYERS = sizeof layers / sizeof layers[0] };
+/* The model's layers, found in the ops' names: a name component conv_N or
+ * dense_N ("micro_batch_0/model/stage_0/conv_1/Conv2D", "train/dense_3/
+ * ApplyAdam"), in the model's order: convolutions first, then by number. */
+#define MAX_REPORT_LAYERS 16
+typedef struct {
+    char names[MAX_REPORT_LAYERS][16];
+    int count;
+} layer_list;
+
+/* The layer component of name, copied into out, or false. */
+static bool layer_in_name(const char *name, char *out, size_t n)
+{
+    for (const char *at = name; *at; at = strchr(at, '/') ? strchr(at, '/') + 1 : at + strlen(at)) {
+        size_t len = strcspn(at, "/"), kind = strncmp(at, "conv_", 5) == 0 ? 5 : strncmp(at, "dense_", 6) == 0 ? 6 : 0;
+        if (kind && at[len] == '/' && len > kind && len < n && strspn(at + kind, "0123456789") == len - kind) {
+            snprintf(out, n, "%.*s", (int)len, at);
+            return true;
+        }
+    }
+    return false;
+}
+
+static int layer_order(const void *a, const void *b)
+{
+    const char *x = a, *y = b;
+    if ((x[0] == 'c') != (y[0] == 'c'))
+        return x[0] == 'c' ? -1 : 1;
+    return atoi(strchr(x, '_') + 1) - atoi(strchr(y, '_') + 1);
+}
+
+static layer_list find_layers(const trace_events *t)
+{
+    layer_list l = {0};
+    for (int i = 0; i < t->count; i++) {
+        char name[16];
+        if (!layer_in_name(t->events[i].name, name, sizeof name))
+            continue;
+        int k = 0;
+        while (k < l.count && strcmp(l.names[k], name) != 0)
+            k++;
+        if (k == l.count && l.count < MAX_REPORT_LAYERS)
+            snprintf(l.names[l.count++], sizeof l.names[0], "%s", name);
+    }
+    qsort(l.names, (size_t)l.count, sizeof l.names[0], layer_order);
+    return l;
+}
 
 /* An op of the update rather than of the forward or backward pass: the
  * pipeline's accumulation of the micro-batches' gradients
@@ -123,21 +169,26 @@ static bool is_update(const char *name)
  * alone. A stage's time, to choose where to cut, is all of it. */
 static void print_layers(const trace_events *t, int steps)
 {
-    double ms[NUM_LAYERS] = {0}, update_ms[NUM_LAYERS] = {0};
-    for (int i = 0; i < t->count; i++)
-        for (int k = 0; k < NUM_LAYERS; k++)
-            if (is_device_op(t, &t->events[i]) && strstr(t->events[i].name, layers[k])) {
+    layer_list l = find_layers(t);
+    double ms[MAX_REPORT_LAYERS] = {0}, update_ms[MAX_REPORT_LAYERS] = {0};
+    for (int i = 0; i < t->count; i++) {
+        char name[16];
+        if (!is_device_op(t, &t->events[i]) || !layer_in_name(t->events[i].name, name, sizeof name))
+            continue;
+        for (int k = 0; k < l.count; k++)
+            if (strcmp(l.names[k], name) == 0) {
                 ms[k] += t->events[i].dur / 1000.0 / steps;
                 if (is_update(t->events[i].name))
                     update_ms[k] += t->events[i].dur / 1000.0 / steps;
-                break;
             }
+    }
     printf("per step, forward, backward and update: ");
-    for (int k = 0; k < NUM_LAYERS; k++)
-        printf("%s %.1f ms%s", layers[k], ms[k], k + 1 < NUM_LAYERS ? ", " : "\n");
-    printf("  of which accumulation and Adam: ");
-    for (int k = 0; k < NUM_LAYERS; k++)
-        printf("%s %.1f ms%s", layers[k], update_ms[k], k + 1 < NUM_LAYERS ? ", " : "\n");
+    for (int k = 0; k < l.count; k++)
+        printf("%s %.1f ms%s", l.names[k], ms[k], k + 1 < l.count ? ", " : "");
+    printf("\n  of which accumulation and Adam: ");
+    for (int k = 0; k < l.count; k++)
+        printf("%s %.1f ms%s", l.names[k], update_ms[k], k + 1 < l.count ? ", " : "");
+    printf("\n");
 }
 
 /* Bytes copied from one accelerator into another, per step. */
@@ -193,7 +244,13 @@ int main(int argc, char **argv)
         printf("\n");
         print_layers(&t, f.steps);
         double bytes = bytes_between_accelerators(&t, f.steps);
-        printf("copied between accelerators: %.0f bytes (%.2f MB) per step\n", bytes, bytes / 1e6);
+        bool cluster = false; /* a cluster's trace: no copies, and its Send/Recv are not sized */
+        for (int lane = 0; lane < t.nlanes; lane++)
+            cluster = cluster || strstr(t.lanes[lane], "/job:") != NULL;
+        if (cluster)
+            printf("between the tasks, values cross by Send/Recv, whose bytes the trace does not record\n");
+        else
+            printf("copied between accelerators: %.0f bytes (%.2f MB) per step\n", bytes, bytes / 1e6);
     }
     trace_events_free(&t);
     return 0;

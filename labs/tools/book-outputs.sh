@@ -233,6 +233,13 @@ show 07-idle-m4 "$GPU_KIND" "$TWO $L7 --split layers --micro_batches 4 $Q7 --tra
 show 07-columns "$GPU_KIND" "$TWO $L7 --split columns $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json | tail -n 1"
 show 07-rows "$GPU_KIND" "$TWO $L7 --split rows $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json | tail -n 1"
 show 07-pair "$GPU_KIND" "$TWO $L7 --split pair $Q7 --trace $SCRATCH/trace.json > /dev/null && $R7 $SCRATCH/trace.json | tail -n 1"
+# The MLP in 4 stages (its losses are --split none --model mlp's: test_lab07);
+# --cut balanced's timing of its layers (a measurement: not rerun); the
+# bubble with a task per stage, and the bench's chapter 7 rows (speed only).
+show 07-mlp-stages "$GPU_KIND" "$FOUR $L7 --model mlp --stages 4 --micro_batches 2 $Q7"
+show 07-cut-balanced "no: it times the layers" "$TWO $L7 --model mlp --cut balanced --batch_size 512 --max_examples 2048 --train_steps 2 --log_every 1 | head -n 4"
+show 07-stage-bubble "no: about half a minute, and it measures time only" "sh labs/07-model-parallel/stage_bubble.sh"
+show 07-bench-pipeline "no: two minutes, and it measures speed only" "build/bench/bench --pipeline"
 # The speeds of one device, the split and the pipeline, side by side, 5
 # rounds (about two minutes on two cores); not rerun, like make bench.
 show 07-speed "no: about two minutes, and it measures speed only" "sh labs/07-model-parallel/pipeline_speed.sh 5"
