@@ -9,7 +9,8 @@
  * apply whose gradient shape differs from the accumulator's names its op;
  * a worker blocked in AccumulatorWaitStep ends OUT_OF_RANGE as soon as the
  * chief closes the token, a wait after the close at once, and a chief that
- * sets the step again reopens it. */
+ * sets the step again reopens it; a take or a wait whose step is aborted
+ * ends at once, ABORTED. */
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -256,6 +257,43 @@ static void test_closed_token(void)
         free_token_piece(all[i]);
 }
 
+/* ABORT_STEP ends a take's or a wait's step as it ends a Recv's: a take in a
+ * step already aborted (the abort came before the run) fails at once, and a
+ * wait blocked on the token fails as soon as its step is aborted, ABORTED
+ * both, not at the task deadline. The accumulators know nothing of steps;
+ * the rendezvous does. */
+static void test_aborted_steps(void)
+{
+    setenv("FLOWLAB_TASK_DEADLINE", "60", 1); /* only the abort may end the waits */
+    piece taker;
+    open_piece(&taker, 2, 2);
+    taker.step_id = 20;
+    fl_rendezvous_abort(rendezvous, taker.step_id);
+    double start = fl_now_s();
+    run_piece(&taker);
+    ok(taker.rc != 0 && fl_session_error_code(taker.s) == FL_ABORTED && fl_now_s() - start < 5,
+       "a take in a step aborted before it ran ends at once, ABORTED (%.2f s: %s)", fl_now_s() - start,
+       taker.error);
+    close_piece(&taker);
+    char path[] = "/tmp/test_accumulator_ops_XXXXXX";
+    int fd = mkstemp(path);
+    token_piece waiter;
+    open_token_piece(&waiter, FL_OP_ACCUMULATOR_WAIT_STEP, 9, 21);
+    waiter.log = fd >= 0 ? fdopen(fd, "w") : NULL;
+    pthread_t t;
+    pthread_create(&t, NULL, run_token_piece, &waiter);
+    bool waiting = waiter.log && wait_for_line(path, "waiting for accumulator sync_token's global step to pass 9");
+    double aborting = fl_now_s();
+    fl_rendezvous_abort(rendezvous, waiter.step_id);
+    pthread_join(t, NULL);
+    ok(waiting && waiter.code == FL_ABORTED && waiter.ended_at - aborting < 5, "a wait blocked on the token ends "
+       "within 5 s of its step's abort, ABORTED (%.2f s: %s)", waiter.ended_at - aborting, waiter.error);
+    if (waiter.log)
+        fclose(waiter.log);
+    unlink(path);
+    free_token_piece(&waiter);
+}
+
 int main(void)
 {
     setenv("FLOWLAB_TASK_DEADLINE", "1", 1); /* the too-few take's wait; the others end on arrivals */
@@ -264,6 +302,7 @@ int main(void)
     test_two_workers();
     test_wrong_shape();
     test_closed_token();
+    test_aborted_steps();
     fl_variable_container_free(container);
     fl_rendezvous_free(rendezvous);
     return done_testing();

@@ -215,6 +215,30 @@ static void test_abort(remote_run *ps)
     contains(ps->error, G_KEY, "the message names the value it waited for");
 }
 
+/* The ABORT_STEP right behind its RUN_PARTITION, as a client sends it when
+ * another task of the step failed at once: queued back to back, they may
+ * reach the server in one read, and the run must still learn of the abort
+ * (it waited out the deadline when the server looked only at the first
+ * frame behind a run, CI's test_sync_partitions 38). */
+static void test_abort_behind_run(remote_run *ps)
+{
+    const fl_tensor *none[1] = {NULL};
+    remote_run unused;
+    setup_runs(ps, &unused, 501, none);
+    fl_partition_call run = {.outputs = ps->out}, abort = {0};
+    double start = fl_now_s();
+    bool sent = fl_partition_run_start(ps->client, ps->handle, &ps->run, &run) == 0 &&
+                fl_partition_abort_start(ps->client, 501, &abort) == 0;
+    int rc = sent ? fl_partition_run_finish(ps->client, &run) : -1;
+    fl_error_code code = fl_last_error_code();
+    double took = fl_now_s() - start;
+    char error[512];
+    snprintf(error, sizeof error, "%s", fl_last_error());
+    int answered = sent ? fl_partition_run_finish(ps->client, &abort) : -1; /* the abort's OK, after the run's */
+    ok(sent && rc != 0 && code == FL_ABORTED && took < 5 && answered == 0, "a run and its ABORT_STEP sent back to "
+       "back: the run ends ABORTED at once (%.1f s; deadline 20 s), then the abort is answered: %s", took, error);
+}
+
 static void test_refusals(remote_run *ps)
 {
     fl_graph_partition bad;
@@ -352,6 +376,7 @@ int main(void)
     test_steps(&ps, &worker, t.cluster[1], t.server[0], 10);
     test_second_client_shares(&t);
     test_abort(&ps);
+    test_abort_behind_run(&ps);
     test_refusals(&ps);
     test_deregister(&ps);
     test_lost_client(&t);

@@ -268,6 +268,12 @@ static int check_still_waiting(fl_rendezvous_device *d, const pending_recv *r)
                           what);
         return -1;
     }
+    /* A Recv learns of an abort when it polls; a take or a wait asks the
+     * accumulator, which knows nothing of steps, so it is asked here. */
+    if (fl_rendezvous_step_aborted(d->rendezvous, d->step.step_id)) {
+        fl_set_error_code(FL_ABORTED, "step %llu was aborted while waiting for %s", step, what);
+        return -1;
+    }
     if (now - d->quiet_since >= wait_limit_s(d, r)) {
         fl_set_error_code(FL_DEADLINE_EXCEEDED, "gave up after %.0f s waiting for %s in step %llu (is that task "
                           "alive? FLOWLAB_TASK_DEADLINE sets the wait)", now - d->quiet_since,

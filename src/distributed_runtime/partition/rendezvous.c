@@ -447,6 +447,15 @@ static void end_step(fl_rendezvous *r, uint64_t step, bool aborted)
 
 void fl_rendezvous_abort(fl_rendezvous *r, uint64_t step) { end_step(r, step, true); }
 
+bool fl_rendezvous_step_aborted(fl_rendezvous *r, uint64_t step)
+{
+    pthread_mutex_lock(&r->lock);
+    const step_over *over = find_over(r, step);
+    bool aborted = r->all_aborted || (over && over->aborted);
+    pthread_mutex_unlock(&r->lock);
+    return aborted;
+}
+
 void fl_rendezvous_finish(fl_rendezvous *r, uint64_t step) { end_step(r, step, false); }
 
 void fl_rendezvous_abort_all(fl_rendezvous *r)

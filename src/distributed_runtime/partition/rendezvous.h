@@ -82,6 +82,9 @@ void fl_rendezvous_wait_arrival(fl_rendezvous *r, uint64_t seen, double timeout_
 void fl_rendezvous_nudge(fl_rendezvous *r);
 /* ABORT_STEP: waits for the step end now with ABORTED, later values drop. */
 void fl_rendezvous_abort(fl_rendezvous *r, uint64_t step);
+/* Whether step was aborted (or every step, at server stop): what a take or
+ * a wait, which the accumulators answer, checks while it waits. */
+bool fl_rendezvous_step_aborted(fl_rendezvous *r, uint64_t step);
 /* Every step, at server stop. */
 void fl_rendezvous_abort_all(fl_rendezvous *r);
 /* The step's run has ended here: what is left of it goes, later values drop. */

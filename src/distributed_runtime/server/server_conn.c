@@ -102,6 +102,34 @@ static void refuse_if_too_much_behind_run(fl_server_conn *c, size_t buffered)
     fl_server_refuse(c, 0, fl_wire_error_for(FL_RESOURCE_EXHAUSTED), why);
 }
 
+/* An ABORT_STEP must reach the run in flight even when it is not the first
+ * frame behind it: it may have come in one read with the RUN_PARTITION
+ * itself, or after a SEND_TENSOR that waits for the run's end. So every
+ * whole frame buffered behind the run is looked at, without draining, and
+ * each ABORT_STEP acted on (again: an abort is idempotent); they are
+ * served in order after the run. */
+static void peek_aborts_behind_run(fl_server_conn *c, struct evbuffer *in)
+{
+    size_t len = evbuffer_get_length(in), at = 0;
+    while (c->running && !c->closing && at + FL_WIRE_HEADER_BYTES <= len) {
+        unsigned char frame[256];
+        struct evbuffer_ptr pos;
+        fl_wire_frame f;
+        fl_status why = {0};
+        if (evbuffer_ptr_set(in, &pos, at, EVBUFFER_PTR_SET) != 0 ||
+            evbuffer_copyout_from(in, &pos, frame, FL_WIRE_HEADER_BYTES) != (ev_ssize_t)FL_WIRE_HEADER_BYTES ||
+            fl_wire_decode(frame, FL_WIRE_HEADER_BYTES, &f, &why) == FL_WIRE_BAD)
+            return; /* a bad header: refused when its turn comes */
+        fl_wire_frame announced = fl_wire_frame_announced(frame);
+        if (announced.type == FL_WIRE_ABORT_STEP && announced.frame_len <= sizeof frame &&
+            at + announced.frame_len <= len &&
+            evbuffer_copyout_from(in, &pos, frame, announced.frame_len) == (ev_ssize_t)announced.frame_len &&
+            fl_wire_decode(frame, announced.frame_len, &f, &why) == FL_WIRE_FRAME)
+            fl_server_peek_while_running(c, &f);
+        at += announced.frame_len;
+    }
+}
+
 static void on_write(struct bufferevent *bev, void *conn)
 {
     fl_server_conn *c = conn;
@@ -173,11 +201,15 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         fl_server_serve_frame(c, &f);
         if (was_running)
             refuse_if_too_much_behind_run(c, len);
-        if (c->closing || was_running)
-            return; /* refused: the connection closes once the error is out; or left for after the run */
+        if (c->closing || was_running) { /* refused: closed once the error is out; or left for after the run */
+            peek_aborts_behind_run(c, in);
+            return;
+        }
         evbuffer_drain(in, need);
-        if (c->running)
-            return; /* a run is in flight: the next frame waits for its answer */
+        if (c->running) { /* a run is in flight: the next frame waits for its answer */
+            peek_aborts_behind_run(c, in);
+            return;
+        }
     }
 }
 

@@ -44,9 +44,11 @@ struct fl_task_client {
     char log_prefix[64];
 };
 
-static void mark_broken(fl_task_client *c, const char *why)
+/* Lock held. Every pending request's taker is told now, while its caller
+ * still waits, and never again: a caller that gave up has returned, and its
+ * outcome (on its stack) is gone. */
+static void mark_broken_locked(fl_task_client *c, const char *why)
 {
-    pthread_mutex_lock(&c->lock);
     if (!c->broken)
         snprintf(c->broken_why, sizeof c->broken_why, "lost the connection to %s: %s", c->who, why);
     c->broken = true;
@@ -57,6 +59,12 @@ static void mark_broken(fl_task_client *c, const char *why)
         p->take = NULL;
     }
     pthread_cond_broadcast(&c->replied);
+}
+
+static void mark_broken(fl_task_client *c, const char *why)
+{
+    pthread_mutex_lock(&c->lock);
+    mark_broken_locked(c, why);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -273,9 +281,12 @@ static void set_lost_error(const fl_task_client *c, fl_error_code code)
 int fl_task_client_wait(fl_task_client *c, uint32_t id)
 {
     pthread_mutex_lock(&c->lock);
-    if (!wait_with_deadline(c, id)) {
+    if (!wait_with_deadline(c, id)) { /* the task is hung: its replies, if any came, would find no caller */
         set_lost_error(c, FL_DEADLINE_EXCEEDED);
+        c->broken = true;            /* broken_why says why: the deadline */
+        mark_broken_locked(c, NULL); /* so the pending requests are told now, not later */
         pthread_mutex_unlock(&c->lock);
+        shutdown(c->fd, SHUT_RDWR); /* the reader stops; the task drops what this connection registered */
         return -1;
     }
     int rc = 0;
