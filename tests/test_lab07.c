@@ -49,6 +49,7 @@ static void test_flags(void)
         {"--stages 5 --model mlp", "--stages"},
         {"--cut dense_9", "--cut"},
         {"--cut dense_1,dense_2", "--cut"},
+        {"--cut dense_1,", "--cut"},
         {"--stages 3 --cut dense_1,conv_2", "--cut"},
     };
     test_bad_flags(bad, sizeof bad / sizeof bad[0]);

@@ -5,6 +5,7 @@
 #ifndef LAB07_STAGE_CUT_H
 #define LAB07_STAGE_CUT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,13 +51,14 @@ static int cut_from_names(const char *cut, model_kind kind, int stages, int *fir
         }
         first_layer[s] = found;
         at += len;
-        if (*at == ',')
-            at++;
-        else if (s + 1 < stages) {
-            snprintf(why, n, "it names %d layer%s; %d stages begin at %d", s, s == 1 ? "" : "s", stages, stages - 1);
+        bool more = *at == ',';
+        at += more;
+        if (!more && s + 1 < stages) {
+            snprintf(why, n, "it names %d layer%s; %d stages need %d, the first layer of each stage after the first",
+                     s, s == 1 ? "" : "s", stages, stages - 1);
             return -1;
         }
-        if (s + 1 == stages && *at) {
+        if (s + 1 == stages && (*at || more)) {
             snprintf(why, n, "it names more than %d layer%s, one for each stage after the first", stages - 1,
                      stages == 2 ? "" : "s");
             return -1;
