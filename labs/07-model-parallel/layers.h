@@ -81,18 +81,27 @@ static fl_node *model_layers(fl_graph *g, model_kind kind, int from, int to, fl_
     return x;
 }
 
+/* The layer a node's name names: the index of the model's layer that is a
+ * whole component of it ("gradients/model/stage_0/dense_3/MatMul_grad/
+ * MatMul", "model/dense_3/kernel": dense_3, not dense_30), or -1. */
+static int layer_in_name(model_kind kind, const char *name)
+{
+    for (int l = 0; l < model_num_layers(kind); l++) {
+        const char *layer = model_layer_name(kind, l);
+        size_t n = strlen(layer);
+        for (const char *at = strstr(name, layer); at; at = strstr(at + 1, layer))
+            if ((at == name || at[-1] == '/') && at[n] == '/')
+                return l;
+    }
+    return -1;
+}
+
 /* The layer a variable belongs to ("model/dense_3/kernel" -> "dense_3"), or
  * "other". */
 static const char *layer_of_variable(model_kind kind, const fl_node *var)
 {
-    const char *name = fl_node_name(var);
-    for (int l = 0; l < model_num_layers(kind); l++) {
-        const char *layer = model_layer_name(kind, l), *at = strstr(name, layer);
-        size_t n = strlen(layer);
-        if (at && (at == name || at[-1] == '/') && at[n] == '/')
-            return layer;
-    }
-    return "other";
+    int l = layer_in_name(kind, fl_node_name(var));
+    return l >= 0 ? model_layer_name(kind, l) : "other";
 }
 
 #endif

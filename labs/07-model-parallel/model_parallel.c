@@ -275,19 +275,6 @@ static pipeline_out build_one_device(fl_graph *g, model_kind kind, const char *d
     return out;
 }
 
-/* Adam's updates, each in its layer's name scope ("train/dense_1/ApplyAdam"),
- * so that a trace says which layer each update serves and trace_report
- * counts it with the layer; one pair of beta powers and one step count, as
- * one fl_apply_gradients over all variables builds them. */
-static fl_node *apply_by_layer(fl_graph *g, fl_optimizer *optimizer, model_kind kind, const pipeline_out *out,
-                               fl_node *global_step)
-{
-    const char *scopes[MAX_VARS];
-    for (int v = 0; v < out->nvars; v++)
-        scopes[v] = layer_of_variable(kind, out->grads[v].var);
-    return fl_apply_gradients_scoped(optimizer, g, out->grads, out->nvars, scopes, global_step, "train");
-}
-
 static lab_model build_model(fl_graph *g, const split_flags *f, pipeline_plan *plan,
                              fl_optimizer *optimizer)
 {
@@ -308,7 +295,7 @@ static lab_model build_model(fl_graph *g, const split_flags *f, pipeline_plan *p
     fl_device_scope_push(g, "/cpu:0");
     m.global_step = fl_get_or_create_global_step(g);
     fl_device_pop(g);
-    m.train_op = apply_by_layer(g, optimizer, plan->model, &out, m.global_step);
+    m.train_op = apply_by_layer(g, optimizer, plan->model, out.grads, out.nvars, m.global_step);
     m.loss = out.loss;
     /* The test set's batches need not split: one more, unpiped copy of the
      * model, on the first replica's devices, with the same variables. */

@@ -83,6 +83,19 @@ static fl_node *mean_loss(fl_graph *g, fl_node *logits, fl_node *label)
     return fl_reduce_mean(g, per_example, NULL, 0, false, "loss");
 }
 
+/* Adam's updates, each in its layer's name scope ("train/dense_1/ApplyAdam"),
+ * so that a trace says which layer each update serves and trace_report
+ * counts it with the layer; one pair of beta powers and one step count, as
+ * one fl_apply_gradients over all variables builds them. */
+static fl_node *apply_by_layer(fl_graph *g, fl_optimizer *optimizer, model_kind kind, const fl_grad_var *grads,
+                               int nvars, fl_node *global_step)
+{
+    const char *scopes[MAX_VARS];
+    for (int v = 0; v < nvars; v++)
+        scopes[v] = layer_of_variable(kind, grads[v].var);
+    return fl_apply_gradients_scoped(optimizer, g, grads, nvars, scopes, global_step, "train");
+}
+
 /* What build_pipeline gives the training loop. */
 typedef struct {
     fl_node *loss;                 /* the mean of the pieces' losses: the batch's */

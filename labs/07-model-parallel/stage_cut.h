@@ -100,19 +100,10 @@ static void try_cuts(const double *layer_ms, int stages, int s, int *cut, double
  * MatMul", "train/dense_3/ApplyAdam"). */
 static void layer_times(const fl_step_event *events, int n, model_kind kind, int steps, double *layer_ms)
 {
-    int nlayers = model_num_layers(kind);
     for (int i = 0; i < n; i++) {
-        if (strcmp(events[i].op, "Copy") == 0)
-            continue;
-        for (int l = 0; l < nlayers; l++) {
-            char key[32];
-            snprintf(key, sizeof key, "%s/", model_layer_name(kind, l));
-            const char *at = strstr(events[i].name, key);
-            if (at && (at == events[i].name || at[-1] == '/')) {
-                layer_ms[l] += events[i].duration_us / 1000.0 / steps;
-                break;
-            }
-        }
+        int l = strcmp(events[i].op, "Copy") != 0 ? layer_in_name(kind, events[i].name) : -1;
+        if (l >= 0)
+            layer_ms[l] += events[i].duration_us / 1000.0 / steps;
     }
 }
 
@@ -144,17 +135,10 @@ static fl_node *one_device_step(fl_graph *g, model_kind kind, const char *device
     fl_variable_scope_push(g, "model", FL_REUSE_INHERIT);
     fl_node *logits = model_layers(g, kind, 0, model_num_layers(kind), *image);
     fl_variable_scope_pop(g);
-    fl_node *loss = fl_reduce_mean(g, fl_sparse_softmax_cross_entropy_with_logits(g, *label, logits, NULL), NULL,
-                                   0, false, "loss");
     fl_grad_var grads[MAX_VARS];
-    int nvars = fl_compute_gradients(g, loss, NULL, 0, grads);
+    int nvars = fl_compute_gradients(g, mean_loss(g, logits, *label), NULL, 0, grads);
     fl_device_pop(g);
-    if (nvars < 0 || nvars > MAX_VARS)
-        return NULL;
-    const char *scopes[MAX_VARS];
-    for (int v = 0; v < nvars; v++)
-        scopes[v] = layer_of_variable(kind, grads[v].var);
-    return fl_apply_gradients_scoped(adam, g, grads, nvars, scopes, NULL, "train");
+    return nvars < 0 || nvars > MAX_VARS ? NULL : apply_by_layer(g, adam, kind, grads, nvars, NULL);
 }
 
 /* --cut balanced's measurement: each layer's time per step (layer_ms) over

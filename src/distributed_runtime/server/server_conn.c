@@ -195,16 +195,15 @@ void fl_server_on_read(struct bufferevent *bev, void *conn)
         c->room_made = 0;
         if (fl_wire_decode(evbuffer_pullup(in, (ev_ssize_t)need), need, &f, &why) != FL_WIRE_FRAME)
             return fl_server_refuse(c, 0, FL_WIRE_E_BAD_FRAME, why.message);
-        bool was_running = c->running != NULL; /* a partition's run in flight: this frame waits */
-        if (!was_running)
-            fl_server_count_in(c, need);
-        fl_server_serve_frame(c, &f);
-        if (was_running)
+        if (c->running) { /* a partition's run in flight: this frame waits, but an abort is acted on now */
             refuse_if_too_much_behind_run(c, len);
-        if (c->closing || was_running) { /* refused: closed once the error is out; or left for after the run */
             peek_aborts_behind_run(c, in);
             return;
         }
+        fl_server_count_in(c, need);
+        fl_server_serve_frame(c, &f);
+        if (c->closing)
+            return; /* refused: the connection closes once the error is out */
         evbuffer_drain(in, need);
         if (c->running) { /* a run is in flight: the next frame waits for its answer */
             peek_aborts_behind_run(c, in);

@@ -124,8 +124,9 @@ bool fl_server_challenge(fl_server_conn *c, uint32_t id);
  * a wrong one refused (logged with c's peer, an ERROR, closed). */
 void fl_server_serve_proof(fl_server_conn *c, uint32_t id, const fl_wire_handshake *h);
 /* server_requests.c: one whole frame, checked for its place in the
- * conversation, parsed and served (while the connection's partition run is
- * in flight: only looked at, and left for later). */
+ * conversation, parsed and served (never while the connection's partition
+ * run is in flight: server_conn.c leaves the frames for later, acting on
+ * each ABORT_STEP among them at once). */
 void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f);
 /* server_conn.c: serves the frames buffered (libevent's read callback). */
 void fl_server_on_read(struct bufferevent *bev, void *conn);

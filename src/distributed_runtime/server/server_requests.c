@@ -51,9 +51,7 @@ void fl_server_serve_frame(fl_server_conn *c, const fl_wire_frame *f)
 {
     fl_status st = {0};
     fl_wire_message *m = c->server->message;
-    if (c->running) /* served after the run's reply; only an ABORT_STEP is acted on now */
-        fl_server_peek_while_running(c, f);
-    else if (fl_wire_check_order(&c->order, f->type, &st) != 0) {
+    if (fl_wire_check_order(&c->order, f->type, &st) != 0) {
         fl_server_refuse(c, f->request_id, FL_WIRE_E_OUT_OF_ORDER, st.message);
     } else if (fl_wire_parse_in(f, c->server->arena, m, &st) != 0) {
         fl_server_refuse(c, f->request_id, FL_WIRE_E_BAD_FRAME, st.message);

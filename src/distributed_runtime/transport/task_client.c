@@ -44,14 +44,11 @@ struct fl_task_client {
     char log_prefix[64];
 };
 
-/* Lock held. Every pending request's taker is told now, while its caller
- * still waits, and never again: a caller that gave up has returned, and its
- * outcome (on its stack) is gone. */
-static void mark_broken_locked(fl_task_client *c, const char *why)
+/* Lock held. Every pending request's taker is told the connection is lost,
+ * now, while its caller still waits, and never again: a caller that gave up
+ * has returned, and its outcome (on its stack) is gone. */
+static void fail_pending_locked(fl_task_client *c)
 {
-    if (!c->broken)
-        snprintf(c->broken_why, sizeof c->broken_why, "lost the connection to %s: %s", c->who, why);
-    c->broken = true;
     for (int i = 0; i < c->count; i++) { /* replies taken whole learn it too: their waiter may wait for many */
         pending_request *p = &c->queue[(c->head + i) % c->capacity];
         if (p->take)
@@ -64,7 +61,10 @@ static void mark_broken_locked(fl_task_client *c, const char *why)
 static void mark_broken(fl_task_client *c, const char *why)
 {
     pthread_mutex_lock(&c->lock);
-    mark_broken_locked(c, why);
+    if (!c->broken)
+        snprintf(c->broken_why, sizeof c->broken_why, "lost the connection to %s: %s", c->who, why);
+    c->broken = true;
+    fail_pending_locked(c);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -283,8 +283,8 @@ int fl_task_client_wait(fl_task_client *c, uint32_t id)
     pthread_mutex_lock(&c->lock);
     if (!wait_with_deadline(c, id)) { /* the task is hung: its replies, if any came, would find no caller */
         set_lost_error(c, FL_DEADLINE_EXCEEDED);
-        c->broken = true;            /* broken_why says why: the deadline */
-        mark_broken_locked(c, NULL); /* so the pending requests are told now, not later */
+        c->broken = true; /* broken_why says why: the deadline */
+        fail_pending_locked(c);
         pthread_mutex_unlock(&c->lock);
         shutdown(c->fd, SHUT_RDWR); /* the reader stops; the task drops what this connection registered */
         return -1;
