@@ -15,6 +15,7 @@
 
 #define MAX_QUEUED_BYTES ((size_t)256 << 20) /* beyond this, send() waits */
 #define SPARE_BUFFERS 4
+#define SPARE_START_BYTES 1024 /* room for a small frame: most of a step's frames */
 
 typedef struct frame {
     fl_wire_buf buf;
@@ -100,16 +101,44 @@ static void *write_frames(void *writer)
     return NULL;
 }
 
+/* The spares and queue entries are made with the writer, not on the first
+ * step deep enough to need them: how many frames wait at once depends on how
+ * fast this thread gets a core, and a warm step should not allocate because
+ * the machine was busy (test_partition_server counts its blocks). */
+static void make_spares(fl_socket_writer *w)
+{
+    for (; w->nspare < SPARE_BUFFERS; w->nspare++)
+        w->spare[w->nspare] = (fl_wire_buf){.data = fl_xmalloc(SPARE_START_BYTES), .cap = SPARE_START_BYTES};
+    for (int i = 0; i <= SPARE_BUFFERS; i++) {
+        frame *f = fl_xcalloc(1, sizeof *f);
+        f->next = w->unused;
+        w->unused = f;
+    }
+}
+
+static void free_writer(fl_socket_writer *w)
+{
+    for (int i = 0; i < w->nspare; i++)
+        fl_wire_buf_free(&w->spare[i]);
+    while (w->unused) {
+        frame *next = w->unused->next;
+        free(w->unused);
+        w->unused = next;
+    }
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->changed);
+    free(w);
+}
+
 fl_socket_writer *fl_socket_writer_start(int fd)
 {
     fl_socket_writer *w = fl_xcalloc(1, sizeof *w);
     w->fd = fd;
+    make_spares(w);
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->changed, NULL);
     if (pthread_create(&w->thread, NULL, write_frames, w) != 0) {
-        pthread_mutex_destroy(&w->lock);
-        pthread_cond_destroy(&w->changed);
-        free(w);
+        free_writer(w);
         return NULL;
     }
     return w;
@@ -168,14 +197,5 @@ void fl_socket_writer_stop(fl_socket_writer *w)
     pthread_cond_broadcast(&w->changed);
     pthread_mutex_unlock(&w->lock);
     pthread_join(w->thread, NULL);
-    for (int i = 0; i < w->nspare; i++)
-        fl_wire_buf_free(&w->spare[i]);
-    while (w->unused) {
-        frame *next = w->unused->next;
-        free(w->unused);
-        w->unused = next;
-    }
-    pthread_mutex_destroy(&w->lock);
-    pthread_cond_destroy(&w->changed);
-    free(w);
+    free_writer(w);
 }
