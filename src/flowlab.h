@@ -22,15 +22,12 @@ extern "C" {
  * ------------------------------------------------------------------------ */
 const char *fl_last_error(void);
 
-/* Beside each message, a code saying what kind of failure it was, so that a
- * program branches on the code and never on the text (TensorFlow's canonical
- * codes and numbers, tf_status.h). Set where the message is set and kept
- * when a caller adds context to the message ("train/Apply_1: " + the
- * device's message keeps the device's code); fl_session_error_code gives the
- * code of the error that failed a session's last run. FL_UNKNOWN where no
- * code fits; FL_OK when no error was recorded. The monitored session tries
- * again after FL_UNAVAILABLE (a task did not answer, a connection was lost)
- * and FL_ABORTED (a synchronous step was abandoned) and after nothing else. */
+/* Beside each message, a code (TensorFlow's canonical codes, tf_status.h) to
+ * branch on, never the text: set with the message and kept when a caller
+ * adds context to it; fl_session_error_code gives the one that failed a
+ * session's last run. FL_UNKNOWN where none fits, FL_OK when no error was
+ * recorded. The monitored session tries again after FL_UNAVAILABLE and
+ * FL_ABORTED only. */
 typedef enum {
     FL_OK = 0,
     FL_CANCELLED = 1,
@@ -52,11 +49,10 @@ typedef enum {
 } fl_error_code;
 fl_error_code fl_last_error_code(void);
 const char *fl_error_code_name(fl_error_code code); /* "UNAVAILABLE" */
-/* Untrusted bytes (a name read from a checkpoint or a peer, a TF_CONFIG
- * string) made fit for a log line or an error: bytes outside ' '..'~' become
- * \xNN and a backslash \\, so "\xa5onv_1" prints as the 8 characters it
- * shows. Writes at most outlen bytes with the '\0' (4*len + 1 holds any
- * input; a shorter out is cut between escapes) and returns the length. */
+/* Untrusted bytes (a name from a checkpoint or a peer, TF_CONFIG) made fit
+ * for a log line: bytes outside ' '..'~' become \xNN and a backslash \\.
+ * Writes at most outlen bytes with the '\0' (4*len + 1 holds any input; a
+ * shorter out is cut between escapes) and returns the length. */
 size_t fl_escape_untrusted(const char *in, size_t len, char *out, size_t outlen);
 
 /* ------------------------------------------------------------------------
@@ -360,6 +356,10 @@ typedef struct {
     /* Run every op as the graph has it: no Conv2D/MatMul + bias + Relu, or
      * MaxPoolGrad + ReluGrad, as one kernel (FLOWLAB_FUSION=0 does the same). */
     bool disable_fusion;
+    /* A value's buffer goes back to its device's pool once its last reader
+     * is issued, as TensorFlow's allocator frees a tensor at its last
+     * reference; off, each op keeps its own buffer between runs. */
+    bool reuse_memory;
 } fl_session_options;
 
 typedef struct fl_session fl_session;
@@ -380,19 +380,14 @@ fl_error_code fl_session_error_code(const fl_session *s); /* FL_OK after a run t
 int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                    int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
 /* TensorFlow's RunOptions, for what flowlab has: a run that hands each
- * fetched value over as soon as it is finished, while the rest of the run
- * goes on (Horovod's and PyTorch DDP's hook: reduce a gradient while the
- * backward pass computes the next). fetch_ready(index, value, user) is
- * called once per fetch (a node fetched twice: twice), inside the run, on
- * the thread that called fl_session_run_with_options. value is the tensor the run returns
- * in outputs[index], holding its final value: read or copy it, do not free
- * it; it stays valid until the run returns, and is freed by the run if the
- * run then fails (a failed run hands back no outputs). A value is handed
- * over when its device has finished it: a /cpu:0 value right after its op,
- * a value on an asynchronous device (OpenCL, CUDA) when the executor sees
- * its mark passed, else at the end in the order they finish. A run that
- * fails before any node runs (a bad feed, an unfed placeholder) calls
- * nothing. The callback must not use the session (no nested run). */
+ * fetched value over as soon as its device has finished it, while the run
+ * goes on (Horovod's and PyTorch DDP's hook). fetch_ready(index, value, user)
+ * is called once per fetch, inside the run, on the caller's thread; value is
+ * outputs[index] with its final value: read or copy it, do not free it (the
+ * run frees it if the run then fails). A /cpu:0 value goes right after its
+ * op, an OpenCL or CUDA one when the executor sees its mark passed, else at
+ * the end. A run that fails before any node runs calls nothing. The
+ * callback must not use the session (no nested run). */
 typedef void (*fl_fetch_ready_fn)(int index, const fl_tensor *value, void *user);
 /* Where a fetched value goes (fetch_to: one per fetch). All zero: a new host
  * tensor, as fl_session_run. buffer alone: copied into the caller's host
@@ -424,6 +419,16 @@ const char *fl_session_node_device(const fl_session *s, const fl_node *n);
 /* How many ops the latest run of s ran (sources and fed nodes not counted):
  * fewer than the graph's when the session fused some (session_fusion.c). */
 int fl_session_ops_run(const fl_session *s);
+/* What the latest run's values held on each device, in the order s first
+ * used them: the most bytes at once (op outputs and the copies made there;
+ * not variables, constants or fed values) and what the pool keeps there
+ * (reuse_memory). Fills out[0..max); returns the count (0 in a cluster's
+ * client: its tasks hold the values), -1 when s is NULL. */
+typedef struct {
+    char device[64];
+    size_t peak_bytes, reserved_bytes;
+} fl_device_memory;
+int fl_session_memory(const fl_session *s, fl_device_memory *out, int max);
 
 /* ------------------------------------------------------------------------
  * Checkpoints: named tensors with shapes and a CRC-32 each, written to a

@@ -43,6 +43,7 @@ void fl_session_free(fl_session *s)
         free(s->slots[i].sent);
     }
     free(s->slots);
+    fl_session_free_memory(s);
     fl_run_state *r = &s->run;
     free(r->pending);
     free(r->readers);
@@ -158,11 +159,13 @@ static int run_op_kernel(fl_session *s, fl_node *n)
     if (fl_op_def_of(n->op)->sig.aliases != FL_ALIAS_NONE) {
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
         slot->shared = s->slots[n->inputs[0]->id].shared;
+        fl_session_memory_share(s, n, n->inputs[0]);
     } else if (n->has_output && fl_session_can_forward(s, n, in[0], shape)) {
         fl_session_release_buffer(slot); /* a buffer from a run that could not forward */
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
+        fl_session_memory_share(s, n, n->inputs[0]);
     } else if (n->has_output) {
-        if (fl_session_ensure_node_buffer(s, n, slot, n->dtype, shape) != 0)
+        if (fl_session_memory_take(s, n, slot, n->dtype, shape) != 0)
             return -1;
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = slot->buffer};
     }
@@ -178,6 +181,7 @@ static int run_op_kernel(fl_session *s, fl_node *n)
         return fl_session_fail(s, "%s: %s", n->name, fl_last_error());
     if (host_timed)
         fl_session_trace_op(s, n, slot->device, start, fl_now_us());
+    fl_session_memory_issued(s, n);
     if (n->op == FL_OP_ASSIGN) /* only a full assignment gives a variable its first value */
         fl_session_note_assigned(s, n->inputs[0]);
     return 0;
@@ -247,6 +251,7 @@ static int place_and_find_crossings(fl_session *s)
             if (waits_on_control(s, n, n->controls[i]))
                 s->slots[n->controls[i]->id].crosses = true;
     }
+    fl_session_memory_start_run(s);
     return 0;
 }
 
@@ -472,6 +477,7 @@ int fl_session_run_with_options(fl_session *s, const fl_run_options *options, co
     int rc = execute(s) == 0 ? fl_session_fetch_the_rest(s) : -1;
     s->run.options = NULL;
     fl_session_end_fetches(s, rc != 0);
+    fl_session_memory_end_run(s);
     fl_session_forget_marks(s);
     fl_session_take_device_timings(s);
     return rc;

@@ -163,6 +163,7 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
         return fl_session_fail(s, "%s: copying input %s from %s to %s failed: %s", n->name,
                                n->inputs[i]->name, src->name, dst->name, fl_last_error());
     remember_copy(s, from, dst, &c->value);
+    fl_session_memory_count_copy(s, dst, c->capacity);
     return 0;
 }
 

@@ -181,6 +181,17 @@ typedef struct {
     int nplacement_logged;
 } fl_master_state;
 
+/* session_memory.c's: the bytes each device's values hold this run, and
+ * with reuse_memory its pool (by node id: whose buffer a value lies in, its
+ * readers still to be issued, the pool buffer it borrowed or -1). */
+typedef struct fl_device_pool fl_device_pool;
+typedef struct {
+    fl_device_pool *pools;
+    int npools;
+    int *owner, *unread, *lent;
+    int size;
+} fl_memory_state;
+
 /* session_error.c's: the last failure, for fl_session_error. */
 typedef struct {
     char message[FL_ERROR_LEN];
@@ -208,6 +219,7 @@ struct fl_session {
     fl_fusion_plan fusion;   /* session_fusion.c */
     fl_master_state master;  /* session_master.c */
     fl_error_state error;    /* session_error.c */
+    fl_memory_state memory;  /* session_memory.c */
     fl_device *rendezvous;   /* where Send and Recv run: a task's (fl_session_set_rendezvous), or NULL */
     /* The task's variables (fl_session_set_variable_container), or NULL:
      * variables then live in their slots, this session's alone. */
@@ -301,6 +313,24 @@ int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor
 void fl_session_forget_marks(fl_session *s);
 void fl_session_free_pending_reads(fl_session *s);
 void fl_session_release_copies(fl_slot *slot);
+
+/* ---- session_memory.c: the bytes a run's values hold ---- */
+/* After the run's readers are counted: every value unread, no device's
+ * bytes held. */
+void fl_session_memory_start_run(fl_session *s);
+/* n's output buffer on its slot's device (the pool's, with reuse_memory),
+ * counted as held; -1 with the run's error set, naming n. */
+int fl_session_memory_take(fl_session *s, const fl_node *n, fl_slot *slot, fl_dtype dtype, fl_shape shape);
+/* n's value lies in in0's buffer (an alias, or an op forwarded over it):
+ * that buffer is held until n's readers are issued too. */
+void fl_session_memory_share(fl_session *s, const fl_node *n, const fl_node *in0);
+/* n is issued: what it read and nobody else will goes back to its pool. */
+void fl_session_memory_issued(fl_session *s, const fl_node *n);
+/* A copy of a value made on device d this run: held until the run ends. */
+void fl_session_memory_count_copy(fl_session *s, fl_device *d, size_t bytes);
+/* After the run's fetches: every buffer lent goes back. */
+void fl_session_memory_end_run(fl_session *s);
+void fl_session_free_memory(fl_session *s);
 
 /* ---- session_fetch.c: handing the fetched values over ---- */
 /* Before a run's ops: its fetches, marked in their slots; delivered holds

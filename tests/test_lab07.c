@@ -35,6 +35,8 @@ static void test_flags(void)
     ok(r.status == 0, "--help exits 0");
     contains(r.out, "--micro_batches", "--help documents --micro_batches");
     contains(r.out, "--split", "--help documents --split");
+    contains(r.out, "--schedule", "--help documents --schedule");
+    contains(r.out, "--recompute", "--help documents --recompute");
     free(r.out);
     static const bad_flag_case bad[] = {
         {"--split diagonal", "--split"},
@@ -51,6 +53,9 @@ static void test_flags(void)
         {"--cut dense_1,dense_2", "--cut"},
         {"--cut dense_1,", "--cut"},
         {"--stages 3 --cut dense_1,conv_2", "--cut"},
+        {"--schedule 2f2b", "--schedule"},
+        {"--split pair --schedule 1f1b", "--schedule"},
+        {"--split columns --recompute", "--recompute"},
     };
     test_bad_flags(bad, sizeof bad / sizeof bad[0]);
     r = run_env(TWO_DEVICES, "--replicas 2");
@@ -229,11 +234,17 @@ static void test_equivalence(void)
                 "2 replicas of a 2-stage pipeline on 4 devices, same global batch,");
     same_losses(&one, TWO_DEVICES, "--cut conv_2 --micro_batches 2", "cut after conv_1, 2 micro-batches,");
     same_losses(&one, FOUR_DEVICES, "--stages 4 --micro_batches 4", "4 stages of one layer each, M = 4,");
+    same_losses(&one, TWO_DEVICES, "--micro_batches 4 --schedule 1f1b", "1F1B, M = 4,");
+    same_losses(&one, TWO_DEVICES, "--micro_batches 4 --recompute", "GPipe with recomputation, M = 4,");
+    same_losses(&one, FOUR_DEVICES, "--stages 4 --micro_batches 4 --schedule 1f1b --recompute",
+                "4 stages, 1F1B with recomputation, M = 4,");
     free(one.out);
     run_result mlp = run_env(TWO_DEVICES, QUICK "--split none --model mlp");
     ok(mlp.status == 0 && mlp.nsteps == 5, "--model mlp on one device trains 5 steps");
     same_losses(&mlp, TWO_DEVICES, "--model mlp --micro_batches 4", "the MLP in 2 stages, M = 4,");
     same_losses(&mlp, FOUR_DEVICES, "--model mlp --stages 4 --micro_batches 2", "the MLP in 4 stages, M = 2,");
+    same_losses(&mlp, FOUR_DEVICES, "--model mlp --stages 4 --micro_batches 4 --schedule 1f1b --recompute",
+                "the MLP in 4 stages, 1F1B with recomputation, M = 4,");
     free(mlp.out);
 }
 
@@ -287,6 +298,37 @@ static void test_balanced_cut(void)
     free(out);
 }
 
+/* The first stage's peak in the last step, from the lab's memory line. */
+static double stage_0_peak_mb(const char *args, char **out)
+{
+    char all[400];
+    snprintf(all, sizeof all, "--split layers --micro_batches 8 --batch_size 256 --max_examples 512 "
+             "--train_steps 2 --seed 5 %s", args);
+    run_result r = run_env(TWO_DEVICES, all);
+    *out = r.out;
+    const char *line = r.status == 0 && r.out ? strstr(r.out, "memory held at once in the last step:") : NULL;
+    return line ? number_after(line, "/gpu:0 ") : -1;
+}
+
+/* M = 8, S = 2: GPipe holds every micro-batch's activations on the first
+ * stage; 1F1B at most 2, and recomputation keeps only their inputs (the
+ * session's pool counts what is held, session_memory.c). */
+static void test_schedule_memory(void)
+{
+    char *out[3];
+    double gpipe = stage_0_peak_mb("", &out[0]), one_f_one_b = stage_0_peak_mb("--schedule 1f1b", &out[1]),
+           recompute = stage_0_peak_mb("--recompute", &out[2]);
+    ok(gpipe > 0 && one_f_one_b > 0 && one_f_one_b <= gpipe / 2, "M = 8: 1F1B holds at most half of GPipe's "
+       "memory on the first stage (%.1f MB against %.1f MB)", one_f_one_b, gpipe);
+    ok(recompute > 0 && recompute <= gpipe / 2, "M = 8: GPipe with recomputation holds at most half as well "
+       "(%.1f MB)", recompute);
+    for (int i = 0; i < 3; i++) {
+        if (gpipe <= 0 || one_f_one_b <= 0 || recompute <= 0)
+            diag("%s", out[i] ? out[i] : "");
+        free(out[i]);
+    }
+}
+
 /* --stage_hosts: each stage a flowlab_server task of its own on loopback
  * (task_servers.h starts a ps too, which this lab leaves alone); the client
  * computes nothing, and the losses are one device's (M = 1: exactly) and
@@ -297,8 +339,9 @@ static void test_stage_tasks(void)
     snprintf(server, sizeof server, "%s/labs/tools/flowlab_server", build_dir);
     run_result one = run_env(TWO_DEVICES, QUICK "--split none");
     const char *modes[][2] = {{"--split layers", "M = 1"}, {"--split layers --micro_batches 4", "M = 4"},
-                              {"--split pair", "Megatron's pair"}};
-    for (int k = 0; k < 3; k++) {
+                              {"--split pair", "Megatron's pair"},
+                              {"--split layers --micro_batches 4 --schedule 1f1b --recompute", "1F1B, recomputed"}};
+    for (int k = 0; k < 4; k++) {
         task_servers c; /* a task serves one client, then exits */
         if (!ok(start_task_servers(&c, server, tmp_dir, 2), "%s: two stage tasks (flowlab_server) start",
                 modes[k][1])) {
@@ -356,6 +399,7 @@ int main(int argc, char **argv)
         test_idle_time();
         test_accumulation();
         test_split_bytes();
+        test_schedule_memory();
         test_stage_tasks();
     }
     lab_runner_finish();

@@ -7,7 +7,7 @@ LAB07_REPORT := $(BUILD)/labs/07-model-parallel/trace_report
 
 # The lab is one program of three files (the splits in headers).
 $(LAB07): $(LAB_COMMON) labs/07-model-parallel/pipeline.h labs/07-model-parallel/tensor_split.h \
-          labs/07-model-parallel/layers.h labs/07-model-parallel/stage_cut.h
+          labs/07-model-parallel/layers.h labs/07-model-parallel/stage_cut.h labs/07-model-parallel/schedule.h
 # --stage_hosts makes it the client of a cluster: it links the cluster rooms, as chapter 2's does.
 $(LAB07): labs/07-model-parallel/model_parallel.c $(LIB) $(CLUSTER_LIB)
 	@mkdir -p $(dir $@)

@@ -11,6 +11,8 @@
  *                        model whose stages can be even (layers.h)
  *   --split columns|rows dense_1's matrix multiply cut across /gpu:0 and
  *                        /gpu:1 (a horizontal split; tensor_split.h)
+ *                        --schedule 1f1b and --recompute bound what
+ *                        a stage holds (schedule.h)
  *   --split none         the whole model on /gpu:0: the reference
  *
  * The model, the data, the training loop and the evaluation are chapter 1's
@@ -43,6 +45,8 @@ typedef struct {
     split_mode mode;
     model_kind model;                   /* --model */
     int micro_batches, replicas, stages;
+    schedule_kind schedule;             /* --schedule */
+    bool recompute;                     /* --recompute */
     const char *cut;                    /* --cut: layer names, or "balanced"; NULL: even */
     const char *stage_hosts;            /* --stage_hosts: each device a task of its own */
     fl_cluster_security_flags security; /* their --cluster_secret_file, --tls_* */
@@ -68,6 +72,11 @@ static void usage(FILE *out)
             "                        conv_2, dense_1, dense_2; mlp: ten dense layers,\n"
             "                        dense_1 to dense_10, eight of them alike (1024 x 1024)\n"
             "  --stages S            with layers: S stages (2 to 4; default 2) on S devices\n"
+            "  --schedule K          with layers: gpipe (default): every micro-batch forward,\n"
+            "                        then backward; 1f1b: stage s starts micro-batch m once\n"
+            "                        m - (S - s) has gone back through it (PipeDream-Flush)\n"
+            "  --recompute           with layers: keep only each stage's input and run its\n"
+            "                        forward pass again before its backward pass\n"
             "  --cut L1,...          with layers: the layers that begin stages 1 to S-1\n"
             "                        (--cut dense_1 is the default for the CNN's 2 stages);\n"
             "                        balanced: time every layer on one device first and\n"
@@ -109,6 +118,10 @@ static void set_split_flag(const char *flag, const char *value, void *options)
             bad_flag(program, flag, value, "this lab builds 2 to 4 stages");
     } else if (strcmp(flag, "--cut") == 0) {
         f->cut = value;
+    } else if (strcmp(flag, "--schedule") == 0) {
+        if (strcmp(value, "gpipe") != 0 && strcmp(value, "1f1b") != 0)
+            bad_flag(program, flag, value, "it must be gpipe or 1f1b");
+        f->schedule = strcmp(value, "1f1b") == 0 ? SCHEDULE_1F1B : SCHEDULE_GPIPE;
     } else if (fl_cluster_security_flag(&f->security, flag, value)) {
         return;
     } else if (strcmp(flag, "--replicas") == 0) {
@@ -118,18 +131,22 @@ static void set_split_flag(const char *flag, const char *value, void *options)
     }
 }
 
-/* --insecure_listen, accepted as every cluster program accepts it. */
+/* --recompute; --insecure_listen, accepted as every cluster program accepts it. */
 static bool set_stage_switch(const char *arg, void *options)
 {
-    return fl_cluster_security_switch(&((split_flags *)options)->security, arg);
+    split_flags *f = options;
+    if (strcmp(arg, "--recompute") == 0)
+        return f->recompute = true;
+    return fl_cluster_security_switch(&f->security, arg);
 }
 
 /* Exits 2 naming the flag when the flags do not fit together or the batch. */
 static void check_flags(const split_flags *f, int batch_size)
 {
-    if (f->mode != MODE_LAYERS && (f->micro_batches > 1 || f->replicas > 1 || f->stages != 2 || f->cut)) {
-        fprintf(stderr, "%s: --micro_batches, --replicas, --stages and --cut go with --split layers, "
-                "not --split %s (see --help)\n", program, mode_names[f->mode]);
+    if (f->mode != MODE_LAYERS && (f->micro_batches > 1 || f->replicas > 1 || f->stages != 2 || f->cut ||
+                                   f->schedule != SCHEDULE_GPIPE || f->recompute)) {
+        fprintf(stderr, "%s: --micro_batches, --replicas, --stages, --cut, --schedule and --recompute go with "
+                "--split layers, not --split %s (see --help)\n", program, mode_names[f->mode]);
         exit(2);
     }
     if (f->model == MODEL_MLP && f->mode != MODE_LAYERS && f->mode != MODE_NONE) {
@@ -186,7 +203,7 @@ static void choose_devices(split_flags *f, pipeline_plan *plan)
     fl_device_info accelerators[16];
     int stages = f->mode == MODE_NONE ? 1 : f->mode == MODE_LAYERS ? f->stages : 2, need = stages * f->replicas;
     *plan = (pipeline_plan){.model = f->model, .replicas = f->replicas, .micro_batches = f->micro_batches,
-                            .stages = stages};
+                            .stages = stages, .schedule = f->schedule, .recompute = f->recompute};
     if (f->stage_hosts) {
         choose_stage_tasks(f, plan, stages, need);
         return;
@@ -303,7 +320,7 @@ static lab_model build_model(fl_graph *g, const split_flags *f, pipeline_plan *p
     sharded_kernel shards[2];
     fl_node *logits = tensor ? split_model(g, m.image, split, plan->devices[0], true, shards)
                       : f->mode == MODE_NONE ? whole_model(g, plan->model, m.image, plan->devices[0][0], true)
-                                             : build_stages(g, plan, m.image, plan->devices[0], true);
+                                             : build_stages(g, plan, m.image, plan->devices[0], true, NULL);
     m.accuracy = accuracy_of(g, logits, m.label);
     fl_name_scope_pop(g);
     return m;
@@ -355,7 +372,7 @@ int main(int argc, char **argv)
     training_flags o = training_flags_defaults(program);
     split_flags f = {.mode = MODE_LAYERS, .micro_batches = 1, .replicas = 1, .stages = 2};
     static const char *const names[] = {"--split", "--micro_batches", "--replicas", "--stage_hosts", "--model",
-                                        "--stages", "--cut", FL_CLUSTER_SECURITY_FLAG_NAMES};
+                                        "--stages", "--cut", "--schedule", FL_CLUSTER_SECURITY_FLAG_NAMES};
     lab_flags extra = {names, sizeof names / sizeof *names, set_split_flag, &f, set_stage_switch};
     parse_flags(argc, argv, &o, &extra, usage);
     check_flags(&f, o.batch_size);
@@ -388,7 +405,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: building the graph: %s\n", program, fl_graph_error(g));
         goto out;
     }
-    fl_session_options config = {.log_device_placement = o.log_device_placement, .cluster = f.cluster};
+    fl_session_options config = {.log_device_placement = o.log_device_placement, .cluster = f.cluster,
+                                 .reuse_memory = true}; /* what a schedule holds, counted (schedule.h) */
     s = fl_session_new(g, &config);
     if (initialize(s, g, &m) != 0) {
         fprintf(stderr, "%s: initializing: %s\n", program, fl_session_error(s));
@@ -397,6 +415,8 @@ int main(int argc, char **argv)
     open_summaries(program, o.log_dir, o.histogram_every, g); /* --log_dir: TensorBoard's event file */
     train_nodes nodes = {m.image, m.label, m.loss, m.train_op, m.global_step, NULL};
     rc = train(s, &o, &nodes, &data, total_steps, true);
+    if (rc == 0 && f.mode == MODE_LAYERS)
+        print_memory(s);
     if (rc == 0)
         rc = report_test_accuracy(s, &o, m.image, m.label, m.accuracy, &data);
 out:

@@ -14,11 +14,11 @@
 
 #include "flowlab.h"
 #include "layers.h"
+#include "schedule.h"
 
 #define MAX_REPLICAS 2
 #define MAX_STAGES 4
 #define MAX_PIECES 64 /* replicas x micro-batches */
-#define MAX_VARS 24   /* the CNN has 8 trainable variables, the MLP 20 */
 #define DEVICE_NAME_BYTES 40
 typedef char device_name[DEVICE_NAME_BYTES]; /* "/gpu:1", or "/job:worker/task:3/gpu:0" with --stage_hosts */
 
@@ -28,6 +28,8 @@ typedef char device_name[DEVICE_NAME_BYTES]; /* "/gpu:1", or "/job:worker/task:3
 typedef struct {
     model_kind model;
     int replicas, micro_batches, stages;
+    schedule_kind schedule; /* schedule.h */
+    bool recompute;
     int first_layer[MAX_STAGES + 1];
     char devices[MAX_REPLICAS][MAX_STAGES][DEVICE_NAME_BYTES];
 } pipeline_plan;
@@ -42,9 +44,11 @@ typedef struct {
 /* Every stage of one piece of the batch, each in its name scope ("stage_1")
  * and on its device: stage s is the model's layers [first_layer[s],
  * first_layer[s+1]), and its output is the next stage's input. The
- * variables are made by the first piece and shared by the rest. */
+ * variables are made by the first piece and shared by the rest. With entry,
+ * each stage begins with an Identity ("enter", entry[s]) that a schedule
+ * can hold back and recomputation can start from (schedule.h). */
 static fl_node *build_stages(fl_graph *g, const pipeline_plan *plan, fl_node *image, device_name *devices,
-                             bool reuse)
+                             bool reuse, fl_node **entry)
 {
     fl_variable_scope_push(g, "model", reuse ? FL_REUSE : FL_REUSE_INHERIT);
     fl_node *x = image;
@@ -53,6 +57,8 @@ static fl_node *build_stages(fl_graph *g, const pipeline_plan *plan, fl_node *im
         snprintf(scope, sizeof scope, "stage_%d", s);
         fl_name_scope_push(g, scope);
         fl_device_scope_push(g, devices[s]);
+        if (entry)
+            x = entry[s] = fl_identity(g, x, "enter");
         x = model_layers(g, plan->model, plan->first_layer[s], plan->first_layer[s + 1], x);
         fl_device_pop(g);
         fl_name_scope_pop(g);
@@ -107,9 +113,10 @@ typedef struct {
 /* grads[p][v] is piece p's gradient of variable v. Each variable's mean
  * over the pieces is summed on the variable's own device, so a stage's
  * gradients never leave it; they are applied once, after the last piece.
+ * The sum runs as the pieces come, one Add each, which the session does in
+ * place (its buffer forwarded), so a stage holds one sum, not M gradients.
  * One piece (M = 1, one replica) has nothing to add: its gradients go to
- * the optimizer as they are. An AddN of one and a Mul by 1 would copy
- * dense_1's 12.8 MB gradient twice more per step for nothing. */
+ * the optimizer as they are, not copied twice more by an Add and a Mul. */
 static void accumulate_gradients(fl_graph *g, fl_grad_var grads[][MAX_VARS], int npieces,
                                  int nvars, fl_grad_var *out)
 {
@@ -118,20 +125,18 @@ static void accumulate_gradients(fl_graph *g, fl_grad_var grads[][MAX_VARS], int
         return;
     }
     for (int v = 0; v < nvars; v++) {
-        fl_node *parts[MAX_PIECES];
-        int n = 0;
-        for (int p = 0; p < npieces; p++)
-            if (grads[p][v].grad)
-                parts[n++] = grads[p][v].grad;
-        fl_node *var = grads[0][v].var, *mean = NULL;
-        /* "accumulate/model/dense_1/kernel/sum": named after the variable, so
-         * that a trace (and trace_report) tells which layer it serves */
-        char sum[256], scale[256];
-        snprintf(sum, sizeof sum, "accumulate/%s/sum", fl_node_name(var));
-        snprintf(scale, sizeof scale, "accumulate/%s/mean", fl_node_name(var));
+        fl_node *var = grads[0][v].var, *sum = NULL;
+        /* "accumulate/model/dense_1/kernel/sum_3": named after the variable,
+         * so that a trace (and trace_report) tells which layer it serves */
+        char name[256];
         fl_device_scope_push(g, fl_node_device(var));
-        if (n > 0)
-            mean = fl_mul(g, fl_add_n(g, parts, n, sum), fl_scalar(g, 1.0f / (float)npieces, NULL), scale);
+        for (int p = 0; p < npieces; p++) {
+            snprintf(name, sizeof name, "accumulate/%s/sum_%d", fl_node_name(var), p);
+            if (grads[p][v].grad)
+                sum = sum ? fl_add(g, sum, grads[p][v].grad, name) : grads[p][v].grad;
+        }
+        snprintf(name, sizeof name, "accumulate/%s/mean", fl_node_name(var));
+        fl_node *mean = sum ? fl_mul(g, sum, fl_scalar(g, 1.0f / (float)npieces, NULL), name) : NULL;
         fl_device_pop(g);
         out[v] = (fl_grad_var){mean, var};
     }
@@ -139,8 +144,23 @@ static void accumulate_gradients(fl_graph *g, fl_grad_var grads[][MAX_VARS], int
 // [end:accumulate]
 
 // [book:pipeline]
+/* Piece p's gradients, by fl_compute_gradients or with its activations
+ * recomputed; and under 1F1B, each of its stages held back until an earlier
+ * piece of its replica has gone back through that stage. */
+static int piece_gradients(fl_graph *g, const pipeline_plan *plan, const replica_stages *replica, fl_node *loss,
+                           fl_node *const *entry, fl_grad_var grads[][MAX_VARS], int p)
+{
+    const char *devices[MAX_STAGES];
+    for (int s = 0; s < plan->stages; s++)
+        devices[s] = replica->devices[s];
+    int nvars = plan->recompute ? recompute_gradients(g, plan->model, plan->first_layer, plan->stages, loss, entry,
+                                                      devices, grads[p])
+                                : fl_compute_gradients(g, loss, NULL, 0, grads[p]);
+    return nvars;
+}
+
 /* Cuts the batch into replicas x micro_batches pieces (on the host, where it
- * is fed), runs both stages and the backward pass of each piece on its
+ * is fed), runs the stages and the backward pass of each piece on its
  * replica's devices, and accumulates the gradients. Piece p belongs to
  * replica p / micro_batches. */
 static pipeline_out build_pipeline(fl_graph *g, const pipeline_plan *plan, fl_node *image,
@@ -148,8 +168,9 @@ static pipeline_out build_pipeline(fl_graph *g, const pipeline_plan *plan, fl_no
 {
     pipeline_out out = {0};
     int npieces = plan->replicas * plan->micro_batches;
-    fl_node *images[MAX_PIECES], *labels[MAX_PIECES], *losses[MAX_PIECES];
+    fl_node *images[MAX_PIECES], *labels[MAX_PIECES], *losses[MAX_PIECES], *entry[MAX_STAGES];
     fl_grad_var grads[MAX_PIECES][MAX_VARS];
+    bool entries = plan->schedule == SCHEDULE_1F1B || plan->recompute;
     fl_device_scope_push(g, "/cpu:0");
     fl_split(g, image, npieces, 0, images, "split_image");
     fl_split(g, label, npieces, 0, labels, "split_label");
@@ -161,9 +182,13 @@ static pipeline_out build_pipeline(fl_graph *g, const pipeline_plan *plan, fl_no
         fl_name_scope_push(g, plan->replicas > 1 ? scope : strchr(scope, '/') + 1);
         replica_stages replica = {plan->stages, (device_name *)plan->devices[r]};
         fl_device_function_push(g, place_by_stage, &replica);
-        fl_node *logits = build_stages(g, plan, images[p], replica.devices, p > 0);
+        fl_node *logits = build_stages(g, plan, images[p], replica.devices, p > 0, entries ? entry : NULL);
+        for (int s = 0; plan->schedule == SCHEDULE_1F1B && s < plan->stages; s++)
+            if (m >= plan->stages - s)
+                hold_back_stage(g, plan->model, plan->first_layer, plan->stages, entry[s], s,
+                                grads[p - (plan->stages - s)], out.nvars);
         losses[p] = mean_loss(g, logits, labels[p]);
-        out.nvars = fl_compute_gradients(g, losses[p], NULL, 0, grads[p]);
+        out.nvars = piece_gradients(g, plan, &replica, losses[p], entry, grads, p);
         fl_device_pop(g);
         fl_name_scope_pop(g);
         if (out.nvars < 0 || out.nvars > MAX_VARS)
