@@ -28,8 +28,9 @@ int main(int argc, char **argv)
     lab_runner_start(argv[0], "test_lab07_exercises", "labs/07-model-parallel/model_parallel");
     static const char *const names[][2] = {{"bubble", "bubble"},
                                            {"balanced_cut", "balanced-cut"},
-                                           {"split_bytes", "split-bytes"}};
-    test_exercise_checks("07-model-parallel", names, 3);
+                                           {"split_bytes", "split-bytes"},
+                                           {"schedule_memory", "schedule-memory"}};
+    test_exercise_checks("07-model-parallel", names, 4);
     test_reference_numbers();
     lab_runner_finish();
     return done_testing();

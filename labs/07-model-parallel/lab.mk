@@ -14,7 +14,7 @@ $(LAB07): labs/07-model-parallel/model_parallel.c $(LIB) $(CLUSTER_LIB)
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 $(LAB07_REPORT): labs/tools/trace_events.h
 EX07_DIR    := labs/07-model-parallel/exercises
-EX07_NAMES  := bubble balanced_cut split_bytes
+EX07_NAMES  := bubble balanced_cut split_bytes schedule_memory
 EX07_OUT    := $(BUILD)/exercises/07-model-parallel
 EX07_CHECKS := $(patsubst %,$(EX07_OUT)/check_%,$(EX07_NAMES))
 EX07_SOLVED := $(patsubst %,$(EX07_OUT)/solutions/check_%,$(EX07_NAMES))

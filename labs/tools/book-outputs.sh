@@ -239,6 +239,7 @@ show 07-pair "$GPU_KIND" "$TWO $L7 --split pair $Q7 --trace $SCRATCH/trace.json 
 show 07-mlp-stages "$GPU_KIND" "$FOUR $L7 --model mlp --stages 4 --micro_batches 2 $Q7"
 show 07-cut-balanced "no: it times the layers" "$TWO $L7 --model mlp --cut balanced --batch_size 512 --max_examples 2048 --train_steps 2 --log_every 1 | head -n 4"
 show 07-stage-bubble "no: about half a minute, and it measures time only" "sh labs/07-model-parallel/stage_bubble.sh"
+show 07-schedule-memory "no: about a minute, and it measures speed too" "sh labs/07-model-parallel/schedule_memory.sh 3"
 show 07-bench-pipeline "no: two minutes, and it measures speed only" "build/bench/bench --pipeline"
 # The speeds of one device, the split and the pipeline, side by side, 5
 # rounds (about two minutes on two cores); not rerun, like make bench.

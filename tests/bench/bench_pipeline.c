@@ -7,9 +7,13 @@
  * each, the lab their client; then the MLP's even stages (--model mlp,
  * dense_1-5 and dense_6-10) the same way, with a batch of 1024 so that a
  * micro-batch of 256 keeps the matrix multiplies efficient. GPipe's bubble
- * (S-1)/(M+S-1) predicts the speedup of equal stages: S*M/(M+S-1). */
+ * (S-1)/(M+S-1) predicts the speedup of equal stages: S*M/(M+S-1). Last,
+ * what the first stage holds at M = 8 under GPipe, 1F1B and recomputation,
+ * from the session pool's own count (the lab's memory line). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../loopback.h" /* free ports: other benches and tests may share this machine */
 #include "bench_cores.h"
@@ -62,6 +66,38 @@ static void bench_stage_tasks(int rounds, int steps)
                 whole_r, rounds, 1.4);
 }
 
+/* The first stage's peak in MB from the lab's memory line; NaN when the
+ * run fails or prints none. */
+static double stage_0_peak_mb(const char *schedule)
+{
+    char command[600], line[512];
+    snprintf(command, sizeof command, ON_POCL_TWO "build/labs/07-model-parallel/model_parallel --split layers "
+             "--micro_batches 8 --batch_size 512 --max_examples 1024 --train_steps 2 --seed 1 %s", schedule);
+    FILE *p = popen(command, "r");
+    double mb = NAN;
+    while (p && fgets(line, sizeof line, p)) {
+        const char *at = strstr(line, "memory held at once in the last step:");
+        at = at ? strstr(at, "/gpu:0 ") : NULL;
+        if (at)
+            mb = atof(at + strlen("/gpu:0 "));
+    }
+    return p && pclose(p) == 0 ? mb : NAN;
+}
+
+/* What a schedule holds does not depend on the machine's load: one run each. */
+static void bench_schedule_memory(void)
+{
+    double gpipe = stage_0_peak_mb(""), one_f_one_b = stage_0_peak_mb("--schedule 1f1b"),
+           recompute = stage_0_peak_mb("--recompute");
+    printf("  ch7 memory rows: M=8 micro-batches of 64 on 2 stages; the first stage's values held at once, "
+           "counted by the session's pool\n");
+    row("memory", "ch7: stage 0's peak, 1F1B vs GPipe", "ch7 1F1B peak", "MB", one_f_one_b, gpipe, "GPipe");
+    row("memory", "ch7: stage 0's peak, GPipe recomputed vs GPipe", "ch7 recompute peak", "MB", recompute, gpipe,
+        "GPipe");
+    target_line("ch7 target: 1F1B at most half of GPipe's peak at M=8, S=2 (GPipe's over 1F1B's at least 2x)", &gpipe,
+                &one_f_one_b, 1, 2.0);
+}
+
 void bench_pipeline(void)
 {
     enum { STAGES = 2, MICRO_BATCHES = 4 };
@@ -86,4 +122,5 @@ void bench_pipeline(void)
     bench_csv_row(bench_results, "scaling", "ch7 pipeline M=4 over M=1 predicted by the bubble",
                   "ch7 bubble prediction", "x", predicted, NULL, NAN);
     bench_stage_tasks(rounds, steps);
+    bench_schedule_memory();
 }

@@ -1,9 +1,11 @@
 /* exercises.h: the functions chapter 7's exercises ask you to write. Each
  * lives in its own file in this folder (bubble.c, balanced_cut.c,
- * split_bytes.c); edit that file, then run `make exercises` from the top
+ * split_bytes.c, schedule_memory.c); edit that file, then run `make exercises` from the top
  * of the repository. Reference answers are in solutions/. */
 #ifndef LAB07_EXERCISES_H
 #define LAB07_EXERCISES_H
+
+#include <stdbool.h>
 
 /* Exercise bubble, part 1: GPipe's bubble, the fraction of a step each of
  * `stages` equal stages is idle when the batch flows through them as
@@ -48,5 +50,17 @@ long my_row_split_bytes(int batch, int in, int out);
  * columns (its halves joined on the first device) and then W2 by rows. */
 long my_pair_split_bytes(int batch, int in, int hidden, int out);
 long my_separate_split_bytes(int batch, int in, int hidden, int out);
+
+/* Exercise schedule-memory: the most bytes stage s (0 <= s < stages) holds
+ * at once when the batch flows through as micro_batches micro-batches. Each
+ * micro-batch's forward pass leaves `activations` bytes on the stage, its
+ * input's `input` bytes among them, until its backward pass through the
+ * stage frees them. GPipe (one_f_one_b false) runs every forward pass
+ * before the backward passes; 1F1B starts micro-batch m on stage s only once
+ * m - (stages - s) has gone back through it. With recompute, a stage keeps
+ * only each micro-batch's input and rebuilds one micro-batch's activations
+ * at a time, just before its backward pass. */
+double my_held_bytes(int stages, int micro_batches, int s, double activations, double input, bool one_f_one_b,
+                     bool recompute);
 
 #endif
