@@ -346,6 +346,8 @@ static int sweep(fl_session *s, int npending, int *oldest, fl_device **on)
         fl_node *n = fl_session_planned(s, s->run.pending[k]);
         fl_device *device = NULL;
         int64_t age = inputs_issued(s, n) ? would_wait_for(s, n, &device) : INT64_MAX;
+        if (age == -1 && fl_session_passes_variable_use(s, n, s->run.pending, kept))
+            age = INT64_MAX; /* not ready until the node before it on its variable is issued */
         if (age == -1) {
             if (issue(s, n) != 0)
                 return -1;

@@ -288,6 +288,12 @@ int fl_session_master_variable_has_value(fl_session *s, const fl_node *var);
  * 0's buffer: in[0] is read by nothing else in this run, and more. */
 bool fl_session_can_forward(const fl_session *s, const fl_node *n, const fl_tensor *in0, fl_shape shape);
 
+/* ---- session_variable_order.c: nodes on one variable keep creation order ---- */
+/* Whether issuing n now would pass a node still waiting before it in
+ * creation order (the ids waiting[0..nwaiting)) where one of the two
+ * updates in place a variable the other reads or updates: n then waits. */
+bool fl_session_passes_variable_use(const fl_session *s, const fl_node *n, const int *waiting, int nwaiting);
+
 /* ---- session_prune.c: checks a run's fetches, targets and feeds, records
  * the feeds in fed and marks in needed (the executor's, by node id) what
  * the run needs; -1 with the error set. ---- */

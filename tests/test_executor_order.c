@@ -3,8 +3,8 @@
  * on with the work queued after it (the towers' gradients reach the
  * controller while the towers still compute), a host op never writes
  * memory that a device has still to copy in, and a value crosses to a
- * device once per run however many nodes there read it. One PoCL device,
- * one thread. */
+ * device once per run however many nodes there read it, and nodes on one
+ * variable keep the order they were made in. One PoCL device, one thread. */
 #include "tap.h"
 #include "flowlab.h"
 #include "session_internal.h" /* the recorded events, to read their times */
@@ -155,6 +155,50 @@ static void one_copy_per_device(void)
     fl_graph_free(g);
 }
 
+/* On /cpu:0, `before` reads variable v times `late`, which /gpu:0 finishes
+ * only after the slow chain; an Assign made after `before` overwrites v and
+ * could start at once. `fill` zeroes u once `late` is there; `after`, made
+ * after it, reads u and could start at once. Nodes on one variable keep the
+ * order they were made in, as on one in-order device, though the executor
+ * lets other nodes pass one that waits: `before` sees v before the Assign,
+ * `after` sees u after the fill (chapter 7's pair split on two tasks once
+ * updated dense_2's kernel before its backward MatMul had read it). */
+static void one_variable_keeps_creation_order(void)
+{
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, "/gpu:0");
+    fl_node *last = NULL;
+    fl_node *late = slow_chain(g, &last);
+    fl_device_pop(g);
+    fl_device_scope_push(g, "/cpu:0");
+    fl_node *v = fl_get_variable(g, "v", fl_shape_make(1, 8), fl_constant_initializer(1.0f));
+    fl_node *u = fl_get_variable(g, "u", fl_shape_make(1, 8), fl_constant_initializer(1.0f));
+    fl_node *zeros = fl_get_variable(g, "zeros", fl_shape_make(1, 8), fl_zeros_initializer());
+    fl_node *before = fl_mul(g, v, late, "before");
+    fl_node *overwrite = fl_assign(g, v, zeros, "overwrite");
+    fl_node *fill = fl_assign(g, u, fl_mul(g, zeros, late, NULL), "fill");
+    fl_node *after = fl_add(g, u, fl_scalar(g, 2.0f, NULL), "after");
+    fl_device_pop(g);
+    fl_session *s = initialized_session(g);
+    if (!ok(s != NULL, "the variables of the fourth graph initialize")) {
+        fl_graph_free(g);
+        return;
+    }
+    fl_tensor *out[2] = {NULL, NULL};
+    int rc = fl_session_run(s, NULL, 0, (fl_node *[]){before, after}, 2, out, (fl_node *[]){overwrite, fill}, 2);
+    if (!ok(rc == 0, "a run whose updates of v and u could pass their readers succeeds"))
+        diag("%s", fl_session_error(s));
+    float seen_v = rc == 0 ? fl_tensor_floats(out[0])[7] : -1, seen_u = rc == 0 ? fl_tensor_floats(out[1])[7] : -1;
+    if (!ok(seen_v == (float)N, "the reader made before the Assign, waiting for /gpu:0, saw v before it"))
+        diag("v * late = %g, want %d (0: the Assign passed it)", (double)seen_v, N);
+    if (!ok(seen_u == 2.0f, "the reader made after the fill, which waits for /gpu:0, saw u after it"))
+        diag("u + 2 = %g, want 2 (3: it passed the fill)", (double)seen_u);
+    for (int i = 0; i < 2; i++)
+        fl_tensor_free(out[i]);
+    fl_session_free(s);
+    fl_graph_free(g);
+}
+
 int main(void)
 {
     /* The copy path, as a GPU takes it: on PoCL a host op would read the
@@ -171,5 +215,6 @@ int main(void)
     early_value_goes_first();
     host_write_waits_for_copy_in();
     one_copy_per_device();
+    one_variable_keeps_creation_order();
     return done_testing();
 }
