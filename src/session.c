@@ -2,9 +2,11 @@
  * A run prunes the graph to what the fetches and targets need, places each
  * node on a device, then hands the nodes to their devices in creation order
  * (a topological order), except that a node whose input is still being
- * computed on another device waits while the nodes after it go ahead. Every
- * node keeps its output buffer between runs, so a warm step allocates
- * nothing; variables keep their values. */
+ * computed on another device waits while the nodes after it go ahead (but
+ * for those on a variable it reads or updates: session_variable_order.c).
+ * Every node keeps its output buffer between runs, or with reuse_memory
+ * borrows one from its device's pool (session_memory.c), so a warm step
+ * allocates nothing; variables keep their values. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
