@@ -22,6 +22,7 @@ static void destroy_plan(fl_conv_plan *p)
     if (p->filter) cudnnDestroyFilterDescriptor(p->filter);
     if (p->conv) cudnnDestroyConvolutionDescriptor(p->conv);
     if (p->pool) cudnnDestroyPoolingDescriptor(p->pool);
+    fl_conv_engine_free(p->engine);
     free(p);
 }
 
@@ -231,7 +232,11 @@ static int choose_algorithm(fl_cuda_device *d, fl_conv_plan *p)
         return -1;
     p->deterministic = chosen->determinism == CUDNN_DETERMINISTIC;
     p->measured = how == MEASURE;
-    return keep(d, p, chosen->algo, chosen->math);
+    if (keep(d, p, chosen->algo, chosen->math) != 0)
+        return -1;
+    if (how == MEASURE)
+        fl_conv_engine_consider(d, p);
+    return 0;
 }
 
 /* ---- making and finding plans ---- */
@@ -309,6 +314,17 @@ void fl_cuda_math_policy(void *impl, int *tf32, int *measured_plans)
     for (const fl_conv_plan *p = d->conv_plans; p; p = p->next)
         *measured_plans += p->measured;
     pthread_mutex_unlock(&plans_lock);
+}
+
+int fl_cuda_conv_graph_plans(void *impl)
+{
+    fl_cuda_device *d = impl;
+    int count = 0;
+    pthread_mutex_lock(&plans_lock);
+    for (const fl_conv_plan *p = d->conv_plans; p; p = p->next)
+        count += p->engine != NULL;
+    pthread_mutex_unlock(&plans_lock);
+    return count;
 }
 
 bool fl_cuda_deterministic_requested(void)

@@ -32,6 +32,9 @@ typedef struct fl_conv_plan {
     size_t workspace_bytes;
     bool deterministic; /* cuDNN says the algorithm gives the same bits every run */
     bool measured;      /* chosen by timing every algorithm (cudnnFind*), not by heuristics */
+    /* A graph-API execution plan that timed faster than the legacy
+     * algorithm (conv_engines.c), run instead of it; NULL otherwise. */
+    struct fl_conv_engine *engine;
     struct fl_conv_plan *next;
 } fl_conv_plan;
 
@@ -49,5 +52,17 @@ static inline int fl_pool_padded_w(const fl_conv_geometry *g) { return g->pad_le
  * stream is being captured) cuDNN's first choice by its heuristics. NULL, with the
  * error set, when cuDNN refuses the shape. Safe from several threads. */
 const fl_conv_plan *fl_conv_plan_for(fl_cuda_device *d, fl_conv_plan_kind kind, const fl_conv_geometry *g);
+
+/* conv_engines.c: runs p's convolution on d's stream, through its graph
+ * plan or its legacy algorithm, with workspace of p->workspace_bytes. The
+ * tensors by role: x the image (or, for the data gradient, its gradient,
+ * written), w the filter (the filter gradient's output), y the output (or
+ * the gradient coming in). */
+int fl_conv_plan_run(fl_cuda_device *d, const fl_conv_plan *p, const void *x, const void *w, const void *y,
+                     void *work);
+/* Times the graph API's engines against p's legacy algorithm and keeps the
+ * faster (TF32 allowed and FLOWLAB_CUDNN_ENGINES not 0; the stream free). */
+void fl_conv_engine_consider(fl_cuda_device *d, fl_conv_plan *p);
+void fl_conv_engine_free(struct fl_conv_engine *e);
 
 #endif

@@ -17,5 +17,8 @@ void fl_cuda_conv_plan_counts(void *impl, int *plans, int *nondeterministic);
 /* Whether the device allows TF32 (FLOWLAB_ALLOW_TF32, the GPU), and how
  * many of its cuDNN plans chose their algorithm by timing them all. */
 void fl_cuda_math_policy(void *impl, int *tf32, int *measured_plans);
+/* How many of its plans run a cuDNN graph-API engine that timed faster
+ * than the legacy algorithm (conv_engines.c). */
+int fl_cuda_conv_graph_plans(void *impl);
 
 #endif

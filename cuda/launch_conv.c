@@ -109,16 +109,15 @@ static const float one = 1.0f, zero_f = 0.0f;
 
 /* ---- Conv2D(input, filter) ---- */
 
-static int conv_forward(fl_cuda_device *d, const fl_conv_plan *p, const float *image, const float *filter,
-                        float *y)
+/* One convolution of plan p, its workspace from the pool; the tensors by
+ * role as fl_conv_plan_run takes them. */
+static int run_plan(fl_cuda_device *d, const fl_conv_plan *p, const void *x, const void *w, const void *y)
 {
     bool failed;
     void *work = workspace(d, p->workspace_bytes, &failed);
     if (failed)
         return out_of_memory("convolution workspace");
-    int rc = fl_cudnn_check(cudnnConvolutionForward(d->cudnn, &one, p->x, image, p->filter, filter, p->conv,
-                                                    p->forward, work, p->workspace_bytes, &zero_f, p->y, y),
-                            "cudnnConvolutionForward");
+    int rc = fl_conv_plan_run(d, p, x, w, y, work);
     fl_cuda_pool_put(d, work);
     return rc;
 }
@@ -134,7 +133,7 @@ FL_CUDA_OP(fl_cuda_conv2d)
         return -1;
     float *filter = filter_to_cudnn(d, &g, in[1]->data);
     const float *image = filter ? conv_image(d, &g, in[0]->data) : NULL;
-    int rc = image ? conv_forward(d, plan, image, filter, out->data) : out_of_memory("convolution");
+    int rc = image ? run_plan(d, plan, image, filter, out->data) : out_of_memory("convolution");
     if (image)
         release_image(d, image, in[0]->data);
     fl_cuda_pool_put(d, filter);
@@ -152,21 +151,6 @@ FL_CUDA_OP(fl_cuda_fused_conv2d)
 
 /* ---- Conv2DBackpropInput(dy, filter, input): dx shaped like the input ---- */
 
-static int conv_backward_data(fl_cuda_device *d, const fl_conv_plan *p, const float *filter, const float *dy,
-                              float *dx)
-{
-    bool failed;
-    void *work = workspace(d, p->workspace_bytes, &failed);
-    if (failed)
-        return out_of_memory("convolution workspace");
-    int rc = fl_cudnn_check(cudnnConvolutionBackwardData(d->cudnn, &one, p->filter, filter, p->y, dy, p->conv,
-                                                         p->backward_data, work, p->workspace_bytes, &zero_f,
-                                                         p->x, dx),
-                            "cudnnConvolutionBackwardData");
-    fl_cuda_pool_put(d, work);
-    return rc;
-}
-
 /* With uneven padding cuDNN computes the gradient of the padded image; the
  * extra row/column is padding, so its gradient is dropped by the crop. */
 FL_CUDA_OP(fl_cuda_conv2d_backprop_input)
@@ -182,7 +166,7 @@ FL_CUDA_OP(fl_cuda_conv2d_backprop_input)
     float *filter = filter_to_cudnn(d, &g, in[1]->data);
     size_t padded = (size_t)g.batch * (size_t)(g.h + eh) * (size_t)(g.w + ew) * (size_t)g.c;
     float *dx = filter && uneven(&g) ? fl_cuda_pool_get(d, padded * sizeof(float)) : out->data;
-    int rc = filter && dx ? conv_backward_data(d, plan, filter, in[0]->data, dx)
+    int rc = filter && dx ? run_plan(d, plan, dx, filter, in[0]->data)
                           : out_of_memory("convolution gradient");
     if (rc == 0 && dx != out->data)
         rc = fl_cuda_launched(fl_cu_crop_nhwc(dx, out->data, g.batch, g.h, g.w, g.c, 0, eh, 0, ew, d->stream));
@@ -193,21 +177,6 @@ FL_CUDA_OP(fl_cuda_conv2d_backprop_input)
 }
 
 /* ---- Conv2DBackpropFilter(dy, input, filter): df shaped like the filter ---- */
-
-static int conv_backward_filter(fl_cuda_device *d, const fl_conv_plan *p, const float *image, const float *dy,
-                                float *df)
-{
-    bool failed;
-    void *work = workspace(d, p->workspace_bytes, &failed);
-    if (failed)
-        return out_of_memory("convolution workspace");
-    int rc = fl_cudnn_check(cudnnConvolutionBackwardFilter(d->cudnn, &one, p->x, image, p->y, dy, p->conv,
-                                                           p->backward_filter, work, p->workspace_bytes, &zero_f,
-                                                           p->filter, df),
-                            "cudnnConvolutionBackwardFilter");
-    fl_cuda_pool_put(d, work);
-    return rc;
-}
 
 /* cuDNN writes [Cout,KH,KW,Cin]; transposed back to [KH,KW,Cin,Cout]. */
 FL_CUDA_OP(fl_cuda_conv2d_backprop_filter)
@@ -222,7 +191,7 @@ FL_CUDA_OP(fl_cuda_conv2d_backprop_filter)
     int64_t taps = (int64_t)g.kh * g.kw * g.c;
     float *df = fl_cuda_pool_get(d, (size_t)(taps * g.oc) * sizeof(float));
     const float *image = df ? conv_image(d, &g, in[1]->data) : NULL;
-    int rc = image ? conv_backward_filter(d, plan, image, in[0]->data, df) : out_of_memory("filter gradient");
+    int rc = image ? run_plan(d, plan, image, df, in[0]->data) : out_of_memory("filter gradient");
     if (rc == 0)
         rc = fl_cuda_launched(fl_cu_transpose(df, out->data, g.oc, taps, d->stream));
     if (image)

@@ -9,6 +9,10 @@
 #define FLOWLAB_TESTS_CUDA_TESTS_H
 
 #include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +60,47 @@ static void *cuda_module_symbol(const char *name)
     const char *path = getenv(cuda->module_path_env);
     void *module = dlopen(path && path[0] ? path : cuda->module_path, RTLD_NOW | RTLD_NOLOAD);
     return module ? dlsym(module, name) : NULL;
+}
+
+/* The compute capability's major of /gpu:0, from its description; 0 unknown. */
+static inline int cuda_compute_major(void)
+{
+    fl_device_info info[4];
+    int major = 0, minor = 0;
+    if (fl_list_devices(info, 4) < 2)
+        return 0;
+    const char *cc = strstr(info[1].description, "compute capability ");
+    if (cc)
+        sscanf(cc, "compute capability %d.%d", &major, &minor);
+    return major;
+}
+
+/* Runs measure(result) in a child forked before this process touches
+ * CUDA, with env=value set there (a policy the device reads when it
+ * opens), and copies its result back through a pipe. measure runs only if
+ * /gpu:0 opens. False when the child failed. */
+static inline bool measure_in_child(const char *env, const char *value, void *result, size_t size,
+                                    void (*measure)(void *result))
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return false;
+    pid_t child = fork();
+    if (child == 0) {
+        close(fds[0]);
+        setenv(env, value, 1);
+        if (fl_accelerator(0))
+            measure(result);
+        ssize_t wrote = write(fds[1], result, size);
+        _exit(wrote == (ssize_t)size ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t got = child > 0 ? read(fds[0], result, size) : -1;
+    close(fds[0]);
+    int status = 0;
+    if (child > 0)
+        waitpid(child, &status, 0);
+    return got == (ssize_t)size && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 #endif

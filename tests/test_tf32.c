@@ -8,8 +8,6 @@
  * flowlab has no CUDA device. */
 #include <math.h>
 #include <stdio.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "gradcheck.h"
 #include "cuda_tests.h"
@@ -87,42 +85,8 @@ static errors measure(void)
     return e;
 }
 
-/* The FLOWLAB_ALLOW_TF32=0 half, in a child that opens the GPU afresh; its
- * errors come back through a pipe. */
-static bool measure_without_tf32(errors *e)
-{
-    int fds[2];
-    if (pipe(fds) != 0)
-        return false;
-    pid_t child = fork();
-    if (child == 0) {
-        close(fds[0]);
-        setenv("FLOWLAB_ALLOW_TF32", "0", 1);
-        errors mine = fl_accelerator(0) ? measure() : (errors){-1.0, -1.0, -1};
-        ssize_t wrote = write(fds[1], &mine, sizeof mine);
-        _exit(wrote == (ssize_t)sizeof mine ? 0 : 1);
-    }
-    close(fds[1]);
-    ssize_t got = child > 0 ? read(fds[0], e, sizeof *e) : -1;
-    close(fds[0]);
-    int status = 0;
-    if (child > 0)
-        waitpid(child, &status, 0);
-    return got == (ssize_t)sizeof *e && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-/* The compute capability's major from the device's description. */
-static int compute_major(void)
-{
-    fl_device_info info[4];
-    int major = 0, minor = 0;
-    if (fl_list_devices(info, 4) < 2)
-        return 0;
-    const char *cc = strstr(info[1].description, "compute capability ");
-    if (cc)
-        sscanf(cc, "compute capability %d.%d", &major, &minor);
-    return major;
-}
+/* The FLOWLAB_ALLOW_TF32=0 half, in a child that opens the GPU afresh. */
+static void measure_into(void *result) { *(errors *)result = measure(); }
 
 int main(void)
 {
@@ -130,9 +94,9 @@ int main(void)
     unsetenv("FLOWLAB_ALLOW_TF32");
     /* The child first: a process that has touched CUDA cannot fork one that uses it. */
     errors off = {-1.0, -1.0, -1}, on;
-    bool child_ran = measure_without_tf32(&off);
+    bool child_ran = measure_in_child("FLOWLAB_ALLOW_TF32", "0", &off, sizeof off, measure_into);
     require_cuda();
-    int major = compute_major();
+    int major = cuda_compute_major();
     bool has_tf32 = major >= 8;
     ok(child_ran, "with FLOWLAB_ALLOW_TF32=0 a child runs the convolution and the product");
     ok(off.tf32 == 0, "FLOWLAB_ALLOW_TF32=0: the device says TF32 is off");
