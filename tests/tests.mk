@@ -76,7 +76,7 @@ $(BUILD)/tests/test_nan_loss: $(BUILD)/labs/01-single-device/single_device $(BUI
 $(BUILD)/tests/test_secure_listen: $(BUILD)/labs/tools/flowlab_server $(BUILD)/labs/03-between-graph/between_graph
 # The tests that need a CUDA GPU share their skip (and chapter 1's model, for
 # the determinism test).
-$(BUILD)/tests/test_cuda $(BUILD)/tests/test_deterministic $(BUILD)/tests/test_tf32 $(BUILD)/tests/test_cudnn_engines: tests/cuda_tests.h
+$(BUILD)/tests/test_cuda $(BUILD)/tests/test_deterministic $(BUILD)/tests/test_tf32 $(BUILD)/tests/test_cuda_convolutions: tests/cuda_tests.h
 $(BUILD)/tests/test_deterministic: labs/common/model.h
 
 # The wire's tests pack hostile bodies with protobuf-c alone: wire.proto's generated code.
