@@ -16,6 +16,8 @@
  *   Apply*(..., Div(AddN(g1..gk), d)) -> FusedApply*(..., g1..gk, d), the
  *     towers' mean made in the update's one pass, also for k = 1 (Div(g, d))
  *     and gradients on other devices (issue 42).
+ *   ApplyAdam x N on one device, one set of beta powers and attrs -> MultiApplyAdam
+ *     (session_fusion_adam.c, issue 41 item 4).
  * A Relu's gradient reads the Relu's input (the Add); where the Relu's
  * output is in the step too, ReluGrad reads that instead (the same mask:
  * Relu(a) > 0 exactly where a > 0), so the Add keeps a single reader.
@@ -38,6 +40,9 @@ void fl_session_free_fusion(fl_session *s)
     free(p->made_inputs);
     free(p->consumers);
     free(p->relu_of);
+    free(p->reach);
+    free(p->after);
+    fl_session_free_adam_groups(p);
     memset(p, 0, sizeof *p);
 }
 
@@ -54,6 +59,8 @@ static void grow(fl_session *s)
     p->made_inputs = fl_xcalloc(n * FUSED_INPUTS, sizeof *p->made_inputs);
     p->consumers = fl_xcalloc(n, sizeof *p->consumers);
     p->relu_of = fl_xcalloc(n, sizeof *p->relu_of);
+    p->reach = fl_xcalloc(n, sizeof *p->reach);
+    p->after = fl_xcalloc(n, sizeof *p->after);
 }
 
 fl_node *fl_session_planned(const fl_session *s, int id)
@@ -71,11 +78,13 @@ static bool fusion_wanted(const fl_session *s)
 
 /* ---- who reads what in this run ---- */
 
-static bool runs_op(const fl_session *s, const fl_node *n)
+bool fl_session_fusion_runs_op(const fl_session *s, const fl_node *n)
 {
     bool source = n->op == FL_OP_PLACEHOLDER || n->op == FL_OP_VARIABLE || n->op == FL_OP_CONST;
     return s->fusion.needed[n->id] && !fl_session_fed(s, n->id) && !source;
 }
+
+static bool runs_op(const fl_session *s, const fl_node *n) { return fl_session_fusion_runs_op(s, n); }
 
 /* consumers: each needed op's inputs and control inputs, counted; relu_of:
  * for a value a, a Relu of this run that reads it. */
@@ -281,5 +290,6 @@ void fl_session_fuse(fl_session *s, bool *needed)
     fuse_kind(s, FL_OP_RELU);
     fuse_kind(s, FL_OP_ADD);
     fuse_updates(s);
+    fl_session_fuse_adam_groups(s);
     s->fusion.needed = NULL;
 }
