@@ -172,7 +172,7 @@ typedef struct {
     int *consumers;       /* this step's readers of each value (inputs and controls) */
     fl_node **relu_of;    /* a Relu of this step that reads the value */
     bool *needed;         /* the executor's, lent for fl_session_fuse */
-    /* session_fusion_adam.c's: by id, whether a node depends on an update
+    /* The multi-tensor Adam's: by id, whether a node depends on an update
      * it groups, and a grouped update's one control (its MultiApplyAdam);
      * then its groups and their MultiApplyAdams' inputs, kept between runs. */
     bool *reach;
@@ -315,12 +315,6 @@ int fl_session_prune(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *c
  * graph's, or the session's fused stand-in). ---- */
 void fl_session_fuse(fl_session *s, bool *needed);
 fl_node *fl_session_planned(const fl_session *s, int id);
-/* Whether n runs as an op this step (needed, not fed, not a source). */
-bool fl_session_fusion_runs_op(const fl_session *s, const fl_node *n);
-/* session_fusion_adam.c: the step's ApplyAdams on one device with the same
- * beta powers and attrs run as one MultiApplyAdam (within fl_session_fuse). */
-void fl_session_fuse_adam_groups(fl_session *s);
-void fl_session_free_adam_groups(fl_fusion_plan *p);
 void fl_session_free_fusion(fl_session *s);
 
 /* ---- session_copies.c: values crossing devices ---- */

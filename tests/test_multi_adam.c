@@ -1,4 +1,4 @@
-/* test_multi_adam.c: the fusion pass's multi-tensor Adam (src/session_fusion_adam.c,
+/* test_multi_adam.c: the fusion pass's multi-tensor Adam (src/session_fusion.c,
  * issue 41 item 4): the ApplyAdams of one optimizer on one device run as one
  * MultiApplyAdam, which leaves every variable and slot with exactly the bits
  * the per-variable kernels leave (sizes 1, 7, 4099 and a matrix, several
