@@ -63,6 +63,7 @@ static const fl_cl_launcher launchers[FL_OP_COUNT] = {
     [FL_OP_FUSED_APPLY_GRADIENT_DESCENT] = fl_cl_fused_apply_gradient_descent,
     [FL_OP_FUSED_APPLY_MOMENTUM] = fl_cl_fused_apply_momentum,
     [FL_OP_FUSED_APPLY_ADAM] = fl_cl_fused_apply_adam,
+    [FL_OP_MULTI_APPLY_ADAM] = fl_cl_multi_apply_adam,
     [FL_OP_FUSED_CONV2D] = fl_cl_fused_conv2d,
     [FL_OP_FUSED_MATMUL] = fl_cl_fused_matmul,
     [FL_OP_MAX_POOL_RELU_GRAD] = fl_cl_max_pool_relu_grad,

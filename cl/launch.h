@@ -58,6 +58,7 @@ FL_CL_OP(fl_cl_apply_adam);
 FL_CL_OP(fl_cl_fused_apply_gradient_descent);
 FL_CL_OP(fl_cl_fused_apply_momentum);
 FL_CL_OP(fl_cl_fused_apply_adam);
+FL_CL_OP(fl_cl_multi_apply_adam);
 /* launch_matmul.c: MatMul (CLBlast or cl/gemm.h) */
 FL_CL_OP(fl_cl_matmul);
 /* launch_conv.c: convolution and pooling */

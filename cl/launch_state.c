@@ -119,6 +119,20 @@ FL_CL_OP(fl_cl_apply_momentum)
     return run_update(&c, count);
 }
 
+/* Adam's kernel on one variable: var, m, v, the beta powers, grad. */
+static int adam_update(fl_cl_device *d, const fl_node *n, void *const tensors[6], int count)
+{
+    fl_cl_call c = fl_cl_begin(d, K_APPLY_ADAM);
+    for (int i = 0; i < 6; i++)
+        fl_cl_mem(&c, tensors[i]);
+    fl_cl_float(&c, n->attrs.learning_rate);
+    fl_cl_float(&c, n->attrs.beta1);
+    fl_cl_float(&c, n->attrs.beta2);
+    fl_cl_float(&c, n->attrs.epsilon);
+    fl_cl_int(&c, count);
+    return run_update(&c, count);
+}
+
 /* Inputs: var, m, v, beta1_power, beta2_power, grad. */
 FL_CL_OP(fl_cl_apply_adam)
 {
@@ -127,15 +141,31 @@ FL_CL_OP(fl_cl_apply_adam)
     int count = fl_cl_count(in[0]);
     if (count < 0)
         return -1;
-    fl_cl_call c = fl_cl_begin(d, K_APPLY_ADAM);
+    void *tensors[6];
     for (int i = 0; i < 6; i++)
-        fl_cl_mem(&c, in[i]->data);
-    fl_cl_float(&c, n->attrs.learning_rate);
-    fl_cl_float(&c, n->attrs.beta1);
-    fl_cl_float(&c, n->attrs.beta2);
-    fl_cl_float(&c, n->attrs.epsilon);
-    fl_cl_int(&c, count);
-    return run_update(&c, count);
+        tensors[i] = in[i]->data;
+    return adam_update(d, n, tensors, count);
+}
+
+/* MultiApplyAdam (src/ops_fused.c): var, m, v of each variable, the beta
+ * powers, each gradient. A loop of Adam's kernel, one enqueue per variable:
+ * an in-order queue runs them back to back, and OpenCL C passes no table of
+ * buffers to make them one kernel. */
+FL_CL_OP(fl_cl_multi_apply_adam)
+{
+    (void)out;
+    (void)ctx;
+    int variables = fl_multi_adam_count(n), powers = 3 * variables;
+    for (int k = 0; k < variables; k++) {
+        int count = fl_cl_count(in[3 * k]);
+        if (count < 0)
+            return -1;
+        void *tensors[6] = {in[3 * k]->data, in[3 * k + 1]->data, in[3 * k + 2]->data, in[powers]->data,
+                            in[powers + 1]->data, in[powers + 2 + k]->data};
+        if (adam_update(d, n, tensors, count) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* ---- the fused updates: an update of the towers' mean (src/ops_fused.c) ---- */

@@ -317,6 +317,7 @@ static const fl_cuda_launcher launchers[FL_OP_COUNT] = {
     [FL_OP_APPLY_GRADIENT_DESCENT] = fl_cuda_apply_gradient_descent,
     [FL_OP_APPLY_MOMENTUM] = fl_cuda_apply_momentum,
     [FL_OP_APPLY_ADAM] = fl_cuda_apply_adam,
+    [FL_OP_MULTI_APPLY_ADAM] = fl_cuda_multi_apply_adam,
     [FL_OP_FUSED_CONV2D] = fl_cuda_fused_conv2d,
     [FL_OP_FUSED_MATMUL] = fl_cuda_fused_matmul,
     [FL_OP_MAX_POOL_RELU_GRAD] = fl_cuda_max_pool_relu_grad,

@@ -63,6 +63,23 @@ cudaError_t fl_cu_apply_momentum(float *var, float *accum, const float *grad, fl
 cudaError_t fl_cu_apply_adam(float *var, float *m, float *v, const float *beta1_power,
                              const float *beta2_power, const float *grad, float lr, float beta1,
                              float beta2, float epsilon, int64_t n, cudaStream_t s);
+/* MultiApplyAdam: every variable of the table in one launch, each element
+ * as fl_cu_apply_adam updates it. start[k]: where variable k's elements
+ * begin in their concatenation (start[0] = 0), total: its length. */
+#define FL_CU_ADAM_TABLE 32 /* src/runtime.h's FL_MULTI_ADAM_VARIABLES */
+typedef struct {
+    float *var, *m, *v;
+    const float *grad;
+} fl_cu_adam_tensor;
+typedef struct {
+    fl_cu_adam_tensor tensor[FL_CU_ADAM_TABLE];
+    int64_t start[FL_CU_ADAM_TABLE];
+    int64_t total;
+    int count;
+} fl_cu_adam_table;
+cudaError_t fl_cu_multi_apply_adam(const fl_cu_adam_table *table, const float *beta1_power,
+                                   const float *beta2_power, float lr, float beta1, float beta2, float epsilon,
+                                   cudaStream_t s);
 
 /* ---- nn.cu: activations, softmax and the sparse cross-entropy ---- */
 cudaError_t fl_cu_activation(fl_cu_act f, const float *x, float *out, int64_t n,

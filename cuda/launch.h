@@ -55,6 +55,7 @@ FL_CUDA_OP(fl_cuda_assign_add);
 FL_CUDA_OP(fl_cuda_apply_gradient_descent);
 FL_CUDA_OP(fl_cuda_apply_momentum);
 FL_CUDA_OP(fl_cuda_apply_adam);
+FL_CUDA_OP(fl_cuda_multi_apply_adam);
 /* launch_matmul.c: MatMul through cuBLAS, and FusedMatMul (the session's
  * fusion, src/session_fusion.c) with the bias and ReLU after it */
 FL_CUDA_OP(fl_cuda_matmul);

@@ -1,6 +1,7 @@
 /* launch_state.c: CUDA launchers for values, variables and optimizer
  * updates: Fill, the random initializers (made on the host), Assign,
- * AssignAdd and the Apply* rules of optimizers.cu, in place. */
+ * AssignAdd and the Apply* rules of optimizers.cu, in place (MultiApplyAdam's
+ * variables in one launch). */
 #include "launch.h"
 
 static int64_t count_of(const fl_tensor *t) { return fl_shape_size(t->shape); }
@@ -101,4 +102,30 @@ FL_CUDA_OP(fl_cuda_apply_adam)
     return fl_cuda_launched(fl_cu_apply_adam(in[0]->data, in[1]->data, in[2]->data, in[3]->data,
                                              in[4]->data, in[5]->data, a->learning_rate, a->beta1,
                                              a->beta2, a->epsilon, count, d->stream));
+}
+
+_Static_assert(FL_CU_ADAM_TABLE == FL_MULTI_ADAM_VARIABLES, "a group of the fusion pass fits one table");
+
+/* MultiApplyAdam (src/ops_fused.c): var, m, v of each variable, the beta
+ * powers, each gradient; one launch for them all, its table by value. */
+FL_CUDA_OP(fl_cuda_multi_apply_adam)
+{
+    (void)out;
+    (void)ctx;
+    int variables = fl_multi_adam_count(n), powers = 3 * variables;
+    fl_cu_adam_table t = {.count = 0};
+    for (int k = 0; k < variables && k < FL_CU_ADAM_TABLE; k++) {
+        int64_t count = count_of(in[3 * k]);
+        if (count == 0)
+            continue;
+        t.tensor[t.count] = (fl_cu_adam_tensor){in[3 * k]->data, in[3 * k + 1]->data, in[3 * k + 2]->data,
+                                                in[powers + 2 + k]->data};
+        t.start[t.count++] = t.total;
+        t.total += count;
+    }
+    if (t.total == 0)
+        return 0;
+    const fl_attrs *a = &n->attrs;
+    return fl_cuda_launched(fl_cu_multi_apply_adam(&t, in[powers]->data, in[powers + 1]->data, a->learning_rate,
+                                                   a->beta1, a->beta2, a->epsilon, d->stream));
 }

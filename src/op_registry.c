@@ -22,7 +22,8 @@ extern const fl_op_def fl_def_conv2d, fl_def_conv2d_backprop_input, fl_def_conv2
     fl_def_max_pool, fl_def_max_pool_grad;
 extern const fl_op_def fl_def_apply_gradient_descent, fl_def_apply_momentum, fl_def_apply_adam;
 extern const fl_op_def fl_def_fused_conv2d, fl_def_fused_matmul, fl_def_max_pool_relu_grad,
-    fl_def_fused_apply_gradient_descent, fl_def_fused_apply_momentum, fl_def_fused_apply_adam;
+    fl_def_fused_apply_gradient_descent, fl_def_fused_apply_momentum, fl_def_fused_apply_adam,
+    fl_def_multi_apply_adam;
 extern const fl_op_def fl_def_send, fl_def_recv;
 extern const fl_op_def fl_def_accumulator_apply_gradient, fl_def_accumulator_take_gradient,
     fl_def_accumulator_set_global_step, fl_def_accumulator_wait_step, fl_def_accumulator_close;
@@ -84,6 +85,7 @@ static const fl_op_def *const op_table[FL_OP_COUNT] = {
     [FL_OP_FUSED_APPLY_GRADIENT_DESCENT] = &fl_def_fused_apply_gradient_descent,
     [FL_OP_FUSED_APPLY_MOMENTUM] = &fl_def_fused_apply_momentum,
     [FL_OP_FUSED_APPLY_ADAM] = &fl_def_fused_apply_adam,
+    [FL_OP_MULTI_APPLY_ADAM] = &fl_def_multi_apply_adam,
     [FL_OP_SEND] = &fl_def_send,
     [FL_OP_RECV] = &fl_def_recv,
     [FL_OP_ACCUMULATOR_APPLY_GRADIENT] = &fl_def_accumulator_apply_gradient,
@@ -138,6 +140,7 @@ static const char *const why_no_gradient[FL_OP_COUNT] = {
     [FL_OP_FUSED_APPLY_GRADIENT_DESCENT] = FUSED_OP,
     [FL_OP_FUSED_APPLY_MOMENTUM] = FUSED_OP,
     [FL_OP_FUSED_APPLY_ADAM] = FUSED_OP,
+    [FL_OP_MULTI_APPLY_ADAM] = FUSED_OP,
     [FL_OP_SEND] = TRANSFER_OP,
     [FL_OP_RECV] = TRANSFER_OP,
     [FL_OP_ACCUMULATOR_APPLY_GRADIENT] = ACCUMULATOR_OP,

@@ -109,3 +109,48 @@ const fl_op_def fl_def_fused_apply_adam = {
     "FusedApplyAdam",
     {.min_inputs = 7, .max_inputs = 6 + FL_FUSED_MEAN_PARTS, .writes_inputs = 3, .fused = true},
     infer_fused_update, NULL};
+
+/* ---- MultiApplyAdam: fused Adam over N variables (issue 41 item 4) ----
+ * ApplyAdams that share their beta powers, rate, betas and epsilon, run as
+ * one kernel, each element by ApplyAdam's own rules. Inputs: var, m, v of
+ * variable 0, of variable 1, ... (all updated in place), beta1_power,
+ * beta2_power, then each variable's gradient. */
+
+int fl_node_writes_inputs(const fl_node *n)
+{
+    if (n->op == FL_OP_MULTI_APPLY_ADAM)
+        return 3 * fl_multi_adam_count(n);
+    return fl_op_def_of(n->op)->sig.writes_inputs;
+}
+
+static int infer_multi_apply_adam(const fl_node *n, const fl_shape *in, fl_shape *out, fl_status *st)
+{
+    int count = fl_multi_adam_count(n), powers = 3 * count;
+    if (fl_check_float_inputs(n, st) != 0)
+        return -1;
+    if ((n->ninputs - 2) % 4 != 0) {
+        fl_status_set(st, FL_INVALID_ARGUMENT, "a MultiApplyAdam takes 4 inputs per variable and 2, not %d",
+                      n->ninputs);
+        return -1;
+    }
+    for (int k = 0; k < count; k++)
+        if (fl_check_same_shape(n, in, 3 * k + 1, 3 * k, st) != 0 ||
+            fl_check_same_shape(n, in, 3 * k + 2, 3 * k, st) != 0 ||
+            fl_check_same_shape(n, in, powers + 2 + k, 3 * k, st) != 0)
+            return -1;
+    for (int i = powers; i < powers + 2; i++)
+        if (fl_shape_size(in[i]) != 1) {
+            char got[64];
+            fl_status_set(st, FL_INVALID_ARGUMENT, "input %d (%s) has shape %s; a beta power holds one number", i,
+                          n->inputs[i]->name, fl_shape_format(in[i], got, sizeof got));
+            return -1;
+        }
+    *out = fl_shape_make(0);
+    return 0;
+}
+
+/* writes_inputs: the first variable's three; fl_node_writes_inputs gives all. */
+const fl_op_def fl_def_multi_apply_adam = {
+    "MultiApplyAdam",
+    {.min_inputs = 6, .max_inputs = 4 * FL_MULTI_ADAM_VARIABLES + 2, .writes_inputs = 3, .fused = true},
+    infer_multi_apply_adam, NULL};

@@ -93,7 +93,7 @@ typedef enum {
     FL_OP_APPLY_GRADIENT_DESCENT, FL_OP_APPLY_MOMENTUM, FL_OP_APPLY_ADAM,
     /* fused by the session for one step (session_fusion.c), never built by a user */
     FL_OP_FUSED_CONV2D, FL_OP_FUSED_MATMUL, FL_OP_MAX_POOL_RELU_GRAD,
-    FL_OP_FUSED_APPLY_GRADIENT_DESCENT, FL_OP_FUSED_APPLY_MOMENTUM, FL_OP_FUSED_APPLY_ADAM,
+    FL_OP_FUSED_APPLY_GRADIENT_DESCENT, FL_OP_FUSED_APPLY_MOMENTUM, FL_OP_FUSED_APPLY_ADAM, FL_OP_MULTI_APPLY_ADAM,
     /* a value crossing tasks, made by the partitioner (TensorFlow's _Send, _Recv) */
     FL_OP_SEND, FL_OP_RECV,
     /* synchronous training's gradient accumulators, in a task's container (TensorFlow's ConditionalAccumulator) */
@@ -161,6 +161,14 @@ typedef enum {
  * its fused form) takes before its gradient: the variable, its slots, Adam's
  * beta powers. A fused update's gradients follow, then their divisor. */
 int fl_update_inputs_before_gradient(fl_op_kind op);
+/* MultiApplyAdam (ops_fused.c) updates at most this many variables in one
+ * kernel: CUDA passes their table by value, within a launch's 4 kB. Its
+ * inputs: var, m, v of each variable, the two beta powers, each gradient. */
+#define FL_MULTI_ADAM_VARIABLES 32
+static inline int fl_multi_adam_count(const fl_node *n) { return (n->ninputs - 2) / 4; }
+/* How many of n's first inputs n updates in place: its signature's
+ * writes_inputs, or three per variable of a MultiApplyAdam. */
+int fl_node_writes_inputs(const fl_node *n);
 #define FL_OP_INPUT_LIST (-1) /* max_inputs of an op that takes a list of any length (AddN, Concat) */
 
 /* What an op takes and gives, declared once with the op: the session, the

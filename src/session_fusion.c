@@ -16,6 +16,13 @@
  *   Apply*(..., Div(AddN(g1..gk), d)) -> FusedApply*(..., g1..gk, d), the
  *     towers' mean made in the update's one pass, also for k = 1 (Div(g, d))
  *     and gradients on other devices (issue 42).
+ *   ApplyAdam x N on one device and name scope, with one pair of beta
+ *     powers, rate, betas, epsilon and controls -> MultiApplyAdam (issue 41
+ *     item 4, PyTorch's fused Adam: one CUDA launch) under the last member's
+ *     id, the others NoOps after it. A member is not fetched, depends on no
+ *     grouped update, shares no value with its group where either writes it;
+ *     an op between members that would see the delay closes the group
+ *     (fuse_adam_groups). FLOWLAB_MULTI_ADAM=0 turns this one off alone.
  * A Relu's gradient reads the Relu's input (the Add); where the Relu's
  * output is in the step too, ReluGrad reads that instead (the same mask:
  * Relu(a) > 0 exactly where a > 0), so the Add keeps a single reader.
@@ -38,6 +45,10 @@ void fl_session_free_fusion(fl_session *s)
     free(p->made_inputs);
     free(p->consumers);
     free(p->relu_of);
+    free(p->reach);
+    free(p->after);
+    free(p->groups);
+    free(p->group_inputs);
     memset(p, 0, sizeof *p);
 }
 
@@ -54,6 +65,8 @@ static void grow(fl_session *s)
     p->made_inputs = fl_xcalloc(n * FUSED_INPUTS, sizeof *p->made_inputs);
     p->consumers = fl_xcalloc(n, sizeof *p->consumers);
     p->relu_of = fl_xcalloc(n, sizeof *p->relu_of);
+    p->reach = fl_xcalloc(n, sizeof *p->reach);
+    p->after = fl_xcalloc(n, sizeof *p->after);
 }
 
 fl_node *fl_session_planned(const fl_session *s, int id)
@@ -252,6 +265,206 @@ static void fuse_updates(fl_session *s)
     }
 }
 
+/* ---- multi-tensor Adam: ApplyAdam x N -> MultiApplyAdam ---- */
+
+/* ApplyAdam's inputs: var, m, v (written), beta1_power, beta2_power, grad. */
+enum { ADAM_WRITES = 3, ADAM_INPUTS = 6, BETA1_POWER = 3, BETA2_POWER = 4, GRADIENT = 5 };
+
+typedef struct fl_adam_group {
+    fl_node *member[FL_MULTI_ADAM_VARIABLES];
+    int count;
+    bool open; /* it may still take members */
+} adam_group;
+
+/* The value x stands for: an alias (Identity, Reshape) is its input's. */
+static const fl_node *unaliased(const fl_node *x)
+{
+    while (fl_op_def_of(x->op)->sig.aliases != FL_ALIAS_NONE && x->ninputs > 0)
+        x = x->inputs[0];
+    return x;
+}
+
+static bool same_float(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* An ApplyAdam of this step that may join a group. */
+static bool candidate(const fl_session *s, const fl_node *n)
+{
+    if (n->op != FL_OP_APPLY_ADAM || !runs_op(s, n) || s->fusion.planned[n->id] || s->slots[n->id].fetched)
+        return false;
+    const fl_device *d = s->slots[n->id].device;
+    for (int i = 0; i < GRADIENT; i++)
+        if (s->slots[n->inputs[i]->id].device != d)
+            return false;
+    return d->backend->has_kernel(FL_OP_MULTI_APPLY_ADAM);
+}
+
+/* Whether a and b's names lie in one name scope: an update given a scope
+ * of its own (fl_apply_gradients_scoped, chapter 7's by layer) keeps its
+ * time in the timeline under that scope. */
+static bool same_scope(const fl_node *a, const fl_node *b)
+{
+    const char *end_a = strrchr(a->name, '/'), *end_b = strrchr(b->name, '/');
+    ptrdiff_t len = end_a ? end_a - a->name : -1;
+    return len == (end_b ? end_b - b->name : -1) && (len < 0 || strncmp(a->name, b->name, (size_t)len) == 0);
+}
+
+/* One device and name scope, one pair of beta powers, one rate, betas and
+ * epsilon bit for bit, one list of control inputs. */
+static bool same_scalars(const fl_session *s, const fl_node *a, const fl_node *b)
+{
+    const fl_attrs *x = &a->attrs, *y = &b->attrs;
+    bool same = s->slots[a->id].device == s->slots[b->id].device && same_scope(a, b) &&
+                a->inputs[BETA1_POWER] == b->inputs[BETA1_POWER] && a->inputs[BETA2_POWER] == b->inputs[BETA2_POWER] &&
+                same_float(x->learning_rate, y->learning_rate) && same_float(x->beta1, y->beta1) &&
+                same_float(x->beta2, y->beta2) && same_float(x->epsilon, y->epsilon) && a->ncontrols == b->ncontrols;
+    for (int i = 0; same && i < a->ncontrols; i++)
+        same = a->controls[i] == b->controls[i];
+    return same;
+}
+
+/* Whether the group writes x, or (written_only false) reads it at all. */
+static bool group_touches(const adam_group *g, const fl_node *x, bool written_only)
+{
+    int inputs = written_only ? ADAM_WRITES : ADAM_INPUTS;
+    for (int k = 0; k < g->count; k++)
+        for (int i = 0; i < inputs; i++)
+            if (unaliased(g->member[k]->inputs[i]) == x)
+                return true;
+    return false;
+}
+
+/* Whether n and the group touch one value where either writes it. */
+static bool clashes(const adam_group *g, const fl_node *n)
+{
+    int writes = fl_node_writes_inputs(n);
+    for (int i = 0; i < n->ninputs; i++)
+        if (group_touches(g, unaliased(n->inputs[i]), i >= writes))
+            return true;
+    return false;
+}
+
+/* Whether n reads (or waits on) a grouped update or something made from one. */
+static bool depends_on_group(const fl_session *s, const fl_node *n)
+{
+    const bool *reach = s->fusion.reach;
+    for (int i = 0; i < n->ninputs; i++)
+        if (n->inputs[i]->id < n->id && reach[n->inputs[i]->id])
+            return true;
+    for (int i = 0; i < n->ncontrols; i++)
+        if (n->controls[i]->id < n->id && reach[n->controls[i]->id])
+            return true;
+    return false;
+}
+
+/* The open group n joins, a new one, or NULL (no room: it stays itself). */
+static adam_group *group_for(fl_session *s, fl_node *n, int *ngroups)
+{
+    fl_fusion_plan *p = &s->fusion;
+    for (int k = 0; k < *ngroups; k++) {
+        adam_group *g = &p->groups[k];
+        if (g->open && same_scalars(s, g->member[0], n) && !clashes(g, n))
+            return g;
+    }
+    if (*ngroups == p->groups_capacity)
+        return NULL;
+    adam_group *g = &p->groups[(*ngroups)++];
+    g->count = 0;
+    g->open = true;
+    return g;
+}
+
+/* One pass in creation order: each candidate joins a group, and every
+ * node closes the open groups it clashes with. */
+static int gather(fl_session *s)
+{
+    fl_fusion_plan *p = &s->fusion;
+    int ngroups = 0;
+    for (int id = 0; id < s->nslots; id++) {
+        p->reach[id] = false;
+        if (!p->needed[id])
+            continue;
+        fl_node *n = fl_session_planned(s, id);
+        bool depends = depends_on_group(s, n);
+        for (int k = 0; k < ngroups; k++)
+            p->groups[k].open = p->groups[k].open && !clashes(&p->groups[k], n);
+        adam_group *g = !depends && candidate(s, n) ? group_for(s, n, &ngroups) : NULL;
+        if (g) {
+            g->member[g->count++] = n;
+            g->open = g->count < FL_MULTI_ADAM_VARIABLES;
+        }
+        p->reach[id] = depends || g;
+    }
+    return ngroups;
+}
+
+/* The group's MultiApplyAdam under its last member's id; NoOps after it
+ * under the others'. */
+static void plan_group(fl_session *s, const adam_group *g, fl_node **inputs)
+{
+    fl_fusion_plan *p = &s->fusion;
+    int count = g->count;
+    fl_node *last = g->member[count - 1];
+    for (int k = 0; k < count; k++) {
+        memcpy(inputs + ADAM_WRITES * k, g->member[k]->inputs, ADAM_WRITES * sizeof *inputs);
+        inputs[ADAM_WRITES * count + 2 + k] = g->member[k]->inputs[GRADIENT];
+    }
+    inputs[ADAM_WRITES * count] = last->inputs[BETA1_POWER];
+    inputs[ADAM_WRITES * count + 1] = last->inputs[BETA2_POWER];
+    fl_node *multi = &p->made[last->id];
+    *multi = *last;
+    multi->op = FL_OP_MULTI_APPLY_ADAM;
+    multi->inputs = inputs;
+    multi->ninputs = 4 * count + 2;
+    p->planned[last->id] = multi;
+    for (int k = 0; k < count - 1; k++) {
+        int id = g->member[k]->id;
+        fl_node *after = &p->made[id];
+        *after = *g->member[k];
+        after->op = FL_OP_NO_OP;
+        after->inputs = NULL;
+        after->ninputs = 0;
+        p->after[id] = last;
+        after->controls = &p->after[id];
+        after->ncontrols = 1;
+        p->planned[id] = after;
+    }
+}
+
+/* Room for a group per candidate and their inputs (4 per member, 2 per
+ * group): made once, then only when a graph's candidates grow. */
+static void make_room(fl_session *s)
+{
+    fl_fusion_plan *p = &s->fusion;
+    int candidates = 0;
+    for (int id = 0; id < s->nslots; id++)
+        candidates += fl_graph_node(s->graph, id)->op == FL_OP_APPLY_ADAM && p->needed[id];
+    if (candidates <= p->groups_capacity)
+        return;
+    free(p->groups);
+    free(p->group_inputs);
+    p->groups_capacity = candidates;
+    p->groups = fl_xcalloc((size_t)candidates, sizeof *p->groups);
+    p->group_inputs_capacity = 6 * candidates;
+    p->group_inputs = fl_xcalloc((size_t)p->group_inputs_capacity, sizeof *p->group_inputs);
+}
+
+/* The step's ApplyAdams in groups, each group as one MultiApplyAdam. */
+static void fuse_adam_groups(fl_session *s)
+{
+    const char *env = getenv("FLOWLAB_MULTI_ADAM");
+    if (env && strcmp(env, "0") == 0)
+        return;
+    make_room(s);
+    int ngroups = gather(s), used = 0;
+    for (int k = 0; k < ngroups; k++) {
+        const adam_group *g = &s->fusion.groups[k];
+        if (g->count < 2)
+            continue;
+        plan_group(s, g, s->fusion.group_inputs + used);
+        used += 4 * g->count + 2;
+    }
+}
+
 /* Gradients first (they change who reads the Adds), then the Relus, then
  * the Adds no Relu took. */
 static void fuse_kind(fl_session *s, fl_op_kind kind)
@@ -281,5 +494,6 @@ void fl_session_fuse(fl_session *s, bool *needed)
     fuse_kind(s, FL_OP_RELU);
     fuse_kind(s, FL_OP_ADD);
     fuse_updates(s);
+    fuse_adam_groups(s);
     s->fusion.needed = NULL;
 }

@@ -172,6 +172,15 @@ typedef struct {
     int *consumers;       /* this step's readers of each value (inputs and controls) */
     fl_node **relu_of;    /* a Relu of this step that reads the value */
     bool *needed;         /* the executor's, lent for fl_session_fuse */
+    /* The multi-tensor Adam's: by id, whether a node depends on an update
+     * it groups, and a grouped update's one control (its MultiApplyAdam);
+     * then its groups and their MultiApplyAdams' inputs, kept between runs. */
+    bool *reach;
+    fl_node **after;
+    struct fl_adam_group *groups;
+    int groups_capacity;
+    fl_node **group_inputs;
+    int group_inputs_capacity;
 } fl_fusion_plan;
 
 /* session_master.c's: in the client of a cluster, the master runs each run. */

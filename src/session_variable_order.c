@@ -23,7 +23,7 @@ static bool same_value(const fl_session *s, const fl_node *a, const fl_node *b)
 /* Whether w updates in place a value r reads (or updates too). */
 static bool updates_what_reads(const fl_session *s, const fl_node *w, const fl_node *r)
 {
-    int writes = fl_op_def_of(w->op)->sig.writes_inputs;
+    int writes = fl_node_writes_inputs(w);
     for (int i = 0; i < writes && i < w->ninputs; i++)
         for (int j = 0; j < r->ninputs; j++)
             if (same_value(s, w->inputs[i], r->inputs[j]))

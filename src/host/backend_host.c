@@ -59,6 +59,7 @@ static const fl_host_kernel kernels[FL_OP_COUNT] = {
     [FL_OP_FUSED_APPLY_GRADIENT_DESCENT] = fl_host_apply_gradient_descent,
     [FL_OP_FUSED_APPLY_MOMENTUM] = fl_host_apply_momentum,
     [FL_OP_FUSED_APPLY_ADAM] = fl_host_apply_adam,
+    [FL_OP_MULTI_APPLY_ADAM] = fl_host_multi_apply_adam,
     /* after their product's kernel: see host_run */
     [FL_OP_FUSED_CONV2D] = fl_host_bias_relu,
     [FL_OP_FUSED_MATMUL] = fl_host_bias_relu,

@@ -28,6 +28,7 @@ FL_HOST_KERNEL(fl_host_assign_add);
 FL_HOST_KERNEL(fl_host_apply_gradient_descent);
 FL_HOST_KERNEL(fl_host_apply_momentum);
 FL_HOST_KERNEL(fl_host_apply_adam);
+FL_HOST_KERNEL(fl_host_multi_apply_adam);
 /* host_math.c */
 FL_HOST_KERNEL(fl_host_matmul);
 FL_HOST_KERNEL(fl_host_add);

@@ -2,7 +2,8 @@
  * Each kernel updates the variable (in[0]) and its slots in place, with the
  * rules of src/scalar_rules.h (TensorFlow's ApplyGradientDescent/ApplyMomentum/ApplyAdam).
  * The fused forms (ops_fused.c) update with the mean of several gradients,
- * made block by block in the same pass. */
+ * made block by block in the same pass; MultiApplyAdam updates its
+ * variables one after another with Adam's kernel. */
 #include <string.h>
 
 #include "host_kernels.h"
@@ -139,5 +140,23 @@ FL_HOST_KERNEL(fl_host_apply_adam)
     float beta1_power = ((float *)in[3]->data)[0], beta2_power = ((float *)in[4]->data)[0];
     u.lr = fl_rule_adam_lr(n->attrs.learning_rate, beta1_power, beta2_power);
     fl_parallel_for(fl_shape_size(in[0]->shape), adam_range, &u);
+    return 0;
+}
+
+/* MultiApplyAdam: var, m, v of each variable, the beta powers, each
+ * gradient. On the host one launch buys nothing, so each variable is
+ * updated in turn, exactly as its own ApplyAdam would update it. */
+FL_HOST_KERNEL(fl_host_multi_apply_adam)
+{
+    (void)out;
+    (void)ctx;
+    int count = fl_multi_adam_count(n), powers = 3 * count;
+    float beta1_power = ((float *)in[powers]->data)[0], beta2_power = ((float *)in[powers + 1]->data)[0];
+    float lr_t = fl_rule_adam_lr(n->attrs.learning_rate, beta1_power, beta2_power);
+    for (int k = 0; k < count; k++) {
+        update_args u = {.n = n, .var = in[3 * k]->data, .slot1 = in[3 * k + 1]->data,
+                         .slot2 = in[3 * k + 2]->data, .grad = in[powers + 2 + k]->data, .lr = lr_t};
+        fl_parallel_for(fl_shape_size(in[3 * k]->shape), adam_range, &u);
+    }
     return 0;
 }
