@@ -135,28 +135,6 @@ typedef struct {
 cudaError_t fl_cu_max_pool_grad(fl_cu_pool_window g, const float *dy, const float *x, float *dx, bool relu,
                                 cudaStream_t s);
 
-/* ---- single_channel_conv.cu: a one-channel image's convolution ---- */
-/* A convolution's geometry with C = 1 (src/conv_geometry.h's, without C). */
-typedef struct {
-    int batch, h, w;
-    int kh, kw, oh, ow, oc, sh, sw;
-    int pad_top, pad_left;
-} fl_cu_conv_window;
-
-/* Windows up to 7x7. */
-#define FL_CU_SINGLE_CHANNEL_MAX_TAPS 49
-/* Whether the kernels below take this window (taps and channels). */
-bool fl_cu_single_channel_fits(fl_cu_conv_window g);
-/* y [batch,oh,ow,oc] from x [batch,h,w,1] and w [kh,kw,1,oc]; with bias
- * [oc], y + bias, then ReLU if relu (FusedConv2D). */
-cudaError_t fl_cu_single_channel_conv(fl_cu_conv_window g, const float *x, const float *w, const float *bias,
-                                      bool relu, float *y, cudaStream_t s);
-/* dw [kh,kw,1,oc] from x and dy [batch,oh,ow,oc], through scratch of
- * fl_cu_single_channel_partials_bytes(g). */
-size_t fl_cu_single_channel_partials_bytes(fl_cu_conv_window g);
-cudaError_t fl_cu_single_channel_filter_grad(fl_cu_conv_window g, const float *x, const float *dy, float *partials,
-                                             float *dw, cudaStream_t s);
-
 /* ---- conv_kernels.cu: what cuDNN needs around it ---- */
 /* NHWC [n,h,w,c] -> [n, top+h+bottom, left+w+right, c], the border set to fill. */
 cudaError_t fl_cu_pad_nhwc(const float *x, float *out, int n, int h, int w, int c, int top,

@@ -122,36 +122,17 @@ static int run_plan(fl_cuda_device *d, const fl_conv_plan *p, const void *x, con
     return rc;
 }
 
-/* ---- one input channel: our kernels (single_channel_conv.cu) ---- */
-
-/* The window, when the image has one channel and the kernels take it. */
-static bool single_channel(const fl_conv_geometry *g, fl_cu_conv_window *w)
+FL_CUDA_OP(fl_cuda_conv2d)
 {
-    *w = (fl_cu_conv_window){g->batch, g->h, g->w, g->kh, g->kw, g->oh, g->ow, g->oc,
-                             g->sh, g->sw, g->pad_top, g->pad_left};
-    return g->c == 1 && fl_cu_single_channel_fits(*w);
-}
-
-static int single_channel_filter_grad(fl_cuda_device *d, fl_cu_conv_window w, const float *x, const float *dy,
-                                      float *dw)
-{
-    float *partials = fl_cuda_pool_get(d, fl_cu_single_channel_partials_bytes(w));
-    if (!partials)
-        return out_of_memory("filter gradient");
-    int rc = fl_cuda_launched(fl_cu_single_channel_filter_grad(w, x, dy, partials, dw, d->stream));
-    fl_cuda_pool_put(d, partials);
-    return rc;
-}
-
-/* ---- Conv2D(input, filter) and FusedConv2D(input, filter, bias) ---- */
-
-static int cudnn_conv2d(fl_cuda_device *d, const fl_conv_geometry *g, fl_tensor *const *in, fl_tensor *out)
-{
-    const fl_conv_plan *plan = fl_conv_plan_for(d, FL_PLAN_CONV_FORWARD, g);
+    (void)ctx;
+    fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
+    if (empty(&g))
+        return zero(d, out);
+    const fl_conv_plan *plan = fl_conv_plan_for(d, FL_PLAN_CONV_FORWARD, &g);
     if (!plan)
         return -1;
-    float *filter = filter_to_cudnn(d, g, in[1]->data);
-    const float *image = filter ? conv_image(d, g, in[0]->data) : NULL;
+    float *filter = filter_to_cudnn(d, &g, in[1]->data);
+    const float *image = filter ? conv_image(d, &g, in[0]->data) : NULL;
     int rc = image ? run_plan(d, plan, image, filter, out->data) : out_of_memory("convolution");
     if (image)
         release_image(d, image, in[0]->data);
@@ -159,29 +140,10 @@ static int cudnn_conv2d(fl_cuda_device *d, const fl_conv_geometry *g, fl_tensor 
     return rc;
 }
 
-FL_CUDA_OP(fl_cuda_conv2d)
-{
-    (void)ctx;
-    fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
-    fl_cu_conv_window w;
-    if (empty(&g))
-        return zero(d, out);
-    if (single_channel(&g, &w))
-        return fl_cuda_launched(fl_cu_single_channel_conv(w, in[0]->data, in[1]->data, NULL, false, out->data,
-                                                          d->stream));
-    return cudnn_conv2d(d, &g, in, out);
-}
-
 /* FusedConv2D(input, filter, bias): the convolution, then the bias (and
- * ReLU) in place, as host_fused.c does after its own convolution; in the
- * same pass with one input channel. */
+ * ReLU) in place, as host_fused.c does after its own convolution. */
 FL_CUDA_OP(fl_cuda_fused_conv2d)
 {
-    fl_conv_geometry g = fl_conv_geometry_of(n, in[0]->shape, in[1]->shape);
-    fl_cu_conv_window w;
-    if (!empty(&g) && single_channel(&g, &w))
-        return fl_cuda_launched(fl_cu_single_channel_conv(w, in[0]->data, in[1]->data, in[2]->data,
-                                                          n->attrs.fused_relu, out->data, d->stream));
     if (fl_cuda_conv2d(d, n, in, out, ctx) != 0)
         return -1;
     return fl_cuda_bias_relu(d, n->attrs.fused_relu, in[2], out);
@@ -221,11 +183,8 @@ FL_CUDA_OP(fl_cuda_conv2d_backprop_filter)
 {
     (void)ctx;
     fl_conv_geometry g = fl_conv_geometry_of(n, in[1]->shape, in[2]->shape);
-    fl_cu_conv_window w;
     if (empty(&g))
         return zero(d, out);
-    if (single_channel(&g, &w))
-        return single_channel_filter_grad(d, w, in[1]->data, in[0]->data, out->data);
     const fl_conv_plan *plan = fl_conv_plan_for(d, FL_PLAN_CONV_BACKWARD_FILTER, &g);
     if (!plan)
         return -1;
