@@ -232,7 +232,8 @@ static void test_between_graph_trace(void)
             continue;
         requests++;
         pulls += strcmp(e->cat, "Send") == 0;
-        applies += strncmp(e->cat, "Apply", 5) == 0;
+        /* ApplyAdam, or MultiApplyAdam where the session gathered the ps's updates */
+        applies += strstr(e->cat, "ApplyAdam") != NULL;
         timed += e->dur > 0 && e->start >= 0;
     }
     ok(pulls > 0 && applies > 0 && timed == requests, "the worker's trace has a lane for the ps task: %d pulls (%s) "
