@@ -368,6 +368,7 @@ static void bench_scaling(void)
            bench_cores());
     row_rounds("scaling", "ch2: 2 towers (2 cores) vs 1 device (1 core)", "ch2 2 towers on 2 cores", "img/s", two_r,
                one_r, rounds, "1 tower");
+    target_line("ch2 target: 2 towers at least 1.8x 1 device", two_r, one_r, rounds, 1.8);
     row_rounds("scaling", "ch2: 2 towers vs 1 device, both on 2 cores", "ch2 2 towers (both 2 cores)", "img/s", two_r,
                both_r, rounds, "1 device");
     row_rounds("scaling", "ch2: controller /gpu:0 vs /cpu:0 (2 towers)", "ch2 controller on /gpu:0", "img/s",
