@@ -16,13 +16,13 @@
  *   Apply*(..., Div(AddN(g1..gk), d)) -> FusedApply*(..., g1..gk, d), the
  *     towers' mean made in the update's one pass, also for k = 1 (Div(g, d))
  *     and gradients on other devices (issue 42).
- *   ApplyAdam x N on one device and name scope, with one pair of beta
- *     powers, rate, betas, epsilon and controls -> MultiApplyAdam (issue 41
- *     item 4, PyTorch's fused Adam: one CUDA launch) under the last member's
- *     id, the others NoOps after it. A member is not fetched, depends on no
- *     grouped update, shares no value with its group where either writes it;
- *     an op between members that would see the delay closes the group
- *     (fuse_adam_groups). FLOWLAB_MULTI_ADAM=0 turns this one off alone.
+ *   ApplyAdam x N on one device and scope, gradients made there, one pair
+ *     of beta powers, rate, betas, epsilon and controls -> MultiApplyAdam
+ *     (PyTorch's fused Adam: one CUDA launch) under the last member's id,
+ *     the others NoOps after it. A member is not fetched, depends on no
+ *     grouped update, shares no value with its group where either writes
+ *     it; an op between members that would see the delay closes the group.
+ *     FLOWLAB_MULTI_ADAM=0 turns this one off alone.
  * A Relu's gradient reads the Relu's input (the Add); where the Relu's
  * output is in the step too, ReluGrad reads that instead (the same mask:
  * Relu(a) > 0 exactly where a > 0), so the Add keeps a single reader.
@@ -286,21 +286,23 @@ static const fl_node *unaliased(const fl_node *x)
 
 static bool same_float(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
-/* An ApplyAdam of this step that may join a group. */
+/* An ApplyAdam of this step that may join a group, its gradient too made on
+ * its device: one arriving from another device or task (a ps's, chapter 3)
+ * keeps its own update, run as soon as it lands while the sender computes. */
 static bool candidate(const fl_session *s, const fl_node *n)
 {
-    if (n->op != FL_OP_APPLY_ADAM || !runs_op(s, n) || s->fusion.planned[n->id] || s->slots[n->id].fetched)
+    if (n->op != FL_OP_APPLY_ADAM || !runs_op(s, n) || s->fusion.planned[n->id] || s->slots[n->id].fetched ||
+        n->inputs[GRADIENT]->op == FL_OP_RECV)
         return false;
     const fl_device *d = s->slots[n->id].device;
-    for (int i = 0; i < GRADIENT; i++)
+    for (int i = 0; i < ADAM_INPUTS; i++)
         if (s->slots[n->inputs[i]->id].device != d)
             return false;
     return d->backend->has_kernel(FL_OP_MULTI_APPLY_ADAM);
 }
 
-/* Whether a and b's names lie in one name scope: an update given a scope
- * of its own (fl_apply_gradients_scoped, chapter 7's by layer) keeps its
- * time in the timeline under that scope. */
+/* Whether a and b lie in one name scope: an update scoped by layer (chapter
+ * 7's fl_apply_gradients_scoped) keeps its time in the timeline there. */
 static bool same_scope(const fl_node *a, const fl_node *b)
 {
     const char *end_a = strrchr(a->name, '/'), *end_b = strrchr(b->name, '/');
@@ -430,8 +432,8 @@ static void plan_group(fl_session *s, const adam_group *g, fl_node **inputs)
     }
 }
 
-/* Room for a group per candidate and their inputs (4 per member, 2 per
- * group): made once, then only when a graph's candidates grow. */
+/* Room for a group per candidate and their inputs: made once, then only
+ * when a graph's candidates grow. */
 static void make_room(fl_session *s)
 {
     fl_fusion_plan *p = &s->fusion;
@@ -444,8 +446,7 @@ static void make_room(fl_session *s)
     free(p->group_inputs);
     p->groups_capacity = candidates;
     p->groups = fl_xcalloc((size_t)candidates, sizeof *p->groups);
-    p->group_inputs_capacity = 6 * candidates;
-    p->group_inputs = fl_xcalloc((size_t)p->group_inputs_capacity, sizeof *p->group_inputs);
+    p->group_inputs = fl_xcalloc((size_t)(6 * candidates), sizeof *p->group_inputs);
 }
 
 /* The step's ApplyAdams in groups, each group as one MultiApplyAdam. */

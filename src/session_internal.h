@@ -179,8 +179,7 @@ typedef struct {
     fl_node **after;
     struct fl_adam_group *groups;
     int groups_capacity;
-    fl_node **group_inputs;
-    int group_inputs_capacity;
+    fl_node **group_inputs; /* 6 per group's room: 4 per member, 2 per group */
 } fl_fusion_plan;
 
 /* session_master.c's: in the client of a cluster, the master runs each run. */
