@@ -316,12 +316,6 @@ static double time_plan(fl_cuda_device *d, const fl_conv_plan *p, const trial_bu
 
 /* ---- choosing ---- */
 
-static const char *kind_word(fl_conv_plan_kind kind)
-{
-    return kind == FL_PLAN_CONV_FORWARD ? "forward" : kind == FL_PLAN_CONV_BACKWARD_DATA ? "data gradient"
-                                                                                          : "filter gradient";
-}
-
 /* FLOWLAB_CUDNN_ENGINES: "0" or "false" keeps the legacy algorithms; "verbose" says every time. */
 static bool engines_wanted(bool *verbose)
 {
@@ -351,7 +345,7 @@ static double fastest_config(fl_cuda_device *d, fl_conv_plan *p, struct fl_conv_
         engine_notes notes = notes_of(cfgs[i]);
         if (verbose)
             fprintf(stderr, "flowlab: cuDNN %s: graph engine %lld (config %d, %lld bytes of workspace): %.1f us\n",
-                    kind_word(p->kind), (long long)notes.index, i, (long long)ws, us);
+                    fl_conv_plan_kind_name(p->kind), (long long)notes.index, i, (long long)ws, us);
         if (us >= 0.0 && (best < 0.0 || us < best)) {
             if (e->plan)
                 cudnnBackendDestroyDescriptor(e->plan);
@@ -399,8 +393,8 @@ void fl_conv_engine_consider(fl_cuda_device *d, fl_conv_plan *p)
     bool keep = graph >= 0.0 && (legacy < 0.0 || graph < legacy);
     if (verbose)
         fprintf(stderr, "flowlab: cuDNN %s of [%d,%d,%d,%d] by [%d,%d,%d,%d]: legacy %.1f us, graph engine %lld "
-                "%.1f us: %s kept\n", kind_word(p->kind), g->batch, g->h, g->w, g->c, g->kh, g->kw, g->c, g->oc,
-                legacy, (long long)notes.index, graph, keep ? "graph" : "legacy");
+                "%.1f us: %s kept\n", fl_conv_plan_kind_name(p->kind), g->batch, g->h, g->w, g->c, g->kh, g->kw,
+                g->c, g->oc, legacy, (long long)notes.index, graph, keep ? "graph" : "legacy");
     if (!keep) {
         p->workspace_bytes = legacy_workspace;
         fl_conv_engine_free(e);

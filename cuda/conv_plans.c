@@ -154,7 +154,7 @@ static int rank_backward_filter(fl_cuda_device *d, const fl_conv_plan *p, rankin
     return 0;
 }
 
-static const char *kind_name(fl_conv_plan_kind kind)
+const char *fl_conv_plan_kind_name(fl_conv_plan_kind kind)
 {
     return kind == FL_PLAN_CONV_FORWARD ? "forward" : kind == FL_PLAN_CONV_BACKWARD_DATA ? "backward-data"
                                                                                           : "backward-filter";
@@ -170,7 +170,7 @@ static const candidate *pick(const candidate *c, int found, bool deterministic, 
     const fl_conv_geometry *g = &p->geometry;
     fl_set_error_code(FL_UNIMPLEMENTED,
                       "cuDNN has no %s%s convolution algorithm for a [%d,%d,%d,%d] image and a [%d,%d,%d,%d] "
-                      "filter%s", deterministic ? "deterministic " : "", kind_name(p->kind), g->batch, g->h, g->w,
+                      "filter%s", deterministic ? "deterministic " : "", fl_conv_plan_kind_name(p->kind), g->batch, g->h, g->w,
                       g->c, g->kh, g->kw, g->c, g->oc,
                       deterministic ? " (FLOWLAB_DETERMINISTIC=1 asks for one: unset it to allow any)" : "");
     return NULL;

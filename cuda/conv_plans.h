@@ -53,6 +53,9 @@ static inline int fl_pool_padded_w(const fl_conv_geometry *g) { return g->pad_le
  * error set, when cuDNN refuses the shape. Safe from several threads. */
 const fl_conv_plan *fl_conv_plan_for(fl_cuda_device *d, fl_conv_plan_kind kind, const fl_conv_geometry *g);
 
+/* "forward", "backward-data" or "backward-filter", for messages. */
+const char *fl_conv_plan_kind_name(fl_conv_plan_kind kind);
+
 /* conv_engines.c: runs p's convolution on d's stream, through its graph
  * plan or its legacy algorithm, with workspace of p->workspace_bytes. The
  * tensors by role: x the image (or, for the data gradient, its gradient,
