@@ -232,7 +232,7 @@ static void test_between_graph_trace(void)
             continue;
         requests++;
         pulls += strcmp(e->cat, "Send") == 0;
-        /* ApplyAdam, or MultiApplyAdam where the session gathered the ps's updates */
+        /* ApplyAdam (or MultiApplyAdam, should a ps's updates ever be grouped) */
         applies += strstr(e->cat, "ApplyAdam") != NULL;
         timed += e->dur > 0 && e->start >= 0;
     }
