@@ -3,6 +3,8 @@
  * fallback, as ggml wraps an optional set_tensor_async with the synchronous
  * one. The executor, saver and readiness check call these and never test a
  * member for NULL. */
+#include <string.h>
+
 #include "device.h"
 
 /* ---- marks: without them, the whole queue is the one mark ---- */
@@ -35,9 +37,18 @@ bool fl_device_waits_on_any(const fl_device *d) { return d->backend->marks.wait_
 
 int fl_device_wait_any(fl_device *d) { return d->backend->marks.wait_any(d->impl); }
 
+/* The value is finished (every caller waits for its mark first), so where
+ * the device's memory is the host's (a PoCL CPU device) the calling thread
+ * copies it: a command would block on the device's own worker threads,
+ * which the device's later ops need. */
 int fl_device_copy_out_now(fl_device *d, void *host_dst, const void *src, size_t bytes)
 {
     const fl_backend *b = d->backend;
+    const void *in_host = fl_device_host_memory(d, src);
+    if (in_host) {
+        memcpy(host_dst, in_host, bytes);
+        return 0;
+    }
     if (b->marks.copy_out_now)
         return b->marks.copy_out_now(d->impl, host_dst, src, bytes);
     int rc = b->copy_out(d->impl, host_dst, src, bytes);

@@ -209,17 +209,17 @@ static fl_tensor *my_slice(const fl_tensor *batch, const job *j)
 }
 
 /* fl_run_options' fetch_ready: each gradient goes to the communication
- * thread as soon as the run has it: on the host, or with NCCL in its place
- * in the reducer's GPU buffer (fetch_to), never copied to the host. */
+ * thread as soon as the run has it, already in its place in the reducer's
+ * buffer (fetch_to): host memory, or with NCCL GPU memory, where it stays. */
 static void hand_to_reducer(int index, const fl_tensor *value, void *user)
 {
     reducer_tensor_ready(user, index, value);
 }
 
 /* Runs this rank's forward and backward pass on its slice, fetching the
- * gradients and the loss into out[0..nvars] (new tensors, or with NCCL
- * borrowed ones on the GPU); with --overlap on, the reducer has each as
- * soon as it is ready, else all at the end. */
+ * gradients and the loss into out[0..nvars]: borrowed tensors in their
+ * places in the reducer's buffer; with --overlap on, the reducer has each
+ * as soon as it is ready, else all at the end. */
 static int compute_gradients(fl_session *s, const replica_graph *m, const allreduce_flags *a,
                              reducer *r, const fl_tensor *images, const fl_tensor *labels,
                              const job *j, fl_tensor **out)

@@ -148,15 +148,16 @@ static void *communicate(void *arg)
     return NULL;
 }
 
-/* The fusion buffer: host memory, or with NCCL GPU memory, where the run
- * writes each tensor in its place (the targets) and the average stays. */
+/* The fusion buffer: host memory, or with NCCL GPU memory. The run writes
+ * each tensor straight into its place there (the targets, fl_run_options'
+ * fetch_to), so a gradient is copied once, from its device into the
+ * bucket, and with NCCL the average stays on the GPU. */
 static float *allocate_buffer(reducer *r, size_t total)
 {
-    if (!r->on_gpu)
-        return malloc((total ? total : 1) * sizeof *r->buffer);
-    float *buffer = nccl_alloc(total, r->error, sizeof r->error);
+    float *buffer = r->on_gpu ? nccl_alloc(total, r->error, sizeof r->error)
+                              : malloc((total ? total : 1) * sizeof *r->buffer);
     for (int i = 0; buffer && i < r->plan.count; i++)
-        r->targets[i] = (fl_fetch_target){.device = r->plan.device, .buffer = buffer + r->offset[i],
+        r->targets[i] = (fl_fetch_target){.device = r->on_gpu ? r->plan.device : NULL, .buffer = buffer + r->offset[i],
                                           .capacity = r->plan.elements[i] * sizeof(float)};
     return buffer;
 }
@@ -202,7 +203,7 @@ void reducer_begin_step(reducer *r)
 
 const fl_fetch_target *reducer_fetch_to(const reducer *r)
 {
-    return r->on_gpu ? r->targets : NULL;
+    return r->targets;
 }
 
 void reducer_tensor_ready(reducer *r, int index, const fl_tensor *value)
@@ -210,18 +211,16 @@ void reducer_tensor_ready(reducer *r, int index, const fl_tensor *value)
     size_t count = (size_t)fl_shape_size(value->shape);
     bool fits = index >= 0 && index < r->plan.count && value->dtype == FL_FLOAT32 &&
                 count == r->plan.elements[index];
-    if (fits && r->on_gpu) /* the run wrote it in its place (fetch_to): nothing to copy */
-        fits = value->device && value->data == (void *)(r->buffer + r->offset[index]);
-    else if (fits)
-        memcpy(r->buffer + r->offset[index], value->data, count * sizeof(float));
+    /* the run wrote it in its place (fetch_to): nothing to copy */
+    fits = fits && value->data == (void *)(r->buffer + r->offset[index]) && !value->device == !r->on_gpu;
     pthread_mutex_lock(&r->lock);
     for (int k = 0; fits && k < r->plan.count; k++)
         r->ready[k] = r->ready[k] || r->plan.order[k] == index;
     if (!fits && !r->failed) {
         r->failed = true;
-        snprintf(r->error, sizeof r->error, "tensor %d is not the float32 of %zu values planned%s",
-                 index, index >= 0 && index < r->plan.count ? r->plan.elements[index] : 0,
-                 r->on_gpu ? ", in its place in the GPU buffer (fetch_to)" : "");
+        snprintf(r->error, sizeof r->error, "tensor %d is not the float32 of %zu values planned, in its place in "
+                 "the %s buffer (fetch_to)", index, index >= 0 && index < r->plan.count ? r->plan.elements[index] : 0,
+                 r->on_gpu ? "GPU" : "host");
     }
     pthread_cond_broadcast(&r->changed);
     pthread_mutex_unlock(&r->lock);

@@ -40,14 +40,15 @@ reducer *reducer_start(const reducer_plan *plan);
 /* Before each step's run: no tensor is ready yet. */
 void reducer_begin_step(reducer *r);
 
-/* With ALLREDUCE_NCCL the fusion buffer is GPU memory, and each tensor is
- * fetched straight into its place there: fl_run_options' fetch_to, by
- * index. NULL for the other algorithms, whose tensors come as host tensors. */
+/* Each tensor's place in the fusion buffer, by index: fl_run_options'
+ * fetch_to, so the run copies each gradient once, straight into its
+ * bucket (host memory; with ALLREDUCE_NCCL GPU memory, where it stays). */
 const fl_fetch_target *reducer_fetch_to(const reducer *r);
 
 /* Tensor index has its value for this step (any thread but the
- * communication thread, once per step): copied into the fusion buffer (or,
- * with NCCL, already in its place there), so value may go away on return. */
+ * communication thread, once per step), already in its place in the fusion
+ * buffer (the run's output for reducer_fetch_to's target); any other
+ * value fails the step, with reducer_error saying which tensor. */
 void reducer_tensor_ready(reducer *r, int index, const fl_tensor *value);
 
 /* Until every tensor of the step is averaged over the ranks. 0, or -1 with
