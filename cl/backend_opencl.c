@@ -184,6 +184,25 @@ static void *cl_address_of(void *impl, void *buffer)
     return d->pool.on_host_memory ? fl_cl_pool_host_address(buffer) : NULL;
 }
 
+/* A buffer over host bytes themselves, where the pool's own lie there too
+ * (CL_MEM_USE_HOST_PTR: PoCL's CPU devices read them in place, at any
+ * alignment); NULL elsewhere, and the session copies instead. */
+static void *cl_wrap(void *impl, void *host, size_t bytes)
+{
+    fl_cl_device *d = impl;
+    if (!d->pool.on_host_memory)
+        return NULL;
+    cl_int err;
+    cl_mem m = clCreateBuffer(d->pool.context, CL_MEM_USE_HOST_PTR | CL_MEM_READ_WRITE, bytes, host, &err);
+    return err == CL_SUCCESS && fl_cl_pool_host_address(m) == host ? m : NULL;
+}
+
+static void cl_unwrap(void *impl, void *buffer)
+{
+    (void)impl;
+    clReleaseMemObject(buffer);
+}
+
 /* Non-blocking, as the seam allows: the host memory stays valid until wait. */
 static int cl_copy_in(void *impl, void *dst, const void *host_src, size_t bytes)
 {
@@ -367,7 +386,7 @@ const fl_backend fl_opencl_backend = {
         .set_tracing = cl_set_tracing,
         .take_timings = cl_take_timings,
     },
-    .host_memory = {.address_of = cl_address_of},
+    .host_memory = {.address_of = cl_address_of, .wrap = cl_wrap, .unwrap = cl_unwrap},
     .device_copies = {.copy = cl_copy_within, .copy_now = cl_copy_within_now},
 };
 

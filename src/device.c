@@ -105,6 +105,15 @@ void *fl_device_host_memory(const fl_device *d, const void *buffer)
     return d->backend->host_memory.address_of(d->impl, (void *)buffer);
 }
 
+void *fl_device_wrap_host_memory(fl_device *d, void *host, size_t bytes)
+{
+    if (d->is_host || !d->backend->host_memory.wrap || bytes == 0)
+        return NULL;
+    return d->backend->host_memory.wrap(d->impl, host, bytes);
+}
+
+void fl_device_unwrap(fl_device *d, void *buffer) { d->backend->host_memory.unwrap(d->impl, buffer); }
+
 /* ---- copies within a device: without copy_now, copy and wait for all ---- */
 
 bool fl_device_can_copy_within(const fl_device *d)

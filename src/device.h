@@ -73,9 +73,14 @@ typedef struct {
 /* For a device that keeps some buffers in this process's memory (a remote
  * device's copy of a variable): address_of(impl, buffer) says where, so that
  * a copy between it and another device goes straight there instead of
- * through a host staging buffer; NULL for a buffer that is not there. */
+ * through a host staging buffer; NULL for a buffer that is not there.
+ * wrap (may be NULL) makes a buffer over host bytes themselves, which the
+ * device's kernels then read where they lie (a PoCL CPU device: no copy);
+ * NULL when it cannot. unwrap releases such a buffer, never the bytes. */
 typedef struct {
     void *(*address_of)(void *impl, void *buffer);
+    void *(*wrap)(void *impl, void *host, size_t bytes);
+    void (*unwrap)(void *impl, void *buffer);
 } fl_backend_host_memory;
 
 /* Copies between two buffers of one device, for fetches and feeds that stay
@@ -168,6 +173,10 @@ int fl_device_write_variable(fl_device *d, const char *name, void *buffer, const
 /* Where buffer lies in this process's memory (a host device's: the buffer
  * itself), or NULL when it lies in the device's own memory. */
 void *fl_device_host_memory(const fl_device *d, const void *buffer);
+/* A buffer of d over bytes in host memory, which d's kernels read in place;
+ * NULL (no error set) where d cannot. Released by fl_device_unwrap. */
+void *fl_device_wrap_host_memory(fl_device *d, void *host, size_t bytes);
+void fl_device_unwrap(fl_device *d, void *buffer);
 /* A copy between two of d's buffers: enqueued, or (now) finished on return.
  * -1 (FL_UNIMPLEMENTED) on a device that cannot copy within itself. */
 int fl_device_copy_within(fl_device *d, void *dst, const void *src, size_t bytes, bool now);

@@ -183,6 +183,8 @@ static int run_op_kernel(fl_session *s, fl_node *n)
         return fl_session_fail(s, "%s: %s", n->name, fl_last_error());
     if (host_timed)
         fl_session_trace_op(s, n, slot->device, start, fl_now_us());
+    if (fl_session_note_reads_in_place(s, n, in) != 0)
+        return -1;
     fl_session_memory_issued(s, n);
     if (n->op == FL_OP_ASSIGN) /* only a full assignment gives a variable its first value */
         fl_session_note_assigned(s, n->inputs[0]);

@@ -9,13 +9,25 @@
 
 #include "session_internal.h"
 
+/* A copy's buffer on d goes: back to d's pool, or, over a value's own
+ * host bytes, unwrapped (the bytes stay their owner's). */
+static void drop_buffer(fl_device *d, fl_edge_copy *c)
+{
+    if (c->buffer && c->wrapped)
+        fl_device_unwrap(d, c->buffer);
+    else if (c->buffer)
+        d->backend->release(d->impl, c->buffer);
+    c->buffer = NULL;
+    c->wrapped = NULL;
+    c->capacity = 0;
+}
+
 /* Frees a slot's copies of its inputs: buffers on its device, host staging. */
 void fl_session_release_copies(fl_slot *slot)
 {
     for (int i = 0; i < slot->ncopies; i++) {
         fl_edge_copy *c = &slot->copies[i];
-        if (c->buffer)
-            slot->device->backend->release(slot->device->impl, c->buffer);
+        drop_buffer(slot->device, c);
         free(c->host);
     }
     free(slot->copies);
@@ -125,8 +137,37 @@ static bool reads_in_place(const fl_node *x, const fl_slot *from)
     return x->op != FL_OP_VARIABLE && from->buffer && from->value.data == from->buffer;
 }
 
+/* Whether dst may read x's /cpu:0 value where it lies, through a buffer
+ * over its bytes: the host's own value (not a feed, which is the caller's
+ * memory, nor a variable other partitions update from their threads). Host
+ * ops that write it in place wait for the device first (note_pending_read,
+ * renewed by every reader: fl_session_note_reads_in_place). */
+static bool may_wrap(const fl_session *s, const fl_node *x, const fl_slot *from, const fl_device *src,
+                     const fl_device *dst)
+{
+    return src->is_host && !dst->is_host && !from->shared && !fl_session_fed(s, x->id);
+}
+
+/* c's buffer over the value's own bytes: made once, and kept while they
+ * stay where they are. 0, or -1 (no error) where dst cannot. */
+static int wrap_value(fl_device *dst, fl_edge_copy *c, const fl_slot *from, size_t bytes)
+{
+    void *host = from->value.data;
+    if (c->wrapped == host && c->capacity == bytes)
+        return 0;
+    void *buffer = fl_device_wrap_host_memory(dst, host, bytes);
+    if (!buffer)
+        return -1;
+    drop_buffer(dst, c);
+    c->buffer = buffer;
+    c->wrapped = host;
+    c->capacity = bytes;
+    return 0;
+}
+
 /* Gives n's input i on n's device: the copy this run already made there
- * for another reader, or a new one, through host memory. */
+ * for another reader, or a new one, through host memory; on a device whose
+ * memory is the host's, a /cpu:0 value read where it lies (no copy). */
 int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
 {
     fl_slot *slot = &s->slots[n->id], *from = &s->slots[n->inputs[i]->id];
@@ -147,9 +188,14 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
         return 0;
     }
     size_t bytes = fl_tensor_bytes(&from->value);
-    if (bytes > c->capacity) {
-        if (c->buffer)
-            dst->backend->release(dst->impl, c->buffer);
+    if (may_wrap(s, n->inputs[i], from, src, dst) && wrap_value(dst, c, from, bytes) == 0) {
+        c->value = (fl_tensor){.dtype = from->value.dtype, .shape = from->value.shape, .data = c->buffer};
+        *out = &c->value;
+        remember_copy(s, from, dst, &c->value);
+        return 0;
+    }
+    if (bytes > c->capacity || c->wrapped) {
+        drop_buffer(dst, c);
         c->buffer = fl_device_alloc(dst, bytes);
         c->capacity = bytes;
     }
@@ -190,6 +236,24 @@ int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor
         if (wait_for_mark(p->device, p->mark) != 0)
             return fl_session_fail(s, "%s: waiting for %s to copy %s in: %s", n->name,
                                    p->device->name, n->inputs[0]->name, fl_last_error());
+    }
+    return 0;
+}
+
+/* After n's kernel is enqueued: each input its device reads where it lies
+ * in /cpu:0 memory (wrap_value) is read until the device passes this mark,
+ * so host ops that write it in place wait for it. */
+int fl_session_note_reads_in_place(fl_session *s, const fl_node *n, fl_tensor *const *in)
+{
+    fl_device *d = s->slots[n->id].device;
+    for (int i = 0; i < n->ninputs; i++) {
+        const fl_slot *from = &s->slots[n->inputs[i]->id];
+        if (from->device == d || !from->device->is_host || d->is_host)
+            continue;
+        void *host = fl_device_host_memory(d, in[i]->data);
+        if (host && host == from->value.data && note_pending_read(s, d, host) != 0)
+            return fl_session_fail(s, "%s: marking its read of %s on %s: %s", n->name, n->inputs[i]->name, d->name,
+                                   fl_last_error());
     }
     return 0;
 }

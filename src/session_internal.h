@@ -32,6 +32,7 @@ typedef struct {
     size_t capacity;
     void *host;        /* host staging buffer (NULL when one side is the host) */
     size_t host_capacity;
+    void *wrapped;     /* non-NULL: buffer lies over these host bytes, the value's own (no copy) */
 } fl_edge_copy;
 
 /* A copy of a node's value that this run made on another device; every
@@ -320,6 +321,9 @@ void fl_session_free_fusion(fl_session *s);
 /* Gives n's input i on n's device in *out: the copy this run already made
  * there for another reader, or a new one; -1 with the error set. */
 int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out);
+/* After n's kernel is enqueued, for the /cpu:0 values its device reads
+ * where they lie: host ops that write them wait until it is past n. */
+int fl_session_note_reads_in_place(fl_session *s, const fl_node *n, fl_tensor *const *in);
 /* Before a host op writes a variable in place: waits until no device is
  * still to copy its old value in. */
 int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in);

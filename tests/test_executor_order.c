@@ -8,6 +8,7 @@
 #include "tap.h"
 #include "flowlab.h"
 #include "session_internal.h" /* the recorded events, to read their times */
+#include "one_pocl_device.h"
 
 enum { N = 512, CHAIN = 8, M = 1 << 16 };
 
@@ -204,14 +205,7 @@ int main(void)
     /* The copy path, as a GPU takes it: on PoCL a host op would read the
      * value where it lies (test_lab02 and test_fused_updates check that). */
     setenv("FLOWLAB_OPENCL_HOST_MEMORY", "0", 1);
-    setenv("POCL_DEVICES", "pthread", 1);
-    setenv("POCL_MAX_PTHREAD_COUNT", "1", 1);
-    setenv("FLOWLAB_BACKEND", "opencl", 1);
-    if (fl_accelerator_count() < 1) {
-        char why[600];
-        snprintf(why, sizeof why, "an OpenCL device is needed (%s)", fl_opencl_backend.why_unavailable());
-        skip_all(why);
-    }
+    need_one_pocl_device();
     early_value_goes_first();
     host_write_waits_for_copy_in();
     one_copy_per_device();

@@ -3,7 +3,7 @@
  * before this test) with PoCL asked for two single-core devices, /gpu:0 and
  * /gpu:1: flags and their errors, two towers whose loss falls, two towers of
  * B/2 printing the losses of one tower of B from the same seed, a controller
- * on /gpu:0, no copy of a tower's values back to the controller, the
+ * on /gpu:0, no copy between the controller and the towers, the
  * no-accelerator fallback, and the exercises' solutions.
  * Parts that need two devices are skipped, with the reason, without PoCL. */
 #include "flowlab.h"
@@ -142,9 +142,11 @@ static copy_count count_copies(const char *path)
 
 /* Issue 42 item 1: PoCL's CPU devices keep their buffers in host memory
  * (cl/opencl_pool.c), so the controller's averaging and Adam read each
- * tower's gradients where they lie. FLOWLAB_OPENCL_HOST_MEMORY=0 brings the
- * copies back: the count can fail, and the losses are the same both ways. */
-static void test_no_copies_back(void)
+ * tower's gradients where they lie, and the towers read the controller's
+ * variables and batch slices where they lie (session_copies.c's
+ * wrap_value). FLOWLAB_OPENCL_HOST_MEMORY=0 brings the copies back, both
+ * ways: the counts can fail, and the losses are the same both ways. */
+static void test_no_copies(void)
 {
     char args[600], path[2][400];
     run_result r[2];
@@ -156,14 +158,15 @@ static void test_no_copies_back(void)
         r[k] = run_env(env[k], args);
         c[k] = count_copies(path[k]);
     }
-    ok(r[0].status == 0 && c[0].from_towers == 0 && c[0].to_towers > 0, "traced, 2 towers copy nothing back to "
-       "the controller in steps 2-4 (%d copies; %d copies of the variables to the towers)", c[0].from_towers,
+    ok(r[0].status == 0 && c[0].from_towers == 0 && c[0].to_towers == 0, "traced, 2 towers copy nothing in steps "
+       "2-4: %d copies back to the controller, %d of its variables and slices to the towers", c[0].from_towers,
        c[0].to_towers);
     bool same = r[0].nsteps == 10 && r[1].nsteps == 10;
     for (int i = 0; same && i < 10; i++)
         same = r[0].loss[i] == r[1].loss[i];
-    ok(r[1].status == 0 && c[1].from_towers > 0 && same, "with FLOWLAB_OPENCL_HOST_MEMORY=0 the towers' values are "
-       "copied back (%d copies, %.1f MB) and the 10 losses are the same", c[1].from_towers, c[1].from_towers_mb);
+    ok(r[1].status == 0 && c[1].from_towers > 0 && c[1].to_towers > 0 && same, "with FLOWLAB_OPENCL_HOST_MEMORY=0 "
+       "the values are copied (%d copies back, %.1f MB; %d to the towers) and the 10 losses are the same",
+       c[1].from_towers, c[1].from_towers_mb, c[1].to_towers);
     for (int k = 0; k < 2; k++)
         free(r[k].out);
 }
@@ -262,7 +265,7 @@ int main(int argc, char **argv)
         test_checkpoint_dir_errors();
         if (naccelerators == 2) {
             test_towers();
-            test_no_copies_back();
+            test_no_copies();
             test_chapter_sentence();
         } else
             printf("ok %d # SKIP two towers need two accelerators (PoCL's pthread devices); "

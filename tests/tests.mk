@@ -5,7 +5,7 @@ TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
 # Every test links the cluster rooms too: a test of the core pulls no object
 # from their archive.
-$(BUILD)/tests/%: tests/%.c tests/tap.h tests/gradcheck.h tests/lab_runner.h tests/loopback.h tests/sync_equivalence.h tests/alloc_count.h $(LIB) $(CLUSTER_LIB) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/%.c tests/tap.h tests/gradcheck.h tests/lab_runner.h tests/loopback.h tests/sync_equivalence.h tests/alloc_count.h tests/one_pocl_device.h $(LIB) $(CLUSTER_LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(CLUSTER_LINK)
 
 tests: $(TEST_BIN)
