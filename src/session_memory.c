@@ -192,15 +192,27 @@ void fl_session_free_memory(fl_session *s)
     *m = (fl_memory_state){0};
 }
 
+/* The pools by their devices' names: the same line from run to run,
+ * whichever device happened to take memory first. */
+static int compare_pools(const void *a, const void *b)
+{
+    return strcmp((*(const fl_device_pool *const *)a)->device->name, (*(const fl_device_pool *const *)b)->device->name);
+}
+
 int fl_session_memory(const fl_session *s, fl_device_memory *out, int max)
 {
     if (!s || (max > 0 && !out))
         return -1;
     const fl_memory_state *m = &s->memory;
+    const fl_device_pool **byname = fl_xcalloc((size_t)(m->npools ? m->npools : 1), sizeof *byname);
+    for (int i = 0; i < m->npools; i++)
+        byname[i] = &m->pools[i];
+    qsort(byname, (size_t)m->npools, sizeof *byname, compare_pools);
     for (int i = 0; i < m->npools && i < max; i++) {
-        const fl_device_pool *p = &m->pools[i];
+        const fl_device_pool *p = byname[i];
         out[i] = (fl_device_memory){.peak_bytes = p->peak, .reserved_bytes = p->reserved};
         snprintf(out[i].device, sizeof out[i].device, "%s", p->device->name);
     }
+    free(byname);
     return m->npools;
 }

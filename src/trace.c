@@ -163,8 +163,10 @@ static void put_json_string(FILE *f, const char *text)
     }
 }
 
-/* Lanes: the distinct devices of the events, in order of first appearance.
- * A lane's tid is its index + 1 (some viewers treat tid 0 specially). */
+/* Lanes: the distinct devices of the events, in the order of their names
+ * (sort_lanes), so that a run draws the same picture whichever device
+ * happened to start first. A lane's tid is its index + 1 (some viewers
+ * treat tid 0 specially). */
 static int lane_of(const fl_device **lanes, int *nlanes, const fl_device *d)
 {
     for (int i = 0; i < *nlanes; i++)
@@ -172,6 +174,16 @@ static int lane_of(const fl_device **lanes, int *nlanes, const fl_device *d)
             return i + 1;
     lanes[*nlanes] = d;
     return ++*nlanes;
+}
+
+static void sort_lanes(const fl_device **lanes, int nlanes)
+{
+    for (int i = 1; i < nlanes; i++)
+        for (int j = i; j > 0 && strcmp(device_name(lanes[j - 1]), device_name(lanes[j])) > 0; j--) {
+            const fl_device *d = lanes[j];
+            lanes[j] = lanes[j - 1];
+            lanes[j - 1] = d;
+        }
 }
 
 static void put_lane_names(FILE *f, const fl_device **lanes, int nlanes)
@@ -260,6 +272,9 @@ static void put_trace(FILE *f, const fl_session *s)
     const fl_device **lanes = fl_xcalloc((size_t)(count ? count : 1), sizeof *lanes);
     int *tids = fl_xcalloc((size_t)(count ? count : 1), sizeof *tids);
     int nlanes = 0;
+    for (int i = 0; i < count; i++)
+        lane_of(lanes, &nlanes, events[i].device);
+    sort_lanes(lanes, nlanes);
     for (int i = 0; i < count; i++)
         tids[i] = lane_of(lanes, &nlanes, events[i].device);
     fputs("{\"traceEvents\":[\n", f);
