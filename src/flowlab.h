@@ -419,10 +419,9 @@ const char *fl_session_node_device(const fl_session *s, const fl_node *n);
 /* How many ops the latest run of s ran (sources and fed nodes not counted):
  * fewer than the graph's when the session fused some (session_fusion.c). */
 int fl_session_ops_run(const fl_session *s);
-/* What the latest run's values held on each device, by the devices' names
- * ("/cpu:0", "/gpu:0", ...): the most bytes at once (op outputs and the copies made there;
- * not variables, constants or fed values) and what the pool keeps there
- * (reuse_memory). Fills out[0..max); returns the count (0 in a cluster's
+/* What the latest run's values held on each device, by device name: the
+ * most bytes at once (op outputs and the copies made there; not variables,
+ * constants or fed values) and what the pool keeps there (reuse_memory). Fills out[0..max); returns the count (0 in a cluster's
  * client: its tasks hold the values), -1 when s is NULL. */
 typedef struct {
     char device[64];

@@ -212,7 +212,7 @@ void reducer_tensor_ready(reducer *r, int index, const fl_tensor *value)
     bool fits = index >= 0 && index < r->plan.count && value->dtype == FL_FLOAT32 &&
                 count == r->plan.elements[index];
     /* the run wrote it in its place (fetch_to): nothing to copy */
-    fits = fits && value->data == (void *)(r->buffer + r->offset[index]) && !value->device == !r->on_gpu;
+    fits = fits && value->data == (void *)(r->buffer + r->offset[index]) && (value->device != NULL) == r->on_gpu;
     pthread_mutex_lock(&r->lock);
     for (int k = 0; fits && k < r->plan.count; k++)
         r->ready[k] = r->ready[k] || r->plan.order[k] == index;
