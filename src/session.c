@@ -305,6 +305,13 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n, fl_device **on)
     for (int i = 0; i < n->ncontrols; i++)
         if (waits_on_control(s, n, n->controls[i]))
             note_unfinished(&s->slots[n->controls[i]->id], &newest, on);
+    /* A host op that writes in place what a device still reads waits too. */
+    fl_device *reader = NULL;
+    int64_t read = fl_session_unfinished_reads(s, n, &reader);
+    if (read > newest) {
+        newest = read;
+        *on = *on && fl_device_waits_on_any(*on) ? *on : reader;
+    }
     return newest;
 }
 
@@ -331,7 +338,7 @@ static int issue(fl_session *s, fl_node *n)
                                fl_last_error());
     if (!slot->mark) /* a device without marks: the value is known finished when it is idle */
         return early ? fl_session_fetch_finished(s) : 0;
-    slot->mark_seq = ++s->run.marks_made;
+    slot->mark_seq = fl_session_next_mark_age(s);
     return 0;
 }
 

@@ -48,6 +48,8 @@ static fl_edge_copy *copy_record(fl_slot *slot, const fl_node *n, int i)
     return &slot->copies[i];
 }
 
+int64_t fl_session_next_mark_age(fl_session *s) { return ++s->reads.marks_made; }
+
 /* Remembers that dst will read host memory at `host` some time after now,
  * so that a host op does not overwrite it first (fl_session_wait_for_pending_reads). */
 static int note_pending_read(fl_session *s, fl_device *dst, const void *host)
@@ -60,7 +62,7 @@ static int note_pending_read(fl_session *s, fl_device *dst, const void *host)
         r->cap = r->cap ? r->cap * 2 : 64;
         r->list = fl_xrealloc(r->list, (size_t)r->cap * sizeof *r->list);
     }
-    r->list[r->n++] = (fl_pending_read){host, dst, mark};
+    r->list[r->n++] = (fl_pending_read){host, dst, mark, fl_session_next_mark_age(s), false};
     return 0;
 }
 
@@ -221,23 +223,62 @@ static bool reads_input(const fl_pending_read *p, const fl_device *d, const fl_n
     return false;
 }
 
+/* Only a write in place can overwrite what a device reads. */
+static bool writes_in_place(const fl_node *n) { return fl_op_def_of(n->op)->sig.writes_inputs > 0; }
+
 /* An op that writes variables in place (Assign, ApplyAdam and its slots;
  * a remote AssignAdd, whose reply is the new value) in host memory waits
- * until no device is still to copy them in. */
+ * until no device is still to copy them in. The executor issues it only
+ * when nothing else can go (fl_session_unfinished_reads), so this wait
+ * blocks no work that was ready. */
 int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in)
 {
     const fl_device *d = s->slots[n->id].device;
-    if (fl_op_def_of(n->op)->sig.writes_inputs == 0) /* only a write in place can overwrite what is read */
+    if (!writes_in_place(n))
         return 0;
     for (int r = 0; r < s->reads.n; r++) {
         fl_pending_read *p = &s->reads.list[r];
-        if (!reads_input(p, d, n, in))
+        if (p->reached || !reads_input(p, d, n, in))
             continue;
         if (wait_for_mark(p->device, p->mark) != 0)
             return fl_session_fail(s, "%s: waiting for %s to copy %s in: %s", n->name,
                                    p->device->name, n->inputs[0]->name, fl_last_error());
+        p->reached = true;
     }
     return 0;
+}
+
+/* Whether p reads one of host op n's inputs that lie on the host (every
+ * value n writes does; an input from another device is a copy or that
+ * device's own buffer). */
+static bool reads_host_input(const fl_session *s, const fl_pending_read *p, const fl_node *n)
+{
+    for (int i = 0; i < n->ninputs; i++) {
+        const fl_slot *from = &s->slots[n->inputs[i]->id];
+        if (from->device->is_host && p->host == from->value.data)
+            return true;
+    }
+    return false;
+}
+
+/* The list is in the order of its marks, so the first unfinished read
+ * from its end is the newest. */
+int64_t fl_session_unfinished_reads(fl_session *s, const fl_node *n, fl_device **on)
+{
+    if (!writes_in_place(n) || !s->slots[n->id].device->is_host)
+        return -1;
+    for (int r = s->reads.n - 1; r >= 0; r--) {
+        fl_pending_read *p = &s->reads.list[r];
+        if (p->reached || !reads_host_input(s, p, n))
+            continue;
+        int reached = fl_device_reached(p->device, p->mark, false);
+        p->reached = reached == 1;
+        if (reached == 0) { /* an error shows when the op waits for it */
+            *on = p->device;
+            return p->seq;
+        }
+    }
+    return -1;
 }
 
 /* After n's kernel is enqueued: each input its device reads where it lies
@@ -275,5 +316,5 @@ void fl_session_forget_marks(fl_session *s)
 void fl_session_free_pending_reads(fl_session *s)
 {
     free(s->reads.list);
-    s->reads = (fl_pending_reads){NULL, 0, 0};
+    s->reads = (fl_pending_reads){NULL, 0, 0, 0};
 }

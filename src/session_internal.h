@@ -74,6 +74,8 @@ typedef struct {
     const void *host;
     fl_device *device;
     void *mark;
+    int64_t seq;  /* its age among the run's marks (fl_session_next_mark_age) */
+    bool reached; /* the device is known past the mark */
 } fl_pending_read;
 
 /* One op's run, for the timeline (fl_session_write_trace). */
@@ -121,7 +123,6 @@ typedef struct {
     const fl_run_options *options; /* this run's (NULL: none, or between runs) */
     int64_t run_count;
     int ops_run; /* in the latest run: ops issued (a fused node counts once) */
-    int64_t marks_made;
 } fl_run_state;
 
 /* session_fetch.c's: this run's fetches and where their values go. */
@@ -143,10 +144,13 @@ typedef struct {
     int n;
 } fl_kept_fetches;
 
-/* session_copies.c's: host memory devices are still to copy in, this run. */
+/* session_copies.c's: host memory devices are still to copy in, this run;
+ * and the count of marks taken, values' and pending reads' alike, whose
+ * order the executor compares. */
 typedef struct {
     fl_pending_read *list;
     int n, cap;
+    int64_t marks_made;
 } fl_pending_reads;
 
 /* trace.c's: the timeline. The executor's events are recorded without a
@@ -327,6 +331,12 @@ int fl_session_note_reads_in_place(fl_session *s, const fl_node *n, fl_tensor *c
 /* Before a host op writes a variable in place: waits until no device is
  * still to copy its old value in. */
 int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in);
+/* The age the next mark of this session takes: marks on values and on
+ * pending reads are ordered alike. */
+int64_t fl_session_next_mark_age(fl_session *s);
+/* Without blocking: -1 when host op n writes nothing a device still reads;
+ * otherwise the age of the newest such read's mark, its device in *on. */
+int64_t fl_session_unfinished_reads(fl_session *s, const fl_node *n, fl_device **on);
 /* After a run: releases its marks and forgets its pending reads. */
 void fl_session_forget_marks(fl_session *s);
 void fl_session_free_pending_reads(fl_session *s);

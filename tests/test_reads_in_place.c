@@ -2,7 +2,8 @@
  * device) reads a /cpu:0 value where it lies, as chapter 2's towers read
  * the controller's variables: no copy is made, and a host op that updates
  * the variable in place waits until the device has run its last reader of
- * the run (session_copies.c's wrap_value and note_pending_read). One PoCL
+ * the run (session_copies.c's wrap_value and note_pending_read), without
+ * holding up other host work meanwhile. One PoCL
  * device, one thread; test_executor_order checks the copy path a GPU takes. */
 #include "tap.h"
 #include "flowlab.h"
@@ -21,6 +22,26 @@ static fl_node *slow_sum(fl_graph *g)
     return fl_reduce_sum(g, h, NULL, 0, false, "late_sum");
 }
 
+/* v and one, ones on /cpu:0. */
+static fl_node *host_variables(fl_graph *g, fl_node **one)
+{
+    fl_device_scope_push(g, "/cpu:0");
+    fl_node *v = fl_get_variable(g, "v", fl_shape_make(1, M), fl_constant_initializer(1.0f));
+    *one = fl_get_variable(g, "one", fl_shape_make(1, M), fl_constant_initializer(1.0f));
+    fl_device_pop(g);
+    return v;
+}
+
+/* A session over g with its variables initialized, tracing from now. */
+static int start_traced(fl_graph *g, fl_session **s)
+{
+    fl_node *init = fl_global_variables_initializer(g);
+    *s = fl_session_new(g, NULL);
+    int rc = fl_session_run(*s, NULL, 0, NULL, 0, NULL, &init, 1);
+    fl_session_set_tracing(*s, true);
+    return rc;
+}
+
 static int copies_in_trace(const fl_session *s)
 {
     int copies = 0;
@@ -36,10 +57,7 @@ static int copies_in_trace(const fl_session *s)
 static void host_update_waits_for_last_reader(void)
 {
     fl_graph *g = fl_graph_new();
-    fl_device_scope_push(g, "/cpu:0");
-    fl_node *v = fl_get_variable(g, "v", fl_shape_make(1, M), fl_constant_initializer(1.0f));
-    fl_node *one = fl_get_variable(g, "one", fl_shape_make(1, M), fl_constant_initializer(1.0f));
-    fl_device_pop(g);
+    fl_node *one, *v = host_variables(g, &one);
     fl_device_scope_push(g, "/gpu:0");
     fl_node *early = fl_reduce_sum(g, fl_mul(g, v, fl_scalar(g, 1.0f, NULL), NULL), NULL, 0, false, "early");
     fl_node *late = fl_reduce_sum(g, fl_mul(g, v, slow_sum(g), NULL), NULL, 0, false, "late");
@@ -47,11 +65,9 @@ static void host_update_waits_for_last_reader(void)
     fl_device_scope_push(g, "/cpu:0");
     fl_node *update = fl_assign_add(g, v, one, "update");
     fl_device_pop(g);
-    fl_node *init = fl_global_variables_initializer(g);
-    fl_session *s = fl_session_new(g, NULL);
-    int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
+    fl_session *s;
+    int rc = start_traced(g, &s);
     fl_tensor *out[2] = {NULL, NULL};
-    fl_session_set_tracing(s, true);
     rc = rc ? rc : fl_session_run(s, NULL, 0, (fl_node *[]){early, late}, 2, out, &update, 1);
     if (!ok(rc == 0, "a run that reads v on /gpu:0 and updates it in place on /cpu:0 succeeds"))
         diag("%s", fl_session_error(s));
@@ -75,9 +91,65 @@ static void host_update_waits_for_last_reader(void)
     fl_graph_free(g);
 }
 
+static const fl_trace_event *event_of(const fl_session *s, const fl_node *n)
+{
+    for (int i = 0; i < s->trace.nevents; i++)
+        if (s->trace.events[i].node == n->id && s->trace.events[i].copy_of < 0)
+            return &s->trace.events[i];
+    return NULL;
+}
+
+/* When /gpu:0 last ends its work: the update's wait. */
+static double device_end(const fl_session *s)
+{
+    double end = 0;
+    for (int i = 0; i < s->trace.nevents; i++) {
+        const fl_trace_event *e = &s->trace.events[i];
+        if (!e->device->is_host && e->start_us + e->duration_us > end)
+            end = e->start_us + e->duration_us;
+    }
+    return end;
+}
+
+/* The update that waits for /gpu:0's reader does not hold up host work
+ * that is ready: an Add made after it, on values no device reads, runs
+ * while /gpu:0 still computes (the executor defers the update, as it
+ * defers an op whose input is unfinished: session.c's would_wait_for). */
+static void waiting_update_blocks_nothing(void)
+{
+    fl_graph *g = fl_graph_new();
+    fl_node *one, *v = host_variables(g, &one);
+    fl_device_scope_push(g, "/gpu:0");
+    fl_node *late = fl_reduce_sum(g, fl_mul(g, v, slow_sum(g), NULL), NULL, 0, false, "late");
+    fl_device_pop(g);
+    fl_device_scope_push(g, "/cpu:0");
+    fl_node *update = fl_assign_add(g, v, one, "update");
+    fl_node *other = fl_add(g, one, one, "other");
+    fl_device_pop(g);
+    fl_session *s;
+    int rc = start_traced(g, &s);
+    fl_tensor *out[2] = {NULL, NULL};
+    rc = rc ? rc : fl_session_run(s, NULL, 0, (fl_node *[]){late, other}, 2, out, &update, 1);
+    if (!ok(rc == 0, "a run with a waiting update and other host work succeeds"))
+        diag("%s", fl_session_error(s));
+    const fl_trace_event *e_other = event_of(s, other), *e_update = event_of(s, update);
+    double end = device_end(s), slack = 1000; /* microseconds: the clocks agree to a wake-up */
+    ok(e_other && e_other->start_us < end - slack,
+       "the Add made after the update ran while /gpu:0 computed (%.1f ms before its end)",
+       e_other ? (end - e_other->start_us) / 1e3 : -1.0);
+    ok(e_update && e_update->start_us >= end - slack, "the update waited for /gpu:0's reader (%.1f ms after its end)",
+       e_update ? (e_update->start_us - end) / 1e3 : -1.0);
+    ok(rc == 0 && fl_tensor_floats(out[0])[0] == (float)M * N, "and the reader saw v before the update");
+    for (int i = 0; i < 2; i++)
+        fl_tensor_free(out[i]);
+    fl_session_free(s);
+    fl_graph_free(g);
+}
+
 int main(void)
 {
     need_one_pocl_device();
     host_update_waits_for_last_reader();
+    waiting_update_blocks_nothing();
     return done_testing();
 }

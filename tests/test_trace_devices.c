@@ -166,7 +166,9 @@ static void check_overlap(const fl_session *s, int from, const model *m, double 
     const double slack = 1000; /* microseconds: clock sync errs by one wake-up */
     ok(fmin(a.first, b.first) >= run_start - slack && fmax(a.last, b.last) <= run_end + slack,
        "device times lie within the run, as the host saw it");
-    ok(span > 0.5 * (run_end - run_start), "the devices were busy for most of the run (%.1f of %.1f ms)",
+    /* A clock in the wrong unit would be off by 1000x; a host preempted
+     * on a loaded machine stretches the run's wall time by a few times. */
+    ok(span > 0.1 * (run_end - run_start), "the devices' span is on the run's scale (%.1f of %.1f ms)",
        span / 1e3, (run_end - run_start) / 1e3);
     const fl_trace_event *add = event_of(s, from, m->total);
     ok(add && add->start_us >= fmax(a.last, b.last) - slack,
