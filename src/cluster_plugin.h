@@ -27,8 +27,9 @@ typedef struct fl_cluster_plugin {
     int (*say_goodbye)(const fl_cluster *cluster);
     /* In the client of a cluster, TensorFlow's master: the session opens it, runs
      * each step through it, asks it where a node ran, closes it (goodbye to
-     * the tasks). NULL in a task. */
-    void *(*open_master)(const fl_cluster *cluster, fl_graph *g);
+     * the tasks). NULL in a task. options: the session's (the tasks' own
+     * sessions pool their values when it asks for reuse_memory). */
+    void *(*open_master)(const fl_cluster *cluster, fl_graph *g, const fl_session_options *options);
     int (*run_master)(void *master, const fl_feed *feeds, int nfeeds, fl_node *const *fetches,
                       int nfetches, fl_tensor **outputs, fl_node *const *targets, int ntargets);
     const char *(*node_device)(void *master, const fl_node *n);

@@ -421,8 +421,9 @@ const char *fl_session_node_device(const fl_session *s, const fl_node *n);
 int fl_session_ops_run(const fl_session *s);
 /* What the latest run's values held on each device, by device name: the
  * most bytes at once (op outputs and the copies made there; not variables,
- * constants or fed values) and what the pool keeps there (reuse_memory). Fills out[0..max); returns the count (0 in a cluster's
- * client: its tasks hold the values), -1 when s is NULL. */
+ * constants or fed values) and what the pool keeps there (reuse_memory); in
+ * a cluster's client, each task device's peak of the latest traced step
+ * ("/job:worker/task:1/gpu:0"). Fills out[0..max); returns the count, -1 when s is NULL. */
 typedef struct {
     char device[64];
     size_t peak_bytes, reserved_bytes;

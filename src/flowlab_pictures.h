@@ -41,6 +41,10 @@ void fl_session_trace_event(fl_session *s, const char *lane, const char *name, d
  * the lane shows ("request"). fl_session_trace_event's kind is "external". */
 void fl_session_trace_span(fl_session *s, const char *lane, const char *name, const char *kind,
                            double start_us, double end_us);
+/* A task device's peak bytes in a traced step, as the task sent them back
+ * with its timings: fl_session_memory lists it (a device listed already
+ * takes the new peak). */
+void fl_session_note_task_memory(fl_session *s, const char *device, size_t peak_bytes);
 /* One op of the traced runs as the executor recorded it, as TensorFlow's
  * RunMetadata step_stats gives it: the node's name, its op ("Copy" for a
  * copy between devices, named after the value it moved), its device, and

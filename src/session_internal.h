@@ -196,13 +196,16 @@ typedef struct {
 
 /* session_memory.c's: the bytes each device's values hold this run, and
  * with reuse_memory its pool (by node id: whose buffer a value lies in, its
- * readers still to be issued, the pool buffer it borrowed or -1). */
+ * readers still to be issued, the pool buffer it borrowed or -1); in a
+ * cluster's client, what its tasks reported of theirs. */
 typedef struct fl_device_pool fl_device_pool;
 typedef struct {
     fl_device_pool *pools;
     int npools;
     int *owner, *unread, *lent;
     int size;
+    fl_device_memory *task_peaks; /* a cluster client's: each task device's latest traced peak */
+    int ntask_peaks;
 } fl_memory_state;
 
 /* session_error.c's: the last failure, for fl_session_error. */

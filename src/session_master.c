@@ -17,7 +17,7 @@ int fl_session_open_master(fl_session *s)
     const fl_cluster_plugin *plugin = fl_cluster_plugin_of(s->options.cluster);
     fl_clear_error();
     if (plugin && plugin->open_master)
-        s->master.runtime = plugin->open_master(s->options.cluster, s->graph);
+        s->master.runtime = plugin->open_master(s->options.cluster, s->graph, &s->options);
     /* NULL: no master (a task's session runs its graph), or one that failed */
     return !s->master.runtime && fl_last_error_code() != FL_OK ? -1 : 0;
 }

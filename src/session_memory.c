@@ -186,17 +186,34 @@ void fl_session_free_memory(fl_session *s)
         free(p->buffers);
     }
     free(m->pools);
+    free(m->task_peaks);
     free(m->owner);
     free(m->unread);
     free(m->lent);
     *m = (fl_memory_state){0};
 }
 
-/* The pools by their devices' names: the same line from run to run,
- * whichever device happened to take memory first. */
-static int compare_pools(const void *a, const void *b)
+void fl_session_note_task_memory(fl_session *s, const char *device, size_t peak_bytes)
 {
-    return strcmp((*(const fl_device_pool *const *)a)->device->name, (*(const fl_device_pool *const *)b)->device->name);
+    if (!s || !device)
+        return;
+    fl_memory_state *m = &s->memory;
+    int k = 0;
+    while (k < m->ntask_peaks && strcmp(m->task_peaks[k].device, device) != 0)
+        k++;
+    if (k == m->ntask_peaks) {
+        m->task_peaks = fl_xrealloc(m->task_peaks, (size_t)(k + 1) * sizeof *m->task_peaks);
+        m->ntask_peaks++;
+    }
+    m->task_peaks[k] = (fl_device_memory){.peak_bytes = peak_bytes};
+    snprintf(m->task_peaks[k].device, sizeof m->task_peaks[k].device, "%s", device);
+}
+
+/* By device name: the same line from run to run, whichever device
+ * happened to take memory first. */
+static int by_device_name(const void *a, const void *b)
+{
+    return strcmp(((const fl_device_memory *)a)->device, ((const fl_device_memory *)b)->device);
 }
 
 int fl_session_memory(const fl_session *s, fl_device_memory *out, int max)
@@ -204,15 +221,18 @@ int fl_session_memory(const fl_session *s, fl_device_memory *out, int max)
     if (!s || (max > 0 && !out))
         return -1;
     const fl_memory_state *m = &s->memory;
-    const fl_device_pool **byname = fl_xcalloc((size_t)(m->npools ? m->npools : 1), sizeof *byname);
-    for (int i = 0; i < m->npools; i++)
-        byname[i] = &m->pools[i];
-    qsort(byname, (size_t)m->npools, sizeof *byname, compare_pools);
-    for (int i = 0; i < m->npools && i < max; i++) {
-        const fl_device_pool *p = byname[i];
-        out[i] = (fl_device_memory){.peak_bytes = p->peak, .reserved_bytes = p->reserved};
-        snprintf(out[i].device, sizeof out[i].device, "%s", p->device->name);
+    int n = m->npools + m->ntask_peaks;
+    fl_device_memory *all = fl_xcalloc((size_t)(n ? n : 1), sizeof *all);
+    for (int i = 0; i < m->npools; i++) {
+        const fl_device_pool *p = &m->pools[i];
+        all[i] = (fl_device_memory){.peak_bytes = p->peak, .reserved_bytes = p->reserved};
+        snprintf(all[i].device, sizeof all[i].device, "%s", p->device->name);
     }
-    free(byname);
-    return m->npools;
+    if (m->ntask_peaks > 0)
+        memcpy(all + m->npools, m->task_peaks, (size_t)m->ntask_peaks * sizeof *all);
+    qsort(all, (size_t)n, sizeof *all, by_device_name);
+    if (max > 0)
+        memcpy(out, all, (size_t)(n < max ? n : max) * sizeof *all);
+    free(all);
+    return n;
 }

@@ -82,7 +82,7 @@ static bool has_transfer(const fl_graph_partition *p, fl_op_kind op, const char 
 static void check_training_run(model *m)
 {
     fl_node *feeds[4] = {m->x[0], m->y[0], m->x[1], m->y[1]};
-    fl_partition_request req = {feeds, 4, m->loss, 2, &m->train, 1, {"", 0}};
+    fl_partition_request req = {feeds, 4, m->loss, 2, &m->train, 1, {"", 0}, false};
     int before = fl_graph_node_count(m->g);
     fl_partitioned_run r;
     if (!ok(fl_partition_graph(m->g, &req, &r) == 0, "the training run partitions"))
@@ -151,7 +151,7 @@ static void check_pairs(model *m)
 {
     fl_node *feeds[4] = {m->x[0], m->y[0], m->x[1], m->y[1]};
     fl_node *roots[2] = {m->train, m->after_tower0};
-    fl_partition_request req = {feeds, 4, m->loss, 2, roots, 2, {"", 0}};
+    fl_partition_request req = {feeds, 4, m->loss, 2, roots, 2, {"", 0}, false};
     fl_partitioned_run r;
     if (fl_partition_graph(m->g, &req, &r) != 0)
         diag("%s", fl_last_error());
@@ -162,7 +162,7 @@ static void check_pairs(model *m)
 static void check_control_edge(model *m)
 {
     fl_node *feeds[2] = {m->x[0], m->y[0]};
-    fl_partition_request req = {feeds, 2, NULL, 0, &m->after_tower0, 1, {"", 0}};
+    fl_partition_request req = {feeds, 2, NULL, 0, &m->after_tower0, 1, {"", 0}, false};
     fl_partitioned_run r;
     if (!ok(fl_partition_graph(m->g, &req, &r) == 0 && r.nparts == 3, "a control edge pulls in its task, and w's"))
         diag("%s", fl_last_error());
@@ -187,7 +187,7 @@ static void check_pruning_and_feeds(model *m)
 {
     fl_node *pred = fl_graph_find(m->g, "tower_0/pred");
     fl_node *feeds[2] = {pred, m->y[0]};
-    fl_partition_request req = {feeds, 2, &m->loss[0], 1, NULL, 0, {"", 0}};
+    fl_partition_request req = {feeds, 2, &m->loss[0], 1, NULL, 0, {"", 0}, false};
     fl_partitioned_run r;
     ok(fl_partition_graph(m->g, &req, &r) == 0 && r.nparts == 1 && strcmp(r.parts[0].job, "worker") == 0,
        "feeding tower 0's prediction leaves the ps out");
@@ -207,7 +207,7 @@ static void check_remote_update_refused(void)
     fl_device_scope_push(g, "/job:worker/task:0");
     fl_node *assign = fl_assign(g, v, fl_ones_like(g, v, NULL), "stray_assign");
     fl_device_pop(g);
-    fl_partition_request req = {NULL, 0, NULL, 0, &assign, 1, {"", 0}};
+    fl_partition_request req = {NULL, 0, NULL, 0, &assign, 1, {"", 0}, false};
     fl_partitioned_run r;
     ok(fl_partition_graph(g, &req, &r) == -1 && fl_last_error_code() == FL_INVALID_ARGUMENT &&
        strstr(fl_last_error(), "stray_assign") && strstr(fl_last_error(), "colocate"),
@@ -244,13 +244,13 @@ static void check_run_plans(model *m)
     fl_partitioned_run cut;
     cut_everything(m, &cut);
     fl_node *feeds[4] = {m->x[0], m->y[0], m->x[1], m->y[1]};
-    fl_partition_request train = {feeds, 4, m->loss, 2, &m->train, 1, {"", 0}};
+    fl_partition_request train = {feeds, 4, m->loss, 2, &m->train, 1, {"", 0}, false};
     fl_run_plan plan;
     ok(fl_run_plan_make(m->g, &cut, &train, &plan) == 0 && plan.ntasks == 3 && active_sends(&plan) == 4,
        "a training step needs all three tasks and four Sends (w out twice, two gradients back)");
     ok(plan.tasks[plan.fetch_task[1]].part == 2 && plan.fetch_slot[1] == 0, "tower 1's loss is fetched from worker 1");
     fl_run_plan_free(&plan);
-    fl_partition_request evaluate = {feeds, 2, &m->loss[0], 1, NULL, 0, {"", 0}};
+    fl_partition_request evaluate = {feeds, 2, &m->loss[0], 1, NULL, 0, {"", 0}, false};
     ok(fl_run_plan_make(m->g, &cut, &evaluate, &plan) == 0 && plan.ntasks == 2 && active_sends(&plan) == 1,
        "tower 0's loss alone needs the ps and worker 0, and only w's edge to it: no gradient is sent");
     bool feeds_on_worker0 = true;

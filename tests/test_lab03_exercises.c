@@ -49,7 +49,7 @@ static void test_partition_edges_as_master(void)
 {
     fl_graph *g = small_graph();
     fl_node *x = fl_graph_find(g, "x"), *sum = fl_graph_find(g, "sum");
-    fl_partition_request small = {&x, 1, &sum, 1, NULL, 0, {"", 0}};
+    fl_partition_request small = {&x, 1, &sum, 1, NULL, 0, {"", 0}, false};
     compare_with_master(g, &small, "the small graph");
     fl_graph_free(g);
     for (int workers = 2; workers <= 4; workers += 2) {
@@ -58,7 +58,7 @@ static void test_partition_edges_as_master(void)
         g = towers_graph(workers, adam, &train);
         fl_node *feeds[2] = {fl_graph_find(g, "image"), fl_graph_find(g, "label")};
         fl_node *fetch = fl_graph_find(g, "loss");
-        fl_partition_request run = {feeds, 2, &fetch, 1, &train, 1, {"", 0}};
+        fl_partition_request run = {feeds, 2, &fetch, 1, &train, 1, {"", 0}, false};
         compare_with_master(g, &run, workers == 2 ? "2 workers' towers" : "4 workers' towers");
         fl_graph_free(g);
         fl_optimizer_free(adam);

@@ -290,7 +290,8 @@ static void test_balanced_cut(void)
        best_k, best);
     if (r.status != 0 || n != 10 || !strstr(r.out, want))
         diag("%s", r.out ? r.out : "");
-    free(r.out);    char *out = traced_report("--model mlp --micro_batches 2", "--micro_batches 2");
+    free(r.out);
+    char *out = traced_report("--model mlp --micro_batches 2", "--micro_batches 2");
     ok(out && strstr(out, "per step, forward, backward and update: dense_1 ") && strstr(out, ", dense_10 ") &&
        !strstr(out, "conv_"), "trace_report finds the MLP's layers in the trace, dense_1 to dense_10, in order");
     if (!out || !strstr(out, ", dense_10 "))
@@ -329,6 +330,23 @@ static void test_schedule_memory(void)
     }
 }
 
+/* With --stage_hosts and --trace, each stage task counts its values and
+ * sends its peaks back with the traced step: the first stage holds what it
+ * holds in one process, to the tenth of a MB (the later stage differs: its
+ * inputs arrive in its task's rendezvous, not as copies on its device). */
+static void check_stage_task_memory(const run_result *here, const run_result *tasks, const char *mode)
+{
+    const char *one = here->out ? strstr(here->out, "memory held at once in the last step:") : NULL;
+    const char *on_tasks = tasks->out ? strstr(tasks->out, "memory held at once in the last traced step:") : NULL;
+    double in_process = one ? number_after(one, " /gpu:0 ") : -1;
+    double task_0 = on_tasks ? number_after(on_tasks, " /job:worker/task:0/gpu:0 ") : -1;
+    ok(in_process > 0 && task_0 == in_process && on_tasks && strstr(on_tasks, " /job:worker/task:1/gpu:0 "),
+       "--stage_hosts, %s: each stage task reports its peak; the first stage's, %.1f MB, is the one-process "
+       "split's (%.1f MB)", mode, task_0, in_process);
+    if (!(in_process > 0 && task_0 == in_process))
+        diag("in one process:\n%s\non tasks:\n%s", here->out ? here->out : "", tasks->out ? tasks->out : "");
+}
+
 /* --stage_hosts: each stage a flowlab_server task of its own on loopback
  * (task_servers.h starts a ps too, which this lab leaves alone); the client
  * computes nothing, and the losses are one device's (M = 1: exactly) and
@@ -350,12 +368,15 @@ static void test_stage_tasks(void)
         }
         snprintf(args, sizeof args, QUICK "%s", modes[k][0]);
         run_result here = run_env(TWO_DEVICES, args);
-        snprintf(args, sizeof args, QUICK "%s --stage_hosts %s", modes[k][0], c.worker_hosts);
+        snprintf(args, sizeof args, QUICK "%s --stage_hosts %s --trace %s/stages.json", modes[k][0], c.worker_hosts,
+                 tmp_dir);
         run_result tasks = run_env(TWO_DEVICES, args);
         ok(tasks.status == 0 && tasks.out && strstr(tasks.out, " on /job:worker/task:0/") &&
            same_step_losses(k ? &here : &one, &tasks),
            "--stage_hosts, %s: the devices on two tasks print %s losses to every digit", modes[k][1],
            k ? "the one-process split's" : "one device's");
+        if (k == 1 || k == 3)
+            check_stage_task_memory(&here, &tasks, modes[k][1]);
         if (tasks.status != 0 || !same_step_losses(k ? &here : &one, &tasks)) {
             char *log0 = read_file(c.log[1]), *log1 = read_file(c.log[2]);
             diag("on tasks (exit %d):\n%s\nin one process:\n%s\nworker 0's log:\n%s\nworker 1's log:\n%s",

@@ -166,24 +166,37 @@ static void put_traced_done(fl_wire_buf *buf, uint64_t start_ns)
     fl_tensor t = {.dtype = FL_FLOAT32, .shape = {0, {0}}, .data = &one};
     const fl_tensor *values[] = {&t};
     fl_wire_trace_event op = {"tower_1/MatMul", "MatMul", "/job:worker/task:1/cpu:0", start_ns, 2000};
-    fl_wire_step_trace trace = {.step_ns = 10000, .count = 1, .events = &op};
+    fl_wire_device_peak peaks[2] = {{"/job:worker/task:1/cpu:0", 4096}, {"/job:worker/task:1/gpu:0", 1u << 30}};
+    fl_wire_step_trace trace = {.step_ns = 10000, .count = 1, .events = &op, .npeaks = 2, .peaks = peaks};
     fl_wire_buf_free(buf);
     fl_wire_put_partition_done(buf, 5, &trace, 1, values);
 }
 
 /* A PARTITION_DONE whose trace no encoder would write, packed by protobuf-c
- * alone: n events of the op given. 0 when the parser takes it. */
-static int parse_trace(uint64_t step_ns, size_t n, char *name, uint64_t start_ns)
+ * alone: n events of the op given, and npeaks device peaks on device. 0
+ * when the parser takes it. */
+static int parse_trace_with(uint64_t step_ns, size_t n, char *name, uint64_t start_ns, size_t npeaks, char *device)
 {
-    Flowlab__NodeExecStats *events = calloc(n, sizeof *events), **list = calloc(n, sizeof *list);
+    Flowlab__NodeExecStats *events = calloc(n + 1, sizeof *events), **list = calloc(n + 1, sizeof *list);
     for (size_t i = 0; i < n; i++) {
         flowlab__node_exec_stats__init(&events[i]);
         events[i] = (Flowlab__NodeExecStats){events[i].base, name, "MatMul", "/cpu:0", start_ns, 2000};
         list[i] = &events[i];
     }
+    Flowlab__AllocatorMemoryUsed *peaks = calloc(npeaks + 1, sizeof *peaks), **peak_list = calloc(npeaks + 1, sizeof *peak_list);
+    for (size_t i = 0; i < npeaks; i++) {
+        flowlab__allocator_memory_used__init(&peaks[i]);
+        peaks[i].allocator_name = device;
+        peaks[i].peak_bytes = 4096;
+        peak_list[i] = &peaks[i];
+    }
     Flowlab__StepStats stats = FLOWLAB__STEP_STATS__INIT;
     Flowlab__RunGraphResponse done = FLOWLAB__RUN_GRAPH_RESPONSE__INIT;
-    stats = (Flowlab__StepStats){stats.base, step_ns, n, list};
+    stats.step_ns = step_ns;
+    stats.n_node_stats = n;
+    stats.node_stats = list;
+    stats.n_memory = npeaks;
+    stats.memory = peak_list;
     done.step_stats = &stats;
     size_t len = flowlab__run_graph_response__get_packed_size(&done);
     unsigned char *body = malloc(len);
@@ -198,7 +211,14 @@ static int parse_trace(uint64_t step_ns, size_t n, char *name, uint64_t start_ns
     free(body);
     free(list);
     free(events);
+    free(peak_list);
+    free(peaks);
     return rc;
+}
+
+static int parse_trace(uint64_t step_ns, size_t n, char *name, uint64_t start_ns)
+{
+    return parse_trace_with(step_ns, n, name, start_ns, 0, NULL);
 }
 
 static void test_step_trace(void)
@@ -218,6 +238,10 @@ static void test_step_trace(void)
            strcmp(trace.events[0].op, "MatMul") == 0 && strcmp(trace.events[0].device, "/job:worker/task:1/cpu:0") == 0 &&
            trace.events[0].start_ns == 100 && trace.events[0].duration_ns == 2000,
        "its step length, op name, op, device, start and duration come back, and a copy keeps them");
+    ok(trace.npeaks == 2 && strcmp(trace.peaks[0].device, "/job:worker/task:1/cpu:0") == 0 &&
+           trace.peaks[0].peak_bytes == 4096 && strcmp(trace.peaks[1].device, "/job:worker/task:1/gpu:0") == 0 &&
+           trace.peaks[1].peak_bytes == 1u << 30,
+       "and each device's peak bytes (TensorFlow's AllocatorMemoryUsed), in the copy too");
     fl_wire_step_trace_free(&trace);
     put_traced_done(&buf, 9000);
     ok(buf.len == 0 && strstr(buf.error, "outside its step"), "an event past its step's end is not encoded: %s",
@@ -233,6 +257,11 @@ static void test_step_trace(void)
     ok(parse_trace(10000, 1, "op", 9000) != 0 && strstr(err.message, "outside its step"),
        "an op that ends after its step is refused: %s", err.message);
     ok(parse_trace(10000, 1, "op", 8000) == 0, "one that ends with it is taken: %s", err.message);
+    ok(parse_trace_with(10000, 1, "op", 0, 65, "/cpu:0") != 0 && strstr(err.message, "65 device peaks"),
+       "65 device peaks are refused: %s", err.message);
+    ok(parse_trace_with(10000, 1, "op", 0, 1, "") != 0 && strstr(err.message, "device peak's device"),
+       "a peak without its device is refused: %s", err.message);
+    ok(parse_trace_with(10000, 0, "op", 0, 64, "/cpu:0") == 0, "64 peaks and no events are taken: %s", err.message);
     fl_wire_buf_free(&buf);
     const fl_wire_name_list none[4] = {{0, NULL}, {0, NULL}, {0, NULL}, {0, NULL}};
     ok(fl_wire_put_run_partition(&buf, 1, 1, 1, 2, 0, NULL, NULL, none) != 0 && strstr(buf.error, "flags"),
@@ -247,6 +276,7 @@ static void make_partition(fl_graph_partition *p)
     memset(p, 0, sizeof *p);
     snprintf(p->job, sizeof p->job, "worker");
     p->task = 1;
+    p->reuse_memory = true;
     fl_graph *g = p->graph = fl_graph_new();
     fl_device_scope_push(g, "/cpu:0");
     fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(2, -1, 3), "x");
@@ -282,10 +312,11 @@ static void test_graph_round_trip(void)
     ok(fl_partition_def_decode(bytes.data, bytes.len, &q) == 0, "and decodes: %s", fl_last_error());
     int n = fl_graph_node_count(p.graph);
     bool same = q.graph && fl_graph_node_count(q.graph) == n && q.task == 1 &&
-                strcmp(q.job, "worker") == 0;
+                strcmp(q.job, "worker") == 0 && q.reuse_memory;
     for (int i = 0; same && i < n; i++)
         same = same_node(fl_graph_node(p.graph, i), fl_graph_node(q.graph, i));
-    ok(same, "node for node the same: names, ops, shapes, devices, inputs, controls, keys and peers, initializers");
+    ok(same, "node for node the same: names, ops, shapes, devices, inputs, controls, keys and peers, initializers; "
+       "and the client's reuse_memory");
     const fl_node *c = NULL;
     for (int i = 0; q.graph && i < n && !c; i++)
         if (fl_graph_node(q.graph, i)->op == FL_OP_CONST)

@@ -22,9 +22,10 @@ typedef struct {
     bool fail;
 } fake;
 
-static void *open_master(const fl_cluster *cluster, fl_graph *g)
+static void *open_master(const fl_cluster *cluster, fl_graph *g, const fl_session_options *options)
 {
     (void)g;
+    (void)options;
     fake *f = (fake *)(void *)cluster;
     f->opened++;
     return f;

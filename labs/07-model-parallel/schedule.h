@@ -105,16 +105,20 @@ static int recompute_gradients(fl_graph *g, model_kind kind, const int *first_la
 // [end:recompute]
 
 /* After training: the most bytes the last step's values held at once on
- * each device, as the session's pool counts them (fl_session_memory). */
+ * each device, as the session's pool counts them (fl_session_memory); with
+ * --stage_hosts, as each stage task counted its own in the last traced step. */
 static void print_memory(const fl_session *s)
 {
     fl_device_memory memory[16];
     int n = fl_session_memory(s, memory, 16);
     if (n <= 0) {
-        printf("memory: the stage tasks hold the values; their peaks are not counted here\n");
+        printf("memory: the stage tasks count their values' peaks in a traced step: add --trace FILE.json\n");
         return;
     }
-    printf("memory held at once in the last step:");
+    bool on_tasks = false;
+    for (int i = 0; i < n && i < 16; i++)
+        on_tasks = on_tasks || strncmp(memory[i].device, "/job:", 5) == 0;
+    printf("memory held at once in the last %sstep:", on_tasks ? "traced " : "");
     for (int i = 0; i < n && i < 16; i++)
         printf(" %s %.1f MB%s", memory[i].device, memory[i].peak_bytes / 1e6, i + 1 < n && i + 1 < 16 ? "," : "");
     printf(" (op outputs and copies made there)\n");

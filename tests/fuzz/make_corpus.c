@@ -69,7 +69,8 @@ static int put_all(fl_wire_buf *buf, int which)
         const fl_tensor *values[2] = {&weights, &step};
         fl_wire_trace_event ops[2] = {{"tower_0/MatMul", "MatMul", "/job:worker/task:0/cpu:0", 1000, 250000},
                                       {"train/update", "ApplyAdam", "/job:worker/task:0/cpu:0", 260000, 4000}};
-        fl_wire_step_trace trace = {.step_ns = 300000, .count = 2, .events = ops};
+        fl_wire_device_peak peaks[1] = {{"/job:worker/task:0/cpu:0", 52428800}};
+        fl_wire_step_trace trace = {.step_ns = 300000, .count = 2, .events = ops, .npeaks = 1, .peaks = peaks};
         return fl_wire_put_partition_done(buf, 11, &trace, 2, values);
     }
     case 10: return fl_wire_put_send_tensor(buf, 12, 7, "g:/job:worker/task:0->/job:ps/task:0", &weights);

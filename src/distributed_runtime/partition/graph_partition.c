@@ -406,6 +406,8 @@ int fl_partition_graph(const fl_graph *g, const fl_partition_request *run, fl_pa
     out->parts = c.parts;
     out->nparts = c.nparts;
     c.parts = NULL;
+    for (int p = 0; p < out->nparts; p++)
+        out->parts[p].reuse_memory = run->reuse_memory;
     roots_part(&c, run->feeds, run->nfeeds, &out->feed_part);
     roots_part(&c, run->fetches, run->nfetches, &out->fetch_part);
     roots_part(&c, run->targets, run->ntargets, &out->target_part);

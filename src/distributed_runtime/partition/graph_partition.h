@@ -27,6 +27,7 @@ typedef struct {
     char job[32];
     int task;
     fl_graph *graph;  /* owned */
+    bool reuse_memory; /* the client's fl_session_options.reuse_memory: the task's session pools values */
 } fl_graph_partition;
 
 void fl_graph_partition_free(fl_graph_partition *p); /* the struct's contents */
@@ -62,6 +63,7 @@ typedef struct {
     fl_node *const *targets;
     int ntargets;
     fl_task_ref home;
+    bool reuse_memory; /* the client session's: each part's session pools its values too */
 } fl_partition_request;
 
 /* One partition per task the run needs (ordered by job name, then task),

@@ -57,6 +57,7 @@ struct fl_master {
     char **device_names;
     int ndevice_names;
     fl_session *trace; /* where the tasks' timings of a step go; NULL: not traced */
+    bool reuse_memory; /* the client session's: the tasks' sessions pool their values too */
     /* Kept, so a warm step allocates nothing: the requests' bookkeeping, the fetches' slots. */
     fl_step_calls *calls;
     fl_tensor **output_slots;
@@ -87,6 +88,7 @@ fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g)
 }
 // [end:who_builds]
 
+void fl_master_pool_values(fl_master *m, bool reuse_memory) { m->reuse_memory = reuse_memory; }
 const fl_cluster *fl_master_cluster(const fl_master *m) { return m->cluster; }
 fl_graph *fl_master_graph(const fl_master *m) { return m->graph; }
 fl_master_sync_state *fl_master_sync(fl_master *m) { return &m->sync; }
@@ -134,7 +136,7 @@ static int cut_graph(fl_master *m)
     fl_node **all = fl_xmalloc((size_t)(n ? n : 1) * sizeof *all);
     for (int id = 0; id < n; id++)
         all[id] = fl_graph_node(m->graph, id);
-    fl_partition_request everything = {.targets = all, .ntargets = n, .home = m->home};
+    fl_partition_request everything = {.targets = all, .ntargets = n, .home = m->home, .reuse_memory = m->reuse_memory};
     int rc = fl_partition_graph(m->graph, &everything, &m->cut);
     free(all);
     if (rc != 0 || check_tasks_exist(m) != 0) {
@@ -148,7 +150,22 @@ static int cut_graph(fl_master *m)
     return 0;
 }
 
-static void forget_client(fl_master *m, const fl_task_client *gone);
+/* A connection closed: what was registered on it is gone with it. */
+static void forget_client(fl_master *m, const fl_task_client *gone)
+{
+    for (int p = 0; p < m->cut.nparts; p++)
+        if (m->clients[p] == gone) {
+            m->clients[p] = NULL;
+            m->handles[p] = 0;
+        }
+    int kept = 0;
+    for (int i = 0; i < m->nretired; i++)
+        if (m->retired_clients[i] != gone) {
+            m->retired_clients[kept] = m->retired_clients[i];
+            m->retired_handles[kept++] = m->retired_handles[i];
+        }
+    m->nretired = kept;
+}
 
 /* The connection to the task (made on first use): the cluster's in a
  * client, the master's own in a between-graph worker. */
@@ -179,23 +196,6 @@ int fl_master_variable_has_value(fl_master *m, const fl_node *var)
     bool has = false;
     uint32_t id = c ? fl_task_client_is_initialized(c, var->name, &has) : 0;
     return !id || fl_task_client_wait(c, id) != 0 ? -1 : has;
-}
-
-/* A connection closed: what was registered on it is gone with it. */
-static void forget_client(fl_master *m, const fl_task_client *gone)
-{
-    for (int p = 0; p < m->cut.nparts; p++)
-        if (m->clients[p] == gone) {
-            m->clients[p] = NULL;
-            m->handles[p] = 0;
-        }
-    int kept = 0;
-    for (int i = 0; i < m->nretired; i++)
-        if (m->retired_clients[i] != gone) {
-            m->retired_clients[kept] = m->retired_clients[i];
-            m->retired_handles[kept++] = m->retired_handles[i];
-        }
-    m->nretired = kept;
 }
 
 /* Drops the retired partitions on client (all of them when client is
@@ -308,7 +308,7 @@ static run_signature *prepare(fl_master *m, const fl_feed *feeds, int nfeeds, fl
         return sig;
     fl_run_plan_free(&sig->plan);
     fl_partition_request req = {sig->feeds, sig->nfeeds, sig->fetches, sig->nfetches, sig->targets, sig->ntargets,
-                                m->home};
+                                m->home, m->reuse_memory};
     if (fl_run_plan_make(m->graph, &m->cut, &req, &sig->plan) != 0)
         return NULL;
     sig->cut_version = m->cut_version;

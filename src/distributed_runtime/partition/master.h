@@ -11,6 +11,9 @@
 typedef struct fl_master fl_master;
 
 fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g);
+/* The client session's reuse_memory, passed to every task's partition:
+ * their sessions then pool their values as the client's would. */
+void fl_master_pool_values(fl_master *m, bool reuse_memory);
 /* A between-graph worker's (issue 36 item 2): nodes without a task run on
  * the cluster's own task, in its server, which the caller has acquired
  * (server/task_server.c) and releases after fl_master_free. */

@@ -1,7 +1,8 @@
 /* master_trace.c: a traced step in the client of a cluster, as TensorFlow's
  * RunMetadata with FULL_TRACE: each task's request on a lane of the client
  * ("client to /job:worker/task:1", from send to reply), and the ops the task
- * reported, on a lane per task and device, moved onto the client's clock.
+ * reported, on a lane per task and device, moved onto the client's clock;
+ * with each of its devices' peak bytes (fl_session_memory).
  *
  * How the clocks are aligned: a task times its ops from its own step's start
  * and says how long its step took (D). The client knows only when it sent
@@ -38,5 +39,9 @@ void fl_master_trace_task(fl_session *trace, const char *task, const fl_wire_ste
         double start = origin + (double)e->start_ns / 1e3;
         lane_of(task, e->device, lane, sizeof lane);
         fl_session_trace_span(trace, lane, e->name, e->op, start, start + (double)e->duration_ns / 1e3);
+    }
+    for (int i = 0; i < t->npeaks; i++) {
+        lane_of(task, t->peaks[i].device, lane, sizeof lane);
+        fl_session_note_task_memory(trace, lane, (size_t)t->peaks[i].peak_bytes);
     }
 }

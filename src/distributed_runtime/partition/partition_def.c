@@ -20,6 +20,7 @@ int fl_partition_def_encode(const fl_graph_partition *p, fl_wire_buf *out)
     msg.task = (uint32_t)p->task;
     msg.graph_def = fl_graph_def_new(p->graph, true);
     msg.graph_seed = fl_graph_seed(p->graph);
+    msg.reuse_memory = p->reuse_memory;
     size_t len = flowlab__register_partition__get_packed_size(&msg);
     unsigned char *bytes = len <= FL_WIRE_MAX_PAYLOAD ? malloc(len) : NULL;
     if (bytes)
@@ -86,6 +87,7 @@ static int read_message(const void *bytes, size_t len, fl_graph_partition *p, fl
         p->graph = fl_graph_new();
         rc = fl_partition_def_read_nodes(msg->graph_def, p->graph, st);
         fl_graph_set_random_seed(p->graph, msg->graph_seed); /* last, as the client's graph had it */
+        p->reuse_memory = msg->reuse_memory;
     }
     fl_wire_arena_free(arena);
     return rc;

@@ -236,7 +236,7 @@ static int make_session(fl_partition_exec *e, const fl_partition_env *env)
     if (e->session)
         return 0;
     /* A node on /gpu:0 of a task without one runs on its /cpu:0. */
-    fl_session_options o = {.allow_soft_placement = true};
+    fl_session_options o = {.allow_soft_placement = true, .reuse_memory = e->p.reuse_memory};
     e->session = fl_session_new(e->p.graph, &o);
     if (!e->session) {
         fl_prefix_error("%s: ", env->task);

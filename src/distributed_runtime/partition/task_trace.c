@@ -1,7 +1,8 @@
 /* task_trace.c: a task's timings of one step its client asked it to trace
  * (RUN_PARTITION's FL_WIRE_RUN_TRACE): the partition's session traces the
  * step, and its ops become PARTITION_DONE's trace field, in nanoseconds
- * since the step began on this task, each on "/job:worker/task:1/cpu:0". */
+ * since the step began on this task, each on "/job:worker/task:1/cpu:0",
+ * with each device's peak bytes in the step (fl_session_memory). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,16 @@ static size_t name_bytes(const fl_step_event *events, int n, const char *task)
     return total;
 }
 
+/* Each device's peak in the step, on its device named with this task. */
+static void take_peaks(const fl_device_memory *memory, int n, const char *task, char **pool, fl_wire_device_peak *out)
+{
+    for (int i = 0; i < n; i++) {
+        char prefix[FL_WIRE_MAX_NAME + 2];
+        device_prefix(task, memory[i].device, prefix, sizeof prefix);
+        out[i] = (fl_wire_device_peak){put_name(pool, prefix, memory[i].device), memory[i].peak_bytes};
+    }
+}
+
 void fl_task_trace_end(fl_session *session, const char *task, double began_us, fl_wire_step_trace *out)
 {
     memset(out, 0, sizeof *out);
@@ -74,12 +85,20 @@ void fl_task_trace_end(fl_session *session, const char *task, double began_us, f
     n = n > FL_WIRE_MAX_LIST ? FL_WIRE_MAX_LIST : n;
     fl_step_event *events = fl_xcalloc((size_t)n + 1, sizeof *events);
     fl_session_step_events(session, events, n);
-    out->storage = fl_xmalloc((size_t)n * sizeof *out->events + name_bytes(events, n, task));
+    fl_device_memory memory[FL_WIRE_MAX_PEAKS];
+    int npeaks = fl_session_memory(session, memory, FL_WIRE_MAX_PEAKS);
+    npeaks = npeaks < 0 ? 0 : npeaks > FL_WIRE_MAX_PEAKS ? FL_WIRE_MAX_PEAKS : npeaks;
+    size_t peak_names = (size_t)npeaks * (strlen(task) + sizeof memory[0].device + 2);
+    out->storage = fl_xmalloc((size_t)n * sizeof *out->events + (size_t)npeaks * sizeof *out->peaks +
+                              name_bytes(events, n, task) + peak_names);
     out->events = out->storage;
-    char *pool = (char *)(out->events + n);
+    out->peaks = (fl_wire_device_peak *)(out->events + n);
+    char *pool = (char *)(out->peaks + npeaks);
     for (int i = 0; i < n; i++)
         take_event(&events[i], task, began_us, out->step_ns, &pool, &out->events[i]);
+    take_peaks(memory, npeaks, task, &pool, out->peaks);
     out->count = n;
+    out->npeaks = npeaks;
     free(events);
     fl_session_set_tracing(session, false);
 }

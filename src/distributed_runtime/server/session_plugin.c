@@ -32,7 +32,12 @@ static bool is_chief(const fl_cluster *c) { return fl_cluster_is_chief(c); }
 static int recover(const fl_cluster *c) { return fl_cluster_reconnect(c); }
 static int say_goodbye(const fl_cluster *c) { return fl_cluster_say_goodbye(c); }
 
-static void *open_master(const fl_cluster *c, fl_graph *g) { return fl_master_new(c, g); }
+static void *open_master(const fl_cluster *c, fl_graph *g, const fl_session_options *options)
+{
+    fl_master *m = fl_master_new(c, g);
+    fl_master_pool_values(m, options->reuse_memory);
+    return m;
+}
 static void close_master(void *master) { fl_master_free(master); }
 static const char *node_device(void *master, const fl_node *n) { return fl_master_node_device(master, n); }
 static void trace_into(void *master, fl_session *trace) { fl_master_trace_into(master, trace); }
@@ -48,8 +53,9 @@ static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *c
  * (issue 36 item 2), synchronous training through the accumulator ops
  * (master_sync.c). NULL on a ps: the session runs its graph itself. */
 // [book:open_task_master]
-static void *open_task_master(const fl_cluster *c, fl_graph *g)
+static void *open_task_master(const fl_cluster *c, fl_graph *g, const fl_session_options *options)
 {
+    (void)options; /* a worker's piece runs in its server's session */
     if (strcmp(fl_cluster_job_name(c), "ps") == 0)
         return NULL;
     if (!fl_task_server_acquire(c)) {

@@ -144,7 +144,8 @@ typedef struct {
  * of the step, in PARTITION_DONE's trace field; other bits are refused. */
 #define FL_WIRE_RUN_TRACE 1u
 /* PARTITION_DONE's trace (StepStats): the step's length and its ops, in
- * nanoseconds since the task's step began; each event lies within the step.
+ * nanoseconds since the task's step began, each within the step; and each
+ * device's peak bytes (its pool's, as fl_session_memory counts them).
  * Parsed, it lies in the parse's arena; a copy owns `storage`. */
 #define FL_WIRE_MAX_STEP_NS (86400ull * 1000000000ull) /* a day */
 typedef struct {
@@ -152,9 +153,16 @@ typedef struct {
     uint64_t start_ns, duration_ns;
 } fl_wire_trace_event;
 typedef struct {
+    const char *device; /* "/job:worker/task:1/gpu:0" */
+    uint64_t peak_bytes;
+} fl_wire_device_peak;
+#define FL_WIRE_MAX_PEAKS 64 /* devices of one task */
+typedef struct {
     uint64_t step_ns;
     int count;
     fl_wire_trace_event *events;
+    int npeaks; /* the most bytes each of the task's devices held at once */
+    fl_wire_device_peak *peaks;
     void *storage;
 } fl_wire_step_trace;
 void fl_wire_step_trace_free(fl_wire_step_trace *t);

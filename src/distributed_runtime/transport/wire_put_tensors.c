@@ -137,6 +137,26 @@ int fl_wire_put_run_partition(fl_wire_buf *buf, uint32_t id, uint64_t handle, ui
     return wire_put_message(buf, type, id, &m.base, 0);
 }
 
+/* Each device's peak as TensorFlow's AllocatorMemoryUsed, in the scratch arena. */
+static int fill_peaks(fl_wire_buf *buf, const fl_wire_step_trace *t, Flowlab__StepStats *s)
+{
+    if (t->npeaks < 0 || t->npeaks > FL_WIRE_MAX_PEAKS)
+        return refuse(buf, FL_WIRE_PARTITION_DONE, "a count of device peaks outside 0..64");
+    Flowlab__AllocatorMemoryUsed *peaks = wire_arena_alloc(buf->scratch, ((size_t)t->npeaks + 1) * sizeof *peaks);
+    Flowlab__AllocatorMemoryUsed **list = wire_arena_alloc(buf->scratch, ((size_t)t->npeaks + 1) * sizeof *list);
+    if (!peaks || !list)
+        return refuse(buf, FL_WIRE_PARTITION_DONE, "out of memory");
+    for (int i = 0; i < t->npeaks; i++) {
+        flowlab__allocator_memory_used__init(&peaks[i]);
+        peaks[i].allocator_name = (char *)(t->peaks[i].device ? t->peaks[i].device : "");
+        peaks[i].peak_bytes = t->peaks[i].peak_bytes;
+        list[i] = &peaks[i];
+    }
+    s->n_memory = (size_t)t->npeaks;
+    s->memory = list;
+    return 0;
+}
+
 /* The trace as TensorFlow's StepStats, in the scratch arena. */
 static int fill_step_stats(fl_wire_buf *buf, const fl_wire_step_trace *t, Flowlab__StepStats *s)
 {
@@ -161,7 +181,7 @@ static int fill_step_stats(fl_wire_buf *buf, const fl_wire_step_trace *t, Flowla
     s->step_ns = t->step_ns;
     s->n_node_stats = (size_t)t->count;
     s->node_stats = list;
-    return 0;
+    return fill_peaks(buf, t, s);
 }
 
 int fl_wire_put_partition_done(fl_wire_buf *buf, uint32_t id, const fl_wire_step_trace *trace, int nvalues,

@@ -51,6 +51,29 @@ int wire_view_run(const Flowlab__RunGraphRequest *m, fl_wire_arena *a, fl_wire_r
 
 /* ---- PARTITION_DONE ---- */
 
+/* Each device's peak bytes: at most FL_WIRE_MAX_PEAKS, each device named. */
+static int view_peaks(const Flowlab__StepStats *s, fl_wire_arena *a, fl_wire_step_trace *out, fl_status *st)
+{
+    const fl_wire_type type = FL_WIRE_PARTITION_DONE;
+    if (s->n_memory > FL_WIRE_MAX_PEAKS)
+        return wire_refuse(type, st, "%zu device peaks in a trace, more than %d", s->n_memory, FL_WIRE_MAX_PEAKS);
+    fl_wire_device_peak *peaks = a ? wire_arena_alloc(a, (s->n_memory + 1) * sizeof *peaks) : NULL;
+    if (a && !peaks)
+        return wire_refuse(type, st, "out of memory for %zu device peaks", s->n_memory);
+    for (size_t i = 0; i < s->n_memory; i++) {
+        const Flowlab__AllocatorMemoryUsed *m = s->memory[i];
+        if (wire_check_field(type, "device peak's device", m->allocator_name, st) != 0)
+            return -1;
+        if (peaks)
+            peaks[i] = (fl_wire_device_peak){m->allocator_name, m->peak_bytes};
+    }
+    if (out) {
+        out->npeaks = (int)s->n_memory;
+        out->peaks = peaks;
+    }
+    return 0;
+}
+
 static int view_trace(const Flowlab__StepStats *s, fl_wire_arena *a, fl_wire_step_trace *out, fl_status *st)
 {
     const fl_wire_type type = FL_WIRE_PARTITION_DONE;
@@ -76,7 +99,7 @@ static int view_trace(const Flowlab__StepStats *s, fl_wire_arena *a, fl_wire_ste
     }
     if (out)
         *out = (fl_wire_step_trace){.step_ns = s->step_ns, .count = (int)s->n_node_stats, .events = events};
-    return 0;
+    return view_peaks(s, a, out, st);
 }
 
 int wire_view_done(const Flowlab__RunGraphResponse *m, fl_wire_arena *a, fl_wire_partition_done *out, fl_status *st)
@@ -107,28 +130,38 @@ void fl_wire_step_trace_free(fl_wire_step_trace *t)
     memset(t, 0, sizeof *t);
 }
 
-/* The events and their names in one block: a traced step's one allocation. */
+/* src's text at *pool, which moves past it. */
+static const char *copy_name(char **pool, const char *src)
+{
+    size_t len = strlen(src) + 1;
+    const char *at = memcpy(*pool, src, len);
+    *pool += len;
+    return at;
+}
+
+/* The events, the peaks and their names in one block: a traced step's one
+ * allocation. */
 void fl_wire_step_trace_copy(const fl_wire_step_trace *t, fl_wire_step_trace *out)
 {
     size_t names = 0;
     for (int i = 0; i < t->count; i++)
         names += strlen(t->events[i].name) + strlen(t->events[i].op) + strlen(t->events[i].device) + 3;
+    for (int i = 0; i < t->npeaks; i++)
+        names += strlen(t->peaks[i].device) + 1;
     *out = (fl_wire_step_trace){.step_ns = t->step_ns};
-    if (t->count == 0 || !(out->storage = malloc((size_t)t->count * sizeof *t->events + names)))
+    size_t tables = (size_t)t->count * sizeof *t->events + (size_t)t->npeaks * sizeof *t->peaks;
+    if ((t->count == 0 && t->npeaks == 0) || !(out->storage = malloc(tables + names)))
         return; /* untraced; or out of memory, which loses the timings only */
     out->events = out->storage;
+    out->peaks = (fl_wire_device_peak *)(out->events + t->count);
     out->count = t->count;
-    char *pool = (char *)(out->events + t->count);
+    out->npeaks = t->npeaks;
+    char *pool = (char *)(out->peaks + t->npeaks);
     for (int i = 0; i < t->count; i++) {
         const fl_wire_trace_event *e = &t->events[i];
-        const char *from[3] = {e->name, e->op, e->device};
-        const char **to[3] = {&out->events[i].name, &out->events[i].op, &out->events[i].device};
-        for (int k = 0; k < 3; k++) {
-            size_t len = strlen(from[k]) + 1;
-            *to[k] = memcpy(pool, from[k], len);
-            pool += len;
-        }
-        out->events[i].start_ns = e->start_ns;
-        out->events[i].duration_ns = e->duration_ns;
+        out->events[i] = (fl_wire_trace_event){copy_name(&pool, e->name), copy_name(&pool, e->op),
+                                               copy_name(&pool, e->device), e->start_ns, e->duration_ns};
     }
+    for (int i = 0; i < t->npeaks; i++)
+        out->peaks[i] = (fl_wire_device_peak){copy_name(&pool, t->peaks[i].device), t->peaks[i].peak_bytes};
 }
