@@ -88,7 +88,8 @@ static void usage(FILE *out)
             "                        build/labs/tools/flowlab_server (as worker tasks, in order:\n"
             "                        stage 0, stage 1, then the second replica's): so each stage\n"
             "                        has its own process and core; activations and their\n"
-            "                        gradients cross as every cross-task value does\n"
+            "                        gradients cross as every cross-task value does; with\n"
+            "                        --trace, the memory line lists each task's own peaks\n"
             FL_CLUSTER_SECURITY_HELP TRAINING_FLAGS_HELP, program);
 }
 
