@@ -173,7 +173,7 @@ static int run_op_kernel(fl_session *s, fl_node *n)
     }
     if (n->op == FL_OP_NO_OP)
         return 0;
-    if (fl_session_wait_for_pending_reads(s, n, in) != 0)
+    if (fl_session_wait_for_pending_reads(s, n) != 0)
         return -1;
     fl_kernel_ctx ctx = {.seed = s->options.seed ? s->options.seed : fl_graph_seed(s->graph)};
     bool host_timed = fl_session_tracing(s) && !fl_session_device_times_ops(s, slot->device);
@@ -305,7 +305,7 @@ static int64_t would_wait_for(fl_session *s, const fl_node *n, fl_device **on)
     for (int i = 0; i < n->ncontrols; i++)
         if (waits_on_control(s, n, n->controls[i]))
             note_unfinished(&s->slots[n->controls[i]->id], &newest, on);
-    /* A host op that writes in place what a device still reads waits too. */
+    /* An op that writes in place what another device still reads waits too. */
     fl_device *reader = NULL;
     int64_t read = fl_session_unfinished_reads(s, n, &reader);
     if (read > newest) {

@@ -215,30 +215,41 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
     return 0;
 }
 
-static bool reads_input(const fl_pending_read *p, const fl_device *d, const fl_node *n, fl_tensor *const *in)
+/* Only a write in place can overwrite what a device reads. */
+static bool writes_in_place(const fl_node *n) { return fl_op_def_of(n->op)->sig.writes_inputs > 0; }
+
+/* Where each of n's inputs lies in host memory (NULL: elsewhere): what a
+ * pending read of it names. The values n writes lie on n's own device. */
+static void input_host_addresses(const fl_session *s, const fl_node *n, const void **out)
 {
-    for (int i = 0; i < n->ninputs; i++)
-        if (p->host == fl_device_host_memory(d, in[i]->data))
+    for (int i = 0; i < n->ninputs; i++) {
+        const fl_slot *from = &s->slots[n->inputs[i]->id];
+        out[i] = fl_device_host_memory(from->device, from->value.data);
+    }
+}
+
+static bool reads_one_of(const fl_pending_read *p, const void *const *hosts, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (hosts[i] && p->host == hosts[i])
             return true;
     return false;
 }
-
-/* Only a write in place can overwrite what a device reads. */
-static bool writes_in_place(const fl_node *n) { return fl_op_def_of(n->op)->sig.writes_inputs > 0; }
 
 /* An op that writes variables in place (Assign, ApplyAdam and its slots;
  * a remote AssignAdd, whose reply is the new value) in host memory waits
  * until no device is still to copy them in. The executor issues it only
  * when nothing else can go (fl_session_unfinished_reads), so this wait
  * blocks no work that was ready. */
-int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in)
+int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n)
 {
-    const fl_device *d = s->slots[n->id].device;
-    if (!writes_in_place(n))
+    if (!writes_in_place(n) || s->reads.n == 0)
         return 0;
+    const void *hosts[n->ninputs ? n->ninputs : 1];
+    input_host_addresses(s, n, hosts);
     for (int r = 0; r < s->reads.n; r++) {
         fl_pending_read *p = &s->reads.list[r];
-        if (p->reached || !reads_input(p, d, n, in))
+        if (p->reached || !reads_one_of(p, hosts, n->ninputs))
             continue;
         if (wait_for_mark(p->device, p->mark) != 0)
             return fl_session_fail(s, "%s: waiting for %s to copy %s in: %s", n->name,
@@ -248,28 +259,17 @@ int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor
     return 0;
 }
 
-/* Whether p reads one of host op n's inputs that lie on the host (every
- * value n writes does; an input from another device is a copy or that
- * device's own buffer). */
-static bool reads_host_input(const fl_session *s, const fl_pending_read *p, const fl_node *n)
-{
-    for (int i = 0; i < n->ninputs; i++) {
-        const fl_slot *from = &s->slots[n->inputs[i]->id];
-        if (from->device->is_host && p->host == from->value.data)
-            return true;
-    }
-    return false;
-}
-
 /* The list is in the order of its marks, so the first unfinished read
  * from its end is the newest. */
 int64_t fl_session_unfinished_reads(fl_session *s, const fl_node *n, fl_device **on)
 {
-    if (!writes_in_place(n) || !s->slots[n->id].device->is_host)
+    if (!writes_in_place(n) || s->reads.n == 0)
         return -1;
+    const void *hosts[n->ninputs ? n->ninputs : 1];
+    input_host_addresses(s, n, hosts);
     for (int r = s->reads.n - 1; r >= 0; r--) {
         fl_pending_read *p = &s->reads.list[r];
-        if (p->reached || !reads_host_input(s, p, n))
+        if (p->reached || !reads_one_of(p, hosts, n->ninputs))
             continue;
         int reached = fl_device_reached(p->device, p->mark, false);
         p->reached = reached == 1;

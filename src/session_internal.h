@@ -333,11 +333,11 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out);
 int fl_session_note_reads_in_place(fl_session *s, const fl_node *n, fl_tensor *const *in);
 /* Before a host op writes a variable in place: waits until no device is
  * still to copy its old value in. */
-int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n, fl_tensor *const *in);
+int fl_session_wait_for_pending_reads(fl_session *s, const fl_node *n);
 /* The age the next mark of this session takes: marks on values and on
  * pending reads are ordered alike. */
 int64_t fl_session_next_mark_age(fl_session *s);
-/* Without blocking: -1 when host op n writes nothing a device still reads;
+/* Without blocking: -1 when op n writes nothing a device still reads;
  * otherwise the age of the newest such read's mark, its device in *on. */
 int64_t fl_session_unfinished_reads(fl_session *s, const fl_node *n, fl_device **on);
 /* After a run: releases its marks and forgets its pending reads. */

@@ -65,11 +65,12 @@ struct fl_master {
     fl_master_sync_state sync; /* master_sync.c's */
 };
 
-fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
+fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g, bool reuse_memory)
 {
     fl_master *m = fl_xcalloc(1, sizeof *m);
     m->cluster = cluster;
     m->graph = g;
+    m->reuse_memory = reuse_memory;
     m->step_base = ((uint64_t)getpid() << 32) ^ ((uint64_t)fl_now_us() << 8);
     return m;
 }
@@ -78,9 +79,9 @@ fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g)
 /* A between-graph worker's master (TensorFlow's: every task runs a server,
  * and a worker's master cuts only its own graph): what has no task runs on
  * this task, whose piece this process's own server runs (task_server.c). */
-fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g)
+fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g, bool reuse_memory)
 {
-    fl_master *m = fl_master_new(cluster, g);
+    fl_master *m = fl_master_new(cluster, g, reuse_memory);
     snprintf(m->home.job, sizeof m->home.job, "%s", fl_cluster_job_name(cluster));
     m->home.task = fl_cluster_task_index(cluster);
     m->on_task = true;
@@ -88,7 +89,6 @@ fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g)
 }
 // [end:who_builds]
 
-void fl_master_pool_values(fl_master *m, bool reuse_memory) { m->reuse_memory = reuse_memory; }
 const fl_cluster *fl_master_cluster(const fl_master *m) { return m->cluster; }
 fl_graph *fl_master_graph(const fl_master *m) { return m->graph; }
 fl_master_sync_state *fl_master_sync(fl_master *m) { return &m->sync; }

@@ -10,14 +10,13 @@
 
 typedef struct fl_master fl_master;
 
-fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g);
-/* The client session's reuse_memory, passed to every task's partition:
- * their sessions then pool their values as the client's would. */
-void fl_master_pool_values(fl_master *m, bool reuse_memory);
+/* reuse_memory: the session's option, passed with every partition, so the
+ * tasks' sessions pool their values as the session's would. */
+fl_master *fl_master_new(const fl_cluster *cluster, fl_graph *g, bool reuse_memory);
 /* A between-graph worker's (issue 36 item 2): nodes without a task run on
  * the cluster's own task, in its server, which the caller has acquired
  * (server/task_server.c) and releases after fl_master_free. */
-fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g);
+fl_master *fl_master_new_on_task(const fl_cluster *cluster, fl_graph *g, bool reuse_memory);
 const fl_cluster *fl_master_cluster(const fl_master *m);
 fl_graph *fl_master_graph(const fl_master *m);
 /* As fl_session_run: 0, or -1 with fl_last_error() and its code set (every

@@ -34,9 +34,7 @@ static int say_goodbye(const fl_cluster *c) { return fl_cluster_say_goodbye(c); 
 
 static void *open_master(const fl_cluster *c, fl_graph *g, const fl_session_options *options)
 {
-    fl_master *m = fl_master_new(c, g);
-    fl_master_pool_values(m, options->reuse_memory);
-    return m;
+    return fl_master_new(c, g, options->reuse_memory);
 }
 static void close_master(void *master) { fl_master_free(master); }
 static const char *node_device(void *master, const fl_node *n) { return fl_master_node_device(master, n); }
@@ -55,14 +53,13 @@ static int run_master(void *master, const fl_feed *feeds, int nfeeds, fl_node *c
 // [book:open_task_master]
 static void *open_task_master(const fl_cluster *c, fl_graph *g, const fl_session_options *options)
 {
-    (void)options; /* a worker's piece runs in its server's session */
     if (strcmp(fl_cluster_job_name(c), "ps") == 0)
         return NULL;
     if (!fl_task_server_acquire(c)) {
         fl_prefix_error("a between-graph worker runs its piece of the graph on a server of its own: ");
         return NULL;
     }
-    return fl_master_new_on_task(c, g);
+    return fl_master_new_on_task(c, g, options->reuse_memory);
 }
 // [end:open_task_master]
 
