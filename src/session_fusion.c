@@ -23,6 +23,9 @@
  *     grouped update, shares no value with its group where either writes
  *     it; an op between members that would see the delay closes the group.
  *     FLOWLAB_MULTI_ADAM=0 turns this one off alone.
+ * A fused node's inputs (x, weights, bias) may lie on other devices: they
+ * cross as any node's inputs do (session_copies.c), so towers that read
+ * the controller's variables fuse as a single device does.
  * A Relu's gradient reads the Relu's input (the Add); where the Relu's
  * output is in the step too, ReluGrad reads that instead (the same mask:
  * Relu(a) > 0 exactly where a > 0), so the Add keeps a single reader.
@@ -121,16 +124,6 @@ static bool absorbable(const fl_session *s, const fl_node *i, const fl_node *roo
            !s->fusion.planned[i->id];
 }
 
-/* The fused node stands under root's id; every input must already be on
- * root's device (a fused node reads no cross-device copies). */
-static bool inputs_local(const fl_session *s, const fl_node *root, fl_node *const *in, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (device_of(s, in[i]) != device_of(s, root))
-            return false;
-    return true;
-}
-
 /* Makes (or remakes, in the session's storage) the node that runs under
  * root's id this step: root's name, device and shape, another op. */
 static fl_node *make_node(fl_session *s, const fl_node *root, fl_op_kind op, const fl_attrs *attrs,
@@ -172,7 +165,7 @@ static void fuse_product(fl_session *s, fl_node *root, fl_node *add, bool relu)
         return;
     fl_op_kind op = conv ? FL_OP_FUSED_CONV2D : FL_OP_FUSED_MATMUL;
     fl_node *in[PRODUCT_INPUTS] = {product->inputs[0], product->inputs[1], bias};
-    if (!backend_fuses(s, root, op) || !inputs_local(s, root, in, PRODUCT_INPUTS))
+    if (!backend_fuses(s, root, op))
         return;
     fl_attrs attrs = product->attrs;
     attrs.fused_relu = relu;
@@ -195,7 +188,7 @@ static bool fuse_pool_grad(fl_session *s, fl_node *g)
     fl_node *pool = g->inputs[0];
     if (pool->op != FL_OP_MAX_POOL_GRAD || !absorbable(s, pool, g) || !same_mask(g->inputs[1], pool->inputs[1]))
         return false;
-    if (!backend_fuses(s, g, FL_OP_MAX_POOL_RELU_GRAD) || !inputs_local(s, g, pool->inputs, 3))
+    if (!backend_fuses(s, g, FL_OP_MAX_POOL_RELU_GRAD))
         return false;
     make_node(s, g, FL_OP_MAX_POOL_RELU_GRAD, &pool->attrs, pool->inputs, 3);
     s->fusion.needed[pool->id] = false;

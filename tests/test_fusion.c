@@ -2,7 +2,8 @@
  * network with every pattern (Conv2D + bias + Relu, MatMul + bias + Relu,
  * MatMul + bias, MaxPoolGrad + ReluGrad) gives the same loss and gradients
  * fused and unfused, on /cpu:0 and on /gpu:0 (PoCL's or CUDA's), and runs six
- * ops fewer; where a pattern's rules fail (an intermediate fetched, read
+ * ops fewer, also where the weights lie on /cpu:0 as the towers' do (read
+ * where they lie, or copied in) and are trained there; where a pattern's rules fail (an intermediate fetched, read
  * twice or fed, a bias of another shape, an Add of two activations) the
  * step runs every op, and the timeline names a fused op by its own type. */
 #include <math.h>
@@ -29,10 +30,18 @@ static fl_tensor *values(fl_shape shape, int salt)
     return t;
 }
 
+/* Where the network's weights lie: NULL, beside the ops; "/cpu:0", on the
+ * controller as chapter 2's towers keep their variables. */
+static const char *weights_device;
+
 static fl_node *constant(fl_graph *g, fl_shape shape, int salt, const char *name)
 {
     fl_tensor *t = values(shape, salt);
+    if (weights_device)
+        fl_device_scope_push(g, weights_device);
     fl_node *c = fl_constant(g, t, name);
+    if (weights_device)
+        fl_device_pop(g);
     fl_tensor_free(t);
     return c;
 }
@@ -136,7 +145,8 @@ static void test_network(const char *device)
 {
     network m = build(device);
     char what[96];
-    snprintf(what, sizeof what, "%s: loss and gradients of conv, pool, two dense layers", device);
+    snprintf(what, sizeof what, "%s: loss and gradients of conv, pool, two dense layers%s", device,
+             weights_device ? ", the weights on /cpu:0" : "");
     int saved = ops_saved(m.g, m.x, m.fetches, m.nfetches, what);
     ok(saved == 6, "%s: six ops fewer (conv 2, dense 2 + 1, the pool's ReluGrad 1), saved %d", device, saved);
 
@@ -250,9 +260,75 @@ static void test_trace(const char *device)
     fl_graph_free(l.g);
 }
 
+/* ---- weights on the controller, trained there (chapter 2's towers) ---- */
+
+/* relu(conv(x) + b) -> dense, its variables on /cpu:0 and Adam's update
+ * there; the ops and their gradients on device, as a tower's. The loss after three steps, or NAN. */
+static float trained_loss(const char *device, const fl_session_options *options, int *ops)
+{
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, "/cpu:0");
+    fl_node *filter = fl_get_variable(g, "filter", fl_shape_make(4, 3, 3, CHANNELS, WIDE),
+                                      fl_random_uniform_initializer(-0.5f, 0.5f, 1));
+    fl_node *bias = fl_get_variable(g, "bias", fl_shape_make(1, WIDE), fl_constant_initializer(0.1f));
+    fl_node *w = fl_get_variable(g, "w", fl_shape_make(2, 16 * WIDE, CLASSES),
+                                 fl_random_uniform_initializer(-0.5f, 0.5f, 2));
+    fl_device_pop(g);
+    fl_device_scope_push(g, device);
+    fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(4, BATCH, 8, 8, CHANNELS), "x");
+    fl_node *h = fl_relu(g, fl_add(g, fl_conv2d(g, x, filter, 2, 2, FL_SAME, "conv"), bias, NULL), NULL);
+    fl_node *flat = fl_reshape(g, h, fl_shape_make(2, BATCH, 16 * WIDE), "flat");
+    fl_node *logits = fl_matmul(g, flat, w, false, false, "logits");
+    fl_node *loss = fl_reduce_sum(g, fl_mul(g, logits, logits, NULL), NULL, 0, false, "loss");
+    fl_node *vars[3] = {filter, bias, w}, *grads[3];
+    fl_gradients(g, loss, vars, 3, grads);
+    fl_device_pop(g);
+    fl_device_scope_push(g, "/cpu:0");
+    fl_grad_var pairs[3];
+    for (int i = 0; i < 3; i++)
+        pairs[i] = (fl_grad_var){grads[i], vars[i]};
+    fl_node *train = fl_apply_gradients(fl_adam_optimizer(0.01f, 0.9f, 0.999f, 1e-8f), g, pairs, 3, NULL, "train");
+    fl_node *init = fl_global_variables_initializer(g);
+    fl_device_pop(g);
+    fl_session *s = fl_session_new(g, options);
+    fl_tensor *input = values(fl_shape_make(4, BATCH, 8, 8, CHANNELS), 9), *out = NULL;
+    fl_feed feed = {x, input};
+    int rc = fl_session_run(s, NULL, 0, NULL, 0, NULL, &init, 1);
+    for (int step = 0; rc == 0 && step < 3; step++)
+        rc = fl_session_run(s, &feed, 1, NULL, 0, NULL, &train, 1);
+    if (rc == 0)
+        *ops = fl_session_ops_run(s);
+    rc = rc ? rc : fl_session_run(s, &feed, 1, &loss, 1, &out, NULL, 0);
+    if (rc != 0)
+        diag("the run failed: %s", fl_session_error(s));
+    float value = rc == 0 && out ? fl_tensor_floats(out)[0] : NAN;
+    fl_tensor_free(out);
+    fl_tensor_free(input);
+    fl_session_free(s);
+    fl_graph_free(g);
+    return value;
+}
+
+static void test_trained_elsewhere(const char *device)
+{
+    int fused_ops = 0, plain_ops = 0;
+    float fused = trained_loss(device, NULL, &fused_ops), plain = trained_loss(device, &unfused, &plain_ops);
+    ok(!isnan(fused) && fabsf(fused - plain) <= 1e-4f * fmaxf(1.0f, fabsf(plain)),
+       "%s: weights on /cpu:0 trained by Adam there: the same loss after 3 steps fused and unfused (%g, %g)",
+       device, fused, plain);
+    ok(plain_ops - fused_ops == 2, "%s: and conv, bias and relu ran as one op each step (%d ops fewer)", device,
+       plain_ops - fused_ops);
+}
+
 static void test_device(const char *device)
 {
     test_network(device);
+    if (strcmp(device, "/cpu:0") != 0) {
+        weights_device = "/cpu:0";
+        test_network(device);
+        weights_device = NULL;
+        test_trained_elsewhere(device);
+    }
     test_not_fused(device);
     test_fed_add(device);
     test_trace(device);
