@@ -335,7 +335,7 @@ typedef struct fl_cluster fl_cluster; /* chapter 3: flowlab_cluster.h (libflowla
 typedef struct fl_device fl_device;   /* a device behind the backend seam (src/device.h) */
 typedef struct fl_feed {
     fl_node *node;
-    const fl_tensor *value; /* with device set: copied within that device, the placeholder's */
+    const fl_tensor *value; /* read in place where the device's memory is the host's; device set: copied there */
 } fl_feed;
 
 typedef struct {
@@ -390,8 +390,9 @@ int fl_session_run(fl_session *s, const fl_feed *feeds, int nfeeds, fl_node *con
  * callback must not use the session (no nested run). */
 typedef void (*fl_fetch_ready_fn)(int index, const fl_tensor *value, void *user);
 /* Where a fetched value goes (fetch_to: one per fetch). All zero: a new host
- * tensor, as fl_session_run. buffer alone: copied into the caller's host
- * memory. device (the one the fetched node runs on, "/gpu:0"): the value
+ * tensor, as fl_session_run. buffer alone: into the caller's host memory (the
+ * op writes it there where its device's memory is the host's and no op of the
+ * run reads it, else it is copied). device (the fetched node's, "/gpu:0"): the value
  * stays there, in the session's own buffer (read-only, valid until the next
  * run) or, with buffer, copied into the caller's buffer on that device (an
  * OpenCL cl_mem: at its start). Such an outputs[i] is borrowed, its device

@@ -166,7 +166,7 @@ static int run_op_kernel(fl_session *s, fl_node *n)
         fl_session_release_buffer(slot); /* a buffer from a run that could not forward */
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = in[0]->data};
         fl_session_memory_share(s, n, n->inputs[0]);
-    } else if (n->has_output) {
+    } else if (n->has_output && fl_session_output_to_fetch_target(s, n, slot, shape) != 0) {
         if (fl_session_memory_take(s, n, slot, n->dtype, shape) != 0)
             return -1;
         slot->value = (fl_tensor){.dtype = n->dtype, .shape = shape, .data = slot->buffer};

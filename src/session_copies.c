@@ -33,6 +33,7 @@ void fl_session_release_copies(fl_slot *slot)
     free(slot->copies);
     slot->copies = NULL;
     slot->ncopies = 0;
+    drop_buffer(slot->device, &slot->caller);
 }
 
 /* One copy record per input of n, which a fused form of the node may have
@@ -150,11 +151,10 @@ static bool may_wrap(const fl_session *s, const fl_node *x, const fl_slot *from,
     return src->is_host && !dst->is_host && !from->shared && !fl_session_fed(s, x->id);
 }
 
-/* c's buffer over the value's own bytes: made once, and kept while they
- * stay where they are. 0, or -1 (no error) where dst cannot. */
-static int wrap_value(fl_device *dst, fl_edge_copy *c, const fl_slot *from, size_t bytes)
+/* c's buffer over the host bytes a value lies in: made once, and kept
+ * while the value stays there. 0, or -1 (no error) where dst cannot. */
+static int wrap_value(fl_device *dst, fl_edge_copy *c, void *host, size_t bytes)
 {
-    void *host = from->value.data;
     if (c->wrapped == host && c->capacity == bytes)
         return 0;
     void *buffer = fl_device_wrap_host_memory(dst, host, bytes);
@@ -190,7 +190,7 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
         return 0;
     }
     size_t bytes = fl_tensor_bytes(&from->value);
-    if (may_wrap(s, n->inputs[i], from, src, dst) && wrap_value(dst, c, from, bytes) == 0) {
+    if (may_wrap(s, n->inputs[i], from, src, dst) && wrap_value(dst, c, from->value.data, bytes) == 0) {
         c->value = (fl_tensor){.dtype = from->value.dtype, .shape = from->value.shape, .data = c->buffer};
         *out = &c->value;
         remember_copy(s, from, dst, &c->value);
@@ -213,6 +213,26 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
     remember_copy(s, from, dst, &c->value);
     fl_session_memory_count_copy(s, dst, c->capacity);
     return 0;
+}
+
+int fl_session_use_caller_bytes(fl_slot *slot, void *host, fl_dtype dtype, fl_shape shape)
+{
+    fl_tensor value = {.dtype = dtype, .shape = shape, .data = host};
+    if (wrap_value(slot->device, &slot->caller, host, fl_tensor_bytes(&value)) != 0)
+        return -1;
+    value.data = slot->caller.buffer;
+    slot->value = value;
+    return 0;
+}
+
+/* A fed host value read where the caller keeps it: no copy in (chapter 6's
+ * averaged gradients, 13 MB a step). The caller's bytes stay untouched, as
+ * a fed value is never an op's buffer to write over (session_forward.c),
+ * and the caller may change or free them once the run is over: a run ends
+ * with its devices idle. */
+int fl_session_read_feed_in_place(fl_slot *slot, const fl_tensor *fed)
+{
+    return fed->device ? -1 : fl_session_use_caller_bytes(slot, fed->data, fed->dtype, fed->shape);
 }
 
 /* Only a write in place can overwrite what a device reads. */

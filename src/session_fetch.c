@@ -157,6 +157,21 @@ static bool fits(fl_session *s, int i)
     return false;
 }
 
+int fl_session_output_to_fetch_target(fl_session *s, const fl_node *n, fl_slot *slot, fl_shape shape)
+{
+    const fl_run_fetches *r = &s->fetch;
+    if (!slot->fetched || !r->running || slot->device->is_host || fl_session_readers(s, n->id) != 0)
+        return -1;
+    int i = 0;
+    while (i < r->n && r->fetches[i] != n)
+        i++;
+    const fl_fetch_target *t = i < r->n ? target_of(r, i) : NULL;
+    size_t bytes = fl_tensor_bytes(&(fl_tensor){.dtype = n->dtype, .shape = shape});
+    if (!t || t->device || t->capacity < bytes)
+        return -1;
+    return fl_session_use_caller_bytes(slot, t->buffer, n->dtype, shape);
+}
+
 /* outputs[i] for a fetch_to entry: borrowed, on the caller's buffer or,
  * with none, on the value's own; the copy into the buffer is started. */
 static int deliver_to(fl_session *s, int i, const fl_fetch_target *t, bool now)
@@ -169,8 +184,8 @@ static int deliver_to(fl_session *s, int i, const fl_fetch_target *t, bool now)
     fl_tensor *out = r->outputs[i] = fl_xcalloc(1, sizeof *out);
     *out = (fl_tensor){slot->value.dtype, slot->value.shape, t->buffer ? t->buffer : slot->value.data,
                        t->device ? slot->device->name : NULL, true};
-    if (!t->buffer)
-        return 0; /* it stays where it is */
+    if (!t->buffer || fl_device_host_memory(slot->device, slot->value.data) == t->buffer)
+        return 0; /* it stays where it is, or the op wrote it there itself */
     if (t->device)
         return fl_device_copy_within(slot->device, t->buffer, slot->value.data, bytes, now);
     return copy_out(slot->device, t->buffer, slot->value.data, bytes, now);

@@ -53,6 +53,7 @@ typedef struct {
     bool initialized;  /* variables: assigned at least once */
     fl_edge_copy *copies; /* one per input, made when an input crosses devices */
     int ncopies;          /* copies' length: the most inputs the node (or its fused form) took */
+    fl_edge_copy caller;  /* over the caller's bytes: a feed read, or a fetch written, in place */
     /* This run: whether a node on another device reads the value, and then
      * the mark its device passes when the value is finished (device.h). */
     bool crosses;
@@ -344,6 +345,12 @@ int64_t fl_session_unfinished_reads(fl_session *s, const fl_node *n, fl_device *
 void fl_session_forget_marks(fl_session *s);
 void fl_session_free_pending_reads(fl_session *s);
 void fl_session_release_copies(fl_slot *slot);
+/* On a device whose memory is the host's, slot's value in the caller's
+ * host bytes: a fed value read (fl_session_read_feed_in_place), a fetched
+ * one written (fl_session_output_to_fetch_target) where the caller keeps
+ * it. 0, or -1 (no error) where the device cannot, and a copy is made. */
+int fl_session_use_caller_bytes(fl_slot *slot, void *host, fl_dtype dtype, fl_shape shape);
+int fl_session_read_feed_in_place(fl_slot *slot, const fl_tensor *fed);
 
 /* ---- session_memory.c: the bytes a run's values hold ---- */
 /* After the run's readers are counted: every value unread, no device's
@@ -378,6 +385,12 @@ void fl_session_free_kept_fetches(fl_session *s);
 /* After placement: every device feed lies on its placeholder's device and
  * every fetch_to device is its fetch's; -1 with the error set. */
 int fl_session_check_device_io(fl_session *s);
+/* Where fetch_to gives n's value host memory of the caller's and n's device
+ * lies in host memory (a PoCL CPU device), and no op of the run reads the
+ * value (the caller may change it once handed over: chapter 6 averages it
+ * in place): n writes it there itself, and handing it over copies nothing.
+ * 0 with slot's value set; -1 (no error): take a buffer as usual. */
+int fl_session_output_to_fetch_target(fl_session *s, const fl_node *n, fl_slot *slot, fl_shape shape);
 /* Whether the value of the node in slot is fetched by a run that wants it
  * as soon as it is finished (it then gets a mark on its device). */
 bool fl_session_wants_early_fetch(const fl_session *s, const fl_slot *slot);

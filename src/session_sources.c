@@ -1,5 +1,5 @@
 /* session_sources.c: how a source gets its value in a run: a feed, copied
- * in; a constant or a variable, whose buffer lives as long as the session;
+ * in or read where it lies; a constant or a variable, whose buffer lives as long as the session;
  * one of the task's container; another task's variable, pulled; a Recv, registered on the task's
  * rendezvous, whose value arrives when its sender sends it. */
 #include <stdio.h>
@@ -48,6 +48,8 @@ int fl_session_run_source(fl_session *s, fl_node *n)
     fl_slot *slot = &s->slots[n->id];
     const fl_tensor *fed = fl_session_fed(s, n->id);
     if (fed) {
+        if (fl_session_read_feed_in_place(slot, fed) == 0)
+            return 0;
         if (fl_session_ensure_node_buffer(s, n, slot, fed->dtype, fed->shape) != 0)
             return -1;
         slot->value = (fl_tensor){.dtype = fed->dtype, .shape = fed->shape, .data = slot->buffer};

@@ -287,7 +287,9 @@ static float trained_loss(const char *device, const fl_session_options *options,
     fl_grad_var pairs[3];
     for (int i = 0; i < 3; i++)
         pairs[i] = (fl_grad_var){grads[i], vars[i]};
-    fl_node *train = fl_apply_gradients(fl_adam_optimizer(0.01f, 0.9f, 0.999f, 1e-8f), g, pairs, 3, NULL, "train");
+    fl_optimizer *adam = fl_adam_optimizer(0.01f, 0.9f, 0.999f, 1e-8f);
+    fl_node *train = fl_apply_gradients(adam, g, pairs, 3, NULL, "train");
+    fl_optimizer_free(adam);
     fl_node *init = fl_global_variables_initializer(g);
     fl_device_pop(g);
     fl_session *s = fl_session_new(g, options);

@@ -3,7 +3,9 @@
  * the controller's variables: no copy is made, and a host op that updates
  * the variable in place waits until the device has run its last reader of
  * the run (session_copies.c's wrap_value and note_pending_read), without
- * holding up other host work meanwhile. One PoCL
+ * holding up other host work meanwhile; a fed value is read where the
+ * caller keeps it, never written over, and read anew each run; a fetched
+ * one is written where fetch_to asks, unless an op of the run reads it. One PoCL
  * device, one thread; test_executor_order checks the copy path a GPU takes. */
 #include "tap.h"
 #include "flowlab.h"
@@ -146,10 +148,101 @@ static void waiting_update_blocks_nothing(void)
     fl_graph_free(g);
 }
 
+/* The device reads a fed value in the caller's bytes: no copy in. */
+static bool read_where_fed(const fl_session *s, const fl_node *x, const fl_tensor *fed)
+{
+    const fl_slot *slot = &s->slots[x->id];
+    return fl_device_host_memory(slot->device, slot->value.data) == fed->data;
+}
+
+static void feeds_read_in_place(void)
+{
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, "/gpu:0");
+    fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(1, M), "x");
+    fl_node *y = fl_relu(g, x, "y"); /* one reader: it could have written over x, were x its own */
+    fl_device_pop(g);
+    fl_session *s = fl_session_new(g, NULL);
+    fl_tensor *fed = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, M)), *other = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, M));
+    for (int i = 0; i < M; i++)
+        fl_tensor_floats(fed)[i] = i % 2 ? -1.0f : 3.0f, fl_tensor_floats(other)[i] = 5.0f;
+    fl_feed feed = {x, fed};
+    fl_tensor *out = NULL;
+    int rc = fl_session_run(s, &feed, 1, &y, 1, &out, NULL, 0);
+    ok(rc == 0 && fl_tensor_floats(out)[0] == 3.0f && fl_tensor_floats(out)[1] == 0.0f, "a fed x's Relu on /gpu:0");
+    ok(rc == 0 && read_where_fed(s, x, fed), "/gpu:0 read x in the caller's bytes (no copy in)");
+    ok(fl_tensor_floats(fed)[1] == -1.0f, "and left them as they were");
+    fl_tensor_free(out);
+    fl_tensor_floats(fed)[0] = 7.0f; /* the same bytes, changed between runs */
+    rc = fl_session_run(s, &feed, 1, &y, 1, &out, NULL, 0);
+    ok(rc == 0 && fl_tensor_floats(out)[0] == 7.0f, "the next run reads the bytes anew (%g)",
+       rc == 0 ? (double)fl_tensor_floats(out)[0] : -1.0);
+    fl_tensor_free(out);
+    feed.value = other; /* other bytes */
+    rc = fl_session_run(s, &feed, 1, &y, 1, &out, NULL, 0);
+    ok(rc == 0 && fl_tensor_floats(out)[M - 1] == 5.0f && read_where_fed(s, x, other),
+       "another tensor fed: read where it lies");
+    fl_tensor_free(out);
+    fl_tensor_free(fed);
+    fl_tensor_free(other);
+    fl_session_free(s);
+    fl_graph_free(g);
+}
+
+/* fetch_ready: the caller scribbles over a value once it is handed over,
+ * as chapter 6 averages its gradients in place. */
+static void scribble(int index, const fl_tensor *value, void *user)
+{
+    (void)user;
+    if (index == 0)
+        fl_tensor_floats((fl_tensor *)value)[0] = -100.0f;
+}
+
+static void fetches_written_in_place(void)
+{
+    fl_graph *g = fl_graph_new();
+    fl_device_scope_push(g, "/gpu:0");
+    fl_node *x = fl_placeholder(g, FL_FLOAT32, fl_shape_make(1, M), "x");
+    fl_node *y = fl_relu(g, x, "y"), *z = fl_mul(g, y, y, "z"), *alone = fl_neg(g, x, "alone");
+    fl_device_pop(g);
+    fl_session *s = fl_session_new(g, NULL);
+    fl_tensor *fed = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, M)), *out[2] = {0};
+    for (int i = 0; i < M; i++)
+        fl_tensor_floats(fed)[i] = 3.0f;
+    float *mine = calloc(M, sizeof *mine);
+    fl_feed feed = {x, fed};
+    fl_fetch_target to[2] = {{.buffer = mine, .capacity = M * sizeof *mine}, {0}};
+    fl_run_options options = {.fetch_to = to};
+    fl_node *fetch_alone[2] = {alone, z};
+    int rc = fl_session_run_with_options(s, &options, &feed, 1, fetch_alone, 2, out, NULL, 0);
+    const fl_slot *slot = &s->slots[alone->id];
+    ok(rc == 0 && mine[M - 1] == -3.0f && out[0]->data == (void *)mine, "a fetch_to value lands in the caller's buffer");
+    ok(rc == 0 && fl_device_host_memory(slot->device, slot->value.data) == mine,
+       "which the op on /gpu:0 wrote itself (no copy out)");
+    fl_tensor_free(out[0]);
+    fl_tensor_free(out[1]);
+    options = (fl_run_options){.fetch_to = to, .fetch_ready = scribble};
+    fl_node *fetch_read[2] = {y, z}; /* z reads y */
+    rc = fl_session_run_with_options(s, &options, &feed, 1, fetch_read, 2, out, NULL, 0);
+    slot = &s->slots[y->id];
+    ok(rc == 0 && fl_device_host_memory(slot->device, slot->value.data) != mine && mine[1] == 3.0f &&
+       fl_tensor_floats(out[1])[0] == 9.0f,
+       "a fetched value another op reads is copied out, so the caller's change reaches no reader (z %g)",
+       rc == 0 ? (double)fl_tensor_floats(out[1])[0] : -1.0);
+    fl_tensor_free(out[0]);
+    fl_tensor_free(out[1]);
+    free(mine);
+    fl_tensor_free(fed);
+    fl_session_free(s);
+    fl_graph_free(g);
+}
+
 int main(void)
 {
     need_one_pocl_device();
     host_update_waits_for_last_reader();
     waiting_update_blocks_nothing();
+    feeds_read_in_place();
+    fetches_written_in_place();
     return done_testing();
 }

@@ -151,7 +151,8 @@ static void *communicate(void *arg)
 /* The fusion buffer: host memory, or with NCCL GPU memory. The run writes
  * each tensor straight into its place there (the targets, fl_run_options'
  * fetch_to), so a gradient is copied once, from its device into the
- * bucket, and with NCCL the average stays on the GPU. */
+ * bucket (on a PoCL CPU device not at all: its op writes it there), and
+ * with NCCL the average stays on the GPU. */
 static float *allocate_buffer(reducer *r, size_t total)
 {
     float *buffer = r->on_gpu ? nccl_alloc(total, r->error, sizeof r->error)

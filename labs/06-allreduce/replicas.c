@@ -126,7 +126,8 @@ int variables_checksum(fl_session *s, const variable_io *io, uint64_t *out)
     uint64_t hash = 14695981039346656037ull; /* FNV-1a's offset basis */
     for (int i = 0; i < io->count; i++) {
         const unsigned char *bytes = values[i]->data;
-        for (size_t k = 0; k < tensor_bytes(values[i]); k++)
+        size_t size = tensor_bytes(values[i]);
+        for (size_t k = 0; k < size; k++)
             hash = (hash ^ bytes[k]) * 1099511628211ull; /* FNV's 64-bit prime */
     }
     free_tensors(values, io->count);
