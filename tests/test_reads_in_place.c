@@ -209,7 +209,7 @@ static void fetches_written_in_place(void)
     fl_tensor *fed = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, M)), *out[2] = {0};
     for (int i = 0; i < M; i++)
         fl_tensor_floats(fed)[i] = 3.0f;
-    float *mine = calloc(M, sizeof *mine);
+    float *block = calloc(M + 1, sizeof *block), *mine = block + 1; /* 4-byte aligned only, as a bucket's place */
     fl_feed feed = {x, fed};
     fl_fetch_target to[2] = {{.buffer = mine, .capacity = M * sizeof *mine}, {0}};
     fl_run_options options = {.fetch_to = to};
@@ -231,7 +231,7 @@ static void fetches_written_in_place(void)
        rc == 0 ? (double)fl_tensor_floats(out[1])[0] : -1.0);
     fl_tensor_free(out[0]);
     fl_tensor_free(out[1]);
-    free(mine);
+    free(block);
     fl_tensor_free(fed);
     fl_session_free(s);
     fl_graph_free(g);
