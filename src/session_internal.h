@@ -54,6 +54,8 @@ typedef struct {
     fl_edge_copy *copies; /* one per input, made when an input crosses devices */
     int ncopies;          /* copies' length: the most inputs the node (or its fused form) took */
     fl_edge_copy caller;  /* over the caller's bytes: a feed read, or a fetch written, in place */
+    const void *caller_last; /* the caller's bytes in the last run, and how many runs in a row */
+    int caller_moves;        /* they moved (fl_session_use_caller_bytes) */
     /* This run: whether a node on another device reads the value, and then
      * the mark its device passes when the value is finished (device.h). */
     bool crosses;
@@ -348,7 +350,8 @@ void fl_session_release_copies(fl_slot *slot);
 /* On a device whose memory is the host's, slot's value in the caller's
  * host bytes: a fed value read (fl_session_read_feed_in_place), a fetched
  * one written (fl_session_output_to_fetch_target) where the caller keeps
- * it. 0, or -1 (no error) where the device cannot, and a copy is made. */
+ * it. 0, or -1 (no error) where the device cannot, or where the bytes keep
+ * moving from run to run, and a copy is made. */
 int fl_session_use_caller_bytes(fl_slot *slot, void *host, fl_dtype dtype, fl_shape shape);
 int fl_session_read_feed_in_place(fl_slot *slot, const fl_tensor *fed);
 

@@ -196,6 +196,24 @@ static void feeds_read_in_place(void)
         fl_tensor_free(out);
     }
     ok(fresh, "a fed view at an odd address is read in place, anew each run");
+    /* a ring of three batches, as a dataset's prefetch hands them: copied
+     * once they keep moving, not a new buffer over them every run */
+    fl_tensor *ring[3];
+    for (int k = 0; k < 3; k++) {
+        ring[k] = fl_tensor_new(FL_FLOAT32, fl_shape_make(1, M));
+        for (int i = 0; i < M; i++)
+            fl_tensor_floats(ring[k])[i] = (float)(k + 1);
+    }
+    bool right = true;
+    for (int run = 0; right && run < 6; run++) {
+        feed.value = ring[run % 3];
+        rc = fl_session_run(s, &feed, 1, &y, 1, &out, NULL, 0);
+        right = rc == 0 && fl_tensor_floats(out)[M - 1] == (float)(run % 3 + 1);
+        fl_tensor_free(out);
+    }
+    ok(right && !read_where_fed(s, x, ring[2]), "a ring of fed batches is copied once its bytes keep moving");
+    for (int k = 0; k < 3; k++)
+        fl_tensor_free(ring[k]);
     free(block);
     fl_tensor_free(fed);
     fl_tensor_free(other);
