@@ -201,7 +201,7 @@ static bool fuse_pool_grad(fl_session *s, fl_node *g)
 static void read_relu_output(fl_session *s, fl_node *g)
 {
     fl_node *a = g->inputs[1], *r = s->fusion.relu_of[a->id];
-    if (a->op != FL_OP_ADD || !r || fl_session_fed(s, r->id) || r->id > g->id || device_of(s, r) != device_of(s, g))
+    if (a->op != FL_OP_ADD || !r || fl_session_fed(s, r->id) || r->id > g->id)
         return;
     fl_node *in[2] = {g->inputs[0], r};
     make_node(s, g, FL_OP_RELU_GRAD, &g->attrs, in, 2);

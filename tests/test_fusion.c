@@ -263,8 +263,10 @@ static void test_trace(const char *device)
 /* ---- weights on the controller, trained there (chapter 2's towers) ---- */
 
 /* relu(conv(x) + b) -> dense, its variables on /cpu:0 and Adam's update
- * there; the ops and their gradients on device, as a tower's. The loss after three steps, or NAN. */
-static float trained_loss(const char *device, const fl_session_options *options, int *ops)
+ * there; the ops on device, their gradients on grads_on (device, as a
+ * tower's, or /cpu:0, as a minimize under a /cpu:0 scope builds them). The
+ * loss after three steps, or NAN. */
+static float trained_loss(const char *device, const char *grads_on, const fl_session_options *options, int *ops)
 {
     fl_graph *g = fl_graph_new();
     fl_device_scope_push(g, "/cpu:0");
@@ -280,6 +282,8 @@ static float trained_loss(const char *device, const fl_session_options *options,
     fl_node *flat = fl_reshape(g, h, fl_shape_make(2, BATCH, 16 * WIDE), "flat");
     fl_node *logits = fl_matmul(g, flat, w, false, false, "logits");
     fl_node *loss = fl_reduce_sum(g, fl_mul(g, logits, logits, NULL), NULL, 0, false, "loss");
+    fl_device_pop(g);
+    fl_device_scope_push(g, grads_on);
     fl_node *vars[3] = {filter, bias, w}, *grads[3];
     fl_gradients(g, loss, vars, 3, grads);
     fl_device_pop(g);
@@ -311,13 +315,14 @@ static float trained_loss(const char *device, const fl_session_options *options,
     return value;
 }
 
-static void test_trained_elsewhere(const char *device)
+static void test_trained_elsewhere(const char *device, const char *grads_on)
 {
     int fused_ops = 0, plain_ops = 0;
-    float fused = trained_loss(device, NULL, &fused_ops), plain = trained_loss(device, &unfused, &plain_ops);
+    float fused = trained_loss(device, grads_on, NULL, &fused_ops);
+    float plain = trained_loss(device, grads_on, &unfused, &plain_ops);
     ok(!isnan(fused) && fabsf(fused - plain) <= 1e-4f * fmaxf(1.0f, fabsf(plain)),
-       "%s: weights on /cpu:0 trained by Adam there: the same loss after 3 steps fused and unfused (%g, %g)",
-       device, fused, plain);
+       "%s: weights on /cpu:0 trained by Adam there, gradients on %s: the same loss after 3 steps fused and "
+       "unfused (%g, %g)", device, grads_on, fused, plain);
     ok(plain_ops - fused_ops == 2, "%s: and conv, bias and relu ran as one op each step (%d ops fewer)", device,
        plain_ops - fused_ops);
 }
@@ -329,7 +334,8 @@ static void test_device(const char *device)
         weights_device = "/cpu:0";
         test_network(device);
         weights_device = NULL;
-        test_trained_elsewhere(device);
+        test_trained_elsewhere(device, device);
+        test_trained_elsewhere(device, "/cpu:0"); /* ReluGrad reads the Relu across devices */
     }
     test_not_fused(device);
     test_fed_add(device);
