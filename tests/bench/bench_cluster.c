@@ -86,9 +86,14 @@ static void make_commands(cluster_commands *c, int steps)
     c->tls = bench_tls_command(c->cluster); /* chapter 4's securing a cluster */
 }
 
+/* The towers run between the two configurations held against them most
+ * (chapter 6's ranks just before, chapter 3's cluster just after), so
+ * each ratio's sides run back to back, as close in time as the machine's
+ * other work allows. */
 static void measure_round(const cluster_commands *c, bool allreduce, cluster_rounds *m, int r)
 {
     double sync_mb, tls_mb;
+    m->allreduce[r] = allreduce ? run_images_per_second(c->allreduce) : NAN;
     m->towers[r] = run_images_per_second(c->towers);
     double cpu_before = bench_children_cpu_seconds();
     m->ps[r] = run_workers_images_per_second(c->cluster, 2, &m->mb[r]);
@@ -97,7 +102,6 @@ static void measure_round(const cluster_commands *c, bool allreduce, cluster_rou
     m->plain_cpu[r] = cpu_between - cpu_before;
     m->tls_cpu[r] = bench_children_cpu_seconds() - cpu_between;
     m->sync[r] = run_workers_images_per_second(c->sync_cluster, 2, &sync_mb);
-    m->allreduce[r] = allreduce ? run_images_per_second(c->allreduce) : NAN;
 }
 
 static void print_rows(const cluster_rounds *m, int rounds, bool tls, bool allreduce)
@@ -134,8 +138,8 @@ void bench_between_graph(void)
     cluster_rounds m;
     for (int r = 0; r < rounds; r++)
         measure_round(&c, allreduce, &m, r);
-    printf("  ch3/ch4/ch6 rows: %d rounds, each running every configuration back to back for %d steps after 2 of "
-           "warm-up (async workers: about that many each); cores: CPUs %s for every side; 2 towers: 1 process, "
+    printf("  ch3/ch4/ch6 rows: %d rounds, each running every configuration back to back (allreduce, 2 towers, "
+           "then the clusters) for %d steps after 2 of warm-up (async workers: about that many each); cores: CPUs %s for every side; 2 towers: 1 process, "
            "one PoCL pool of 2 threads for both devices; 1 ps + 2 workers: 3 processes, 1 PoCL thread each; "
            "allreduce: 2 processes, 1 PoCL thread each\n", rounds, steps, bench_cores());
     print_rows(&m, rounds, c.tls != NULL, allreduce);
