@@ -215,14 +215,15 @@ int fl_session_copy_input(fl_session *s, fl_node *n, int i, fl_tensor **out)
     return 0;
 }
 
-/* Bytes that moved in more runs in a row than this (a dataset's ring of
- * prefetched batches) are copied: a new buffer over them every run would be
- * an allocation a step, where the slot's own buffer costs none. */
+/* Bytes that moved in more runs in a row than this (a dataset's prefetch
+ * ring) are copied: a new buffer over them each run is an allocation a step.
+ * The count stops one past the rule, so it cannot overflow. */
 #define CALLER_MOVES_WRAPPED 2
 
 int fl_session_use_caller_bytes(fl_slot *slot, void *host, fl_dtype dtype, fl_shape shape)
 {
-    slot->caller_moves = host == slot->caller_last ? 0 : slot->caller_moves + 1;
+    int moves = slot->caller_moves;
+    slot->caller_moves = host == slot->caller_last ? 0 : moves + (moves <= CALLER_MOVES_WRAPPED);
     slot->caller_last = host;
     if (slot->caller_moves > CALLER_MOVES_WRAPPED)
         return -1;

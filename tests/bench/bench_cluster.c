@@ -138,10 +138,10 @@ void bench_between_graph(void)
     cluster_rounds m;
     for (int r = 0; r < rounds; r++)
         measure_round(&c, allreduce, &m, r);
-    printf("  ch3/ch4/ch6 rows: %d rounds, each running every configuration back to back (allreduce, 2 towers, "
-           "then the clusters) for %d steps after 2 of warm-up (async workers: about that many each); cores: CPUs %s for every side; 2 towers: 1 process, "
-           "one PoCL pool of 2 threads for both devices; 1 ps + 2 workers: 3 processes, 1 PoCL thread each; "
-           "allreduce: 2 processes, 1 PoCL thread each\n", rounds, steps, bench_cores());
+    printf("  ch3/ch4/ch6 rows: %d rounds, each running every configuration back to back (allreduce, 2 towers, then "
+           "the clusters) for %d steps after 2 of warm-up (async workers: about that many each); cores: CPUs %s for "
+           "every side; 2 towers: 1 process, one PoCL pool of 2 threads for both devices; 1 ps + 2 workers: 3 "
+           "processes, 1 PoCL thread each; allreduce: 2 processes, 1 PoCL thread each\n", rounds, steps, bench_cores());
     print_rows(&m, rounds, c.tls != NULL, allreduce);
     double mb_copy[BENCH_MAX_ROUNDS];
     memcpy(mb_copy, m.mb, sizeof mb_copy);
