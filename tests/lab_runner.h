@@ -95,6 +95,13 @@ static run_result run_env(const char *env, const char *args)
 
 static inline run_result run_lab(const char *args) { return run_env("", args); }
 
+/* The number printed right after key in out, or -1 when key is not there. */
+static inline double printed_number(const char *out, const char *key)
+{
+    const char *p = out ? strstr(out, key) : NULL;
+    return p ? atof(p + strlen(key)) : -1;
+}
+
 /* Under SANITIZE=1 a lab reports what it did not free when it exits; in
  * the plain build there is no report and this holds trivially. */
 static inline bool reports_no_leak(const run_result *r)

@@ -9,14 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab_runner.h" /* printed_number */
 #include "tap.h"
-
-/* The number printed right after key in out, or -1 when key is not there. */
-static inline double printed_number(const char *out, const char *key)
-{
-    const char *p = out ? strstr(out, key) : NULL;
-    return p ? atof(p + strlen(key)) : -1;
-}
 
 /* workers: a launcher's output of 2 synchronous workers; towers: chapter 2's
  * lab's. Tolerances: the first mean loss within 1e-4, the test accuracy

@@ -77,7 +77,7 @@ static void test_flags(void)
 {
     run_result r = run_lab("--help");
     ok(r.status == 0, "--help exits 0");
-    contains(r.out, "--allreduce mpi|ring|nccl", "--help documents --allreduce");
+    contains(r.out, "--allreduce mpi|ring|shared|nccl", "--help documents --allreduce");
     contains(r.out, "mpirun -np N", "and how to start the lab");
     contains(r.out, "--overlap on|off", "--help documents --overlap");
     contains(r.out, "--fusion_threshold BYTES", "and --fusion_threshold");
@@ -85,6 +85,7 @@ static void test_flags(void)
 
     static const bad_flag_case bad[] = {
         {"--allreduce tree", "--allreduce"},     {"--allreduce", "--allreduce"},
+        {"--allreduce shm", "--allreduce"},
         {"--device /tpu:0", "--device"},         {"--device /job:worker/task:0/gpu:0", "--device"},
         {"--batch_size 0", "--batch_size"},      {"--learning_rate -1", "--learning_rate"},
         {"--num_gpus 2", "--num_gpus"},          {"--train_steps x", "--train_steps"},
@@ -138,12 +139,27 @@ static void test_two_processes(void)
 static void test_three_and_errors(void)
 {
     char sum[17];
-    run_result r = mpirun(3, lab, "--max_examples 256 --batch_size 30 --log_every 2 "
-                                  "--train_steps 4 --allreduce ring");
+    const char *three = "--max_examples 256 --batch_size 30 --log_every 2 --train_steps 4 --print_stats";
+    char args[256];
+    snprintf(args, sizeof args, "%s --allreduce ring", three);
+    run_result r = mpirun(3, lab, args);
     ok(r.status == 0 && r.nsteps >= 2 && all_ranks_equal(&r, 3, sum),
        "mpirun -np 3 --allreduce ring: the three ranks' variables are bitwise equal (%s)", sum);
     if (r.status != 0)
         diag("%s", r.out ? r.out : "");
+    snprintf(args, sizeof args, "%s --allreduce shared", three);
+    run_result shared = mpirun(3, lab, args);
+    ok(shared.status == 0 && shared.nsteps >= 2 && all_ranks_equal(&shared, 3, sum),
+       "mpirun -np 3 --allreduce shared: the three ranks' variables are bitwise equal (%s)", sum);
+    contains(shared.out, "gradients summed by shared memory (MPI_Win_allocate_shared)", "it says how it sums");
+    /* each rank reads and writes 2(N-1)/N of the gradients in the others' buffers, as the ring sends them */
+    double ring_bytes = printed_number(r.out, "bytes_per_step="), shared_bytes = printed_number(shared.out,
+                                                                                               "bytes_per_step=");
+    ok(ring_bytes > 4.0 * 2 / 3 * 13e6 && shared_bytes == ring_bytes,
+       "--print_stats: the window moves the ring's bytes per step (%.0f and %.0f)", shared_bytes, ring_bytes);
+    if (shared.status != 0)
+        diag("%s", shared.out ? shared.out : "");
+    free(shared.out);
     free(r.out);
 
     r = mpirun(2, lab, "--max_examples 64 --batch_size 33 --train_steps 1");
@@ -204,14 +220,15 @@ static void test_resume(void)
 
 /* With 2 ranks every element's sum is a + b whatever the buckets, so
  * reducing during the backward pass or after it, fused or one collective
- * per tensor, by MPI or the ring, must train exactly alike: the losses
+ * per tensor, by MPI, the ring or the shared window, must train exactly alike: the losses
  * digit for digit and the variables bitwise (the default run's). */
 static void test_overlap_and_fusion(void)
 {
     static const char *const variants[] = {
         "--overlap off", "--fusion_threshold 0", "--fusion_threshold 100000",
         "--overlap off --fusion_threshold 0", "--allreduce ring --overlap off",
-        "--allreduce ring --fusion_threshold 0",
+        "--allreduce ring --fusion_threshold 0", "--allreduce shared", "--allreduce shared --overlap off",
+        "--allreduce shared --fusion_threshold 0",
     };
     run_result base = mpirun(2, lab, QUICK);
     char base_sum[17], sum[17];

@@ -59,7 +59,9 @@ static void usage(FILE *out)
             "processes (allreduce), averaged and applied by each. Rank 0 prints the progress\n"
             "and the test accuracy; every rank prints a checksum of its variables at the end.\n"
             "Each process gets one single-core PoCL device unless POCL_DEVICES is set.\n"
-            "  --allreduce mpi|ring|nccl  sum with MPI_Allreduce (default), the ring of this lab,\n"
+            "  --allreduce mpi|ring|shared|nccl  sum with MPI_Allreduce (default), the ring of\n"
+            "                        this lab, the ranks' shared memory (every rank on one machine:\n"
+            "                        each adds its share of a bucket from all the ranks' buffers),\n"
             "                        or NCCL on each rank's GPU (CUDA builds with NCCL; one GPU\n"
             "                        per rank, e.g. CUDA_VISIBLE_DEVICES set per rank)\n"
             "  --overlap on|off      on (default): a communication thread sums each gradient as\n"
@@ -79,11 +81,15 @@ static void set_allreduce_flag(const char *flag, const char *value, void *option
 {
     allreduce_flags *a = options;
     if (strcmp(flag, "--allreduce") == 0) {
-        if (strcmp(value, "mpi") != 0 && strcmp(value, "ring") != 0 && strcmp(value, "nccl") != 0)
-            bad_flag(program, flag, value, "it must be mpi, ring or nccl");
-        a->algorithm = strcmp(value, "ring") == 0   ? ALLREDUCE_RING
-                       : strcmp(value, "nccl") == 0 ? ALLREDUCE_NCCL
-                                                    : ALLREDUCE_MPI;
+        static const char *const names[] = {"mpi", "ring", "shared", "nccl"};
+        static const allreduce_algorithm algorithms[] = {ALLREDUCE_MPI, ALLREDUCE_RING, ALLREDUCE_SHARED,
+                                                         ALLREDUCE_NCCL};
+        int k = 0;
+        while (k < 4 && strcmp(value, names[k]) != 0)
+            k++;
+        if (k == 4)
+            bad_flag(program, flag, value, "it must be mpi, ring, shared or nccl");
+        a->algorithm = algorithms[k];
     } else if (strcmp(flag, "--overlap") == 0) {
         if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
             bad_flag(program, flag, value, "it must be on or off");
@@ -283,10 +289,12 @@ static reducer *start_reducer(fl_session *s, const replica_graph *m, const allre
         plan.elements[v] = (size_t)fl_shape_size(fl_node_shape(m->reduced[v]));
         plan.order[1 + v] = m->nvars - 1 - v;
     }
-    reducer *r = reducer_start(&plan);
+    char why[512];
+    reducer *r = reducer_start(&plan, why, sizeof why);
     if (!r)
-        abort_job(j, "starting the communication thread", "no memory for its buffer, or no thread");
-    if (a->algorithm == ALLREDUCE_RING) /* --print_stats' bytes_per_step; the libraries' are unknown */
+        abort_job(j, "starting the reducer", why);
+    /* --print_stats' bytes_per_step: the ring's and the window's; the libraries' are unknown */
+    if (a->algorithm == ALLREDUCE_RING || a->algorithm == ALLREDUCE_SHARED)
         run_stats_count_traffic(reducer_bytes_moved, r);
     return r;
 }

@@ -15,10 +15,12 @@
 
 #include "nccl_allreduce.h"
 #include "reducer.h"
+#include "shared_allreduce.h"
 
 struct reducer {
     reducer_plan plan;
     bool on_gpu;                  /* NCCL's: buffer is GPU memory, and stays there */
+    shared_buffers *shared;       /* --allreduce shared's: buffer lies in a window every rank reads */
     float *buffer;                /* every tensor, in the schedule's order */
     fl_fetch_target targets[MAX_REDUCED]; /* on_gpu: by index, each tensor's place in buffer */
     size_t offset[MAX_REDUCED];   /* by index: where it starts in buffer */
@@ -82,11 +84,14 @@ static bool bucket_ready(const reducer *r, int from)
 }
 
 /* The collective of one bucket: NCCL averages it on the GPU (ncclAvg);
- * MPI and the ring sum host memory, and reduce_bucket divides. */
+ * MPI, the ring and the shared window sum host memory, and reduce_bucket
+ * divides. */
 static int collective(reducer *r, float *bucket, size_t count)
 {
     if (r->on_gpu)
         return nccl_average(bucket, count, r->error, sizeof r->error);
+    if (r->shared)
+        return shared_allreduce_sum(r->shared, (size_t)(bucket - r->buffer), count, r->error, sizeof r->error);
     if (sum_across_ranks(bucket, count, r->plan.algorithm, r->plan.comm) == 0)
         return 0;
     snprintf(r->error, sizeof r->error, "%s", replicas_error());
@@ -103,11 +108,12 @@ static int reduce_bucket(reducer *r, int from, int n)
     double began = monotonic_us();
     if (collective(r, r->buffer + start, count) != 0)
         return -1;
-    /* The ring sends 2(N-1)/N of the bucket and receives as much; written
+    /* The ring sends 2(N-1)/N of the bucket and receives as much (the shared
+     * window reads and writes as much of the other ranks' buffers); written
      * here, read after reducer_wait, which the lock orders. */
     r->bytes_moved += 2.0 * 2.0 * (r->ranks - 1) / r->ranks * (double)count * sizeof(float);
     if (r->plan.trace) {
-        char name[64];
+        char name[96];
         snprintf(name, sizeof name, "%s, %d tensor%s, %.2f MB", allreduce_algorithm_name(r->plan.algorithm), n,
                  n == 1 ? "" : "s", count * 4 / 1e6);
         fl_session_trace_event(r->plan.trace, "collectives", name, began,
@@ -148,35 +154,45 @@ static void *communicate(void *arg)
     return NULL;
 }
 
-/* The fusion buffer: host memory, or with NCCL GPU memory. The run writes
+/* The fusion buffer: host memory (with --allreduce shared, this rank's part
+ * of a window all ranks share), or with NCCL GPU memory. The run writes
  * each tensor straight into its place there (the targets, fl_run_options'
  * fetch_to), so a gradient is copied once, from its device into the
  * bucket (on a PoCL CPU device not at all: its op writes it there), and
  * with NCCL the average stays on the GPU. */
 static float *allocate_buffer(reducer *r, size_t total)
 {
-    float *buffer = r->on_gpu ? nccl_alloc(total, r->error, sizeof r->error)
-                              : malloc((total ? total : 1) * sizeof *r->buffer);
+    float *buffer = NULL;
+    if (r->on_gpu)
+        buffer = nccl_alloc(total, r->error, sizeof r->error);
+    else if (r->plan.algorithm == ALLREDUCE_SHARED)
+        r->shared = shared_buffers_allocate(total, r->plan.comm, &buffer, r->error, sizeof r->error);
+    else
+        buffer = malloc((total ? total : 1) * sizeof *r->buffer);
     for (int i = 0; buffer && i < r->plan.count; i++)
         r->targets[i] = (fl_fetch_target){.device = r->on_gpu ? r->plan.device : NULL, .buffer = buffer + r->offset[i],
                                           .capacity = r->plan.elements[i] * sizeof(float)};
     return buffer;
 }
 
-reducer *reducer_start(const reducer_plan *plan)
+reducer *reducer_start(const reducer_plan *plan, char *why, size_t why_size)
 {
     reducer *r = calloc(1, sizeof *r);
-    size_t total = 0;
-    if (r) {
-        r->plan = *plan;
-        r->on_gpu = plan->algorithm == ALLREDUCE_NCCL;
-        for (int k = 0; k < plan->count; k++) {
-            r->offset[plan->order[k]] = total;
-            total += plan->elements[plan->order[k]];
-        }
-        r->buffer = allocate_buffer(r, total);
+    if (!r) {
+        snprintf(why, why_size, "no memory for the reducer");
+        return NULL;
     }
-    if (!r || !r->buffer) {
+    r->plan = *plan;
+    r->on_gpu = plan->algorithm == ALLREDUCE_NCCL;
+    size_t total = 0;
+    for (int k = 0; k < plan->count; k++) {
+        r->offset[plan->order[k]] = total;
+        total += plan->elements[plan->order[k]];
+    }
+    snprintf(r->error, sizeof r->error, "no memory for its %zu-float buffer", total);
+    r->buffer = allocate_buffer(r, total);
+    if (!r->buffer) {
+        snprintf(why, why_size, "%s", r->error);
         free(r);
         return NULL;
     }
@@ -186,6 +202,7 @@ reducer *reducer_start(const reducer_plan *plan)
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->changed, NULL);
     if (plan->background && pthread_create(&r->thread, NULL, communicate, r) != 0) {
+        snprintf(why, why_size, "no thread for the communication");
         r->plan.background = false; /* reducer_stop must not join it */
         reducer_stop(r);
         return NULL;
@@ -283,6 +300,8 @@ void reducer_stop(reducer *r)
     pthread_mutex_destroy(&r->lock);
     if (r->on_gpu)
         nccl_free(r->buffer);
+    else if (r->shared)
+        shared_buffers_free(r->shared);
     else
         free(r->buffer);
     free(r);
@@ -291,5 +310,5 @@ void reducer_stop(reducer *r)
 double reducer_bytes_moved(const void *opaque)
 {
     const reducer *r = opaque;
-    return r->plan.algorithm == ALLREDUCE_RING ? r->bytes_moved : -1;
+    return r->plan.algorithm == ALLREDUCE_RING || r->plan.algorithm == ALLREDUCE_SHARED ? r->bytes_moved : -1;
 }

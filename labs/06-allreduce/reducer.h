@@ -33,9 +33,11 @@ typedef struct {
 
 typedef struct reducer reducer;
 
-/* Starts the communication thread when plan->background. NULL when there
- * is no memory for the buffer or no thread. */
-reducer *reducer_start(const reducer_plan *plan);
+/* Starts the communication thread when plan->background; with
+ * ALLREDUCE_SHARED, collective: every rank's buffer goes in one window.
+ * NULL, with why, when there is no memory for the buffer, no window (the
+ * ranks are not on one machine) or no thread. */
+reducer *reducer_start(const reducer_plan *plan, char *why, size_t why_size);
 
 /* Before each step's run: no tensor is ready yet. */
 void reducer_begin_step(reducer *r);
@@ -69,8 +71,9 @@ const char *reducer_error(const reducer *r);
 
 /* Bytes this rank has sent and received in the step's collectives so far,
  * with --allreduce ring: 2(N-1)/N of each bucket each way, as the lab's
- * ring sends them. -1 for MPI_Allreduce and NCCL, whose libraries choose
- * their own algorithms. Read between steps (after reducer_wait). A reducer
+ * ring sends them (--allreduce shared: as much read from and written to the
+ * other ranks' buffers). -1 for MPI_Allreduce and NCCL, whose libraries
+ * choose their own algorithms. Read between steps (after reducer_wait). A reducer
  * as void *, the counter --print_stats reads (run_stats_count_traffic). */
 double reducer_bytes_moved(const void *reducer);
 

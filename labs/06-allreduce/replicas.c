@@ -101,6 +101,7 @@ const char *allreduce_algorithm_name(allreduce_algorithm algorithm)
 {
     switch (algorithm) {
     case ALLREDUCE_RING: return "the ring allreduce";
+    case ALLREDUCE_SHARED: return "shared memory (MPI_Win_allocate_shared)";
     case ALLREDUCE_NCCL: return "ncclAllReduce";
     default: return "MPI_Allreduce";
     }
@@ -111,6 +112,8 @@ int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm,
 {
     if (algorithm == ALLREDUCE_NCCL) /* its buffers are GPU memory: reducer.c calls nccl_average */
         return fail("summing the gradients: NCCL's buffers are on the GPU, not in host memory");
+    if (algorithm == ALLREDUCE_SHARED) /* its buffers are a window: reducer.c calls shared_allreduce_sum */
+        return fail("summing the gradients: --allreduce shared sums a shared window's buffers, not one buffer");
     int code = algorithm == ALLREDUCE_RING
                    ? ring_allreduce_sum(buffer, count, comm)
                    : MPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);

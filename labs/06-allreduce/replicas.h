@@ -14,7 +14,7 @@
 #define MAX_REPLICA_VARIABLES 64 /* the model and Adam hold 26 */
 
 /* How the gradients are summed (--allreduce). */
-typedef enum { ALLREDUCE_MPI, ALLREDUCE_RING, ALLREDUCE_NCCL } allreduce_algorithm;
+typedef enum { ALLREDUCE_MPI, ALLREDUCE_RING, ALLREDUCE_SHARED, ALLREDUCE_NCCL } allreduce_algorithm;
 
 /* Every global variable (Adam's slots and the global step too), with a
  * placeholder and an assign per variable so that a run can write values in. */
@@ -37,12 +37,14 @@ int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm
 /* Sums buffer[0..count), host memory, over the ranks of comm, in place,
  * with MPI_Allreduce or the ring: where the lab sums gradients on the host
  * (the communication thread of reducer.c calls it per fused bucket; NCCL's
- * buckets stay on the GPU, nccl_allreduce.h). Called by one thread at a
+ * buckets stay on the GPU, nccl_allreduce.h, and the shared window's are
+ * summed where they lie, shared_allreduce.h). Called by one thread at a
  * time. Returns 0, or -1 with replicas_error() saying why. */
 int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm, MPI_Comm comm);
 
 /* What sums with algorithm, for messages and the trace: "MPI_Allreduce",
- * "the ring allreduce" or "ncclAllReduce". */
+ * "the ring allreduce", "shared memory (MPI_Win_allocate_shared)" or
+ * "ncclAllReduce". */
 const char *allreduce_algorithm_name(allreduce_algorithm algorithm);
 
 /* FNV-1a over the bytes of every global variable's value, in graph order:

@@ -1,7 +1,7 @@
 /* bench_cluster.c: chapters 3, 4 and 6 beside chapter 2 in `make bench`, on
  * the same two CPUs (bench_cores.h): 1 ps + 2 workers (async, sync, and
- * over TLS) and 2 allreduce processes, one single-thread PoCL device per
- * worker or process, against two towers sharing a pool of two threads; the
+ * over TLS) and 2 allreduce processes (summing through their shared memory,
+ * and with MPI_Allreduce), one single-thread PoCL device per worker or process, against two towers sharing a pool of two threads; the
  * same 128 images per worker, process or tower per step. Each round runs
  * every configuration back to back; the rows print ranges over the rounds. */
 #include <math.h>
@@ -62,7 +62,7 @@ static double run_workers_images_per_second(const char *command, int workers, do
 /* Every configuration's figure, round by round. */
 typedef struct {
     double towers[BENCH_MAX_ROUNDS], ps[BENCH_MAX_ROUNDS], tls[BENCH_MAX_ROUNDS], sync[BENCH_MAX_ROUNDS];
-    double allreduce[BENCH_MAX_ROUNDS], mb[BENCH_MAX_ROUNDS];
+    double allreduce[BENCH_MAX_ROUNDS], allreduce_mpi[BENCH_MAX_ROUNDS], mb[BENCH_MAX_ROUNDS];
     double plain_cpu[BENCH_MAX_ROUNDS], tls_cpu[BENCH_MAX_ROUNDS]; /* CPU seconds of every task of one run */
 } cluster_rounds;
 
@@ -70,7 +70,7 @@ typedef struct {
  * after two of warm-up. Async workers share the global step, so the cluster
  * runs twice as many global steps: about steps + 2 each. */
 typedef struct {
-    char towers[512], cluster[512], sync_cluster[512], allreduce[512];
+    char towers[512], cluster[512], sync_cluster[512], allreduce[512], allreduce_mpi[512];
     const char *tls; /* NULL: no certificates, no TLS row */
 } cluster_commands;
 
@@ -82,17 +82,22 @@ static void make_commands(cluster_commands *c, int steps)
                           " --log_every 1 --batch_size 128 --seed 1";
     snprintf(c->cluster, sizeof c->cluster, "%s --train_steps %d", cluster, 2 * (steps + 2));
     snprintf(c->sync_cluster, sizeof c->sync_cluster, "%s --train_steps %d --sync_replicas true", cluster, steps + 2);
-    snprintf(c->allreduce, sizeof c->allreduce, ALLREDUCE_TWO_PROCESSES " --train_steps %d", steps + 2);
+    /* one machine's strongest: the ranks sum where their buffers lie; MPI_Allreduce beside it */
+    snprintf(c->allreduce, sizeof c->allreduce, ALLREDUCE_TWO_PROCESSES " --allreduce shared --train_steps %d",
+             steps + 2);
+    snprintf(c->allreduce_mpi, sizeof c->allreduce_mpi, ALLREDUCE_TWO_PROCESSES " --train_steps %d", steps + 2);
     c->tls = bench_tls_command(c->cluster); /* chapter 4's securing a cluster */
 }
 
 /* The towers run between the two configurations held against them most
  * (chapter 6's ranks just before, chapter 3's cluster just after), so
  * each ratio's sides run back to back, as close in time as the machine's
- * other work allows. */
+ * other work allows; the ranks on MPI_Allreduce run just before those on
+ * their shared memory. */
 static void measure_round(const cluster_commands *c, bool allreduce, cluster_rounds *m, int r)
 {
     double sync_mb, tls_mb;
+    m->allreduce_mpi[r] = allreduce ? run_images_per_second(c->allreduce_mpi) : NAN;
     m->allreduce[r] = allreduce ? run_images_per_second(c->allreduce) : NAN;
     m->towers[r] = run_images_per_second(c->towers);
     double cpu_before = bench_children_cpu_seconds();
@@ -123,6 +128,8 @@ static void print_rows(const cluster_rounds *m, int rounds, bool tls, bool allre
                    m->allreduce, m->towers, rounds, "2 towers");
         row_rounds("scaling", "ch6: allreduce, 2 processes vs ch3's 1 ps + 2", "ch6 allreduce 2 processes", "img/s",
                    m->allreduce, m->ps, rounds, "1 ps + 2");
+        row_rounds("scaling", "ch6: shared memory vs MPI_Allreduce, 2 processes", "ch6 allreduce 2 processes", "img/s",
+                   m->allreduce, m->allreduce_mpi, rounds, "MPI_Allreduce");
         target_line("ch6 target: allreduce at least 0.95x in-graph", m->allreduce, m->towers, rounds, 0.95);
     } else {
         note("%s", "no mpirun or no chapter 6 lab (apt-get install libopenmpi-dev openmpi-bin): ch6 rows skipped");
@@ -138,10 +145,12 @@ void bench_between_graph(void)
     cluster_rounds m;
     for (int r = 0; r < rounds; r++)
         measure_round(&c, allreduce, &m, r);
-    printf("  ch3/ch4/ch6 rows: %d rounds, each running every configuration back to back (allreduce, 2 towers, then "
-           "the clusters) for %d steps after 2 of warm-up (async workers: about that many each); cores: CPUs %s for "
-           "every side; 2 towers: 1 process, one PoCL pool of 2 threads for both devices; 1 ps + 2 workers: 3 "
-           "processes, 1 PoCL thread each; allreduce: 2 processes, 1 PoCL thread each\n", rounds, steps, bench_cores());
+    printf("  ch3/ch4/ch6 rows: %d rounds, each running every configuration back to back (allreduce on MPI_Allreduce, "
+           "then on shared memory, 2 towers, then the clusters) for %d steps after 2 of warm-up (async workers: about "
+           "that many each); cores: CPUs %s for every side; 2 towers: 1 process, one PoCL pool of 2 threads for both "
+           "devices; 1 ps + 2 workers: 3 processes, 1 PoCL thread each; allreduce: 2 processes, 1 PoCL thread each, "
+           "summing through their shared memory (--allreduce shared) unless the row says MPI_Allreduce\n", rounds,
+           steps, bench_cores());
     print_rows(&m, rounds, c.tls != NULL, allreduce);
     double mb_copy[BENCH_MAX_ROUNDS];
     memcpy(mb_copy, m.mb, sizeof mb_copy);
