@@ -212,10 +212,11 @@ fi
 L6=build/labs/06-allreduce/allreduce
 if [ ! -x "$L6" ]; then
     echo "book-outputs: no $L6 (needs mpicc: apt-get install libopenmpi-dev openmpi-bin); chapter 6's outputs kept, not rerun"
-    NO_LAB="${NO_LAB:-} 06-two-ranks 06-ring-three 06-bad-batch"
+    NO_LAB="${NO_LAB:-} 06-two-ranks 06-ring-three 06-shared-three 06-bad-batch"
 fi
 show 06-two-ranks "$GPU_KIND" "mpirun -np 2 $L6 --max_examples 2048 --batch_size 128 --train_steps 30 --log_every 10"
 show 06-ring-three "$GPU_KIND" "mpirun --oversubscribe -np 3 $L6 --max_examples 2048 --batch_size 96 --train_steps 20 --log_every 10 --allreduce ring"
+show 06-shared-three "$GPU_KIND" "mpirun --oversubscribe -np 3 $L6 --max_examples 2048 --batch_size 96 --train_steps 20 --log_every 10 --allreduce shared"
 show 06-bad-batch "exact" "mpirun -np 2 $L6 --batch_size 33"
 # The real-links table from the figure's CSV (make figures-links measures it, as root):
 # arithmetic only, so exact.
