@@ -60,10 +60,9 @@ static void usage(FILE *out)
             "and the test accuracy; every rank prints a checksum of its variables at the end.\n"
             "Each process gets one single-core PoCL device unless POCL_DEVICES is set.\n"
             "  --allreduce mpi|ring|shared|nccl  sum with MPI_Allreduce (default), the ring of\n"
-            "                        this lab, the ranks' shared memory (every rank on one machine:\n"
-            "                        each adds its share of a bucket from all the ranks' buffers),\n"
-            "                        or NCCL on each rank's GPU (CUDA builds with NCCL; one GPU\n"
-            "                        per rank, e.g. CUDA_VISIBLE_DEVICES set per rank)\n"
+            "                        this lab, the ranks' shared memory (all on one machine), or\n"
+            "                        NCCL on each rank's GPU (CUDA builds with NCCL; one GPU per\n"
+            "                        rank, e.g. CUDA_VISIBLE_DEVICES set per rank)\n"
             "  --overlap on|off      on (default): a communication thread sums each gradient as\n"
             "                        soon as it is ready, during the backward pass; off: all of\n"
             "                        them after it, on the main thread\n"
@@ -81,15 +80,8 @@ static void set_allreduce_flag(const char *flag, const char *value, void *option
 {
     allreduce_flags *a = options;
     if (strcmp(flag, "--allreduce") == 0) {
-        static const char *const names[] = {"mpi", "ring", "shared", "nccl"};
-        static const allreduce_algorithm algorithms[] = {ALLREDUCE_MPI, ALLREDUCE_RING, ALLREDUCE_SHARED,
-                                                         ALLREDUCE_NCCL};
-        int k = 0;
-        while (k < 4 && strcmp(value, names[k]) != 0)
-            k++;
-        if (k == 4)
+        if (!allreduce_algorithm_parse(value, &a->algorithm))
             bad_flag(program, flag, value, "it must be mpi, ring, shared or nccl");
-        a->algorithm = algorithms[k];
     } else if (strcmp(flag, "--overlap") == 0) {
         if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
             bad_flag(program, flag, value, "it must be on or off");

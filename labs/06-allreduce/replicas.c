@@ -97,14 +97,34 @@ int broadcast_variables(fl_session *s, const variable_io *io, int root, MPI_Comm
     return rc;
 }
 
+/* Each way to sum: its --allreduce value and what messages call it. */
+static const struct {
+    const char *flag, *name;
+    allreduce_algorithm algorithm;
+} algorithms[] = {
+    {"mpi", "MPI_Allreduce", ALLREDUCE_MPI},
+    {"ring", "the ring allreduce", ALLREDUCE_RING},
+    {"shared", "shared memory (MPI_Win_allocate_shared)", ALLREDUCE_SHARED},
+    {"nccl", "ncclAllReduce", ALLREDUCE_NCCL},
+};
+enum { ALGORITHMS = sizeof algorithms / sizeof algorithms[0] };
+
 const char *allreduce_algorithm_name(allreduce_algorithm algorithm)
 {
-    switch (algorithm) {
-    case ALLREDUCE_RING: return "the ring allreduce";
-    case ALLREDUCE_SHARED: return "shared memory (MPI_Win_allocate_shared)";
-    case ALLREDUCE_NCCL: return "ncclAllReduce";
-    default: return "MPI_Allreduce";
-    }
+    for (int k = 0; k < ALGORITHMS; k++)
+        if (algorithms[k].algorithm == algorithm)
+            return algorithms[k].name;
+    return "MPI_Allreduce";
+}
+
+bool allreduce_algorithm_parse(const char *flag_value, allreduce_algorithm *out)
+{
+    for (int k = 0; k < ALGORITHMS; k++)
+        if (strcmp(flag_value, algorithms[k].flag) == 0) {
+            *out = algorithms[k].algorithm;
+            return true;
+        }
+    return false;
 }
 
 // [book:sum_across_ranks]

@@ -5,6 +5,7 @@
 #ifndef LABS_06_REPLICAS_H
 #define LABS_06_REPLICAS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <mpi.h>
@@ -46,6 +47,10 @@ int sum_across_ranks(float *buffer, size_t count, allreduce_algorithm algorithm,
  * "the ring allreduce", "shared memory (MPI_Win_allocate_shared)" or
  * "ncclAllReduce". */
 const char *allreduce_algorithm_name(allreduce_algorithm algorithm);
+
+/* The algorithm an --allreduce value names (mpi, ring, shared or nccl);
+ * false for any other value. */
+bool allreduce_algorithm_parse(const char *flag_value, allreduce_algorithm *out);
 
 /* FNV-1a over the bytes of every global variable's value, in graph order:
  * equal on two ranks exactly when their variables are bitwise equal (but

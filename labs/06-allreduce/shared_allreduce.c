@@ -51,11 +51,21 @@ shared_buffers *shared_buffers_allocate(size_t count, MPI_Comm comm, float **min
     MPI_Comm node = one_machine(comm, why, why_size);
     if (node == MPI_COMM_NULL)
         return NULL;
+    int ranks = 0;
+    MPI_Comm_size(node, &ranks);
     shared_buffers *b = calloc(1, sizeof *b);
-    MPI_Comm_size(node, &b->ranks);
+    float **all = calloc((size_t)ranks, sizeof *all);
+    if (!b || !all) {
+        snprintf(why, why_size, "no memory for the shared window's %d buffer addresses", ranks);
+        MPI_Comm_free(&node);
+        free(b);
+        free(all);
+        return NULL;
+    }
+    b->ranks = ranks;
     MPI_Comm_rank(node, &b->rank);
     b->node = node;
-    b->all = calloc((size_t)b->ranks, sizeof *b->all);
+    b->all = all;
     /* each rank's part on pages of its own, first touched by its owner */
     MPI_Info info;
     MPI_Info_create(&info);

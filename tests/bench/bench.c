@@ -352,7 +352,7 @@ static void bench_scaling(void)
     snprintf(flags, sizeof flags, "--train_steps %d --log_every 1 --batch_size 256 --seed 1", steps + 2);
     const char *traced = "--train_steps 5 --log_every 1 --batch_size 256 --seed 1 --trace build/bench/towers.json";
     char one_tower[256];
-    snprintf(one_tower, sizeof one_tower, ON_POCL_ONE "%s" LAB02 " --num_gpus 1", bench_one_core());
+    snprintf(one_tower, sizeof one_tower, ON_POCL_ONE "%s " LAB02 " --num_gpus 1", bench_one_core());
     const char *two_towers = ON_POCL_TWO LAB02 " --num_gpus 2";
     double one_r[BENCH_MAX_ROUNDS], both_r[BENCH_MAX_ROUNDS], two_r[BENCH_MAX_ROUNDS], two_gpu_r[BENCH_MAX_ROUNDS];
     for (int r = 0; r < rounds; r++) {

@@ -9,7 +9,7 @@
 #include "bench_cores.h"
 
 static char chosen[32] = "all";
-static char one_core[48] = ""; /* "taskset -c 0 ": the first of the two */
+static char one_core[48] = ""; /* "taskset -c 0": the first of the two */
 
 const char *bench_cores(void) { return chosen; }
 
@@ -34,7 +34,7 @@ const char *bench_same_cores(void)
         return chosen;
     }
     snprintf(chosen, sizeof chosen, "%d,%d", found[0], found[1]);
-    snprintf(one_core, sizeof one_core, "taskset -c %d ", found[0]);
+    snprintf(one_core, sizeof one_core, "taskset -c %d", found[0]);
     printf("cores: every scaling row runs on CPUs %s (the bench's affinity, which each command inherits: as "
            "taskset -c %s), with OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1 in every process\n",
            chosen, chosen);

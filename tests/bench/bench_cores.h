@@ -24,7 +24,7 @@ const char *bench_same_cores(void);
 const char *bench_cores(void);
 
 /* A command prefix that confines a whole process, its host threads as well
- * as its PoCL pool, to the first of those CPUs ("taskset -c 0 "), for the
+ * as its PoCL pool, to the first of those CPUs ("taskset -c 0"), for the
  * rows whose baseline is one core; "" when the bench runs unpinned. */
 const char *bench_one_core(void);
 
