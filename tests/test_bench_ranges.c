@@ -2,8 +2,9 @@
  * (tests/bench/bench_table.c, included here): each side printed as its
  * lowest-highest, the ratio as the range of the per-round ratios (not the
  * ratio of the ranges), a failed round left out and said, the CSV's medians
- * and ratio range, the targets met in every, some or no round, the knobs;
- * and book_check reading such rows as the book shows them. */
+ * and ratio range, the targets met in every, some or no round, a target's
+ * sides run alternated with their steps pooled, the knobs; and book_check
+ * reading such rows as the book shows them. */
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,6 +98,54 @@ static void check_knobs(void)
     ok(bench_rounds() == 3, "more rounds than BENCH_MAX_ROUNDS fall back to 3 (got %d)", bench_rounds());
 }
 
+/* A fake lab for run_alternated: says "<name> <steps>" into the order
+ * file, then prints <steps> progress lines at the rate 100 times the
+ * number of runs so far (the count kept in <name>.runs), or fails. */
+static const char fake_lab[] =
+    "name=$1; dir=$2; rate=$3; steps=$5\n"
+    "[ \"$rate\" = fail ] && exit 1\n"
+    "echo \"$name $steps\" >> \"$dir/order\"\n"
+    "runs=$(( $(cat \"$dir/$name.runs\" 2>/dev/null || echo 0) + 1 )); echo $runs > \"$dir/$name.runs\"\n"
+    "i=0; while [ $i -lt \"$steps\" ]; do echo \"Step $i with loss 1.0 ($((rate * runs)) images/sec)\"; "
+    "i=$((i + 1)); done\n";
+
+static void check_alternation(const char *dir)
+{
+    char script[128], a[256], b[256], failing[256], path[160];
+    snprintf(script, sizeof script, "%s/fake_lab.sh", dir);
+    FILE *f = fopen(script, "w");
+    fputs(fake_lab, f);
+    fclose(f);
+    snprintf(a, sizeof a, "sh %s A %s 100", script, dir);
+    snprintf(b, sizeof b, "sh %s B %s 1000", script, dir);
+    snprintf(failing, sizeof failing, "sh %s C %s fail", script, dir);
+    unsetenv("BENCH_QUICK");
+    const char *sides[2] = {a, b};
+    double figures[2];
+    ok(bench_alternations() == 4, "by default a target's sides alternate in 4 runs each (got %d)",
+       bench_alternations());
+    run_alternated(sides, 2, 40, figures);
+    snprintf(path, sizeof path, "%s/order", dir);
+    char *order = read_text(path);
+    is_string(order, "A 12\nB 12\nB 12\nA 12\nA 12\nB 12\nB 12\nA 12\n",
+              "the sides run A B, B A, A B, B A, each for 40 / 4 steps and 2 of warm-up");
+    free(order);
+    /* runs 1-4 of A print 100, 200, 300, 400: the pooled 40 steps' median is 300, no single run's */
+    ok(figures[0] == 300 && figures[1] == 3000, "each side's figure is the median of its runs' steps pooled "
+       "(A %.0f, B %.0f: want 300 and 3000)", figures[0], figures[1]);
+    const char *with_failure[2] = {a, failing};
+    run_alternated(with_failure, 2, 40, figures);
+    ok(!isnan(figures[0]) && isnan(figures[1]), "a side whose run fails gets no figure (NaN); the other keeps its own");
+    setenv("BENCH_QUICK", "1", 1);
+    ok(bench_alternations() == 1, "QUICK=1: one run a side (got %d)", bench_alternations());
+    unsetenv("BENCH_QUICK");
+    const char *names[] = {"order", "A.runs", "B.runs", "fake_lab.sh"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+}
+
 /* Ranges of another run: the book's block and its stored file differ in every number. */
 static const double ours_later[] = {130, 90, 140}, theirs_later[] = {150, 180, 170};
 
@@ -180,6 +229,7 @@ int main(void)
     if (!mkdtemp(dir))
         skip_all("cannot make a temporary directory");
     check_rows(dir);
+    check_alternation(dir);
     check_knobs();
     check_book_reads_ranges(dir);
     ok(rmdir(dir) == 0, "no temporary files were left behind");

@@ -343,8 +343,8 @@ static bool pocl_has_two_devices(void)
  * a pool of one PoCL thread, the whole process on one of the CPUs (its
  * host thread, which feeds the tower and runs the controller's updates,
  * as well: one device on one core), against two towers sharing a pool of
- * two, then one device with both threads and the controller on /gpu:0;
- * each round runs the four back to back. */
+ * two, the target's two sides alternated (run_alternated); then one device
+ * with both threads and the controller on /gpu:0, a run each. */
 static void bench_scaling(void)
 {
     int rounds = bench_rounds(), steps = bench_steps();
@@ -352,23 +352,27 @@ static void bench_scaling(void)
     snprintf(flags, sizeof flags, "--train_steps %d --log_every 1 --batch_size 256 --seed 1", steps + 2);
     const char *traced = "--train_steps 5 --log_every 1 --batch_size 256 --seed 1 --trace build/bench/towers.json";
     char one_tower[256];
-    snprintf(one_tower, sizeof one_tower, ON_POCL_ONE "%s " LAB02 " --num_gpus 1", bench_one_core());
+    snprintf(one_tower, sizeof one_tower, ON_POCL_ONE "%s " LAB02 " --num_gpus 1 --log_every 1 --batch_size 256 "
+             "--seed 1", bench_one_core());
     const char *two_towers = ON_POCL_TWO LAB02 " --num_gpus 2";
+    const char *sides[2] = {one_tower, ON_POCL_TWO LAB02 " --num_gpus 2 --log_every 1 --batch_size 256 --seed 1"};
     double one_r[BENCH_MAX_ROUNDS], both_r[BENCH_MAX_ROUNDS], two_r[BENCH_MAX_ROUNDS], two_gpu_r[BENCH_MAX_ROUNDS];
     for (int r = 0; r < rounds; r++) {
-        snprintf(command, sizeof command, "%s %s", one_tower, flags);
-        one_r[r] = run_images_per_second(command);
-        snprintf(command, sizeof command, "%s %s", two_towers, flags);
-        two_r[r] = run_images_per_second(command);
+        double figures[2];
+        run_alternated(sides, 2, steps, figures);
+        one_r[r] = figures[0];
+        two_r[r] = figures[1];
         snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 " ON_POCL LAB02
                  " --num_gpus 1 %s", flags);
         both_r[r] = run_images_per_second(command);
         snprintf(command, sizeof command, "%s --controller /gpu:0 %s", two_towers, flags);
         two_gpu_r[r] = run_images_per_second(command);
     }
-    printf("  ch2 rows: %d rounds of %d steps after 2 of warm-up; cores: CPUs %s for every side but 1 tower; "
-           "1 tower: a PoCL pool of 1 thread, the process on one CPU (%s); 2 towers, and 1 device on 2 cores: a "
-           "pool of 2 threads\n", rounds, steps, bench_cores(), *bench_one_core() ? bench_one_core() : "unpinned");
+    printf("  ch2 rows: %d rounds; 1 tower and 2 towers alternated in %d runs each of %d steps after 2 of warm-up, "
+           "the others a run of %d; cores: CPUs %s for every side but 1 tower; 1 tower: a PoCL pool of 1 thread, the "
+           "process on one CPU (%s); 2 towers, and 1 device on 2 cores: a pool of 2 threads\n", rounds,
+           bench_alternations(), steps / bench_alternations(), steps, bench_cores(),
+           *bench_one_core() ? bench_one_core() : "unpinned");
     row_rounds("scaling", "ch2: 2 towers (2 cores) vs 1 device (1 core)", "ch2 2 towers on 2 cores", "img/s", two_r,
                one_r, rounds, "1 tower");
     target_line("ch2 target: 2 towers at least 1.8x 1 device", two_r, one_r, rounds, 1.8);

@@ -16,8 +16,8 @@ $(BENCH): $(BENCH_SRC) tests/bench/bench_table.h tests/bench/bench_training.h te
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BENCH_SRC) -o $@ $(LDFLAGS) -lclblast $(CLUSTER_LINK)
 
-# The scaling rows (chapters 2-7) run ROUNDS rounds (3) of 40 measured steps and print ranges;
-# QUICK=1 measures 10 steps a round (a smoke run: not figures to quote). On a 2-core AMD EPYC
+# The scaling rows (chapters 2-7) run ROUNDS rounds (3) of 40 measured steps and print ranges
+# (a target's sides alternate, 4 runs of 10 steps each); QUICK=1 measures 10 steps a round (a smoke run: not figures to quote). On a 2-core AMD EPYC
 # shared with other jobs (load average 16 falling to 9) those rows took 29 minutes (QUICK=1
 # ROUNDS=2: 13); the kernels and chapter 1's rows add a few. `make bench-scaling` runs the
 # scaling rows alone (build/bench/scaling.txt and .csv).

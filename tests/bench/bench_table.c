@@ -181,31 +181,61 @@ static pid_t start_command(const char *command, FILE **out)
     return pid;
 }
 
-double run_images_per_second_peak(const char *command, double *peak_mb)
+/* Runs command and appends its images/sec figures (warm-up skipped) to
+ * v[*n..max); 0 when it exited cleanly, with its peak RSS in *peak_mb. */
+static int run_steps(const char *command, double *v, int max, int *n, double *peak_mb)
 {
     FILE *p = NULL;
     pid_t pid = start_command(command, &p);
-    if (peak_mb)
-        *peak_mb = NAN;
     if (pid < 0)
-        return NAN;
+        return -1;
     char line[512];
-    double v[256];
-    int n = 0, seen = 0;
+    int seen = 0;
     while (fgets(line, sizeof line, p)) {
         double ips;
-        if (read_images_per_second(line, &seen, &ips) && n < 256)
-            v[n++] = ips;
+        if (read_images_per_second(line, &seen, &ips) && *n < max)
+            v[(*n)++] = ips;
     }
     fclose(p);
     int status = 0;
     struct rusage usage;
     /* wait4's usage is the child's and its waited-for children's: sh's exec'd command included */
     if (wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return NAN;
+        return -1;
     if (peak_mb)
         *peak_mb = usage.ru_maxrss / 1024.0; /* Linux gives kilobytes */
+    return 0;
+}
+
+double run_images_per_second_peak(const char *command, double *peak_mb)
+{
+    double v[256];
+    int n = 0;
+    if (peak_mb)
+        *peak_mb = NAN;
+    if (run_steps(command, v, 256, &n, peak_mb) != 0)
+        return NAN;
     return n > 0 ? median(v, n) : NAN;
+}
+
+int bench_alternations(void) { return knob("BENCH_QUICK", 0, 0, 1) ? 1 : 4; }
+
+void run_alternated(const char *const *commands, int count, int steps, double *figures)
+{
+    enum { MAX_SIDES = 8, MAX_STEPS = 512 };
+    static double pooled[MAX_SIDES][MAX_STEPS];
+    int n[MAX_SIDES] = {0}, runs = bench_alternations();
+    bool failed[MAX_SIDES] = {false};
+    for (int run = 0; run < runs; run++) {
+        for (int k = 0; k < count && k < MAX_SIDES; k++) {
+            int i = run % 2 == 0 ? k : count - 1 - k; /* forward, then backward */
+            char command[1024];
+            snprintf(command, sizeof command, "%s --train_steps %d", commands[i], steps / runs + 2);
+            failed[i] = failed[i] || run_steps(command, pooled[i], MAX_STEPS, &n[i], NULL) != 0;
+        }
+    }
+    for (int i = 0; i < count && i < MAX_SIDES; i++)
+        figures[i] = failed[i] || n[i] == 0 ? NAN : median(pooled[i], n[i]);
 }
 
 double run_images_per_second(const char *command) { return run_images_per_second_peak(command, NULL); }

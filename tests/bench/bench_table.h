@@ -56,4 +56,15 @@ double run_images_per_second(const char *command);
  * *peak_mb when given; NaN there when the run fails. */
 double run_images_per_second_peak(const char *command, double *peak_mb);
 
+/* Runs a target's sides alternated: 4 runs each (1 under BENCH_QUICK=1),
+ * in order, then in reverse (A B, B A, A B, B A), so the machine's drift
+ * and its other tenants' bursts fall on every side alike: one long run per
+ * side, on a shared machine, leaves a round's ratio to chance (two runs of
+ * the same command differ by up to 8%). Each run trains steps / runs
+ * steps after 2 of warm-up (--train_steps is appended to each command);
+ * figures[i] is the median of command i's steps pooled over its runs, NaN
+ * when a run failed. */
+int bench_alternations(void);
+void run_alternated(const char *const *commands, int count, int steps, double *figures);
+
 #endif
