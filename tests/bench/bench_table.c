@@ -224,18 +224,18 @@ void run_alternated(const char *const *commands, int count, int steps, double *f
 {
     enum { MAX_SIDES = 8, MAX_STEPS = 512 };
     static double pooled[MAX_SIDES][MAX_STEPS];
-    int n[MAX_SIDES] = {0}, runs = bench_alternations();
+    int n[MAX_SIDES] = {0}, runs = bench_alternations(), sides = count < MAX_SIDES ? count : MAX_SIDES;
     bool failed[MAX_SIDES] = {false};
     for (int run = 0; run < runs; run++) {
-        for (int k = 0; k < count && k < MAX_SIDES; k++) {
-            int i = run % 2 == 0 ? k : count - 1 - k; /* forward, then backward */
+        for (int k = 0; k < sides; k++) {
+            int i = run % 2 == 0 ? k : sides - 1 - k; /* forward, then backward */
             char command[1024];
             snprintf(command, sizeof command, "%s --train_steps %d", commands[i], steps / runs + 2);
             failed[i] = failed[i] || run_steps(command, pooled[i], MAX_STEPS, &n[i], NULL) != 0;
         }
     }
-    for (int i = 0; i < count && i < MAX_SIDES; i++)
-        figures[i] = failed[i] || n[i] == 0 ? NAN : median(pooled[i], n[i]);
+    for (int i = 0; i < count; i++)
+        figures[i] = i >= sides || failed[i] || n[i] == 0 ? NAN : median(pooled[i], n[i]);
 }
 
 double run_images_per_second(const char *command) { return run_images_per_second_peak(command, NULL); }
