@@ -285,9 +285,9 @@ static reducer *start_reducer(fl_session *s, const replica_graph *m, const allre
     reducer *r = reducer_start(&plan, why, sizeof why);
     if (!r)
         abort_job(j, "starting the reducer", why);
-    /* --print_stats' bytes_per_step: the ring's and the window's; the libraries' are unknown */
-    if (a->algorithm == ALLREDUCE_RING || a->algorithm == ALLREDUCE_SHARED)
-        run_stats_count_traffic(reducer_bytes_moved, r);
+    /* --print_stats' bytes_per_step: the ring's and the window's; the libraries'
+     * are unknown (reducer_bytes_moved stays -1, so the line says 0) */
+    run_stats_count_traffic(reducer_bytes_moved, r);
     return r;
 }
 

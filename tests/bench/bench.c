@@ -33,7 +33,6 @@
 #define REPS 7
 #define ROUNDS 3 /* compared kernels alternate, round by round */
 
-#define LAB02 "build/labs/02-in-graph-towers/in_graph_towers"
 
 static FILE *roofline; /* points for the roofline chart: name, FLOP/byte, GFLOP/s */
 static double openblas_gflops = 0; /* sgemm 1024^3: the machine's GEMM rate */
@@ -349,13 +348,10 @@ static void bench_scaling(void)
 {
     int rounds = bench_rounds(), steps = bench_steps();
     char flags[128], command[512];
-    snprintf(flags, sizeof flags, "--train_steps %d --log_every 1 --batch_size 256 --seed 1", steps + 2);
-    const char *traced = "--train_steps 5 --log_every 1 --batch_size 256 --seed 1 --trace build/bench/towers.json";
+    snprintf(flags, sizeof flags, "--train_steps %d" SCALING_FLAGS, steps + 2);
     char one_tower[256];
-    snprintf(one_tower, sizeof one_tower, ON_POCL_ONE "%s " LAB02 " --num_gpus 1 --log_every 1 --batch_size 256 "
-             "--seed 1", bench_one_core());
-    const char *two_towers = ON_POCL_TWO LAB02 " --num_gpus 2";
-    const char *sides[2] = {one_tower, ON_POCL_TWO LAB02 " --num_gpus 2 --log_every 1 --batch_size 256 --seed 1"};
+    snprintf(one_tower, sizeof one_tower, ON_POCL_ONE "%s " LAB02 " --num_gpus 1" SCALING_FLAGS, bench_one_core());
+    const char *sides[2] = {one_tower, TWO_TOWERS};
     double one_r[BENCH_MAX_ROUNDS], both_r[BENCH_MAX_ROUNDS], two_r[BENCH_MAX_ROUNDS], two_gpu_r[BENCH_MAX_ROUNDS];
     for (int r = 0; r < rounds; r++) {
         double figures[2];
@@ -365,7 +361,7 @@ static void bench_scaling(void)
         snprintf(command, sizeof command, "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 " ON_POCL LAB02
                  " --num_gpus 1 %s", flags);
         both_r[r] = run_images_per_second(command);
-        snprintf(command, sizeof command, "%s --controller /gpu:0 %s", two_towers, flags);
+        snprintf(command, sizeof command, TWO_TOWERS " --controller /gpu:0 --train_steps %d", steps + 2);
         two_gpu_r[r] = run_images_per_second(command);
     }
     printf("  ch2 rows: %d rounds; 1 tower and 2 towers alternated in %d runs each of %d steps after 2 of warm-up, "
@@ -381,8 +377,7 @@ static void bench_scaling(void)
     row_rounds("scaling", "ch2: controller /gpu:0 vs /cpu:0 (2 towers)", "ch2 controller on /gpu:0", "img/s",
                two_gpu_r, two_r, rounds, "on /cpu:0");
     /* A run of its own: a traced step is slower, and no timed run is traced. */
-    snprintf(command, sizeof command, "%s %s", two_towers, traced);
-    run_images_per_second(command);
+    run_images_per_second(TWO_TOWERS " --train_steps 5 --trace build/bench/towers.json");
     breakdown b = read_breakdown("build/bench/towers.json");
     if (isnan(b.span_us) || b.ndevices == 0) {
         note("%s", "no trace of the towers: breakdown skipped");

@@ -17,7 +17,6 @@
 #include "bench_table.h"
 #include "bench_tls.h"
 
-#define LAB02 "build/labs/02-in-graph-towers/in_graph_towers"
 #define LAB03 "build/labs/03-between-graph/between_graph"
 #define LAUNCHER "build/labs/tools/launch_cluster"
 
@@ -71,13 +70,12 @@ typedef struct {
  * after two of warm-up. Async workers share the global step, so the cluster
  * runs twice as many global steps: about steps + 2 each. */
 typedef struct {
-    char towers[512], cluster[512], sync_cluster[512], allreduce[512], allreduce_mpi[512];
+    char cluster[512], sync_cluster[512], allreduce[512], allreduce_mpi[512];
     const char *tls; /* NULL: no certificates, no TLS row */
 } cluster_commands;
 
 static void make_commands(cluster_commands *c, int steps)
 {
-    snprintf(c->towers, sizeof c->towers, ON_POCL_TWO LAB02 " --num_gpus 2 --log_every 1 --batch_size 256 --seed 1");
     const char *cluster = ON_POCL_ONE LAUNCHER " --ps 1 --workers 2 --grace 30 --deadline 300 -- " LAB03
                           " --log_every 1 --batch_size 128 --seed 1";
     snprintf(c->cluster, sizeof c->cluster, "%s --train_steps %d", cluster, 2 * (steps + 2));
@@ -94,7 +92,7 @@ static void make_commands(cluster_commands *c, int steps)
 static void measure_round(const cluster_commands *c, bool allreduce, int steps, cluster_rounds *m, int r)
 {
     double sync_mb, tls_mb, figures[3];
-    const char *sides[3] = {c->allreduce_mpi, c->allreduce, c->towers};
+    const char *sides[3] = {c->allreduce_mpi, c->allreduce, TWO_TOWERS};
     if (allreduce) {
         run_alternated(sides, 3, steps, figures);
     } else {

@@ -13,6 +13,13 @@
 #define ON_POCL_TWO "POCL_DEVICES='pthread pthread' POCL_MAX_PTHREAD_COUNT=2 " ON_POCL
 #define ON_POCL_ONE "POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 " ON_POCL
 
+/* Chapter 2's lab at the scaling rows' global batch (256) and seed, and its
+ * two towers sharing one pool: the side chapters 2, 3 and 6 are held
+ * against (callers append --train_steps). */
+#define LAB02 "build/labs/02-in-graph-towers/in_graph_towers"
+#define SCALING_FLAGS " --log_every 1 --batch_size 256 --seed 1"
+#define TWO_TOWERS ON_POCL_TWO LAB02 " --num_gpus 2" SCALING_FLAGS
+
 /* Pins this process, and so every process it starts from now on, to the
  * first two CPUs it may run on (as `taskset -c A,B` would), and sets
  * OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1 for the children. Prints
