@@ -140,6 +140,35 @@ static copy_count count_copies(const char *path)
     return c;
 }
 
+/* Issue 42 item 3: the controller's fused updates (on /cpu:0) in a traced
+ * run's steps 2-4 that overlap a kernel of either tower: a variable's mean
+ * and update start once both towers have its gradient, while they go on
+ * with the layers below. An update made only after the whole backward pass
+ * overlaps none. -1 when the trace cannot be read. */
+static int updates_during_towers(const char *path, int *updates)
+{
+    trace_events t;
+    *updates = 0;
+    if (trace_events_read(path, &t) != 0)
+        return -1;
+    int overlapping = 0;
+    for (int i = 0; i < t.count; i++) {
+        const trace_event *u = &t.events[i];
+        if (strncmp(u->cat, "FusedApply", 10) != 0 || strcmp(t.lanes[u->lane], "/cpu:0") != 0)
+            continue;
+        (*updates)++;
+        bool during = false;
+        for (int k = 0; k < t.count && !during; k++) {
+            const trace_event *e = &t.events[k];
+            during = strncmp(t.lanes[e->lane], "/gpu:", 5) == 0 && e->start < u->start + u->dur &&
+                     e->start + e->dur > u->start;
+        }
+        overlapping += during;
+    }
+    trace_events_free(&t);
+    return overlapping;
+}
+
 /* Issue 42 item 1: PoCL's CPU devices keep their buffers in host memory
  * (cl/opencl_pool.c), so the controller's averaging and Adam read each
  * tower's gradients where they lie, and the towers read the controller's
@@ -161,6 +190,9 @@ static void test_no_copies(void)
     ok(r[0].status == 0 && c[0].from_towers == 0 && c[0].to_towers == 0, "traced, 2 towers copy nothing in steps "
        "2-4: %d copies back to the controller, %d of its variables and slices to the towers", c[0].from_towers,
        c[0].to_towers);
+    int updates = 0, during = updates_during_towers(path[0], &updates);
+    ok(r[0].status == 0 && updates > 0 && during >= 1, "traced, %d of the controller's %d fused updates run while "
+       "a tower still computes", during, updates);
     bool same = r[0].nsteps == 10 && r[1].nsteps == 10;
     for (int i = 0; same && i < 10; i++)
         same = r[0].loss[i] == r[1].loss[i];
