@@ -173,8 +173,8 @@ static int updates_during_towers(const char *path, int *updates)
  * (cl/opencl_pool.c), so the controller's averaging and Adam read each
  * tower's gradients where they lie, and the towers read the controller's
  * variables and batch slices where they lie (session_copies.c's
- * wrap_value). FLOWLAB_OPENCL_HOST_MEMORY=0 brings the copies back, both
- * ways: the counts can fail, and the losses are the same both ways. */
+ * wrap_value). FLOWLAB_OPENCL_HOST_MEMORY=0 brings the copies back: the
+ * counts can fail, the losses are the same; the run also checks item 3. */
 static void test_no_copies(void)
 {
     char args[600], path[2][400];

@@ -33,7 +33,6 @@
 #define REPS 7
 #define ROUNDS 3 /* compared kernels alternate, round by round */
 
-
 static FILE *roofline; /* points for the roofline chart: name, FLOP/byte, GFLOP/s */
 static double openblas_gflops = 0; /* sgemm 1024^3: the machine's GEMM rate */
 
