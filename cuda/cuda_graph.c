@@ -3,8 +3,12 @@
  * the record. Launches seen before with the same buffers are captured into
  * a graph (stream capture) the second time and replayed from then on: one
  * cudaGraphLaunch, none of the launchers' host work, no gaps between the
- * kernels. What cannot be captured runs op by op, and the device says why
- * once. FLOWLAB_CUDA_GRAPH=0 launches everything op by op. */
+ * kernels. The graph keeps the step's own dependencies, not the order the
+ * ops were issued in, so kernels that do not depend on each other (a
+ * filter gradient beside the data gradient, the bias gradients) run side
+ * by side. What cannot be captured runs op by op, and the device says why
+ * once. FLOWLAB_CUDA_GRAPH=0 launches everything op by op; =serial
+ * captures the launches as one chain, in issue order. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +44,7 @@ typedef struct {
 
 struct fl_cuda_recorder {
     bool enabled;
+    bool serial; /* FLOWLAB_CUDA_GRAPH=serial: one chain, no side-by-side kernels */
     pthread_mutex_t lock;
     command *commands;
     int ncommands, commands_capacity;
@@ -61,6 +66,7 @@ fl_cuda_recorder *fl_cuda_recorder_new(void)
     fl_cuda_recorder *r = fl_xcalloc(1, sizeof *r);
     const char *env = getenv("FLOWLAB_CUDA_GRAPH");
     r->enabled = !(env && strcmp(env, "0") == 0);
+    r->serial = env && strcmp(env, "serial") == 0;
     pthread_mutex_init(&r->lock, NULL);
     return r;
 }
@@ -250,13 +256,77 @@ static cudaGraph_t capture_launches(fl_cuda_device *d, fl_cuda_recorder *r, grap
     return NULL;
 }
 
+/* ---- the step's dependencies as the graph's edges (graph_edges.c) ---- */
+
+static fl_cuda_launch_touches touches(fl_cuda_recorder *r, const command *c)
+{
+    return (fl_cuda_launch_touches){c->launch, c->node, &r->tensors[c->first_input], c->ninputs, &c->out};
+}
+
+/* Captures command i into the graph after the nodes it waits for; *ends
+ * gets the nodes its launches end with (the ones it waited for, if it
+ * launched nothing: an alias). */
+static cudaError_t capture_one(fl_cuda_device *d, fl_cuda_recorder *r, int i, cudaGraph_t graph,
+                               const fl_cuda_node_set *waits, fl_cuda_node_set *ends, int *launched)
+{
+    cudaError_t e = cudaStreamBeginCaptureToGraph(d->stream, graph, waits->nodes, NULL, waits->count,
+                                                  cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess)
+        return e;
+    *launched = launch_one(d, r, &r->commands[i]);
+    const cudaGraphNode_t *last = NULL;
+    size_t nlast = 0;
+    enum cudaStreamCaptureStatus status;
+    e = cudaStreamGetCaptureInfo(d->stream, &status, NULL, NULL, &last, NULL, &nlast);
+    if (e == cudaSuccess)
+        fl_cuda_node_set_add(ends, last, nlast);
+    cudaGraph_t same = NULL;
+    cudaError_t ended = cudaStreamEndCapture(d->stream, &same);
+    return e != cudaSuccess ? e : ended;
+}
+
+/* The record as a graph whose edges are the step's dependencies: each
+ * command captured on its own, after the last nodes of every earlier
+ * command it must follow. The graph, or NULL with why. */
+static cudaGraph_t capture_dependencies(fl_cuda_device *d, fl_cuda_recorder *r, graph_entry *g, fl_status *st)
+{
+    int n = r->ncommands, launched = 0;
+    fl_cuda_node_set *ends = fl_xcalloc((size_t)n, sizeof *ends), waits = {0};
+    cudaGraph_t graph = NULL;
+    fl_cuda_pool_begin_capture(d);
+    cudaError_t e = cudaGraphCreate(&graph, 0);
+    for (int i = 0; i < n && e == cudaSuccess && launched == 0; i++) {
+        waits.count = 0;
+        fl_cuda_launch_touches later = touches(r, &r->commands[i]);
+        for (int j = 0; j < i; j++) {
+            fl_cuda_launch_touches earlier = touches(r, &r->commands[j]);
+            if (fl_cuda_must_follow(&later, &earlier))
+                fl_cuda_node_set_add(&waits, ends[j].nodes, ends[j].count);
+        }
+        e = capture_one(d, r, i, graph, &waits, &ends[i], &launched);
+    }
+    g->owned = fl_cuda_pool_end_capture(d, &g->nowned);
+    for (int i = 0; i < n; i++)
+        free(ends[i].nodes);
+    free(ends);
+    free(waits.nodes);
+    if (launched == 0 && e == cudaSuccess)
+        return graph;
+    fl_status_set(st, FL_INTERNAL, "capturing it failed (%s)",
+                  launched != 0 ? fl_last_error() : cudaGetErrorString(e));
+    if (graph)
+        cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return NULL;
+}
+
 /* Captures the record into g's graph and replays it; -1 (g failed, why
  * said) when it cannot be captured: the caller then runs it op by op. */
 static int capture(fl_cuda_device *d, fl_cuda_recorder *r, graph_entry *g)
 {
     fl_status why = {0};
     int first = d->nfault_ops;
-    cudaGraph_t graph = capture_launches(d, r, g, &why);
+    cudaGraph_t graph = r->serial ? capture_launches(d, r, g, &why) : capture_dependencies(d, r, g, &why);
     cudaError_t made = graph ? cudaGraphInstantiate(&g->exec, graph, 0) : cudaErrorUnknown;
     if (graph) {
         cudaGraphDestroy(graph);

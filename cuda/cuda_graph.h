@@ -22,6 +22,26 @@ int fl_cuda_flush(fl_cuda_device *d);
 int fl_cuda_run_timed(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n, fl_tensor *const *in,
                       fl_tensor *out, const fl_kernel_ctx *ctx, cudaEvent_t before, cudaEvent_t after,
                       cudaGraphExec_t *exec);
+/* graph_edges.c: what one recorded launch touches: its inputs (the first
+ * fl_node_writes_inputs of them written in place) and its output. */
+typedef struct {
+    fl_cuda_launcher launch;
+    const fl_node *node;
+    const fl_tensor *inputs;
+    int ninputs;
+    const fl_tensor *out;
+} fl_cuda_launch_touches;
+/* Whether `later` must wait for `earlier`: one writes bytes the other
+ * reads or writes, or both use cuBLAS. Two readers of a value need no order. */
+bool fl_cuda_must_follow(const fl_cuda_launch_touches *later, const fl_cuda_launch_touches *earlier);
+/* A set of graph nodes: what a launch's kernels end with, or wait for. */
+typedef struct {
+    cudaGraphNode_t *nodes;
+    size_t count, capacity;
+} fl_cuda_node_set;
+/* Adds the nodes not already in the set. */
+void fl_cuda_node_set_add(fl_cuda_node_set *set, const cudaGraphNode_t *nodes, size_t count);
+
 /* cuda_trace.c: while the session traces, each op runs at once between two
  * events (nothing is recorded), so its device time is its own. */
 int fl_cuda_traced_run(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n, fl_tensor *const *in,

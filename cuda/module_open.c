@@ -64,6 +64,7 @@ size_t fl_tensor_bytes(const fl_tensor *t) { return core->tensor_bytes(t); }
 int64_t fl_shape_size(fl_shape shape) { return core->shape_size(shape); }
 int fl_check_copy_size(const fl_tensor *from, const fl_tensor *to) { return core->check_copy_size(from, to); }
 const fl_op_def *fl_op_def_of(fl_op_kind op) { return core->op_def_of(op); }
+int fl_node_writes_inputs(const fl_node *n) { return core->node_writes_inputs(n); }
 fl_axis_view fl_view_around(fl_shape shape, int axis) { return core->view_around(shape, axis); }
 int64_t fl_slice_begin(const fl_attrs *a, int64_t size) { return core->slice_begin(a, size); }
 uint64_t fl_mix_seed(uint64_t a, uint64_t b) { return core->mix_seed(a, b); }

@@ -48,6 +48,7 @@ typedef struct fl_module_core {
     int64_t (*shape_size)(fl_shape shape);
     int (*check_copy_size)(const fl_tensor *from, const fl_tensor *to);
     const fl_op_def *(*op_def_of)(fl_op_kind op);
+    int (*node_writes_inputs)(const fl_node *n);
     fl_axis_view (*view_around)(fl_shape shape, int axis);
     int64_t (*slice_begin)(const fl_attrs *a, int64_t size);
     fl_matmul_dims (*matmul_dims_of)(const fl_node *n, fl_shape a, fl_shape out);

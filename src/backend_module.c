@@ -25,6 +25,7 @@ static const fl_module_core core = {
     .shape_size = fl_shape_size,
     .check_copy_size = fl_check_copy_size,
     .op_def_of = fl_op_def_of,
+    .node_writes_inputs = fl_node_writes_inputs,
     .view_around = fl_view_around,
     .slice_begin = fl_slice_begin,
     .matmul_dims_of = fl_matmul_dims_of,

@@ -4,7 +4,10 @@
  * /gpu:0 twice, each time in a fresh graph and session with the same seed
  * and the same batches; the losses of the two runs must be the same bits,
  * and every cuDNN algorithm the device chose must be a deterministic one.
- * Skipped, with the reason, where flowlab has no CUDA device. Built with
+ * A child forked first trains with FLOWLAB_CUDA_GRAPH=serial, the step's
+ * CUDA graph one chain in issue order: the graph whose edges are the
+ * step's dependencies (cuda/cuda_graph.c), whose independent kernels run
+ * side by side, must give the same bits. Skipped, with the reason, where flowlab has no CUDA device. Built with
  * -DTEST_DEVICE='"/cpu:0"' -DTEST_NO_SKIP the harness checks itself on a
  * machine without a GPU. */
 #include <math.h>
@@ -66,20 +69,75 @@ static int step(fl_session *s, const training *t, int i, float *loss)
     return rc;
 }
 
-/* One run from scratch: the STEPS losses, or -1 after saying what failed. */
-static int train_once(const char *which, float losses[STEPS])
+/* One run from scratch: the STEPS losses, or -1 with what failed in why. */
+static int train_quietly(float losses[STEPS], char *why, size_t len)
 {
     training t = build();
     fl_session *s = fl_graph_error(t.g) ? NULL : fl_session_new(t.g, NULL);
     int rc = s ? fl_session_run(s, NULL, 0, NULL, 0, NULL, &t.init, 1) : -1;
     for (int i = 0; rc == 0 && i < STEPS; i++)
         rc = step(s, &t, i, &losses[i]);
-    if (!ok(rc == 0, "the %s run trains %d steps on %s", which, STEPS, TEST_DEVICE))
-        diag("%s", fl_graph_error(t.g) ? fl_graph_error(t.g) : s ? fl_session_error(s) : fl_last_error());
+    if (rc != 0)
+        snprintf(why, len, "%s", fl_graph_error(t.g) ? fl_graph_error(t.g) : s ? fl_session_error(s) : fl_last_error());
     fl_session_free(s);
     fl_graph_free(t.g);
     fl_optimizer_free(t.adam);
     return rc;
+}
+
+static int train_once(const char *which, float losses[STEPS])
+{
+    char why[512] = "";
+    int rc = train_quietly(losses, why, sizeof why);
+    if (!ok(rc == 0, "the %s run trains %d steps on %s", which, STEPS, TEST_DEVICE))
+        diag("%s", why);
+    return rc;
+}
+
+/* How many steps /gpu:0 has replayed as a CUDA graph (cuda/cuda_stats.h);
+ * -1 where it is not the CUDA module's. */
+static int64_t graph_replays(void)
+{
+    uint64_t (*replays)(void *impl) = NULL;
+    fl_device *d = fl_accelerator(0);
+    if (d && !d->is_host)
+        *(void **)&replays = cuda_module_symbol("fl_cuda_graph_replays");
+    return replays ? (int64_t)replays(d->impl) : -1;
+}
+
+/* The child's run, with the step's graph captured as one chain. */
+typedef struct {
+    int rc;
+    int64_t replays;
+    float losses[STEPS];
+    char why[256];
+} serial_run;
+
+static void train_serial(void *result)
+{
+    serial_run *r = result;
+    r->rc = train_quietly(r->losses, r->why, sizeof r->why);
+    r->replays = graph_replays();
+}
+
+/* The graph with the step's dependencies as edges against the chain: both
+ * replayed the step, and gave the same losses to the bit. */
+static void check_graph_edges(bool child_ran, const serial_run *serial, const float losses[STEPS],
+                              int64_t replays)
+{
+    if (replays < 0) {
+        skip("the CUDA graph's edges", "/gpu:0 is not the CUDA module's");
+        return;
+    }
+    if (!ok(child_ran && serial->rc == 0, "FLOWLAB_CUDA_GRAPH=serial: a child trains %d steps", STEPS))
+        diag("%s", child_ran ? serial->why : "the child did not report");
+    if (!ok(serial->replays > 0 && replays > 0, "both replayed the step as a CUDA graph (%lld and %lld times)",
+            (long long)serial->replays, (long long)replays))
+        return;
+    bool same = memcmp(serial->losses, losses, sizeof(float) * STEPS) == 0;
+    ok(same, "the graph with the step's dependencies as edges gives the serial chain's losses, bit for bit");
+    for (int i = 0; !same && i < STEPS; i++)
+        diag("step %d: chain %a, dependencies %a", i + 1, serial->losses[i], losses[i]);
 }
 
 /* Training moved the loss, and every loss is a number: the runs compared
@@ -138,6 +196,10 @@ int main(void)
      * variable read, when the device first opens. */
     setenv("FLOWLAB_BACKEND", "cuda", 1);
     setenv("FLOWLAB_DETERMINISTIC", "1", 1);
+    unsetenv("FLOWLAB_CUDA_GRAPH");
+    serial_run serial = {.rc = -1};
+    /* The child first: a process that has touched CUDA cannot fork one that uses it. */
+    bool child_ran = measure_in_child("FLOWLAB_CUDA_GRAPH", "serial", &serial, sizeof serial, train_serial);
     require_cuda();
     float first[STEPS] = {0}, second[STEPS] = {0};
     int plans = 0, nondeterministic;
@@ -147,6 +209,7 @@ int main(void)
         check_trained(first);
         compare(first, second);
         check_plans(plans);
+        check_graph_edges(child_ran, &serial, first, graph_replays());
     }
     return done_testing();
 }

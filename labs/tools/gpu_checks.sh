@@ -3,7 +3,8 @@
 # on a machine with an NVIDIA GPU, after `make all tests`: the CUDA tests, the
 # cuDNN plans each convolution kept, a traced step, alternated rounds of
 # chapter 1's lab against PyTorch's whole step as one CUDA graph, and `make
-# bench`'s chapter 1 table (every PyTorch mode; several minutes).
+# bench`'s chapter 1 table (every PyTorch mode, each run anew in each of
+# three rounds: over 5 minutes on an H200, where its rounds took 110 s each).
 # usage: sh labs/tools/gpu_checks.sh [OUT]   (run from the repository root)
 set -u
 out=${1:-build/gpu_checks}
@@ -36,14 +37,16 @@ timeout 120 $lab --train_steps 6 --log_every 1 --trace "$out/trace.json" | tail 
 # The median step's images/sec of a run that prints one per step.
 median() { grep -o '([0-9.]* images/sec' | tr -d '(' | awk '{print $1}' | sort -n |
            awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "none"}'; }
-echo "== chapter 1's step against PyTorch's whole step as one CUDA graph, 3 alternated rounds of 102 steps"
-for r in 1 2 3; do
-    ours=$(timeout 300 $lab --train_steps 102 --log_every 1 --batch_size 128 --seed 1 2>&1 | median)
-    theirs=$(timeout 300 python3 tests/bench/pytorch_cnn.py --steps 102 --device cuda --mode cuda-graph 2>&1 |
+echo "== chapter 1's step against PyTorch's whole step as one CUDA graph, 5 alternated rounds of 502 steps"
+echo "   (the lab's step graph as one chain in issue order, FLOWLAB_CUDA_GRAPH=serial, and with the step's dependencies as its edges)"
+for r in 1 2 3 4 5; do
+    chain=$(FLOWLAB_CUDA_GRAPH=serial timeout 300 $lab --train_steps 502 --log_every 1 --batch_size 128 --seed 1 2>&1 | median)
+    ours=$(timeout 300 $lab --train_steps 502 --log_every 1 --batch_size 128 --seed 1 2>&1 | median)
+    theirs=$(timeout 300 python3 tests/bench/pytorch_cnn.py --steps 502 --device cuda --mode cuda-graph 2>&1 |
              awk '/images_per_second/ {print $2}')
-    echo "round $r: flowlab ${ours:-failed} images/sec, PyTorch cuda-graph ${theirs:-failed}"
+    echo "round $r: flowlab ${ours:-failed} images/sec (one chain ${chain:-failed}), PyTorch cuda-graph ${theirs:-failed}"
 done
 
-echo "== make bench's chapter 1 table (bench --training: every PyTorch mode, several minutes)"
+echo "== make bench's chapter 1 table (bench --training: every PyTorch mode; over 5 minutes)"
 build/bench/bench --training
 exit $failed
