@@ -1,9 +1,6 @@
 /* graph_edges.c: which of a step's recorded launches must wait for which,
- * so that a step's CUDA graph (cuda_graph.c) keeps the step's own
- * dependencies as its edges instead of the order the ops were issued in.
- * A launch waits for an earlier one when one of them writes bytes the
- * other reads or writes (pool blocks are reused within a step, and an
- * update writes its variable in place), or when both use cuBLAS. */
+ * so that a step's CUDA graph (cuda_graph.c) has the step's own
+ * dependencies as its edges, not the order the ops were issued in. */
 #include <stdlib.h>
 
 #include "cuda_graph.h"
