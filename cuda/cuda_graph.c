@@ -260,7 +260,8 @@ static cudaGraph_t capture_launches(fl_cuda_device *d, fl_cuda_recorder *r, grap
 
 static fl_cuda_launch_touches touches(fl_cuda_recorder *r, const command *c)
 {
-    return (fl_cuda_launch_touches){c->launch, c->node, &r->tensors[c->first_input], c->ninputs, &c->out};
+    return (fl_cuda_launch_touches){c->launch, &r->tensors[c->first_input], c->ninputs,
+                                    fl_node_writes_inputs(c->node), &c->out};
 }
 
 /* Captures command i into the graph after the nodes it waits for; *ends
@@ -292,23 +293,24 @@ static cudaGraph_t capture_dependencies(fl_cuda_device *d, fl_cuda_recorder *r, 
 {
     int n = r->ncommands, launched = 0;
     fl_cuda_node_set *ends = fl_xcalloc((size_t)n, sizeof *ends), waits = {0};
+    fl_cuda_launch_touches *each = fl_xcalloc((size_t)n, sizeof *each);
+    for (int i = 0; i < n; i++)
+        each[i] = touches(r, &r->commands[i]);
     cudaGraph_t graph = NULL;
     fl_cuda_pool_begin_capture(d);
     cudaError_t e = cudaGraphCreate(&graph, 0);
     for (int i = 0; i < n && e == cudaSuccess && launched == 0; i++) {
         waits.count = 0;
-        fl_cuda_launch_touches later = touches(r, &r->commands[i]);
-        for (int j = 0; j < i; j++) {
-            fl_cuda_launch_touches earlier = touches(r, &r->commands[j]);
-            if (fl_cuda_must_follow(&later, &earlier))
+        for (int j = 0; j < i; j++)
+            if (fl_cuda_must_follow(&each[i], &each[j]))
                 fl_cuda_node_set_add(&waits, ends[j].nodes, ends[j].count);
-        }
         e = capture_one(d, r, i, graph, &waits, &ends[i], &launched);
     }
     g->owned = fl_cuda_pool_end_capture(d, &g->nowned);
     for (int i = 0; i < n; i++)
         free(ends[i].nodes);
     free(ends);
+    free(each);
     free(waits.nodes);
     if (launched == 0 && e == cudaSuccess)
         return graph;

@@ -22,13 +22,12 @@ int fl_cuda_flush(fl_cuda_device *d);
 int fl_cuda_run_timed(fl_cuda_device *d, fl_cuda_launcher launch, const fl_node *n, fl_tensor *const *in,
                       fl_tensor *out, const fl_kernel_ctx *ctx, cudaEvent_t before, cudaEvent_t after,
                       cudaGraphExec_t *exec);
-/* graph_edges.c: what one recorded launch touches: its inputs (the first
- * fl_node_writes_inputs of them written in place) and its output. */
+/* graph_edges.c: what one recorded launch touches: its inputs, the first
+ * `written` of them updated in place (fl_node_writes_inputs), and its output. */
 typedef struct {
     fl_cuda_launcher launch;
-    const fl_node *node;
     const fl_tensor *inputs;
-    int ninputs;
+    int ninputs, written;
     const fl_tensor *out;
 } fl_cuda_launch_touches;
 /* Whether `later` must wait for `earlier`: one writes bytes the other

@@ -16,7 +16,7 @@ static bool share_bytes(const fl_tensor *a, const fl_tensor *b)
 
 /* Whether the launch writes its tensor i: its output (index -1), or one of
  * the first inputs an update changes in place (Assign, ApplyAdam). */
-static bool writes(const fl_cuda_launch_touches *c, int i) { return i < 0 || i < fl_node_writes_inputs(c->node); }
+static bool writes(const fl_cuda_launch_touches *c, int i) { return i < c->written; }
 
 static const fl_tensor *tensor_of(const fl_cuda_launch_touches *c, int i) { return i < 0 ? c->out : &c->inputs[i]; }
 
