@@ -57,7 +57,7 @@ static cl_mem transform_filter(fl_cl_device *d, const fl_conv_geometry *g, const
     fl_cl_int(&c, transposed);
     fl_cl_int(&c, cols);
     fl_cl_mem(&c, u);
-    size_t global[2] = {(size_t)cols, (size_t)channels}, local[2] = {1, 1};
+    size_t global[2] = {(size_t)cols / WINO_COLS, (size_t)channels}, local[2] = {1, 1};
     return fl_cl_run_groups(&c, 2, global, local) == 0 ? u : NULL;
 }
 
