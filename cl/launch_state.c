@@ -78,8 +78,8 @@ FL_CL_OP(fl_cl_assign_add)
 }
 
 /* Each work-item of the optimizer kernels updates a run of OPT_CHUNK
- * elements, eight at a time (cl/optimizers.cl). */
-#define OPT_CHUNK 256
+ * elements, eight at a time (cl/optimizers.cl, which says why so many). */
+#define OPT_CHUNK 4096
 
 static int run_update(fl_cl_call *c, int count)
 {
