@@ -70,10 +70,12 @@ wino_shape wino_shape_of(geom g, int transposed)
  * to the padded width `cols` (a multiple of 16). G has the Toom-Cook rows
  * for the points 0, 1, -1, 2, -2, 1/2, -1/2 and infinity (powers of each
  * point, divided by the product of its distances to the others).
- * A work-item transforms 16 columns at once, in float16s, through wino_g:
- * with one scalar work-item per column (and G as a loop over a table) a
- * call at conv_2's shape took about 0.6 ms of one Zen 4 core, now about
- * 0.16 (perf's samples over a training run); both towers pay it each step.
+ * A work-item transforms 16 columns at once, in float16s, each lane doing
+ * what one scalar work-item per column did, in the same order (so the same
+ * bits): a call at conv_2's shape took about 0.6 ms of one Zen 4 core that
+ * way, 0.2 now (perf's samples over a training run); both towers pay two
+ * a step. Writing G's rows out, sharing the sums of +x and -x, saved 0.05
+ * ms more but rounded differently, and every exact output of the book moved.
  * Global size: (cols / 16, source channels).
  */
 __constant float wino_G[8][5] = {
@@ -106,26 +108,6 @@ float16 wino_filter_tap(__global const float *w, geom g, int transposed, int ky,
     return vload16(0, v);
 }
 
-/* G f for one column of five taps f (16 columns each), into r: the rows of
- * wino_G written out, the even and odd taps' sums shared by the points +x
- * and -x. */
-void wino_g(const float16 *f, float16 *r)
-{
-    float16 even = f[0] + f[2] + f[4], odd = f[1] + f[3];
-    float16 even2 = f[0] * (1.0f / 90) + f[2] * (2.0f / 45) + f[4] * (8.0f / 45);
-    float16 odd2 = f[1] * (1.0f / 45) + f[3] * (4.0f / 45);
-    float16 even_half = f[0] * (32.0f / 45) + f[2] * (8.0f / 45) + f[4] * (2.0f / 45);
-    float16 odd_half = f[1] * (16.0f / 45) + f[3] * (4.0f / 45);
-    r[0] = -f[0];
-    r[1] = (-2.0f / 9) * (even + odd);
-    r[2] = (-2.0f / 9) * (even - odd);
-    r[3] = even2 + odd2;
-    r[4] = even2 - odd2;
-    r[5] = even_half + odd_half;
-    r[6] = even_half - odd_half;
-    r[7] = f[4];
-}
-
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void winograd_filter(__global const float *restrict w, geom g, int transposed, int cols,
                      __global float *restrict u)
@@ -135,21 +117,25 @@ void winograd_filter(__global const float *restrict w, geom g, int transposed, i
     if (q >= s.channels || col0 >= cols)
         return;
     int width = s.out_c - col0;
-    float16 t[5][WINO_ALPHA]; /* t[kx] = G times column kx of the filter */
-    for (int kx = 0; kx < 5; kx++) {
+    float16 t[WINO_ALPHA][5];
+    for (int kx = 0; kx < 5; kx++) { /* t = G f, a column of f at a time */
         float16 f[5];
         for (int ky = 0; ky < 5; ky++)
             f[ky] = wino_filter_tap(w, g, transposed, ky, kx, q, col0, width);
-        wino_g(f, t[kx]);
+        for (int a = 0; a < WINO_ALPHA; a++) {
+            float16 sum = 0.0f;
+            for (int ky = 0; ky < 5; ky++)
+                sum += wino_G[a][ky] * f[ky];
+            t[a][kx] = sum;
+        }
     }
-    for (int a = 0; a < WINO_ALPHA; a++) { /* U = t G^T: row a of t, through G again */
-        float16 row[5], r[WINO_ALPHA];
-        for (int kx = 0; kx < 5; kx++)
-            row[kx] = t[kx][a];
-        wino_g(row, r);
-        for (int b = 0; b < WINO_ALPHA; b++)
-            vstore16(r[b], 0, u + ((size_t)(a * WINO_ALPHA + b) * s.channels + q) * cols + col0);
-    }
+    for (int a = 0; a < WINO_ALPHA; a++) /* U = t G^T */
+        for (int b = 0; b < WINO_ALPHA; b++) {
+            float16 sum = 0.0f;
+            for (int kx = 0; kx < 5; kx++)
+                sum += wino_G[b][kx] * t[a][kx];
+            vstore16(sum, 0, u + ((size_t)(a * WINO_ALPHA + b) * s.channels + q) * cols + col0);
+        }
 }
 
 /* B^T d for one column of eight values d (eight channels each), into r:
