@@ -99,7 +99,7 @@ float16 wino_filter_tap(__global const float *w, geom g, int transposed, int ky,
     int tap = transposed ? (4 - ky) * 5 + (4 - kx) : ky * 5 + kx;
     __global const float *at = w + (size_t)tap * g.c * g.oc + (transposed ? (size_t)col0 * g.oc + q
                                                                        : (size_t)q * g.oc + col0);
-    if (!transposed && width == 16)
+    if (!transposed && width >= 16)
         return vload16(0, at);
     size_t step = transposed ? (size_t)g.oc : 1;
     float v[16];
