@@ -77,13 +77,12 @@ FL_CL_OP(fl_cl_assign_add)
     return fl_cl_run(&c, (size_t)count);
 }
 
-/* Each work-item of the optimizer kernels updates a run of OPT_CHUNK
- * elements, eight at a time (cl/optimizers.cl, which says why so many). */
-#define OPT_CHUNK 4096
-
+/* Each work-item of the optimizer kernels updates a run of the device's
+ * chunk of elements (cl/optimizers.cl); the kernels take it last. */
 static int run_update(fl_cl_call *c, int count)
 {
-    return fl_cl_run(c, ((size_t)count + OPT_CHUNK - 1) / OPT_CHUNK);
+    fl_cl_int(c, c->d->chunk);
+    return fl_cl_run_chunks(c, (size_t)count);
 }
 
 FL_CL_OP(fl_cl_apply_gradient_descent)

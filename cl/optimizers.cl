@@ -4,31 +4,33 @@
  *
  * These kernels do a few flops per element and move 12 to 28 bytes for it,
  * so they are bound by memory bandwidth, and the shape that reaches it is
- * the plainest: each work-item updates one run of OPT_CHUNK consecutive
+ * the plainest: each work-item updates one run of `chunk` consecutive
  * elements in one pass over each array, a loop over restrict pointers that
  * the compiler turns into vector instructions (each lane computes the scalar
  * rule, so the vectors change no result). A work-item per element would pay
  * the work-item's own bookkeeping (and Adam's bias correction) per element. */
 
-/* Elements per work-item, as in cl/launch_state.c. With 256, dense_1's 3.2M
- * made 12,500 work-items, and chapter 6's rank spent 5.1 ms a step on that
- * one update on its PoCL thread; with 4096, 2.6 to 2.7 ms. */
-#define OPT_CHUNK 4096
+/* `chunk` is the device's run of elements per work-item (cl/opencl_device.c:
+ * 4096 on a CPU, 8 elsewhere), as for the element-wise kernels. These took a
+ * fixed 256 once: dense_1's 3.2M elements made 12,500 work-items, and
+ * chapter 6's rank spent 5.1 ms a step on that one update on its PoCL
+ * thread; with 4096, 2.6 to 2.7 ms in groups of 64, 2.0 to 2.1 in groups
+ * of one (fl_cl_run_chunks). */
 #define OPT_BLOCK 256 /* a fused update makes its mean this many elements at a time, in L1 */
 
 /* The work-item's run [*i, *end); false when it has none. */
-bool opt_run(int n, int *i, int *end)
+bool opt_run(int n, int chunk, int *i, int *end)
 {
-    *i = get_global_id(0) * OPT_CHUNK;
-    *end = min(n, *i + OPT_CHUNK);
+    *i = get_global_id(0) * chunk;
+    *end = min(n, *i + chunk);
     return *i < n;
 }
 
 __kernel void apply_gradient_descent(__global float *restrict var,
-                                     __global const float *restrict grad, float lr, int n)
+                                     __global const float *restrict grad, float lr, int n, int chunk)
 {
     int i, end;
-    if (!opt_run(n, &i, &end))
+    if (!opt_run(n, chunk, &i, &end))
         return;
     for (; i < end; i++)
         var[i] = fl_rule_gradient_descent(var[i], lr, grad[i]);
@@ -36,10 +38,10 @@ __kernel void apply_gradient_descent(__global float *restrict var,
 
 __kernel void apply_momentum(__global float *restrict var, __global float *restrict accum,
                              __global const float *restrict grad, float lr, float mu, int nesterov,
-                             int n)
+                             int n, int chunk)
 {
     int i, end;
-    if (!opt_run(n, &i, &end))
+    if (!opt_run(n, chunk, &i, &end))
         return;
     for (; i < end; i++) {
         float a = fl_rule_momentum_accum(accum[i], mu, grad[i]);
@@ -53,10 +55,10 @@ __kernel void apply_momentum(__global float *restrict var, __global float *restr
 __kernel void apply_adam(__global float *restrict var, __global float *restrict m,
                          __global float *restrict v, __global const float *beta1_power,
                          __global const float *beta2_power, __global const float *restrict grad,
-                         float lr, float b1, float b2, float eps, int n)
+                         float lr, float b1, float b2, float eps, int n, int chunk)
 {
     int i, end;
-    if (!opt_run(n, &i, &end))
+    if (!opt_run(n, chunk, &i, &end))
         return;
     float lr_t = fl_rule_adam_lr(lr, beta1_power[0], beta2_power[0]);
     for (; i < end; i++) {
@@ -98,10 +100,10 @@ inline void mean_into(float *g, int i, int count, GRADIENT_PARTS)
 
 #define MEAN_INTO(g, i, count) mean_into(g, i, count, p0, p1, p2, p3, p4, p5, p6, p7, nparts, divisor)
 
-__kernel void fused_apply_gradient_descent(__global float *restrict var, GRADIENT_PARTS, float lr, int n)
+__kernel void fused_apply_gradient_descent(__global float *restrict var, GRADIENT_PARTS, float lr, int n, int chunk)
 {
     int i, end;
-    if (!opt_run(n, &i, &end))
+    if (!opt_run(n, chunk, &i, &end))
         return;
     float g[OPT_BLOCK];
     for (; i < end; i += OPT_BLOCK) {
@@ -113,10 +115,10 @@ __kernel void fused_apply_gradient_descent(__global float *restrict var, GRADIEN
 }
 
 __kernel void fused_apply_momentum(__global float *restrict var, __global float *restrict accum, GRADIENT_PARTS,
-                                   float lr, float mu, int nesterov, int n)
+                                   float lr, float mu, int nesterov, int n, int chunk)
 {
     int i, end;
-    if (!opt_run(n, &i, &end))
+    if (!opt_run(n, chunk, &i, &end))
         return;
     float g[OPT_BLOCK];
     for (; i < end; i += OPT_BLOCK) {
@@ -133,10 +135,10 @@ __kernel void fused_apply_momentum(__global float *restrict var, __global float 
 __kernel void fused_apply_adam(__global float *restrict var, __global float *restrict m,
                                __global float *restrict v, __global const float *beta1_power,
                                __global const float *beta2_power, GRADIENT_PARTS,
-                               float lr, float b1, float b2, float eps, int n)
+                               float lr, float b1, float b2, float eps, int n, int chunk)
 {
     int i, end;
-    if (!opt_run(n, &i, &end))
+    if (!opt_run(n, chunk, &i, &end))
         return;
     float lr_t = fl_rule_adam_lr(lr, beta1_power[0], beta2_power[0]);
     float g[OPT_BLOCK];
